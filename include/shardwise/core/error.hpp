@@ -1,0 +1,33 @@
+#pragma once
+// The one exception hierarchy of shardwise. Every error caused by bad input derives from
+// shardwise::Error and says what was wrong, the value it got, and what it expected.
+
+#include <stdexcept>
+#include <string>
+
+namespace shardwise {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// A value that is well-formed but not acceptable (a mesh axis of size 0, a duplicate id).
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+// Text that could not be parsed (a spec string, a mesh string, a shape list).
+class ParseError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A sharding that does not fit the array or mesh it is used with.
+class ShardingError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace shardwise

@@ -1,0 +1,24 @@
+#pragma once
+// A subcommand of `shardwise`: it registers its options on the parser, then runs with them.
+
+#include <iosfwd>
+#include <memory>
+
+namespace CLI {
+class App;
+}
+
+namespace shardwise::cli {
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  // The parser this command registered; parsed() on it tells whether the user chose it.
+  [[nodiscard]] virtual const CLI::App& app() const = 0;
+  // Writes the result to `out`; throws shardwise::Error for bad input.
+  virtual void run(std::ostream& out) const = 0;
+};
+
+std::unique_ptr<Command> add_layout_command(CLI::App& parent);
+
+}  // namespace shardwise::cli
