@@ -29,6 +29,19 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(add_layout_command(app));
 
+  // CLI11 reports an unknown command as a missing one; name it instead.
+  if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&
+      std::none_of(commands.begin(), commands.end(),
+                   [&](const auto& command) { return command->app().get_name() == args.front(); })) {
+    std::string known;
+    for (const auto& command : commands) {
+      known += (known.empty() ? "" : ", ") + command->app().get_name();
+    }
+    err << "shardwise: unknown command '" << one_line(args.front()) << "'; expected one of: "
+        << known << '\n';
+    return kBadInput;
+  }
+
   // CLI11 consumes arguments from the back.
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

@@ -137,7 +137,7 @@ std::string draw_sharding(const NamedSharding& sharding, const Shape& global_sha
     for (const IndexRange& r : rows) row_extents.push_back(r.size());
     const double aspect = static_cast<double>(global_shape[0]) / static_cast<double>(global_shape[1]);
     const auto wanted = static_cast<std::size_t>(kDrawingWidth * aspect / 2.0 + 0.5);
-    const std::size_t total = std::clamp(wanted, rows.size(), rows.size() * 5);
+    const std::size_t total = std::clamp(wanted, rows.size(), rows.size() * 3);
     heights = scale(row_extents, total, std::vector<std::size_t>(rows.size(), 1));
   }
 
@@ -180,7 +180,11 @@ std::string render_layout_text(const NamedSharding& sharding, const Shape& globa
   }
   out << format_table(table);
   const std::string drawing = draw_sharding(sharding, global_shape);
-  if (!drawing.empty()) out << '\n' << drawing;
+  if (!drawing.empty()) {
+    out << '\n' << drawing;
+  } else if (!global_shape.empty()) {
+    out << "\n(drawings are made for 1-D and 2-D arrays)\n";
+  }
   return out.str();
 }
 

@@ -73,7 +73,7 @@ void NamedSharding::validate(const Shape& global_shape) const {
                           std::to_string(global_shape[d]) + ", not divisible by " +
                           std::to_string(entry_shards_[d]) + " shards of " +
                           describe_axes(mesh_, spec_.entry(d)) +
-                          "; use uneven sharding to allow it");
+                          "; allow uneven sharding (--uneven) to accept it");
     }
   }
 }
