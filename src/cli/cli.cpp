@@ -31,14 +31,15 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 
   // CLI11 reports an unknown command as a missing one; name it instead.
   if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&
-      std::none_of(commands.begin(), commands.end(),
-                   [&](const auto& command) { return command->app().get_name() == args.front(); })) {
+      std::none_of(commands.begin(), commands.end(), [&](const auto& command) {
+        return command->app().get_name() == args.front();
+      })) {
     std::string known;
     for (const auto& command : commands) {
       known += (known.empty() ? "" : ", ") + command->app().get_name();
     }
-    err << "shardwise: unknown command '" << one_line(args.front()) << "'; expected one of: "
-        << known << '\n';
+    err << "shardwise: unknown command '" << one_line(args.front())
+        << "'; expected one of: " << known << '\n';
     return kBadInput;
   }
 

@@ -13,8 +13,9 @@ class LayoutCommand final : public Command {
  public:
   explicit LayoutCommand(CLI::App& parent)
       : app_(parent.add_subcommand(
-            "layout", "Show how a sharding splits an array: shard shape, each device's index "
-                      "range and replica id, and a drawing of the blocks")) {
+            "layout",
+            "Show how a sharding splits an array: shard shape, each device's index "
+            "range and replica id, and a drawing of the blocks")) {
     app_->add_option("--mesh", mesh_, "Mesh axes and sizes, e.g. data=2,model=4")->required();
     app_->add_option("--spec", spec_, "Partition spec, e.g. \"P('data', None)\"")
         ->default_val("P()");
@@ -38,7 +39,8 @@ class LayoutCommand final : public Command {
                                  uneven_ ? Evenness::kUneven : Evenness::kStrict);
     const Shape shape = parse_shape(shape_);
     sharding.validate(shape);
-    out << (json_ ? render_layout_json(sharding, shape) + "\n" : render_layout_text(sharding, shape));
+    out << (json_ ? render_layout_json(sharding, shape) + "\n"
+                  : render_layout_text(sharding, shape));
   }
 
  private:

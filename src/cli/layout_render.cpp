@@ -1,6 +1,7 @@
 #include "layout_render.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -63,9 +64,8 @@ std::vector<std::size_t> scale(const std::vector<std::int64_t>& extents, std::si
   for (std::int64_t e : extents) sum += e;
   std::vector<std::size_t> sizes(extents.size());
   for (std::size_t i = 0; i < extents.size(); ++i) {
-    const auto share = static_cast<std::size_t>(
-        static_cast<double>(extents[i]) * static_cast<double>(total) / static_cast<double>(sum) +
-        0.5);
+    const auto share = static_cast<std::size_t>(std::lround(
+        static_cast<double>(extents[i]) * static_cast<double>(total) / static_cast<double>(sum)));
     sizes[i] = std::max(minimum[i], share);
   }
   return sizes;
@@ -135,8 +135,9 @@ std::string draw_sharding(const NamedSharding& sharding, const Shape& global_sha
     // Terminal cells are about twice as tall as wide: halve the height to keep proportions.
     std::vector<std::int64_t> row_extents;
     for (const IndexRange& r : rows) row_extents.push_back(r.size());
-    const double aspect = static_cast<double>(global_shape[0]) / static_cast<double>(global_shape[1]);
-    const auto wanted = static_cast<std::size_t>(kDrawingWidth * aspect / 2.0 + 0.5);
+    const double aspect =
+        static_cast<double>(global_shape[0]) / static_cast<double>(global_shape[1]);
+    const auto wanted = static_cast<std::size_t>(std::lround(kDrawingWidth * aspect / 2.0));
     const std::size_t total = std::clamp(wanted, rows.size(), rows.size() * 3);
     heights = scale(row_extents, total, std::vector<std::size_t>(rows.size(), 1));
   }

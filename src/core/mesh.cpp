@@ -196,9 +196,9 @@ std::vector<std::int64_t> Mesh::coords_at(std::int64_t position) const {
 }
 
 bool Mesh::contains_device(DeviceId device) const {
-  return std::binary_search(
-      position_by_device_.begin(), position_by_device_.end(), std::make_pair(device, std::int64_t{0}),
-      [](const auto& x, const auto& y) { return x.first < y.first; });
+  return std::binary_search(position_by_device_.begin(), position_by_device_.end(),
+                            std::make_pair(device, std::int64_t{0}),
+                            [](const auto& x, const auto& y) { return x.first < y.first; });
 }
 
 std::int64_t Mesh::position_of_device(DeviceId device) const {

@@ -1,6 +1,7 @@
 #include "shardwise/core/named_sharding.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "detail/hash_combine.hpp"
 #include "shardwise/core/check.hpp"
@@ -31,8 +32,8 @@ void validate_spec_axes(const Mesh& mesh, const PartitionSpec& spec) {
       }
       int& user = used_by[mesh.axis_index(axis)];
       if (user == static_cast<int>(d)) {
-        throw ShardingError("axis '" + axis + "' appears twice in dimension " +
-                            std::to_string(d) + " of " + spec.to_string());
+        throw ShardingError("axis '" + axis + "' appears twice in dimension " + std::to_string(d) +
+                            " of " + spec.to_string());
       }
       if (user >= 0) {
         throw ShardingError("axis '" + axis + "' is used by dimensions " + std::to_string(user) +
@@ -69,11 +70,10 @@ void NamedSharding::validate(const Shape& global_shape) const {
   if (evenness_ == Evenness::kUneven) return;
   for (std::size_t d = 0; d < spec_.size(); ++d) {
     if (global_shape[d] % entry_shards_[d] != 0) {
-      throw ShardingError("dimension " + std::to_string(d) + " has size " +
-                          std::to_string(global_shape[d]) + ", not divisible by " +
-                          std::to_string(entry_shards_[d]) + " shards of " +
-                          describe_axes(mesh_, spec_.entry(d)) +
-                          "; allow uneven sharding (--uneven) to accept it");
+      throw ShardingError(
+          "dimension " + std::to_string(d) + " has size " + std::to_string(global_shape[d]) +
+          ", not divisible by " + std::to_string(entry_shards_[d]) + " shards of " +
+          describe_axes(mesh_, spec_.entry(d)) + "; allow uneven sharding (--uneven) to accept it");
     }
   }
 }
@@ -136,27 +136,26 @@ ShardIndex NamedSharding::device_index(const Shape& global_shape, DeviceId devic
   return index_at(global_shape, mesh_.position_of_device(device));
 }
 
-std::int64_t NamedSharding::replica_id(DeviceId device) const {
-  // Devices holding the same shard agree on every axis the spec uses, so the ones before a
-  // device in mesh order are those with smaller row-major coordinates on the unused axes.
-  const std::vector<std::int64_t> coords = mesh_.coords_of(device);
-  const std::vector<std::string> used = spec_.all_axes();
-  std::int64_t id = 0;
-  for (std::size_t a = 0; a < mesh_.num_axes(); ++a) {
-    if (std::find(used.begin(), used.end(), mesh_.axis_names()[a]) == used.end()) {
-      id = id * mesh_.axis_sizes()[a] + coords[a];
-    }
+std::int64_t NamedSharding::replica_id(const Shape& global_shape, DeviceId device) const {
+  for (const DeviceShard& shard : devices_indices_map(global_shape)) {
+    if (shard.device == device) return shard.replica_id;
   }
-  return id;
+  throw InvalidArgument("device " + std::to_string(device) + " is not in " + mesh_.to_string());
 }
 
 std::vector<DeviceShard> NamedSharding::devices_indices_map(const Shape& global_shape) const {
   validate(global_shape);
   std::vector<DeviceShard> shards;
   shards.reserve(static_cast<std::size_t>(mesh_.size()));
+  // JAX's rule: a replica id counts the earlier devices, in mesh order, with an equal index.
+  std::map<std::vector<std::int64_t>, std::int64_t> holders;
   for (std::int64_t p = 0; p < mesh_.size(); ++p) {
-    const DeviceId device = mesh_.device_ids()[static_cast<std::size_t>(p)];
-    shards.push_back({device, index_at(global_shape, p), replica_id(device)});
+    ShardIndex index = index_at(global_shape, p);
+    std::vector<std::int64_t> key;
+    key.reserve(2 * index.size());
+    for (const IndexRange& range : index) key.insert(key.end(), {range.start, range.stop});
+    shards.push_back(
+        {mesh_.device_ids()[static_cast<std::size_t>(p)], std::move(index), holders[key]++});
   }
   return shards;
 }

@@ -101,7 +101,8 @@ int PartitionSpec::dimension_of(std::string_view axis) const {
 
 std::string PartitionSpec::to_string() const {
   std::string out = "P(";
-  for (std::size_t d = 0; d < entries_.size(); ++d) out += (d ? ", " : "") + entries_[d].to_string();
+  for (std::size_t d = 0; d < entries_.size(); ++d)
+    out += (d ? ", " : "") + entries_[d].to_string();
   return out + ")";
 }
 

@@ -49,8 +49,7 @@ std::vector<std::string> order_axes(const Mesh& mesh, int dim,
       throw ShardingError("dimension " + std::to_string(dim) + " is split by " +
                           std::to_string(members.size()) + " axes but axis '" +
                           mesh.axis_names()[axis] + "' has position " + std::to_string(position) +
-                          "; expected distinct positions 0.." +
-                          std::to_string(members.size() - 1));
+                          "; expected distinct positions 0.." + std::to_string(members.size() - 1));
     }
     axes[slot] = mesh.axis_names()[axis];
   }
@@ -77,17 +76,16 @@ ReduceOp parse_reduce_op(std::string_view text) {
 }
 
 std::string to_string(const Placement& placement) {
-  return std::visit(
-      Overloaded{
-          [](const Replicate&) { return std::string("Replicate()"); },
-          [](const Shard& s) {
-            std::string out = "Shard(dim=" + std::to_string(s.dim);
-            if (s.position >= 0) out += ", position=" + std::to_string(s.position);
-            return out + ")";
-          },
-          [](const Partial& p) { return "Partial(" + to_string(p.op) + ")"; },
-      },
-      placement);
+  return std::visit(Overloaded{
+                        [](const Replicate&) { return std::string("Replicate()"); },
+                        [](const Shard& s) {
+                          std::string out = "Shard(dim=" + std::to_string(s.dim);
+                          if (s.position >= 0) out += ", position=" + std::to_string(s.position);
+                          return out + ")";
+                        },
+                        [](const Partial& p) { return "Partial(" + to_string(p.op) + ")"; },
+                    },
+                    placement);
 }
 
 std::string to_string(const Placements& placements) {
@@ -103,8 +101,8 @@ Placements to_placements(const Mesh& mesh, const PartitionSpec& spec) {
   Placements placements(mesh.num_axes(), Replicate{});
   for (std::size_t d = 0; d < spec.size(); ++d) {
     const auto& axes = spec.entry(d).axes();
-    const bool in_mesh_order = std::is_sorted(
-        axes.begin(), axes.end(), [&](const std::string& x, const std::string& y) {
+    const bool in_mesh_order =
+        std::is_sorted(axes.begin(), axes.end(), [&](const std::string& x, const std::string& y) {
           return mesh.axis_index(x) < mesh.axis_index(y);
         });
     for (std::size_t i = 0; i < axes.size(); ++i) {

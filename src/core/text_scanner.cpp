@@ -68,7 +68,8 @@ std::string TextScanner::quoted(std::string_view expected) {
   }
   std::size_t start = ++pos_;
   std::size_t end = text_.find(quote, start);
-  if (end == std::string_view::npos) fail(std::string("unterminated string starting with ") + quote);
+  if (end == std::string_view::npos)
+    fail(std::string("unterminated string starting with ") + quote);
   pos_ = end + 1;
   return std::string(text_.substr(start, end - start));
 }
@@ -90,8 +91,8 @@ std::int64_t TextScanner::integer(std::string_view expected) {
 }
 
 void TextScanner::fail(const std::string& message) const {
-  throw ParseError("cannot parse " + std::string(what_) + " '" + std::string(text_) + "': " +
-                   message + " at column " + std::to_string(pos_ + 1));
+  throw ParseError("cannot parse " + std::string(what_) + " '" + std::string(text_) +
+                   "': " + message + " at column " + std::to_string(pos_ + 1));
 }
 
 std::string TextScanner::found() const {

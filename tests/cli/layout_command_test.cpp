@@ -26,8 +26,8 @@ Result run_command(const std::vector<std::string>& args) {
 }
 
 TEST(LayoutCommand, ReportForAPerson) {
-  const Result r = run_command(
-      {"layout", "--mesh", "data=2,model=2", "--spec", "P(None, ('data','model'))", "--shape", "4,8"});
+  const Result r = run_command({"layout", "--mesh", "data=2,model=2", "--spec",
+                                "P(None, ('data','model'))", "--shape", "4,8"});
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.err, "");
   EXPECT_EQ(r.out,
@@ -62,8 +62,8 @@ TEST(LayoutCommand, DrawingLabelsReplicatedBlocksWithEveryHolder) {
 }
 
 TEST(LayoutCommand, UnevenOneDimensional) {
-  const Result r = run_command(
-      {"layout", "--mesh", "x=4", "--spec", "P('x')", "--shape", "10", "--uneven"});
+  const Result r =
+      run_command({"layout", "--mesh", "x=4", "--spec", "P('x')", "--shape", "10", "--uneven"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("shard shape   (3,)  (largest shard)\n"));
   EXPECT_THAT(r.out, HasSubstr("3       x=3     [9:10]  0\n"));
@@ -106,12 +106,13 @@ TEST(LayoutCommand, JsonIsExactlyOneObject) {
   EXPECT_EQ(json["global_shape"], nlohmann::json({8, 16}));
   EXPECT_EQ(json["shard_shape"], nlohmann::json({4, 16}));
   ASSERT_EQ(json["shards"].size(), 8u);
-  EXPECT_EQ(json["shards"][5], nlohmann::json::parse(
-                                   R"({"device": 5, "index": [[4, 8], [0, 16]], "replica_id": 1})"));
+  EXPECT_EQ(json["shards"][5],
+            nlohmann::json::parse(R"({"device": 5, "index": [[4, 8], [0, 16]], "replica_id": 1})"));
   // Keys in the documented order.
-  EXPECT_THAT(r.out, StartsWith("{\"mesh\":{\"axis_names\":[\"data\",\"model\"],\"axis_sizes\":[2,4]}"
-                                ",\"spec\":\"P('data', None)\",\"global_shape\":[8,16],"
-                                "\"shard_shape\":[4,16],\"shards\":[{\"device\":0,\"index\":"));
+  EXPECT_THAT(r.out,
+              StartsWith("{\"mesh\":{\"axis_names\":[\"data\",\"model\"],\"axis_sizes\":[2,4]}"
+                         ",\"spec\":\"P('data', None)\",\"global_shape\":[8,16],"
+                         "\"shard_shape\":[4,16],\"shards\":[{\"device\":0,\"index\":"));
 }
 
 TEST(LayoutCommand, JsonUnevenAndExplicitDevices) {
@@ -120,10 +121,10 @@ TEST(LayoutCommand, JsonUnevenAndExplicitDevices) {
   ASSERT_EQ(r.status, 0) << r.err;
   const auto json = nlohmann::json::parse(r.out);
   EXPECT_EQ(json["shard_shape"], nlohmann::json({2}));
-  EXPECT_EQ(json["shards"][0], nlohmann::json::parse(
-                                   R"({"device": 3, "index": [[0, 2]], "replica_id": 0})"));
-  EXPECT_EQ(json["shards"][3], nlohmann::json::parse(
-                                   R"({"device": 0, "index": [[5, 5]], "replica_id": 0})"));
+  EXPECT_EQ(json["shards"][0],
+            nlohmann::json::parse(R"({"device": 3, "index": [[0, 2]], "replica_id": 0})"));
+  EXPECT_EQ(json["shards"][3],
+            nlohmann::json::parse(R"({"device": 0, "index": [[5, 5]], "replica_id": 0})"));
 }
 
 struct BadInput {

@@ -43,7 +43,9 @@ TEST(Mesh, CoordinatesRoundTripEveryPosition) {
   for (std::int64_t p = 0; p < mesh.size(); ++p) {
     EXPECT_EQ(mesh.position_of(mesh.coords_at(p)), p);
   }
-  EXPECT_THAT(error_of([&] { (void)mesh.position_of({0, 3, 0}); }),
+  EXPECT_THAT(error_of([&] {
+                (void)mesh.position_of({0, 3, 0});
+              }),
               HasSubstr("coordinate 3 on axis 'b' is outside [0, 3)"));
   EXPECT_THAT(error_of([&] { (void)mesh.position_of({0, 0}); }), HasSubstr("has 3 axes"));
   EXPECT_THAT(error_of([&] { (void)mesh.coords_at(24); }), HasSubstr("outside [0, 24)"));
@@ -61,21 +63,33 @@ TEST(Mesh, AxisLookup) {
 
 TEST(Mesh, ValidationNamesTheField) {
   EXPECT_THAT(error_of([] { Mesh({}, {}); }), HasSubstr("no axes"));
-  EXPECT_THAT(error_of([] { Mesh({"data", "data"}, {2, 2}); }),
+  EXPECT_THAT(error_of([] {
+                Mesh({"data", "data"}, {2, 2});
+              }),
               HasSubstr("'data' is used by axes 0 and 1"));
   EXPECT_THAT(error_of([] { Mesh({"data", ""}, {2, 2}); }), HasSubstr("axis 1 has name ''"));
   EXPECT_THAT(error_of([] { Mesh({"da ta"}, {2}); }), HasSubstr("'da ta'"));
   EXPECT_THAT(error_of([] { Mesh({"data"}, {0}); }), HasSubstr("'data' has size 0"));
   EXPECT_THAT(error_of([] { Mesh({"data"}, {-3}); }), HasSubstr("'data' has size -3"));
-  EXPECT_THAT(error_of([] { Mesh({"data", "model"}, {2}); }),
+  EXPECT_THAT(error_of([] {
+                Mesh({"data", "model"}, {2});
+              }),
               HasSubstr("2 axis names but 1 axis sizes"));
-  EXPECT_THAT(error_of([] { Mesh({"data"}, {4}, std::vector<DeviceId>{0, 1, 2}); }),
+  EXPECT_THAT(error_of([] {
+                Mesh({"data"}, {4}, std::vector<DeviceId>{0, 1, 2});
+              }),
               HasSubstr("has 4 positions but 3 device ids"));
-  EXPECT_THAT(error_of([] { Mesh({"data"}, {3}, std::vector<DeviceId>{0, 2, 2}); }),
+  EXPECT_THAT(error_of([] {
+                Mesh({"data"}, {3}, std::vector<DeviceId>{0, 2, 2});
+              }),
               HasSubstr("device id 2 appears at positions 1 and 2"));
-  EXPECT_THAT(error_of([] { Mesh({"data"}, {2}, std::vector<DeviceId>{0, -1}); }),
+  EXPECT_THAT(error_of([] {
+                Mesh({"data"}, {2}, std::vector<DeviceId>{0, -1});
+              }),
               HasSubstr("device id -1 at position 1 is negative"));
-  EXPECT_THAT(error_of([] { Mesh({"a", "b", "c"}, {65536, 65536, 4}); }),
+  EXPECT_THAT(error_of([] {
+                Mesh({"a", "b", "c"}, {65536, 65536, 4});
+              }),
               HasSubstr("more than 2^31 devices"));
 }
 
@@ -128,9 +142,9 @@ TEST(Mesh, GroupsAlongSeveralAxesAreInMeshOrder) {
   EXPECT_EQ(mesh.groups({"c", "a"}), mesh.groups({"a", "c"}));
   EXPECT_THAT(mesh.groups({"a", "c"}),
               ElementsAre(ElementsAre(0, 1, 4, 5), ElementsAre(2, 3, 6, 7)));
-  EXPECT_THAT(mesh.groups({}), ElementsAre(ElementsAre(0), ElementsAre(1), ElementsAre(2),
-                                           ElementsAre(3), ElementsAre(4), ElementsAre(5),
-                                           ElementsAre(6), ElementsAre(7)));
+  EXPECT_THAT(mesh.groups({}),
+              ElementsAre(ElementsAre(0), ElementsAre(1), ElementsAre(2), ElementsAre(3),
+                          ElementsAre(4), ElementsAre(5), ElementsAre(6), ElementsAre(7)));
   EXPECT_THAT(mesh.groups({"a", "b", "c"}), ElementsAre(ElementsAre(0, 1, 2, 3, 4, 5, 6, 7)));
 }
 
@@ -164,7 +178,9 @@ TEST(Mesh, GroupsPartitionTheDevicesAndVaryOnlyAlongTheirAxes) {
 TEST(Mesh, GroupErrors) {
   Mesh mesh({"data", "model"}, {2, 4});
   EXPECT_THAT(error_of([&] { (void)mesh.groups({"x"}); }), HasSubstr("axis 'x' is not in"));
-  EXPECT_THAT(error_of([&] { (void)mesh.groups({"data", "data"}); }),
+  EXPECT_THAT(error_of([&] {
+                (void)mesh.groups({"data", "data"});
+              }),
               HasSubstr("axis 'data' appears twice"));
 }
 

@@ -11,37 +11,50 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 const Mesh kMesh2x4({"data", "model"}, {2, 4});
 
 TEST(NamedSharding, SpecErrorsAtConstruction) {
-  EXPECT_THAT(error_of([] { NamedSharding(kMesh2x4, P{"data", "expert"}); }),
+  EXPECT_THAT(error_of([] {
+                NamedSharding(kMesh2x4, P{"data", "expert"});
+              }),
               HasSubstr("partition spec P('data', 'expert') names axis 'expert' in dimension 1, "
                         "which is not in Mesh('data': 2, 'model': 4)"));
-  EXPECT_THAT(error_of([] { NamedSharding(kMesh2x4, P{"model", None, "model"}); }),
+  EXPECT_THAT(error_of([] {
+                NamedSharding(kMesh2x4, P{"model", None, "model"});
+              }),
               HasSubstr("axis 'model' is used by dimensions 0 and 2 of P('model', None, 'model')"));
-  EXPECT_THAT(error_of([] { NamedSharding(kMesh2x4, P{{"model", "model"}}); }),
+  EXPECT_THAT(error_of([] {
+                NamedSharding(kMesh2x4, P{{"model", "model"}});
+              }),
               HasSubstr("axis 'model' appears twice in dimension 0"));
   EXPECT_THROW(NamedSharding(kMesh2x4, P{"x"}), ShardingError);
 }
 
 TEST(NamedSharding, ShapeErrorsNameDimensionAxesAndSizes) {
   const NamedSharding sharding(kMesh2x4, P{None, {"data", "model"}});
-  EXPECT_THAT(error_of([&] { sharding.validate({8, 10}); }),
+  EXPECT_THAT(error_of([&] {
+                sharding.validate({8, 10});
+              }),
               HasSubstr("dimension 1 has size 10, not divisible by 8 shards of ('data', 'model') "
                         "of sizes 2 x 4"));
   EXPECT_THAT(error_of([&] { (void)sharding.shard_shape({8}); }),
               HasSubstr("partition spec P(None, ('data', 'model')) has 2 entries but the array of "
                         "shape (8,) has rank 1"));
-  EXPECT_THAT(error_of([&] { (void)sharding.devices_indices_map({8, 6}); }),
+  EXPECT_THAT(error_of([&] {
+                (void)sharding.devices_indices_map({8, 6});
+              }),
               HasSubstr("not divisible"));
-  EXPECT_THAT(error_of([&] { (void)sharding.device_index({8, 16}, 8); }),
+  EXPECT_THAT(error_of([&] {
+                (void)sharding.device_index({8, 16}, 8);
+              }),
               HasSubstr("device 8 is not in"));
   const NamedSharding one_axis(kMesh2x4, P{"model"});
-  EXPECT_THAT(error_of([&] { one_axis.validate({6}); }),
-              HasSubstr("dimension 0 has size 6, not divisible by 4 shards of ('model') of size 4"));
+  EXPECT_THAT(
+      error_of([&] { one_axis.validate({6}); }),
+      HasSubstr("dimension 0 has size 6, not divisible by 4 shards of ('model') of size 4"));
 }
 
 TEST(NamedSharding, ShardShapeAndCounts) {
@@ -86,7 +99,21 @@ TEST(NamedSharding, ReplicaIdsCountEarlierHoldersInMeshOrder) {
   for (const auto& shard : sharding.devices_indices_map({8})) ids.push_back(shard.replica_id);
   // Devices 0 and 4 hold shard 0, 1 and 5 shard 1, ...
   EXPECT_THAT(ids, ElementsAre(0, 0, 0, 0, 1, 1, 1, 1));
-  EXPECT_EQ(sharding.replica_id(5), 1);
+  EXPECT_EQ(sharding.replica_id({8}, 5), 1);
+  EXPECT_THROW((void)sharding.replica_id({8}, 9), InvalidArgument);
+}
+
+TEST(NamedSharding, EmptyIndicesCountAsReplicasOfEachOther) {
+  // As jax.Array does: with a dimension of size 0 every device holds the same empty index.
+  const NamedSharding sharding(Mesh({"a", "b"}, {2, 3}), P{None, "b"});
+  std::vector<std::int64_t> ids;
+  for (const auto& shard : sharding.devices_indices_map({1, 0})) ids.push_back(shard.replica_id);
+  EXPECT_THAT(ids, ElementsAre(0, 1, 2, 3, 4, 5));
+  // Uneven: the two empty trailing shards of 2 elements over 4 share the range [2:2].
+  const NamedSharding uneven(Mesh({"x"}, {4}), P{"x"}, Evenness::kUneven);
+  ids.clear();
+  for (const auto& shard : uneven.devices_indices_map({2})) ids.push_back(shard.replica_id);
+  EXPECT_THAT(ids, ElementsAre(0, 0, 0, 1));
 }
 
 TEST(NamedSharding, DeviceOrderFollowsExplicitIds) {
@@ -106,14 +133,14 @@ TEST(NamedSharding, UnevenFollowsTorchChunk) {
     for (const auto& shard : sharding.devices_indices_map({n})) out.push_back(shard.index[0]);
     return out;
   };
-  EXPECT_THAT(ranges(10), ElementsAre(IndexRange{0, 3}, IndexRange{3, 6}, IndexRange{6, 9},
-                                      IndexRange{9, 10}));
-  EXPECT_THAT(ranges(5), ElementsAre(IndexRange{0, 2}, IndexRange{2, 4}, IndexRange{4, 5},
-                                     IndexRange{5, 5}));
-  EXPECT_THAT(ranges(2), ElementsAre(IndexRange{0, 1}, IndexRange{1, 2}, IndexRange{2, 2},
-                                     IndexRange{2, 2}));
-  EXPECT_THAT(ranges(0), ElementsAre(IndexRange{0, 0}, IndexRange{0, 0}, IndexRange{0, 0},
-                                     IndexRange{0, 0}));
+  EXPECT_THAT(ranges(10),
+              ElementsAre(IndexRange{0, 3}, IndexRange{3, 6}, IndexRange{6, 9}, IndexRange{9, 10}));
+  EXPECT_THAT(ranges(5),
+              ElementsAre(IndexRange{0, 2}, IndexRange{2, 4}, IndexRange{4, 5}, IndexRange{5, 5}));
+  EXPECT_THAT(ranges(2),
+              ElementsAre(IndexRange{0, 1}, IndexRange{1, 2}, IndexRange{2, 2}, IndexRange{2, 2}));
+  EXPECT_THAT(ranges(0),
+              ElementsAre(IndexRange{0, 0}, IndexRange{0, 0}, IndexRange{0, 0}, IndexRange{0, 0}));
   EXPECT_THAT(sharding.shard_shape({10}), ElementsAre(3));
   EXPECT_THAT(sharding.shard_shape({8}), ElementsAre(2));  // divisible: same as strict
   EXPECT_THROW(NamedSharding(Mesh({"x"}, {4}), P{"x"}).validate({10}), ShardingError);

@@ -11,8 +11,8 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 TEST(PartitionSpec, EntriesAreCanonical) {
   // JAX: () is None and ('x',) is 'x'.

@@ -8,8 +8,8 @@
 namespace shardwise {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 const Mesh kMesh({"data", "fsdp", "model"}, {2, 2, 2});
 
@@ -58,16 +58,26 @@ TEST(Placements, ToSpecErrors) {
               }),
               HasSubstr("placement of mesh axis 'data' is Partial(avg); a PartitionSpec cannot "
                         "hold a pending reduction"));
-  EXPECT_THAT(error_of([] { (void)to_partition_spec(kMesh, {Shard{-1}, Replicate{}, Replicate{}}); }),
+  EXPECT_THAT(error_of([] {
+                (void)to_partition_spec(kMesh, {Shard{-1}, Replicate{}, Replicate{}});
+              }),
               HasSubstr("negative dimension needs the array's rank"));
   EXPECT_THAT(
-      error_of([] { (void)to_partition_spec(kMesh, {Shard{2}, Replicate{}, Replicate{}}, 2); }),
+      error_of([] {
+        (void)to_partition_spec(kMesh, {Shard{2}, Replicate{}, Replicate{}}, 2);
+      }),
       HasSubstr("placement of mesh axis 'data' shards dimension 2, outside an array of rank 2"));
-  EXPECT_THAT(error_of([] { (void)to_partition_spec(kMesh, {Shard{0, 0}, Shard{0, 0}, Replicate{}}); }),
+  EXPECT_THAT(error_of([] {
+                (void)to_partition_spec(kMesh, {Shard{0, 0}, Shard{0, 0}, Replicate{}});
+              }),
               HasSubstr("axis 'fsdp' has position 0; expected distinct positions 0..1"));
-  EXPECT_THAT(error_of([] { (void)to_partition_spec(kMesh, {Shard{0, 0}, Shard{0}, Replicate{}}); }),
+  EXPECT_THAT(error_of([] {
+                (void)to_partition_spec(kMesh, {Shard{0, 0}, Shard{0}, Replicate{}});
+              }),
               HasSubstr("mixes Shard placements with and without a position"));
-  EXPECT_THAT(error_of([] { (void)to_placements(kMesh, P{"data", "data"}); }),
+  EXPECT_THAT(error_of([] {
+                (void)to_placements(kMesh, P{"data", "data"});
+              }),
               HasSubstr("axis 'data' is used by dimensions 0 and 1"));
 }
 

@@ -9,8 +9,8 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 TEST(Shape, ParsesCommaLists) {
   EXPECT_EQ(parse_shape("8,16"), (Shape{8, 16}));

@@ -15,9 +15,9 @@ namespace shardwise::detail {
 
 }  // namespace shardwise::detail
 
-#define SHARDWISE_CHECK(condition)                                             \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      ::shardwise::detail::check_failed(#condition, __FILE__, __LINE__);       \
-    }                                                                          \
+#define SHARDWISE_CHECK(condition)                                       \
+  do {                                                                   \
+    if (!(condition)) {                                                  \
+      ::shardwise::detail::check_failed(#condition, __FILE__, __LINE__); \
+    }                                                                    \
   } while (false)

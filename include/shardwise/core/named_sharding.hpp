@@ -27,7 +27,9 @@ enum class Evenness {
 struct DeviceShard {
   DeviceId device = 0;
   ShardIndex index;
-  // How many devices earlier in mesh order hold the same shard: 0 .. replicas-1.
+  // How many devices earlier in mesh order hold the same index (as JAX counts it). For shards
+  // with elements this runs 0 .. num_replicas()-1; empty shards that share an empty range
+  // count one another too.
   std::int64_t replica_id = 0;
 
   friend bool operator==(const DeviceShard&, const DeviceShard&) = default;
@@ -55,7 +57,7 @@ class NamedSharding {
   // The shape of every shard; with uneven sharding, the largest (the first) shard's shape.
   [[nodiscard]] Shape shard_shape(const Shape& global_shape) const;
   [[nodiscard]] ShardIndex device_index(const Shape& global_shape, DeviceId device) const;
-  [[nodiscard]] std::int64_t replica_id(DeviceId device) const;
+  [[nodiscard]] std::int64_t replica_id(const Shape& global_shape, DeviceId device) const;
   // Every device's index and replica id, in mesh order (JAX's devices_indices_map).
   [[nodiscard]] std::vector<DeviceShard> devices_indices_map(const Shape& global_shape) const;
 
