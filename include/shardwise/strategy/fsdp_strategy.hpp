@@ -1,0 +1,55 @@
+#pragma once
+// Fully sharded data parallelism (ZeRO-3 / FSDP): every large enough parameter is split along
+// its first dimension over the axis; each rank gathers it when it computes with it.
+
+#include <cstdint>
+#include <string>
+
+#include "shardwise/strategy/sharding_strategy.hpp"
+
+namespace shardwise {
+
+// What FSDP does with a weight whose first dimension the axis does not divide.
+enum class FsdpFallback {
+  kReplicate,            // keep it whole on every rank (the default)
+  kShardOtherDimension,  // shard the first later dimension the axis divides, else replicate
+};
+
+// Where FSDP puts one parameter, and why, in words.
+struct FsdpDecision {
+  PartitionSpec spec;
+  std::string reason;
+};
+
+class FSDPStrategy final : public ShardingStrategy {
+ public:
+  explicit FSDPStrategy(std::string axis_name = "fsdp", std::optional<int> mesh_axis = std::nullopt,
+                        std::int64_t min_weight_size = 1024,
+                        FsdpFallback fallback = FsdpFallback::kReplicate);
+
+  [[nodiscard]] StrategyKind kind() const override { return StrategyKind::kFsdp; }
+  [[nodiscard]] std::int64_t min_weight_size() const { return min_weight_size_; }
+  [[nodiscard]] FsdpFallback fallback() const { return fallback_; }
+
+  // The reference's rule: shape[0] >= min_weight_size. Scalars are never sharded.
+  [[nodiscard]] bool should_shard_weight(const Shape& shape) const;
+
+  // Dimension 0 over the axis when it is named "out_features", "features" or "hidden".
+  [[nodiscard]] PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const override;
+  // Gradients are sharded as their weights (reduce-scatter lands them there).
+  [[nodiscard]] PartitionSpec get_gradient_partition_spec(const LogicalAxes& dim_names) const;
+  // get_partition_spec, but nothing for weights should_shard_weight rejects.
+  [[nodiscard]] PartitionSpec propose(const LogicalAxes& dim_names,
+                                      const Shape& shape) const override;
+
+  // The rules for a parameter of this shape on an axis of this size: scalars and weights below
+  // the minimum are replicated; a divisible dimension 0 is sharded; otherwise the fallback.
+  [[nodiscard]] FsdpDecision decide(const Shape& shape, std::int64_t axis_size) const;
+  [[nodiscard]] NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const override;
+
+ private:
+  std::int64_t min_weight_size_;
+  FsdpFallback fallback_;
+};
+
+}  // namespace shardwise

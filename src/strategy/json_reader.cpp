@@ -1,0 +1,124 @@
+#include "detail/json_reader.hpp"
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::detail {
+
+nlohmann::json parse_json(std::string_view text, std::string_view what) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string message = e.what();
+    // nlohmann prefixes "[json.exception.parse_error.101] "; keep the part a person reads.
+    if (auto pos = message.find("] "); pos != std::string::npos) message = message.substr(pos + 2);
+    throw ParseError("invalid JSON in " + std::string(what) + ": " + message);
+  }
+}
+
+std::string json_type_name(const nlohmann::json& value) {
+  if (value.is_number_integer()) return "integer";
+  if (value.is_number()) return "number " + value.dump();
+  if (value.is_string()) return "string " + value.dump();
+  return value.type_name();
+}
+
+JsonObjectReader::JsonObjectReader(const nlohmann::json& object, std::string path)
+    : object_(object), path_(std::move(path)) {
+  if (!object_.is_object()) {
+    throw ParseError((path_.empty() ? std::string("the document") : path_) +
+                     " must be a JSON object, not " + json_type_name(object_));
+  }
+}
+
+std::string JsonObjectReader::field(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+bool JsonObjectReader::has(const std::string& key) const { return object_.contains(key); }
+
+const nlohmann::json& JsonObjectReader::required(const std::string& key) {
+  const nlohmann::json* value = optional(key);
+  if (value == nullptr) throw ParseError("missing required field '" + field(key) + "'");
+  return *value;
+}
+
+const nlohmann::json* JsonObjectReader::optional(const std::string& key) {
+  auto it = object_.find(key);
+  if (it == object_.end()) return nullptr;
+  read_.insert(key);
+  return &*it;
+}
+
+std::int64_t JsonObjectReader::integer(const std::string& key, std::int64_t fallback) {
+  const nlohmann::json* value = optional(key);
+  return value ? json_integer(*value, field(key)) : fallback;
+}
+
+std::int64_t JsonObjectReader::required_integer(const std::string& key) {
+  return json_integer(required(key), field(key));
+}
+
+bool JsonObjectReader::boolean(const std::string& key, bool fallback) {
+  const nlohmann::json* value = optional(key);
+  if (value == nullptr) return fallback;
+  if (!value->is_boolean()) {
+    throw ParseError("field '" + field(key) + "' must be true or false, not " +
+                     json_type_name(*value));
+  }
+  return value->get<bool>();
+}
+
+std::string JsonObjectReader::string(const std::string& key, const std::string& fallback) {
+  const nlohmann::json* value = optional(key);
+  return value ? json_string(*value, field(key)) : fallback;
+}
+
+std::string JsonObjectReader::required_string(const std::string& key) {
+  return json_string(required(key), field(key));
+}
+
+void JsonObjectReader::finish() const {
+  for (const auto& [key, value] : object_.items()) {
+    if (read_.count(key) == 0) throw ParseError("unknown field '" + field(key) + "'");
+  }
+}
+
+std::int64_t json_integer(const nlohmann::json& value, const std::string& field) {
+  if (!value.is_number_integer()) {
+    throw ParseError("field '" + field + "' must be an integer, not " + json_type_name(value));
+  }
+  return value.get<std::int64_t>();
+}
+
+std::string json_string(const nlohmann::json& value, const std::string& field) {
+  if (!value.is_string()) {
+    throw ParseError("field '" + field + "' must be a string, not " + json_type_name(value));
+  }
+  return value.get<std::string>();
+}
+
+std::vector<std::int64_t> json_integer_list(const nlohmann::json& value, const std::string& field) {
+  if (!value.is_array()) {
+    throw ParseError("field '" + field + "' must be a list of integers, not " +
+                     json_type_name(value));
+  }
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    out.push_back(json_integer(value[i], field + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+std::vector<std::string> json_string_list(const nlohmann::json& value, const std::string& field) {
+  if (!value.is_array()) {
+    throw ParseError("field '" + field + "' must be a list of strings, not " +
+                     json_type_name(value));
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    out.push_back(json_string(value[i], field + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+}  // namespace shardwise::detail

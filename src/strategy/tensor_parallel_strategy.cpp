@@ -1,0 +1,57 @@
+#include "shardwise/strategy/tensor_parallel_strategy.hpp"
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise {
+
+TensorParallelStrategy::TensorParallelStrategy(std::string axis_name, std::optional<int> mesh_axis,
+                                               std::optional<std::string> shard_dimension,
+                                               WeightLayout layout)
+    : ShardingStrategy(std::move(axis_name), mesh_axis),
+      shard_dimension_(std::move(shard_dimension)),
+      layout_(layout) {
+  if (shard_dimension_ && *shard_dimension_ != "in_features" &&
+      *shard_dimension_ != "out_features") {
+    throw InvalidArgument("TensorParallelStrategy shard_dimension is '" + *shard_dimension_ +
+                          "'; expected 'in_features', 'out_features' or none");
+  }
+}
+
+PartitionSpec TensorParallelStrategy::get_partition_spec(const LogicalAxes& dim_names) const {
+  const std::string& target = shard_dimension_ ? *shard_dimension_ : std::string("hidden");
+  std::vector<SpecEntry> entries(dim_names.size());
+  for (std::size_t d = 0; d < dim_names.size(); ++d) {
+    if (dim_names[d] == target) entries[d] = SpecEntry(axis_name());
+  }
+  return PartitionSpec(std::move(entries));
+}
+
+PartitionSpec TensorParallelStrategy::get_linear_weight_spec(LinearKind kind) const {
+  // Column-parallel splits out_features; row-parallel splits in_features.
+  const bool split_first = (kind == LinearKind::kColumnParallel) == (layout_ == WeightLayout::kOutIn);
+  return split_first ? P{axis_name(), None} : P{None, axis_name()};
+}
+
+PartitionSpec TensorParallelStrategy::get_linear_weight_spec() const {
+  const bool row = shard_dimension_ && *shard_dimension_ == "in_features";
+  return get_linear_weight_spec(row ? LinearKind::kRowParallel : LinearKind::kColumnParallel);
+}
+
+PartitionSpec TensorParallelStrategy::get_attention_qkv_spec() const {
+  return get_linear_weight_spec(LinearKind::kColumnParallel);
+}
+
+PartitionSpec TensorParallelStrategy::get_attention_output_spec() const {
+  return get_linear_weight_spec(LinearKind::kRowParallel);
+}
+
+NamedSharding TensorParallelStrategy::apply_sharding(const Shape& shape, const Mesh& mesh) const {
+  (void)axis_size_in(mesh);
+  if (shape.empty()) return sharding_for(mesh, P(), shape);
+  if (shape.size() == 2) return sharding_for(mesh, get_linear_weight_spec(), shape);
+  std::vector<SpecEntry> entries(shape.size());
+  entries.back() = SpecEntry(axis_name());
+  return sharding_for(mesh, PartitionSpec(std::move(entries)), shape);
+}
+
+}  // namespace shardwise
