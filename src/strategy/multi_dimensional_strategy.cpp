@@ -3,6 +3,10 @@
 #include <algorithm>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/strategy/data_parallel_strategy.hpp"
+#include "shardwise/strategy/fsdp_strategy.hpp"
+#include "shardwise/strategy/pipeline_parallel_strategy.hpp"
+#include "shardwise/strategy/tensor_parallel_strategy.hpp"
 
 namespace shardwise {
 namespace {
@@ -196,6 +200,29 @@ SpecResolution MultiDimensionalStrategy::resolve_sharding_conflicts(
     }
   }
   return merger.finish();
+}
+
+MultiDimensionalStrategy default_strategies(const ParallelismConfig& config) {
+  config.validate();
+  const ShardingConfig& sc = config.sharding_config;
+  std::vector<MultiDimensionalStrategy::NamedStrategy> strategies;
+  const auto& names = config.mesh_axis_names;
+  if (std::find(names.begin(), names.end(), kDataAxis) != names.end()) {
+    strategies.emplace_back("data", std::make_shared<DataParallelStrategy>(std::string(kDataAxis)));
+  }
+  if (sc.fsdp_enabled) {
+    strategies.emplace_back("fsdp", std::make_shared<FSDPStrategy>(
+                                        sc.fsdp_axis_name(), std::nullopt, sc.fsdp_min_weight_size));
+  }
+  if (sc.tensor_parallel_size > 1) {
+    strategies.emplace_back("tensor", std::make_shared<TensorParallelStrategy>(
+                                          std::string(kModelAxis), std::nullopt, "out_features"));
+  }
+  if (sc.pipeline_parallel_size > 1) {
+    strategies.emplace_back("pipeline", std::make_shared<PipelineParallelStrategy>(
+                                            sc.pipeline_parallel_size, std::string(kPipelineAxis)));
+  }
+  return MultiDimensionalStrategy(std::move(strategies), config);
 }
 
 }  // namespace shardwise

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +69,10 @@ class Mesh {
   // (device id, mesh position), sorted by id: ids may be sparse and large.
   std::vector<std::pair<DeviceId, std::int64_t>> position_by_device_;
 };
+
+inline std::ostream& operator<<(std::ostream& out, const Mesh& value) {
+  return out << value.to_string();
+}
 
 }  // namespace shardwise
 

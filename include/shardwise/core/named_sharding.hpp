@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,10 @@ class NamedSharding {
   Evenness evenness_;
   std::vector<std::int64_t> entry_shards_;  // per spec entry: number of shards
 };
+
+inline std::ostream& operator<<(std::ostream& out, const NamedSharding& value) {
+  return out << value.to_string();
+}
 
 }  // namespace shardwise
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <ostream>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -65,6 +66,10 @@ class PartitionSpec {
 
 // Shorthand in the style of `from jax.sharding import PartitionSpec as P`.
 using P = PartitionSpec;
+
+inline std::ostream& operator<<(std::ostream& out, const PartitionSpec& value) {
+  return out << value.to_string();
+}
 
 }  // namespace shardwise
 
