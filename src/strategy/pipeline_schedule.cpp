@@ -1,0 +1,246 @@
+#include "shardwise/strategy/pipeline_schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise {
+namespace {
+
+using Actions = std::vector<PipelineAction>;
+
+PipelineAction forward(std::int64_t microbatch, std::int64_t chunk = 0) {
+  return {Pass::kForward, microbatch, chunk};
+}
+PipelineAction backward(std::int64_t microbatch, std::int64_t chunk = 0) {
+  return {Pass::kBackward, microbatch, chunk};
+}
+
+Actions gpipe(std::int64_t microbatches) {
+  Actions actions;
+  for (std::int64_t m = 0; m < microbatches; ++m) actions.push_back(forward(m));
+  for (std::int64_t m = 0; m < microbatches; ++m) actions.push_back(backward(m));
+  return actions;
+}
+
+// PipeDream-Flush: warm up with (stages - stage - 1) forwards, alternate, then drain.
+Actions one_f_one_b(std::int64_t stage, std::int64_t stages, std::int64_t microbatches) {
+  const std::int64_t warmup = std::min(stages - stage - 1, microbatches);
+  Actions actions;
+  for (std::int64_t m = 0; m < warmup; ++m) actions.push_back(forward(m));
+  for (std::int64_t m = warmup; m < microbatches; ++m) {
+    actions.push_back(forward(m));
+    actions.push_back(backward(m - warmup));
+  }
+  for (std::int64_t m = microbatches - warmup; m < microbatches; ++m) actions.push_back(backward(m));
+  return actions;
+}
+
+// Megatron-LM's interleaved order: the k-th pass of a stage works on micro-batch
+// (k / (p v)) p + k % p of chunk (k / p) % v (backwards walk the chunks in reverse). The
+// warm-up runs 2 (p - stage - 1) + (v - 1) p forwards.
+Actions interleaved(std::int64_t stage, std::int64_t stages, std::int64_t microbatches,
+                    std::int64_t chunks) {
+  const std::int64_t total = microbatches * chunks;
+  const std::int64_t group = stages * chunks;
+  auto nth = [&](std::int64_t k, Pass pass) {
+    std::int64_t chunk = (k % group) / stages;
+    if (pass == Pass::kBackward) chunk = chunks - 1 - chunk;
+    return PipelineAction{pass, (k / group) * stages + k % stages, chunk};
+  };
+  const std::int64_t warmup = std::min(2 * (stages - stage - 1) + (chunks - 1) * stages, total);
+  Actions actions;
+  for (std::int64_t k = 0; k < warmup; ++k) actions.push_back(nth(k, Pass::kForward));
+  for (std::int64_t k = warmup; k < total; ++k) {
+    actions.push_back(nth(k, Pass::kForward));
+    actions.push_back(nth(k - warmup, Pass::kBackward));
+  }
+  for (std::int64_t k = total - warmup; k < total; ++k) actions.push_back(nth(k, Pass::kBackward));
+  return actions;
+}
+
+}  // namespace
+
+std::string to_string(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kGPipe: return "gpipe";
+    case ScheduleKind::kOneFOneB: return "1f1b";
+    case ScheduleKind::kInterleaved1F1B: return "interleaved";
+  }
+  return "?";
+}
+
+ScheduleKind parse_schedule_kind(std::string_view text) {
+  for (ScheduleKind kind :
+       {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kInterleaved1F1B}) {
+    if (text == to_string(kind)) return kind;
+  }
+  throw ParseError("schedule '" + std::string(text) + "' is not one of gpipe, 1f1b, interleaved");
+}
+
+std::string to_string(const PipelineAction& action, bool with_chunk) {
+  std::string text(1, action.pass == Pass::kForward ? 'F' : 'B');
+  text += std::to_string(action.microbatch);
+  if (with_chunk) text += static_cast<char>('a' + action.chunk % 26);
+  return text;
+}
+
+std::int64_t PipelineSchedule::virtual_stage(std::int64_t stage, std::int64_t chunk) const {
+  return chunk * num_stages + stage;
+}
+
+std::vector<std::int64_t> PipelineSchedule::peak_in_flight() const {
+  std::vector<std::int64_t> peaks;
+  for (const Actions& stage_actions : actions) {
+    std::int64_t in_flight = 0;
+    std::int64_t peak = 0;
+    for (const PipelineAction& action : stage_actions) {
+      in_flight += action.pass == Pass::kForward ? 1 : -1;
+      peak = std::max(peak, in_flight);
+    }
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
+double PipelineSchedule::bubble_fraction() const {
+  return static_cast<double>(num_stages - 1) /
+         static_cast<double>(virtual_stages * num_microbatches);
+}
+
+PipelineSchedule build_schedule(ScheduleKind kind, std::int64_t num_stages,
+                                std::int64_t num_microbatches, std::int64_t virtual_stages) {
+  if (num_stages < 1) {
+    throw InvalidArgument("stages is " + std::to_string(num_stages) + "; expected at least 1");
+  }
+  if (num_microbatches < 1) {
+    throw InvalidArgument("micro-batches is " + std::to_string(num_microbatches) +
+                          "; expected at least 1");
+  }
+  if (kind == ScheduleKind::kInterleaved1F1B) {
+    if (virtual_stages < 2) {
+      throw InvalidArgument("interleaved 1F1B needs at least 2 virtual stages per device, got " +
+                            std::to_string(virtual_stages));
+    }
+    if (num_microbatches % num_stages != 0) {
+      throw InvalidArgument("interleaved 1F1B needs micro-batches (" +
+                            std::to_string(num_microbatches) + ") to be a multiple of stages (" +
+                            std::to_string(num_stages) + ")");
+    }
+  } else if (virtual_stages != 1) {
+    throw InvalidArgument(to_string(kind) + " runs one model chunk per device; virtual stages is " +
+                          std::to_string(virtual_stages) + ", expected 1 (or use interleaved)");
+  }
+  PipelineSchedule schedule{kind, num_stages, num_microbatches, virtual_stages, {}};
+  for (std::int64_t s = 0; s < num_stages; ++s) {
+    switch (kind) {
+      case ScheduleKind::kGPipe: schedule.actions.push_back(gpipe(num_microbatches)); break;
+      case ScheduleKind::kOneFOneB:
+        schedule.actions.push_back(one_f_one_b(s, num_stages, num_microbatches));
+        break;
+      case ScheduleKind::kInterleaved1F1B:
+        schedule.actions.push_back(interleaved(s, num_stages, num_microbatches, virtual_stages));
+        break;
+    }
+  }
+  return schedule;
+}
+
+double PipelineTimeline::bubble_fraction() const {
+  if (stages.empty()) return 0;
+  double busy = 0;
+  for (const TimedAction& timed : stages.front()) busy += timed.end - timed.start;
+  return busy > 0 ? (makespan - busy) / busy : 0;
+}
+
+PipelineTimeline simulate(const PipelineSchedule& schedule, double forward_time,
+                          double backward_time) {
+  if (!(forward_time > 0) || !(backward_time > 0)) {
+    throw InvalidArgument("pass times must be positive; got forward " +
+                          std::to_string(forward_time) + " and backward " +
+                          std::to_string(backward_time));
+  }
+  const auto chunks = static_cast<double>(schedule.virtual_stages);
+  const std::int64_t last = schedule.num_stages * schedule.virtual_stages - 1;
+  // When each (pass, virtual stage, micro-batch) finished.
+  std::map<std::tuple<Pass, std::int64_t, std::int64_t>, double> finished;
+  PipelineTimeline timeline;
+  timeline.forward_time = forward_time;
+  timeline.backward_time = backward_time;
+  timeline.stages.resize(schedule.actions.size());
+  std::vector<std::size_t> next(schedule.actions.size(), 0);
+  std::vector<double> free_at(schedule.actions.size(), 0.0);
+  std::size_t remaining = 0;
+  for (const Actions& actions : schedule.actions) remaining += actions.size();
+
+  while (remaining > 0) {
+    bool progressed = false;
+    for (std::size_t s = 0; s < schedule.actions.size(); ++s) {
+      while (next[s] < schedule.actions[s].size()) {
+        const PipelineAction& action = schedule.actions[s][next[s]];
+        const std::int64_t vs = schedule.virtual_stage(static_cast<std::int64_t>(s), action.chunk);
+        std::vector<std::tuple<Pass, std::int64_t, std::int64_t>> inputs;
+        if (action.pass == Pass::kForward) {
+          if (vs > 0) inputs.emplace_back(Pass::kForward, vs - 1, action.microbatch);
+        } else {
+          inputs.emplace_back(Pass::kForward, vs, action.microbatch);
+          if (vs < last) inputs.emplace_back(Pass::kBackward, vs + 1, action.microbatch);
+        }
+        double start = free_at[s];
+        bool ready = true;
+        for (const auto& input : inputs) {
+          auto it = finished.find(input);
+          if (it == finished.end()) {
+            ready = false;
+            break;
+          }
+          start = std::max(start, it->second);
+        }
+        if (!ready) break;
+        const double duration = (action.pass == Pass::kForward ? forward_time : backward_time) / chunks;
+        finished[{action.pass, vs, action.microbatch}] = start + duration;
+        timeline.stages[s].push_back({action, start, start + duration});
+        free_at[s] = start + duration;
+        timeline.makespan = std::max(timeline.makespan, start + duration);
+        ++next[s];
+        --remaining;
+        progressed = true;
+      }
+    }
+    if (!progressed) {
+      throw ShardingError("the " + to_string(schedule.kind) +
+                          " schedule deadlocks: no stage can run its next pass");
+    }
+  }
+  return timeline;
+}
+
+std::string draw_timeline(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
+  const bool chunks = schedule.virtual_stages > 1;
+  const double step = std::min(timeline.forward_time, timeline.backward_time) /
+                      static_cast<double>(schedule.virtual_stages);
+  constexpr std::size_t kCell = 4;
+  const auto columns = static_cast<std::size_t>(std::llround(timeline.makespan / step));
+  std::string out;
+  for (std::size_t s = 0; s < timeline.stages.size(); ++s) {
+    std::string row(columns * kCell, ' ');
+    for (std::size_t c = 0; c < columns; ++c) row[c * kCell] = '.';
+    for (const TimedAction& timed : timeline.stages[s]) {
+      const auto begin = static_cast<std::size_t>(std::llround(timed.start / step)) * kCell;
+      const auto end = static_cast<std::size_t>(std::llround(timed.end / step)) * kCell;
+      std::string label = to_string(timed.action, chunks);
+      label.resize(end - begin - 1, ' ');
+      row.replace(begin, end - begin - 1, label);
+      row[end - 1] = ' ';
+    }
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    out += "stage " + std::to_string(s) + " | " + row + "\n";
+  }
+  return out;
+}
+
+}  // namespace shardwise
