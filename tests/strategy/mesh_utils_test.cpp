@@ -1,0 +1,76 @@
+#include "shardwise/strategy/mesh_utils.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "error_of.hpp"
+
+namespace shardwise {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::error_of;
+
+std::int64_t product(const std::vector<std::int64_t>& shape) {
+  std::int64_t p = 1;
+  for (auto s : shape) p *= s;
+  return p;
+}
+
+TEST(MeshUtils, ReferenceExpectations) {
+  EXPECT_EQ(product(get_optimal_mesh_shape(8, 2)), 8);
+  EXPECT_EQ(product(get_optimal_mesh_shape(16, 3)), 16);
+  EXPECT_TRUE(validate_mesh_config({2, 4}, 8));
+  EXPECT_FALSE(validate_mesh_config({3, 3}, 8));
+}
+
+TEST(MeshUtils, OptimalShapesAreBalancedAndExact) {
+  EXPECT_THAT(get_optimal_mesh_shape(8, 2), ElementsAre(4, 2));
+  EXPECT_THAT(get_optimal_mesh_shape(16, 3), ElementsAre(4, 2, 2));
+  EXPECT_THAT(get_optimal_mesh_shape(12, 2), ElementsAre(4, 3));
+  EXPECT_THAT(get_optimal_mesh_shape(64, 3), ElementsAre(4, 4, 4));
+  EXPECT_THAT(get_optimal_mesh_shape(7, 2), ElementsAre(7, 1));
+  EXPECT_THAT(get_optimal_mesh_shape(1, 3), ElementsAre(1, 1, 1));
+  EXPECT_THAT(get_optimal_mesh_shape(10, 1), ElementsAre(10));
+  for (std::int64_t n = 1; n <= 128; ++n) {
+    for (std::int64_t d = 1; d <= 4; ++d) {
+      const auto shape = get_optimal_mesh_shape(n, d);
+      EXPECT_EQ(static_cast<std::int64_t>(shape.size()), d);
+      EXPECT_EQ(product(shape), n);
+      EXPECT_TRUE(std::is_sorted(shape.rbegin(), shape.rend()));
+    }
+  }
+  EXPECT_THAT(error_of([] { (void)get_optimal_mesh_shape(0, 2); }), HasSubstr("device count is 0"));
+  EXPECT_THAT(error_of([] { (void)get_optimal_mesh_shape(8, 0); }), HasSubstr("mesh dimensions is 0"));
+}
+
+TEST(MeshUtils, CheckMeshConfigSaysWhatIsWrong) {
+  EXPECT_THAT(error_of([] { check_mesh_config({3, 3}, 8); }),
+              HasSubstr("mesh shape (3, 3) has 9 devices, not 8"));
+  EXPECT_THAT(error_of([] { check_mesh_config({0, 3}, 8); }), HasSubstr("size below 1"));
+  EXPECT_THAT(error_of([] { check_mesh_config({}, 1); }), HasSubstr("mesh shape is empty"));
+  EXPECT_FALSE(validate_mesh_config({}, 1));
+  EXPECT_FALSE(validate_mesh_config({-1, -8}, 8));
+}
+
+TEST(MeshUtils, ManagerCreatesMeshesOverItsDevices) {
+  const DeviceMeshManager manager(std::vector<DeviceId>{10, 11, 12, 13, 14, 15, 16, 17});
+  const Mesh mesh = manager.create_mesh({2, 2}, {"data", "model"});
+  EXPECT_THAT(mesh.device_ids(), ElementsAre(10, 11, 12, 13));
+  EXPECT_THAT(error_of([&] { (void)manager.create_mesh({4, 4}, {"data", "model"}); }),
+              HasSubstr("mesh shape (4, 4) needs 16 devices but only 8 are available"));
+  const ParallelismConfig config =
+      ParallelismConfig::from_sharding_config(ShardingConfig{.data_parallel_size = 2, .tensor_parallel_size = 4});
+  EXPECT_EQ(DeviceMeshManager(8).create_mesh_from_config(config).to_string(),
+            "Mesh('data': 2, 'model': 4)");
+  EXPECT_THAT(error_of([&] { (void)DeviceMeshManager(4).create_mesh_from_config(config); }),
+              HasSubstr("needs 8 devices but only 4 are available"));
+  EXPECT_THAT(error_of([] { DeviceMeshManager(0); }), HasSubstr("num_devices is 0"));
+  EXPECT_THAT(error_of([] { DeviceMeshManager(std::vector<DeviceId>{1, 1}); }),
+              HasSubstr("device id 1 appears at positions 0 and 1"));
+  EXPECT_EQ(create_device_mesh({2, 3}, {"a", "b"}).size(), 6);
+}
+
+}  // namespace
+}  // namespace shardwise
