@@ -1,0 +1,80 @@
+#pragma once
+// Model manifests: the parameters of a model (name, shape, dtype, optional logical axes), read
+// from a JSON manifest or generated from a Hugging Face-style config.json of a GPT-2 or
+// Llama-family model, with exact parameter counts.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardwise/core/dtype.hpp"
+#include "shardwise/core/shape.hpp"
+#include "shardwise/strategy/sharding_strategy.hpp"
+
+namespace shardwise {
+
+struct ParameterInfo {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::kF32;
+  // When absent, parameter-name rules supply them.
+  std::optional<LogicalAxes> logical_axes = std::nullopt;
+  friend bool operator==(const ParameterInfo&, const ParameterInfo&) = default;
+};
+
+struct ModelManifest {
+  std::vector<ParameterInfo> parameters;
+
+  [[nodiscard]] std::int64_t num_parameters() const;
+  [[nodiscard]] std::int64_t num_bytes() const;
+
+  // {"parameters": [{"name": "...", "shape": [...], "dtype": "bf16", "logical_axes": [...]}]}
+  // ("logical_axes" optional, null for an unnamed dimension). Unknown keys, duplicate names,
+  // negative sizes and logical axes of the wrong length are errors naming the parameter.
+  static ModelManifest from_json(std::string_view text);
+  [[nodiscard]] std::string to_json() const;
+
+  friend bool operator==(const ModelManifest&, const ModelManifest&) = default;
+};
+
+// GPT-2 (GPT2LMHeadModel parameter names; Conv1D weights are (in, out)).
+struct Gpt2Config {
+  std::int64_t vocab_size = 50257;
+  std::int64_t n_positions = 1024;
+  std::int64_t n_embd = 768;
+  std::int64_t n_layer = 12;
+  std::int64_t n_head = 12;
+  std::optional<std::int64_t> n_inner = std::nullopt;  // default 4 * n_embd
+  bool tie_word_embeddings = true;
+  DType dtype = DType::kF32;
+};
+ModelManifest gpt2_manifest(const Gpt2Config& config);
+
+// Llama, Mistral and Qwen2 (LlamaForCausalLM parameter names; nn.Linear weights are (out, in)).
+struct LlamaConfig {
+  std::int64_t vocab_size = 32000;
+  std::int64_t hidden_size = 4096;
+  std::int64_t intermediate_size = 11008;
+  std::int64_t num_hidden_layers = 32;
+  std::int64_t num_attention_heads = 32;
+  std::optional<std::int64_t> num_key_value_heads = std::nullopt;  // default: attention heads
+  std::optional<std::int64_t> head_dim = std::nullopt;  // default hidden_size / heads
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q, k, v and o biases
+  bool qkv_bias = false;        // q, k, v biases only (Qwen2)
+  bool mlp_bias = false;
+  DType dtype = DType::kF32;
+};
+ModelManifest llama_manifest(const LlamaConfig& config);
+
+// A config.json: "model_type" gpt2 / llama / mistral / qwen2 (or, without it, GPT-2 keys such
+// as n_embd or Llama keys such as hidden_size). "torch_dtype" sets the dtype. Other keys of
+// such configs are ignored; missing required keys and bad values are errors naming the key.
+ModelManifest manifest_from_hf_config(std::string_view text);
+
+// A manifest (a JSON object with "parameters") or a config.json.
+ModelManifest load_model_description(std::string_view text);
+
+}  // namespace shardwise

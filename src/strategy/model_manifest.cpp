@@ -1,0 +1,305 @@
+#include "shardwise/strategy/model_manifest.hpp"
+
+#include <set>
+
+#include "detail/json_reader.hpp"
+#include "shardwise/core/error.hpp"
+
+namespace shardwise {
+namespace {
+
+void check_parameter(const ParameterInfo& p) {
+  for (std::size_t d = 0; d < p.shape.size(); ++d) {
+    if (p.shape[d] < 0) {
+      throw InvalidArgument("parameter '" + p.name + "' dimension " + std::to_string(d) +
+                            " has size " + std::to_string(p.shape[d]) + "; expected >= 0");
+    }
+  }
+  if (p.logical_axes && p.logical_axes->size() != p.shape.size()) {
+    throw InvalidArgument("parameter '" + p.name + "' has " +
+                          std::to_string(p.logical_axes->size()) + " logical axes for shape " +
+                          to_string(p.shape));
+  }
+}
+
+ParameterInfo parameter_from_json(const nlohmann::json& json, const std::string& path) {
+  detail::JsonObjectReader reader(json, path);
+  ParameterInfo p;
+  p.name = reader.required_string("name");
+  const std::string shape_field = reader.field("shape");
+  for (std::int64_t size : detail::json_integer_list(reader.required("shape"), shape_field)) {
+    p.shape.push_back(size);
+  }
+  p.dtype = parse_dtype(reader.string("dtype", "f32"));
+  if (const nlohmann::json* axes = reader.optional("logical_axes"); axes && !axes->is_null()) {
+    if (!axes->is_array()) {
+      throw ParseError("field '" + reader.field("logical_axes") +
+                       "' must be a list of names or nulls, not " + detail::json_type_name(*axes));
+    }
+    LogicalAxes names;
+    for (std::size_t i = 0; i < axes->size(); ++i) {
+      const nlohmann::json& name = (*axes)[i];
+      names.push_back(name.is_null() ? std::string()
+                                     : detail::json_string(name, reader.field("logical_axes") +
+                                                                     "[" + std::to_string(i) + "]"));
+    }
+    p.logical_axes = std::move(names);
+  }
+  reader.finish();
+  return p;
+}
+
+void require_positive(const std::string& model, const char* key, std::int64_t value) {
+  if (value < 1) {
+    throw InvalidArgument(model + " config '" + key + "' is " + std::to_string(value) +
+                          "; expected >= 1");
+  }
+}
+
+// Builds parameter lists.
+class ManifestBuilder {
+ public:
+  explicit ManifestBuilder(DType dtype) : dtype_(dtype) {}
+  void add(std::string name, Shape shape) {
+    manifest_.parameters.push_back({std::move(name), std::move(shape), dtype_, std::nullopt});
+  }
+  ModelManifest take() { return std::move(manifest_); }
+
+ private:
+  DType dtype_;
+  ModelManifest manifest_;
+};
+
+std::int64_t optional_integer(const nlohmann::json& json, const char* key, std::int64_t fallback) {
+  auto it = json.find(key);
+  if (it == json.end() || it->is_null()) return fallback;
+  return detail::json_integer(*it, key);
+}
+
+std::int64_t required_integer(const nlohmann::json& json, const char* key, const std::string& model) {
+  auto it = json.find(key);
+  if (it == json.end()) {
+    throw ParseError(model + " config.json has no '" + std::string(key) + "'");
+  }
+  return detail::json_integer(*it, key);
+}
+
+bool optional_bool(const nlohmann::json& json, const char* key, bool fallback) {
+  auto it = json.find(key);
+  if (it == json.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) {
+    throw ParseError("field '" + std::string(key) + "' must be true or false, not " +
+                     detail::json_type_name(*it));
+  }
+  return it->get<bool>();
+}
+
+DType config_dtype(const nlohmann::json& json) {
+  auto it = json.find("torch_dtype");
+  if (it == json.end() || it->is_null()) return DType::kF32;
+  return parse_dtype(detail::json_string(*it, "torch_dtype"));
+}
+
+}  // namespace
+
+std::int64_t ModelManifest::num_parameters() const {
+  std::int64_t count = 0;
+  for (const ParameterInfo& p : parameters) count += num_elements(p.shape);
+  return count;
+}
+
+std::int64_t ModelManifest::num_bytes() const {
+  std::int64_t bytes = 0;
+  for (const ParameterInfo& p : parameters) {
+    bytes += num_elements(p.shape) * static_cast<std::int64_t>(size_in_bytes(p.dtype));
+  }
+  return bytes;
+}
+
+ModelManifest ModelManifest::from_json(std::string_view text) {
+  const nlohmann::json json = detail::parse_json(text, "model manifest");
+  detail::JsonObjectReader reader(json, "");
+  const nlohmann::json& list = reader.required("parameters");
+  reader.finish();
+  if (!list.is_array()) {
+    throw ParseError("field 'parameters' must be a list, not " + detail::json_type_name(list));
+  }
+  ModelManifest manifest;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    ParameterInfo p = parameter_from_json(list[i], "parameters[" + std::to_string(i) + "]");
+    check_parameter(p);
+    if (!names.insert(p.name).second) {
+      throw InvalidArgument("parameter '" + p.name + "' appears twice in the manifest");
+    }
+    manifest.parameters.push_back(std::move(p));
+  }
+  return manifest;
+}
+
+std::string ModelManifest::to_json() const {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const ParameterInfo& p : parameters) {
+    nlohmann::ordered_json entry = {{"name", p.name}, {"shape", p.shape}, {"dtype", to_string(p.dtype)}};
+    if (p.logical_axes) {
+      nlohmann::ordered_json axes = nlohmann::ordered_json::array();
+      for (const std::string& axis : *p.logical_axes) {
+        axes.push_back(axis.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(axis));
+      }
+      entry["logical_axes"] = std::move(axes);
+    }
+    list.push_back(std::move(entry));
+  }
+  return nlohmann::ordered_json{{"parameters", std::move(list)}}.dump();
+}
+
+ModelManifest gpt2_manifest(const Gpt2Config& c) {
+  for (const auto& [key, value] : {std::pair{"vocab_size", c.vocab_size},
+                                   {"n_positions", c.n_positions}, {"n_embd", c.n_embd},
+                                   {"n_layer", c.n_layer}, {"n_head", c.n_head}}) {
+    require_positive("GPT-2", key, value);
+  }
+  if (c.n_embd % c.n_head != 0) {
+    throw InvalidArgument("GPT-2 config 'n_embd' (" + std::to_string(c.n_embd) +
+                          ") is not divisible by 'n_head' (" + std::to_string(c.n_head) + ")");
+  }
+  const std::int64_t e = c.n_embd;
+  const std::int64_t inner = c.n_inner.value_or(4 * e);
+  require_positive("GPT-2", "n_inner", inner);
+  ManifestBuilder b(c.dtype);
+  b.add("transformer.wte.weight", {c.vocab_size, e});
+  b.add("transformer.wpe.weight", {c.n_positions, e});
+  for (std::int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string h = "transformer.h." + std::to_string(i) + ".";
+    b.add(h + "ln_1.weight", {e});
+    b.add(h + "ln_1.bias", {e});
+    b.add(h + "attn.c_attn.weight", {e, 3 * e});
+    b.add(h + "attn.c_attn.bias", {3 * e});
+    b.add(h + "attn.c_proj.weight", {e, e});
+    b.add(h + "attn.c_proj.bias", {e});
+    b.add(h + "ln_2.weight", {e});
+    b.add(h + "ln_2.bias", {e});
+    b.add(h + "mlp.c_fc.weight", {e, inner});
+    b.add(h + "mlp.c_fc.bias", {inner});
+    b.add(h + "mlp.c_proj.weight", {inner, e});
+    b.add(h + "mlp.c_proj.bias", {e});
+  }
+  b.add("transformer.ln_f.weight", {e});
+  b.add("transformer.ln_f.bias", {e});
+  if (!c.tie_word_embeddings) b.add("lm_head.weight", {c.vocab_size, e});
+  return b.take();
+}
+
+ModelManifest llama_manifest(const LlamaConfig& c) {
+  for (const auto& [key, value] :
+       {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
+        {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_hidden_layers},
+        {"num_attention_heads", c.num_attention_heads}}) {
+    require_positive("Llama", key, value);
+  }
+  const std::int64_t heads = c.num_attention_heads;
+  const std::int64_t kv_heads = c.num_key_value_heads.value_or(heads);
+  require_positive("Llama", "num_key_value_heads", kv_heads);
+  if (heads % kv_heads != 0) {
+    throw InvalidArgument("Llama config 'num_attention_heads' (" + std::to_string(heads) +
+                          ") is not a multiple of 'num_key_value_heads' (" +
+                          std::to_string(kv_heads) + ")");
+  }
+  if (!c.head_dim && c.hidden_size % heads != 0) {
+    throw InvalidArgument("Llama config 'hidden_size' (" + std::to_string(c.hidden_size) +
+                          ") is not divisible by 'num_attention_heads' (" + std::to_string(heads) +
+                          ") and no 'head_dim' is given");
+  }
+  const std::int64_t head_dim = c.head_dim.value_or(c.hidden_size / heads);
+  require_positive("Llama", "head_dim", head_dim);
+  const std::int64_t h = c.hidden_size;
+  const std::int64_t q = heads * head_dim;
+  const std::int64_t kv = kv_heads * head_dim;
+  const std::int64_t ff = c.intermediate_size;
+  const bool qkv_bias = c.attention_bias || c.qkv_bias;
+  ManifestBuilder b(c.dtype);
+  b.add("model.embed_tokens.weight", {c.vocab_size, h});
+  for (std::int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string l = "model.layers." + std::to_string(i) + ".";
+    b.add(l + "self_attn.q_proj.weight", {q, h});
+    if (qkv_bias) b.add(l + "self_attn.q_proj.bias", {q});
+    b.add(l + "self_attn.k_proj.weight", {kv, h});
+    if (qkv_bias) b.add(l + "self_attn.k_proj.bias", {kv});
+    b.add(l + "self_attn.v_proj.weight", {kv, h});
+    if (qkv_bias) b.add(l + "self_attn.v_proj.bias", {kv});
+    b.add(l + "self_attn.o_proj.weight", {h, q});
+    if (c.attention_bias) b.add(l + "self_attn.o_proj.bias", {h});
+    b.add(l + "mlp.gate_proj.weight", {ff, h});
+    if (c.mlp_bias) b.add(l + "mlp.gate_proj.bias", {ff});
+    b.add(l + "mlp.up_proj.weight", {ff, h});
+    if (c.mlp_bias) b.add(l + "mlp.up_proj.bias", {ff});
+    b.add(l + "mlp.down_proj.weight", {h, ff});
+    if (c.mlp_bias) b.add(l + "mlp.down_proj.bias", {h});
+    b.add(l + "input_layernorm.weight", {h});
+    b.add(l + "post_attention_layernorm.weight", {h});
+  }
+  b.add("model.norm.weight", {h});
+  if (!c.tie_word_embeddings) b.add("lm_head.weight", {c.vocab_size, h});
+  return b.take();
+}
+
+ModelManifest manifest_from_hf_config(std::string_view text) {
+  const nlohmann::json json = detail::parse_json(text, "config.json");
+  if (!json.is_object()) {
+    throw ParseError("config.json must be a JSON object, not " + detail::json_type_name(json));
+  }
+  std::string type = json.contains("model_type") ? detail::json_string(json["model_type"], "model_type")
+                                                 : std::string();
+  if (type.empty()) {
+    if (json.contains("n_embd")) type = "gpt2";
+    if (json.contains("hidden_size")) type = "llama";
+  }
+  if (type == "gpt2") {
+    Gpt2Config c;
+    c.vocab_size = required_integer(json, "vocab_size", "GPT-2");
+    c.n_positions = optional_integer(json, "n_positions", c.n_positions);
+    c.n_embd = required_integer(json, "n_embd", "GPT-2");
+    c.n_layer = required_integer(json, "n_layer", "GPT-2");
+    c.n_head = required_integer(json, "n_head", "GPT-2");
+    if (json.contains("n_inner") && !json["n_inner"].is_null()) {
+      c.n_inner = detail::json_integer(json["n_inner"], "n_inner");
+    }
+    c.tie_word_embeddings = optional_bool(json, "tie_word_embeddings", true);
+    c.dtype = config_dtype(json);
+    return gpt2_manifest(c);
+  }
+  if (type == "llama" || type == "mistral" || type == "qwen2") {
+    LlamaConfig c;
+    c.vocab_size = required_integer(json, "vocab_size", type);
+    c.hidden_size = required_integer(json, "hidden_size", type);
+    c.intermediate_size = required_integer(json, "intermediate_size", type);
+    c.num_hidden_layers = required_integer(json, "num_hidden_layers", type);
+    c.num_attention_heads = required_integer(json, "num_attention_heads", type);
+    if (json.contains("num_key_value_heads") && !json["num_key_value_heads"].is_null()) {
+      c.num_key_value_heads = detail::json_integer(json["num_key_value_heads"], "num_key_value_heads");
+    }
+    if (json.contains("head_dim") && !json["head_dim"].is_null()) {
+      c.head_dim = detail::json_integer(json["head_dim"], "head_dim");
+    }
+    c.tie_word_embeddings = optional_bool(json, "tie_word_embeddings", false);
+    c.attention_bias = optional_bool(json, "attention_bias", false);
+    c.qkv_bias = type == "qwen2";
+    c.mlp_bias = optional_bool(json, "mlp_bias", false);
+    c.dtype = config_dtype(json);
+    return llama_manifest(c);
+  }
+  if (type.empty()) {
+    throw ParseError("config.json has no 'model_type' and neither 'n_embd' (GPT-2) nor "
+                     "'hidden_size' (Llama)");
+  }
+  throw ParseError("config.json model_type '" + type +
+                   "' is not supported; expected gpt2, llama, mistral or qwen2");
+}
+
+ModelManifest load_model_description(std::string_view text) {
+  const nlohmann::json json = detail::parse_json(text, "model description");
+  if (json.is_object() && json.contains("parameters")) return ModelManifest::from_json(text);
+  return manifest_from_hf_config(text);
+}
+
+}  // namespace shardwise

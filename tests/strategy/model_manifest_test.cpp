@@ -1,0 +1,134 @@
+#include "shardwise/strategy/model_manifest.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "error_of.hpp"
+
+namespace shardwise {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::error_of;
+
+// Published parameter counts of real checkpoints.
+TEST(ModelManifest, Gpt2CountsAreExact) {
+  EXPECT_EQ(gpt2_manifest(Gpt2Config{}).num_parameters(), 124'439'808);  // gpt2
+  EXPECT_EQ(gpt2_manifest(Gpt2Config{.n_embd = 1024, .n_layer = 24, .n_head = 16}).num_parameters(),
+            354'823'168);  // gpt2-medium
+  const ModelManifest small = gpt2_manifest(Gpt2Config{});
+  EXPECT_EQ(small.parameters.size(), 2u + 12u * 12u + 2u);
+  EXPECT_EQ(small.parameters[4].name, "transformer.h.0.attn.c_attn.weight");
+  EXPECT_THAT(small.parameters[4].shape, ElementsAre(768, 2304));
+  EXPECT_EQ(small.num_bytes(), 4 * 124'439'808LL);
+  // Untied: a separate head.
+  EXPECT_EQ(gpt2_manifest(Gpt2Config{.tie_word_embeddings = false}).num_parameters(),
+            124'439'808 + 50257 * 768);
+}
+
+TEST(ModelManifest, LlamaFamilyCountsAreExact) {
+  EXPECT_EQ(llama_manifest(LlamaConfig{}).num_parameters(), 6'738'415'616);  // Llama-2-7B
+  EXPECT_EQ(llama_manifest(LlamaConfig{.vocab_size = 128256, .intermediate_size = 14336,
+                                       .num_key_value_heads = 8})
+                .num_parameters(),
+            8'030'261'248);  // Llama-3-8B
+  EXPECT_EQ(llama_manifest(LlamaConfig{.intermediate_size = 14336, .num_key_value_heads = 8})
+                .num_parameters(),
+            7'241'732'096);  // Mistral-7B
+  EXPECT_EQ(llama_manifest(LlamaConfig{.hidden_size = 2048, .intermediate_size = 5632,
+                                       .num_hidden_layers = 22, .num_key_value_heads = 4})
+                .num_parameters(),
+            1'100'048'384);  // TinyLlama-1.1B
+  const ModelManifest m = llama_manifest(LlamaConfig{.num_key_value_heads = 8});
+  EXPECT_EQ(m.parameters[2].name, "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_THAT(m.parameters[2].shape, ElementsAre(1024, 4096));
+}
+
+TEST(ModelManifest, FromHfConfig) {
+  const ModelManifest gpt2 = manifest_from_hf_config(R"({
+    "model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
+    "n_layer": 12, "n_head": 12, "n_inner": null, "activation_function": "gelu_new",
+    "resid_pdrop": 0.1})");
+  EXPECT_EQ(gpt2.num_parameters(), 124'439'808);
+  const ModelManifest llama = manifest_from_hf_config(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+    "intermediate_size": 5632, "num_attention_heads": 32, "num_hidden_layers": 22,
+    "num_key_value_heads": 4, "vocab_size": 32000, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "rms_norm_eps": 1e-05})");
+  EXPECT_EQ(llama.num_parameters(), 1'100'048'384);
+  EXPECT_EQ(llama.parameters[0].dtype, DType::kBF16);
+  EXPECT_EQ(llama.num_bytes(), 2 * 1'100'048'384LL);
+  // Without model_type, the keys tell.
+  EXPECT_EQ(manifest_from_hf_config(R"({"vocab_size": 10, "n_embd": 4, "n_layer": 1, "n_head": 2})")
+                .parameters.front().name,
+            "transformer.wte.weight");
+  // Qwen2 has q, k, v biases.
+  const ModelManifest qwen = manifest_from_hf_config(R"({"model_type": "qwen2", "vocab_size": 16,
+    "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
+    "num_key_value_heads": 1, "tie_word_embeddings": true})");
+  EXPECT_EQ(qwen.parameters[2].name, "model.layers.0.self_attn.q_proj.bias");
+}
+
+TEST(ModelManifest, HfConfigErrorsNameTheKey) {
+  EXPECT_THAT(error_of([] { (void)manifest_from_hf_config(R"({"model_type": "llama"})"); }),
+              HasSubstr("llama config.json has no 'vocab_size'"));
+  EXPECT_THAT(error_of([] { (void)manifest_from_hf_config(R"({"model_type": "t5"})"); }),
+              HasSubstr("model_type 't5' is not supported"));
+  EXPECT_THAT(error_of([] { (void)manifest_from_hf_config(R"({"d_model": 3})"); }),
+              HasSubstr("no 'model_type'"));
+  EXPECT_THAT(error_of([] {
+                (void)manifest_from_hf_config(
+                    R"({"vocab_size": 10, "n_embd": 5, "n_layer": 1, "n_head": 2})");
+              }),
+              HasSubstr("'n_embd' (5) is not divisible by 'n_head' (2)"));
+  EXPECT_THAT(error_of([] {
+                (void)manifest_from_hf_config(
+                    R"({"vocab_size": 10, "n_embd": 4, "n_layer": "2", "n_head": 2})");
+              }),
+              HasSubstr("field 'n_layer' must be an integer"));
+  EXPECT_THAT(error_of([] {
+                (void)llama_manifest(LlamaConfig{.num_attention_heads = 32, .num_key_value_heads = 5});
+              }),
+              HasSubstr("not a multiple of 'num_key_value_heads' (5)"));
+  EXPECT_THAT(error_of([] { (void)gpt2_manifest(Gpt2Config{.n_layer = 0}); }),
+              HasSubstr("GPT-2 config 'n_layer' is 0"));
+  EXPECT_THAT(error_of([] {
+                (void)manifest_from_hf_config(R"({"model_type": "gpt2", "vocab_size": 10,
+                  "n_embd": 4, "n_layer": 1, "n_head": 2, "torch_dtype": "float8"})");
+              }),
+              HasSubstr("dtype 'float8' is not one of"));
+}
+
+TEST(ModelManifest, JsonRoundTripAndErrors) {
+  ModelManifest manifest{{{"w", {4, 2}, DType::kBF16, LogicalAxes{"embed", ""}},
+                          {"b", {2}, DType::kF32, std::nullopt}}};
+  EXPECT_EQ(manifest.to_json(),
+            R"({"parameters":[{"name":"w","shape":[4,2],"dtype":"bf16","logical_axes":["embed",null]},{"name":"b","shape":[2],"dtype":"f32"}]})");
+  EXPECT_EQ(ModelManifest::from_json(manifest.to_json()), manifest);
+  EXPECT_EQ(load_model_description(manifest.to_json()), manifest);
+  EXPECT_THAT(error_of([] {
+                (void)ModelManifest::from_json(R"({"parameters": [{"name": "w", "shape": [2], "size": 3}]})");
+              }),
+              HasSubstr("unknown field 'parameters[0].size'"));
+  EXPECT_THAT(error_of([] {
+                (void)ModelManifest::from_json(
+                    R"({"parameters": [{"name": "w", "shape": [2]}, {"name": "w", "shape": [3]}]})");
+              }),
+              HasSubstr("parameter 'w' appears twice"));
+  EXPECT_THAT(error_of([] {
+                (void)ModelManifest::from_json(
+                    R"({"parameters": [{"name": "w", "shape": [2, -1]}]})");
+              }),
+              HasSubstr("parameter 'w' dimension 1 has size -1"));
+  EXPECT_THAT(error_of([] {
+                (void)ModelManifest::from_json(
+                    R"({"parameters": [{"name": "w", "shape": [2], "logical_axes": ["a", "b"]}]})");
+              }),
+              HasSubstr("parameter 'w' has 2 logical axes for shape (2,)"));
+  EXPECT_THAT(error_of([] { (void)ModelManifest::from_json(R"({"parameters": [{"shape": [2]}]})"); }),
+              HasSubstr("missing required field 'parameters[0].name'"));
+}
+
+}  // namespace
+}  // namespace shardwise
