@@ -28,6 +28,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   app.require_subcommand(1);
   std::vector<std::unique_ptr<Command>> commands;
   commands.push_back(add_layout_command(app));
+  commands.push_back(add_specs_command(app));
+  commands.push_back(add_schedule_command(app));
 
   // CLI11 reports an unknown command as a missing one; name it instead.
   if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&

@@ -20,5 +20,7 @@ class Command {
 };
 
 std::unique_ptr<Command> add_layout_command(CLI::App& parent);
+std::unique_ptr<Command> add_schedule_command(CLI::App& parent);
+std::unique_ptr<Command> add_specs_command(CLI::App& parent);
 
 }  // namespace shardwise::cli

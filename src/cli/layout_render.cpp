@@ -6,41 +6,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "text_table.hpp"
+
 namespace shardwise::cli {
 namespace {
-
-// Left-aligned columns separated by two spaces, with a header row.
-std::string format_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()), 0);
-    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-  }
-  std::ostringstream out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
-    }
-    out << line << '\n';
-  }
-  return out.str();
-}
 
 std::string coords_text(const Mesh& mesh, DeviceId device) {
   const std::vector<std::int64_t> coords = mesh.coords_of(device);
   std::string text;
   for (std::size_t a = 0; a < coords.size(); ++a) {
     text += (a ? " " : "") + mesh.axis_names()[a] + "=" + std::to_string(coords[a]);
-  }
-  return text;
-}
-
-std::string join_ints(const std::vector<std::int64_t>& values, const char* separator) {
-  std::string text;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    text += (i ? separator : "") + std::to_string(values[i]);
   }
   return text;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "detail/config_json.hpp"
 #include "detail/json_reader.hpp"
 #include "shardwise/core/error.hpp"
 
@@ -88,32 +89,40 @@ PartitionSpec LogicalAxisRules::logical_to_mesh_axes(const LogicalAxes& logical_
   return PartitionSpec(std::move(entries));
 }
 
-LogicalAxisRules LogicalAxisRules::from_json(std::string_view text) {
-  const nlohmann::json json = detail::parse_json(text, "logical axis rules");
-  detail::JsonObjectReader reader(json, "");
-  const nlohmann::json& list = reader.required("rules");
-  reader.finish();
+namespace detail {
+
+LogicalAxisRules logical_axis_rules_from_json(const nlohmann::json& list, const std::string& path) {
   if (!list.is_array()) {
-    throw ParseError("field 'rules' must be a list of [logical name, mesh axes] pairs, not " +
-                     detail::json_type_name(list));
+    throw ParseError("field '" + path + "' must be a list of [logical name, mesh axes] pairs, not " +
+                     json_type_name(list));
   }
   std::vector<LogicalAxisRule> rules;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::string field = "rules[" + std::to_string(i) + "]";
+    const std::string field = path + "[" + std::to_string(i) + "]";
     const nlohmann::json& pair = list[i];
     if (!pair.is_array() || pair.size() != 2) {
       throw ParseError("field '" + field + "' must be a [logical name, mesh axes] pair, not " +
                        pair.dump());
     }
-    LogicalAxisRule rule{detail::json_string(pair[0], field + "[0]"), {}};
+    LogicalAxisRule rule{json_string(pair[0], field + "[0]"), {}};
     if (pair[1].is_string()) {
       rule.mesh_axes = {pair[1].get<std::string>()};
     } else if (!pair[1].is_null()) {
-      rule.mesh_axes = detail::json_string_list(pair[1], field + "[1]");
+      rule.mesh_axes = json_string_list(pair[1], field + "[1]");
     }
     rules.push_back(std::move(rule));
   }
   return LogicalAxisRules(std::move(rules));
+}
+
+}  // namespace detail
+
+LogicalAxisRules LogicalAxisRules::from_json(std::string_view text) {
+  const nlohmann::json json = detail::parse_json(text, "logical axis rules");
+  detail::JsonObjectReader reader(json, "");
+  LogicalAxisRules rules = detail::logical_axis_rules_from_json(reader.required("rules"), "rules");
+  reader.finish();
+  return rules;
 }
 
 std::string LogicalAxisRules::to_json() const {

@@ -93,6 +93,33 @@ ParallelismConfig ParallelismConfig::from_sharding_config(const ShardingConfig& 
   return out;
 }
 
+ParallelismConfig ParallelismConfig::from_mesh(const Mesh& mesh, bool fsdp_on_data) {
+  ParallelismConfig out;
+  out.mesh_shape = mesh.axis_sizes();
+  out.mesh_axis_names = mesh.axis_names();
+  ShardingConfig& sc = out.sharding_config;
+  for (std::size_t a = 0; a < mesh.num_axes(); ++a) {
+    const std::string& name = mesh.axis_names()[a];
+    const std::int64_t size = mesh.axis_sizes()[a];
+    if (name == kDataAxis) {
+      sc.data_parallel_size = size;
+    } else if (name == kFsdpAxis) {
+      sc.fsdp_parallel_size = size;
+      sc.fsdp_enabled = true;
+    } else if (name == kModelAxis) {
+      sc.tensor_parallel_size = size;
+    } else if (name == kPipelineAxis) {
+      sc.pipeline_parallel_size = size;
+    } else if (size > 1) {
+      throw InvalidArgument("mesh axis '" + name +
+                            "' is not one of data, fsdp, model, pipeline; give rules that use it");
+    }
+  }
+  if (fsdp_on_data) sc.fsdp_enabled = true;
+  out.validate();
+  return out;
+}
+
 Mesh ParallelismConfig::to_mesh(std::optional<std::vector<DeviceId>> device_ids) const {
   validate();
   return Mesh(mesh_axis_names, mesh_shape, std::move(device_ids));

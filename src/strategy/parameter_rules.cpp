@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include "detail/config_json.hpp"
 #include "detail/json_reader.hpp"
 #include "shardwise/core/error.hpp"
 
@@ -133,46 +134,55 @@ std::int64_t ParameterNameRules::stage_of(std::string_view name,
                         "last-stage rule");
 }
 
-ParameterNameRules ParameterNameRules::from_json(std::string_view text) {
-  const nlohmann::json json = detail::parse_json(text, "parameter rules");
-  detail::JsonObjectReader reader(json, "");
+namespace detail {
+
+ParameterNameRules parameter_name_rules_from_json(const nlohmann::json* rule_list,
+                                                  const nlohmann::json* stage_object) {
   std::vector<ParameterRule> rules;
-  if (const nlohmann::json* list = reader.optional("parameter_rules")) {
-    if (!list->is_array()) {
-      throw ParseError("field 'parameter_rules' must be a list, not " +
-                       detail::json_type_name(*list));
+  if (rule_list != nullptr) {
+    if (!rule_list->is_array()) {
+      throw ParseError("field 'parameter_rules' must be a list, not " + json_type_name(*rule_list));
     }
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      detail::JsonObjectReader entry((*list)[i], "parameter_rules[" + std::to_string(i) + "]");
+    for (std::size_t i = 0; i < rule_list->size(); ++i) {
+      JsonObjectReader entry((*rule_list)[i], "parameter_rules[" + std::to_string(i) + "]");
       ParameterRule r;
       r.pattern = entry.required_string("pattern");
       const nlohmann::json& axes = entry.required("logical_axes");
       if (!axes.is_array()) {
         throw ParseError("field '" + entry.field("logical_axes") +
-                         "' must be a list of names or nulls, not " + detail::json_type_name(axes));
+                         "' must be a list of names or nulls, not " + json_type_name(axes));
       }
       for (std::size_t a = 0; a < axes.size(); ++a) {
-        r.logical_axes.push_back(
-            axes[a].is_null() ? std::string()
-                              : detail::json_string(axes[a], entry.field("logical_axes") + "[" +
-                                                                 std::to_string(a) + "]"));
+        r.logical_axes.push_back(axes[a].is_null()
+                                     ? std::string()
+                                     : json_string(axes[a], entry.field("logical_axes") + "[" +
+                                                                std::to_string(a) + "]"));
       }
       entry.finish();
       rules.push_back(std::move(r));
     }
   }
   StageRules stage_rules;
-  if (const nlohmann::json* stage = reader.optional("stage_rules")) {
-    detail::JsonObjectReader entry(*stage, "stage_rules");
+  if (stage_object != nullptr) {
+    JsonObjectReader entry(*stage_object, "stage_rules");
     stage_rules.layer_pattern = entry.string("layer_pattern", stage_rules.layer_pattern);
     stage_rules.first_stage_pattern =
         entry.string("first_stage_pattern", stage_rules.first_stage_pattern);
-    stage_rules.last_stage_pattern =
-        entry.string("last_stage_pattern", stage_rules.last_stage_pattern);
+    stage_rules.last_stage_pattern = entry.string("last_stage_pattern", stage_rules.last_stage_pattern);
     entry.finish();
   }
-  reader.finish();
   return ParameterNameRules(std::move(rules), std::move(stage_rules));
+}
+
+}  // namespace detail
+
+ParameterNameRules ParameterNameRules::from_json(std::string_view text) {
+  const nlohmann::json json = detail::parse_json(text, "parameter rules");
+  detail::JsonObjectReader reader(json, "");
+  const nlohmann::json* rules = reader.optional("parameter_rules");
+  const nlohmann::json* stages = reader.optional("stage_rules");
+  reader.finish();
+  return detail::parameter_name_rules_from_json(rules, stages);
 }
 
 }  // namespace shardwise

@@ -1,0 +1,101 @@
+#include <CLI/CLI.hpp>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "command.hpp"
+#include "shardwise/strategy/pipeline_schedule.hpp"
+#include "text_table.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+std::string fraction_text(double value) {
+  std::ostringstream out;
+  out << std::setprecision(4) << value;
+  return out.str();
+}
+
+class ScheduleCommand final : public Command {
+ public:
+  explicit ScheduleCommand(CLI::App& parent)
+      : app_(parent.add_subcommand(
+            "schedule", "Draw a pipeline schedule's timeline: each stage's forward and backward "
+                        "passes, micro-batches in flight, and the bubble")) {
+    app_->add_option("--stages", stages_, "Pipeline stages")->required();
+    app_->add_option("--microbatches", microbatches_, "Micro-batches per step")->required();
+    app_->add_option("--schedule", schedule_, "gpipe, 1f1b or interleaved")->default_val("1f1b");
+    app_->add_option("--virtual", virtual_stages_,
+                     "Model chunks per device (interleaved; default 2 there, 1 otherwise)");
+    app_->add_option("--forward-time", forward_time_, "Time of a forward pass")->default_val(1);
+    app_->add_option("--backward-time", backward_time_, "Time of a backward pass")->default_val(1);
+    app_->add_flag("--json", json_, "Print one JSON object instead of the drawing");
+  }
+
+  [[nodiscard]] const CLI::App& app() const override { return *app_; }
+
+  void run(std::ostream& out) const override {
+    const ScheduleKind kind = parse_schedule_kind(schedule_);
+    const std::int64_t chunks =
+        virtual_stages_ > 0 ? virtual_stages_ : (kind == ScheduleKind::kInterleaved1F1B ? 2 : 1);
+    const PipelineSchedule schedule = build_schedule(kind, stages_, microbatches_, chunks);
+    const PipelineTimeline timeline = simulate(schedule, forward_time_, backward_time_);
+    if (json_) {
+      out << to_json(schedule, timeline) << '\n';
+      return;
+    }
+    out << "schedule      " << to_string(kind) << ", " << stages_ << " stages, " << microbatches_
+        << " micro-batches" << (chunks > 1 ? ", " + std::to_string(chunks) + " chunks per stage" : "")
+        << '\n'
+        << "bubble        " << fraction_text(timeline.bubble_fraction()) << " counted, "
+        << fraction_text(schedule.bubble_fraction()) << " = (p - 1) / "
+        << (chunks > 1 ? "(v m)" : "m") << '\n'
+        << "in flight     " << join_ints(schedule.peak_in_flight(), ", ")
+        << (chunks > 1 ? " micro-batch chunks" : " micro-batches") << " at most, per stage\n\n"
+        << draw_timeline(schedule, timeline);
+  }
+
+ private:
+  static std::string to_json(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
+    nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+    for (const auto& stage : timeline.stages) {
+      nlohmann::ordered_json actions = nlohmann::ordered_json::array();
+      for (const TimedAction& t : stage) {
+        actions.push_back({{"pass", t.action.pass == Pass::kForward ? "forward" : "backward"},
+                           {"microbatch", t.action.microbatch},
+                           {"chunk", t.action.chunk},
+                           {"start", t.start},
+                           {"end", t.end}});
+      }
+      stages.push_back(std::move(actions));
+    }
+    return nlohmann::ordered_json{{"schedule", to_string(schedule.kind)},
+                                  {"stages", schedule.num_stages},
+                                  {"microbatches", schedule.num_microbatches},
+                                  {"virtual_stages", schedule.virtual_stages},
+                                  {"bubble_fraction", schedule.bubble_fraction()},
+                                  {"counted_bubble_fraction", timeline.bubble_fraction()},
+                                  {"makespan", timeline.makespan},
+                                  {"peak_in_flight", schedule.peak_in_flight()},
+                                  {"timeline", std::move(stages)}}
+        .dump();
+  }
+
+  CLI::App* app_;
+  std::int64_t stages_ = 0;
+  std::int64_t microbatches_ = 0;
+  std::string schedule_;
+  std::int64_t virtual_stages_ = 0;
+  double forward_time_ = 1;
+  double backward_time_ = 1;
+  bool json_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_schedule_command(CLI::App& parent) {
+  return std::make_unique<ScheduleCommand>(parent);
+}
+
+}  // namespace shardwise::cli

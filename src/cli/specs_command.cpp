@@ -1,0 +1,63 @@
+#include <CLI/CLI.hpp>
+#include <ostream>
+
+#include "command.hpp"
+#include "shardwise/strategy/sharding_rules.hpp"
+#include "specs_render.hpp"
+#include "text_table.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+class SpecsCommand final : public Command {
+ public:
+  explicit SpecsCommand(CLI::App& parent)
+      : app_(parent.add_subcommand(
+            "specs", "Show how every parameter of a model is sharded on a mesh: logical axes, "
+                     "partition spec, shard shape, pipeline stage, and bytes per device")) {
+    app_->add_option("--model", model_,
+                     "A model manifest (JSON with \"parameters\") or a Hugging Face config.json")
+        ->required();
+    app_->add_option("--mesh", mesh_, "Mesh axes and sizes, e.g. data=2,fsdp=2,model=2,pipeline=2")
+        ->required();
+    app_->add_option("--rules", rules_,
+                     "A rules file: logical_axis_rules, parameter_rules, stage_rules (each optional)");
+    app_->add_flag("--fsdp", fsdp_on_data_,
+                   "Shard parameters over 'data' (FSDP) when the mesh has no 'fsdp' axis");
+    app_->add_flag("--uneven", uneven_,
+                   "Keep axes that do not divide a dimension (torch.chunk shards) instead of "
+                   "dropping them");
+    app_->add_flag("--json", json_, "Print one JSON object instead of the report");
+  }
+
+  [[nodiscard]] const CLI::App& app() const override { return *app_; }
+
+  void run(std::ostream& out) const override {
+    const Mesh mesh = Mesh::parse(mesh_);
+    const ModelManifest manifest = load_model_description(read_file(model_, "--model"));
+    const ShardingRules rules =
+        rules_.empty() ? default_sharding_rules(ParallelismConfig::from_mesh(mesh, fsdp_on_data_))
+                       : load_sharding_rules(read_file(rules_, "--rules"), mesh, fsdp_on_data_);
+    LayoutOptions options;
+    options.evenness = uneven_ ? Evenness::kUneven : Evenness::kStrict;
+    const ModelLayout layout = layout_model(manifest, mesh, rules.axis_rules, rules.name_rules, options);
+    out << (json_ ? render_specs_json(layout) + "\n" : render_specs_text(layout));
+  }
+
+ private:
+  CLI::App* app_;
+  std::string model_;
+  std::string mesh_;
+  std::string rules_;
+  bool fsdp_on_data_ = false;
+  bool uneven_ = false;
+  bool json_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_specs_command(CLI::App& parent) {
+  return std::make_unique<SpecsCommand>(parent);
+}
+
+}  // namespace shardwise::cli

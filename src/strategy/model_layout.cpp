@@ -1,0 +1,99 @@
+#include "shardwise/strategy/model_layout.hpp"
+
+#include <algorithm>
+
+#include "shardwise/core/error.hpp"
+#include "shardwise/strategy/pipeline_parallel_strategy.hpp"
+
+namespace shardwise {
+namespace {
+
+std::vector<std::int64_t> stage_layers(const ModelManifest& manifest,
+                                       const ParameterNameRules& rules, std::int64_t stages) {
+  std::int64_t layers = 0;
+  for (const ParameterInfo& p : manifest.parameters) {
+    if (const auto layer = rules.layer_index(p.name)) layers = std::max(layers, *layer + 1);
+  }
+  if (stages == 1) return {layers};
+  return PipelineParallelStrategy(stages).assign_layers_to_stages(layers);
+}
+
+// In strict mode, drops the axes of every dimension they do not divide, saying so.
+PartitionSpec fit_to_shape(const Mesh& mesh, const PartitionSpec& spec, const ParameterInfo& p,
+                           std::vector<std::string>& notes) {
+  std::vector<SpecEntry> entries = spec.entries();
+  entries.resize(std::min(entries.size(), p.shape.size()));
+  for (std::size_t d = 0; d < entries.size(); ++d) {
+    std::int64_t shards = 1;
+    for (const std::string& axis : entries[d].axes()) shards *= mesh.axis_size(axis);
+    if (p.shape[d] % shards == 0) continue;
+    notes.push_back(p.name + ": dimension " + std::to_string(d) + " has size " +
+                    std::to_string(p.shape[d]) + ", not divisible by " + std::to_string(shards) +
+                    " shards of " + entries[d].to_string() + ": replicated");
+    entries[d] = None;
+  }
+  while (!entries.empty() && entries.back().is_replicated()) entries.pop_back();
+  return PartitionSpec(std::move(entries));
+}
+
+}  // namespace
+
+std::int64_t ModelLayout::max_bytes_per_device() const {
+  return bytes_per_device.empty() ? 0
+                                  : *std::max_element(bytes_per_device.begin(), bytes_per_device.end());
+}
+
+std::vector<std::int64_t> ModelLayout::max_bytes_by_stage() const {
+  std::vector<std::int64_t> out(layers_per_stage.size(), 0);
+  const bool pipelined = !pipeline_axis.empty();
+  const std::size_t axis = pipelined ? mesh.axis_index(pipeline_axis) : 0;
+  for (std::int64_t p = 0; p < mesh.size(); ++p) {
+    const auto stage = pipelined ? static_cast<std::size_t>(mesh.coords_at(p)[axis]) : 0;
+    out[stage] = std::max(out[stage], bytes_per_device[static_cast<std::size_t>(p)]);
+  }
+  return out;
+}
+
+ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
+                         const LogicalAxisRules& axis_rules, const ParameterNameRules& name_rules,
+                         const LayoutOptions& options) {
+  const bool pipelined = mesh.has_axis(options.pipeline_axis);
+  const std::int64_t stages = pipelined ? mesh.axis_size(options.pipeline_axis) : 1;
+  const std::size_t pipeline_index = pipelined ? mesh.axis_index(options.pipeline_axis) : 0;
+  ModelLayout layout{mesh, pipelined ? options.pipeline_axis : std::string(),
+                     stage_layers(manifest, name_rules, stages), {},
+                     std::vector<std::int64_t>(static_cast<std::size_t>(mesh.size()), 0), {}};
+  for (const ParameterInfo& p : manifest.parameters) {
+    ParameterLayout entry{p, {}, P(), {}, 0};
+    if (p.logical_axes) {
+      entry.logical_axes = *p.logical_axes;
+    } else if (auto axes = name_rules.logical_axes_for(p.name, p.shape.size())) {
+      entry.logical_axes = std::move(*axes);
+    } else {
+      entry.logical_axes.assign(p.shape.size(), "");
+      if (!p.shape.empty()) layout.notes.push_back(p.name + ": no parameter rule names it: replicated");
+    }
+    PartitionSpec spec = axis_rules.logical_to_mesh_axes(entry.logical_axes, mesh);
+    if (pipelined && spec.dimension_of(options.pipeline_axis) >= 0) {
+      throw InvalidArgument("parameter '" + p.name + "' would be split by " + spec.to_string() +
+                            " over the pipeline axis '" + options.pipeline_axis +
+                            "', which places layers, not tensor slices");
+    }
+    if (options.evenness == Evenness::kStrict) spec = fit_to_shape(mesh, spec, p, layout.notes);
+    const NamedSharding sharding(mesh, spec, options.evenness);
+    entry.spec = spec;
+    entry.shard_shape = sharding.shard_shape(p.shape);
+    entry.stage = stages == 1 ? 0 : name_rules.stage_of(p.name, layout.layers_per_stage);
+    const auto element_bytes = static_cast<std::int64_t>(size_in_bytes(p.dtype));
+    for (const DeviceShard& shard : sharding.devices_indices_map(p.shape)) {
+      const std::int64_t position = mesh.position_of_device(shard.device);
+      if (pipelined && mesh.coords_at(position)[pipeline_index] != entry.stage) continue;
+      layout.bytes_per_device[static_cast<std::size_t>(position)] +=
+          num_elements(shape_of(shard.index)) * element_bytes;
+    }
+    layout.parameters.push_back(std::move(entry));
+  }
+  return layout;
+}
+
+}  // namespace shardwise
