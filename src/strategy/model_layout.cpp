@@ -32,7 +32,6 @@ PartitionSpec fit_to_shape(const Mesh& mesh, const PartitionSpec& spec, const Pa
                     " shards of " + entries[d].to_string() + ": replicated");
     entries[d] = None;
   }
-  while (!entries.empty() && entries.back().is_replicated()) entries.pop_back();
   return PartitionSpec(std::move(entries));
 }
 

@@ -44,7 +44,7 @@ TEST(ModelLayout, LlamaOnAFourAxisMesh) {
   EXPECT_EQ(down.stage, 0);
   EXPECT_EQ(find(layout, "model.embed_tokens.weight").stage, 0);
   EXPECT_EQ(find(layout, "lm_head.weight").stage, 1);
-  EXPECT_EQ(find(layout, "model.norm.weight").spec, P());
+  EXPECT_EQ(find(layout, "model.norm.weight").spec, P{None});
   EXPECT_TRUE(layout.notes.empty());
 
   // Bytes: every device of a stage holds 1/4 of each sharded matrix of the stage and all of

@@ -27,9 +27,9 @@ struct StageRules {
   std::string layer_pattern = R"((?:^|\.)(?:h|layers|blocks|layer)\.(\d+)\.)";
   // Parameters without a layer index that belong on the first stage.
   std::string first_stage_pattern =
-      R"((?:^|\.)(?:wte|wpe|embed_tokens|tok_embeddings|word_embeddings|position_embeddings|embeddings)\.)";
+      R"((?:^|\.)(?:embed|wte|wpe|embed_tokens|tok_embeddings|word_embeddings|position_embeddings|embeddings)\.)";
   // Parameters without a layer index that belong on the last stage.
-  std::string last_stage_pattern = R"((?:^|\.)(?:lm_head|ln_f|norm|final_layer_norm|final_norm)\.)";
+  std::string last_stage_pattern = R"((?:^|\.)(?:lm_head|output|ln_f|norm|final_layer_norm|final_norm)\.)";
 };
 
 class ParameterNameRules {
