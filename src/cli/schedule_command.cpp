@@ -21,8 +21,9 @@ class ScheduleCommand final : public Command {
  public:
   explicit ScheduleCommand(CLI::App& parent)
       : app_(parent.add_subcommand(
-            "schedule", "Draw a pipeline schedule's timeline: each stage's forward and backward "
-                        "passes, micro-batches in flight, and the bubble")) {
+            "schedule",
+            "Draw a pipeline schedule's timeline: each stage's forward and backward "
+            "passes, micro-batches in flight, and the bubble")) {
     app_->add_option("--stages", stages_, "Pipeline stages")->required();
     app_->add_option("--microbatches", microbatches_, "Micro-batches per step")->required();
     app_->add_option("--schedule", schedule_, "gpipe, 1f1b or interleaved")->default_val("1f1b");
@@ -46,8 +47,8 @@ class ScheduleCommand final : public Command {
       return;
     }
     out << "schedule      " << to_string(kind) << ", " << stages_ << " stages, " << microbatches_
-        << " micro-batches" << (chunks > 1 ? ", " + std::to_string(chunks) + " chunks per stage" : "")
-        << '\n'
+        << " micro-batches"
+        << (chunks > 1 ? ", " + std::to_string(chunks) + " chunks per stage" : "") << '\n'
         << "bubble        " << fraction_text(timeline.bubble_fraction()) << " counted, "
         << fraction_text(schedule.bubble_fraction()) << " = (p - 1) / "
         << (chunks > 1 ? "(v m)" : "m") << '\n'

@@ -13,15 +13,17 @@ class SpecsCommand final : public Command {
  public:
   explicit SpecsCommand(CLI::App& parent)
       : app_(parent.add_subcommand(
-            "specs", "Show how every parameter of a model is sharded on a mesh: logical axes, "
-                     "partition spec, shard shape, pipeline stage, and bytes per device")) {
+            "specs",
+            "Show how every parameter of a model is sharded on a mesh: logical axes, "
+            "partition spec, shard shape, pipeline stage, and bytes per device")) {
     app_->add_option("--model", model_,
                      "A model manifest (JSON with \"parameters\") or a Hugging Face config.json")
         ->required();
     app_->add_option("--mesh", mesh_, "Mesh axes and sizes, e.g. data=2,fsdp=2,model=2,pipeline=2")
         ->required();
-    app_->add_option("--rules", rules_,
-                     "A rules file: logical_axis_rules, parameter_rules, stage_rules (each optional)");
+    app_->add_option(
+        "--rules", rules_,
+        "A rules file: logical_axis_rules, parameter_rules, stage_rules (each optional)");
     app_->add_flag("--fsdp", fsdp_on_data_,
                    "Shard parameters over 'data' (FSDP) when the mesh has no 'fsdp' axis");
     app_->add_flag("--uneven", uneven_,
@@ -40,7 +42,8 @@ class SpecsCommand final : public Command {
                        : load_sharding_rules(read_file(rules_, "--rules"), mesh, fsdp_on_data_);
     LayoutOptions options;
     options.evenness = uneven_ ? Evenness::kUneven : Evenness::kStrict;
-    const ModelLayout layout = layout_model(manifest, mesh, rules.axis_rules, rules.name_rules, options);
+    const ModelLayout layout =
+        layout_model(manifest, mesh, rules.axis_rules, rules.name_rules, options);
     out << (json_ ? render_specs_json(layout) + "\n" : render_specs_text(layout));
   }
 

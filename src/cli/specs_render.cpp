@@ -30,9 +30,10 @@ std::string stage_ranges(const std::vector<std::int64_t>& layers_per_stage) {
   for (std::size_t s = 0; s < layers_per_stage.size(); ++s) {
     const std::int64_t count = layers_per_stage[s];
     text += (s ? ", " : "") + std::to_string(s) + ": ";
-    text += count == 0   ? std::string("no layers")
-            : count == 1 ? "layer " + std::to_string(first)
-                         : "layers " + std::to_string(first) + "-" + std::to_string(first + count - 1);
+    text += count == 0 ? std::string("no layers")
+            : count == 1
+                ? "layer " + std::to_string(first)
+                : "layers " + std::to_string(first) + "-" + std::to_string(first + count - 1);
     first += count;
   }
   return text;
@@ -89,8 +90,8 @@ std::string render_specs_json(const ModelLayout& layout) {
   ordered_json by_device = ordered_json::array();
   for (std::int64_t position = 0; position < layout.mesh.size(); ++position) {
     const auto index = static_cast<std::size_t>(position);
-    by_device.push_back({{"device", layout.mesh.device_ids()[index]},
-                         {"bytes", layout.bytes_per_device[index]}});
+    by_device.push_back(
+        {{"device", layout.mesh.device_ids()[index]}, {"bytes", layout.bytes_per_device[index]}});
   }
   const ordered_json result = {
       {"mesh",

@@ -52,9 +52,8 @@ PartitionSpec FSDPStrategy::propose(const LogicalAxes& dim_names, const Shape& s
 FsdpDecision FSDPStrategy::decide(const Shape& shape, std::int64_t axis_size) const {
   if (shape.empty()) return {P(), "a scalar is replicated"};
   if (!should_shard_weight(shape)) {
-    return {P(), "dimension 0 has " + std::to_string(shape[0]) +
-                     " rows, below min_weight_size " + std::to_string(min_weight_size_) +
-                     ": replicated"};
+    return {P(), "dimension 0 has " + std::to_string(shape[0]) + " rows, below min_weight_size " +
+                     std::to_string(min_weight_size_) + ": replicated"};
   }
   if (shape[0] % axis_size == 0) {
     return {P{axis_name()}, "dimension 0 split over '" + axis_name() + "'"};

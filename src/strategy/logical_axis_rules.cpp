@@ -26,7 +26,8 @@ LogicalAxisRules::LogicalAxisRules(std::vector<LogicalAxisRule> rules) : rules_(
   for (std::size_t i = 0; i < rules_.size(); ++i) {
     const LogicalAxisRule& rule = rules_[i];
     if (rule.logical_name.empty()) {
-      throw InvalidArgument("logical axis rule " + std::to_string(i) + " has an empty logical name");
+      throw InvalidArgument("logical axis rule " + std::to_string(i) +
+                            " has an empty logical name");
     }
     for (std::size_t a = 0; a < rule.mesh_axes.size(); ++a) {
       if (std::count(rule.mesh_axes.begin(), rule.mesh_axes.end(), rule.mesh_axes[a]) > 1) {
@@ -93,7 +94,8 @@ namespace detail {
 
 LogicalAxisRules logical_axis_rules_from_json(const nlohmann::json& list, const std::string& path) {
   if (!list.is_array()) {
-    throw ParseError("field '" + path + "' must be a list of [logical name, mesh axes] pairs, not " +
+    throw ParseError("field '" + path +
+                     "' must be a list of [logical name, mesh axes] pairs, not " +
                      json_type_name(list));
   }
   std::vector<LogicalAxisRule> rules;

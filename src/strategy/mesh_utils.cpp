@@ -40,8 +40,7 @@ Mesh create_device_mesh(const std::vector<std::int64_t>& shape,
                           " devices but only " + std::to_string(devices->size()) +
                           " are available");
   }
-  return Mesh(names, shape,
-              std::vector<DeviceId>(devices->begin(), devices->begin() + needed));
+  return Mesh(names, shape, std::vector<DeviceId>(devices->begin(), devices->begin() + needed));
 }
 
 DeviceMeshManager::DeviceMeshManager(std::int64_t num_devices) {

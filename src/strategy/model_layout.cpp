@@ -38,8 +38,9 @@ PartitionSpec fit_to_shape(const Mesh& mesh, const PartitionSpec& spec, const Pa
 }  // namespace
 
 std::int64_t ModelLayout::max_bytes_per_device() const {
-  return bytes_per_device.empty() ? 0
-                                  : *std::max_element(bytes_per_device.begin(), bytes_per_device.end());
+  return bytes_per_device.empty()
+             ? 0
+             : *std::max_element(bytes_per_device.begin(), bytes_per_device.end());
 }
 
 std::vector<std::int64_t> ModelLayout::max_bytes_by_stage() const {
@@ -59,9 +60,12 @@ ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
   const bool pipelined = mesh.has_axis(options.pipeline_axis);
   const std::int64_t stages = pipelined ? mesh.axis_size(options.pipeline_axis) : 1;
   const std::size_t pipeline_index = pipelined ? mesh.axis_index(options.pipeline_axis) : 0;
-  ModelLayout layout{mesh, pipelined ? options.pipeline_axis : std::string(),
-                     stage_layers(manifest, name_rules, stages), {},
-                     std::vector<std::int64_t>(static_cast<std::size_t>(mesh.size()), 0), {}};
+  ModelLayout layout{mesh,
+                     pipelined ? options.pipeline_axis : std::string(),
+                     stage_layers(manifest, name_rules, stages),
+                     {},
+                     std::vector<std::int64_t>(static_cast<std::size_t>(mesh.size()), 0),
+                     {}};
   for (const ParameterInfo& p : manifest.parameters) {
     ParameterLayout entry{p, {}, P(), {}, 0};
     if (p.logical_axes) {
@@ -70,7 +74,8 @@ ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
       entry.logical_axes = std::move(*axes);
     } else {
       entry.logical_axes.assign(p.shape.size(), "");
-      if (!p.shape.empty()) layout.notes.push_back(p.name + ": no parameter rule names it: replicated");
+      if (!p.shape.empty())
+        layout.notes.push_back(p.name + ": no parameter rule names it: replicated");
     }
     PartitionSpec spec = axis_rules.logical_to_mesh_axes(entry.logical_axes, mesh);
     if (pipelined && spec.dimension_of(options.pipeline_axis) >= 0) {

@@ -39,9 +39,10 @@ ParameterInfo parameter_from_json(const nlohmann::json& json, const std::string&
     LogicalAxes names;
     for (std::size_t i = 0; i < axes->size(); ++i) {
       const nlohmann::json& name = (*axes)[i];
-      names.push_back(name.is_null() ? std::string()
-                                     : detail::json_string(name, reader.field("logical_axes") +
-                                                                     "[" + std::to_string(i) + "]"));
+      names.push_back(name.is_null()
+                          ? std::string()
+                          : detail::json_string(name, reader.field("logical_axes") + "[" +
+                                                          std::to_string(i) + "]"));
     }
     p.logical_axes = std::move(names);
   }
@@ -76,7 +77,8 @@ std::int64_t optional_integer(const nlohmann::json& json, const char* key, std::
   return detail::json_integer(*it, key);
 }
 
-std::int64_t required_integer(const nlohmann::json& json, const char* key, const std::string& model) {
+std::int64_t required_integer(const nlohmann::json& json, const char* key,
+                              const std::string& model) {
   auto it = json.find(key);
   if (it == json.end()) {
     throw ParseError(model + " config.json has no '" + std::string(key) + "'");
@@ -140,11 +142,13 @@ ModelManifest ModelManifest::from_json(std::string_view text) {
 std::string ModelManifest::to_json() const {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const ParameterInfo& p : parameters) {
-    nlohmann::ordered_json entry = {{"name", p.name}, {"shape", p.shape}, {"dtype", to_string(p.dtype)}};
+    nlohmann::ordered_json entry = {
+        {"name", p.name}, {"shape", p.shape}, {"dtype", to_string(p.dtype)}};
     if (p.logical_axes) {
       nlohmann::ordered_json axes = nlohmann::ordered_json::array();
       for (const std::string& axis : *p.logical_axes) {
-        axes.push_back(axis.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(axis));
+        axes.push_back(axis.empty() ? nlohmann::ordered_json(nullptr)
+                                    : nlohmann::ordered_json(axis));
       }
       entry["logical_axes"] = std::move(axes);
     }
@@ -155,8 +159,10 @@ std::string ModelManifest::to_json() const {
 
 ModelManifest gpt2_manifest(const Gpt2Config& c) {
   for (const auto& [key, value] : {std::pair{"vocab_size", c.vocab_size},
-                                   {"n_positions", c.n_positions}, {"n_embd", c.n_embd},
-                                   {"n_layer", c.n_layer}, {"n_head", c.n_head}}) {
+                                   {"n_positions", c.n_positions},
+                                   {"n_embd", c.n_embd},
+                                   {"n_layer", c.n_layer},
+                                   {"n_head", c.n_head}}) {
     require_positive("GPT-2", key, value);
   }
   if (c.n_embd % c.n_head != 0) {
@@ -191,10 +197,11 @@ ModelManifest gpt2_manifest(const Gpt2Config& c) {
 }
 
 ModelManifest llama_manifest(const LlamaConfig& c) {
-  for (const auto& [key, value] :
-       {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
-        {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_hidden_layers},
-        {"num_attention_heads", c.num_attention_heads}}) {
+  for (const auto& [key, value] : {std::pair{"vocab_size", c.vocab_size},
+                                   {"hidden_size", c.hidden_size},
+                                   {"intermediate_size", c.intermediate_size},
+                                   {"num_hidden_layers", c.num_hidden_layers},
+                                   {"num_attention_heads", c.num_attention_heads}}) {
     require_positive("Llama", key, value);
   }
   const std::int64_t heads = c.num_attention_heads;
@@ -248,8 +255,9 @@ ModelManifest manifest_from_hf_config(std::string_view text) {
   if (!json.is_object()) {
     throw ParseError("config.json must be a JSON object, not " + detail::json_type_name(json));
   }
-  std::string type = json.contains("model_type") ? detail::json_string(json["model_type"], "model_type")
-                                                 : std::string();
+  std::string type = json.contains("model_type")
+                         ? detail::json_string(json["model_type"], "model_type")
+                         : std::string();
   if (type.empty()) {
     if (json.contains("n_embd")) type = "gpt2";
     if (json.contains("hidden_size")) type = "llama";
@@ -276,7 +284,8 @@ ModelManifest manifest_from_hf_config(std::string_view text) {
     c.num_hidden_layers = required_integer(json, "num_hidden_layers", type);
     c.num_attention_heads = required_integer(json, "num_attention_heads", type);
     if (json.contains("num_key_value_heads") && !json["num_key_value_heads"].is_null()) {
-      c.num_key_value_heads = detail::json_integer(json["num_key_value_heads"], "num_key_value_heads");
+      c.num_key_value_heads =
+          detail::json_integer(json["num_key_value_heads"], "num_key_value_heads");
     }
     if (json.contains("head_dim") && !json["head_dim"].is_null()) {
       c.head_dim = detail::json_integer(json["head_dim"], "head_dim");
@@ -289,8 +298,9 @@ ModelManifest manifest_from_hf_config(std::string_view text) {
     return llama_manifest(c);
   }
   if (type.empty()) {
-    throw ParseError("config.json has no 'model_type' and neither 'n_embd' (GPT-2) nor "
-                     "'hidden_size' (Llama)");
+    throw ParseError(
+        "config.json has no 'model_type' and neither 'n_embd' (GPT-2) nor "
+        "'hidden_size' (Llama)");
   }
   throw ParseError("config.json model_type '" + type +
                    "' is not supported; expected gpt2, llama, mistral or qwen2");

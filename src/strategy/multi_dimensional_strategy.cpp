@@ -153,8 +153,8 @@ SpecResolution MultiDimensionalStrategy::get_combined_partition_spec(
   }
   std::map<std::string, PartitionSpec> proposed;
   for (const auto& [name, strategy] : strategies_) {
-    proposed[name] = shape ? strategy->propose(dim_names, *shape)
-                           : strategy->get_partition_spec(dim_names);
+    proposed[name] =
+        shape ? strategy->propose(dim_names, *shape) : strategy->get_partition_spec(dim_names);
   }
   return resolve_sharding_conflicts(tensor_name, proposed, shape);
 }
@@ -211,8 +211,9 @@ MultiDimensionalStrategy default_strategies(const ParallelismConfig& config) {
     strategies.emplace_back("data", std::make_shared<DataParallelStrategy>(std::string(kDataAxis)));
   }
   if (sc.fsdp_enabled) {
-    strategies.emplace_back("fsdp", std::make_shared<FSDPStrategy>(
-                                        sc.fsdp_axis_name(), std::nullopt, sc.fsdp_min_weight_size));
+    strategies.emplace_back(
+        "fsdp",
+        std::make_shared<FSDPStrategy>(sc.fsdp_axis_name(), std::nullopt, sc.fsdp_min_weight_size));
   }
   if (sc.tensor_parallel_size > 1) {
     strategies.emplace_back("tensor", std::make_shared<TensorParallelStrategy>(

@@ -22,8 +22,8 @@ std::unique_ptr<RE2> compile(const std::string& pattern, const std::string& what
   options.set_log_errors(false);
   auto re = std::make_unique<RE2>(pattern, options);
   if (!re->ok()) {
-    throw InvalidArgument(what + " '" + pattern + "' is not a valid regular expression: " +
-                          re->error());
+    throw InvalidArgument(what + " '" + pattern +
+                          "' is not a valid regular expression: " + re->error());
   }
   return re;
 }
@@ -168,7 +168,8 @@ ParameterNameRules parameter_name_rules_from_json(const nlohmann::json* rule_lis
     stage_rules.layer_pattern = entry.string("layer_pattern", stage_rules.layer_pattern);
     stage_rules.first_stage_pattern =
         entry.string("first_stage_pattern", stage_rules.first_stage_pattern);
-    stage_rules.last_stage_pattern = entry.string("last_stage_pattern", stage_rules.last_stage_pattern);
+    stage_rules.last_stage_pattern =
+        entry.string("last_stage_pattern", stage_rules.last_stage_pattern);
     entry.finish();
   }
   return ParameterNameRules(std::move(rules), std::move(stage_rules));

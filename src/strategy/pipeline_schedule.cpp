@@ -36,7 +36,8 @@ Actions one_f_one_b(std::int64_t stage, std::int64_t stages, std::int64_t microb
     actions.push_back(forward(m));
     actions.push_back(backward(m - warmup));
   }
-  for (std::int64_t m = microbatches - warmup; m < microbatches; ++m) actions.push_back(backward(m));
+  for (std::int64_t m = microbatches - warmup; m < microbatches; ++m)
+    actions.push_back(backward(m));
   return actions;
 }
 
@@ -201,7 +202,8 @@ PipelineTimeline simulate(const PipelineSchedule& schedule, double forward_time,
           start = std::max(start, it->second);
         }
         if (!ready) break;
-        const double duration = (action.pass == Pass::kForward ? forward_time : backward_time) / chunks;
+        const double duration =
+            (action.pass == Pass::kForward ? forward_time : backward_time) / chunks;
         finished[{action.pass, vs, action.microbatch}] = start + duration;
         timeline.stages[s].push_back({action, start, start + duration});
         free_at[s] = start + duration;

@@ -16,9 +16,11 @@ ShardingRules load_sharding_rules(std::string_view text, const Mesh& mesh, bool 
   const nlohmann::json* parameter_rules = reader.optional("parameter_rules");
   const nlohmann::json* stage_rules = reader.optional("stage_rules");
   reader.finish();
-  ParameterNameRules name_rules = detail::parameter_name_rules_from_json(parameter_rules, stage_rules);
+  ParameterNameRules name_rules =
+      detail::parameter_name_rules_from_json(parameter_rules, stage_rules);
   if (parameter_rules == nullptr) {
-    name_rules = ParameterNameRules(ParameterNameRules::defaults().rules(), name_rules.stage_rules());
+    name_rules =
+        ParameterNameRules(ParameterNameRules::defaults().rules(), name_rules.stage_rules());
   }
   return {axis_rules != nullptr
               ? detail::logical_axis_rules_from_json(*axis_rules, "logical_axis_rules")

@@ -29,7 +29,8 @@ ShardingStrategy::ShardingStrategy(std::string axis_name, std::optional<int> mes
   }
 }
 
-PartitionSpec ShardingStrategy::propose(const LogicalAxes& dim_names, const Shape& /*shape*/) const {
+PartitionSpec ShardingStrategy::propose(const LogicalAxes& dim_names,
+                                        const Shape& /*shape*/) const {
   return get_partition_spec(dim_names);
 }
 

@@ -28,7 +28,8 @@ PartitionSpec TensorParallelStrategy::get_partition_spec(const LogicalAxes& dim_
 
 PartitionSpec TensorParallelStrategy::get_linear_weight_spec(LinearKind kind) const {
   // Column-parallel splits out_features; row-parallel splits in_features.
-  const bool split_first = (kind == LinearKind::kColumnParallel) == (layout_ == WeightLayout::kOutIn);
+  const bool split_first =
+      (kind == LinearKind::kColumnParallel) == (layout_ == WeightLayout::kOutIn);
   return split_first ? P{axis_name(), None} : P{None, axis_name()};
 }
 

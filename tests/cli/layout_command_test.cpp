@@ -4,26 +4,17 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "cli.hpp"
+#include "run_command.hpp"
 
 namespace shardwise::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
-struct Result {
-  int status;
-  std::string out;
-  std::string err;
-};
-
-Result run_command(const std::vector<std::string>& args) {
-  std::ostringstream out;
-  std::ostringstream err;
-  const int status = run(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using testing::Result;
+using testing::run_command;
 
 TEST(LayoutCommand, ReportForAPerson) {
   const Result r = run_command({"layout", "--mesh", "data=2,model=2", "--spec",

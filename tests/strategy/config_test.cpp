@@ -8,8 +8,8 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 TEST(ShardingConfig, DefaultsAndTotal) {
   ShardingConfig config;
@@ -17,7 +17,9 @@ TEST(ShardingConfig, DefaultsAndTotal) {
   EXPECT_EQ(config.fsdp_min_weight_size, 1024);
   EXPECT_FALSE(config.fsdp_enabled);
   EXPECT_EQ((ShardingConfig{2, 4, 2}).get_total_device_count(), 16);
-  ShardingConfig hsdp{.data_parallel_size = 2, .tensor_parallel_size = 2, .fsdp_enabled = true,
+  ShardingConfig hsdp{.data_parallel_size = 2,
+                      .tensor_parallel_size = 2,
+                      .fsdp_enabled = true,
                       .fsdp_parallel_size = 4};
   EXPECT_EQ(hsdp.get_total_device_count(), 16);
   EXPECT_EQ(hsdp.fsdp_axis_name(), "fsdp");
@@ -54,9 +56,13 @@ TEST(ShardingConfig, FromDeviceCountRejectsNonPositive) {
 TEST(ShardingConfig, ValidationNamesTheField) {
   EXPECT_THAT(error_of([] { ShardingConfig{0}.validate(); }),
               HasSubstr("ShardingConfig.data_parallel_size is 0; expected a size >= 1"));
-  EXPECT_THAT(error_of([] { ShardingConfig{1, -2}.validate(); }),
+  EXPECT_THAT(error_of([] {
+                ShardingConfig{1, -2}.validate();
+              }),
               HasSubstr("tensor_parallel_size is -2"));
-  EXPECT_THAT(error_of([] { ShardingConfig{1, 1, 0}.validate(); }),
+  EXPECT_THAT(error_of([] {
+                ShardingConfig{1, 1, 0}.validate();
+              }),
               HasSubstr("pipeline_parallel_size is 0"));
   EXPECT_THAT(error_of([] { (ShardingConfig{.fsdp_min_weight_size = -1}).validate(); }),
               HasSubstr("fsdp_min_weight_size is -1"));
@@ -65,8 +71,11 @@ TEST(ShardingConfig, ValidationNamesTheField) {
 }
 
 TEST(ShardingConfig, JsonRoundTripAndStrictness) {
-  ShardingConfig config{.data_parallel_size = 2, .tensor_parallel_size = 4, .fsdp_enabled = true,
-                        .fsdp_min_weight_size = 512, .fsdp_parallel_size = 2};
+  ShardingConfig config{.data_parallel_size = 2,
+                        .tensor_parallel_size = 4,
+                        .fsdp_enabled = true,
+                        .fsdp_min_weight_size = 512,
+                        .fsdp_parallel_size = 2};
   EXPECT_EQ(ShardingConfig::from_json(config.to_json()), config);
   EXPECT_EQ(ShardingConfig::from_json(R"({"data_parallel_size": 4})").data_parallel_size, 4);
   EXPECT_THAT(error_of([] { (void)ShardingConfig::from_json(R"({"data_paralel_size": 4})"); }),
@@ -90,21 +99,31 @@ TEST(ParallelismConfig, ReferenceValidity) {
 }
 
 TEST(ParallelismConfig, ValidationNamesTheField) {
-  EXPECT_THAT(
-      error_of([] { ParallelismConfig{{2, 4}, {"data"}, ShardingConfig{2, 4}}.validate(); }),
-      HasSubstr("mesh_shape has 2 sizes but mesh_axis_names has 1 names"));
-  EXPECT_THAT(
-      error_of([] { ParallelismConfig{{2, 4}, {"data", "data"}, ShardingConfig{2, 4}}.validate(); }),
-      HasSubstr("'data' is used by axes 0 and 1"));
-  EXPECT_THAT(error_of([] { ParallelismConfig{{2, 2}, {"data", "model"}, ShardingConfig{2, 4}}.validate(); }),
+  EXPECT_THAT(error_of([] {
+                ParallelismConfig{{2, 4}, {"data"}, ShardingConfig{2, 4}}.validate();
+              }),
+              HasSubstr("mesh_shape has 2 sizes but mesh_axis_names has 1 names"));
+  EXPECT_THAT(error_of([] {
+                ParallelismConfig{{2, 4}, {"data", "data"}, ShardingConfig{2, 4}}.validate();
+              }),
+              HasSubstr("'data' is used by axes 0 and 1"));
+  EXPECT_THAT(error_of([] {
+                ParallelismConfig{{2, 2}, {"data", "model"}, ShardingConfig{2, 4}}.validate();
+              }),
               HasSubstr("mesh_shape (2, 2) has 4 devices but ShardingConfig(data=2, fsdp=1, "
                         "tensor=4, pipeline=1, fsdp_enabled=false, fsdp_min_weight_size=1024) "
                         "needs 8"));
-  EXPECT_THAT(error_of([] { ParallelismConfig{{4, 2}, {"data", "model"}, ShardingConfig{2, 4}}.validate(); }),
+  EXPECT_THAT(error_of([] {
+                ParallelismConfig{{4, 2}, {"data", "model"}, ShardingConfig{2, 4}}.validate();
+              }),
               HasSubstr("mesh axis 'data' has size 4 but sharding_config.data_parallel_size is 2"));
-  EXPECT_THAT(error_of([] { ParallelismConfig{{2, 4}, {"data", "tensor"}, ShardingConfig{2, 4}}.validate(); }),
+  EXPECT_THAT(error_of([] {
+                ParallelismConfig{{2, 4}, {"data", "tensor"}, ShardingConfig{2, 4}}.validate();
+              }),
               HasSubstr("has no 'model' axis for sharding_config.tensor_parallel_size = 4"));
-  EXPECT_THAT(error_of([] { ParallelismConfig{{8}, {"data"}, ShardingConfig{0}}.validate(); }),
+  EXPECT_THAT(error_of([] {
+                ParallelismConfig{{8}, {"data"}, ShardingConfig{0}}.validate();
+              }),
               HasSubstr("data_parallel_size is 0"));
 }
 
@@ -112,33 +131,36 @@ TEST(ParallelismConfig, FromShardingConfigPutsTensorInnermost) {
   ParallelismConfig reference = ParallelismConfig::from_sharding_config(ShardingConfig{2, 4});
   EXPECT_THAT(reference.mesh_shape, ElementsAre(2, 4));
   EXPECT_THAT(reference.mesh_axis_names, ElementsAre("data", "model"));
-  ParallelismConfig all = ParallelismConfig::from_sharding_config(ShardingConfig{
-      .data_parallel_size = 2, .tensor_parallel_size = 2, .pipeline_parallel_size = 2,
-      .fsdp_enabled = true, .fsdp_parallel_size = 2});
+  ParallelismConfig all =
+      ParallelismConfig::from_sharding_config(ShardingConfig{.data_parallel_size = 2,
+                                                             .tensor_parallel_size = 2,
+                                                             .pipeline_parallel_size = 2,
+                                                             .fsdp_enabled = true,
+                                                             .fsdp_parallel_size = 2});
   EXPECT_THAT(all.mesh_axis_names, ElementsAre("pipeline", "data", "fsdp", "model"));
   EXPECT_TRUE(all.is_valid());
   ParallelismConfig single = ParallelismConfig::from_sharding_config(ShardingConfig{});
   EXPECT_THAT(single.mesh_shape, ElementsAre(1));
   EXPECT_THAT(single.mesh_axis_names, ElementsAre("data"));
-  EXPECT_EQ(all.to_mesh().to_string(),
-            "Mesh('pipeline': 2, 'data': 2, 'fsdp': 2, 'model': 2)");
+  EXPECT_EQ(all.to_mesh().to_string(), "Mesh('pipeline': 2, 'data': 2, 'fsdp': 2, 'model': 2)");
 }
 
 TEST(ParallelismConfig, JsonRoundTripAndErrors) {
   ParallelismConfig config = ParallelismConfig::from_sharding_config(
       ShardingConfig{.data_parallel_size = 2, .tensor_parallel_size = 2});
   EXPECT_EQ(ParallelismConfig::from_json(config.to_json()), config);
-  EXPECT_EQ(config.to_json(),
-            R"({"mesh_shape":[2,2],"mesh_axis_names":["data","model"],"sharding_config":{"data_parallel_size":2,"tensor_parallel_size":2,"pipeline_parallel_size":1,"fsdp_enabled":false,"fsdp_min_weight_size":1024,"fsdp_parallel_size":1}})");
-  EXPECT_THAT(error_of([] {
-                (void)ParallelismConfig::from_json(
-                    R"({"mesh_shape": [2], "mesh_axis_names": ["data"], "sharding_config": {"data_parallel_size": 2, "colour": 1}})");
-              }),
-              HasSubstr("unknown field 'sharding_config.colour'"));
-  EXPECT_THAT(error_of([] {
-                (void)ParallelismConfig::from_json(R"({"mesh_axis_names": ["data"]})");
-              }),
-              HasSubstr("missing required field 'mesh_shape'"));
+  EXPECT_EQ(
+      config.to_json(),
+      R"({"mesh_shape":[2,2],"mesh_axis_names":["data","model"],"sharding_config":{"data_parallel_size":2,"tensor_parallel_size":2,"pipeline_parallel_size":1,"fsdp_enabled":false,"fsdp_min_weight_size":1024,"fsdp_parallel_size":1}})");
+  EXPECT_THAT(
+      error_of([] {
+        (void)ParallelismConfig::from_json(
+            R"({"mesh_shape": [2], "mesh_axis_names": ["data"], "sharding_config": {"data_parallel_size": 2, "colour": 1}})");
+      }),
+      HasSubstr("unknown field 'sharding_config.colour'"));
+  EXPECT_THAT(
+      error_of([] { (void)ParallelismConfig::from_json(R"({"mesh_axis_names": ["data"]})"); }),
+      HasSubstr("missing required field 'mesh_shape'"));
   EXPECT_THAT(error_of([] {
                 (void)ParallelismConfig::from_json(
                     R"({"mesh_shape": [2, "x"], "mesh_axis_names": ["data", "model"]})");

@@ -9,8 +9,8 @@
 namespace shardwise {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 // A MaxText-style table (a subset of its base rules).
 LogicalAxisRules maxtext_rules() {
@@ -34,8 +34,9 @@ TEST(LogicalAxisRules, FirstFreeRuleWins) {
   EXPECT_EQ(rules.logical_to_mesh_axes({"embed", "mlp"}), (P{{"fsdp", "sequence"}, "tensor"}));
   // 'sequence' is taken by the activation length, so 'embed' falls through to its second rule.
   EXPECT_EQ(rules.logical_to_mesh_axes({"activation_length", "embed"}), (P{"sequence", "fsdp"}));
-  EXPECT_EQ(rules.logical_to_mesh_axes({"activation_batch", "activation_length", "activation_embed"}),
-            (P{{"data", "fsdp"}, "sequence", "tensor"}));
+  EXPECT_EQ(
+      rules.logical_to_mesh_axes({"activation_batch", "activation_length", "activation_embed"}),
+      (P{{"data", "fsdp"}, "sequence", "tensor"}));
   // Rule order, not dimension order, decides who gets 'tensor' first.
   EXPECT_EQ(rules.logical_to_mesh_axes({"activation_embed", "activation_heads"}),
             (P{None, "tensor"}));
@@ -55,7 +56,9 @@ TEST(LogicalAxisRules, UnknownAndUnnamedDimensionsAreReplicated) {
 }
 
 TEST(LogicalAxisRules, RepeatedLogicalNameIsAnError) {
-  EXPECT_THAT(error_of([] { (void)maxtext_rules().logical_to_mesh_axes({"embed", "mlp", "embed"}); }),
+  EXPECT_THAT(error_of([] {
+                (void)maxtext_rules().logical_to_mesh_axes({"embed", "mlp", "embed"});
+              }),
               HasSubstr("logical axis 'embed' names dimensions 0 and 2"));
 }
 
@@ -69,9 +72,13 @@ TEST(LogicalAxisRules, AgainstAMeshDropsSizeOneAxesAndChecksNames) {
 }
 
 TEST(LogicalAxisRules, ConstructionErrors) {
-  EXPECT_THAT(error_of([] { LogicalAxisRules(std::vector<LogicalAxisRule>{{"", {"x"}}}); }),
+  EXPECT_THAT(error_of([] {
+                LogicalAxisRules(std::vector<LogicalAxisRule>{{"", {"x"}}});
+              }),
               HasSubstr("rule 0 has an empty logical name"));
-  EXPECT_THAT(error_of([] { LogicalAxisRules(std::vector<LogicalAxisRule>{{"embed", {"x", "x"}}}); }),
+  EXPECT_THAT(error_of([] {
+                LogicalAxisRules(std::vector<LogicalAxisRule>{{"embed", {"x", "x"}}});
+              }),
               HasSubstr("('embed', ('x', 'x')) names mesh axis 'x' twice"));
 }
 
@@ -96,18 +103,28 @@ TEST(DefaultLogicalAxisRules, ReproduceTheStrategiesChoices) {
       ShardingConfig{.data_parallel_size = 4},
       ShardingConfig{.data_parallel_size = 2, .tensor_parallel_size = 4},
       ShardingConfig{.data_parallel_size = 4, .fsdp_enabled = true, .fsdp_min_weight_size = 0},
-      ShardingConfig{.data_parallel_size = 2, .tensor_parallel_size = 2, .pipeline_parallel_size = 2,
-                     .fsdp_enabled = true, .fsdp_min_weight_size = 0},
-      ShardingConfig{.data_parallel_size = 1, .tensor_parallel_size = 2, .fsdp_enabled = true,
-                     .fsdp_min_weight_size = 0, .fsdp_parallel_size = 4},
+      ShardingConfig{.data_parallel_size = 2,
+                     .tensor_parallel_size = 2,
+                     .pipeline_parallel_size = 2,
+                     .fsdp_enabled = true,
+                     .fsdp_min_weight_size = 0},
+      ShardingConfig{.data_parallel_size = 1,
+                     .tensor_parallel_size = 2,
+                     .fsdp_enabled = true,
+                     .fsdp_min_weight_size = 0,
+                     .fsdp_parallel_size = 4},
   };
   // FSDP's names count only as the first dimension (the reference's rule); rules have no
   // positions, so the tensors below keep them there.
   const std::vector<LogicalAxes> tensors{
-      {"batch", "sequence", "hidden"}, {"out_features", "in_features"},
-      {"hidden", "in_features"},       {"features"},
-      {"in_features", "sequence"},     {"batch", "in_features"},
-      {"out_features"},                {"", "batch"},
+      {"batch", "sequence", "hidden"},
+      {"out_features", "in_features"},
+      {"hidden", "in_features"},
+      {"features"},
+      {"in_features", "sequence"},
+      {"batch", "in_features"},
+      {"out_features"},
+      {"", "batch"},
   };
   for (const ShardingConfig& sharding : configs) {
     const ParallelismConfig config = ParallelismConfig::from_sharding_config(sharding);
@@ -130,9 +147,11 @@ TEST(DefaultLogicalAxisRules, ReproduceTheStrategiesChoices) {
 }
 
 TEST(DefaultLogicalAxisRules, TransformerWeights) {
-  const ParallelismConfig config = ParallelismConfig::from_sharding_config(
-      ShardingConfig{.data_parallel_size = 2, .tensor_parallel_size = 2, .fsdp_enabled = true,
-                     .fsdp_parallel_size = 2});
+  const ParallelismConfig config =
+      ParallelismConfig::from_sharding_config(ShardingConfig{.data_parallel_size = 2,
+                                                             .tensor_parallel_size = 2,
+                                                             .fsdp_enabled = true,
+                                                             .fsdp_parallel_size = 2});
   const LogicalAxisRules rules = default_logical_axis_rules(config);
   const Mesh mesh = config.to_mesh();
   EXPECT_EQ(rules.logical_to_mesh_axes({"vocab", "embed"}, mesh), (P{"model", "fsdp"}));

@@ -9,8 +9,8 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 std::int64_t product(const std::vector<std::int64_t>& shape) {
   std::int64_t p = 1;
@@ -42,11 +42,14 @@ TEST(MeshUtils, OptimalShapesAreBalancedAndExact) {
     }
   }
   EXPECT_THAT(error_of([] { (void)get_optimal_mesh_shape(0, 2); }), HasSubstr("device count is 0"));
-  EXPECT_THAT(error_of([] { (void)get_optimal_mesh_shape(8, 0); }), HasSubstr("mesh dimensions is 0"));
+  EXPECT_THAT(error_of([] { (void)get_optimal_mesh_shape(8, 0); }),
+              HasSubstr("mesh dimensions is 0"));
 }
 
 TEST(MeshUtils, CheckMeshConfigSaysWhatIsWrong) {
-  EXPECT_THAT(error_of([] { check_mesh_config({3, 3}, 8); }),
+  EXPECT_THAT(error_of([] {
+                check_mesh_config({3, 3}, 8);
+              }),
               HasSubstr("mesh shape (3, 3) has 9 devices, not 8"));
   EXPECT_THAT(error_of([] { check_mesh_config({0, 3}, 8); }), HasSubstr("size below 1"));
   EXPECT_THAT(error_of([] { check_mesh_config({}, 1); }), HasSubstr("mesh shape is empty"));
@@ -58,16 +61,20 @@ TEST(MeshUtils, ManagerCreatesMeshesOverItsDevices) {
   const DeviceMeshManager manager(std::vector<DeviceId>{10, 11, 12, 13, 14, 15, 16, 17});
   const Mesh mesh = manager.create_mesh({2, 2}, {"data", "model"});
   EXPECT_THAT(mesh.device_ids(), ElementsAre(10, 11, 12, 13));
-  EXPECT_THAT(error_of([&] { (void)manager.create_mesh({4, 4}, {"data", "model"}); }),
+  EXPECT_THAT(error_of([&] {
+                (void)manager.create_mesh({4, 4}, {"data", "model"});
+              }),
               HasSubstr("mesh shape (4, 4) needs 16 devices but only 8 are available"));
-  const ParallelismConfig config =
-      ParallelismConfig::from_sharding_config(ShardingConfig{.data_parallel_size = 2, .tensor_parallel_size = 4});
+  const ParallelismConfig config = ParallelismConfig::from_sharding_config(
+      ShardingConfig{.data_parallel_size = 2, .tensor_parallel_size = 4});
   EXPECT_EQ(DeviceMeshManager(8).create_mesh_from_config(config).to_string(),
             "Mesh('data': 2, 'model': 4)");
   EXPECT_THAT(error_of([&] { (void)DeviceMeshManager(4).create_mesh_from_config(config); }),
               HasSubstr("needs 8 devices but only 4 are available"));
   EXPECT_THAT(error_of([] { DeviceMeshManager(0); }), HasSubstr("num_devices is 0"));
-  EXPECT_THAT(error_of([] { DeviceMeshManager(std::vector<DeviceId>{1, 1}); }),
+  EXPECT_THAT(error_of([] {
+                DeviceMeshManager(std::vector<DeviceId>{1, 1});
+              }),
               HasSubstr("device id 1 appears at positions 0 and 1"));
   EXPECT_EQ(create_device_mesh({2, 3}, {"a", "b"}).size(), 6);
 }

@@ -11,8 +11,8 @@ namespace {
 
 using ::testing::Contains;
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 const ParameterLayout& find(const ModelLayout& layout, const std::string& name) {
   for (const ParameterLayout& p : layout.parameters) {
@@ -28,9 +28,12 @@ ModelLayout layout_with_defaults(const ModelManifest& manifest, const Mesh& mesh
 }
 
 TEST(ModelLayout, LlamaOnAFourAxisMesh) {
-  const ModelManifest manifest = llama_manifest(LlamaConfig{
-      .vocab_size = 64, .hidden_size = 16, .intermediate_size = 32, .num_hidden_layers = 4,
-      .num_attention_heads = 4, .num_key_value_heads = 2});
+  const ModelManifest manifest = llama_manifest(LlamaConfig{.vocab_size = 64,
+                                                            .hidden_size = 16,
+                                                            .intermediate_size = 32,
+                                                            .num_hidden_layers = 4,
+                                                            .num_attention_heads = 4,
+                                                            .num_key_value_heads = 2});
   const Mesh mesh = Mesh::parse("data=2,fsdp=2,model=2,pipeline=2");
   const ModelLayout layout = layout_with_defaults(manifest, mesh);
   EXPECT_THAT(layout.layers_per_stage, ElementsAre(2, 2));
@@ -114,8 +117,8 @@ TEST(ModelLayout, Errors) {
 
 TEST(ShardingRules, FileWithDefaultsForMissingParts) {
   const Mesh mesh = Mesh::parse("data=2,model=2");
-  const ShardingRules only_axes = load_sharding_rules(
-      R"({"logical_axis_rules": [["embed", "model"]]})", mesh);
+  const ShardingRules only_axes =
+      load_sharding_rules(R"({"logical_axis_rules": [["embed", "model"]]})", mesh);
   EXPECT_EQ(only_axes.axis_rules.rules().size(), 1u);
   EXPECT_EQ(only_axes.name_rules.rules().size(), ParameterNameRules::defaults().rules().size());
   const ShardingRules only_stages =

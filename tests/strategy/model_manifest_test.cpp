@@ -9,8 +9,8 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 // Published parameter counts of real checkpoints.
 TEST(ModelManifest, Gpt2CountsAreExact) {
@@ -29,15 +29,18 @@ TEST(ModelManifest, Gpt2CountsAreExact) {
 
 TEST(ModelManifest, LlamaFamilyCountsAreExact) {
   EXPECT_EQ(llama_manifest(LlamaConfig{}).num_parameters(), 6'738'415'616);  // Llama-2-7B
-  EXPECT_EQ(llama_manifest(LlamaConfig{.vocab_size = 128256, .intermediate_size = 14336,
-                                       .num_key_value_heads = 8})
-                .num_parameters(),
-            8'030'261'248);  // Llama-3-8B
+  EXPECT_EQ(
+      llama_manifest(
+          LlamaConfig{.vocab_size = 128256, .intermediate_size = 14336, .num_key_value_heads = 8})
+          .num_parameters(),
+      8'030'261'248);  // Llama-3-8B
   EXPECT_EQ(llama_manifest(LlamaConfig{.intermediate_size = 14336, .num_key_value_heads = 8})
                 .num_parameters(),
             7'241'732'096);  // Mistral-7B
-  EXPECT_EQ(llama_manifest(LlamaConfig{.hidden_size = 2048, .intermediate_size = 5632,
-                                       .num_hidden_layers = 22, .num_key_value_heads = 4})
+  EXPECT_EQ(llama_manifest(LlamaConfig{.hidden_size = 2048,
+                                       .intermediate_size = 5632,
+                                       .num_hidden_layers = 22,
+                                       .num_key_value_heads = 4})
                 .num_parameters(),
             1'100'048'384);  // TinyLlama-1.1B
   const ModelManifest m = llama_manifest(LlamaConfig{.num_key_value_heads = 8});
@@ -61,7 +64,8 @@ TEST(ModelManifest, FromHfConfig) {
   EXPECT_EQ(llama.num_bytes(), 2 * 1'100'048'384LL);
   // Without model_type, the keys tell.
   EXPECT_EQ(manifest_from_hf_config(R"({"vocab_size": 10, "n_embd": 4, "n_layer": 1, "n_head": 2})")
-                .parameters.front().name,
+                .parameters.front()
+                .name,
             "transformer.wte.weight");
   // Qwen2 has q, k, v biases.
   const ModelManifest qwen = manifest_from_hf_config(R"({"model_type": "qwen2", "vocab_size": 16,
@@ -87,10 +91,11 @@ TEST(ModelManifest, HfConfigErrorsNameTheKey) {
                     R"({"vocab_size": 10, "n_embd": 4, "n_layer": "2", "n_head": 2})");
               }),
               HasSubstr("field 'n_layer' must be an integer"));
-  EXPECT_THAT(error_of([] {
-                (void)llama_manifest(LlamaConfig{.num_attention_heads = 32, .num_key_value_heads = 5});
-              }),
-              HasSubstr("not a multiple of 'num_key_value_heads' (5)"));
+  EXPECT_THAT(
+      error_of([] {
+        (void)llama_manifest(LlamaConfig{.num_attention_heads = 32, .num_key_value_heads = 5});
+      }),
+      HasSubstr("not a multiple of 'num_key_value_heads' (5)"));
   EXPECT_THAT(error_of([] { (void)gpt2_manifest(Gpt2Config{.n_layer = 0}); }),
               HasSubstr("GPT-2 config 'n_layer' is 0"));
   EXPECT_THAT(error_of([] {
@@ -103,31 +108,35 @@ TEST(ModelManifest, HfConfigErrorsNameTheKey) {
 TEST(ModelManifest, JsonRoundTripAndErrors) {
   ModelManifest manifest{{{"w", {4, 2}, DType::kBF16, LogicalAxes{"embed", ""}},
                           {"b", {2}, DType::kF32, std::nullopt}}};
-  EXPECT_EQ(manifest.to_json(),
-            R"({"parameters":[{"name":"w","shape":[4,2],"dtype":"bf16","logical_axes":["embed",null]},{"name":"b","shape":[2],"dtype":"f32"}]})");
+  EXPECT_EQ(
+      manifest.to_json(),
+      R"({"parameters":[{"name":"w","shape":[4,2],"dtype":"bf16","logical_axes":["embed",null]},{"name":"b","shape":[2],"dtype":"f32"}]})");
   EXPECT_EQ(ModelManifest::from_json(manifest.to_json()), manifest);
   EXPECT_EQ(load_model_description(manifest.to_json()), manifest);
   EXPECT_THAT(error_of([] {
-                (void)ModelManifest::from_json(R"({"parameters": [{"name": "w", "shape": [2], "size": 3}]})");
+                (void)ModelManifest::from_json(
+                    R"({"parameters": [{"name": "w", "shape": [2], "size": 3}]})");
               }),
               HasSubstr("unknown field 'parameters[0].size'"));
-  EXPECT_THAT(error_of([] {
-                (void)ModelManifest::from_json(
-                    R"({"parameters": [{"name": "w", "shape": [2]}, {"name": "w", "shape": [3]}]})");
-              }),
-              HasSubstr("parameter 'w' appears twice"));
-  EXPECT_THAT(error_of([] {
-                (void)ModelManifest::from_json(
-                    R"({"parameters": [{"name": "w", "shape": [2, -1]}]})");
-              }),
-              HasSubstr("parameter 'w' dimension 1 has size -1"));
+  EXPECT_THAT(
+      error_of([] {
+        (void)ModelManifest::from_json(
+            R"({"parameters": [{"name": "w", "shape": [2]}, {"name": "w", "shape": [3]}]})");
+      }),
+      HasSubstr("parameter 'w' appears twice"));
+  EXPECT_THAT(
+      error_of([] {
+        (void)ModelManifest::from_json(R"({"parameters": [{"name": "w", "shape": [2, -1]}]})");
+      }),
+      HasSubstr("parameter 'w' dimension 1 has size -1"));
   EXPECT_THAT(error_of([] {
                 (void)ModelManifest::from_json(
                     R"({"parameters": [{"name": "w", "shape": [2], "logical_axes": ["a", "b"]}]})");
               }),
               HasSubstr("parameter 'w' has 2 logical axes for shape (2,)"));
-  EXPECT_THAT(error_of([] { (void)ModelManifest::from_json(R"({"parameters": [{"shape": [2]}]})"); }),
-              HasSubstr("missing required field 'parameters[0].name'"));
+  EXPECT_THAT(
+      error_of([] { (void)ModelManifest::from_json(R"({"parameters": [{"shape": [2]}]})"); }),
+      HasSubstr("missing required field 'parameters[0].name'"));
 }
 
 }  // namespace

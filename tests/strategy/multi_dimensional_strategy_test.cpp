@@ -13,15 +13,17 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::error_of;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using testing::error_of;
 
 // data=2 x fsdp=2 x model=2, with data, FSDP and tensor strategies.
 ParallelismConfig three_axes() {
-  return ParallelismConfig::from_sharding_config(ShardingConfig{
-      .data_parallel_size = 2, .tensor_parallel_size = 2, .fsdp_enabled = true,
-      .fsdp_min_weight_size = 4, .fsdp_parallel_size = 2});
+  return ParallelismConfig::from_sharding_config(ShardingConfig{.data_parallel_size = 2,
+                                                                .tensor_parallel_size = 2,
+                                                                .fsdp_enabled = true,
+                                                                .fsdp_min_weight_size = 4,
+                                                                .fsdp_parallel_size = 2});
 }
 
 MultiDimensionalStrategy data_fsdp_tensor(std::optional<std::string> tp_dimension) {
@@ -53,7 +55,8 @@ TEST(MultiDimensionalStrategy, ActivationSpec) {
 TEST(MultiDimensionalStrategy, ConflictsCombineWithTensorMajor) {
   // The reference keeps 'model' and silently drops 'fsdp'; shardwise keeps both.
   const auto strategy = data_fsdp_tensor("out_features");
-  const SpecResolution r = strategy.get_combined_partition_spec("w", {"out_features", "in_features"});
+  const SpecResolution r =
+      strategy.get_combined_partition_spec("w", {"out_features", "in_features"});
   EXPECT_EQ(r.spec, (P{{"model", "fsdp"}, None}));
   EXPECT_THAT(r.notes, ElementsAre("w: fsdp axis 'fsdp' combined with 'model' on dimension 0"));
   const SpecResolution shaped =
@@ -85,8 +88,9 @@ TEST(MultiDimensionalStrategy, ConflictsReportWhatTheyDrop) {
 
 TEST(MultiDimensionalStrategy, ShapeLetsFsdpSkipSmallWeights) {
   const auto strategy = data_fsdp_tensor("in_features");
-  EXPECT_EQ(strategy.get_combined_partition_spec("w", {"out_features", "in_features"}, Shape{2, 8}).spec,
-            (P{None, "model"}));
+  EXPECT_EQ(
+      strategy.get_combined_partition_spec("w", {"out_features", "in_features"}, Shape{2, 8}).spec,
+      (P{None, "model"}));
 }
 
 TEST(MultiDimensionalStrategy, DataAndFsdpMayShareTheDataAxis) {
@@ -105,24 +109,24 @@ TEST(MultiDimensionalStrategy, DataAndFsdpMayShareTheDataAxis) {
 
 TEST(MultiDimensionalStrategy, ValidationErrors) {
   const ParallelismConfig config = three_axes();
+  EXPECT_THAT(
+      error_of([&] {
+        MultiDimensionalStrategy({{"a", std::make_shared<DataParallelStrategy>("data")},
+                                  {"b", std::make_shared<DataParallelStrategy>("data")}},
+                                 config);
+      }),
+      HasSubstr("strategies 'a' (data_parallel) and 'b' (data_parallel) share axis 'data'"));
   EXPECT_THAT(error_of([&] {
-                MultiDimensionalStrategy({{"a", std::make_shared<DataParallelStrategy>("data")},
-                                          {"b", std::make_shared<DataParallelStrategy>("data")}},
+                MultiDimensionalStrategy({{"tp", std::make_shared<TensorParallelStrategy>("data")},
+                                          {"dp", std::make_shared<DataParallelStrategy>("data")}},
                                          config);
-              }),
-              HasSubstr("strategies 'a' (data_parallel) and 'b' (data_parallel) share axis 'data'"));
-  EXPECT_THAT(error_of([&] {
-                MultiDimensionalStrategy(
-                    {{"tp", std::make_shared<TensorParallelStrategy>("data")},
-                     {"dp", std::make_shared<DataParallelStrategy>("data")}},
-                    config);
               }),
               HasSubstr("only data-parallel and FSDP may share an axis"));
-  EXPECT_THAT(error_of([&] {
-                MultiDimensionalStrategy({{"pp", std::make_shared<PipelineParallelStrategy>(2)}},
-                                         config);
-              }),
-              HasSubstr("strategy 'pp' uses axis 'pipeline', which is not in"));
+  EXPECT_THAT(
+      error_of([&] {
+        MultiDimensionalStrategy({{"pp", std::make_shared<PipelineParallelStrategy>(2)}}, config);
+      }),
+      HasSubstr("strategy 'pp' uses axis 'pipeline', which is not in"));
   EXPECT_THAT(error_of([&] {
                 MultiDimensionalStrategy({{"dp", std::make_shared<DataParallelStrategy>()},
                                           {"dp", std::make_shared<FSDPStrategy>()}},
@@ -134,7 +138,9 @@ TEST(MultiDimensionalStrategy, ValidationErrors) {
               }),
               HasSubstr("has 3 devices"));
   const auto strategy = data_fsdp_tensor(std::nullopt);
-  EXPECT_THAT(error_of([&] { (void)strategy.resolve_sharding_conflicts("w", {{"nobody", P()}}); }),
+  EXPECT_THAT(error_of([&] {
+                (void)strategy.resolve_sharding_conflicts("w", {{"nobody", P()}});
+              }),
               HasSubstr("no strategy is named 'nobody'"));
   EXPECT_THAT(error_of([&] {
                 (void)strategy.resolve_sharding_conflicts("w", {{"data", P{"pipeline"}}});

@@ -11,27 +11,32 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 TEST(ParameterNameRules, DefaultsCoverGpt2AndLlama) {
   const ParameterNameRules rules = ParameterNameRules::defaults();
   for (const ModelManifest& manifest :
        {gpt2_manifest(Gpt2Config{.n_layer = 2}),
         gpt2_manifest(Gpt2Config{.n_layer = 2, .tie_word_embeddings = false}),
-        llama_manifest(LlamaConfig{.num_hidden_layers = 2, .attention_bias = true, .mlp_bias = true})}) {
+        llama_manifest(
+            LlamaConfig{.num_hidden_layers = 2, .attention_bias = true, .mlp_bias = true})}) {
     for (const ParameterInfo& p : manifest.parameters) {
       EXPECT_TRUE(rules.logical_axes_for(p.name, p.shape.size()).has_value()) << p.name;
     }
   }
   using Axes = std::optional<LogicalAxes>;
-  EXPECT_EQ(rules.logical_axes_for("transformer.h.3.attn.c_attn.weight", 2), (Axes{{"embed", "heads"}}));
-  EXPECT_EQ(rules.logical_axes_for("transformer.h.3.attn.c_proj.weight", 2), (Axes{{"heads", "embed"}}));
-  EXPECT_EQ(rules.logical_axes_for("transformer.h.3.mlp.c_proj.weight", 2), (Axes{{"mlp", "embed"}}));
+  EXPECT_EQ(rules.logical_axes_for("transformer.h.3.attn.c_attn.weight", 2),
+            (Axes{{"embed", "heads"}}));
+  EXPECT_EQ(rules.logical_axes_for("transformer.h.3.attn.c_proj.weight", 2),
+            (Axes{{"heads", "embed"}}));
+  EXPECT_EQ(rules.logical_axes_for("transformer.h.3.mlp.c_proj.weight", 2),
+            (Axes{{"mlp", "embed"}}));
   EXPECT_EQ(rules.logical_axes_for("transformer.h.3.mlp.c_proj.bias", 1), (Axes{{"embed"}}));
   EXPECT_EQ(rules.logical_axes_for("model.layers.0.self_attn.k_proj.weight", 2),
             (Axes{{"kv_heads", "embed"}}));
-  EXPECT_EQ(rules.logical_axes_for("model.layers.0.mlp.down_proj.weight", 2), (Axes{{"embed", "mlp"}}));
+  EXPECT_EQ(rules.logical_axes_for("model.layers.0.mlp.down_proj.weight", 2),
+            (Axes{{"embed", "mlp"}}));
   EXPECT_EQ(rules.logical_axes_for("model.norm.weight", 1), (Axes{{"norm"}}));
   EXPECT_EQ(rules.logical_axes_for("transformer.ln_f.bias", 1), (Axes{{"norm"}}));
   EXPECT_EQ(rules.logical_axes_for("model.layers.0.input_layernorm.weight", 1), (Axes{{"norm"}}));
@@ -64,7 +69,8 @@ TEST(ParameterNameRules, StagesFromLayerIndices) {
   EXPECT_EQ(rules.stage_of("lm_head.weight", counts), 3);
   EXPECT_EQ(rules.stage_of("transformer.ln_f.weight", counts), 3);
   // Not the reference's hard-coded 24 layers: any count works.
-  EXPECT_EQ(rules.stage_of("layers.99.w", PipelineParallelStrategy(2).assign_layers_to_stages(100)), 1);
+  EXPECT_EQ(rules.stage_of("layers.99.w", PipelineParallelStrategy(2).assign_layers_to_stages(100)),
+            1);
   EXPECT_THAT(error_of([&] { (void)rules.stage_of("model.layers.10.w", counts); }),
               HasSubstr("is in layer 10 but the stages hold 10 layers"));
   EXPECT_THAT(error_of([&] { (void)rules.stage_of("rotary.inv_freq", counts); }),
@@ -85,7 +91,9 @@ TEST(ParameterNameRules, JsonAndErrors) {
     "stage_rules": {"layer_pattern": "blk(\\d+)_"}})");
   EXPECT_EQ(rules.logical_axes_for("up_proj.weight", 2), (LogicalAxes{"mlp", ""}));
   EXPECT_EQ(rules.layer_index("blk12_w"), 12);
-  EXPECT_THAT(error_of([] { ParameterNameRules(std::vector<ParameterRule>{{"(unclosed", {"x"}}}); }),
+  EXPECT_THAT(error_of([] {
+                ParameterNameRules(std::vector<ParameterRule>{{"(unclosed", {"x"}}});
+              }),
               HasSubstr("parameter rule 0 pattern '(unclosed' is not a valid regular expression"));
   EXPECT_THAT(error_of([] { ParameterNameRules({}, StageRules{.layer_pattern = "layers"}); }),
               HasSubstr("has no capture group"));

@@ -12,8 +12,8 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 // Every contiguous split, by brute force: the smallest largest stage cost.
 double brute_force_best(const std::vector<double>& costs, std::size_t stages, double embedding,
@@ -62,9 +62,9 @@ TEST(AssignLayersByCost, EmbeddingAndHeadAreNotFree) {
   const StageAssignment b = assign_layers_by_cost(std::vector<double>(10, 1.0), 4, 2.0, 2.0);
   // 14 units over 4 stages: no split beats a slowest stage of 4.
   EXPECT_DOUBLE_EQ(b.max_stage_cost(), 4.0);
-  EXPECT_EQ(b.layers_per_stage[0] + b.layers_per_stage[1] + b.layers_per_stage[2] +
-                b.layers_per_stage[3],
-            10);
+  EXPECT_EQ(
+      b.layers_per_stage[0] + b.layers_per_stage[1] + b.layers_per_stage[2] + b.layers_per_stage[3],
+      10);
 }
 
 TEST(AssignLayersByCost, OptimalOnRandomCosts) {
@@ -104,10 +104,14 @@ TEST(AssignLayersByCost, OptimalOnRandomCosts) {
 }
 
 TEST(AssignLayersByCost, Errors) {
-  EXPECT_THAT(error_of([] { (void)assign_layers_by_cost({1, 1}, 3); }),
+  EXPECT_THAT(error_of([] {
+                (void)assign_layers_by_cost({1, 1}, 3);
+              }),
               HasSubstr("2 layers cannot fill 3 pipeline stages"));
   EXPECT_THAT(assign_layers_by_cost({1, 1}, 3, 0, 0, true).layers_per_stage.size(), 3u);
-  EXPECT_THAT(error_of([] { (void)assign_layers_by_cost({1, -1}, 1); }),
+  EXPECT_THAT(error_of([] {
+                (void)assign_layers_by_cost({1, -1}, 1);
+              }),
               HasSubstr("cost of layer 1 is -1"));
   EXPECT_THAT(error_of([] { (void)assign_layers_by_cost({1}, 0); }), HasSubstr("num_stages is 0"));
   EXPECT_THAT(error_of([] { (void)assign_layers_by_cost({1}, 1, -2); }),

@@ -13,8 +13,8 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 struct Case {
   ScheduleKind kind;
@@ -30,7 +30,8 @@ std::vector<Case> all_cases() {
       cases.push_back({ScheduleKind::kGPipe, p, m, 1});
       cases.push_back({ScheduleKind::kOneFOneB, p, m, 1});
       if (m % p == 0) {
-        for (std::int64_t v = 2; v <= 3; ++v) cases.push_back({ScheduleKind::kInterleaved1F1B, p, m, v});
+        for (std::int64_t v = 2; v <= 3; ++v)
+          cases.push_back({ScheduleKind::kInterleaved1F1B, p, m, v});
       }
     }
   }
@@ -38,14 +39,15 @@ std::vector<Case> all_cases() {
 }
 
 std::string describe(const Case& c) {
-  return to_string(c.kind) + " p=" + std::to_string(c.stages) + " m=" +
-         std::to_string(c.microbatches) + " v=" + std::to_string(c.virtual_stages);
+  return to_string(c.kind) + " p=" + std::to_string(c.stages) +
+         " m=" + std::to_string(c.microbatches) + " v=" + std::to_string(c.virtual_stages);
 }
 
 TEST(PipelineSchedule, EveryPassOnceAndForwardBeforeBackward) {
   for (const Case& c : all_cases()) {
     SCOPED_TRACE(describe(c));
-    const PipelineSchedule schedule = build_schedule(c.kind, c.stages, c.microbatches, c.virtual_stages);
+    const PipelineSchedule schedule =
+        build_schedule(c.kind, c.stages, c.microbatches, c.virtual_stages);
     ASSERT_EQ(static_cast<std::int64_t>(schedule.actions.size()), c.stages);
     for (const auto& actions : schedule.actions) {
       ASSERT_EQ(static_cast<std::int64_t>(actions.size()), 2 * c.microbatches * c.virtual_stages);
@@ -97,7 +99,8 @@ void expect_dependencies_hold(const PipelineSchedule& schedule, const PipelineTi
 
 TEST(PipelineSchedule, CountedBubbleMatchesTheFormula) {
   for (const Case& c : all_cases()) {
-    const PipelineSchedule schedule = build_schedule(c.kind, c.stages, c.microbatches, c.virtual_stages);
+    const PipelineSchedule schedule =
+        build_schedule(c.kind, c.stages, c.microbatches, c.virtual_stages);
     for (const auto& [f, b] : std::vector<std::pair<double, double>>{{1, 1}, {1, 2}}) {
       SCOPED_TRACE(describe(c) + " f=" + std::to_string(f) + " b=" + std::to_string(b));
       const PipelineTimeline timeline = simulate(schedule, f, b);
@@ -105,9 +108,8 @@ TEST(PipelineSchedule, CountedBubbleMatchesTheFormula) {
       EXPECT_NEAR(timeline.bubble_fraction(), schedule.bubble_fraction(), 1e-9);
       const double per_microbatch = f + b;
       EXPECT_NEAR(timeline.makespan,
-                  per_microbatch * (c.microbatches +
-                                    static_cast<double>(c.stages - 1) /
-                                        static_cast<double>(c.virtual_stages)),
+                  per_microbatch * (c.microbatches + static_cast<double>(c.stages - 1) /
+                                                         static_cast<double>(c.virtual_stages)),
                   1e-9);
     }
   }
@@ -115,8 +117,10 @@ TEST(PipelineSchedule, CountedBubbleMatchesTheFormula) {
 
 TEST(PipelineSchedule, PeakInFlight) {
   EXPECT_THAT(build_schedule(ScheduleKind::kGPipe, 4, 8).peak_in_flight(), ElementsAre(8, 8, 8, 8));
-  EXPECT_THAT(build_schedule(ScheduleKind::kOneFOneB, 4, 8).peak_in_flight(), ElementsAre(4, 3, 2, 1));
-  EXPECT_THAT(build_schedule(ScheduleKind::kOneFOneB, 4, 2).peak_in_flight(), ElementsAre(2, 2, 2, 1));
+  EXPECT_THAT(build_schedule(ScheduleKind::kOneFOneB, 4, 8).peak_in_flight(),
+              ElementsAre(4, 3, 2, 1));
+  EXPECT_THAT(build_schedule(ScheduleKind::kOneFOneB, 4, 2).peak_in_flight(),
+              ElementsAre(2, 2, 2, 1));
   // Megatron-LM: 2 (p - s - 1) + (v - 1) p warm-up forwards, plus the one of the first step.
   EXPECT_THAT(build_schedule(ScheduleKind::kInterleaved1F1B, 4, 8, 2).peak_in_flight(),
               ElementsAre(11, 9, 7, 5));

@@ -11,8 +11,8 @@ namespace shardwise {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 const Mesh kMesh({"data", "fsdp", "model"}, {2, 2, 4});
 
@@ -35,7 +35,9 @@ TEST(DataParallelStrategy, SpecAndApply) {
   EXPECT_EQ(dp.get_partition_spec({"sequence", "batch"}), (P{None, "data"}));
   EXPECT_EQ(dp.apply_sharding({8, 3}, kMesh).spec(), P{"data"});
   EXPECT_EQ(dp.apply_sharding({}, kMesh).spec(), P());
-  EXPECT_THAT(error_of([&] { (void)dp.apply_sharding({7, 3}, kMesh); }),
+  EXPECT_THAT(error_of([&] {
+                (void)dp.apply_sharding({7, 3}, kMesh);
+              }),
               HasSubstr("dimension 0 has size 7, not divisible by 2 shards of ('data')"));
 }
 
@@ -81,11 +83,13 @@ TEST(TensorParallelStrategy, ReferenceLinearSpec) {
 }
 
 TEST(TensorParallelStrategy, AttentionSpecsFollowTheLayout) {
-  const TensorParallelStrategy torch_layout("model", std::nullopt, std::nullopt, WeightLayout::kOutIn);
+  const TensorParallelStrategy torch_layout("model", std::nullopt, std::nullopt,
+                                            WeightLayout::kOutIn);
   EXPECT_EQ(torch_layout.get_attention_qkv_spec(), (P{"model", None}));     // split out_features
   EXPECT_EQ(torch_layout.get_attention_output_spec(), (P{None, "model"}));  // split in_features
   // The reference's outputs are the (in, out) layout's.
-  const TensorParallelStrategy flax_layout("model", std::nullopt, std::nullopt, WeightLayout::kInOut);
+  const TensorParallelStrategy flax_layout("model", std::nullopt, std::nullopt,
+                                           WeightLayout::kInOut);
   EXPECT_EQ(flax_layout.get_attention_qkv_spec(), (P{None, "model"}));
   EXPECT_EQ(flax_layout.get_attention_output_spec(), (P{"model", None}));
   EXPECT_EQ(flax_layout.get_linear_weight_spec(LinearKind::kRowParallel), (P{"model", None}));

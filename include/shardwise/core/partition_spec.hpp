@@ -5,8 +5,8 @@
 
 #include <cstddef>
 #include <functional>
-#include <ostream>
 #include <initializer_list>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>

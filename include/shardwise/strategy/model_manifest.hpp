@@ -60,7 +60,7 @@ struct LlamaConfig {
   std::int64_t num_hidden_layers = 32;
   std::int64_t num_attention_heads = 32;
   std::optional<std::int64_t> num_key_value_heads = std::nullopt;  // default: attention heads
-  std::optional<std::int64_t> head_dim = std::nullopt;  // default hidden_size / heads
+  std::optional<std::int64_t> head_dim = std::nullopt;             // default hidden_size / heads
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q, k, v and o biases
   bool qkv_bias = false;        // q, k, v biases only (Qwen2)

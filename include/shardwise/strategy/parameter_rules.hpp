@@ -29,7 +29,8 @@ struct StageRules {
   std::string first_stage_pattern =
       R"((?:^|\.)(?:embed|wte|wpe|embed_tokens|tok_embeddings|word_embeddings|position_embeddings|embeddings)\.)";
   // Parameters without a layer index that belong on the last stage.
-  std::string last_stage_pattern = R"((?:^|\.)(?:lm_head|output|ln_f|norm|final_layer_norm|final_norm)\.)";
+  std::string last_stage_pattern =
+      R"((?:^|\.)(?:lm_head|output|ln_f|norm|final_layer_norm|final_norm)\.)";
 };
 
 class ParameterNameRules {

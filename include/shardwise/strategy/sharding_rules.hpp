@@ -22,6 +22,7 @@ ShardingRules default_sharding_rules(const ParallelismConfig& config);
 //  "stage_rules": {"layer_pattern": "...", ...}}
 // A part left out is the default: the axis rules of `mesh`'s config (ParallelismConfig::from_mesh,
 // FSDP over data when fsdp_on_data) and the default name rules. Unknown keys are errors.
-ShardingRules load_sharding_rules(std::string_view text, const Mesh& mesh, bool fsdp_on_data = false);
+ShardingRules load_sharding_rules(std::string_view text, const Mesh& mesh,
+                                  bool fsdp_on_data = false);
 
 }  // namespace shardwise

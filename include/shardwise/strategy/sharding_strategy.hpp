@@ -50,7 +50,8 @@ class ShardingStrategy {
 
   // The sharding an array of this shape gets on this mesh (validated against the shape). The
   // runtime places real shards with it.
-  [[nodiscard]] virtual NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const = 0;
+  [[nodiscard]] virtual NamedSharding apply_sharding(const Shape& shape,
+                                                     const Mesh& mesh) const = 0;
 
   [[nodiscard]] ShardingConstraints get_sharding_constraints() const;
   [[nodiscard]] const std::string& axis_name() const { return axis_name_; }

@@ -28,7 +28,9 @@ class TensorParallelStrategy final : public ShardingStrategy {
                                   WeightLayout layout = WeightLayout::kOutIn);
 
   [[nodiscard]] StrategyKind kind() const override { return StrategyKind::kTensorParallel; }
-  [[nodiscard]] const std::optional<std::string>& shard_dimension() const { return shard_dimension_; }
+  [[nodiscard]] const std::optional<std::string>& shard_dimension() const {
+    return shard_dimension_;
+  }
   [[nodiscard]] WeightLayout layout() const { return layout_; }
 
   // The dimension named shard_dimension (or "hidden") over the axis.
