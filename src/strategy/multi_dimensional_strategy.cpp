@@ -5,6 +5,7 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/data_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
+#include "shardwise/strategy/logical_axis_rules.hpp"
 #include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 #include "shardwise/strategy/tensor_parallel_strategy.hpp"
 
@@ -200,6 +201,32 @@ SpecResolution MultiDimensionalStrategy::resolve_sharding_conflicts(
     }
   }
   return merger.finish();
+}
+
+ParameterPlacement MultiDimensionalStrategy::create_partition_spec(const Shape& param_shape,
+                                                                   const std::string& param_name,
+                                                                   const ParameterNameRules& rules,
+                                                                   std::int64_t num_layers) const {
+  auto axes = rules.logical_axes_for(param_name, param_shape.size());
+  if (!axes) {
+    throw InvalidArgument("no parameter rule names '" + param_name + "'");
+  }
+  const Mesh mesh = config_.to_mesh();
+  const PartitionSpec wanted =
+      default_logical_axis_rules(config_).logical_to_mesh_axes(*axes, mesh);
+  std::vector<SpecEntry> entries;
+  for (std::size_t d = 0; d < param_shape.size(); ++d) {
+    std::int64_t shards = 1;
+    for (const std::string& axis : wanted.entry(d).axes()) shards *= mesh.axis_size(axis);
+    entries.push_back(param_shape[d] % shards == 0 ? wanted.entry(d) : None);
+  }
+  std::int64_t stage = 0;
+  for (const auto& [name, strategy] : strategies_) {
+    if (const auto* pipeline = dynamic_cast<const PipelineParallelStrategy*>(strategy.get())) {
+      stage = rules.stage_of(param_name, pipeline->assign_layers_to_stages(num_layers));
+    }
+  }
+  return {std::move(*axes), PartitionSpec(std::move(entries)), stage};
 }
 
 MultiDimensionalStrategy default_strategies(const ParallelismConfig& config) {

@@ -11,7 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "shardwise/strategy/logical_axis_rules.hpp"
 #include "shardwise/strategy/parallelism_config.hpp"
+#include "shardwise/strategy/parameter_rules.hpp"
 #include "shardwise/strategy/sharding_strategy.hpp"
 
 namespace shardwise {
@@ -24,6 +26,13 @@ struct SpecResolution {
   std::vector<std::string> notes;
   // Axes a strategy asked for that the spec does not use.
   std::vector<std::string> dropped_axes;
+};
+
+// Where one named parameter goes: its logical axes, its spec and its pipeline stage.
+struct ParameterPlacement {
+  LogicalAxes logical_axes;
+  PartitionSpec spec;
+  std::int64_t stage = 0;
 };
 
 class MultiDimensionalStrategy {
@@ -52,6 +61,16 @@ class MultiDimensionalStrategy {
   [[nodiscard]] SpecResolution resolve_sharding_conflicts(
       const std::string& tensor_name, const std::map<std::string, PartitionSpec>& proposed,
       const std::optional<Shape>& shape = std::nullopt) const;
+
+  // The reference's create_partition_spec done properly: the parameter-name rules give the
+  // parameter's logical axes and stage (stages from assign_layers_to_stages over num_layers,
+  // not a hard-coded 24), and default_logical_axis_rules(config) - which agree with these
+  // strategies on their names - give its spec. Axes that do not divide the shape are left out.
+  // Throws InvalidArgument when no rule names the parameter or its stage cannot be told.
+  [[nodiscard]] ParameterPlacement create_partition_spec(const Shape& param_shape,
+                                                         const std::string& param_name,
+                                                         const ParameterNameRules& rules,
+                                                         std::int64_t num_layers) const;
 
  private:
   [[nodiscard]] const ShardingStrategy& strategy_named(const std::string& name) const;

@@ -23,14 +23,14 @@ struct ParameterRule {
 };
 
 struct StageRules {
-  // Its first capture group is the layer index.
-  std::string layer_pattern = R"((?:^|\.)(?:h|layers|blocks|layer)\.(\d+)\.)";
+  // Its first capture group is the layer index ("layers.7.", "h.7.", "layer_7.").
+  std::string layer_pattern = R"((?:^|\.)(?:h|layers|blocks|layer)[._](\d+)(?:\.|$))";
   // Parameters without a layer index that belong on the first stage.
   std::string first_stage_pattern =
-      R"((?:^|\.)(?:embed|wte|wpe|embed_tokens|tok_embeddings|word_embeddings|position_embeddings|embeddings)\.)";
+      R"((?:^|\.)(?:embed\w*|wte|wpe|tok_embeddings|word_embeddings|position\w*)(?:\.|$))";
   // Parameters without a layer index that belong on the last stage.
   std::string last_stage_pattern =
-      R"((?:^|\.)(?:lm_head|output|ln_f|norm|final_layer_norm|final_norm)\.)";
+      R"((?:^|\.)(?:lm_head|output|logits|ln_f|norm|final_layer_norm|final_norm)(?:\.|$))";
 };
 
 class ParameterNameRules {
