@@ -195,19 +195,21 @@ std::vector<std::int64_t> Mesh::coords_at(std::int64_t position) const {
   return coords;
 }
 
-bool Mesh::contains_device(DeviceId device) const {
-  return std::binary_search(position_by_device_.begin(), position_by_device_.end(),
-                            std::make_pair(device, std::int64_t{0}),
-                            [](const auto& x, const auto& y) { return x.first < y.first; });
-}
-
-std::int64_t Mesh::position_of_device(DeviceId device) const {
+std::optional<std::int64_t> Mesh::find_position(DeviceId device) const {
   auto it = std::lower_bound(position_by_device_.begin(), position_by_device_.end(), device,
                              [](const auto& entry, DeviceId id) { return entry.first < id; });
-  if (it == position_by_device_.end() || it->first != device) {
+  if (it == position_by_device_.end() || it->first != device) return std::nullopt;
+  return it->second;
+}
+
+bool Mesh::contains_device(DeviceId device) const { return find_position(device).has_value(); }
+
+std::int64_t Mesh::position_of_device(DeviceId device) const {
+  const std::optional<std::int64_t> position = find_position(device);
+  if (!position) {
     throw InvalidArgument("device " + std::to_string(device) + " is not in " + to_string());
   }
-  return it->second;
+  return *position;
 }
 
 DeviceId Mesh::device_at(const std::vector<std::int64_t>& coords) const {

@@ -121,4 +121,18 @@ std::vector<std::string> json_string_list(const nlohmann::json& value, const std
   return out;
 }
 
+std::vector<std::string> json_name_list(const nlohmann::json& value, const std::string& field) {
+  if (!value.is_array()) {
+    throw ParseError("field '" + field + "' must be a list of names or nulls, not " +
+                     json_type_name(value));
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    out.push_back(value[i].is_null()
+                      ? std::string()
+                      : json_string(value[i], field + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
 }  // namespace shardwise::detail

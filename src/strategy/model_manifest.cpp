@@ -32,19 +32,7 @@ ParameterInfo parameter_from_json(const nlohmann::json& json, const std::string&
   }
   p.dtype = parse_dtype(reader.string("dtype", "f32"));
   if (const nlohmann::json* axes = reader.optional("logical_axes"); axes && !axes->is_null()) {
-    if (!axes->is_array()) {
-      throw ParseError("field '" + reader.field("logical_axes") +
-                       "' must be a list of names or nulls, not " + detail::json_type_name(*axes));
-    }
-    LogicalAxes names;
-    for (std::size_t i = 0; i < axes->size(); ++i) {
-      const nlohmann::json& name = (*axes)[i];
-      names.push_back(name.is_null()
-                          ? std::string()
-                          : detail::json_string(name, reader.field("logical_axes") + "[" +
-                                                          std::to_string(i) + "]"));
-    }
-    p.logical_axes = std::move(names);
+    p.logical_axes = detail::json_name_list(*axes, reader.field("logical_axes"));
   }
   reader.finish();
   return p;

@@ -147,17 +147,7 @@ ParameterNameRules parameter_name_rules_from_json(const nlohmann::json* rule_lis
       JsonObjectReader entry((*rule_list)[i], "parameter_rules[" + std::to_string(i) + "]");
       ParameterRule r;
       r.pattern = entry.required_string("pattern");
-      const nlohmann::json& axes = entry.required("logical_axes");
-      if (!axes.is_array()) {
-        throw ParseError("field '" + entry.field("logical_axes") +
-                         "' must be a list of names or nulls, not " + json_type_name(axes));
-      }
-      for (std::size_t a = 0; a < axes.size(); ++a) {
-        r.logical_axes.push_back(axes[a].is_null()
-                                     ? std::string()
-                                     : json_string(axes[a], entry.field("logical_axes") + "[" +
-                                                                std::to_string(a) + "]"));
-      }
+      r.logical_axes = json_name_list(entry.required("logical_axes"), entry.field("logical_axes"));
       entry.finish();
       rules.push_back(std::move(r));
     }

@@ -129,12 +129,7 @@ TEST_P(LayoutBadInput, OneLineOnStderrStatus2NothingOnStdout) {
   const BadInput& c = GetParam();
   std::vector<std::string> args{"layout"};
   args.insert(args.end(), c.args.begin(), c.args.end());
-  const Result r = run_command(args);
-  EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.out, "");
-  EXPECT_THAT(r.err, HasSubstr(c.message));
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  testing::expect_bad_input(args, c.message);
 }
 
 INSTANTIATE_TEST_SUITE_P(

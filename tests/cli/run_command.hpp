@@ -1,6 +1,9 @@
 #pragma once
 // Runs the `shardwise` command in-process and captures what it prints.
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +23,16 @@ inline Result run_command(const std::vector<std::string>& args) {
   std::ostringstream err;
   const int status = run(args, out, err);
   return {status, out.str(), err.str()};
+}
+
+// Bad input: status 2, nothing on stdout, one line on stderr that contains `message`.
+inline void expect_bad_input(const std::vector<std::string>& args, const std::string& message) {
+  const Result r = run_command(args);
+  EXPECT_EQ(r.status, 2) << message;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, ::testing::HasSubstr(message));
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
 // A file of the source tree, e.g. "examples/models/gpt2.json".

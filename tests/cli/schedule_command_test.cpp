@@ -58,10 +58,7 @@ TEST(ScheduleCommand, BadInput) {
        }) {
     std::vector<std::string> full{"schedule"};
     full.insert(full.end(), args.begin(), args.end());
-    const auto r = run_command(full);
-    EXPECT_EQ(r.status, 2) << message;
-    EXPECT_EQ(r.out, "");
-    EXPECT_THAT(r.err, HasSubstr(message));
+    testing::expect_bad_input(full, message);
   }
 }
 

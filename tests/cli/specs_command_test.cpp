@@ -113,11 +113,7 @@ TEST(SpecsCommand, BadInput) {
        }) {
     std::vector<std::string> full{"specs"};
     full.insert(full.end(), args.begin(), args.end());
-    const auto r = run_command(full);
-    EXPECT_EQ(r.status, 2) << message;
-    EXPECT_EQ(r.out, "");
-    EXPECT_THAT(r.err, HasSubstr(message));
-    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    testing::expect_bad_input(full, message);
   }
 }
 

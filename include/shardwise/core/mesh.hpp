@@ -63,6 +63,8 @@ class Mesh {
   friend bool operator==(const Mesh&, const Mesh&) = default;
 
  private:
+  [[nodiscard]] std::optional<std::int64_t> find_position(DeviceId device) const;
+
   std::vector<std::string> axis_names_;
   std::vector<std::int64_t> axis_sizes_;
   std::vector<DeviceId> device_ids_;

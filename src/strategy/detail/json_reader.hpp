@@ -51,5 +51,7 @@ std::int64_t json_integer(const nlohmann::json& value, const std::string& field)
 std::string json_string(const nlohmann::json& value, const std::string& field);
 std::vector<std::int64_t> json_integer_list(const nlohmann::json& value, const std::string& field);
 std::vector<std::string> json_string_list(const nlohmann::json& value, const std::string& field);
+// A list of strings and nulls; a null reads as "" (an unnamed logical axis).
+std::vector<std::string> json_name_list(const nlohmann::json& value, const std::string& field);
 
 }  // namespace shardwise::detail
