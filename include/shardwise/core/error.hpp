@@ -30,4 +30,12 @@ class ShardingError : public Error {
   using Error::Error;
 };
 
+// A collective or point-to-point operation that failed: a rank that never arrived before the
+// timeout, a rank that failed, mismatched calls, or a transport error. The message names the
+// operation, the group and the ranks concerned.
+class CommError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace shardwise

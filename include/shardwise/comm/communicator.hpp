@@ -1,0 +1,78 @@
+#pragma once
+// The Communicator: SPMD collectives and point-to-point messages over groups of ranks, with
+// the buffer conventions of MPI and NCCL (a pointer, an element count and a dtype). Every call
+// is collective over its group: each member makes the same call, in the same order.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "shardwise/comm/byte_counters.hpp"
+#include "shardwise/comm/group.hpp"
+#include "shardwise/core/dtype.hpp"
+#include "shardwise/core/placement.hpp"
+
+namespace shardwise {
+
+// Options every operation takes. A member that waits longer than `timeout` for the others
+// fails with a CommError naming the operation, the group and the ranks that did not arrive.
+struct CommOptions {
+  std::chrono::milliseconds timeout = std::chrono::seconds(120);
+};
+
+struct AllReduceOptions : CommOptions {};
+struct AllGatherOptions : CommOptions {};
+struct ReduceScatterOptions : CommOptions {};
+struct AllToAllOptions : CommOptions {};
+struct BroadcastOptions : CommOptions {};
+struct BarrierOptions : CommOptions {};
+struct SendRecvOptions : CommOptions {
+  int tag = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  Communicator(Communicator&&) = delete;
+  Communicator& operator=(Communicator&&) = delete;
+
+  [[nodiscard]] virtual Rank rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  // "local" or "mpi".
+  [[nodiscard]] virtual std::string backend() const = 0;
+
+  // out = in_0 op in_1 op ... (count elements; in and out may be the same buffer). avg divides
+  // the sum by the group size; bf16 and f16 are reduced in f32.
+  virtual void all_reduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
+                          const Group& group, const AllReduceOptions& options = {}) = 0;
+  // out (count x group size) = every member's `count` elements, in group order.
+  virtual void all_gather(const void* in, void* out, std::size_t count, DType dtype,
+                          const Group& group, const AllGatherOptions& options = {}) = 0;
+  // in holds group-size blocks of `count`; member i's out is the reduction of every block i.
+  virtual void reduce_scatter(const void* in, void* out, std::size_t count, DType dtype,
+                              ReduceOp op, const Group& group,
+                              const ReduceScatterOptions& options = {}) = 0;
+  // in holds group-size blocks of `count`: block j goes to member j; out block i is from member i.
+  virtual void all_to_all(const void* in, void* out, std::size_t count, DType dtype,
+                          const Group& group, const AllToAllOptions& options = {}) = 0;
+  // Every member's buffer becomes the root's (`root` is a rank of the group).
+  virtual void broadcast(void* buffer, std::size_t count, DType dtype, Rank root,
+                         const Group& group, const BroadcastOptions& options = {}) = 0;
+  virtual void barrier(const Group& group, const BarrierOptions& options = {}) = 0;
+  // Point to point, matched by (source, destination, tag) in order.
+  virtual void send(const void* data, std::size_t count, DType dtype, Rank destination,
+                    const SendRecvOptions& options = {}) = 0;
+  virtual void recv(void* data, std::size_t count, DType dtype, Rank source,
+                    const SendRecvOptions& options = {}) = 0;
+
+  [[nodiscard]] ByteCounters& counters() { return counters_; }
+  [[nodiscard]] const ByteCounters& counters() const { return counters_; }
+
+ private:
+  ByteCounters counters_;
+};
+
+}  // namespace shardwise

@@ -1,0 +1,19 @@
+#pragma once
+// Element-wise reduction of several buffers into one, for every dtype.
+
+#include <cstddef>
+#include <vector>
+
+#include "shardwise/core/dtype.hpp"
+#include "shardwise/core/placement.hpp"
+
+namespace shardwise::detail {
+
+// out[e] = inputs[0][e] op inputs[1][e] op ... for e < count, in input order (so every member
+// of a group computes bit-identical results). Each element is read from every input before it
+// is written, so `out` may be one of the inputs. avg divides the sum by inputs.size(); bf16
+// and f16 are reduced in f32.
+void reduce_into(const std::vector<const void*>& inputs, void* out, std::size_t count, DType dtype,
+                 ReduceOp op);
+
+}  // namespace shardwise::detail

@@ -1,0 +1,231 @@
+// The local backend's Communicator: collectives read peers' buffers directly through shared
+// memory (no staging copies); point-to-point messages are buffered.
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "../detail/reduce.hpp"
+#include "local_world.hpp"
+#include "shardwise/comm/run_local.hpp"
+#include "shardwise/core/error.hpp"
+
+namespace shardwise {
+namespace {
+
+using detail::CollectiveCall;
+
+const std::byte* bytes_of(const void* p) { return static_cast<const std::byte*>(p); }
+std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
+
+// Member i's share [begin, end) of `count` elements split over n members.
+std::pair<std::size_t, std::size_t> chunk(std::size_t count, std::size_t n, std::size_t i) {
+  return {i * count / n, (i + 1) * count / n};
+}
+
+class LocalCommunicator final : public Communicator {
+ public:
+  LocalCommunicator(detail::LocalWorld& world, Rank rank) : world_(world), rank_(rank) {}
+
+  [[nodiscard]] Rank rank() const override { return rank_; }
+  [[nodiscard]] int size() const override { return world_.size(); }
+  [[nodiscard]] std::string backend() const override { return "local"; }
+
+  void all_reduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
+                  const Group& group, const AllReduceOptions& options) override {
+    const int member = member_of(group, "all_reduce");
+    const std::size_t element = size_in_bytes(dtype);
+    const auto n = static_cast<std::size_t>(group.size());
+    // Phase 0: each member reduces its chunk from every input into its own output.
+    // Phase 1: each member copies the other chunks from their owners' outputs.
+    run(group, member, {"all_reduce", count, dtype, -1, in, out}, 2, options,
+        [&](const std::vector<CollectiveCall>& calls, int m, int phase) {
+          const auto self = static_cast<std::size_t>(m);
+          if (phase == 0) {
+            const auto [begin, end] = chunk(count, n, self);
+            std::vector<const void*> inputs;
+            for (const CollectiveCall& c : calls)
+              inputs.push_back(bytes_of(c.in) + begin * element);
+            detail::reduce_into(inputs, bytes_of(out) + begin * element, end - begin, dtype, op);
+            return;
+          }
+          for (std::size_t i = 0; i < n; ++i) {
+            if (i == self) continue;
+            const auto [begin, end] = chunk(count, n, i);
+            std::memcpy(bytes_of(out) + begin * element, bytes_of(calls[i].out) + begin * element,
+                        (end - begin) * element);
+          }
+        });
+    const auto [begin, end] = chunk(count, n, static_cast<std::size_t>(member));
+    const auto moved = static_cast<std::int64_t>((count + (n - 2) * (end - begin)) * element);
+    if (n > 1) counters().record("all_reduce", group.axes, moved, moved);
+  }
+
+  void all_gather(const void* in, void* out, std::size_t count, DType dtype, const Group& group,
+                  const AllGatherOptions& options) override {
+    const int member = member_of(group, "all_gather");
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    run(group, member, {"all_gather", count, dtype, -1, in, out}, 1, options,
+        [&](const std::vector<CollectiveCall>& calls, int, int) {
+          for (std::size_t j = 0; j < calls.size(); ++j) {
+            std::byte* target = bytes_of(out) + j * bytes;
+            if (target != calls[j].in) std::memcpy(target, calls[j].in, bytes);
+          }
+        });
+    record_symmetric("all_gather", group, bytes);
+  }
+
+  void reduce_scatter(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
+                      const Group& group, const ReduceScatterOptions& options) override {
+    const int member = member_of(group, "reduce_scatter");
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    run(group, member, {"reduce_scatter", count, dtype, -1, in, out}, 1, options,
+        [&](const std::vector<CollectiveCall>& calls, int m, int) {
+          std::vector<const void*> inputs;
+          for (const CollectiveCall& c : calls) {
+            inputs.push_back(bytes_of(c.in) + static_cast<std::size_t>(m) * bytes);
+          }
+          detail::reduce_into(inputs, out, count, dtype, op);
+        });
+    record_symmetric("reduce_scatter", group, bytes);
+  }
+
+  void all_to_all(const void* in, void* out, std::size_t count, DType dtype, const Group& group,
+                  const AllToAllOptions& options) override {
+    const int member = member_of(group, "all_to_all");
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    run(group, member, {"all_to_all", count, dtype, -1, in, out}, 1, options,
+        [&](const std::vector<CollectiveCall>& calls, int m, int) {
+          for (std::size_t j = 0; j < calls.size(); ++j) {
+            std::memcpy(bytes_of(out) + j * bytes,
+                        bytes_of(calls[j].in) + static_cast<std::size_t>(m) * bytes, bytes);
+          }
+        });
+    record_symmetric("all_to_all", group, bytes);
+  }
+
+  void broadcast(void* buffer, std::size_t count, DType dtype, Rank root, const Group& group,
+                 const BroadcastOptions& options) override {
+    const int member = member_of(group, "broadcast");
+    const int root_member = group.index_of(root);
+    if (root_member < 0) {
+      throw InvalidArgument("broadcast root " + std::to_string(root) + " is not in group " +
+                            group.to_string());
+    }
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    run(group, member, {"broadcast", count, dtype, root, buffer, buffer}, 1, options,
+        [&](const std::vector<CollectiveCall>& calls, int m, int) {
+          if (m != root_member) {
+            std::memcpy(buffer, calls[static_cast<std::size_t>(root_member)].in, bytes);
+          }
+        });
+    const auto n = static_cast<std::int64_t>(group.size());
+    if (n > 1) {
+      const auto moved = static_cast<std::int64_t>(bytes);
+      counters().record("broadcast", group.axes, member == root_member ? (n - 1) * moved : 0,
+                        member == root_member ? 0 : moved);
+    }
+  }
+
+  void barrier(const Group& group, const BarrierOptions& options) override {
+    const int member = member_of(group, "barrier");
+    run(group, member, {"barrier", 0, DType::kF32, -1, nullptr, nullptr}, 0, options,
+        [](const std::vector<CollectiveCall>&, int, int) {});
+  }
+
+  void send(const void* data, std::size_t count, DType dtype, Rank destination,
+            const SendRecvOptions& options) override {
+    check_peer(destination, "send");
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    std::vector<std::byte> copy(bytes_of(data), bytes_of(data) + bytes);
+    world_.post(rank_, destination, options.tag, std::move(copy));
+    counters().record("send", "p2p", static_cast<std::int64_t>(bytes), 0);
+  }
+
+  void recv(void* data, std::size_t count, DType dtype, Rank source,
+            const SendRecvOptions& options) override {
+    check_peer(source, "recv");
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    const std::vector<std::byte> message =
+        world_.take(source, rank_, options.tag, bytes, options.timeout);
+    if (bytes > 0) std::memcpy(data, message.data(), bytes);
+    counters().record("recv", "p2p", 0, static_cast<std::int64_t>(bytes));
+  }
+
+ private:
+  // This rank's index in the group; throws InvalidArgument for a malformed group.
+  int member_of(const Group& group, const char* op) const {
+    for (std::size_t i = 0; i < group.ranks.size(); ++i) {
+      const Rank r = group.ranks[i];
+      if (r < 0 || r >= world_.size()) {
+        throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
+                              std::to_string(r) + " outside 0.." +
+                              std::to_string(world_.size() - 1));
+      }
+      for (std::size_t j = 0; j < i; ++j) {
+        if (group.ranks[j] == r) {
+          throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
+                                std::to_string(r) + " twice");
+        }
+      }
+    }
+    const int member = group.index_of(rank_);
+    if (member < 0) {
+      throw InvalidArgument(std::string(op) + ": rank " + std::to_string(rank_) +
+                            " is not in group " + group.to_string());
+    }
+    return member;
+  }
+
+  void check_peer(Rank peer, const char* op) const {
+    if (peer < 0 || peer >= world_.size() || peer == rank_) {
+      throw InvalidArgument(std::string(op) + " by rank " + std::to_string(rank_) + ": peer " +
+                            std::to_string(peer) + " is not another rank of 0.." +
+                            std::to_string(world_.size() - 1));
+    }
+  }
+
+  void run(const Group& group, int member, const CollectiveCall& call, int phases,
+           const CommOptions& options, const detail::LocalWorld::Work& work) {
+    const std::uint64_t sequence = sequence_[group.ranks]++;
+    world_.collective(group, member, sequence, call, phases, options.timeout, work);
+  }
+
+  void record_symmetric(const char* op, const Group& group, std::size_t bytes) {
+    const auto moved = static_cast<std::int64_t>(bytes) * (group.size() - 1);
+    if (group.size() > 1) counters().record(op, group.axes, moved, moved);
+  }
+
+  detail::LocalWorld& world_;
+  Rank rank_;
+  std::map<std::vector<Rank>, std::uint64_t> sequence_;
+};
+
+}  // namespace
+
+void run_local(int num_ranks, const std::function<void(Communicator&)>& fn) {
+  if (num_ranks < 1) {
+    throw InvalidArgument("run_local needs at least 1 rank, got " + std::to_string(num_ranks));
+  }
+  detail::LocalWorld world(num_ranks);
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(num_ranks));
+  for (Rank r = 0; r < num_ranks; ++r) {
+    threads.emplace_back([&world, &fn, r] {
+      try {
+        LocalCommunicator comm(world, r);
+        fn(comm);
+        world.finish(r);
+      } catch (const std::exception& e) {
+        world.fail(r, e.what());
+      } catch (...) {
+        world.fail(r, "an exception that is not a std::exception");
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (const auto failure = world.failure()) throw CommError(*failure);
+}
+
+}  // namespace shardwise

@@ -1,0 +1,86 @@
+#pragma once
+// The state the threads of the local backend share: rendezvous rounds for collectives, mailboxes
+// for point-to-point messages, and the failure of any rank.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "shardwise/comm/group.hpp"
+#include "shardwise/core/dtype.hpp"
+
+namespace shardwise::detail {
+
+// One member's part in a collective: what it called and its buffers.
+struct CollectiveCall {
+  std::string op;
+  std::size_t count = 0;
+  DType dtype = DType::kF32;
+  Rank root = -1;
+  const void* in = nullptr;
+  void* out = nullptr;
+};
+
+class LocalWorld {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Runs phase `phase` of a collective for member `member`, given every member's call.
+  using Work = std::function<void(const std::vector<CollectiveCall>& calls, int member, int phase)>;
+
+  explicit LocalWorld(int size) : size_(size) {}
+  [[nodiscard]] int size() const { return size_; }
+
+  // The `sequence`-th collective of `group`: publishes this member's call, waits for every
+  // member, then runs each phase with a barrier after it, so no member returns while another
+  // may still read its buffers. Throws CommError on a timeout, a failed or finished member, or
+  // calls that do not match.
+  void collective(const Group& group, int member, std::uint64_t sequence,
+                  const CollectiveCall& call, int phases, std::chrono::milliseconds timeout,
+                  const Work& work);
+
+  // Buffered point-to-point: post never waits; take waits for the message.
+  void post(Rank from, Rank to, int tag, std::vector<std::byte> data);
+  std::vector<std::byte> take(Rank from, Rank to, int tag, std::size_t bytes,
+                              std::chrono::milliseconds timeout);
+
+  // Records that a rank failed (its message) or finished; wakes every waiting rank.
+  void fail(Rank rank, const std::string& message);
+  void finish(Rank rank);
+  // The first failure, "rank R failed: message", if any.
+  [[nodiscard]] std::optional<std::string> failure() const;
+
+ private:
+  struct Round {
+    std::vector<std::optional<CollectiveCall>> calls;
+    int arrived = 0;
+    std::vector<int> done;  // per phase: members past it
+    int left = 0;
+  };
+  using RoundKey = std::pair<std::vector<Rank>, std::uint64_t>;
+
+  // Waits under `lock` until `ready`; throws CommError when a rank fails, when `missing`
+  // members have all finished, or at the deadline. `describe` names the operation.
+  void wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline,
+            const std::function<bool()>& ready, const std::function<std::vector<Rank>()>& missing,
+            const std::string& describe, std::chrono::milliseconds timeout);
+
+  int size_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<RoundKey, Round> rounds_;
+  std::map<std::tuple<Rank, Rank, int>, std::deque<std::vector<std::byte>>> mailboxes_;
+  std::optional<std::string> failure_;
+  std::set<Rank> finished_;
+};
+
+}  // namespace shardwise::detail

@@ -1,0 +1,23 @@
+#pragma once
+// The communicator conformance suite, written once for every backend: each check runs on every
+// rank of a world (local threads or MPI processes) and asserts closed-form results.
+
+#include "shardwise/comm/communicator.hpp"
+
+namespace shardwise::testing {
+
+// Every check below, over every dtype and the sizes 0, 1, 7, 1000 and 65539 elements.
+void run_all_checks(Communicator& comm);
+
+void check_all_reduce(Communicator& comm, DType dtype, std::size_t count, ReduceOp op);
+void check_all_reduce_in_place(Communicator& comm, DType dtype, std::size_t count);
+void check_all_gather(Communicator& comm, DType dtype, std::size_t count);
+void check_reduce_scatter(Communicator& comm, DType dtype, std::size_t count);
+void check_all_to_all(Communicator& comm, DType dtype, std::size_t count);
+void check_broadcast(Communicator& comm, DType dtype, std::size_t count);
+void check_send_recv_ring(Communicator& comm, DType dtype, std::size_t count);
+// Collectives over the groups of a (2, n/2) mesh (even world sizes): along each axis.
+void check_mesh_axis_groups(Communicator& comm);
+void check_barrier(Communicator& comm);
+
+}  // namespace shardwise::testing

@@ -1,0 +1,159 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "conformance_checks.hpp"
+#include "error_of.hpp"
+#include "shardwise/comm/run_local.hpp"
+
+namespace shardwise {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+class LocalConformance : public ::testing::TestWithParam<int> {};
+
+TEST_P(LocalConformance, EveryCollectiveMatchesItsClosedForm) {
+  run_local(GetParam(), [](Communicator& comm) {
+    EXPECT_EQ(comm.backend(), "local");
+    testing::run_all_checks(comm);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, LocalConformance, ::testing::Range(1, 9));
+
+TEST(LocalBackend, ByteCountersAddUp) {
+  std::vector<ByteCounters> counters(4);
+  run_local(4, [&](Communicator& comm) {
+    std::vector<float> in(100, 1.0F);
+    std::vector<float> out(400);
+    comm.all_gather(in.data(), out.data(), 100, DType::kF32, world_group(4));
+    comm.all_reduce(in.data(), in.data(), 100, DType::kF32, ReduceOp::kSum, world_group(4));
+    counters[static_cast<std::size_t>(comm.rank())] = comm.counters();
+  });
+  std::int64_t sent = 0;
+  std::int64_t received = 0;
+  for (const ByteCounters& c : counters) {
+    // all-gather: 3 peers x 400 bytes each way; all-reduce: 2 (n - 1) / n x 400 bytes.
+    EXPECT_EQ(c.for_op("all_gather"), (ByteCount{1200, 1200, 1}));
+    EXPECT_EQ(c.for_op("all_reduce"), (ByteCount{600, 600, 1}));
+    EXPECT_EQ(c.for_axes("world").calls, 2);
+    sent += c.total().sent;
+    received += c.total().received;
+  }
+  EXPECT_EQ(sent, received);
+  const auto json = nlohmann::json::parse(counters[0].to_json());
+  EXPECT_EQ(json["total"]["sent"], 1800);
+  EXPECT_EQ(json["by_op"]["all_gather"]["received"], 1200);
+}
+
+TEST(LocalBackend, AMemberThatNeverArrivesTimesOutNamingIt) {
+  const std::string message = error_of([] {
+    run_local(4, [](Communicator& comm) {
+      if (comm.rank() >= 2) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        return;
+      }
+      AllReduceOptions options;
+      options.timeout = std::chrono::milliseconds(100);
+      float x = 1;
+      comm.all_reduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, world_group(4), options);
+    });
+  });
+  EXPECT_THAT(message, HasSubstr("all_reduce over [0, 1, 2, 3] along 'world': ranks 2, 3 did "
+                                 "not arrive within 100 ms"));
+}
+
+TEST(LocalBackend, AMemberThatFinishedFailsTheOthersAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message = error_of([] {
+    run_local(3, [](Communicator& comm) {
+      if (comm.rank() == 1) return;
+      comm.barrier(world_group(3));  // default timeout: minutes
+    });
+  });
+  EXPECT_THAT(message, HasSubstr("barrier over [0, 1, 2] along 'world' cannot complete: rank 1 "
+                                 "finished without joining it"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(LocalBackend, ARankThatThrowsFailsTheOthersPromptly) {
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<int> aborted{0};
+  const std::string message = error_of([&] {
+    run_local(4, [&](Communicator& comm) {
+      if (comm.rank() == 2) throw InvalidArgument("boom");
+      try {
+        std::vector<float> in(8);
+        std::vector<float> out(32);
+        comm.all_gather(in.data(), out.data(), 8, DType::kF32, world_group(4));
+      } catch (const CommError& e) {
+        EXPECT_THAT(e.what(), HasSubstr("all_gather over [0, 1, 2, 3] along 'world' aborted: "
+                                        "rank 2 failed: boom"));
+        ++aborted;
+        throw;
+      }
+    });
+  });
+  EXPECT_THAT(message, StartsWith("rank 2 failed: boom"));
+  EXPECT_EQ(aborted.load(), 3);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(LocalBackend, MismatchedCallsAreErrors) {
+  const std::string message = error_of([] {
+    run_local(2, [](Communicator& comm) {
+      std::vector<float> buffer(4);
+      if (comm.rank() == 0) {
+        comm.all_reduce(buffer.data(), buffer.data(), 4, DType::kF32, ReduceOp::kSum,
+                        world_group(2));
+      } else {
+        comm.broadcast(buffer.data(), 4, DType::kF32, 0, world_group(2));
+      }
+    });
+  });
+  EXPECT_THAT(message, HasSubstr("called"));
+  EXPECT_THAT(message, HasSubstr("where another member called"));
+}
+
+TEST(LocalBackend, BadArguments) {
+  EXPECT_THAT(error_of([] { run_local(0, [](Communicator&) {}); }),
+              HasSubstr("run_local needs at least 1 rank, got 0"));
+  EXPECT_THAT(error_of([] {
+                run_local(2, [](Communicator& comm) {
+                  float x = 0;
+                  comm.all_reduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, Group{{0, 5}, "x"});
+                });
+              }),
+              HasSubstr("group [0, 5] along 'x' names rank 5 outside 0..1"));
+  EXPECT_THAT(error_of([] {
+                run_local(2, [](Communicator& comm) {
+                  float x = 0;
+                  comm.all_reduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, Group{{1}, "x"});
+                });
+              }),
+              HasSubstr("rank 0 is not in group [1] along 'x'"));
+  EXPECT_THAT(error_of([] {
+                run_local(2, [](Communicator& comm) {
+                  float x = 0;
+                  comm.send(&x, 1, DType::kF32, comm.rank());
+                });
+              }),
+              HasSubstr("peer 0 is not another rank"));
+  EXPECT_THAT(error_of([] {
+                run_local(2, [](Communicator& comm) {
+                  float x[2] = {0, 0};
+                  if (comm.rank() == 0) comm.send(x, 2, DType::kF32, 1);
+                  if (comm.rank() == 1) comm.recv(x, 1, DType::kF32, 0);
+                });
+              }),
+              HasSubstr("expected 4 bytes but rank 0 sent 8"));
+}
+
+}  // namespace
+}  // namespace shardwise
