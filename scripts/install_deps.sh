@@ -7,6 +7,7 @@ packages=(
   build-essential cmake g++ clang ccache git python3
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libre2-dev pkg-config
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

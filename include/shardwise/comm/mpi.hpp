@@ -1,0 +1,41 @@
+#pragma once
+// The MPI backend: one rank per process under mpirun (OpenMPI). Axis groups become MPI
+// communicators of their members (created once, in group order); every collective is MPI's own.
+// Link shardwise::mpi to use it; the rest of shardwise never needs MPI.
+
+#include <functional>
+#include <memory>
+
+#include "shardwise/comm/communicator.hpp"
+
+namespace shardwise {
+
+// True when this process was started by mpirun (OpenMPI's or a PMI launcher's environment).
+bool launched_by_mpirun();
+
+// Initialises MPI for its lifetime (thread support: funneled) and owns the world communicator.
+// One per process.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv);
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  MpiSession(MpiSession&&) = delete;
+  MpiSession& operator=(MpiSession&&) = delete;
+
+  [[nodiscard]] Communicator& world();
+  // Ends every process of the job (after a rank failed), with this exit status.
+  [[noreturn]] void abort(int status);
+
+ private:
+  std::unique_ptr<Communicator> world_;
+};
+
+// Runs fn on every rank: under mpirun one rank per process (backend "mpi"), otherwise
+// `local_ranks` threads of this process (backend "local"). A rank whose fn throws ends the
+// whole job with its message, as run_local does. Returns the process exit status.
+int run_spmd(int* argc, char*** argv, int local_ranks,
+             const std::function<void(Communicator&)>& fn);
+
+}  // namespace shardwise

@@ -1,0 +1,422 @@
+// The MPI backend. Nonblocking collectives are polled so that a member that never arrives
+// turns into a CommError after the timeout instead of a hang.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <set>
+#include <thread>
+#include <type_traits>
+
+#include "../detail/reduce.hpp"
+#include "shardwise/comm/mpi.hpp"
+#include "shardwise/comm/run_local.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/core/half.hpp"
+
+namespace shardwise {
+namespace {
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+// The 16-bit float types travel as two bytes; their reductions run in f32.
+struct HalfOps {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  std::map<std::pair<DType, ReduceOp>, MPI_Op> ops;
+};
+
+template <DType D, ReduceOp O>
+void reduce_half(void* in, void* inout, int* length, MPI_Datatype*) {
+  detail::reduce_into({inout, in}, inout, static_cast<std::size_t>(*length), D,
+                      O == ReduceOp::kAvg ? ReduceOp::kSum : O);
+}
+
+template <DType D>
+void register_half_ops(HalfOps& ops) {
+  MPI_Op_create(&reduce_half<D, ReduceOp::kSum>, 1, &ops.ops[{D, ReduceOp::kSum}]);
+  ops.ops[{D, ReduceOp::kAvg}] = ops.ops[{D, ReduceOp::kSum}];
+  MPI_Op_create(&reduce_half<D, ReduceOp::kMax>, 1, &ops.ops[{D, ReduceOp::kMax}]);
+  MPI_Op_create(&reduce_half<D, ReduceOp::kMin>, 1, &ops.ops[{D, ReduceOp::kMin}]);
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(MPI_COMM_WORLD, &meeting_);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Type_contiguous(2, MPI_BYTE, &half_.type);
+    MPI_Type_commit(&half_.type);
+    register_half_ops<DType::kBF16>(half_);
+    register_half_ops<DType::kF16>(half_);
+  }
+
+  ~MpiCommunicator() override {
+    complete_sends(true);
+    for (auto& [ranks, comm] : comms_) MPI_Comm_free(&comm);
+    MPI_Comm_free(&meeting_);
+    // avg shares sum's operation: free each handle once.
+    std::set<MPI_Op> distinct;
+    for (const auto& [key, op] : half_.ops) distinct.insert(op);
+    for (MPI_Op op : distinct) MPI_Op_free(&op);
+    MPI_Type_free(&half_.type);
+  }
+
+  [[nodiscard]] Rank rank() const override { return rank_; }
+  [[nodiscard]] int size() const override { return size_; }
+  [[nodiscard]] std::string backend() const override { return "mpi"; }
+
+  void all_reduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
+                  const Group& group, const AllReduceOptions& options) override {
+    MPI_Comm comm = communicator(group, "all_reduce", options);
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, mpi_count(count), type(dtype),
+                         reduction(dtype, op), comm, &request),
+          "all_reduce");
+    wait(request, "all_reduce", group, options);
+    if (op == ReduceOp::kAvg) divide(out, count, dtype, group.size());
+    const auto n = static_cast<std::size_t>(group.size());
+    const auto moved = static_cast<std::int64_t>(2 * (n - 1) * count * size_in_bytes(dtype) / n);
+    if (n > 1) counters().record("all_reduce", group.axes, moved, moved);
+  }
+
+  void all_gather(const void* in, void* out, std::size_t count, DType dtype, const Group& group,
+                  const AllGatherOptions& options) override {
+    MPI_Comm comm = communicator(group, "all_gather", options);
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    const bool in_place = in == static_cast<const std::byte*>(out) +
+                                    static_cast<std::size_t>(group.index_of(rank_)) * bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, mpi_count(count), type(dtype), out,
+                         mpi_count(count), type(dtype), comm, &request),
+          "all_gather");
+    wait(request, "all_gather", group, options);
+    record_symmetric("all_gather", group, bytes);
+  }
+
+  void reduce_scatter(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
+                      const Group& group, const ReduceScatterOptions& options) override {
+    MPI_Comm comm = communicator(group, "reduce_scatter", options);
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ireduce_scatter_block(in, out, mpi_count(count), type(dtype), reduction(dtype, op),
+                                    comm, &request),
+          "reduce_scatter");
+    wait(request, "reduce_scatter", group, options);
+    if (op == ReduceOp::kAvg) divide(out, count, dtype, group.size());
+    record_symmetric("reduce_scatter", group, count * size_in_bytes(dtype));
+  }
+
+  void all_to_all(const void* in, void* out, std::size_t count, DType dtype, const Group& group,
+                  const AllToAllOptions& options) override {
+    MPI_Comm comm = communicator(group, "all_to_all", options);
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ialltoall(in, mpi_count(count), type(dtype), out, mpi_count(count), type(dtype), comm,
+                        &request),
+          "all_to_all");
+    wait(request, "all_to_all", group, options);
+    record_symmetric("all_to_all", group, count * size_in_bytes(dtype));
+  }
+
+  void broadcast(void* buffer, std::size_t count, DType dtype, Rank root, const Group& group,
+                 const BroadcastOptions& options) override {
+    MPI_Comm comm = communicator(group, "broadcast", options);
+    const int root_member = group.index_of(root);
+    if (root_member < 0) {
+      throw InvalidArgument("broadcast root " + std::to_string(root) + " is not in group " +
+                            group.to_string());
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ibcast(buffer, mpi_count(count), type(dtype), root_member, comm, &request),
+          "broadcast");
+    wait(request, "broadcast", group, options);
+    const auto n = static_cast<std::int64_t>(group.size());
+    const auto bytes = static_cast<std::int64_t>(count * size_in_bytes(dtype));
+    if (n > 1) {
+      const bool is_root = rank_ == root;
+      counters().record("broadcast", group.axes, is_root ? (n - 1) * bytes : 0,
+                        is_root ? 0 : bytes);
+    }
+  }
+
+  void barrier(const Group& group, const BarrierOptions& options) override {
+    MPI_Comm comm = communicator(group, "barrier", options);
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(comm, &request), "barrier");
+    wait(request, "barrier", group, options);
+  }
+
+  // Buffered, as on the local backend: the message is copied and sent in the background, so
+  // a send never waits for its receiver (a ring of sends cannot deadlock).
+  void send(const void* data, std::size_t count, DType dtype, Rank destination,
+            const SendRecvOptions& options) override {
+    check_peer(destination, "send");
+    complete_sends(false);
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    auto pending = std::make_unique<PendingSend>();
+    pending->buffer.assign(static_cast<const std::byte*>(data),
+                           static_cast<const std::byte*>(data) + bytes);
+    check(MPI_Isend(pending->buffer.data(), mpi_count(count), type(dtype), destination, options.tag,
+                    MPI_COMM_WORLD, &pending->request),
+          "send to rank " + std::to_string(destination));
+    pending_sends_.push_back(std::move(pending));
+    counters().record("send", "p2p", static_cast<std::int64_t>(bytes), 0);
+  }
+
+  void recv(void* data, std::size_t count, DType dtype, Rank source,
+            const SendRecvOptions& options) override {
+    check_peer(source, "recv");
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Irecv(data, mpi_count(count), type(dtype), source, options.tag, MPI_COMM_WORLD,
+                    &request),
+          "recv");
+    wait(request, "recv from rank " + std::to_string(source), Group{{source, rank_}, "p2p"},
+         options);
+    counters().record("recv", "p2p", 0, static_cast<std::int64_t>(count * size_in_bytes(dtype)));
+  }
+
+ private:
+  static int mpi_count(std::size_t count) {
+    if (count > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw InvalidArgument("count " + std::to_string(count) + " exceeds MPI's int counts");
+    }
+    return static_cast<int>(count);
+  }
+
+  MPI_Datatype type(DType dtype) const {
+    switch (dtype) {
+      case DType::kF32: return MPI_FLOAT;
+      case DType::kF64: return MPI_DOUBLE;
+      case DType::kI32: return MPI_INT32_T;
+      case DType::kI64: return MPI_INT64_T;
+      case DType::kBF16:
+      case DType::kF16: return half_.type;
+    }
+    return MPI_BYTE;
+  }
+
+  MPI_Op reduction(DType dtype, ReduceOp op) const {
+    if (dtype == DType::kBF16 || dtype == DType::kF16) return half_.ops.at({dtype, op});
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg: return MPI_SUM;
+      case ReduceOp::kMax: return MPI_MAX;
+      case ReduceOp::kMin: return MPI_MIN;
+    }
+    return MPI_SUM;
+  }
+
+  // avg = sum / n: integers truncate; 16-bit floats divide in f32 and round back.
+  static void divide(void* data, std::size_t count, DType dtype, int n) {
+    auto scale = [&](auto* values) {
+      using T = std::remove_pointer_t<decltype(values)>;
+      for (std::size_t e = 0; e < count; ++e) values[e] = static_cast<T>(values[e] / n);
+    };
+    auto scale_half = [&](auto* values, auto convert) {
+      for (std::size_t e = 0; e < count; ++e) {
+        values[e] = convert(to_float(values[e]) / static_cast<float>(n));
+      }
+    };
+    switch (dtype) {
+      case DType::kF32: scale(static_cast<float*>(data)); break;
+      case DType::kF64: scale(static_cast<double*>(data)); break;
+      case DType::kI32: scale(static_cast<std::int32_t*>(data)); break;
+      case DType::kI64: scale(static_cast<std::int64_t*>(data)); break;
+      case DType::kBF16: scale_half(static_cast<BFloat16*>(data), to_bfloat16); break;
+      case DType::kF16: scale_half(static_cast<Float16*>(data), to_float16); break;
+    }
+  }
+
+  void check(int code, const std::string& op) const {
+    if (code != MPI_SUCCESS) {
+      throw CommError(op + " on rank " + std::to_string(rank_) +
+                      " failed in MPI: " + mpi_error_text(code));
+    }
+  }
+
+  void check_peer(Rank peer, const char* op) const {
+    if (peer < 0 || peer >= size_ || peer == rank_) {
+      throw InvalidArgument(std::string(op) + " by rank " + std::to_string(rank_) + ": peer " +
+                            std::to_string(peer) + " is not another rank of 0.." +
+                            std::to_string(size_ - 1));
+    }
+  }
+
+  // Polls the request until it completes or the timeout passes.
+  void wait(MPI_Request& request, const std::string& op, const Group& group,
+            const CommOptions& options) const {
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    int done = 0;
+    auto pause = std::chrono::microseconds(1);
+    while (true) {
+      check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), op);
+      if (done) return;
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw CommError(op + " over " + group.to_string() + " on rank " + std::to_string(rank_) +
+                        ": not every member arrived within " +
+                        std::to_string(options.timeout.count()) + " ms");
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(200));
+    }
+  }
+
+  // The communicator of a group's members, created the first time the group is used. Creating
+  // one is collective over the members and cannot time out in MPI, so the members first meet
+  // with point-to-point tokens that can: a member that never comes fails the others.
+  MPI_Comm communicator(const Group& group, const char* op, const CommOptions& options) {
+    if (group.index_of(rank_) < 0) {
+      throw InvalidArgument(std::string(op) + ": rank " + std::to_string(rank_) +
+                            " is not in group " + group.to_string());
+    }
+    for (Rank r : group.ranks) {
+      if (r < 0 || r >= size_) {
+        throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
+                              std::to_string(r) + " outside 0.." + std::to_string(size_ - 1));
+      }
+    }
+    auto it = comms_.find(group.ranks);
+    if (it != comms_.end()) return it->second;
+    meet(group, op, options);
+    MPI_Group world_group_handle = MPI_GROUP_NULL;
+    MPI_Group members = MPI_GROUP_NULL;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group_handle);
+    check(MPI_Group_incl(world_group_handle, group.size(), group.ranks.data(), &members), op);
+    MPI_Comm comm = MPI_COMM_NULL;
+    check(MPI_Comm_create_group(MPI_COMM_WORLD, members, 0, &comm), op);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Group_free(&members);
+    MPI_Group_free(&world_group_handle);
+    comms_[group.ranks] = comm;
+    return comm;
+  }
+
+  // Every member sends every other a token naming the group and waits for theirs, with the
+  // operation's timeout.
+  void meet(const Group& group, const char* op, const CommOptions& options) {
+    std::uint64_t key = 1469598103934665603ULL;
+    for (Rank r : group.ranks) key = (key ^ static_cast<std::uint64_t>(r)) * 1099511628211ULL;
+    const int tag = 1 + static_cast<int>(key % 30000);
+    std::vector<MPI_Request> requests;
+    std::vector<std::uint64_t> received(group.ranks.size());
+    for (std::size_t i = 0; i < group.ranks.size(); ++i) {
+      const Rank peer = group.ranks[i];
+      if (peer == rank_) continue;
+      requests.emplace_back();
+      check(MPI_Isend(&key, 1, MPI_UINT64_T, peer, tag, meeting_, &requests.back()), op);
+      requests.emplace_back();
+      check(MPI_Irecv(&received[i], 1, MPI_UINT64_T, peer, tag, meeting_, &requests.back()), op);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    int done = 0;
+    while (true) {
+      check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            op);
+      if (done) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw CommError(std::string(op) + " over " + group.to_string() + " on rank " +
+                        std::to_string(rank_) + ": not every member arrived within " +
+                        std::to_string(options.timeout.count()) + " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    for (std::size_t i = 0; i < group.ranks.size(); ++i) {
+      if (group.ranks[i] != rank_ && received[i] != key) {
+        throw CommError(std::string(op) + " over " + group.to_string() + ": rank " +
+                        std::to_string(group.ranks[i]) + " joined a different group");
+      }
+    }
+  }
+
+  struct PendingSend {
+    std::vector<std::byte> buffer;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+
+  // Drops the buffered sends that have completed; with `all`, waits for every one.
+  void complete_sends(bool all) {
+    std::vector<std::unique_ptr<PendingSend>> still_pending;
+    for (auto& pending : pending_sends_) {
+      int done = 0;
+      if (all) {
+        MPI_Wait(&pending->request, MPI_STATUS_IGNORE);
+        done = 1;
+      } else {
+        MPI_Test(&pending->request, &done, MPI_STATUS_IGNORE);
+      }
+      if (!done) still_pending.push_back(std::move(pending));
+    }
+    pending_sends_ = std::move(still_pending);
+  }
+
+  void record_symmetric(const char* op, const Group& group, std::size_t bytes) {
+    const auto moved = static_cast<std::int64_t>(bytes) * (group.size() - 1);
+    if (group.size() > 1) counters().record(op, group.axes, moved, moved);
+  }
+
+  int rank_ = 0;
+  int size_ = 1;
+  HalfOps half_;
+  std::map<std::vector<Rank>, MPI_Comm> comms_;
+  // Carries the tokens of group meetings, apart from user messages.
+  MPI_Comm meeting_ = MPI_COMM_NULL;
+  std::vector<std::unique_ptr<PendingSend>> pending_sends_;
+};
+
+}  // namespace
+
+bool launched_by_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr;
+}
+
+MpiSession::MpiSession(int* argc, char*** argv) {
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  world_ = std::make_unique<MpiCommunicator>();
+}
+
+MpiSession::~MpiSession() {
+  world_.reset();
+  MPI_Finalize();
+}
+
+Communicator& MpiSession::world() { return *world_; }
+
+void MpiSession::abort(int status) {
+  MPI_Abort(MPI_COMM_WORLD, status);
+  std::_Exit(status);
+}
+
+int run_spmd(int* argc, char*** argv, int local_ranks,
+             const std::function<void(Communicator&)>& fn) {
+  if (!launched_by_mpirun()) {
+    try {
+      run_local(local_ranks, fn);
+      return 0;
+    } catch (const Error& e) {
+      std::cerr << e.what() << '\n';
+      return 1;
+    }
+  }
+  MpiSession session(argc, argv);
+  try {
+    fn(session.world());
+  } catch (const std::exception& e) {
+    std::cerr << "rank " << session.world().rank() << " failed: " << e.what() << std::endl;
+    session.abort(1);
+  }
+  return 0;
+}
+
+}  // namespace shardwise

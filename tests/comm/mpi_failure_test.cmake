@@ -1,0 +1,15 @@
+# Runs the failure probe under mpirun: it must exit non-zero, within seconds, saying why.
+string(TIMESTAMP start "%s")
+execute_process(COMMAND ${MPIEXEC} -np 2 --oversubscribe ${PROBE} ${MODE}
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+string(TIMESTAMP end "%s")
+math(EXPR seconds "${end} - ${start}")
+if(status EQUAL 0)
+  message(FATAL_ERROR "the ${MODE} probe exited 0:\n${out}\n${err}")
+endif()
+if(NOT "${out}${err}" MATCHES "${EXPECTED}")
+  message(FATAL_ERROR "expected '${EXPECTED}' in the output, got:\n${out}\n${err}")
+endif()
+if(seconds GREATER 15)
+  message(FATAL_ERROR "the ${MODE} probe took ${seconds} s; failures must end the job promptly")
+endif()
