@@ -1,0 +1,33 @@
+#pragma once
+// Which pieces of an array move between which ranks when it changes sharding: the
+// intersections of source and target blocks, each sent once by one holder.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "shardwise/comm/group.hpp"
+#include "shardwise/core/named_sharding.hpp"
+
+namespace shardwise {
+
+struct Transfer {
+  Rank from = 0;
+  Rank to = 0;     // from == to: a local copy
+  ShardIndex box;  // global coordinates
+  friend bool operator==(const Transfer&, const Transfer&) = default;
+};
+
+// For every receiving rank (every device of the target mesh, or only `only_to`), the pieces of
+// its target block: from itself where its source block holds them, else from one rank holding
+// that source block, chosen in turn among the holders. Both shardings must be on meshes with
+// the same devices. The plan is a pure function of its arguments, so every rank computes the
+// same one.
+std::vector<Transfer> plan_transfers(const NamedSharding& source, const NamedSharding& target,
+                                     const Shape& global_shape,
+                                     std::optional<Rank> only_to = std::nullopt);
+
+// Bytes that cross between ranks in a plan (local copies excluded).
+std::int64_t bytes_moved(const std::vector<Transfer>& plan, std::size_t element_bytes);
+
+}  // namespace shardwise

@@ -1,0 +1,216 @@
+#include "shardwise/array/placement_ops.hpp"
+
+#include <algorithm>
+
+#include "detail/block_copy.hpp"
+#include "shardwise/array/transfer_plan.hpp"
+#include "shardwise/core/error.hpp"
+
+namespace shardwise {
+namespace {
+
+constexpr int kReshardTag = 0x5348;
+
+void check_mesh_covers_ranks(const Communicator& comm, const NamedSharding& sharding) {
+  const Mesh& mesh = sharding.mesh();
+  bool covers = mesh.size() == comm.size();
+  for (DeviceId id : mesh.device_ids()) covers = covers && id >= 0 && id < comm.size();
+  if (!covers) {
+    throw ShardingError(mesh.to_string() + " does not have the ranks 0.." +
+                        std::to_string(comm.size() - 1) + " of the " + comm.backend() +
+                        " communicator as its devices");
+  }
+}
+
+ShardIndex whole(const Shape& shape) {
+  ShardIndex index;
+  for (std::int64_t size : shape) index.push_back({0, size});
+  return index;
+}
+
+std::size_t element_count(const ShardIndex& box) {
+  return static_cast<std::size_t>(num_elements(shape_of(box)));
+}
+
+// Runs a plan: sends (buffered) first, then local copies, then receives, in plan order, so
+// both ends of every pair see the same sequence.
+void execute(Communicator& comm, const std::vector<Transfer>& plan, DType dtype,
+             const std::byte* source, const ShardIndex& source_index, std::byte* target,
+             const ShardIndex& target_index) {
+  const std::size_t element = size_in_bytes(dtype);
+  const Rank me = comm.rank();
+  SendRecvOptions options;
+  options.tag = kReshardTag;
+  std::vector<std::byte> buffer;
+  for (const Transfer& t : plan) {
+    if (t.from != me || t.to == me) continue;
+    buffer.resize(element_count(t.box) * element);
+    detail::copy_box(source, source_index, buffer.data(), t.box, t.box, element);
+    comm.send(buffer.data(), element_count(t.box), dtype, t.to, options);
+  }
+  for (const Transfer& t : plan) {
+    if (t.from == me && t.to == me) {
+      detail::copy_box(source, source_index, target, target_index, t.box, element);
+    }
+  }
+  for (const Transfer& t : plan) {
+    if (t.to != me || t.from == me) continue;
+    buffer.resize(element_count(t.box) * element);
+    comm.recv(buffer.data(), element_count(t.box), dtype, t.from, options);
+    detail::copy_box(buffer.data(), t.box, target, target_index, t.box, element);
+  }
+}
+
+std::vector<std::byte> block_buffer(const ShardIndex& index, DType dtype) {
+  return std::vector<std::byte>(element_count(index) * size_in_bytes(dtype));
+}
+
+// The group along `axes`, labelled for accounting.
+Group axis_group(const ShardedArray& array, const std::vector<std::string>& axes) {
+  return group_along(array.sharding().mesh(), axes, array.rank());
+}
+
+// If `target` is the source spec with exactly the partial axes appended (in mesh order) to one
+// dimension, and every partial axis reduces with one op, that dimension.
+std::optional<std::size_t> reduce_scatter_dimension(const ShardedArray& array,
+                                                    const NamedSharding& target) {
+  const NamedSharding& source = array.sharding();
+  if (source.mesh() != target.mesh() || source.evenness() == Evenness::kUneven ||
+      target.evenness() == Evenness::kUneven) {
+    return std::nullopt;
+  }
+  const ReduceOp op = array.partial_axes().front().op;
+  std::vector<std::string> partial;
+  for (const PartialAxis& p : array.partial_axes()) {
+    if (p.op != op) return std::nullopt;
+    partial.push_back(p.axis);
+  }
+  const Mesh& mesh = source.mesh();
+  std::sort(partial.begin(), partial.end(), [&](const std::string& a, const std::string& b) {
+    return mesh.axis_index(a) < mesh.axis_index(b);
+  });
+  std::optional<std::size_t> found;
+  const std::size_t rank = array.global_shape().size();
+  for (std::size_t d = 0; d < rank; ++d) {
+    const auto& from = source.spec().entry(d).axes();
+    const auto& to = target.spec().entry(d).axes();
+    if (from == to) continue;
+    std::vector<std::string> expected = from;
+    expected.insert(expected.end(), partial.begin(), partial.end());
+    if (to != expected || found) return std::nullopt;
+    found = d;
+  }
+  return found;
+}
+
+// Reduce-scatter over the partial axes: the local block, cut into group-size slices along
+// `dim`, reduces slice i onto member i.
+ShardedArray reduce_scatter_partial(Communicator& comm, const ShardedArray& array,
+                                    const NamedSharding& target, std::size_t dim) {
+  std::vector<std::string> axes;
+  for (const PartialAxis& p : array.partial_axes()) axes.push_back(p.axis);
+  const Group group = axis_group(array, axes);
+  const auto n = static_cast<std::size_t>(group.size());
+  const ShardIndex& index = array.local_index();
+  const std::size_t element = size_in_bytes(array.dtype());
+  // Lay the slices out one after another (a copy only when `dim` is not the outermost).
+  std::vector<std::byte> packed(array.local_bytes().size());
+  const std::int64_t slice = index[dim].size() / static_cast<std::int64_t>(n);
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    ShardIndex box = index;
+    box[dim] = {index[dim].start + static_cast<std::int64_t>(i) * slice,
+                index[dim].start + static_cast<std::int64_t>(i + 1) * slice};
+    detail::copy_box(array.local_bytes().data(), index, packed.data() + offset, box, box, element);
+    offset += element_count(box) * element;
+  }
+  const ShardIndex target_index = target.device_index(array.global_shape(), array.rank());
+  std::vector<std::byte> local = block_buffer(target_index, array.dtype());
+  comm.reduce_scatter(packed.data(), local.data(), element_count(target_index), array.dtype(),
+                      array.partial_axes().front().op, group);
+  return ShardedArray(target, array.global_shape(), array.dtype(), array.rank(), std::move(local));
+}
+
+// All-reduce over each partial axis in turn: the same sharding with nothing pending.
+ShardedArray all_reduce_partial(Communicator& comm, const ShardedArray& array) {
+  std::vector<std::byte> local(array.local_bytes().begin(), array.local_bytes().end());
+  const std::size_t count = element_count(array.local_index());
+  for (const PartialAxis& p : array.partial_axes()) {
+    comm.all_reduce(local.data(), local.data(), count, array.dtype(), p.op,
+                    axis_group(array, {p.axis}));
+  }
+  return ShardedArray(array.sharding(), array.global_shape(), array.dtype(), array.rank(),
+                      std::move(local));
+}
+
+}  // namespace
+
+ShardedArray shard_replicated(Communicator& comm, const void* host, const Shape& global_shape,
+                              DType dtype, const NamedSharding& sharding) {
+  check_mesh_covers_ranks(comm, sharding);
+  const ShardIndex index = sharding.device_index(global_shape, comm.rank());
+  std::vector<std::byte> local = block_buffer(index, dtype);
+  detail::copy_box(static_cast<const std::byte*>(host), whole(global_shape), local.data(), index,
+                   index, size_in_bytes(dtype));
+  return ShardedArray(sharding, global_shape, dtype, comm.rank(), std::move(local));
+}
+
+ShardedArray scatter_from(Communicator& comm, Rank root, const void* host,
+                          const Shape& global_shape, DType dtype, const NamedSharding& sharding) {
+  check_mesh_covers_ranks(comm, sharding);
+  if (root < 0 || root >= comm.size()) {
+    throw InvalidArgument("scatter root " + std::to_string(root) + " is not a rank of 0.." +
+                          std::to_string(comm.size() - 1));
+  }
+  // The host array as one block that only the root holds.
+  std::vector<Transfer> plan;
+  for (const DeviceShard& shard : sharding.devices_indices_map(global_shape)) {
+    if (is_empty(shard.index)) continue;
+    plan.push_back({root, static_cast<Rank>(shard.device), shard.index});
+  }
+  const ShardIndex index = sharding.device_index(global_shape, comm.rank());
+  std::vector<std::byte> local = block_buffer(index, dtype);
+  execute(comm, plan, dtype, static_cast<const std::byte*>(host), whole(global_shape), local.data(),
+          index);
+  return ShardedArray(sharding, global_shape, dtype, comm.rank(), std::move(local));
+}
+
+ShardedArray reshard(Communicator& comm, const ShardedArray& array, const NamedSharding& target) {
+  check_mesh_covers_ranks(comm, array.sharding());
+  check_mesh_covers_ranks(comm, target);
+  target.validate(array.global_shape());
+  if (array.is_partial()) {
+    if (const auto dim = reduce_scatter_dimension(array, target)) {
+      return reduce_scatter_partial(comm, array, target, *dim);
+    }
+    return reshard(comm, all_reduce_partial(comm, array), target);
+  }
+  const std::vector<Transfer> plan = plan_transfers(array.sharding(), target, array.global_shape());
+  const ShardIndex index = target.device_index(array.global_shape(), comm.rank());
+  std::vector<std::byte> local = block_buffer(index, array.dtype());
+  execute(comm, plan, array.dtype(), array.local_bytes().data(), array.local_index(), local.data(),
+          index);
+  return ShardedArray(target, array.global_shape(), array.dtype(), comm.rank(), std::move(local));
+}
+
+std::vector<std::byte> gather(Communicator& comm, const ShardedArray& array) {
+  const NamedSharding replicated(array.sharding().mesh(), P());
+  ShardedArray whole_array = reshard(comm, array, replicated);
+  return {whole_array.local_bytes().begin(), whole_array.local_bytes().end()};
+}
+
+std::vector<std::byte> gather_to(Communicator& comm, const ShardedArray& array, Rank root) {
+  if (array.is_partial()) return gather_to(comm, all_reduce_partial(comm, array), root);
+  check_mesh_covers_ranks(comm, array.sharding());
+  const NamedSharding replicated(array.sharding().mesh(), P());
+  const std::vector<Transfer> plan =
+      plan_transfers(array.sharding(), replicated, array.global_shape(), root);
+  std::vector<std::byte> out;
+  if (comm.rank() == root)
+    out.resize(element_count(whole(array.global_shape())) * size_in_bytes(array.dtype()));
+  execute(comm, plan, array.dtype(), array.local_bytes().data(), array.local_index(), out.data(),
+          whole(array.global_shape()));
+  return out;
+}
+
+}  // namespace shardwise
