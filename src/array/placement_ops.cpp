@@ -32,9 +32,21 @@ std::size_t element_count(const ShardIndex& box) {
   return static_cast<std::size_t>(num_elements(shape_of(box)));
 }
 
+// The mesh axes along which two ranks' coordinates differ: "data+model".
+std::string differing_axes(const Mesh& mesh, Rank a, Rank b) {
+  const std::vector<std::int64_t> x = mesh.coords_of(a);
+  const std::vector<std::int64_t> y = mesh.coords_of(b);
+  std::string label;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (x[i] != y[i]) label += (label.empty() ? "" : "+") + mesh.axis_names()[i];
+  }
+  return label;
+}
+
 // Runs a plan: sends (buffered) first, then local copies, then receives, in plan order, so
-// both ends of every pair see the same sequence.
-void execute(Communicator& comm, const std::vector<Transfer>& plan, DType dtype,
+// both ends of every pair see the same sequence. Bytes are counted under the mesh axes along
+// which the two ranks differ.
+void execute(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& plan, DType dtype,
              const std::byte* source, const ShardIndex& source_index, std::byte* target,
              const ShardIndex& target_index) {
   const std::size_t element = size_in_bytes(dtype);
@@ -46,6 +58,7 @@ void execute(Communicator& comm, const std::vector<Transfer>& plan, DType dtype,
     if (t.from != me || t.to == me) continue;
     buffer.resize(element_count(t.box) * element);
     detail::copy_box(source, source_index, buffer.data(), t.box, t.box, element);
+    options.axes = differing_axes(mesh, t.from, t.to);
     comm.send(buffer.data(), element_count(t.box), dtype, t.to, options);
   }
   for (const Transfer& t : plan) {
@@ -56,6 +69,7 @@ void execute(Communicator& comm, const std::vector<Transfer>& plan, DType dtype,
   for (const Transfer& t : plan) {
     if (t.to != me || t.from == me) continue;
     buffer.resize(element_count(t.box) * element);
+    options.axes = differing_axes(mesh, t.from, t.to);
     comm.recv(buffer.data(), element_count(t.box), dtype, t.from, options);
     detail::copy_box(buffer.data(), t.box, target, target_index, t.box, element);
   }
@@ -170,8 +184,8 @@ ShardedArray scatter_from(Communicator& comm, Rank root, const void* host,
   }
   const ShardIndex index = sharding.device_index(global_shape, comm.rank());
   std::vector<std::byte> local = block_buffer(index, dtype);
-  execute(comm, plan, dtype, static_cast<const std::byte*>(host), whole(global_shape), local.data(),
-          index);
+  execute(comm, sharding.mesh(), plan, dtype, static_cast<const std::byte*>(host),
+          whole(global_shape), local.data(), index);
   return ShardedArray(sharding, global_shape, dtype, comm.rank(), std::move(local));
 }
 
@@ -188,8 +202,8 @@ ShardedArray reshard(Communicator& comm, const ShardedArray& array, const NamedS
   const std::vector<Transfer> plan = plan_transfers(array.sharding(), target, array.global_shape());
   const ShardIndex index = target.device_index(array.global_shape(), comm.rank());
   std::vector<std::byte> local = block_buffer(index, array.dtype());
-  execute(comm, plan, array.dtype(), array.local_bytes().data(), array.local_index(), local.data(),
-          index);
+  execute(comm, target.mesh(), plan, array.dtype(), array.local_bytes().data(), array.local_index(),
+          local.data(), index);
   return ShardedArray(target, array.global_shape(), array.dtype(), comm.rank(), std::move(local));
 }
 
@@ -208,8 +222,8 @@ std::vector<std::byte> gather_to(Communicator& comm, const ShardedArray& array, 
   std::vector<std::byte> out;
   if (comm.rank() == root)
     out.resize(element_count(whole(array.global_shape())) * size_in_bytes(array.dtype()));
-  execute(comm, plan, array.dtype(), array.local_bytes().data(), array.local_index(), out.data(),
-          whole(array.global_shape()));
+  execute(comm, array.sharding().mesh(), plan, array.dtype(), array.local_bytes().data(),
+          array.local_index(), out.data(), whole(array.global_shape()));
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "shardwise/strategy/sharding_strategy.hpp"
 
+#include "shardwise/array/placement_ops.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {
@@ -32,6 +33,14 @@ ShardingStrategy::ShardingStrategy(std::string axis_name, std::optional<int> mes
 PartitionSpec ShardingStrategy::propose(const LogicalAxes& dim_names,
                                         const Shape& /*shape*/) const {
   return get_partition_spec(dim_names);
+}
+
+ShardedArray ShardingStrategy::apply_sharding(Communicator& comm, const void* host,
+                                              const Shape& shape, DType dtype, const Mesh& mesh,
+                                              std::optional<Rank> root) const {
+  const NamedSharding sharding = apply_sharding(shape, mesh);
+  return root ? scatter_from(comm, *root, host, shape, dtype, sharding)
+              : shard_replicated(comm, host, shape, dtype, sharding);
 }
 
 ShardingConstraints ShardingStrategy::get_sharding_constraints() const {

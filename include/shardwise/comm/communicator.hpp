@@ -28,6 +28,9 @@ struct BroadcastOptions : CommOptions {};
 struct BarrierOptions : CommOptions {};
 struct SendRecvOptions : CommOptions {
   int tag = 0;
+  // The label the bytes are counted under (ByteCounters): resharding passes the mesh axes along
+  // which the two ranks differ, e.g. "data+model".
+  std::string axes = "p2p";
 };
 
 class Communicator {

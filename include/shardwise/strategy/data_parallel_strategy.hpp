@@ -15,6 +15,7 @@ class DataParallelStrategy final : public ShardingStrategy {
   [[nodiscard]] PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const override;
   // Dimension 0 over the axis (scalars stay replicated).
   [[nodiscard]] NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const override;
+  using ShardingStrategy::apply_sharding;
 };
 
 }  // namespace shardwise

@@ -46,6 +46,7 @@ class FSDPStrategy final : public ShardingStrategy {
   // the minimum are replicated; a divisible dimension 0 is sharded; otherwise the fallback.
   [[nodiscard]] FsdpDecision decide(const Shape& shape, std::int64_t axis_size) const;
   [[nodiscard]] NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const override;
+  using ShardingStrategy::apply_sharding;
 
  private:
   std::int64_t min_weight_size_;

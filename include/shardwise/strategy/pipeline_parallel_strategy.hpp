@@ -28,6 +28,7 @@ class PipelineParallelStrategy final : public ShardingStrategy {
   // Fully replicated: one None per dimension.
   [[nodiscard]] PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const override;
   [[nodiscard]] NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const override;
+  using ShardingStrategy::apply_sharding;
 
   // Activations: (0, 1), (1, 2), ...; gradients: (1, 0), (2, 1), ...
   [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>>

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/array/sharded_array.hpp"
+#include "shardwise/comm/communicator.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/core/named_sharding.hpp"
 #include "shardwise/core/partition_spec.hpp"
@@ -52,6 +54,12 @@ class ShardingStrategy {
   // runtime places real shards with it.
   [[nodiscard]] virtual NamedSharding apply_sharding(const Shape& shape,
                                                      const Mesh& mesh) const = 0;
+
+  // Places a host array with that sharding on the runtime (collective over `comm`): from
+  // `root` by a scatter, or, without a root, from the copy every rank holds (no traffic).
+  [[nodiscard]] ShardedArray apply_sharding(Communicator& comm, const void* host,
+                                            const Shape& shape, DType dtype, const Mesh& mesh,
+                                            std::optional<Rank> root = std::nullopt) const;
 
   [[nodiscard]] ShardingConstraints get_sharding_constraints() const;
   [[nodiscard]] const std::string& axis_name() const { return axis_name_; }

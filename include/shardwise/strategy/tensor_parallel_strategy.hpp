@@ -48,6 +48,7 @@ class TensorParallelStrategy final : public ShardingStrategy {
 
   // 2-D arrays as get_linear_weight_spec(); other ranks split their last dimension.
   [[nodiscard]] NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const override;
+  using ShardingStrategy::apply_sharding;
 
  private:
   std::optional<std::string> shard_dimension_;

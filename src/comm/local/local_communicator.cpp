@@ -140,7 +140,7 @@ class LocalCommunicator final : public Communicator {
     const std::size_t bytes = count * size_in_bytes(dtype);
     std::vector<std::byte> copy(bytes_of(data), bytes_of(data) + bytes);
     world_.post(rank_, destination, options.tag, std::move(copy));
-    counters().record("send", "p2p", static_cast<std::int64_t>(bytes), 0);
+    counters().record("send", options.axes, static_cast<std::int64_t>(bytes), 0);
   }
 
   void recv(void* data, std::size_t count, DType dtype, Rank source,
@@ -150,7 +150,7 @@ class LocalCommunicator final : public Communicator {
     const std::vector<std::byte> message =
         world_.take(source, rank_, options.tag, bytes, options.timeout);
     if (bytes > 0) std::memcpy(data, message.data(), bytes);
-    counters().record("recv", "p2p", 0, static_cast<std::int64_t>(bytes));
+    counters().record("recv", options.axes, 0, static_cast<std::int64_t>(bytes));
   }
 
  private:

@@ -169,7 +169,7 @@ class MpiCommunicator final : public Communicator {
                     MPI_COMM_WORLD, &pending->request),
           "send to rank " + std::to_string(destination));
     pending_sends_.push_back(std::move(pending));
-    counters().record("send", "p2p", static_cast<std::int64_t>(bytes), 0);
+    counters().record("send", options.axes, static_cast<std::int64_t>(bytes), 0);
   }
 
   void recv(void* data, std::size_t count, DType dtype, Rank source,
@@ -181,7 +181,8 @@ class MpiCommunicator final : public Communicator {
           "recv");
     wait(request, "recv from rank " + std::to_string(source), Group{{source, rank_}, "p2p"},
          options);
-    counters().record("recv", "p2p", 0, static_cast<std::int64_t>(count * size_in_bytes(dtype)));
+    counters().record("recv", options.axes, 0,
+                      static_cast<std::int64_t>(count * size_in_bytes(dtype)));
   }
 
  private:
