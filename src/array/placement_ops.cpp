@@ -1,6 +1,7 @@
 #include "shardwise/array/placement_ops.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "detail/block_copy.hpp"
 #include "shardwise/array/transfer_plan.hpp"
@@ -43,14 +44,36 @@ std::string differing_axes(const Mesh& mesh, Rank a, Rank b) {
   return label;
 }
 
-// Runs a plan: sends (buffered) first, then local copies, then receives, in plan order, so
-// both ends of every pair see the same sequence. Bytes are counted under the mesh axes along
-// which the two ranks differ.
+// Runs a plan. Where ranks share memory, each receiver copies its pieces straight out of the
+// senders' blocks (one copy per byte). Elsewhere the senders pack and send (buffered) first,
+// then local copies run, then receives, in plan order, so both ends of every pair see the same
+// sequence. Bytes are counted as sends and receives under the mesh axes along which the two
+// ranks differ, the same on every backend.
 void execute(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& plan, DType dtype,
-             const std::byte* source, const ShardIndex& source_index, std::byte* target,
-             const ShardIndex& target_index) {
+             const std::byte* source, const std::function<ShardIndex(Rank)>& source_index_of,
+             std::byte* target, const ShardIndex& target_index) {
   const std::size_t element = size_in_bytes(dtype);
   const Rank me = comm.rank();
+  const ShardIndex source_index = source_index_of(me);
+  const bool shared = comm.with_peer_buffers(
+      source, world_group(comm.size()), [&](const std::vector<const void*>& peers) {
+        for (const Transfer& t : plan) {
+          if (t.to != me) continue;
+          detail::copy_box(static_cast<const std::byte*>(peers[static_cast<std::size_t>(t.from)]),
+                           t.from == me ? source_index : source_index_of(t.from), target,
+                           target_index, t.box, element);
+        }
+      });
+  if (shared) {
+    for (const Transfer& t : plan) {
+      if (t.from == t.to || (t.from != me && t.to != me)) continue;
+      const auto bytes = static_cast<std::int64_t>(element_count(t.box) * element);
+      const std::string axes = differing_axes(mesh, t.from, t.to);
+      if (t.from == me) comm.counters().record("send", axes, bytes, 0);
+      if (t.to == me) comm.counters().record("recv", axes, 0, bytes);
+    }
+    return;
+  }
   SendRecvOptions options;
   options.tag = kReshardTag;
   std::vector<std::byte> buffer;
@@ -73,6 +96,14 @@ void execute(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& 
     comm.recv(buffer.data(), element_count(t.box), dtype, t.from, options);
     detail::copy_box(buffer.data(), t.box, target, target_index, t.box, element);
   }
+}
+
+// Where each rank's block of the array lies.
+std::function<ShardIndex(Rank)> block_index_of(const ShardedArray& array) {
+  return [&array](Rank rank) {
+    return rank == array.rank() ? array.local_index()
+                                : array.sharding().device_index(array.global_shape(), rank);
+  };
 }
 
 std::vector<std::byte> block_buffer(const ShardIndex& index, DType dtype) {
@@ -184,8 +215,9 @@ ShardedArray scatter_from(Communicator& comm, Rank root, const void* host,
   }
   const ShardIndex index = sharding.device_index(global_shape, comm.rank());
   std::vector<std::byte> local = block_buffer(index, dtype);
-  execute(comm, sharding.mesh(), plan, dtype, static_cast<const std::byte*>(host),
-          whole(global_shape), local.data(), index);
+  execute(
+      comm, sharding.mesh(), plan, dtype, static_cast<const std::byte*>(host),
+      [&](Rank) { return whole(global_shape); }, local.data(), index);
   return ShardedArray(sharding, global_shape, dtype, comm.rank(), std::move(local));
 }
 
@@ -202,8 +234,8 @@ ShardedArray reshard(Communicator& comm, const ShardedArray& array, const NamedS
   const std::vector<Transfer> plan = plan_transfers(array.sharding(), target, array.global_shape());
   const ShardIndex index = target.device_index(array.global_shape(), comm.rank());
   std::vector<std::byte> local = block_buffer(index, array.dtype());
-  execute(comm, target.mesh(), plan, array.dtype(), array.local_bytes().data(), array.local_index(),
-          local.data(), index);
+  execute(comm, target.mesh(), plan, array.dtype(), array.local_bytes().data(),
+          block_index_of(array), local.data(), index);
   return ShardedArray(target, array.global_shape(), array.dtype(), comm.rank(), std::move(local));
 }
 
@@ -223,7 +255,7 @@ std::vector<std::byte> gather_to(Communicator& comm, const ShardedArray& array, 
   if (comm.rank() == root)
     out.resize(element_count(whole(array.global_shape())) * size_in_bytes(array.dtype()));
   execute(comm, array.sharding().mesh(), plan, array.dtype(), array.local_bytes().data(),
-          array.local_index(), out.data(), whole(array.global_shape()));
+          block_index_of(array), out.data(), whole(array.global_shape()));
   return out;
 }
 

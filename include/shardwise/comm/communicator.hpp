@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <vector>
 #include <string>
 
 #include "shardwise/comm/byte_counters.hpp"
@@ -70,6 +72,20 @@ class Communicator {
                     const SendRecvOptions& options = {}) = 0;
   virtual void recv(void* data, std::size_t count, DType dtype, Rank source,
                     const SendRecvOptions& options = {}) = 0;
+
+  // Where the ranks share memory (the local backend): every member publishes `mine`, then
+  // `work` runs on each member with every member's pointer in group order, and no member
+  // returns before every member's work is done, so peers may read each other's buffers with
+  // no staging copy. Returns false, doing nothing, where ranks do not share memory.
+  virtual bool with_peer_buffers(const void* mine, const Group& group,
+                                 const std::function<void(const std::vector<const void*>&)>& work,
+                                 const CommOptions& options = {}) {
+    (void)mine;
+    (void)group;
+    (void)work;
+    (void)options;
+    return false;
+  }
 
   [[nodiscard]] ByteCounters& counters() { return counters_; }
   [[nodiscard]] const ByteCounters& counters() const { return counters_; }

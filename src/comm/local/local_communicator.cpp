@@ -134,6 +134,20 @@ class LocalCommunicator final : public Communicator {
         [](const std::vector<CollectiveCall>&, int, int) {});
   }
 
+  bool with_peer_buffers(const void* mine, const Group& group,
+                         const std::function<void(const std::vector<const void*>&)>& work,
+                         const CommOptions& options) override {
+    const int member = member_of(group, "with_peer_buffers");
+    run(group, member, {"with_peer_buffers", 0, DType::kF32, -1, mine, nullptr}, 1, options,
+        [&](const std::vector<CollectiveCall>& calls, int, int) {
+          std::vector<const void*> peers;
+          peers.reserve(calls.size());
+          for (const CollectiveCall& c : calls) peers.push_back(c.in);
+          work(peers);
+        });
+    return true;
+  }
+
   void send(const void* data, std::size_t count, DType dtype, Rank destination,
             const SendRecvOptions& options) override {
     check_peer(destination, "send");
