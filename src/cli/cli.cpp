@@ -30,6 +30,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   commands.push_back(add_layout_command(app));
   commands.push_back(add_specs_command(app));
   commands.push_back(add_schedule_command(app));
+  commands.push_back(add_bench_command(app));
 
   // CLI11 reports an unknown command as a missing one; name it instead.
   if (!args.empty() && !args.front().empty() && args.front().front() != '-' &&

@@ -19,6 +19,7 @@ class Command {
   virtual void run(std::ostream& out) const = 0;
 };
 
+std::unique_ptr<Command> add_bench_command(CLI::App& parent);
 std::unique_ptr<Command> add_layout_command(CLI::App& parent);
 std::unique_ptr<Command> add_schedule_command(CLI::App& parent);
 std::unique_ptr<Command> add_specs_command(CLI::App& parent);

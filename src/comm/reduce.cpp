@@ -32,11 +32,46 @@ void reduce_typed(const std::vector<const void*>& inputs, void* out, std::size_t
   }
 }
 
+// Native types reduce a whole input at a time (loops the compiler vectorises). Where `out` is
+// one of the inputs, that input is taken first, so nothing is overwritten before it is read.
+template <typename T, typename Op>
+void reduce_passes(const std::vector<const void*>& inputs, T* out, std::size_t count, Op op) {
+  std::size_t first = 0;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k] == out) first = k;
+  }
+  const T* a = static_cast<const T*>(inputs[first]);
+  std::size_t taken = 0;
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (k == first) continue;
+    const T* b = static_cast<const T*>(inputs[k]);
+    const T* acc = taken == 0 ? a : out;
+    for (std::size_t e = 0; e < count; ++e) out[e] = op(acc[e], b[e]);
+    ++taken;
+  }
+  if (taken == 0 && out != a) std::copy(a, a + count, out);
+}
+
 template <typename T>
 void reduce_native(const std::vector<const void*>& inputs, void* out, std::size_t count,
                    ReduceOp op) {
-  reduce_typed<T, T>(
-      inputs, out, count, op, [](T v) { return v; }, [](T v) { return v; });
+  T* result = static_cast<T*>(out);
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      reduce_passes<T>(inputs, result, count, [](T x, T y) { return static_cast<T>(x + y); });
+      break;
+    case ReduceOp::kMax:
+      reduce_passes<T>(inputs, result, count, [](T x, T y) { return std::max(x, y); });
+      break;
+    case ReduceOp::kMin:
+      reduce_passes<T>(inputs, result, count, [](T x, T y) { return std::min(x, y); });
+      break;
+  }
+  if (op == ReduceOp::kAvg) {
+    const auto n = static_cast<T>(inputs.size());
+    for (std::size_t e = 0; e < count; ++e) result[e] = static_cast<T>(result[e] / n);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The MPI backend. Nonblocking collectives are polled so that a member that never arrives
-// turns into a CommError after the timeout instead of a hang.
+// The MPI backend. Members first meet in a nonblocking barrier that is polled against the
+// timeout, so a member that never arrives turns into a CommError instead of a hang; the
+// collective itself is then MPI's own blocking call.
 #include <mpi.h>
 
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <thread>
@@ -79,11 +81,10 @@ class MpiCommunicator final : public Communicator {
   void all_reduce(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
                   const Group& group, const AllReduceOptions& options) override {
     MPI_Comm comm = communicator(group, "all_reduce", options);
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, mpi_count(count), type(dtype),
-                         reduction(dtype, op), comm, &request),
+    arrive(comm, "all_reduce", group, options);
+    check(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, mpi_count(count), type(dtype),
+                        reduction(dtype, op), comm),
           "all_reduce");
-    wait(request, "all_reduce", group, options);
     if (op == ReduceOp::kAvg) divide(out, count, dtype, group.size());
     const auto n = static_cast<std::size_t>(group.size());
     const auto moved = static_cast<std::int64_t>(2 * (n - 1) * count * size_in_bytes(dtype) / n);
@@ -96,22 +97,20 @@ class MpiCommunicator final : public Communicator {
     const std::size_t bytes = count * size_in_bytes(dtype);
     const bool in_place = in == static_cast<const std::byte*>(out) +
                                     static_cast<std::size_t>(group.index_of(rank_)) * bytes;
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Iallgather(in_place ? MPI_IN_PLACE : in, mpi_count(count), type(dtype), out,
-                         mpi_count(count), type(dtype), comm, &request),
+    arrive(comm, "all_gather", group, options);
+    check(MPI_Allgather(in_place ? MPI_IN_PLACE : in, mpi_count(count), type(dtype), out,
+                        mpi_count(count), type(dtype), comm),
           "all_gather");
-    wait(request, "all_gather", group, options);
     record_symmetric("all_gather", group, bytes);
   }
 
   void reduce_scatter(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
                       const Group& group, const ReduceScatterOptions& options) override {
     MPI_Comm comm = communicator(group, "reduce_scatter", options);
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Ireduce_scatter_block(in, out, mpi_count(count), type(dtype), reduction(dtype, op),
-                                    comm, &request),
+    arrive(comm, "reduce_scatter", group, options);
+    check(MPI_Reduce_scatter_block(in, out, mpi_count(count), type(dtype), reduction(dtype, op),
+                                   comm),
           "reduce_scatter");
-    wait(request, "reduce_scatter", group, options);
     if (op == ReduceOp::kAvg) divide(out, count, dtype, group.size());
     record_symmetric("reduce_scatter", group, count * size_in_bytes(dtype));
   }
@@ -119,11 +118,9 @@ class MpiCommunicator final : public Communicator {
   void all_to_all(const void* in, void* out, std::size_t count, DType dtype, const Group& group,
                   const AllToAllOptions& options) override {
     MPI_Comm comm = communicator(group, "all_to_all", options);
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Ialltoall(in, mpi_count(count), type(dtype), out, mpi_count(count), type(dtype), comm,
-                        &request),
+    arrive(comm, "all_to_all", group, options);
+    check(MPI_Alltoall(in, mpi_count(count), type(dtype), out, mpi_count(count), type(dtype), comm),
           "all_to_all");
-    wait(request, "all_to_all", group, options);
     record_symmetric("all_to_all", group, count * size_in_bytes(dtype));
   }
 
@@ -135,10 +132,8 @@ class MpiCommunicator final : public Communicator {
       throw InvalidArgument("broadcast root " + std::to_string(root) + " is not in group " +
                             group.to_string());
     }
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Ibcast(buffer, mpi_count(count), type(dtype), root_member, comm, &request),
-          "broadcast");
-    wait(request, "broadcast", group, options);
+    arrive(comm, "broadcast", group, options);
+    check(MPI_Bcast(buffer, mpi_count(count), type(dtype), root_member, comm), "broadcast");
     const auto n = static_cast<std::int64_t>(group.size());
     const auto bytes = static_cast<std::int64_t>(count * size_in_bytes(dtype));
     if (n > 1) {
@@ -150,9 +145,7 @@ class MpiCommunicator final : public Communicator {
 
   void barrier(const Group& group, const BarrierOptions& options) override {
     MPI_Comm comm = communicator(group, "barrier", options);
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Ibarrier(comm, &request), "barrier");
-    wait(request, "barrier", group, options);
+    arrive(comm, "barrier", group, options);
   }
 
   // Buffered, as on the local backend: the message is copied and sent in the background, so
@@ -252,16 +245,29 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
-  // Polls the request until it completes or the timeout passes.
+  // Every member first meets the others in a nonblocking barrier, which can time out; then
+  // the collective runs as MPI's own blocking call, at MPI's own speed.
+  void arrive(MPI_Comm comm, const std::string& op, const Group& group,
+              const CommOptions& options) const {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(comm, &request), op);
+    wait(request, op, group, options);
+  }
+
+  // Polls the request until it completes or the timeout passes: busily for the first
+  // millisecond (MPI progresses inside MPI_Test), then with growing pauses.
   void wait(MPI_Request& request, const std::string& op, const Group& group,
             const CommOptions& options) const {
-    const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + options.timeout;
     int done = 0;
     auto pause = std::chrono::microseconds(1);
     while (true) {
       check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), op);
       if (done) return;
-      if (std::chrono::steady_clock::now() > deadline) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - start < std::chrono::milliseconds(1)) continue;
+      if (now > deadline) {
         throw CommError(op + " over " + group.to_string() + " on rank " + std::to_string(rank_) +
                         ": not every member arrived within " +
                         std::to_string(options.timeout.count()) + " ms");
@@ -397,6 +403,39 @@ Communicator& MpiSession::world() { return *world_; }
 void MpiSession::abort(int status) {
   MPI_Abort(MPI_COMM_WORLD, status);
   std::_Exit(status);
+}
+
+double raw_mpi_seconds(const std::string& op, std::size_t bytes, int iterations) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::size_t count = bytes / sizeof(float);
+  const std::size_t per_rank = count / static_cast<std::size_t>(size);
+  std::vector<float> in(std::max<std::size_t>(count, 1), 1.0F);
+  std::vector<float> out(std::max<std::size_t>(count, 1));
+  auto call = [&] {
+    if (op == "all_reduce") {
+      MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    } else if (op == "all_gather") {
+      MPI_Allgather(in.data(), static_cast<int>(per_rank), MPI_FLOAT, out.data(),
+                    static_cast<int>(per_rank), MPI_FLOAT, MPI_COMM_WORLD);
+    } else if (op == "reduce_scatter") {
+      MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(per_rank), MPI_FLOAT,
+                               MPI_SUM, MPI_COMM_WORLD);
+    } else if (op == "all_to_all") {
+      MPI_Alltoall(in.data(), static_cast<int>(per_rank), MPI_FLOAT, out.data(),
+                   static_cast<int>(per_rank), MPI_FLOAT, MPI_COMM_WORLD);
+    } else if (op == "broadcast") {
+      MPI_Bcast(in.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    } else {
+      throw InvalidArgument("no raw MPI baseline for '" + op + "'");
+    }
+  };
+  call();
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iterations; ++i) call();
+  MPI_Barrier(MPI_COMM_WORLD);
+  return (MPI_Wtime() - start) / iterations;
 }
 
 int run_spmd(int* argc, char*** argv, int local_ranks,

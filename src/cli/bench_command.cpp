@@ -1,0 +1,187 @@
+#include <CLI/CLI.hpp>
+#include <iomanip>
+#include <mutex>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "bench_runs.hpp"
+#include "command.hpp"
+#include "shardwise/comm/run_local.hpp"
+#include "shardwise/core/error.hpp"
+#include "text_table.hpp"
+#ifdef SHARDWISE_HAVE_MPI
+#include "shardwise/comm/mpi.hpp"
+#endif
+
+namespace shardwise::cli {
+namespace {
+
+// "4K", "64M", "1G" or plain bytes.
+std::int64_t parse_size(const std::string& text) {
+  std::size_t end = 0;
+  std::int64_t value = 0;
+  try {
+    value = std::stoll(text, &end);
+  } catch (const std::exception&) {
+    throw ParseError("size '" + text + "' is not a number of bytes (such as 4096, 64K, 16M, 1G)");
+  }
+  const std::string suffix = text.substr(end);
+  if (suffix == "K" || suffix == "KiB") value <<= 10;
+  else if (suffix == "M" || suffix == "MiB") value <<= 20;
+  else if (suffix == "G" || suffix == "GiB") value <<= 30;
+  else if (!suffix.empty()) throw ParseError("size '" + text + "' has an unknown suffix '" + suffix + "'");
+  if (value < 4) throw ParseError("size '" + text + "' is below 4 bytes");
+  return value;
+}
+
+std::string fixed(double value, int digits = 2) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+// Runs `fn` on every rank count: one mpirun world when launched by mpirun (only rank 0 gets
+// rows to print; the others get nullopt), else threads of this process.
+template <typename Row>
+std::optional<std::vector<Row>> on_each_world(
+    const std::vector<int>& ranks, const std::function<std::vector<Row>(Communicator&, bool)>& fn) {
+  std::vector<Row> rows;
+#ifdef SHARDWISE_HAVE_MPI
+  if (launched_by_mpirun()) {
+    static MpiSession session(nullptr, nullptr);
+    std::vector<Row> mine = fn(session.world(), true);
+    if (session.world().rank() != 0) return std::nullopt;
+    return mine;
+  }
+#endif
+  std::mutex mutex;
+  for (int r : ranks) {
+    run_local(r, [&](Communicator& comm) {
+      std::vector<Row> mine = fn(comm, false);
+      if (comm.rank() == 0) {
+        std::lock_guard lock(mutex);
+        rows.insert(rows.end(), mine.begin(), mine.end());
+      }
+    });
+  }
+  return rows;
+}
+
+class BenchCommand final : public Command {
+ public:
+  explicit BenchCommand(CLI::App& parent)
+      : app_(parent.add_subcommand("bench", "Measure collectives and resharding against a memcpy "
+                                            "baseline (and MPI's own calls under mpirun)")) {
+    app_->require_subcommand(1);
+    comm_ = app_->add_subcommand("comm", "Time, algorithm and bus bandwidth of each collective");
+    comm_->add_option("--ranks", ranks_, "Rank counts of the local backend (ignored under mpirun)")
+        ->delimiter(',')
+        ->default_val(std::vector<int>{2});
+    comm_->add_option("--sizes", sizes_, "Sizes in bytes (4K, 1M, ...)")
+        ->delimiter(',')
+        ->default_val(std::vector<std::string>{"4K", "64K", "1M", "16M", "64M"});
+    comm_->add_option("--ops", ops_, "Collectives")
+        ->delimiter(',')
+        ->default_val(std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter", "all_to_all"});
+    comm_->add_flag("--json", json_, "One JSON object per row");
+    reshard_ = app_->add_subcommand("reshard", "Every pair of shardings of a 2 x (n/2) mesh");
+    reshard_->add_option("--ranks", reshard_ranks_, "Ranks of the local backend (even)")->default_val(8);
+    reshard_->add_option("--bytes", reshard_bytes_, "Array size (4K, 64M, 256M, ...)")->default_val("64M");
+    reshard_->add_flag("--json", json_, "One JSON object per row");
+  }
+
+  [[nodiscard]] const CLI::App& app() const override { return *app_; }
+
+  void run(std::ostream& out) const override {
+    if (comm_->parsed()) {
+      run_comm(out);
+    } else {
+      run_reshard(out);
+    }
+  }
+
+ private:
+  void run_comm(std::ostream& out) const {
+    std::vector<std::int64_t> sizes;
+    for (const std::string& s : sizes_) sizes.push_back(parse_size(s));
+    for (int r : ranks_) {
+      if (r < 1) throw InvalidArgument("--ranks: " + std::to_string(r) + " is below 1");
+    }
+    const auto measured = on_each_world<CommBenchRow>(
+        ranks_, [&](Communicator& comm, bool mpi) { return bench_collectives(comm, ops_, sizes, mpi); });
+    if (!measured) return;
+    const std::vector<CommBenchRow>& rows = *measured;
+    if (json_) {
+      for (const CommBenchRow& r : rows) {
+        nlohmann::ordered_json row = {{"op", r.op}, {"backend", r.backend}, {"ranks", r.ranks},
+                                      {"bytes", r.bytes}, {"seconds", r.seconds},
+                                      {"algbw_gbps", r.algbw_gbps}, {"busbw_gbps", r.busbw_gbps},
+                                      {"memcpy_gbps", r.memcpy_gbps}};
+        row["mpi_raw_busbw_gbps"] = r.mpi_raw_busbw_gbps ? nlohmann::ordered_json(*r.mpi_raw_busbw_gbps)
+                                                         : nlohmann::ordered_json(nullptr);
+        out << row.dump() << '\n';
+      }
+      return;
+    }
+    std::vector<std::vector<std::string>> table{{"op", "backend", "ranks", "bytes", "time (us)",
+                                                 "algbw GB/s", "busbw GB/s", "memcpy GB/s",
+                                                 "busbw/memcpy", "raw MPI busbw"}};
+    for (const CommBenchRow& r : rows) {
+      table.push_back({r.op, r.backend, std::to_string(r.ranks), with_thousands(r.bytes),
+                       fixed(r.seconds * 1e6, 1), fixed(r.algbw_gbps), fixed(r.busbw_gbps),
+                       fixed(r.memcpy_gbps), fixed(r.memcpy_gbps > 0 ? r.busbw_gbps / r.memcpy_gbps : 0),
+                       r.mpi_raw_busbw_gbps ? fixed(*r.mpi_raw_busbw_gbps) : "-"});
+    }
+    out << format_table(table);
+  }
+
+  void run_reshard(std::ostream& out) const {
+    const std::int64_t bytes = parse_size(reshard_bytes_);
+    const auto measured = on_each_world<ReshardBenchRow>(
+        {reshard_ranks_}, [&](Communicator& comm, bool) { return bench_reshards(comm, bytes); });
+    if (!measured) return;
+    const std::vector<ReshardBenchRow>& rows = *measured;
+    if (json_) {
+      for (const ReshardBenchRow& r : rows) {
+        out << nlohmann::ordered_json{{"op", "reshard"}, {"from", r.from}, {"to", r.to},
+                                      {"backend", r.backend}, {"ranks", r.ranks},
+                                      {"bytes", r.array_bytes}, {"max_rank_bytes", r.max_rank_bytes},
+                                      {"seconds", r.seconds}, {"reshard_gbps", r.reshard_gbps},
+                                      {"memcpy_gbps", r.memcpy_gbps}}
+                   .dump()
+            << '\n';
+      }
+      return;
+    }
+    std::vector<std::vector<std::string>> table{{"from", "to", "backend", "ranks", "array bytes",
+                                                 "most received", "time (ms)", "GB/s",
+                                                 "memcpy GB/s", "ratio"}};
+    for (const ReshardBenchRow& r : rows) {
+      table.push_back({r.from, r.to, r.backend, std::to_string(r.ranks), with_thousands(r.array_bytes),
+                       with_thousands(r.max_rank_bytes), fixed(r.seconds * 1e3, 1),
+                       fixed(r.reshard_gbps), fixed(r.memcpy_gbps),
+                       r.memcpy_gbps > 0 ? fixed(r.reshard_gbps / r.memcpy_gbps) : "-"});
+    }
+    out << format_table(table);
+  }
+
+  CLI::App* app_;
+  CLI::App* comm_;
+  CLI::App* reshard_;
+  std::vector<int> ranks_;
+  std::vector<std::string> sizes_;
+  std::vector<std::string> ops_;
+  int reshard_ranks_ = 8;
+  std::string reshard_bytes_;
+  bool json_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_bench_command(CLI::App& parent) {
+  return std::make_unique<BenchCommand>(parent);
+}
+
+}  // namespace shardwise::cli

@@ -1,0 +1,170 @@
+#include "bench_runs.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "shardwise/array/placement_ops.hpp"
+#include "shardwise/array/transfer_plan.hpp"
+#include "shardwise/core/error.hpp"
+#ifdef SHARDWISE_HAVE_MPI
+#include "shardwise/comm/mpi.hpp"
+#endif
+
+namespace shardwise::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double gbps(std::int64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+}
+
+// Enough calls to take a measurable time, bounded for the largest sizes.
+int iterations_for(std::int64_t bytes) {
+  return static_cast<int>(std::clamp<std::int64_t>((std::int64_t{256} << 20) / std::max<std::int64_t>(bytes, 1), 3, 200));
+}
+
+// Seconds per call of `call` on every rank at once (barriers around the timed loop).
+template <typename F>
+double time_collectively(Communicator& comm, int iterations, F&& call) {
+  const Group world = world_group(comm.size());
+  call();
+  comm.barrier(world);
+  const auto start = Clock::now();
+  for (int i = 0; i < iterations; ++i) call();
+  comm.barrier(world);
+  return std::chrono::duration<double>(Clock::now() - start).count() / iterations;
+}
+
+// Every rank copies `bytes` at the same time, as the threads of memcpy_seconds do.
+double memcpy_on_every_rank(Communicator& comm, std::int64_t bytes, int iterations) {
+  std::vector<std::byte> from(static_cast<std::size_t>(bytes), std::byte{1});
+  std::vector<std::byte> to(static_cast<std::size_t>(bytes));
+  return time_collectively(comm, iterations,
+                           [&] { std::memcpy(to.data(), from.data(), from.size()); });
+}
+
+}  // namespace
+
+double bus_factor(const std::string& op, int ranks) {
+  const double n = ranks;
+  if (op == "all_reduce") return 2 * (n - 1) / n;
+  if (op == "broadcast") return 1;
+  return (n - 1) / n;
+}
+
+double memcpy_seconds(int threads, std::int64_t bytes, int iterations) {
+  std::vector<double> seconds(static_cast<std::size_t>(threads));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      std::vector<std::byte> from(static_cast<std::size_t>(bytes), std::byte{1});
+      std::vector<std::byte> to(static_cast<std::size_t>(bytes));
+      std::memcpy(to.data(), from.data(), from.size());
+      const auto start = Clock::now();
+      for (int i = 0; i < iterations; ++i) std::memcpy(to.data(), from.data(), from.size());
+      seconds[static_cast<std::size_t>(t)] =
+          std::chrono::duration<double>(Clock::now() - start).count() / iterations;
+    });
+  }
+  for (std::thread& w : workers) w.join();
+  return *std::max_element(seconds.begin(), seconds.end());
+}
+
+std::vector<CommBenchRow> bench_collectives(Communicator& comm, const std::vector<std::string>& ops,
+                                            const std::vector<std::int64_t>& sizes,
+                                            bool with_raw_mpi) {
+  const int n = comm.size();
+  const Group world = world_group(n);
+  std::vector<CommBenchRow> rows;
+  for (std::int64_t bytes : sizes) {
+    const std::size_t count = static_cast<std::size_t>(bytes) / sizeof(float);
+    const std::size_t per_rank = count / static_cast<std::size_t>(n);
+    std::vector<float> in(std::max<std::size_t>(count, 1), 1.0F);
+    std::vector<float> out(std::max<std::size_t>(count, 1));
+    const int iterations = iterations_for(bytes);
+    for (const std::string& op : ops) {
+      double seconds = 0;
+      // All-reduce and all-gather run in place, as nccl-tests' in-place rows: a rank's own
+      // block is not copied to itself.
+      if (op == "all_reduce") {
+        seconds = time_collectively(comm, iterations, [&] {
+          comm.all_reduce(out.data(), out.data(), count, DType::kF32, ReduceOp::kSum, world);
+        });
+      } else if (op == "all_gather") {
+        const float* own = out.data() + static_cast<std::size_t>(comm.rank()) * per_rank;
+        seconds = time_collectively(comm, iterations, [&] {
+          comm.all_gather(own, out.data(), per_rank, DType::kF32, world);
+        });
+      } else if (op == "reduce_scatter") {
+        seconds = time_collectively(comm, iterations, [&] {
+          comm.reduce_scatter(in.data(), out.data(), per_rank, DType::kF32, ReduceOp::kSum, world);
+        });
+      } else if (op == "all_to_all") {
+        seconds = time_collectively(comm, iterations, [&] {
+          comm.all_to_all(in.data(), out.data(), per_rank, DType::kF32, world);
+        });
+      } else if (op == "broadcast") {
+        seconds = time_collectively(comm, iterations, [&] {
+          comm.broadcast(in.data(), count, DType::kF32, 0, world);
+        });
+      } else {
+        throw InvalidArgument("--ops: '" + op +
+                              "' is not one of all_reduce, all_gather, reduce_scatter, "
+                              "all_to_all, broadcast");
+      }
+      CommBenchRow row{op, comm.backend(), n, bytes, seconds, gbps(bytes, seconds), 0, 0, {}};
+      row.busbw_gbps = row.algbw_gbps * bus_factor(op, n);
+      // The bytes one rank moves at bus bandwidth, copied by every rank at once.
+      const auto moved = static_cast<std::int64_t>(static_cast<double>(bytes) * bus_factor(op, n));
+      row.memcpy_gbps = gbps(moved, memcpy_on_every_rank(comm, std::max<std::int64_t>(moved, 1), iterations));
+#ifdef SHARDWISE_HAVE_MPI
+      if (with_raw_mpi) {
+        row.mpi_raw_busbw_gbps = gbps(bytes, raw_mpi_seconds(op, static_cast<std::size_t>(bytes), iterations)) *
+                                 bus_factor(op, n);
+      }
+#else
+      (void)with_raw_mpi;
+#endif
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+std::vector<ReshardBenchRow> bench_reshards(Communicator& comm, std::int64_t bytes) {
+  const int n = comm.size();
+  if (n % 2 != 0) throw InvalidArgument("bench reshard needs an even number of ranks, got " + std::to_string(n));
+  const Mesh mesh({"data", "model"}, {2, n / 2});
+  const std::int64_t columns = 64 * n;
+  const Shape shape{bytes / 4 / columns, columns};
+  std::vector<NamedSharding> shardings;
+  for (const P& spec : {P(), P{"data"}, P{"model"}, P{"data", "model"}, P{"model", "data"},
+                        P{None, {"data", "model"}}}) {
+    shardings.emplace_back(mesh, spec);
+  }
+  std::vector<float> host(static_cast<std::size_t>(num_elements(shape)), 1.0F);
+  std::vector<ReshardBenchRow> rows;
+  for (const NamedSharding& from : shardings) {
+    const ShardedArray source = shard_replicated(comm, host.data(), shape, DType::kF32, from);
+    for (const NamedSharding& to : shardings) {
+      std::int64_t most = 0;
+      const std::vector<Transfer> plan = plan_transfers(from, to, shape);
+      std::vector<std::int64_t> received(static_cast<std::size_t>(n), 0);
+      for (const Transfer& t : plan) {
+        if (t.from != t.to) received[static_cast<std::size_t>(t.to)] += num_elements(shape_of(t.box)) * 4;
+      }
+      most = *std::max_element(received.begin(), received.end());
+      const double seconds = time_collectively(comm, 2, [&] { (void)reshard(comm, source, to); });
+      ReshardBenchRow row{from.spec().to_string(), to.spec().to_string(), comm.backend(), n,
+                          num_elements(shape) * 4, most, seconds, gbps(most, seconds), 0};
+      if (most > 0) row.memcpy_gbps = gbps(most, memcpy_on_every_rank(comm, most, 2));
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+}  // namespace shardwise::cli
