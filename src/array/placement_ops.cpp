@@ -239,6 +239,26 @@ ShardedArray reshard(Communicator& comm, const ShardedArray& array, const NamedS
   return ShardedArray(target, array.global_shape(), array.dtype(), comm.rank(), std::move(local));
 }
 
+void reshard_into(Communicator& comm, const ShardedArray& array, ShardedArray& target) {
+  if (target.global_shape() != array.global_shape() || target.dtype() != array.dtype() ||
+      target.is_partial()) {
+    throw ShardingError("cannot reshard " + array.to_string() + " into " + target.to_string() +
+                        ": shapes, dtypes must match and the target must have nothing pending");
+  }
+  if (array.is_partial()) {
+    ShardedArray reduced = reshard(comm, array, target.sharding());
+    std::copy(reduced.local_bytes().begin(), reduced.local_bytes().end(),
+              target.local_bytes().begin());
+    return;
+  }
+  check_mesh_covers_ranks(comm, array.sharding());
+  check_mesh_covers_ranks(comm, target.sharding());
+  const std::vector<Transfer> plan =
+      plan_transfers(array.sharding(), target.sharding(), array.global_shape());
+  execute(comm, target.sharding().mesh(), plan, array.dtype(), array.local_bytes().data(),
+          block_index_of(array), target.local_bytes().data(), target.local_index());
+}
+
 std::vector<std::byte> gather(Communicator& comm, const ShardedArray& array) {
   const NamedSharding replicated(array.sharding().mesh(), P());
   ShardedArray whole_array = reshard(comm, array, replicated);

@@ -1,8 +1,8 @@
 #include <CLI/CLI.hpp>
 #include <iomanip>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -28,10 +28,14 @@ std::int64_t parse_size(const std::string& text) {
     throw ParseError("size '" + text + "' is not a number of bytes (such as 4096, 64K, 16M, 1G)");
   }
   const std::string suffix = text.substr(end);
-  if (suffix == "K" || suffix == "KiB") value <<= 10;
-  else if (suffix == "M" || suffix == "MiB") value <<= 20;
-  else if (suffix == "G" || suffix == "GiB") value <<= 30;
-  else if (!suffix.empty()) throw ParseError("size '" + text + "' has an unknown suffix '" + suffix + "'");
+  if (suffix == "K" || suffix == "KiB")
+    value <<= 10;
+  else if (suffix == "M" || suffix == "MiB")
+    value <<= 20;
+  else if (suffix == "G" || suffix == "GiB")
+    value <<= 30;
+  else if (!suffix.empty())
+    throw ParseError("size '" + text + "' has an unknown suffix '" + suffix + "'");
   if (value < 4) throw ParseError("size '" + text + "' is below 4 bytes");
   return value;
 }
@@ -72,8 +76,9 @@ std::optional<std::vector<Row>> on_each_world(
 class BenchCommand final : public Command {
  public:
   explicit BenchCommand(CLI::App& parent)
-      : app_(parent.add_subcommand("bench", "Measure collectives and resharding against a memcpy "
-                                            "baseline (and MPI's own calls under mpirun)")) {
+      : app_(parent.add_subcommand("bench",
+                                   "Measure collectives and resharding against a memcpy "
+                                   "baseline (and MPI's own calls under mpirun)")) {
     app_->require_subcommand(1);
     comm_ = app_->add_subcommand("comm", "Time, algorithm and bus bandwidth of each collective");
     comm_->add_option("--ranks", ranks_, "Rank counts of the local backend (ignored under mpirun)")
@@ -84,11 +89,14 @@ class BenchCommand final : public Command {
         ->default_val(std::vector<std::string>{"4K", "64K", "1M", "16M", "64M"});
     comm_->add_option("--ops", ops_, "Collectives")
         ->delimiter(',')
-        ->default_val(std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter", "all_to_all"});
+        ->default_val(
+            std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter", "all_to_all"});
     comm_->add_flag("--json", json_, "One JSON object per row");
     reshard_ = app_->add_subcommand("reshard", "Every pair of shardings of a 2 x (n/2) mesh");
-    reshard_->add_option("--ranks", reshard_ranks_, "Ranks of the local backend (even)")->default_val(8);
-    reshard_->add_option("--bytes", reshard_bytes_, "Array size (4K, 64M, 256M, ...)")->default_val("64M");
+    reshard_->add_option("--ranks", reshard_ranks_, "Ranks of the local backend (even)")
+        ->default_val(8);
+    reshard_->add_option("--bytes", reshard_bytes_, "Array size (4K, 64M, 256M, ...)")
+        ->default_val("64M");
     reshard_->add_flag("--json", json_, "One JSON object per row");
   }
 
@@ -109,18 +117,24 @@ class BenchCommand final : public Command {
     for (int r : ranks_) {
       if (r < 1) throw InvalidArgument("--ranks: " + std::to_string(r) + " is below 1");
     }
-    const auto measured = on_each_world<CommBenchRow>(
-        ranks_, [&](Communicator& comm, bool mpi) { return bench_collectives(comm, ops_, sizes, mpi); });
+    const auto measured = on_each_world<CommBenchRow>(ranks_, [&](Communicator& comm, bool mpi) {
+      return bench_collectives(comm, ops_, sizes, mpi);
+    });
     if (!measured) return;
     const std::vector<CommBenchRow>& rows = *measured;
     if (json_) {
       for (const CommBenchRow& r : rows) {
-        nlohmann::ordered_json row = {{"op", r.op}, {"backend", r.backend}, {"ranks", r.ranks},
-                                      {"bytes", r.bytes}, {"seconds", r.seconds},
-                                      {"algbw_gbps", r.algbw_gbps}, {"busbw_gbps", r.busbw_gbps},
+        nlohmann::ordered_json row = {{"op", r.op},
+                                      {"backend", r.backend},
+                                      {"ranks", r.ranks},
+                                      {"bytes", r.bytes},
+                                      {"seconds", r.seconds},
+                                      {"algbw_gbps", r.algbw_gbps},
+                                      {"busbw_gbps", r.busbw_gbps},
                                       {"memcpy_gbps", r.memcpy_gbps}};
-        row["mpi_raw_busbw_gbps"] = r.mpi_raw_busbw_gbps ? nlohmann::ordered_json(*r.mpi_raw_busbw_gbps)
-                                                         : nlohmann::ordered_json(nullptr);
+        row["mpi_raw_busbw_gbps"] = r.mpi_raw_busbw_gbps
+                                        ? nlohmann::ordered_json(*r.mpi_raw_busbw_gbps)
+                                        : nlohmann::ordered_json(nullptr);
         out << row.dump() << '\n';
       }
       return;
@@ -131,7 +145,8 @@ class BenchCommand final : public Command {
     for (const CommBenchRow& r : rows) {
       table.push_back({r.op, r.backend, std::to_string(r.ranks), with_thousands(r.bytes),
                        fixed(r.seconds * 1e6, 1), fixed(r.algbw_gbps), fixed(r.busbw_gbps),
-                       fixed(r.memcpy_gbps), fixed(r.memcpy_gbps > 0 ? r.busbw_gbps / r.memcpy_gbps : 0),
+                       fixed(r.memcpy_gbps),
+                       fixed(r.memcpy_gbps > 0 ? r.busbw_gbps / r.memcpy_gbps : 0),
                        r.mpi_raw_busbw_gbps ? fixed(*r.mpi_raw_busbw_gbps) : "-"});
     }
     out << format_table(table);
@@ -145,10 +160,15 @@ class BenchCommand final : public Command {
     const std::vector<ReshardBenchRow>& rows = *measured;
     if (json_) {
       for (const ReshardBenchRow& r : rows) {
-        out << nlohmann::ordered_json{{"op", "reshard"}, {"from", r.from}, {"to", r.to},
-                                      {"backend", r.backend}, {"ranks", r.ranks},
-                                      {"bytes", r.array_bytes}, {"max_rank_bytes", r.max_rank_bytes},
-                                      {"seconds", r.seconds}, {"reshard_gbps", r.reshard_gbps},
+        out << nlohmann::ordered_json{{"op", "reshard"},
+                                      {"from", r.from},
+                                      {"to", r.to},
+                                      {"backend", r.backend},
+                                      {"ranks", r.ranks},
+                                      {"bytes", r.array_bytes},
+                                      {"max_rank_bytes", r.max_rank_bytes},
+                                      {"seconds", r.seconds},
+                                      {"reshard_gbps", r.reshard_gbps},
                                       {"memcpy_gbps", r.memcpy_gbps}}
                    .dump()
             << '\n';
@@ -159,9 +179,9 @@ class BenchCommand final : public Command {
                                                  "most received", "time (ms)", "GB/s",
                                                  "memcpy GB/s", "ratio"}};
     for (const ReshardBenchRow& r : rows) {
-      table.push_back({r.from, r.to, r.backend, std::to_string(r.ranks), with_thousands(r.array_bytes),
-                       with_thousands(r.max_rank_bytes), fixed(r.seconds * 1e3, 1),
-                       fixed(r.reshard_gbps), fixed(r.memcpy_gbps),
+      table.push_back({r.from, r.to, r.backend, std::to_string(r.ranks),
+                       with_thousands(r.array_bytes), with_thousands(r.max_rank_bytes),
+                       fixed(r.seconds * 1e3, 1), fixed(r.reshard_gbps), fixed(r.memcpy_gbps),
                        r.memcpy_gbps > 0 ? fixed(r.reshard_gbps / r.memcpy_gbps) : "-"});
     }
     out << format_table(table);

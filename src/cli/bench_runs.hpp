@@ -32,8 +32,8 @@ struct ReshardBenchRow {
   std::int64_t array_bytes = 0;
   std::int64_t max_rank_bytes = 0;  // the most any rank had to receive
   double seconds = 0;
-  double reshard_gbps = 0;          // max_rank_bytes / seconds
-  double memcpy_gbps = 0;           // max_rank_bytes copied by as many threads at once
+  double reshard_gbps = 0;  // max_rank_bytes / seconds
+  double memcpy_gbps = 0;   // max_rank_bytes copied by as many threads at once
 };
 
 // nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n; gather, scatter, all-to-all (n-1)/n.

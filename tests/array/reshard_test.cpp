@@ -105,7 +105,11 @@ void reshard_every_pair(const Shape& shape, const std::vector<NamedSharding>& al
       const ShardedArray source = shard_replicated(comm, host.data(), shape, DType::kF32, from);
       for (const NamedSharding& to : all) {
         comm.counters().clear();
-        const ShardedArray moved = reshard(comm, source, to);
+        ShardedArray moved = reshard(comm, source, to);
+        expect_block(moved);
+        std::fill(moved.local_bytes().begin(), moved.local_bytes().end(), std::byte{0});
+        comm.counters().clear();
+        reshard_into(comm, source, moved);
         expect_block(moved);
         // What this rank had to receive: its target block less what its source block holds.
         const std::int64_t wanted = num_elements(moved.local_shape());

@@ -31,4 +31,9 @@ std::vector<std::byte> gather_to(Communicator& comm, const ShardedArray& array, 
 // dimension over exactly the partial axes, else with an all-reduce over them first.
 ShardedArray reshard(Communicator& comm, const ShardedArray& array, const NamedSharding& target);
 
+// The same into an existing array of the target sharding (same global shape and dtype, nothing
+// pending), reusing its buffer: what a training step that reshards every iteration wants.
+// Partial sources are reduced as reshard does.
+void reshard_into(Communicator& comm, const ShardedArray& array, ShardedArray& target);
+
 }  // namespace shardwise

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "shardwise/comm/byte_counters.hpp"
 #include "shardwise/comm/group.hpp"

@@ -3,12 +3,12 @@
 // collective itself is then MPI's own blocking call.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <limits>
-#include <algorithm>
 #include <map>
 #include <set>
 #include <thread>
@@ -414,7 +414,8 @@ double raw_mpi_seconds(const std::string& op, std::size_t bytes, int iterations)
   std::vector<float> out(std::max<std::size_t>(count, 1));
   auto call = [&] {
     if (op == "all_reduce") {
-      MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(in.data(), out.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
     } else if (op == "all_gather") {
       MPI_Allgather(in.data(), static_cast<int>(per_rank), MPI_FLOAT, out.data(),
                     static_cast<int>(per_rank), MPI_FLOAT, MPI_COMM_WORLD);
