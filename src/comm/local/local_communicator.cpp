@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "../detail/checks.hpp"
 #include "../detail/reduce.hpp"
 #include "local_world.hpp"
 #include "shardwise/comm/run_local.hpp"
@@ -17,6 +18,11 @@ namespace {
 using detail::CollectiveCall;
 
 const std::byte* bytes_of(const void* p) { return static_cast<const std::byte*>(p); }
+
+// memcpy, but a zero-length copy may involve null pointers (empty buffers).
+void copy_bytes(void* to, const void* from, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
 std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
 
 // Member i's share [begin, end) of `count` elements split over n members.
@@ -53,8 +59,8 @@ class LocalCommunicator final : public Communicator {
           for (std::size_t i = 0; i < n; ++i) {
             if (i == self) continue;
             const auto [begin, end] = chunk(count, n, i);
-            std::memcpy(bytes_of(out) + begin * element, bytes_of(calls[i].out) + begin * element,
-                        (end - begin) * element);
+            copy_bytes(bytes_of(out) + begin * element, bytes_of(calls[i].out) + begin * element,
+                       (end - begin) * element);
           }
         });
     const auto [begin, end] = chunk(count, n, static_cast<std::size_t>(member));
@@ -70,10 +76,10 @@ class LocalCommunicator final : public Communicator {
         [&](const std::vector<CollectiveCall>& calls, int, int) {
           for (std::size_t j = 0; j < calls.size(); ++j) {
             std::byte* target = bytes_of(out) + j * bytes;
-            if (target != calls[j].in) std::memcpy(target, calls[j].in, bytes);
+            if (target != calls[j].in) copy_bytes(target, calls[j].in, bytes);
           }
         });
-    record_symmetric("all_gather", group, bytes);
+    detail::record_exchange(counters(), "all_gather", group, bytes);
   }
 
   void reduce_scatter(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
@@ -88,7 +94,7 @@ class LocalCommunicator final : public Communicator {
           }
           detail::reduce_into(inputs, out, count, dtype, op);
         });
-    record_symmetric("reduce_scatter", group, bytes);
+    detail::record_exchange(counters(), "reduce_scatter", group, bytes);
   }
 
   void all_to_all(const void* in, void* out, std::size_t count, DType dtype, const Group& group,
@@ -98,11 +104,11 @@ class LocalCommunicator final : public Communicator {
     run(group, member, {"all_to_all", count, dtype, -1, in, out}, 1, options,
         [&](const std::vector<CollectiveCall>& calls, int m, int) {
           for (std::size_t j = 0; j < calls.size(); ++j) {
-            std::memcpy(bytes_of(out) + j * bytes,
-                        bytes_of(calls[j].in) + static_cast<std::size_t>(m) * bytes, bytes);
+            copy_bytes(bytes_of(out) + j * bytes,
+                       bytes_of(calls[j].in) + static_cast<std::size_t>(m) * bytes, bytes);
           }
         });
-    record_symmetric("all_to_all", group, bytes);
+    detail::record_exchange(counters(), "all_to_all", group, bytes);
   }
 
   void broadcast(void* buffer, std::size_t count, DType dtype, Rank root, const Group& group,
@@ -117,7 +123,7 @@ class LocalCommunicator final : public Communicator {
     run(group, member, {"broadcast", count, dtype, root, buffer, buffer}, 1, options,
         [&](const std::vector<CollectiveCall>& calls, int m, int) {
           if (m != root_member) {
-            std::memcpy(buffer, calls[static_cast<std::size_t>(root_member)].in, bytes);
+            copy_bytes(buffer, calls[static_cast<std::size_t>(root_member)].in, bytes);
           }
         });
     const auto n = static_cast<std::int64_t>(group.size());
@@ -150,7 +156,7 @@ class LocalCommunicator final : public Communicator {
 
   void send(const void* data, std::size_t count, DType dtype, Rank destination,
             const SendRecvOptions& options) override {
-    check_peer(destination, "send");
+    detail::check_peer(destination, rank_, world_.size(), "send");
     const std::size_t bytes = count * size_in_bytes(dtype);
     std::vector<std::byte> copy(bytes_of(data), bytes_of(data) + bytes);
     world_.post(rank_, destination, options.tag, std::move(copy));
@@ -159,56 +165,23 @@ class LocalCommunicator final : public Communicator {
 
   void recv(void* data, std::size_t count, DType dtype, Rank source,
             const SendRecvOptions& options) override {
-    check_peer(source, "recv");
+    detail::check_peer(source, rank_, world_.size(), "recv");
     const std::size_t bytes = count * size_in_bytes(dtype);
     const std::vector<std::byte> message =
         world_.take(source, rank_, options.tag, bytes, options.timeout);
-    if (bytes > 0) std::memcpy(data, message.data(), bytes);
+    copy_bytes(data, message.data(), bytes);
     counters().record("recv", options.axes, 0, static_cast<std::int64_t>(bytes));
   }
 
  private:
-  // This rank's index in the group; throws InvalidArgument for a malformed group.
   int member_of(const Group& group, const char* op) const {
-    for (std::size_t i = 0; i < group.ranks.size(); ++i) {
-      const Rank r = group.ranks[i];
-      if (r < 0 || r >= world_.size()) {
-        throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
-                              std::to_string(r) + " outside 0.." +
-                              std::to_string(world_.size() - 1));
-      }
-      for (std::size_t j = 0; j < i; ++j) {
-        if (group.ranks[j] == r) {
-          throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
-                                std::to_string(r) + " twice");
-        }
-      }
-    }
-    const int member = group.index_of(rank_);
-    if (member < 0) {
-      throw InvalidArgument(std::string(op) + ": rank " + std::to_string(rank_) +
-                            " is not in group " + group.to_string());
-    }
-    return member;
-  }
-
-  void check_peer(Rank peer, const char* op) const {
-    if (peer < 0 || peer >= world_.size() || peer == rank_) {
-      throw InvalidArgument(std::string(op) + " by rank " + std::to_string(rank_) + ": peer " +
-                            std::to_string(peer) + " is not another rank of 0.." +
-                            std::to_string(world_.size() - 1));
-    }
+    return detail::member_index(group, rank_, world_.size(), op);
   }
 
   void run(const Group& group, int member, const CollectiveCall& call, int phases,
            const CommOptions& options, const detail::LocalWorld::Work& work) {
     const std::uint64_t sequence = sequence_[group.ranks]++;
     world_.collective(group, member, sequence, call, phases, options.timeout, work);
-  }
-
-  void record_symmetric(const char* op, const Group& group, std::size_t bytes) {
-    const auto moved = static_cast<std::int64_t>(bytes) * (group.size() - 1);
-    if (group.size() > 1) counters().record(op, group.axes, moved, moved);
   }
 
   detail::LocalWorld& world_;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "../detail/checks.hpp"
 #include "../detail/reduce.hpp"
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/comm/run_local.hpp"
@@ -101,7 +102,7 @@ class MpiCommunicator final : public Communicator {
     check(MPI_Allgather(in_place ? MPI_IN_PLACE : in, mpi_count(count), type(dtype), out,
                         mpi_count(count), type(dtype), comm),
           "all_gather");
-    record_symmetric("all_gather", group, bytes);
+    detail::record_exchange(counters(), "all_gather", group, bytes);
   }
 
   void reduce_scatter(const void* in, void* out, std::size_t count, DType dtype, ReduceOp op,
@@ -112,7 +113,7 @@ class MpiCommunicator final : public Communicator {
                                    comm),
           "reduce_scatter");
     if (op == ReduceOp::kAvg) divide(out, count, dtype, group.size());
-    record_symmetric("reduce_scatter", group, count * size_in_bytes(dtype));
+    detail::record_exchange(counters(), "reduce_scatter", group, count * size_in_bytes(dtype));
   }
 
   void all_to_all(const void* in, void* out, std::size_t count, DType dtype, const Group& group,
@@ -121,7 +122,7 @@ class MpiCommunicator final : public Communicator {
     arrive(comm, "all_to_all", group, options);
     check(MPI_Alltoall(in, mpi_count(count), type(dtype), out, mpi_count(count), type(dtype), comm),
           "all_to_all");
-    record_symmetric("all_to_all", group, count * size_in_bytes(dtype));
+    detail::record_exchange(counters(), "all_to_all", group, count * size_in_bytes(dtype));
   }
 
   void broadcast(void* buffer, std::size_t count, DType dtype, Rank root, const Group& group,
@@ -152,7 +153,7 @@ class MpiCommunicator final : public Communicator {
   // a send never waits for its receiver (a ring of sends cannot deadlock).
   void send(const void* data, std::size_t count, DType dtype, Rank destination,
             const SendRecvOptions& options) override {
-    check_peer(destination, "send");
+    detail::check_peer(destination, rank_, size_, "send");
     complete_sends(false);
     const std::size_t bytes = count * size_in_bytes(dtype);
     auto pending = std::make_unique<PendingSend>();
@@ -167,7 +168,7 @@ class MpiCommunicator final : public Communicator {
 
   void recv(void* data, std::size_t count, DType dtype, Rank source,
             const SendRecvOptions& options) override {
-    check_peer(source, "recv");
+    detail::check_peer(source, rank_, size_, "recv");
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Irecv(data, mpi_count(count), type(dtype), source, options.tag, MPI_COMM_WORLD,
                     &request),
@@ -237,14 +238,6 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
-  void check_peer(Rank peer, const char* op) const {
-    if (peer < 0 || peer >= size_ || peer == rank_) {
-      throw InvalidArgument(std::string(op) + " by rank " + std::to_string(rank_) + ": peer " +
-                            std::to_string(peer) + " is not another rank of 0.." +
-                            std::to_string(size_ - 1));
-    }
-  }
-
   // Every member first meets the others in a nonblocking barrier, which can time out; then
   // the collective runs as MPI's own blocking call, at MPI's own speed.
   void arrive(MPI_Comm comm, const std::string& op, const Group& group,
@@ -281,16 +274,7 @@ class MpiCommunicator final : public Communicator {
   // one is collective over the members and cannot time out in MPI, so the members first meet
   // with point-to-point tokens that can: a member that never comes fails the others.
   MPI_Comm communicator(const Group& group, const char* op, const CommOptions& options) {
-    if (group.index_of(rank_) < 0) {
-      throw InvalidArgument(std::string(op) + ": rank " + std::to_string(rank_) +
-                            " is not in group " + group.to_string());
-    }
-    for (Rank r : group.ranks) {
-      if (r < 0 || r >= size_) {
-        throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
-                              std::to_string(r) + " outside 0.." + std::to_string(size_ - 1));
-      }
-    }
+    (void)detail::member_index(group, rank_, size_, op);
     auto it = comms_.find(group.ranks);
     if (it != comms_.end()) return it->second;
     meet(group, op, options);
@@ -364,11 +348,6 @@ class MpiCommunicator final : public Communicator {
       if (!done) still_pending.push_back(std::move(pending));
     }
     pending_sends_ = std::move(still_pending);
-  }
-
-  void record_symmetric(const char* op, const Group& group, std::size_t bytes) {
-    const auto moved = static_cast<std::int64_t>(bytes) * (group.size() - 1);
-    if (group.size() > 1) counters().record(op, group.axes, moved, moved);
   }
 
   int rank_ = 0;

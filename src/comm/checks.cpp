@@ -1,0 +1,46 @@
+#include "detail/checks.hpp"
+
+#include <string>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::detail {
+
+int member_index(const Group& group, Rank rank, int world_size, const char* op) {
+  for (std::size_t i = 0; i < group.ranks.size(); ++i) {
+    const Rank r = group.ranks[i];
+    if (r < 0 || r >= world_size) {
+      throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
+                            std::to_string(r) + " outside 0.." + std::to_string(world_size - 1));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (group.ranks[j] == r) {
+        throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
+                              std::to_string(r) + " twice");
+      }
+    }
+  }
+  const int member = group.index_of(rank);
+  if (member < 0) {
+    throw InvalidArgument(std::string(op) + ": rank " + std::to_string(rank) + " is not in group " +
+                          group.to_string());
+  }
+  return member;
+}
+
+void check_peer(Rank peer, Rank rank, int world_size, const char* op) {
+  if (peer < 0 || peer >= world_size || peer == rank) {
+    throw InvalidArgument(std::string(op) + " by rank " + std::to_string(rank) + ": peer " +
+                          std::to_string(peer) + " is not another rank of 0.." +
+                          std::to_string(world_size - 1));
+  }
+}
+
+void record_exchange(ByteCounters& counters, const char* op, const Group& group,
+                     std::size_t block_bytes) {
+  if (group.size() < 2) return;
+  const auto moved = static_cast<std::int64_t>(block_bytes) * (group.size() - 1);
+  counters.record(op, group.axes, moved, moved);
+}
+
+}  // namespace shardwise::detail
