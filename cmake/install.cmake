@@ -7,6 +7,13 @@ install(TARGETS shardwise EXPORT shardwiseTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS shardwise_command RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The MPI backend has an export set of its own, loaded only where MPI is found.
+if(TARGET shardwise_mpi)
+  install(TARGETS shardwise_mpi EXPORT shardwiseMpiTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT shardwiseMpiTargets NAMESPACE shardwise::
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/shardwise)
+  set_target_properties(shardwise_mpi PROPERTIES EXPORT_NAME mpi)
+endif()
 install(DIRECTORY include/shardwise DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT shardwiseTargets NAMESPACE shardwise::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/shardwise)
