@@ -1,9 +1,18 @@
 #pragma once
-// Everything public in shardwise.
+// Everything public in shardwise, but the MPI backend (shardwise/comm/mpi.hpp, target
+// shardwise::mpi), which only programs that link MPI include.
 
+#include "shardwise/array/placement_ops.hpp"
+#include "shardwise/array/sharded_array.hpp"
+#include "shardwise/array/transfer_plan.hpp"
+#include "shardwise/comm/byte_counters.hpp"
+#include "shardwise/comm/communicator.hpp"
+#include "shardwise/comm/group.hpp"
+#include "shardwise/comm/run_local.hpp"
 #include "shardwise/core/check.hpp"
 #include "shardwise/core/dtype.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/half.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/core/named_sharding.hpp"
 #include "shardwise/core/partition_spec.hpp"
