@@ -53,20 +53,29 @@ TEST(LocalBackend, ByteCountersAddUp) {
 }
 
 TEST(LocalBackend, AMemberThatNeverArrivesTimesOutNamingIt) {
-  const std::string message = error_of([] {
-    run_local(4, [](Communicator& comm) {
-      if (comm.rank() >= 2) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(400));
-        return;
+  // Ranks 2 and 3 stay away (alive) until ranks 0 and 1 have timed out.
+  std::atomic<int> timed_out{0};
+  std::vector<std::string> messages(2);
+  run_local(4, [&](Communicator& comm) {
+    if (comm.rank() >= 2) {
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (timed_out.load() < 2 && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
-      AllReduceOptions options;
-      options.timeout = std::chrono::milliseconds(100);
-      float x = 1;
+      return;
+    }
+    AllReduceOptions options;
+    options.timeout = std::chrono::milliseconds(100);
+    float x = 1;
+    messages[static_cast<std::size_t>(comm.rank())] = error_of([&] {
       comm.all_reduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, world_group(4), options);
     });
+    ++timed_out;
   });
-  EXPECT_THAT(message, HasSubstr("all_reduce over [0, 1, 2, 3] along 'world': ranks 2, 3 did "
-                                 "not arrive within 100 ms"));
+  for (const std::string& message : messages) {
+    EXPECT_THAT(message, HasSubstr("all_reduce over [0, 1, 2, 3] along 'world': ranks 2, 3 did "
+                                   "not arrive within 100 ms"));
+  }
 }
 
 TEST(LocalBackend, AMemberThatFinishedFailsTheOthersAtOnce) {
