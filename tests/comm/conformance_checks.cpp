@@ -149,7 +149,6 @@ void check_send_recv_ring(Communicator& comm, DType dtype, std::size_t count) {
 void check_mesh_axis_groups(Communicator& comm) {
   if (comm.size() % 2 != 0) return;
   const Mesh mesh({"data", "model"}, {2, comm.size() / 2});
-  const std::vector<std::int64_t> coords = mesh.coords_of(comm.rank());
   for (const std::string& axis : {std::string("data"), std::string("model")}) {
     const Group group = group_along(mesh, {axis}, comm.rank());
     std::int32_t rank_value = comm.rank();
@@ -162,7 +161,6 @@ void check_mesh_axis_groups(Communicator& comm) {
     comm.all_gather(&rank_value, gathered.data(), 1, DType::kI32, group);
     EXPECT_EQ(std::vector<std::int32_t>(group.ranks.begin(), group.ranks.end()), gathered);
   }
-  (void)coords;
 }
 
 void check_barrier(Communicator& comm) {

@@ -77,13 +77,10 @@ class Communicator {
   // `work` runs on each member with every member's pointer in group order, and no member
   // returns before every member's work is done, so peers may read each other's buffers with
   // no staging copy. Returns false, doing nothing, where ranks do not share memory.
-  virtual bool with_peer_buffers(const void* mine, const Group& group,
-                                 const std::function<void(const std::vector<const void*>&)>& work,
-                                 const CommOptions& options = {}) {
-    (void)mine;
-    (void)group;
-    (void)work;
-    (void)options;
+  virtual bool with_peer_buffers(
+      const void* /*mine*/, const Group& /*group*/,
+      const std::function<void(const std::vector<const void*>&)>& /*work*/,
+      const CommOptions& /*options*/ = {}) {
     return false;
   }
 
