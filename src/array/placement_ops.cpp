@@ -231,12 +231,11 @@ ShardedArray reshard(Communicator& comm, const ShardedArray& array, const NamedS
     }
     return reshard(comm, all_reduce_partial(comm, array), target);
   }
-  const std::vector<Transfer> plan = plan_transfers(array.sharding(), target, array.global_shape());
-  const ShardIndex index = target.device_index(array.global_shape(), comm.rank());
-  std::vector<std::byte> local = block_buffer(index, array.dtype());
-  execute(comm, target.mesh(), plan, array.dtype(), array.local_bytes().data(),
-          block_index_of(array), local.data(), index);
-  return ShardedArray(target, array.global_shape(), array.dtype(), comm.rank(), std::move(local));
+  ShardedArray out(
+      target, array.global_shape(), array.dtype(), comm.rank(),
+      block_buffer(target.device_index(array.global_shape(), comm.rank()), array.dtype()));
+  reshard_into(comm, array, out);
+  return out;
 }
 
 void reshard_into(Communicator& comm, const ShardedArray& array, ShardedArray& target) {

@@ -97,42 +97,39 @@ std::string json_string(const nlohmann::json& value, const std::string& field) {
   return value.get<std::string>();
 }
 
-std::vector<std::int64_t> json_integer_list(const nlohmann::json& value, const std::string& field) {
+namespace {
+
+// A JSON list read element by element; `what` names the expected elements in the error.
+template <typename T, typename ReadElement>
+std::vector<T> json_list(const nlohmann::json& value, const std::string& field, const char* what,
+                         ReadElement read_element) {
   if (!value.is_array()) {
-    throw ParseError("field '" + field + "' must be a list of integers, not " +
+    throw ParseError("field '" + field + "' must be a list of " + what + ", not " +
                      json_type_name(value));
   }
-  std::vector<std::int64_t> out;
+  std::vector<T> out;
+  out.reserve(value.size());
   for (std::size_t i = 0; i < value.size(); ++i) {
-    out.push_back(json_integer(value[i], field + "[" + std::to_string(i) + "]"));
+    out.push_back(read_element(value[i], field + "[" + std::to_string(i) + "]"));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> json_integer_list(const nlohmann::json& value, const std::string& field) {
+  return json_list<std::int64_t>(value, field, "integers", json_integer);
 }
 
 std::vector<std::string> json_string_list(const nlohmann::json& value, const std::string& field) {
-  if (!value.is_array()) {
-    throw ParseError("field '" + field + "' must be a list of strings, not " +
-                     json_type_name(value));
-  }
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    out.push_back(json_string(value[i], field + "[" + std::to_string(i) + "]"));
-  }
-  return out;
+  return json_list<std::string>(value, field, "strings", json_string);
 }
 
 std::vector<std::string> json_name_list(const nlohmann::json& value, const std::string& field) {
-  if (!value.is_array()) {
-    throw ParseError("field '" + field + "' must be a list of names or nulls, not " +
-                     json_type_name(value));
-  }
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    out.push_back(value[i].is_null()
-                      ? std::string()
-                      : json_string(value[i], field + "[" + std::to_string(i) + "]"));
-  }
-  return out;
+  return json_list<std::string>(
+      value, field, "names or nulls", [](const nlohmann::json& element, const std::string& path) {
+        return element.is_null() ? std::string() : json_string(element, path);
+      });
 }
 
 }  // namespace shardwise::detail

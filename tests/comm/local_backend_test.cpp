@@ -67,9 +67,8 @@ TEST(LocalBackend, AMemberThatNeverArrivesTimesOutNamingIt) {
     AllReduceOptions options;
     options.timeout = std::chrono::milliseconds(100);
     float x = 1;
-    messages[static_cast<std::size_t>(comm.rank())] = error_of([&] {
-      comm.all_reduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, world_group(4), options);
-    });
+    messages[static_cast<std::size_t>(comm.rank())] = error_of(
+        [&] { comm.all_reduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, world_group(4), options); });
     ++timed_out;
   });
   for (const std::string& message : messages) {
