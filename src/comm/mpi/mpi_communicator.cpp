@@ -2,6 +2,7 @@
 // timeout, so a member that never arrives turns into a CommError instead of a hang; the
 // collective itself is then MPI's own blocking call.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <string>
 #include <thread>
 #include <type_traits>
 
@@ -418,6 +420,19 @@ double raw_mpi_seconds(const std::string& op, std::size_t bytes, int iterations)
   return (MPI_Wtime() - start) / iterations;
 }
 
+namespace {
+
+void write_fully(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t wrote = ::write(fd, text.data() + done, text.size() - done);
+    if (wrote <= 0) return;  // Nothing sensible is left to do with a failing stderr.
+    done += static_cast<std::size_t>(wrote);
+  }
+}
+
+}  // namespace
+
 int run_spmd(int* argc, char*** argv, int local_ranks,
              const std::function<void(Communicator&)>& fn) {
   if (!launched_by_mpirun()) {
@@ -433,7 +448,13 @@ int run_spmd(int* argc, char*** argv, int local_ranks,
   try {
     fn(session.world());
   } catch (const std::exception& e) {
-    std::cerr << "rank " << session.world().rank() << " failed: " << e.what() << std::endl;
+    // One write(2) for the whole line: mpirun forwards each write as it comes, and a line
+    // written in pieces gets its own abort banner spliced into the middle of it.
+    std::string line = "rank ";
+    line.append(std::to_string(session.world().rank())).append(" failed: ").append(e.what());
+    line.push_back('\n');
+    std::cout.flush();
+    write_fully(STDERR_FILENO, line);
     session.abort(1);
   }
   return 0;
