@@ -89,8 +89,8 @@ class BenchCommand final : public Command {
         ->default_val(std::vector<std::string>{"4K", "64K", "1M", "16M", "64M"});
     comm_->add_option("--ops", ops_, "Collectives")
         ->delimiter(',')
-        ->default_val(
-            std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter", "all_to_all"});
+        ->default_val(std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter",
+                                               "all_to_all", "all_to_all_in_place"});
     comm_->add_flag("--json", json_, "One JSON object per row");
     reshard_ = app_->add_subcommand("reshard", "Every pair of shardings of a 2 x (n/2) mesh");
     reshard_->add_option("--ranks", reshard_ranks_, "Ranks of the local backend (even)")
@@ -169,20 +169,24 @@ class BenchCommand final : public Command {
                                       {"max_rank_bytes", r.max_rank_bytes},
                                       {"seconds", r.seconds},
                                       {"reshard_gbps", r.reshard_gbps},
-                                      {"memcpy_gbps", r.memcpy_gbps}}
+                                      {"memcpy_gbps", r.memcpy_gbps},
+                                      {"max_rank_written_bytes", r.max_rank_written_bytes},
+                                      {"written_memcpy_seconds", r.written_memcpy_seconds}}
                    .dump()
             << '\n';
       }
       return;
     }
-    std::vector<std::vector<std::string>> table{{"from", "to", "backend", "ranks", "array bytes",
-                                                 "most received", "time (ms)", "GB/s",
-                                                 "memcpy GB/s", "ratio"}};
+    std::vector<std::vector<std::string>> table{
+        {"from", "to", "backend", "ranks", "array bytes", "most received", "time (ms)", "GB/s",
+         "memcpy GB/s", "ratio", "most written", "memcpy of it (ms)", "memcpy / reshard"}};
     for (const ReshardBenchRow& r : rows) {
-      table.push_back({r.from, r.to, r.backend, std::to_string(r.ranks),
-                       with_thousands(r.array_bytes), with_thousands(r.max_rank_bytes),
-                       fixed(r.seconds * 1e3, 1), fixed(r.reshard_gbps), fixed(r.memcpy_gbps),
-                       r.memcpy_gbps > 0 ? fixed(r.reshard_gbps / r.memcpy_gbps) : "-"});
+      table.push_back(
+          {r.from, r.to, r.backend, std::to_string(r.ranks), with_thousands(r.array_bytes),
+           with_thousands(r.max_rank_bytes), fixed(r.seconds * 1e3, 1), fixed(r.reshard_gbps),
+           fixed(r.memcpy_gbps), r.memcpy_gbps > 0 ? fixed(r.reshard_gbps / r.memcpy_gbps) : "-",
+           with_thousands(r.max_rank_written_bytes), fixed(r.written_memcpy_seconds * 1e3, 1),
+           r.seconds > 0 ? fixed(r.written_memcpy_seconds / r.seconds) : "-"});
     }
     out << format_table(table);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "shardwise/array/placement_ops.hpp"
@@ -19,6 +20,13 @@ using Clock = std::chrono::steady_clock;
 
 double gbps(std::int64_t bytes, double seconds) {
   return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+}
+
+constexpr int kRounds = 3;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 // Enough calls to take a measurable time, bounded for the largest sizes.
@@ -87,49 +95,57 @@ std::vector<CommBenchRow> bench_collectives(Communicator& comm, const std::vecto
     std::vector<float> out(std::max<std::size_t>(count, 1));
     const int iterations = iterations_for(bytes);
     for (const std::string& op : ops) {
-      double seconds = 0;
+      std::function<void()> call;
       // All-reduce and all-gather run in place, as nccl-tests' in-place rows: a rank's own
-      // block is not copied to itself.
+      // block is not copied to itself. All-to-all runs both ways.
       if (op == "all_reduce") {
-        seconds = time_collectively(comm, iterations, [&] {
+        call = [&] {
           comm.all_reduce(out.data(), out.data(), count, DType::kF32, ReduceOp::kSum, world);
-        });
+        };
       } else if (op == "all_gather") {
         const float* own = out.data() + static_cast<std::size_t>(comm.rank()) * per_rank;
-        seconds = time_collectively(comm, iterations, [&] {
-          comm.all_gather(own, out.data(), per_rank, DType::kF32, world);
-        });
+        call = [&, own] { comm.all_gather(own, out.data(), per_rank, DType::kF32, world); };
       } else if (op == "reduce_scatter") {
-        seconds = time_collectively(comm, iterations, [&] {
+        call = [&] {
           comm.reduce_scatter(in.data(), out.data(), per_rank, DType::kF32, ReduceOp::kSum, world);
-        });
+        };
       } else if (op == "all_to_all") {
-        seconds = time_collectively(comm, iterations, [&] {
-          comm.all_to_all(in.data(), out.data(), per_rank, DType::kF32, world);
-        });
+        call = [&] { comm.all_to_all(in.data(), out.data(), per_rank, DType::kF32, world); };
+      } else if (op == "all_to_all_in_place") {
+        call = [&] { comm.all_to_all(out.data(), out.data(), per_rank, DType::kF32, world); };
       } else if (op == "broadcast") {
-        seconds = time_collectively(
-            comm, iterations, [&] { comm.broadcast(in.data(), count, DType::kF32, 0, world); });
+        call = [&] { comm.broadcast(in.data(), count, DType::kF32, 0, world); };
       } else {
         throw InvalidArgument("--ops: '" + op +
                               "' is not one of all_reduce, all_gather, reduce_scatter, "
-                              "all_to_all, broadcast");
+                              "all_to_all, all_to_all_in_place, broadcast");
       }
-      CommBenchRow row{op, comm.backend(), n, bytes, seconds, gbps(bytes, seconds), 0, 0, {}};
-      row.busbw_gbps = row.algbw_gbps * bus_factor(op, n);
       // The bytes one rank moves at bus bandwidth, copied by every rank at once.
       const auto moved = static_cast<std::int64_t>(static_cast<double>(bytes) * bus_factor(op, n));
-      row.memcpy_gbps =
-          gbps(moved, memcpy_on_every_rank(comm, std::max<std::int64_t>(moved, 1), iterations));
+      // The operation and its baselines take turns, and each reports its median round: a
+      // burst of noise on this shared machine then hits all of them or none.
+      std::vector<double> seconds;
+      std::vector<double> copy_seconds;
+      std::vector<double> raw_seconds;
+      for (int round = 0; round < kRounds; ++round) {
+        seconds.push_back(time_collectively(comm, iterations, call));
+        copy_seconds.push_back(
+            memcpy_on_every_rank(comm, std::max<std::int64_t>(moved, 1), iterations));
 #ifdef SHARDWISE_HAVE_MPI
-      if (with_raw_mpi) {
-        row.mpi_raw_busbw_gbps =
-            gbps(bytes, raw_mpi_seconds(op, static_cast<std::size_t>(bytes), iterations)) *
-            bus_factor(op, n);
-      }
+        if (with_raw_mpi) {
+          raw_seconds.push_back(raw_mpi_seconds(op, static_cast<std::size_t>(bytes), iterations));
+        }
 #else
-      (void)with_raw_mpi;
+        (void)with_raw_mpi;
 #endif
+      }
+      const double time = median(seconds);
+      CommBenchRow row{op, comm.backend(), n, bytes, time, gbps(bytes, time), 0, 0, {}};
+      row.busbw_gbps = row.algbw_gbps * bus_factor(op, n);
+      row.memcpy_gbps = gbps(moved, median(copy_seconds));
+      if (!raw_seconds.empty()) {
+        row.mpi_raw_busbw_gbps = gbps(bytes, median(raw_seconds)) * bus_factor(op, n);
+      }
       rows.push_back(std::move(row));
     }
   }
@@ -161,21 +177,33 @@ std::vector<ReshardBenchRow> bench_reshards(Communicator& comm, std::int64_t byt
           received[static_cast<std::size_t>(t.to)] += num_elements(shape_of(t.box)) * 4;
       }
       most = *std::max_element(received.begin(), received.end());
+      std::int64_t written = 0;
+      for (const DeviceShard& shard : to.devices_indices_map(shape)) {
+        written = std::max(written, num_elements(shape_of(shard.index)) * 4);
+      }
       // Into a target allocated once, as a training step would: the time is the data movement,
       // not the allocation of fresh pages.
       ShardedArray target = reshard(comm, source, to);
-      const double seconds =
-          time_collectively(comm, 2, [&] { reshard_into(comm, source, target); });
-      ReshardBenchRow row{from.spec().to_string(),
-                          to.spec().to_string(),
-                          comm.backend(),
-                          n,
-                          num_elements(shape) * 4,
-                          most,
-                          seconds,
-                          gbps(most, seconds),
-                          0};
-      if (most > 0) row.memcpy_gbps = gbps(most, memcpy_on_every_rank(comm, most, 2));
+      std::vector<double> seconds;
+      std::vector<double> moved_copy;
+      std::vector<double> written_copy;
+      for (int round = 0; round < kRounds; ++round) {
+        seconds.push_back(time_collectively(comm, 2, [&] { reshard_into(comm, source, target); }));
+        if (most > 0) moved_copy.push_back(memcpy_on_every_rank(comm, most, 2));
+        written_copy.push_back(memcpy_on_every_rank(comm, std::max<std::int64_t>(written, 1), 2));
+      }
+      ReshardBenchRow row;
+      row.from = from.spec().to_string();
+      row.to = to.spec().to_string();
+      row.backend = comm.backend();
+      row.ranks = n;
+      row.array_bytes = num_elements(shape) * 4;
+      row.max_rank_bytes = most;
+      row.max_rank_written_bytes = written;
+      row.seconds = median(seconds);
+      row.reshard_gbps = gbps(most, row.seconds);
+      if (most > 0) row.memcpy_gbps = gbps(most, median(moved_copy));
+      row.written_memcpy_seconds = median(written_copy);
       rows.push_back(std::move(row));
     }
   }

@@ -31,9 +31,12 @@ struct ReshardBenchRow {
   int ranks = 0;
   std::int64_t array_bytes = 0;
   std::int64_t max_rank_bytes = 0;  // the most any rank had to receive
+  // The largest target block: a rank writes all of it, received or copied from its own block.
+  std::int64_t max_rank_written_bytes = 0;
   double seconds = 0;
-  double reshard_gbps = 0;  // max_rank_bytes / seconds
-  double memcpy_gbps = 0;   // max_rank_bytes copied by as many threads at once
+  double reshard_gbps = 0;            // max_rank_bytes / seconds
+  double memcpy_gbps = 0;             // max_rank_bytes copied by as many threads at once
+  double written_memcpy_seconds = 0;  // max_rank_written_bytes copied by as many threads at once
 };
 
 // nccl-tests' bus bandwidth factor: all-reduce 2(n-1)/n; gather, scatter, all-to-all (n-1)/n.

@@ -101,10 +101,11 @@ void check_reduce_scatter(Communicator& comm, DType dtype, std::size_t count) {
   }
 }
 
-void check_all_to_all(Communicator& comm, DType dtype, std::size_t count) {
+void check_all_to_all(Communicator& comm, DType dtype, std::size_t count, bool in_place) {
   const auto n = static_cast<std::size_t>(comm.size());
   TypedBuffer in(dtype, count * n);
-  TypedBuffer out(dtype, count * n);
+  TypedBuffer separate_out(dtype, in_place ? 0 : count * n);
+  TypedBuffer& out = in_place ? in : separate_out;
   // Rank r sends r * n + j + (e % 5) to rank j (values stay below 90).
   for (std::size_t j = 0; j < n; ++j) {
     for (std::size_t e = 0; e < count; ++e) {
@@ -115,7 +116,7 @@ void check_all_to_all(Communicator& comm, DType dtype, std::size_t count) {
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t e = 0; e < count; ++e) {
       ASSERT_EQ(out.get(i * count + e), static_cast<double>(i * n + comm.rank() + e % 5))
-          << where(comm, dtype, count) << " from " << i;
+          << where(comm, dtype, count) << (in_place ? " in place" : "") << " from " << i;
     }
   }
 }
@@ -176,7 +177,8 @@ void run_all_checks(Communicator& comm) {
       check_all_reduce_in_place(comm, dtype, count);
       check_all_gather(comm, dtype, count);
       check_reduce_scatter(comm, dtype, count);
-      check_all_to_all(comm, dtype, count);
+      check_all_to_all(comm, dtype, count, /*in_place=*/false);
+      check_all_to_all(comm, dtype, count, /*in_place=*/true);
       check_broadcast(comm, dtype, count);
       check_send_recv_ring(comm, dtype, count);
     }

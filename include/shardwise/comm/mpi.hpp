@@ -33,10 +33,10 @@ class MpiSession {
   std::unique_ptr<Communicator> world_;
 };
 
-// For benchmarks: the seconds per call of MPI's own collective ("all_reduce", "all_gather",
-// "reduce_scatter", "all_to_all", "broadcast") on MPI_COMM_WORLD with f32 buffers of `bytes`
-// (nccl-tests sizes: the whole output of a gather, the whole input of a reduce-scatter), over
-// `iterations` calls after one warm-up call. Collective over the world.
+// For benchmarks: the seconds per call of MPI's own collective ("all_reduce" and "all_gather"
+// in place, "reduce_scatter", "all_to_all", "all_to_all_in_place", "broadcast") on MPI_COMM_WORLD
+// with f32 buffers of `bytes` (nccl-tests sizes: the whole output of a gather, the whole input of a
+// reduce-scatter), over `iterations` calls after one warm-up call. Collective over the world.
 double raw_mpi_seconds(const std::string& op, std::size_t bytes, int iterations);
 
 // Runs fn on every rank: under mpirun one rank per process (backend "mpi"), otherwise

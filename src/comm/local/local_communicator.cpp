@@ -1,5 +1,7 @@
 // The local backend's Communicator: collectives read peers' buffers directly through shared
 // memory (no staging copies); point-to-point messages are buffered.
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -24,6 +26,18 @@ void copy_bytes(void* to, const void* from, std::size_t bytes) {
   if (bytes > 0) std::memcpy(to, from, bytes);
 }
 std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
+
+// Exchanges the contents of two disjoint ranges, through a buffer that stays in L1.
+void swap_bytes(std::byte* a, std::byte* b, std::size_t bytes) {
+  constexpr std::size_t kStep = 16 * 1024;
+  std::array<std::byte, kStep> staged;
+  for (std::size_t done = 0; done < bytes; done += kStep) {
+    const std::size_t n = std::min(kStep, bytes - done);
+    std::memcpy(staged.data(), a + done, n);
+    std::memcpy(a + done, b + done, n);
+    std::memcpy(b + done, staged.data(), n);
+  }
+}
 
 // Member i's share [begin, end) of `count` elements split over n members.
 std::pair<std::size_t, std::size_t> chunk(std::size_t count, std::size_t n, std::size_t i) {
@@ -101,11 +115,23 @@ class LocalCommunicator final : public Communicator {
                   const AllToAllOptions& options) override {
     const int member = member_of(group, "all_to_all");
     const std::size_t bytes = count * size_in_bytes(dtype);
+    const bool in_place = in == out;
     run(group, member, {"all_to_all", count, dtype, -1, in, out}, 1, options,
         [&](const std::vector<CollectiveCall>& calls, int m, int) {
+          const auto self = static_cast<std::size_t>(m);
           for (std::size_t j = 0; j < calls.size(); ++j) {
-            copy_bytes(bytes_of(out) + j * bytes,
-                       bytes_of(calls[j].in) + static_cast<std::size_t>(m) * bytes, bytes);
+            if (!in_place) {
+              copy_bytes(bytes_of(out) + j * bytes, bytes_of(calls[j].in) + self * bytes, bytes);
+              continue;
+            }
+            if (j == self) continue;  // in place, the own block stays where it is
+            // Members self and j swap block j of self with block self of j; each of the two
+            // swaps one half, so every byte is read once and written once, by one member.
+            const std::size_t half = bytes / 2;
+            const std::size_t begin = self < j ? 0 : half;
+            const std::size_t end = self < j ? half : bytes;
+            swap_bytes(bytes_of(out) + j * bytes + begin,
+                       bytes_of(calls[j].out) + self * bytes + begin, end - begin);
           }
         });
     detail::record_exchange(counters(), "all_to_all", group, bytes);

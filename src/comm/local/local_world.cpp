@@ -1,5 +1,7 @@
 #include "local_world.hpp"
 
+#include <thread>
+
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::detail {
@@ -18,6 +20,11 @@ std::string call_text(const CollectiveCall& call) {
 
 }  // namespace
 
+void LocalWorld::announce() {
+  changes_.fetch_add(1, std::memory_order_release);
+  changed_.notify_all();
+}
+
 void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline,
                       const std::function<bool()>& ready,
                       const std::function<std::vector<Rank>()>& missing,
@@ -31,6 +38,17 @@ void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point dead
       throw CommError(describe + " cannot complete: rank" + (absent.size() > 1 ? "s " : " ") +
                       rank_list(absent) + " finished without joining it");
     }
+    // Spin first (yielding, so that oversubscribed ranks still run): a collective's members
+    // usually arrive within microseconds of each other, far sooner than a sleeping thread
+    // wakes. Only a long wait falls through to the condition variable.
+    const std::uint64_t seen = changes_.load(std::memory_order_acquire);
+    lock.unlock();
+    const auto spin_until = Clock::now() + kSpin;
+    while (changes_.load(std::memory_order_acquire) == seen && Clock::now() < spin_until) {
+      std::this_thread::yield();
+    }
+    lock.lock();
+    if (changes_.load(std::memory_order_acquire) != seen) continue;
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
       const std::vector<Rank> late = missing();
       throw CommError(describe + ": " +
@@ -67,7 +85,7 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
     }
     round.calls[static_cast<std::size_t>(member)] = call;
     ++round.arrived;
-    changed_.notify_all();
+    announce();
     auto missing_arrivals = [&] {
       std::vector<Rank> absent;
       for (std::size_t i = 0; i < n; ++i) {
@@ -86,7 +104,7 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
     std::unique_lock lock(mutex_);
     Round& round = rounds_.at(key);
     ++round.done[static_cast<std::size_t>(phase)];
-    changed_.notify_all();
+    announce();
     // Members still working hold no lock; a failure elsewhere still wakes this one.
     wait(
         lock, deadline,
@@ -100,7 +118,7 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
 void LocalWorld::post(Rank from, Rank to, int tag, std::vector<std::byte> data) {
   std::unique_lock lock(mutex_);
   mailboxes_[{from, to, tag}].push_back(std::move(data));
-  changed_.notify_all();
+  announce();
 }
 
 std::vector<std::byte> LocalWorld::take(Rank from, Rank to, int tag, std::size_t bytes,
@@ -124,13 +142,13 @@ std::vector<std::byte> LocalWorld::take(Rank from, Rank to, int tag, std::size_t
 void LocalWorld::fail(Rank rank, const std::string& message) {
   std::unique_lock lock(mutex_);
   if (!failure_) failure_ = "rank " + std::to_string(rank) + " failed: " + message;
-  changed_.notify_all();
+  announce();
 }
 
 void LocalWorld::finish(Rank rank) {
   std::unique_lock lock(mutex_);
   finished_.insert(rank);
-  changed_.notify_all();
+  announce();
 }
 
 std::optional<std::string> LocalWorld::failure() const {

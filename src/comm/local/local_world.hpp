@@ -2,6 +2,7 @@
 // The state the threads of the local backend share: rendezvous rounds for collectives, mailboxes
 // for point-to-point messages, and the failure of any rank.
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -74,9 +75,17 @@ class LocalWorld {
             const std::function<bool()>& ready, const std::function<std::vector<Rank>()>& missing,
             const std::string& describe, std::chrono::milliseconds timeout);
 
+  // Wakes every waiter; called with mutex_ held after any change to the shared state.
+  void announce();
+
+  // How long a waiter polls for a change before it sleeps on the condition variable.
+  static constexpr std::chrono::microseconds kSpin{200};
+
   int size_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
+  // Counts the changes announced, so that spinning waiters see one without the mutex.
+  std::atomic<std::uint64_t> changes_{0};
   std::map<RoundKey, Round> rounds_;
   std::map<std::tuple<Rank, Rank, int>, std::deque<std::vector<std::byte>>> mailboxes_;
   std::optional<std::string> failure_;
