@@ -36,6 +36,44 @@ void check_peer(Rank peer, Rank rank, int world_size, const char* op) {
   }
 }
 
+void check_permutation(const std::vector<PermutePair>& pairs, int group_size, const void* in,
+                       const void* out, std::size_t count) {
+  std::vector<bool> is_source(static_cast<std::size_t>(group_size), false);
+  std::vector<bool> is_destination(static_cast<std::size_t>(group_size), false);
+  auto claim = [&](std::vector<bool>& used, int member, const char* role) {
+    if (member < 0 || member >= group_size) {
+      throw InvalidArgument("ppermute: " + std::string(role) + " " + std::to_string(member) +
+                            " is not a member index of a group of " + std::to_string(group_size));
+    }
+    if (used[static_cast<std::size_t>(member)]) {
+      throw InvalidArgument("ppermute: member " + std::to_string(member) + " is the " + role +
+                            " of two pairs");
+    }
+    used[static_cast<std::size_t>(member)] = true;
+  };
+  for (const PermutePair& pair : pairs) {
+    claim(is_source, pair.source, "source");
+    claim(is_destination, pair.destination, "destination");
+  }
+  if (count > 0 && in == out) {
+    throw InvalidArgument("ppermute: in and out must be different buffers");
+  }
+}
+
+const PermutePair* pair_to(const std::vector<PermutePair>& pairs, int member) {
+  for (const PermutePair& pair : pairs) {
+    if (pair.destination == member) return &pair;
+  }
+  return nullptr;
+}
+
+const PermutePair* pair_from(const std::vector<PermutePair>& pairs, int member) {
+  for (const PermutePair& pair : pairs) {
+    if (pair.source == member) return &pair;
+  }
+  return nullptr;
+}
+
 void record_exchange(ByteCounters& counters, const char* op, const Group& group,
                      std::size_t block_bytes) {
   if (group.size() < 2) return;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "typed_buffer.hpp"
 
@@ -131,6 +132,29 @@ void check_broadcast(Communicator& comm, DType dtype, std::size_t count) {
   }
 }
 
+void check_ppermute(Communicator& comm, DType dtype, std::size_t count) {
+  const int n = comm.size();
+  const int me = comm.rank();
+  TypedBuffer in(dtype, count);
+  TypedBuffer out(dtype, count);
+  for (std::size_t e = 0; e < count; ++e) in.set(e, value_of(me, e));
+  // A ring shift: every member receives from the one before it (itself when n = 1).
+  std::vector<PermutePair> shift;
+  for (int i = 0; i < n; ++i) shift.push_back({i, (i + 1) % n});
+  comm.ppermute(in.data(), out.data(), count, dtype, shift, world_group(n));
+  const int previous = (me + n - 1) % n;
+  for (std::size_t e = 0; e < count; ++e) {
+    ASSERT_EQ(out.get(e), value_of(previous, e)) << where(comm, dtype, count) << " shift";
+  }
+  // One edge, 0 -> n-1: every other member gets zeros.
+  for (std::size_t e = 0; e < count; ++e) out.set(e, 99);
+  comm.ppermute(in.data(), out.data(), count, dtype, {{0, n - 1}}, world_group(n));
+  for (std::size_t e = 0; e < count; ++e) {
+    ASSERT_EQ(out.get(e), me == n - 1 ? value_of(0, e) : 0.0)
+        << where(comm, dtype, count) << " one edge";
+  }
+}
+
 void check_send_recv_ring(Communicator& comm, DType dtype, std::size_t count) {
   if (comm.size() < 2) return;
   const Rank next = (comm.rank() + 1) % comm.size();
@@ -180,6 +204,7 @@ void run_all_checks(Communicator& comm) {
       check_all_to_all(comm, dtype, count, /*in_place=*/false);
       check_all_to_all(comm, dtype, count, /*in_place=*/true);
       check_broadcast(comm, dtype, count);
+      check_ppermute(comm, dtype, count);
       check_send_recv_ring(comm, dtype, count);
     }
   }

@@ -16,6 +16,8 @@ void check_reduce_scatter(Communicator& comm, DType dtype, std::size_t count);
 // in_place passes the same buffer as input and output.
 void check_all_to_all(Communicator& comm, DType dtype, std::size_t count, bool in_place);
 void check_broadcast(Communicator& comm, DType dtype, std::size_t count);
+// A ring shift, then a single edge (the members it misses get zeros).
+void check_ppermute(Communicator& comm, DType dtype, std::size_t count);
 void check_send_recv_ring(Communicator& comm, DType dtype, std::size_t count);
 // Collectives over the groups of a (2, n/2) mesh (even world sizes): along each axis.
 void check_mesh_axis_groups(Communicator& comm);

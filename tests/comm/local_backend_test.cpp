@@ -163,5 +163,41 @@ TEST(LocalBackend, BadArguments) {
               HasSubstr("expected 4 bytes but rank 0 sent 8"));
 }
 
+TEST(LocalBackend, PpermuteRejectsPairsThatAreNotAPermutation) {
+  auto ppermute_with = [](std::vector<PermutePair> pairs, bool same_buffer = false) {
+    return error_of([&] {
+      run_local(3, [&](Communicator& comm) {
+        float in = 1;
+        float out = 0;
+        comm.ppermute(&in, same_buffer ? &in : &out, 1, DType::kF32, pairs, world_group(3));
+      });
+    });
+  };
+  EXPECT_THAT(ppermute_with({{0, 1}, {2, 1}}),
+              HasSubstr("ppermute: member 1 is the destination of two pairs"));
+  EXPECT_THAT(ppermute_with({{0, 1}, {0, 2}}),
+              HasSubstr("ppermute: member 0 is the source of two pairs"));
+  EXPECT_THAT(ppermute_with({{0, 3}}),
+              HasSubstr("ppermute: destination 3 is not a member index of a group of 3"));
+  EXPECT_THAT(ppermute_with({{-1, 0}}),
+              HasSubstr("ppermute: source -1 is not a member index of a group of 3"));
+  EXPECT_THAT(ppermute_with({{0, 1}}, true),
+              HasSubstr("ppermute: in and out must be different buffers"));
+}
+
+TEST(LocalBackend, PpermuteCountsOnlyTheBytesThatCrossRanks) {
+  std::vector<ByteCounters> counters(3);
+  run_local(3, [&](Communicator& comm) {
+    std::vector<float> in(10, 1.0F);
+    std::vector<float> out(10);
+    // 0 -> 1 crosses ranks, 2 -> 2 stays put, 1 sends nothing and 0 receives nothing.
+    comm.ppermute(in.data(), out.data(), 10, DType::kF32, {{0, 1}, {2, 2}}, world_group(3));
+    counters[static_cast<std::size_t>(comm.rank())] = comm.counters();
+  });
+  EXPECT_EQ(counters[0].for_op("ppermute"), (ByteCount{40, 0, 1}));
+  EXPECT_EQ(counters[1].for_op("ppermute"), (ByteCount{0, 40, 1}));
+  EXPECT_EQ(counters[2].for_op("ppermute"), (ByteCount{0, 0, 0}));
+}
+
 }  // namespace
 }  // namespace shardwise

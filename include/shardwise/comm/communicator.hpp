@@ -28,6 +28,14 @@ struct ReduceScatterOptions : CommOptions {};
 struct AllToAllOptions : CommOptions {};
 struct BroadcastOptions : CommOptions {};
 struct BarrierOptions : CommOptions {};
+struct PpermuteOptions : CommOptions {};
+
+// One edge of a ppermute: member `source` of the group sends to member `destination`
+// (positions in Group::ranks, as jax.lax.ppermute takes indices along its axis).
+struct PermutePair {
+  int source = 0;
+  int destination = 0;
+};
 struct SendRecvOptions : CommOptions {
   int tag = 0;
   // The label the bytes are counted under (ByteCounters): resharding passes the mesh axes along
@@ -68,6 +76,13 @@ class Communicator {
   virtual void broadcast(void* buffer, std::size_t count, DType dtype, Rank root,
                          const Group& group, const BroadcastOptions& options = {}) = 0;
   virtual void barrier(const Group& group, const BarrierOptions& options = {}) = 0;
+  // jax.lax.ppermute: for each pair, the source's `in` (count elements) becomes the
+  // destination's `out`; a member that is no pair's destination gets zeros. Sources are
+  // distinct, destinations are distinct, every member passes the same pairs, and in and out
+  // are different buffers.
+  virtual void ppermute(const void* in, void* out, std::size_t count, DType dtype,
+                        const std::vector<PermutePair>& pairs, const Group& group,
+                        const PpermuteOptions& options = {}) = 0;
   // Point to point, matched by (source, destination, tag) in order.
   virtual void send(const void* data, std::size_t count, DType dtype, Rank destination,
                     const SendRecvOptions& options = {}) = 0;

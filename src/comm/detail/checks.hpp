@@ -2,8 +2,10 @@
 // Argument checks and byte accounting every backend shares.
 
 #include <cstddef>
+#include <vector>
 
 #include "shardwise/comm/byte_counters.hpp"
+#include "shardwise/comm/communicator.hpp"
 #include "shardwise/comm/group.hpp"
 
 namespace shardwise::detail {
@@ -14,6 +16,15 @@ int member_index(const Group& group, Rank rank, int world_size, const char* op);
 
 // Throws InvalidArgument unless `peer` is another rank of 0..world_size-1.
 void check_peer(Rank peer, Rank rank, int world_size, const char* op);
+
+// Throws InvalidArgument unless every pair names members 0..group_size-1, no source or
+// destination appears twice, and in and out differ (where count > 0).
+void check_permutation(const std::vector<PermutePair>& pairs, int group_size, const void* in,
+                       const void* out, std::size_t count);
+
+// The pair whose destination is `member`, and the pair whose source is, if any.
+const PermutePair* pair_to(const std::vector<PermutePair>& pairs, int member);
+const PermutePair* pair_from(const std::vector<PermutePair>& pairs, int member);
 
 // A collective in which every member sends and receives `block_bytes` to and from each other
 // member (all-gather, reduce-scatter, all-to-all).

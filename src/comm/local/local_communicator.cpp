@@ -166,6 +166,30 @@ class LocalCommunicator final : public Communicator {
         [](const std::vector<CollectiveCall>&, int, int) {});
   }
 
+  void ppermute(const void* in, void* out, std::size_t count, DType dtype,
+                const std::vector<PermutePair>& pairs, const Group& group,
+                const PpermuteOptions& options) override {
+    const int member = member_of(group, "ppermute");
+    detail::check_permutation(pairs, group.size(), in, out, count);
+    const std::size_t bytes = count * size_in_bytes(dtype);
+    const PermutePair* incoming = detail::pair_to(pairs, member);
+    const PermutePair* outgoing = detail::pair_from(pairs, member);
+    run(group, member, {"ppermute", count, dtype, -1, in, out}, 1, options,
+        [&](const std::vector<CollectiveCall>& calls, int, int) {
+          if (incoming == nullptr) {
+            if (bytes > 0) std::memset(out, 0, bytes);
+            return;
+          }
+          copy_bytes(out, calls[static_cast<std::size_t>(incoming->source)].in, bytes);
+        });
+    const bool sends = outgoing != nullptr && outgoing->destination != member;
+    const bool receives = incoming != nullptr && incoming->source != member;
+    if (sends || receives) {
+      counters().record("ppermute", group.axes, sends ? static_cast<std::int64_t>(bytes) : 0,
+                        receives ? static_cast<std::int64_t>(bytes) : 0);
+    }
+  }
+
   bool with_peer_buffers(const void* mine, const Group& group,
                          const std::function<void(const std::vector<const void*>&)>& work,
                          const CommOptions& options) override {

@@ -29,6 +29,7 @@ void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point dead
                       const std::function<bool()>& ready,
                       const std::function<std::vector<Rank>()>& missing,
                       const std::string& describe, std::chrono::milliseconds timeout) {
+  const auto spin_until = Clock::now() + kSpin;
   while (!ready()) {
     if (failure_) throw CommError(describe + " aborted: " + *failure_);
     const std::vector<Rank> absent = missing();
@@ -40,15 +41,17 @@ void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point dead
     }
     // Spin first (yielding, so that oversubscribed ranks still run): a collective's members
     // usually arrive within microseconds of each other, far sooner than a sleeping thread
-    // wakes. Only a long wait falls through to the condition variable.
-    const std::uint64_t seen = changes_.load(std::memory_order_acquire);
-    lock.unlock();
-    const auto spin_until = Clock::now() + kSpin;
-    while (changes_.load(std::memory_order_acquire) == seen && Clock::now() < spin_until) {
-      std::this_thread::yield();
+    // wakes. The spin has one budget per wait, so that ranks waiting long on a busy machine
+    // sleep instead of taking turns from the ranks they wait for.
+    if (Clock::now() < spin_until) {
+      const std::uint64_t seen = changes_.load(std::memory_order_acquire);
+      lock.unlock();
+      while (changes_.load(std::memory_order_acquire) == seen && Clock::now() < spin_until) {
+        std::this_thread::yield();
+      }
+      lock.lock();
+      if (changes_.load(std::memory_order_acquire) != seen) continue;
     }
-    lock.lock();
-    if (changes_.load(std::memory_order_acquire) != seen) continue;
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
       const std::vector<Rank> late = missing();
       throw CommError(describe + ": " +
