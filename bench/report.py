@@ -34,12 +34,16 @@ def main(folder):
                  f"{m['busbw_gbps'] / raw:.2f}" if raw else "-"]
         print("| " + " | ".join(cells) + " |")
     print()
-    print("| from | to | most bytes one rank receives | time ms | GB/s | memcpy GB/s | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print("| from | to | most bytes one rank receives | time ms | GB/s | memcpy GB/s | ratio "
+          "| most bytes one rank writes | memcpy of those ms | memcpy / reshard time |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows(folder / "reshard_local.jsonl"):
         ratio = f"{r['reshard_gbps'] / r['memcpy_gbps']:.2f}" if r["memcpy_gbps"] else "-"
+        written = r["written_memcpy_seconds"]
         print(f"| {r['from']} | {r['to']} | {size(r['max_rank_bytes'])} | {r['seconds'] * 1e3:.1f} "
-              f"| {r['reshard_gbps']:.2f} | {r['memcpy_gbps']:.2f} | {ratio} |")
+              f"| {r['reshard_gbps']:.2f} | {r['memcpy_gbps']:.2f} | {ratio} "
+              f"| {size(r['max_rank_written_bytes'])} | {written * 1e3:.1f} "
+              f"| {written / r['seconds']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -89,8 +89,9 @@ void run(Communicator& comm) {
   line << comm.backend() << " rank " << comm.rank() << ": " << comm.counters().to_json() << "\n";
   std::cout << line.str();
   if (comm.rank() == 0) {
-    std::cout << "all " << shardings.size() * shardings.size()
-              << " reshards gathered back bit-identical; " << received
+    std::cout << "all " << shardings.size() * shardings.size() << " reshards on the "
+              << comm.backend() << " backend (" << comm.size()
+              << " ranks) gathered back bit-identical; " << received
               << " bytes received, exactly the bytes that had to move\n";
   }
 }

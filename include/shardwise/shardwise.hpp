@@ -5,6 +5,7 @@
 #include "shardwise/array/placement_ops.hpp"
 #include "shardwise/array/sharded_array.hpp"
 #include "shardwise/array/transfer_plan.hpp"
+#include "shardwise/comm/backend_choice.hpp"
 #include "shardwise/comm/byte_counters.hpp"
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/comm/group.hpp"

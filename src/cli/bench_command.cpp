@@ -8,6 +8,7 @@
 
 #include "bench_runs.hpp"
 #include "command.hpp"
+#include "shardwise/comm/backend_choice.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/core/error.hpp"
 #include "text_table.hpp"
@@ -46,14 +47,27 @@ std::string fixed(double value, int digits = 2) {
   return out.str();
 }
 
-// Runs `fn` on every rank count: one mpirun world when launched by mpirun (only rank 0 gets
-// rows to print; the others get nullopt), else threads of this process.
+// `--backend` if given, else SHARDWISE_BACKEND, else mpi under mpirun and local otherwise.
+Backend backend_from(const std::string& flag) {
+  const Backend backend =
+      flag.empty() ? choose_backend(nullptr, nullptr) : parse_backend(flag, "--backend");
+#ifndef SHARDWISE_HAVE_MPI
+  if (backend == Backend::kMpi) {
+    throw InvalidArgument("--backend: 'mpi' is not available: shardwise was built without MPI");
+  }
+#endif
+  return backend;
+}
+
+// Runs `fn` on every rank count: on mpi, one world of this job's processes (only rank 0 gets
+// rows to print; the others get nullopt); on local, threads of this process.
 template <typename Row>
 std::optional<std::vector<Row>> on_each_world(
-    const std::vector<int>& ranks, const std::function<std::vector<Row>(Communicator&, bool)>& fn) {
+    Backend backend, const std::vector<int>& ranks,
+    const std::function<std::vector<Row>(Communicator&, bool)>& fn) {
   std::vector<Row> rows;
 #ifdef SHARDWISE_HAVE_MPI
-  if (launched_by_mpirun()) {
+  if (backend == Backend::kMpi) {
     static MpiSession session(nullptr, nullptr);
     std::vector<Row> mine = fn(session.world(), true);
     if (session.world().rank() != 0) return std::nullopt;
@@ -92,12 +106,16 @@ class BenchCommand final : public Command {
         ->default_val(std::vector<std::string>{"all_reduce", "all_gather", "reduce_scatter",
                                                "all_to_all", "all_to_all_in_place"});
     comm_->add_flag("--json", json_, "One JSON object per row");
+    comm_->add_option("--backend", backend_,
+                      "local or mpi (default: SHARDWISE_BACKEND, else mpi under mpirun)");
     reshard_ = app_->add_subcommand("reshard", "Every pair of shardings of a 2 x (n/2) mesh");
     reshard_->add_option("--ranks", reshard_ranks_, "Ranks of the local backend (even)")
         ->default_val(8);
     reshard_->add_option("--bytes", reshard_bytes_, "Array size (4K, 64M, 256M, ...)")
         ->default_val("64M");
     reshard_->add_flag("--json", json_, "One JSON object per row");
+    reshard_->add_option("--backend", backend_,
+                         "local or mpi (default: SHARDWISE_BACKEND, else mpi under mpirun)");
   }
 
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
@@ -117,9 +135,9 @@ class BenchCommand final : public Command {
     for (int r : ranks_) {
       if (r < 1) throw InvalidArgument("--ranks: " + std::to_string(r) + " is below 1");
     }
-    const auto measured = on_each_world<CommBenchRow>(ranks_, [&](Communicator& comm, bool mpi) {
-      return bench_collectives(comm, ops_, sizes, mpi);
-    });
+    const auto measured = on_each_world<CommBenchRow>(
+        backend_from(backend_), ranks_,
+        [&](Communicator& comm, bool mpi) { return bench_collectives(comm, ops_, sizes, mpi); });
     if (!measured) return;
     const std::vector<CommBenchRow>& rows = *measured;
     if (json_) {
@@ -155,7 +173,8 @@ class BenchCommand final : public Command {
   void run_reshard(std::ostream& out) const {
     const std::int64_t bytes = parse_size(reshard_bytes_);
     const auto measured = on_each_world<ReshardBenchRow>(
-        {reshard_ranks_}, [&](Communicator& comm, bool) { return bench_reshards(comm, bytes); });
+        backend_from(backend_), {reshard_ranks_},
+        [&](Communicator& comm, bool) { return bench_reshards(comm, bytes); });
     if (!measured) return;
     const std::vector<ReshardBenchRow>& rows = *measured;
     if (json_) {
@@ -199,6 +218,7 @@ class BenchCommand final : public Command {
   std::vector<std::string> ops_;
   int reshard_ranks_ = 8;
   std::string reshard_bytes_;
+  std::string backend_;
   bool json_ = false;
 };
 

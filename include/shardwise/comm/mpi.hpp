@@ -7,12 +7,10 @@
 #include <memory>
 #include <string>
 
+#include "shardwise/comm/backend_choice.hpp"
 #include "shardwise/comm/communicator.hpp"
 
 namespace shardwise {
-
-// True when this process was started by mpirun (OpenMPI's or a PMI launcher's environment).
-bool launched_by_mpirun();
 
 // Initialises MPI for its lifetime (thread support: funneled) and owns the world communicator.
 // One per process.
@@ -39,8 +37,9 @@ class MpiSession {
 // reduce-scatter), over `iterations` calls after one warm-up call. Collective over the world.
 double raw_mpi_seconds(const std::string& op, std::size_t bytes, int iterations);
 
-// Runs fn on every rank: under mpirun one rank per process (backend "mpi"), otherwise
-// `local_ranks` threads of this process (backend "local"). A rank whose fn throws ends the
+// Runs fn on every rank of the backend choose_backend picks (`--backend local|mpi`, else
+// SHARDWISE_BACKEND, else mpi under mpirun): on mpi one rank per process, on local
+// `local_ranks` threads of this process. A rank whose fn throws ends the
 // whole job with its message, as run_local does. Returns the process exit status.
 int run_spmd(int* argc, char*** argv, int local_ranks,
              const std::function<void(Communicator&)>& fn);

@@ -411,11 +411,6 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-bool launched_by_mpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
-         std::getenv("PMIX_RANK") != nullptr;
-}
-
 MpiSession::MpiSession(int* argc, char*** argv) {
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
@@ -484,7 +479,14 @@ void write_fully(int fd, const std::string& text) {
 
 int run_spmd(int* argc, char*** argv, int local_ranks,
              const std::function<void(Communicator&)>& fn) {
-  if (!launched_by_mpirun()) {
+  Backend backend = Backend::kLocal;
+  try {
+    backend = choose_backend(argc, argv);
+  } catch (const Error& e) {
+    std::cerr << e.what() << '\n';
+    return 2;
+  }
+  if (backend == Backend::kLocal) {
     try {
       run_local(local_ranks, fn);
       return 0;
