@@ -163,6 +163,21 @@ TEST(LocalBackend, BadArguments) {
               HasSubstr("expected 4 bytes but rank 0 sent 8"));
 }
 
+TEST(LocalBackend, AllToAllInPlaceOnSomeMembersOnlyIsAMismatch) {
+  const std::string message = error_of([] {
+    run_local(2, [](Communicator& comm) {
+      std::vector<float> in(2, 1.0F);
+      std::vector<float> out(2);
+      comm.all_to_all(in.data(), comm.rank() == 0 ? in.data() : out.data(), 1, DType::kF32,
+                      world_group(2));
+    });
+  });
+  // Whichever member arrives second reports the other's call.
+  EXPECT_THAT(message, HasSubstr("all_to_all in place of 1 f32"));
+  EXPECT_THAT(message, HasSubstr("all_to_all of 1 f32"));
+  EXPECT_THAT(message, HasSubstr("where another member called"));
+}
+
 TEST(LocalBackend, PpermuteRejectsPairsThatAreNotAPermutation) {
   auto ppermute_with = [](std::vector<PermutePair> pairs, bool same_buffer = false) {
     return error_of([&] {

@@ -69,7 +69,8 @@ class Communicator {
                               ReduceOp op, const Group& group,
                               const ReduceScatterOptions& options = {}) = 0;
   // in holds group-size blocks of `count`: block j goes to member j; out block i is from member i.
-  // in == out runs in place (MPI_IN_PLACE): the own block stays, no staging copy is made.
+  // in == out runs in place (MPI_IN_PLACE): the own block stays, no staging copy is made; as
+  // with MPI, every member runs in place or none does.
   virtual void all_to_all(const void* in, void* out, std::size_t count, DType dtype,
                           const Group& group, const AllToAllOptions& options = {}) = 0;
   // Every member's buffer becomes the root's (`root` is a rank of the group).

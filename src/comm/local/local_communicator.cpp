@@ -116,8 +116,10 @@ class LocalCommunicator final : public Communicator {
     const int member = member_of(group, "all_to_all");
     const std::size_t bytes = count * size_in_bytes(dtype);
     const bool in_place = in == out;
-    run(group, member, {"all_to_all", count, dtype, -1, in, out}, 1, options,
-        [&](const std::vector<CollectiveCall>& calls, int m, int) {
+    // As with MPI_IN_PLACE, every member runs in place or none does: the name makes a member
+    // that differs a mismatched call.
+    run(group, member, {in_place ? "all_to_all in place" : "all_to_all", count, dtype, -1, in, out},
+        1, options, [&](const std::vector<CollectiveCall>& calls, int m, int) {
           const auto self = static_cast<std::size_t>(m);
           for (std::size_t j = 0; j < calls.size(); ++j) {
             if (!in_place) {
