@@ -10,8 +10,6 @@
 namespace shardwise {
 namespace {
 
-constexpr int kReshardTag = 0x5348;
-
 void check_mesh_covers_ranks(const Communicator& comm, const NamedSharding& sharding) {
   const Mesh& mesh = sharding.mesh();
   bool covers = mesh.size() == comm.size();
@@ -44,19 +42,33 @@ std::string differing_axes(const Mesh& mesh, Rank a, Rank b) {
   return label;
 }
 
+// Counts each piece of a plan that crosses ranks as a send and a receive under the mesh axes
+// along which its two ranks differ, the same on every backend.
+void count_pieces(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& plan,
+                  std::size_t element) {
+  const Rank me = comm.rank();
+  for (const Transfer& t : plan) {
+    if (t.from == t.to || (t.from != me && t.to != me)) continue;
+    const auto bytes = static_cast<std::int64_t>(element_count(t.box) * element);
+    const std::string axes = differing_axes(mesh, t.from, t.to);
+    if (t.from == me) comm.counters().record("send", axes, bytes, 0);
+    if (t.to == me) comm.counters().record("recv", axes, 0, bytes);
+  }
+}
+
 // Runs a plan. Where ranks share memory, each receiver copies its pieces straight out of the
-// senders' blocks (one copy per byte). Elsewhere the senders pack and send (buffered) first,
-// then local copies run, then receives, in plan order, so both ends of every pair see the same
-// sequence. Bytes are counted as sends and receives under the mesh axes along which the two
-// ranks differ, the same on every backend.
+// senders' blocks (one copy per byte). Elsewhere every rank packs what it sends, grouped by
+// receiver in plan order, into one buffer; one all_to_allv (MPI's own collective) moves them
+// all; then the local pieces are copied and each receiver unpacks in the same order.
 void execute(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& plan, DType dtype,
              const std::byte* source, const std::function<ShardIndex(Rank)>& source_index_of,
              std::byte* target, const ShardIndex& target_index) {
   const std::size_t element = size_in_bytes(dtype);
   const Rank me = comm.rank();
   const ShardIndex source_index = source_index_of(me);
-  const bool shared = comm.with_peer_buffers(
-      source, world_group(comm.size()), [&](const std::vector<const void*>& peers) {
+  const Group world = world_group(comm.size());
+  const bool shared =
+      comm.with_peer_buffers(source, world, [&](const std::vector<const void*>& peers) {
         for (const Transfer& t : plan) {
           if (t.to != me) continue;
           detail::copy_box(static_cast<const std::byte*>(peers[static_cast<std::size_t>(t.from)]),
@@ -64,37 +76,43 @@ void execute(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& 
                            target_index, t.box, element);
         }
       });
-  if (shared) {
-    for (const Transfer& t : plan) {
-      if (t.from == t.to || (t.from != me && t.to != me)) continue;
-      const auto bytes = static_cast<std::int64_t>(element_count(t.box) * element);
-      const std::string axes = differing_axes(mesh, t.from, t.to);
-      if (t.from == me) comm.counters().record("send", axes, bytes, 0);
-      if (t.to == me) comm.counters().record("recv", axes, 0, bytes);
-    }
-    return;
+  count_pieces(comm, mesh, plan, element);
+  if (shared) return;
+  const auto n = static_cast<std::size_t>(comm.size());
+  BlockLayout send{std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
+  BlockLayout receive{std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
+  for (const Transfer& t : plan) {
+    if (t.from == t.to) continue;
+    if (t.from == me) send.counts[static_cast<std::size_t>(t.to)] += element_count(t.box);
+    if (t.to == me) receive.counts[static_cast<std::size_t>(t.from)] += element_count(t.box);
   }
-  SendRecvOptions options;
-  options.tag = kReshardTag;
-  std::vector<std::byte> buffer;
+  for (std::size_t r = 1; r < n; ++r) {
+    send.offsets[r] = send.offsets[r - 1] + send.counts[r - 1];
+    receive.offsets[r] = receive.offsets[r - 1] + receive.counts[r - 1];
+  }
+  std::vector<std::byte> outgoing((send.offsets[n - 1] + send.counts[n - 1]) * element);
+  std::vector<std::byte> incoming((receive.offsets[n - 1] + receive.counts[n - 1]) * element);
+  std::vector<std::size_t> cursor = send.offsets;
   for (const Transfer& t : plan) {
     if (t.from != me || t.to == me) continue;
-    buffer.resize(element_count(t.box) * element);
-    detail::copy_box(source, source_index, buffer.data(), t.box, t.box, element);
-    options.axes = differing_axes(mesh, t.from, t.to);
-    comm.send(buffer.data(), element_count(t.box), dtype, t.to, options);
+    std::size_t& at = cursor[static_cast<std::size_t>(t.to)];
+    detail::copy_box(source, source_index, outgoing.data() + at * element, t.box, t.box, element);
+    at += element_count(t.box);
   }
+  AllToAllvOptions options;
+  options.count_bytes = false;  // counted per piece above
+  comm.all_to_allv(outgoing.data(), send, incoming.data(), receive, dtype, world, options);
   for (const Transfer& t : plan) {
     if (t.from == me && t.to == me) {
       detail::copy_box(source, source_index, target, target_index, t.box, element);
     }
   }
+  cursor = receive.offsets;
   for (const Transfer& t : plan) {
     if (t.to != me || t.from == me) continue;
-    buffer.resize(element_count(t.box) * element);
-    options.axes = differing_axes(mesh, t.from, t.to);
-    comm.recv(buffer.data(), element_count(t.box), dtype, t.from, options);
-    detail::copy_box(buffer.data(), t.box, target, target_index, t.box, element);
+    std::size_t& at = cursor[static_cast<std::size_t>(t.from)];
+    detail::copy_box(incoming.data() + at * element, t.box, target, target_index, t.box, element);
+    at += element_count(t.box);
   }
 }
 

@@ -74,6 +74,41 @@ const PermutePair* pair_from(const std::vector<PermutePair>& pairs, int member) 
   return nullptr;
 }
 
+void check_block_layouts(const BlockLayout& send, const BlockLayout& receive, int group_size,
+                         const void* in, const void* out) {
+  const auto n = static_cast<std::size_t>(group_size);
+  auto check_size = [n](const std::vector<std::size_t>& values, const char* field) {
+    if (values.size() != n) {
+      throw InvalidArgument("all_to_allv: " + std::string(field) + " has " +
+                            std::to_string(values.size()) + " entries for a group of " +
+                            std::to_string(n));
+    }
+  };
+  check_size(send.counts, "send.counts");
+  check_size(send.offsets, "send.offsets");
+  check_size(receive.counts, "receive.counts");
+  check_size(receive.offsets, "receive.offsets");
+  std::size_t moved = 0;
+  for (std::size_t count : send.counts) moved += count;
+  for (std::size_t count : receive.counts) moved += count;
+  if (moved > 0 && in == out) {
+    throw InvalidArgument("all_to_allv: in and out must be different buffers");
+  }
+}
+
+void record_all_to_allv(ByteCounters& counters, const Group& group, int member,
+                        const BlockLayout& send, const BlockLayout& receive,
+                        std::size_t element_bytes) {
+  std::int64_t sent = 0;
+  std::int64_t received = 0;
+  for (std::size_t j = 0; j < send.counts.size(); ++j) {
+    if (static_cast<int>(j) == member) continue;
+    sent += static_cast<std::int64_t>(send.counts[j] * element_bytes);
+    received += static_cast<std::int64_t>(receive.counts[j] * element_bytes);
+  }
+  if (group.size() > 1) counters.record("all_to_allv", group.axes, sent, received);
+}
+
 void record_exchange(ByteCounters& counters, const char* op, const Group& group,
                      std::size_t block_bytes) {
   if (group.size() < 2) return;

@@ -122,6 +122,44 @@ void check_all_to_all(Communicator& comm, DType dtype, std::size_t count, bool i
   }
 }
 
+void check_all_to_allv(Communicator& comm, DType dtype, std::size_t scale) {
+  const auto n = static_cast<std::size_t>(comm.size());
+  const auto me = static_cast<std::size_t>(comm.rank());
+  // Member i sends scale x ((i + 2j) % 3) elements to member j: some blocks are empty, no two
+  // members send alike. Received blocks land in reverse member order with a one-element gap.
+  auto count = [&](std::size_t i, std::size_t j) { return scale * ((i + 2 * j) % 3); };
+  BlockLayout send;
+  BlockLayout receive;
+  std::size_t sent = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    send.counts.push_back(count(me, j));
+    send.offsets.push_back(sent);
+    sent += count(me, j);
+  }
+  receive.counts.assign(n, 0);
+  receive.offsets.assign(n, 0);
+  std::size_t received = 0;
+  for (std::size_t i = n; i-- > 0;) {
+    receive.counts[i] = count(i, me);
+    receive.offsets[i] = received;
+    received += count(i, me) + 1;
+  }
+  TypedBuffer in(dtype, sent);
+  TypedBuffer out(dtype, received);
+  for (std::size_t j = 0; j < n; ++j) {
+    for (std::size_t e = 0; e < send.counts[j]; ++e) {
+      in.set(send.offsets[j] + e, static_cast<double>(me * n + j + e % 5));
+    }
+  }
+  comm.all_to_allv(in.data(), send, out.data(), receive, dtype, world_group(comm.size()));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t e = 0; e < receive.counts[i]; ++e) {
+      ASSERT_EQ(out.get(receive.offsets[i] + e), static_cast<double>(i * n + me + e % 5))
+          << where(comm, dtype, scale) << " all_to_allv from " << i << " element " << e;
+    }
+  }
+}
+
 void check_broadcast(Communicator& comm, DType dtype, std::size_t count) {
   const Rank root = comm.size() - 1;
   TypedBuffer buffer(dtype, count);
@@ -205,6 +243,7 @@ void run_all_checks(Communicator& comm) {
       check_all_to_all(comm, dtype, count, /*in_place=*/true);
       check_broadcast(comm, dtype, count);
       check_ppermute(comm, dtype, count);
+      check_all_to_allv(comm, dtype, count);
       check_send_recv_ring(comm, dtype, count);
     }
   }

@@ -15,6 +15,8 @@ void check_all_gather(Communicator& comm, DType dtype, std::size_t count);
 void check_reduce_scatter(Communicator& comm, DType dtype, std::size_t count);
 // in_place passes the same buffer as input and output.
 void check_all_to_all(Communicator& comm, DType dtype, std::size_t count, bool in_place);
+// Uneven blocks (scale x ((i + 2j) % 3) elements from member i to j), received out of order.
+void check_all_to_allv(Communicator& comm, DType dtype, std::size_t scale);
 void check_broadcast(Communicator& comm, DType dtype, std::size_t count);
 // A ring shift, then a single edge (the members it misses get zeros).
 void check_ppermute(Communicator& comm, DType dtype, std::size_t count);

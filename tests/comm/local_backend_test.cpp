@@ -178,6 +178,48 @@ TEST(LocalBackend, AllToAllInPlaceOnSomeMembersOnlyIsAMismatch) {
   EXPECT_THAT(message, HasSubstr("where another member called"));
 }
 
+TEST(LocalBackend, AllToAllvChecksItsLayouts) {
+  EXPECT_THAT(
+      error_of([] {
+        run_local(2, [](Communicator& comm) {
+          float in[2] = {1, 2};
+          float out[2] = {0, 0};
+          comm.all_to_allv(in, {{1, 1}, {0}}, out, {{1, 1}, {0, 1}}, DType::kF32, world_group(2));
+        });
+      }),
+      HasSubstr("all_to_allv: send.offsets has 1 entries for a group of 2"));
+  // Rank 1 expects 2 elements from rank 0, which sends it 1.
+  EXPECT_THAT(error_of([] {
+                run_local(2, [](Communicator& comm) {
+                  float in[3] = {1, 2, 3};
+                  float out[3] = {0, 0, 0};
+                  const BlockLayout receive =
+                      comm.rank() == 1 ? BlockLayout{{2, 1}, {0, 2}} : BlockLayout{{1, 1}, {0, 1}};
+                  comm.all_to_allv(in, {{1, 1}, {0, 1}}, out, receive, DType::kF32, world_group(2));
+                });
+              }),
+              HasSubstr("rank 1 expects 2 elements from rank 0, which sends 1"));
+}
+
+TEST(LocalBackend, AllToAllvCountsWhatCrossesRanksUnlessToldNotTo) {
+  std::vector<ByteCounters> counters(2);
+  run_local(2, [&](Communicator& comm) {
+    // Rank r keeps 1 element and sends 2 + r to the other.
+    const auto r = static_cast<std::size_t>(comm.rank());
+    std::vector<float> in(4, 1.0F);
+    std::vector<float> out(4);
+    BlockLayout send{{r == 0 ? 1U : 3U, r == 0 ? 2U : 1U}, {0, r == 0 ? 1U : 3U}};
+    BlockLayout receive{{r == 0 ? 1U : 2U, r == 0 ? 3U : 1U}, {0, r == 0 ? 1U : 2U}};
+    comm.all_to_allv(in.data(), send, out.data(), receive, DType::kF32, world_group(2));
+    AllToAllvOptions uncounted;
+    uncounted.count_bytes = false;
+    comm.all_to_allv(in.data(), send, out.data(), receive, DType::kF32, world_group(2), uncounted);
+    counters[r] = comm.counters();
+  });
+  EXPECT_EQ(counters[0].for_op("all_to_allv"), (ByteCount{8, 12, 1}));
+  EXPECT_EQ(counters[1].for_op("all_to_allv"), (ByteCount{12, 8, 1}));
+}
+
 TEST(LocalBackend, PpermuteRejectsPairsThatAreNotAPermutation) {
   auto ppermute_with = [](std::vector<PermutePair> pairs, bool same_buffer = false) {
     return error_of([&] {

@@ -29,6 +29,18 @@ struct AllToAllOptions : CommOptions {};
 struct BroadcastOptions : CommOptions {};
 struct BarrierOptions : CommOptions {};
 struct PpermuteOptions : CommOptions {};
+struct AllToAllvOptions : CommOptions {
+  // Whether the call counts its bytes (ByteCounters, as "all_to_allv" along the group's axes).
+  // Resharding turns it off and counts each piece along the axes its two ranks differ in.
+  bool count_bytes = true;
+};
+
+// Where a member's blocks lie in a buffer for all_to_allv: one count and one offset per group
+// member, both in elements.
+struct BlockLayout {
+  std::vector<std::size_t> counts;
+  std::vector<std::size_t> offsets;
+};
 
 // One edge of a ppermute: member `source` of the group sends to member `destination`
 // (positions in Group::ranks, as jax.lax.ppermute takes indices along its axis).
@@ -74,6 +86,12 @@ class Communicator {
   virtual void all_to_all(const void* in, void* out, std::size_t count, DType dtype,
                           const Group& group, const AllToAllOptions& options = {}) = 0;
   // Every member's buffer becomes the root's (`root` is a rank of the group).
+  // MPI_Alltoallv: `send.counts[j]` elements at `send.offsets[j]` of in go to member j, and
+  // what member i sends lands at `receive.offsets[i]` of out (`receive.counts[i]` must equal
+  // member i's `send.counts` for this member). in and out are different buffers.
+  virtual void all_to_allv(const void* in, const BlockLayout& send, void* out,
+                           const BlockLayout& receive, DType dtype, const Group& group,
+                           const AllToAllvOptions& options = {}) = 0;
   virtual void broadcast(void* buffer, std::size_t count, DType dtype, Rank root,
                          const Group& group, const BroadcastOptions& options = {}) = 0;
   virtual void barrier(const Group& group, const BarrierOptions& options = {}) = 0;

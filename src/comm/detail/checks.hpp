@@ -26,6 +26,16 @@ void check_permutation(const std::vector<PermutePair>& pairs, int group_size, co
 const PermutePair* pair_to(const std::vector<PermutePair>& pairs, int member);
 const PermutePair* pair_from(const std::vector<PermutePair>& pairs, int member);
 
+// Throws InvalidArgument unless both layouts have one count and one offset per member and in
+// and out differ (where anything moves).
+void check_block_layouts(const BlockLayout& send, const BlockLayout& receive, int group_size,
+                         const void* in, const void* out);
+
+// Counts an all_to_allv: what this member sends to and receives from the others.
+void record_all_to_allv(ByteCounters& counters, const Group& group, int member,
+                        const BlockLayout& send, const BlockLayout& receive,
+                        std::size_t element_bytes);
+
 // A collective in which every member sends and receives `block_bytes` to and from each other
 // member (all-gather, reduce-scatter, all-to-all).
 void record_exchange(ByteCounters& counters, const char* op, const Group& group,

@@ -139,6 +139,40 @@ class LocalCommunicator final : public Communicator {
     detail::record_exchange(counters(), "all_to_all", group, bytes);
   }
 
+  void all_to_allv(const void* in, const BlockLayout& send, void* out, const BlockLayout& receive,
+                   DType dtype, const Group& group, const AllToAllvOptions& options) override {
+    const int member = member_of(group, "all_to_allv");
+    detail::check_block_layouts(send, receive, group.size(), in, out);
+    const std::size_t element = size_in_bytes(dtype);
+    // A count that disagrees with its sender's is reported after the phase, so that every
+    // member still reaches the barrier that ends it.
+    std::string mismatch;
+    CollectiveCall call{"all_to_allv", 0, dtype, -1, in, out};
+    call.send_layout = &send;
+    run(group, member, call, 1, options, [&](const std::vector<CollectiveCall>& calls, int m, int) {
+      const auto self = static_cast<std::size_t>(m);
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        const BlockLayout& theirs = *calls[i].send_layout;
+        if (theirs.counts.size() != calls.size() || theirs.counts[self] != receive.counts[i]) {
+          mismatch =
+              "all_to_allv over " + group.to_string() + ": rank " +
+              std::to_string(group.ranks[self]) + " expects " + std::to_string(receive.counts[i]) +
+              " elements from rank " + std::to_string(group.ranks[i]) + ", which sends " +
+              (theirs.counts.size() == calls.size() ? std::to_string(theirs.counts[self])
+                                                    : std::string("a layout of another size"));
+          continue;
+        }
+        copy_bytes(bytes_of(out) + receive.offsets[i] * element,
+                   bytes_of(calls[i].in) + theirs.offsets[self] * element,
+                   receive.counts[i] * element);
+      }
+    });
+    if (!mismatch.empty()) throw CommError(mismatch);
+    if (options.count_bytes) {
+      detail::record_all_to_allv(counters(), group, member, send, receive, element);
+    }
+  }
+
   void broadcast(void* buffer, std::size_t count, DType dtype, Rank root, const Group& group,
                  const BroadcastOptions& options) override {
     const int member = member_of(group, "broadcast");

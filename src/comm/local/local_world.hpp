@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "shardwise/comm/communicator.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/dtype.hpp"
 
@@ -30,6 +31,7 @@ struct CollectiveCall {
   Rank root = -1;
   const void* in = nullptr;
   void* out = nullptr;
+  const BlockLayout* send_layout = nullptr;  // all_to_allv only
 };
 
 class LocalWorld {

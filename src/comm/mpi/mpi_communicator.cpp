@@ -130,6 +130,32 @@ class MpiCommunicator final : public Communicator {
     detail::record_exchange(counters(), "all_to_all", group, count * size_in_bytes(dtype));
   }
 
+  void all_to_allv(const void* in, const BlockLayout& send, void* out, const BlockLayout& receive,
+                   DType dtype, const Group& group, const AllToAllvOptions& options) override {
+    MPI_Comm comm = communicator(group, "all_to_allv", options);
+    const int member = group.index_of(rank_);
+    detail::check_block_layouts(send, receive, group.size(), in, out);
+    auto ints = [](const std::vector<std::size_t>& values) {
+      std::vector<int> converted;
+      converted.reserve(values.size());
+      for (std::size_t v : values) converted.push_back(mpi_count(v));
+      return converted;
+    };
+    const std::vector<int> send_counts = ints(send.counts);
+    const std::vector<int> send_offsets = ints(send.offsets);
+    const std::vector<int> receive_counts = ints(receive.counts);
+    const std::vector<int> receive_offsets = ints(receive.offsets);
+    MPI_Request request = MPI_REQUEST_NULL;
+    check(
+        MPI_Ialltoallv(in, send_counts.data(), send_offsets.data(), type(dtype), out,
+                       receive_counts.data(), receive_offsets.data(), type(dtype), comm, &request),
+        "all_to_allv");
+    wait(request, "all_to_allv", group, options);
+    if (options.count_bytes) {
+      detail::record_all_to_allv(counters(), group, member, send, receive, size_in_bytes(dtype));
+    }
+  }
+
   void broadcast(void* buffer, std::size_t count, DType dtype, Rank root, const Group& group,
                  const BroadcastOptions& options) override {
     MPI_Comm comm = communicator(group, "broadcast", options);
