@@ -60,18 +60,22 @@ void check_permutation(const std::vector<PermutePair>& pairs, int group_size, co
   }
 }
 
-const PermutePair* pair_to(const std::vector<PermutePair>& pairs, int member) {
+PermuteRole permute_role(const std::vector<PermutePair>& pairs, int member) {
+  PermuteRole role;
   for (const PermutePair& pair : pairs) {
-    if (pair.destination == member) return &pair;
+    if (pair.destination == member) role.incoming = &pair;
+    if (pair.source == member) role.outgoing = &pair;
   }
-  return nullptr;
+  role.receives = role.incoming != nullptr && role.incoming->source != member;
+  role.sends = role.outgoing != nullptr && role.outgoing->destination != member;
+  return role;
 }
 
-const PermutePair* pair_from(const std::vector<PermutePair>& pairs, int member) {
-  for (const PermutePair& pair : pairs) {
-    if (pair.source == member) return &pair;
-  }
-  return nullptr;
+void record_permute(ByteCounters& counters, const Group& group, const PermuteRole& role,
+                    std::size_t bytes) {
+  if (!role.sends && !role.receives) return;
+  const auto moved = static_cast<std::int64_t>(bytes);
+  counters.record("ppermute", group.axes, role.sends ? moved : 0, role.receives ? moved : 0);
 }
 
 void check_block_layouts(const BlockLayout& send, const BlockLayout& receive, int group_size,

@@ -22,9 +22,19 @@ void check_peer(Rank peer, Rank rank, int world_size, const char* op);
 void check_permutation(const std::vector<PermutePair>& pairs, int group_size, const void* in,
                        const void* out, std::size_t count);
 
-// The pair whose destination is `member`, and the pair whose source is, if any.
-const PermutePair* pair_to(const std::vector<PermutePair>& pairs, int member);
-const PermutePair* pair_from(const std::vector<PermutePair>& pairs, int member);
+// A member's part in a ppermute: the pair it receives by and the one it sends by (null where
+// none), and whether each crosses to another member.
+struct PermuteRole {
+  const PermutePair* incoming = nullptr;
+  const PermutePair* outgoing = nullptr;
+  bool receives = false;
+  bool sends = false;
+};
+PermuteRole permute_role(const std::vector<PermutePair>& pairs, int member);
+
+// Counts a ppermute's bytes that cross members.
+void record_permute(ByteCounters& counters, const Group& group, const PermuteRole& role,
+                    std::size_t bytes);
 
 // Throws InvalidArgument unless both layouts have one count and one offset per member and in
 // and out differ (where anything moves).

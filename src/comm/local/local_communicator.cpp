@@ -208,22 +208,16 @@ class LocalCommunicator final : public Communicator {
     const int member = member_of(group, "ppermute");
     detail::check_permutation(pairs, group.size(), in, out, count);
     const std::size_t bytes = count * size_in_bytes(dtype);
-    const PermutePair* incoming = detail::pair_to(pairs, member);
-    const PermutePair* outgoing = detail::pair_from(pairs, member);
+    const detail::PermuteRole role = detail::permute_role(pairs, member);
     run(group, member, {"ppermute", count, dtype, -1, in, out}, 1, options,
         [&](const std::vector<CollectiveCall>& calls, int, int) {
-          if (incoming == nullptr) {
+          if (role.incoming == nullptr) {
             if (bytes > 0) std::memset(out, 0, bytes);
             return;
           }
-          copy_bytes(out, calls[static_cast<std::size_t>(incoming->source)].in, bytes);
+          copy_bytes(out, calls[static_cast<std::size_t>(role.incoming->source)].in, bytes);
         });
-    const bool sends = outgoing != nullptr && outgoing->destination != member;
-    const bool receives = incoming != nullptr && incoming->source != member;
-    if (sends || receives) {
-      counters().record("ppermute", group.axes, sends ? static_cast<std::int64_t>(bytes) : 0,
-                        receives ? static_cast<std::int64_t>(bytes) : 0);
-    }
+    detail::record_permute(counters(), group, role, bytes);
   }
 
   bool with_peer_buffers(const void* mine, const Group& group,

@@ -189,30 +189,24 @@ class MpiCommunicator final : public Communicator {
     const int member = group.index_of(rank_);
     detail::check_permutation(pairs, group.size(), in, out, count);
     const std::size_t bytes = count * size_in_bytes(dtype);
-    const PermutePair* incoming = detail::pair_to(pairs, member);
-    const PermutePair* outgoing = detail::pair_from(pairs, member);
-    const bool sends = outgoing != nullptr && outgoing->destination != member;
-    const bool receives = incoming != nullptr && incoming->source != member;
+    const detail::PermuteRole role = detail::permute_role(pairs, member);
     MPI_Request send_request = MPI_REQUEST_NULL;
     MPI_Request recv_request = MPI_REQUEST_NULL;
-    if (receives) {
-      check(MPI_Irecv(out, mpi_count(count), type(dtype), incoming->source, kPermuteTag, comm,
+    if (role.receives) {
+      check(MPI_Irecv(out, mpi_count(count), type(dtype), role.incoming->source, kPermuteTag, comm,
                       &recv_request),
             "ppermute");
     }
-    if (sends) {
-      check(MPI_Isend(in, mpi_count(count), type(dtype), outgoing->destination, kPermuteTag, comm,
-                      &send_request),
+    if (role.sends) {
+      check(MPI_Isend(in, mpi_count(count), type(dtype), role.outgoing->destination, kPermuteTag,
+                      comm, &send_request),
             "ppermute");
     }
-    if (incoming == nullptr && bytes > 0) std::memset(out, 0, bytes);
-    if (incoming != nullptr && !receives && bytes > 0) std::memcpy(out, in, bytes);
-    if (receives) wait(recv_request, "ppermute", group, options);
-    if (sends) wait(send_request, "ppermute", group, options);
-    if (sends || receives) {
-      counters().record("ppermute", group.axes, sends ? static_cast<std::int64_t>(bytes) : 0,
-                        receives ? static_cast<std::int64_t>(bytes) : 0);
-    }
+    if (role.incoming == nullptr && bytes > 0) std::memset(out, 0, bytes);
+    if (role.incoming != nullptr && !role.receives && bytes > 0) std::memcpy(out, in, bytes);
+    if (role.receives) wait(recv_request, "ppermute", group, options);
+    if (role.sends) wait(send_request, "ppermute", group, options);
+    detail::record_permute(counters(), group, role, bytes);
   }
 
   // Buffered, as on the local backend: the message is copied and sent in the background, so
