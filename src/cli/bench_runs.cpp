@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <thread>
 
 #include "shardwise/array/placement_ops.hpp"
 #include "shardwise/array/transfer_plan.hpp"
@@ -47,7 +46,7 @@ double time_collectively(Communicator& comm, int iterations, F&& call) {
   return std::chrono::duration<double>(Clock::now() - start).count() / iterations;
 }
 
-// Every rank copies `bytes` at the same time, as the threads of memcpy_seconds do.
+// Seconds per memcpy of `bytes` when every rank copies at the same time (barriers around).
 double memcpy_on_every_rank(Communicator& comm, std::int64_t bytes, int iterations) {
   std::vector<std::byte> from(static_cast<std::size_t>(bytes), std::byte{1});
   std::vector<std::byte> to(static_cast<std::size_t>(bytes));
@@ -62,24 +61,6 @@ double bus_factor(const std::string& op, int ranks) {
   if (op == "all_reduce") return 2 * (n - 1) / n;
   if (op == "broadcast") return 1;
   return (n - 1) / n;
-}
-
-double memcpy_seconds(int threads, std::int64_t bytes, int iterations) {
-  std::vector<double> seconds(static_cast<std::size_t>(threads));
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      std::vector<std::byte> from(static_cast<std::size_t>(bytes), std::byte{1});
-      std::vector<std::byte> to(static_cast<std::size_t>(bytes));
-      std::memcpy(to.data(), from.data(), from.size());
-      const auto start = Clock::now();
-      for (int i = 0; i < iterations; ++i) std::memcpy(to.data(), from.data(), from.size());
-      seconds[static_cast<std::size_t>(t)] =
-          std::chrono::duration<double>(Clock::now() - start).count() / iterations;
-    });
-  }
-  for (std::thread& w : workers) w.join();
-  return *std::max_element(seconds.begin(), seconds.end());
 }
 
 std::vector<CommBenchRow> bench_collectives(Communicator& comm, const std::vector<std::string>& ops,

@@ -50,7 +50,4 @@ std::vector<CommBenchRow> bench_collectives(Communicator& comm, const std::vecto
 // Every pair of a set of shardings of a 2 x (n/2) mesh, for an f32 array of `bytes`.
 std::vector<ReshardBenchRow> bench_reshards(Communicator& comm, std::int64_t bytes);
 
-// Seconds per copy when `threads` threads each copy `bytes` at once.
-double memcpy_seconds(int threads, std::int64_t bytes, int iterations);
-
 }  // namespace shardwise::cli

@@ -14,7 +14,7 @@ std::string rank_list(const std::vector<Rank>& ranks) {
 }
 
 std::string call_text(const CollectiveCall& call) {
-  return call.op + " of " + std::to_string(call.count) + " " + to_string(call.dtype) +
+  return std::string(call.op) + " of " + std::to_string(call.count) + " " + to_string(call.dtype) +
          (call.root >= 0 ? " from root " + std::to_string(call.root) : "");
 }
 
@@ -27,17 +27,19 @@ void LocalWorld::announce() {
 
 void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline,
                       const std::function<bool()>& ready,
-                      const std::function<std::vector<Rank>()>& missing,
-                      const std::string& describe, std::chrono::milliseconds timeout) {
+                      const std::function<std::vector<Rank>()>& missing, const Describe& describe,
+                      std::chrono::milliseconds timeout) {
   const auto spin_until = Clock::now() + kSpin;
   while (!ready()) {
-    if (failure_) throw CommError(describe + " aborted: " + *failure_);
-    const std::vector<Rank> absent = missing();
-    bool all_finished = !absent.empty();
-    for (Rank r : absent) all_finished = all_finished && finished_.count(r) > 0;
-    if (all_finished) {
-      throw CommError(describe + " cannot complete: rank" + (absent.size() > 1 ? "s " : " ") +
-                      rank_list(absent) + " finished without joining it");
+    if (failure_) throw CommError(describe() + " aborted: " + *failure_);
+    if (!finished_.empty()) {
+      const std::vector<Rank> absent = missing();
+      bool all_finished = !absent.empty();
+      for (Rank r : absent) all_finished = all_finished && finished_.count(r) > 0;
+      if (all_finished) {
+        throw CommError(describe() + " cannot complete: rank" + (absent.size() > 1 ? "s " : " ") +
+                        rank_list(absent) + " finished without joining it");
+      }
     }
     // Spin first (yielding, so that oversubscribed ranks still run): a collective's members
     // usually arrive within microseconds of each other, far sooner than a sleeping thread
@@ -54,7 +56,7 @@ void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point dead
     }
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
       const std::vector<Rank> late = missing();
-      throw CommError(describe + ": " +
+      throw CommError(describe() + ": " +
                       (late.empty()
                            ? std::string("other members")
                            : std::string(late.size() > 1 ? "ranks " : "rank ") + rank_list(late)) +
@@ -67,7 +69,8 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
                             const CollectiveCall& call, int phases,
                             std::chrono::milliseconds timeout, const Work& work) {
   const auto deadline = Clock::now() + timeout;
-  const std::string describe = call.op + " over " + group.to_string();
+  // Built only for an error: a small collective takes microseconds.
+  const auto describe = [&] { return std::string(call.op) + " over " + group.to_string(); };
   const RoundKey key{group.ranks, sequence};
   const auto n = static_cast<std::size_t>(group.size());
   std::vector<CollectiveCall> calls;
@@ -81,7 +84,7 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
     for (const auto& other : round.calls) {
       if (other && (other->op != call.op || other->count != call.count ||
                     other->dtype != call.dtype || other->root != call.root)) {
-        throw CommError(describe + ": rank " +
+        throw CommError(describe() + ": rank " +
                         std::to_string(group.ranks[static_cast<std::size_t>(member)]) + " called " +
                         call_text(call) + " where another member called " + call_text(*other));
       }
@@ -126,8 +129,10 @@ void LocalWorld::post(Rank from, Rank to, int tag, std::vector<std::byte> data) 
 
 std::vector<std::byte> LocalWorld::take(Rank from, Rank to, int tag, std::size_t bytes,
                                         std::chrono::milliseconds timeout) {
-  const std::string describe = "recv by rank " + std::to_string(to) + " from rank " +
-                               std::to_string(from) + " (tag " + std::to_string(tag) + ")";
+  const auto describe = [&] {
+    return "recv by rank " + std::to_string(to) + " from rank " + std::to_string(from) + " (tag " +
+           std::to_string(tag) + ")";
+  };
   std::unique_lock lock(mutex_);
   auto& box = mailboxes_[{from, to, tag}];
   wait(
@@ -136,7 +141,7 @@ std::vector<std::byte> LocalWorld::take(Rank from, Rank to, int tag, std::size_t
   std::vector<std::byte> data = std::move(box.front());
   box.pop_front();
   if (data.size() != bytes) {
-    throw CommError(describe + ": expected " + std::to_string(bytes) + " bytes but rank " +
+    throw CommError(describe() + ": expected " + std::to_string(bytes) + " bytes but rank " +
                     std::to_string(from) + " sent " + std::to_string(data.size()));
   }
   return data;

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -25,7 +26,7 @@ namespace shardwise::detail {
 
 // One member's part in a collective: what it called and its buffers.
 struct CollectiveCall {
-  std::string op;
+  std::string_view op;  // a string literal
   std::size_t count = 0;
   DType dtype = DType::kF32;
   Rank root = -1;
@@ -71,11 +72,14 @@ class LocalWorld {
   };
   using RoundKey = std::pair<std::vector<Rank>, std::uint64_t>;
 
+  // Names the operation waited for, in errors only.
+  using Describe = std::function<std::string()>;
+
   // Waits under `lock` until `ready`; throws CommError when a rank fails, when `missing`
   // members have all finished, or at the deadline. `describe` names the operation.
   void wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline,
             const std::function<bool()>& ready, const std::function<std::vector<Rank>()>& missing,
-            const std::string& describe, std::chrono::milliseconds timeout);
+            const Describe& describe, std::chrono::milliseconds timeout);
 
   // Wakes every waiter; called with mutex_ held after any change to the shared state.
   void announce();
