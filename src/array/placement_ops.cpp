@@ -176,21 +176,29 @@ ShardedArray reduce_scatter_partial(Communicator& comm, const ShardedArray& arra
   const auto n = static_cast<std::size_t>(group.size());
   const ShardIndex& index = array.local_index();
   const std::size_t element = size_in_bytes(array.dtype());
-  // Lay the slices out one after another (a copy only when `dim` is not the outermost).
-  std::vector<std::byte> packed(array.local_bytes().size());
-  const std::int64_t slice = index[dim].size() / static_cast<std::int64_t>(n);
-  std::size_t offset = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    ShardIndex box = index;
-    box[dim] = {index[dim].start + static_cast<std::int64_t>(i) * slice,
-                index[dim].start + static_cast<std::int64_t>(i + 1) * slice};
-    detail::copy_box(array.local_bytes().data(), index, packed.data() + offset, box, box, element);
-    offset += element_count(box) * element;
+  // The slices must lie one after another: they already do when every dimension before `dim`
+  // is one element long; otherwise they are packed.
+  bool contiguous = true;
+  for (std::size_t d = 0; d < dim; ++d) contiguous = contiguous && index[d].size() == 1;
+  std::vector<std::byte> packed;
+  if (!contiguous) {
+    packed.resize(array.local_bytes().size());
+    const std::int64_t slice = index[dim].size() / static_cast<std::int64_t>(n);
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      ShardIndex box = index;
+      box[dim] = {index[dim].start + static_cast<std::int64_t>(i) * slice,
+                  index[dim].start + static_cast<std::int64_t>(i + 1) * slice};
+      detail::copy_box(array.local_bytes().data(), index, packed.data() + offset, box, box,
+                       element);
+      offset += element_count(box) * element;
+    }
   }
   const ShardIndex target_index = target.device_index(array.global_shape(), array.rank());
   std::vector<std::byte> local = block_buffer(target_index, array.dtype());
-  comm.reduce_scatter(packed.data(), local.data(), element_count(target_index), array.dtype(),
-                      array.partial_axes().front().op, group);
+  comm.reduce_scatter(contiguous ? array.local_bytes().data() : packed.data(), local.data(),
+                      element_count(target_index), array.dtype(), array.partial_axes().front().op,
+                      group);
   return ShardedArray(target, array.global_shape(), array.dtype(), array.rank(), std::move(local));
 }
 

@@ -175,6 +175,13 @@ TEST(Reshard, PartialSumToShardIsAReduceScatter) {
     const std::vector<float> expected = expected_block(shape, summed.local_index());
     const auto local = summed.local<float>();
     for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(local[i], 10 * expected[i]);
+    // Split along the inner dimension: the slices are packed before the reduce-scatter.
+    comm.counters().clear();
+    const ShardedArray columns = reshard(comm, partial, NamedSharding(kMesh, P{None, "model"}));
+    EXPECT_EQ(comm.counters().for_op("reduce_scatter").calls, 1);
+    const std::vector<float> expected_columns = expected_block(shape, columns.local_index());
+    for (std::size_t i = 0; i < expected_columns.size(); ++i)
+      EXPECT_EQ(columns.local<float>()[i], 10 * expected_columns[i]);
     // To a layout the partial axis does not split: an all-reduce, then a reshard.
     const ShardedArray gathered = reshard(comm, partial, NamedSharding(kMesh, P{"data"}));
     const std::vector<float> rows = expected_block(shape, gathered.local_index());

@@ -342,9 +342,10 @@ class MpiCommunicator final : public Communicator {
   // one is collective over the members and cannot time out in MPI, so the members first meet
   // with point-to-point tokens that can: a member that never comes fails the others.
   MPI_Comm communicator(const Group& group, const char* op, const CommOptions& options) {
-    (void)detail::member_index(group, rank_, size_, op);
+    // A group found here was checked when its communicator was made.
     auto it = comms_.find(group.ranks);
     if (it != comms_.end()) return it->second;
+    (void)detail::member_index(group, rank_, size_, op);
     meet(group, op, options);
     MPI_Group world_group_handle = MPI_GROUP_NULL;
     MPI_Group members = MPI_GROUP_NULL;
