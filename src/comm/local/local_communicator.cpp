@@ -153,13 +153,13 @@ class LocalCommunicator final : public Communicator {
       const auto self = static_cast<std::size_t>(m);
       for (std::size_t i = 0; i < calls.size(); ++i) {
         const BlockLayout& theirs = *calls[i].send_layout;
-        if (theirs.counts.size() != calls.size() || theirs.counts[self] != receive.counts[i]) {
-          mismatch =
-              "all_to_allv over " + group.to_string() + ": rank " +
-              std::to_string(group.ranks[self]) + " expects " + std::to_string(receive.counts[i]) +
-              " elements from rank " + std::to_string(group.ranks[i]) + ", which sends " +
-              (theirs.counts.size() == calls.size() ? std::to_string(theirs.counts[self])
-                                                    : std::string("a layout of another size"));
+        // Every member checked its own layout has one entry per member before arriving.
+        if (theirs.counts[self] != receive.counts[i]) {
+          mismatch = "all_to_allv over " + group.to_string() + ": rank " +
+                     std::to_string(group.ranks[self]) + " expects " +
+                     std::to_string(receive.counts[i]) + " elements from rank " +
+                     std::to_string(group.ranks[i]) + ", which sends " +
+                     std::to_string(theirs.counts[self]);
           continue;
         }
         copy_bytes(bytes_of(out) + receive.offsets[i] * element,
