@@ -26,6 +26,13 @@ class SpecsCommand final : public Command {
         "A rules file: logical_axis_rules, parameter_rules, stage_rules (each optional)");
     app_->add_flag("--fsdp", fsdp_on_data_,
                    "Shard parameters over 'data' (FSDP) when the mesh has no 'fsdp' axis");
+    app_->add_option("--fsdp-min-weight-size", fsdp_min_weight_size_,
+                     "FSDP leaves dimensions with fewer elements than this whole (the default "
+                     "rules only)")
+        ->default_val(ShardingConfig{}.fsdp_min_weight_size);
+    app_->add_flag("--strict", strict_,
+                   "Refuse the layout when an axis would be moved or dropped, a parameter has no "
+                   "rule, or no rule gives its stage");
     app_->add_flag("--uneven", uneven_,
                    "Keep axes that do not divide a dimension (torch.chunk shards) instead of "
                    "dropping them");
@@ -37,11 +44,15 @@ class SpecsCommand final : public Command {
   void run(std::ostream& out) const override {
     const Mesh mesh = Mesh::parse(mesh_);
     const ModelManifest manifest = load_model_description(read_file(model_, "--model"));
-    const ShardingRules rules =
-        rules_.empty() ? default_sharding_rules(ParallelismConfig::from_mesh(mesh, fsdp_on_data_))
-                       : load_sharding_rules(read_file(rules_, "--rules"), mesh, fsdp_on_data_);
+    ParallelismConfig config = ParallelismConfig::from_mesh(mesh, fsdp_on_data_);
+    config.sharding_config.fsdp_min_weight_size = fsdp_min_weight_size_;
+    config.validate();
+    const ShardingRules rules = rules_.empty()
+                                    ? default_sharding_rules(config)
+                                    : load_sharding_rules(read_file(rules_, "--rules"), config);
     LayoutOptions options;
     options.evenness = uneven_ ? Evenness::kUneven : Evenness::kStrict;
+    options.strict = strict_;
     const ModelLayout layout =
         layout_model(manifest, mesh, rules.axis_rules, rules.name_rules, options);
     out << (json_ ? render_specs_json(layout) + "\n" : render_specs_text(layout));
@@ -53,6 +64,8 @@ class SpecsCommand final : public Command {
   std::string mesh_;
   std::string rules_;
   bool fsdp_on_data_ = false;
+  std::int64_t fsdp_min_weight_size_ = 0;
+  bool strict_ = false;
   bool uneven_ = false;
   bool json_ = false;
 };

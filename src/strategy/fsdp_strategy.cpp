@@ -5,13 +5,13 @@
 namespace shardwise {
 namespace {
 
-bool is_fsdp_dimension_name(const std::string& name) {
-  return name == "out_features" || name == "features" || name == "hidden";
-}
+// FSDP's weight names, in the order it looks for them.
+constexpr const char* kWeightNames[] = {"out_features", "embed", "hidden", "features"};
 
-PartitionSpec spec_on_dimension(std::size_t dim, const std::string& axis) {
-  std::vector<SpecEntry> entries(dim + 1);
-  entries[dim] = SpecEntry(axis);
+// The spec without the replicated dimensions at its end, as the reference writes specs.
+PartitionSpec trimmed(const PartitionSpec& spec) {
+  std::vector<SpecEntry> entries = spec.entries();
+  while (!entries.empty() && entries.back().is_replicated()) entries.pop_back();
   return PartitionSpec(std::move(entries));
 }
 
@@ -32,20 +32,16 @@ bool FSDPStrategy::should_shard_weight(const Shape& shape) const {
   return !shape.empty() && shape[0] >= min_weight_size_;
 }
 
-PartitionSpec FSDPStrategy::get_partition_spec(const LogicalAxes& dim_names) const {
-  std::vector<SpecEntry> entries(dim_names.size());
-  if (!dim_names.empty() && is_fsdp_dimension_name(dim_names[0])) {
-    entries[0] = SpecEntry(axis_name());
+std::vector<AxisClaim> FSDPStrategy::axis_claims() const {
+  std::vector<AxisClaim> claims{{"batch", {axis_name()}, ClaimPriority::kData}};
+  for (const char* name : kWeightNames) {
+    claims.push_back({name, {axis_name()}, ClaimPriority::kFsdp, min_weight_size_,
+                      fallback_ == FsdpFallback::kShardOtherDimension});
   }
-  return PartitionSpec(std::move(entries));
+  return claims;
 }
 
 PartitionSpec FSDPStrategy::get_gradient_partition_spec(const LogicalAxes& dim_names) const {
-  return get_partition_spec(dim_names);
-}
-
-PartitionSpec FSDPStrategy::propose(const LogicalAxes& dim_names, const Shape& shape) const {
-  if (!should_shard_weight(shape)) return PartitionSpec(std::vector<SpecEntry>(dim_names.size()));
   return get_partition_spec(dim_names);
 }
 
@@ -55,21 +51,26 @@ FsdpDecision FSDPStrategy::decide(const Shape& shape, std::int64_t axis_size) co
     return {P(), "dimension 0 has " + std::to_string(shape[0]) + " rows, below min_weight_size " +
                      std::to_string(min_weight_size_) + ": replicated"};
   }
-  if (shape[0] % axis_size == 0) {
-    return {P{axis_name()}, "dimension 0 split over '" + axis_name() + "'"};
-  }
+  const std::string split_text = "dimension 0 split over '" + axis_name() + "'";
+  // An axis of one device splits nothing, so the resolver ignores it; the reference's answer
+  // (dimension 0 over it) is the same layout.
+  if (axis_size == 1) return {P{axis_name()}, split_text};
+  LogicalAxes names(shape.size());
+  names[0] = kWeightNames[0];
+  const Mesh mesh({axis_name()}, {axis_size});
+  ResolveOptions options;
+  options.shape = shape;
+  const PartitionSpec spec =
+      trimmed(logical_axis_rules().resolve("", names, mesh, options).spec);
+  const int split = spec.dimension_of(axis_name());
+  if (split == 0) return {spec, split_text};
   const std::string not_divisible = "dimension 0 has " + std::to_string(shape[0]) +
                                     " rows, not divisible by " + std::to_string(axis_size) +
                                     " shards of '" + axis_name() + "'";
-  if (fallback_ == FsdpFallback::kShardOtherDimension) {
-    for (std::size_t d = 1; d < shape.size(); ++d) {
-      if (shape[d] % axis_size == 0 && shape[d] >= axis_size) {
-        return {spec_on_dimension(d, axis_name()),
-                not_divisible + ": dimension " + std::to_string(d) + " split instead"};
-      }
-    }
+  if (split > 0) {
+    return {spec, not_divisible + ": dimension " + std::to_string(split) + " split instead"};
   }
-  return {P(), not_divisible + ": replicated"};
+  return {spec, not_divisible + ": replicated"};
 }
 
 NamedSharding FSDPStrategy::apply_sharding(const Shape& shape, const Mesh& mesh) const {

@@ -18,23 +18,6 @@ std::vector<std::int64_t> stage_layers(const ModelManifest& manifest,
   return PipelineParallelStrategy(stages).assign_layers_to_stages(layers);
 }
 
-// In strict mode, drops the axes of every dimension they do not divide, saying so.
-PartitionSpec fit_to_shape(const Mesh& mesh, const PartitionSpec& spec, const ParameterInfo& p,
-                           std::vector<std::string>& notes) {
-  std::vector<SpecEntry> entries = spec.entries();
-  entries.resize(std::min(entries.size(), p.shape.size()));
-  for (std::size_t d = 0; d < entries.size(); ++d) {
-    std::int64_t shards = 1;
-    for (const std::string& axis : entries[d].axes()) shards *= mesh.axis_size(axis);
-    if (p.shape[d] % shards == 0) continue;
-    notes.push_back(p.name + ": dimension " + std::to_string(d) + " has size " +
-                    std::to_string(p.shape[d]) + ", not divisible by " + std::to_string(shards) +
-                    " shards of " + entries[d].to_string() + ": replicated");
-    entries[d] = None;
-  }
-  return PartitionSpec(std::move(entries));
-}
-
 }  // namespace
 
 std::int64_t ModelLayout::max_bytes_per_device() const {
@@ -66,6 +49,10 @@ ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
                      {},
                      std::vector<std::int64_t>(static_cast<std::size_t>(mesh.size()), 0),
                      {}};
+  ResolveOptions resolve_options;
+  resolve_options.units = manifest.axis_units;
+  resolve_options.evenness = options.evenness;
+  resolve_options.strict = options.strict;
   for (const ParameterInfo& p : manifest.parameters) {
     ParameterLayout entry{p, {}, P(), {}, 0};
     if (p.logical_axes) {
@@ -74,20 +61,29 @@ ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
       entry.logical_axes = std::move(*axes);
     } else {
       entry.logical_axes.assign(p.shape.size(), "");
-      if (!p.shape.empty())
-        layout.notes.push_back(p.name + ": no parameter rule names it: replicated");
+      const std::string note = p.name + ": no parameter rule names it: replicated";
+      if (options.strict && !p.shape.empty()) throw InvalidArgument(note + " (strict layout)");
+      if (!p.shape.empty()) layout.notes.push_back(note);
     }
-    PartitionSpec spec = axis_rules.logical_to_mesh_axes(entry.logical_axes, mesh);
+    resolve_options.shape = p.shape;
+    SpecResolution resolution =
+        axis_rules.resolve(p.name, entry.logical_axes, mesh, resolve_options);
+    const PartitionSpec& spec = resolution.spec;
     if (pipelined && spec.dimension_of(options.pipeline_axis) >= 0) {
       throw InvalidArgument("parameter '" + p.name + "' would be split by " + spec.to_string() +
                             " over the pipeline axis '" + options.pipeline_axis +
                             "', which places layers, not tensor slices");
     }
-    if (options.evenness == Evenness::kStrict) spec = fit_to_shape(mesh, spec, p, layout.notes);
+    layout.notes.insert(layout.notes.end(), resolution.notes.begin(), resolution.notes.end());
     const NamedSharding sharding(mesh, spec, options.evenness);
     entry.spec = spec;
     entry.shard_shape = sharding.shard_shape(p.shape);
-    entry.stage = stages == 1 ? 0 : name_rules.stage_of(p.name, layout.layers_per_stage);
+    if (stages > 1) {
+      const StagePlacement stage = name_rules.place_in_stage(p.name, layout.layers_per_stage);
+      if (stage.note && options.strict) throw InvalidArgument(*stage.note + " (strict layout)");
+      if (stage.note) layout.notes.push_back(*stage.note);
+      entry.stage = stage.stage;
+    }
     const auto element_bytes = static_cast<std::int64_t>(size_in_bytes(p.dtype));
     for (const DeviceShard& shard : sharding.devices_indices_map(p.shape)) {
       const std::int64_t position = mesh.position_of_device(shard.device);

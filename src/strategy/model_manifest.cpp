@@ -59,6 +59,24 @@ class ManifestBuilder {
   ModelManifest manifest_;
 };
 
+AxisUnits axis_units_from_json(const nlohmann::json& json) {
+  if (!json.is_object()) {
+    throw ParseError("field 'axis_units' must be an object of logical axis names to unit sizes, "
+                     "not " +
+                     detail::json_type_name(json));
+  }
+  AxisUnits units;
+  for (const auto& [name, value] : json.items()) {
+    const std::int64_t unit = detail::json_integer(value, "axis_units." + name);
+    if (unit < 1) {
+      throw InvalidArgument("field 'axis_units." + name + "' is " + std::to_string(unit) +
+                            "; expected at least 1 element");
+    }
+    units[name] = unit;
+  }
+  return units;
+}
+
 std::int64_t optional_integer(const nlohmann::json& json, const char* key, std::int64_t fallback) {
   auto it = json.find(key);
   if (it == json.end() || it->is_null()) return fallback;
@@ -110,6 +128,7 @@ ModelManifest ModelManifest::from_json(std::string_view text) {
   const nlohmann::json json = detail::parse_json(text, "model manifest");
   detail::JsonObjectReader reader(json, "");
   const nlohmann::json& list = reader.required("parameters");
+  const nlohmann::json* units = reader.optional("axis_units");
   reader.finish();
   if (!list.is_array()) {
     throw ParseError("field 'parameters' must be a list, not " + detail::json_type_name(list));
@@ -124,6 +143,7 @@ ModelManifest ModelManifest::from_json(std::string_view text) {
     }
     manifest.parameters.push_back(std::move(p));
   }
+  if (units != nullptr) manifest.axis_units = axis_units_from_json(*units);
   return manifest;
 }
 
@@ -142,7 +162,9 @@ std::string ModelManifest::to_json() const {
     }
     list.push_back(std::move(entry));
   }
-  return nlohmann::ordered_json{{"parameters", std::move(list)}}.dump();
+  nlohmann::ordered_json json{{"parameters", std::move(list)}};
+  if (!axis_units.empty()) json["axis_units"] = axis_units;
+  return json.dump();
 }
 
 ModelManifest gpt2_manifest(const Gpt2Config& c) {
@@ -181,7 +203,9 @@ ModelManifest gpt2_manifest(const Gpt2Config& c) {
   b.add("transformer.ln_f.weight", {e});
   b.add("transformer.ln_f.bias", {e});
   if (!c.tie_word_embeddings) b.add("lm_head.weight", {c.vocab_size, e});
-  return b.take();
+  ModelManifest manifest = b.take();
+  manifest.axis_units = {{"heads", e / c.n_head}};
+  return manifest;
 }
 
 ModelManifest llama_manifest(const LlamaConfig& c) {
@@ -235,7 +259,9 @@ ModelManifest llama_manifest(const LlamaConfig& c) {
   }
   b.add("model.norm.weight", {h});
   if (!c.tie_word_embeddings) b.add("lm_head.weight", {c.vocab_size, h});
-  return b.take();
+  ModelManifest manifest = b.take();
+  manifest.axis_units = {{"heads", head_dim}, {"kv_heads", head_dim}};
+  return manifest;
 }
 
 ModelManifest manifest_from_hf_config(std::string_view text) {

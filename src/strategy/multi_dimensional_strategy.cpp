@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "detail/spec_resolver.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/data_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
@@ -12,16 +13,6 @@
 namespace shardwise {
 namespace {
 
-int priority(StrategyKind kind) {
-  switch (kind) {
-    case StrategyKind::kTensorParallel: return 3;
-    case StrategyKind::kFsdp: return 2;
-    case StrategyKind::kDataParallel: return 1;
-    case StrategyKind::kPipelineParallel: return 0;
-  }
-  return 0;
-}
-
 bool may_share_axis(StrategyKind a, StrategyKind b) {
   const auto is_data = [](StrategyKind k) {
     return k == StrategyKind::kDataParallel || k == StrategyKind::kFsdp;
@@ -29,86 +20,39 @@ bool may_share_axis(StrategyKind a, StrategyKind b) {
   return a != b && is_data(a) && is_data(b);
 }
 
-// Builds the merged spec one axis at a time.
-class SpecMerger {
- public:
-  SpecMerger(const Mesh& mesh, std::string tensor_name, const std::optional<Shape>& shape,
-             std::size_t rank)
-      : mesh_(mesh), tensor_name_(std::move(tensor_name)), shape_(shape), entries_(rank) {}
+// The strategies with data-like ones first (their claims, the batch's among them, come first
+// in the rules), in the given order among equals.
+std::vector<const MultiDimensionalStrategy::NamedStrategy*> claim_order(
+    const std::vector<MultiDimensionalStrategy::NamedStrategy>& strategies) {
+  std::vector<const MultiDimensionalStrategy::NamedStrategy*> order;
+  for (const auto& named : strategies) order.push_back(&named);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return static_cast<int>(claim_priority(a->second->kind())) <
+           static_cast<int>(claim_priority(b->second->kind()));
+  });
+  return order;
+}
 
-  void add(const std::string& strategy, const std::string& axis, std::size_t dim) {
-    const std::string who = tensor_name_ + ": " + strategy + " axis '" + axis + "'";
-    if (const int used = used_by(axis); used >= 0) {
-      if (static_cast<std::size_t>(used) != dim) {
-        notes_.push_back(who + " wanted dimension " + std::to_string(dim) +
-                         " but already splits dimension " + std::to_string(used));
-      }
-      return;
-    }
-    if (entries_[dim].empty()) {
-      if (divides(dim, axis)) {
-        entries_[dim].push_back(axis);
-        return;
-      }
-    } else if (divides(dim, axis)) {
-      notes_.push_back(who + " combined with " + describe(dim) + " on dimension " +
-                       std::to_string(dim));
-      entries_[dim].push_back(axis);
-      return;
-    }
-    for (std::size_t other = 0; other < entries_.size(); ++other) {
-      if (other != dim && entries_[other].empty() && divides(other, axis)) {
-        entries_[other].push_back(axis);
-        notes_.push_back(who + " moved from dimension " + std::to_string(dim) + " to dimension " +
-                         std::to_string(other) + ", which it divides");
-        return;
-      }
-    }
-    dropped_.push_back(axis);
-    notes_.push_back(who + " dropped: dimension " + std::to_string(dim) + " of shape " +
-                     to_string(*shape_) + " cannot take it and no other dimension can");
+void check_against_mesh(const std::string& name, const ShardingStrategy& strategy,
+                        const Mesh& mesh) {
+  if (!mesh.has_axis(strategy.axis_name())) {
+    throw InvalidArgument("strategy '" + name + "' uses axis '" + strategy.axis_name() +
+                          "', which is not in " + mesh.to_string());
   }
-
-  SpecResolution finish() {
-    std::vector<SpecEntry> entries;
-    entries.reserve(entries_.size());
-    for (auto& axes : entries_) entries.emplace_back(std::move(axes));
-    return {PartitionSpec(std::move(entries)), std::move(notes_), std::move(dropped_)};
+  const auto index = static_cast<int>(mesh.axis_index(strategy.axis_name()));
+  if (strategy.mesh_axis() && *strategy.mesh_axis() != index) {
+    throw InvalidArgument("strategy '" + name + "' was built for axis '" + strategy.axis_name() +
+                          "' at mesh axis " + std::to_string(*strategy.mesh_axis()) + ", but " +
+                          mesh.to_string() + " has it at mesh axis " + std::to_string(index));
   }
-
- private:
-  [[nodiscard]] int used_by(const std::string& axis) const {
-    for (std::size_t d = 0; d < entries_.size(); ++d) {
-      if (std::find(entries_[d].begin(), entries_[d].end(), axis) != entries_[d].end()) {
-        return static_cast<int>(d);
-      }
-    }
-    return -1;
+  const auto* pipeline = dynamic_cast<const PipelineParallelStrategy*>(&strategy);
+  if (pipeline != nullptr && pipeline->num_stages() != mesh.axis_size(strategy.axis_name())) {
+    throw InvalidArgument("strategy '" + name + "' has " +
+                          std::to_string(pipeline->num_stages()) + " pipeline stages, but axis '" +
+                          strategy.axis_name() + "' of " + mesh.to_string() + " has size " +
+                          std::to_string(mesh.axis_size(strategy.axis_name())));
   }
-
-  // Without a shape everything divides; with one, the dimension must split evenly (and not
-  // into empty shards) over the axes it has plus this one.
-  [[nodiscard]] bool divides(std::size_t dim, const std::string& axis) const {
-    if (!shape_) return true;
-    std::int64_t shards = mesh_.axis_size(axis);
-    for (const std::string& existing : entries_[dim]) shards *= mesh_.axis_size(existing);
-    const std::int64_t size = (*shape_)[dim];
-    return size % shards == 0 && (size > 0 || shards == 1);
-  }
-
-  [[nodiscard]] std::string describe(std::size_t dim) const {
-    std::string text;
-    for (const std::string& axis : entries_[dim]) text += (text.empty() ? "'" : ", '") + axis + "'";
-    return text;
-  }
-
-  const Mesh& mesh_;
-  std::string tensor_name_;
-  const std::optional<Shape>& shape_;
-  std::vector<std::vector<std::string>> entries_;
-  std::vector<std::string> notes_;
-  std::vector<std::string> dropped_;
-};
+}
 
 }  // namespace
 
@@ -120,10 +64,7 @@ MultiDimensionalStrategy::MultiDimensionalStrategy(std::vector<NamedStrategy> st
   for (std::size_t i = 0; i < strategies_.size(); ++i) {
     const auto& [name, strategy] = strategies_[i];
     if (!strategy) throw InvalidArgument("strategy '" + name + "' is null");
-    if (!mesh.has_axis(strategy->axis_name())) {
-      throw InvalidArgument("strategy '" + name + "' uses axis '" + strategy->axis_name() +
-                            "', which is not in " + mesh.to_string());
-    }
+    check_against_mesh(name, *strategy, mesh);
     for (std::size_t j = 0; j < i; ++j) {
       const auto& [other_name, other] = strategies_[j];
       if (other_name == name) throw InvalidArgument("two strategies are named '" + name + "'");
@@ -136,6 +77,11 @@ MultiDimensionalStrategy::MultiDimensionalStrategy(std::vector<NamedStrategy> st
       }
     }
   }
+  std::vector<AxisClaim> claims;
+  for (const auto* named : claim_order(strategies_)) {
+    for (AxisClaim& claim : named->second->axis_claims()) claims.push_back(std::move(claim));
+  }
+  rules_ = rules_from_claims(claims);
 }
 
 const ShardingStrategy& MultiDimensionalStrategy::strategy_named(const std::string& name) const {
@@ -147,86 +93,86 @@ const ShardingStrategy& MultiDimensionalStrategy::strategy_named(const std::stri
 
 SpecResolution MultiDimensionalStrategy::get_combined_partition_spec(
     const std::string& tensor_name, const LogicalAxes& dim_names,
-    const std::optional<Shape>& shape) const {
-  if (shape && shape->size() != dim_names.size()) {
-    throw InvalidArgument(tensor_name + ": " + std::to_string(dim_names.size()) +
-                          " dimension names for shape " + to_string(*shape));
-  }
-  std::map<std::string, PartitionSpec> proposed;
-  for (const auto& [name, strategy] : strategies_) {
-    proposed[name] =
-        shape ? strategy->propose(dim_names, *shape) : strategy->get_partition_spec(dim_names);
-  }
-  return resolve_sharding_conflicts(tensor_name, proposed, shape);
+    const std::optional<Shape>& shape, const AxisUnits& units) const {
+  ResolveOptions options;
+  options.shape = shape;
+  options.units = units;
+  return rules_.resolve(tensor_name, dim_names, mesh(), options);
 }
 
 SpecResolution MultiDimensionalStrategy::resolve_sharding_conflicts(
     const std::string& tensor_name, const std::map<std::string, PartitionSpec>& proposed,
     const std::optional<Shape>& shape) const {
-  std::vector<std::pair<const std::string*, const PartitionSpec*>> order;
+  const Mesh mesh = config_.to_mesh();
   std::size_t rank = shape ? shape->size() : 0;
   for (const auto& [name, spec] : proposed) {
     (void)strategy_named(name);
-    order.emplace_back(&name, &spec);
     if (shape && spec.size() > shape->size()) {
       throw ShardingError(tensor_name + ": strategy '" + name + "' proposed " + spec.to_string() +
                           " for a tensor of rank " + std::to_string(shape->size()));
     }
-    rank = std::max(rank, spec.size());
-  }
-  // Highest priority first; among equals, the order the strategies were given in.
-  auto position = [&](const std::string& name) {
-    for (std::size_t i = 0; i < strategies_.size(); ++i) {
-      if (strategies_[i].first == name) return i;
-    }
-    return strategies_.size();
-  };
-  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
-    const int pa = priority(strategy_named(*a.first).kind());
-    const int pb = priority(strategy_named(*b.first).kind());
-    return pa != pb ? pa > pb : position(*a.first) < position(*b.first);
-  });
-
-  const Mesh mesh = config_.to_mesh();
-  SpecMerger merger(mesh, tensor_name, shape, rank);
-  for (const auto& [name, spec] : order) {
-    for (std::size_t d = 0; d < spec->size(); ++d) {
-      for (const std::string& axis : spec->entry(d).axes()) {
-        if (!mesh.has_axis(axis)) {
-          throw ShardingError(tensor_name + ": strategy '" + *name + "' proposed axis '" + axis +
-                              "', which is not in " + mesh.to_string());
-        }
-        merger.add(*name, axis, d);
+    for (const std::string& axis : spec.all_axes()) {
+      if (!mesh.has_axis(axis)) {
+        throw ShardingError(tensor_name + ": strategy '" + name + "' proposed axis '" + axis +
+                            "', which is not in " + mesh.to_string());
       }
     }
+    rank = std::max(rank, spec.size());
   }
-  return merger.finish();
-}
-
-ParameterPlacement MultiDimensionalStrategy::create_partition_spec(const Shape& param_shape,
-                                                                   const std::string& param_name,
-                                                                   const ParameterNameRules& rules,
-                                                                   std::int64_t num_layers) const {
-  auto axes = rules.logical_axes_for(param_name, param_shape.size());
-  if (!axes) {
-    throw InvalidArgument("no parameter rule names '" + param_name + "'");
-  }
-  const Mesh mesh = config_.to_mesh();
-  const PartitionSpec wanted =
-      default_logical_axis_rules(config_).logical_to_mesh_axes(*axes, mesh);
-  std::vector<SpecEntry> entries;
-  for (std::size_t d = 0; d < param_shape.size(); ++d) {
-    std::int64_t shards = 1;
-    for (const std::string& axis : wanted.entry(d).axes()) shards *= mesh.axis_size(axis);
-    entries.push_back(param_shape[d] % shards == 0 ? wanted.entry(d) : None);
-  }
-  std::int64_t stage = 0;
-  for (const auto& [name, strategy] : strategies_) {
-    if (const auto* pipeline = dynamic_cast<const PipelineParallelStrategy*>(strategy.get())) {
-      stage = rules.stage_of(param_name, pipeline->assign_layers_to_stages(num_layers));
+  // Each proposal's entry on dimension d is its strategy's claim on a name private to d.
+  LogicalAxes dimension_names(rank);
+  for (std::size_t d = 0; d < rank; ++d) dimension_names[d].append("#").append(std::to_string(d));
+  std::vector<AxisClaim> claims;
+  for (const auto* named : claim_order(strategies_)) {
+    auto it = proposed.find(named->first);
+    if (it == proposed.end()) continue;
+    const auto own = named->second->axis_claims();
+    const bool relocatable =
+        std::any_of(own.begin(), own.end(), [](const AxisClaim& c) { return c.relocatable; });
+    for (std::size_t d = 0; d < it->second.size(); ++d) {
+      const SpecEntry& entry = it->second.entry(d);
+      if (entry.is_replicated()) continue;
+      claims.push_back({dimension_names[d], entry.axes(), claim_priority(named->second->kind()),
+                        0, relocatable});
     }
   }
-  return {std::move(*axes), PartitionSpec(std::move(entries)), stage};
+  ResolveOptions options;
+  options.shape = shape;
+  return detail::resolve_rules(rules_from_claims(claims).rules(), tensor_name, dimension_names,
+                               &mesh, options, false);
+}
+
+ParameterPlacement MultiDimensionalStrategy::create_partition_spec(
+    const Shape& param_shape, const std::string& param_name, const ParameterNameRules& rules,
+    std::int64_t num_layers, const PlacementOptions& options) const {
+  ParameterPlacement placement;
+  if (auto axes = rules.logical_axes_for(param_name, param_shape.size())) {
+    placement.logical_axes = std::move(*axes);
+  } else {
+    const std::string note = param_name + ": no parameter rule names it: replicated";
+    if (options.strict) throw InvalidArgument(note + " (strict layout)");
+    placement.logical_axes.assign(param_shape.size(), "");
+    if (!param_shape.empty()) placement.notes.push_back(note);
+  }
+  ResolveOptions resolve_options;
+  resolve_options.shape = param_shape;
+  resolve_options.units = options.units;
+  resolve_options.strict = options.strict;
+  SpecResolution resolution =
+      rules_.resolve(param_name, placement.logical_axes, mesh(), resolve_options);
+  placement.spec = std::move(resolution.spec);
+  placement.notes.insert(placement.notes.end(), resolution.notes.begin(), resolution.notes.end());
+  placement.dropped_axes = std::move(resolution.dropped_axes);
+  for (const auto& [name, strategy] : strategies_) {
+    if (const auto* pipeline = dynamic_cast<const PipelineParallelStrategy*>(strategy.get())) {
+      const StagePlacement stage =
+          rules.place_in_stage(param_name, pipeline->assign_layers_to_stages(num_layers));
+      if (stage.note && options.strict) throw InvalidArgument(*stage.note + " (strict layout)");
+      if (stage.note) placement.notes.push_back(*stage.note);
+      placement.stage = stage.stage;
+    }
+  }
+  return placement;
 }
 
 MultiDimensionalStrategy default_strategies(const ParallelismConfig& config) {
@@ -251,6 +197,14 @@ MultiDimensionalStrategy default_strategies(const ParallelismConfig& config) {
                                             sc.pipeline_parallel_size, std::string(kPipelineAxis)));
   }
   return MultiDimensionalStrategy(std::move(strategies), config);
+}
+
+}  // namespace shardwise
+
+namespace shardwise {
+
+LogicalAxisRules default_logical_axis_rules(const ParallelismConfig& config) {
+  return default_strategies(config).logical_axis_rules();
 }
 
 }  // namespace shardwise

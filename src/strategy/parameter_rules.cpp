@@ -115,23 +115,34 @@ std::optional<std::int64_t> ParameterNameRules::layer_index(std::string_view nam
 
 std::int64_t ParameterNameRules::stage_of(std::string_view name,
                                           const std::vector<std::int64_t>& layers_per_stage) const {
+  const StagePlacement placement = place_in_stage(name, layers_per_stage);
+  if (placement.note) {
+    throw InvalidArgument("parameter '" + std::string(name) +
+                          "' has no layer index and matches neither the first-stage nor the "
+                          "last-stage rule");
+  }
+  return placement.stage;
+}
+
+StagePlacement ParameterNameRules::place_in_stage(
+    std::string_view name, const std::vector<std::int64_t>& layers_per_stage) const {
   const auto stages = static_cast<std::int64_t>(layers_per_stage.size());
   if (stages == 0) throw InvalidArgument("there are no pipeline stages to place parameters on");
   if (const auto layer = layer_index(name)) {
     std::int64_t first = 0;
     for (std::int64_t s = 0; s < stages; ++s) {
       first += layers_per_stage[static_cast<std::size_t>(s)];
-      if (*layer < first) return s;
+      if (*layer < first) return {s, std::nullopt};
     }
     throw InvalidArgument("parameter '" + std::string(name) + "' is in layer " +
                           std::to_string(*layer) + " but the stages hold " + std::to_string(first) +
                           " layers");
   }
-  if (RE2::PartialMatch(name, *compiled_->first_stage)) return 0;
-  if (RE2::PartialMatch(name, *compiled_->last_stage)) return stages - 1;
-  throw InvalidArgument("parameter '" + std::string(name) +
-                        "' has no layer index and matches neither the first-stage nor the "
-                        "last-stage rule");
+  if (RE2::PartialMatch(name, *compiled_->first_stage)) return {0, std::nullopt};
+  if (RE2::PartialMatch(name, *compiled_->last_stage)) return {stages - 1, std::nullopt};
+  return {0, std::string(name) +
+                 ": no layer index and neither the first-stage nor the last-stage rule matches "
+                 "it: first stage"};
 }
 
 namespace detail {

@@ -28,9 +28,7 @@ std::vector<std::int64_t> PipelineParallelStrategy::assign_layers_to_stages(
   return counts;
 }
 
-PartitionSpec PipelineParallelStrategy::get_partition_spec(const LogicalAxes& dim_names) const {
-  return PartitionSpec(std::vector<SpecEntry>(dim_names.size()));
-}
+std::vector<AxisClaim> PipelineParallelStrategy::axis_claims() const { return {}; }
 
 NamedSharding PipelineParallelStrategy::apply_sharding(const Shape& shape, const Mesh& mesh) const {
   (void)axis_size_in(mesh);

@@ -9,7 +9,7 @@ ShardingRules default_sharding_rules(const ParallelismConfig& config) {
   return {default_logical_axis_rules(config), ParameterNameRules::defaults()};
 }
 
-ShardingRules load_sharding_rules(std::string_view text, const Mesh& mesh, bool fsdp_on_data) {
+ShardingRules load_sharding_rules(std::string_view text, const ParallelismConfig& config) {
   const nlohmann::json json = detail::parse_json(text, "rules");
   detail::JsonObjectReader reader(json, "");
   const nlohmann::json* axis_rules = reader.optional("logical_axis_rules");
@@ -24,7 +24,7 @@ ShardingRules load_sharding_rules(std::string_view text, const Mesh& mesh, bool 
   }
   return {axis_rules != nullptr
               ? detail::logical_axis_rules_from_json(*axis_rules, "logical_axis_rules")
-              : default_logical_axis_rules(ParallelismConfig::from_mesh(mesh, fsdp_on_data)),
+              : default_logical_axis_rules(config),
           std::move(name_rules)};
 }
 

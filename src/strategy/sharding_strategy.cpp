@@ -1,5 +1,7 @@
 #include "shardwise/strategy/sharding_strategy.hpp"
 
+#include <algorithm>
+
 #include "shardwise/array/placement_ops.hpp"
 #include "shardwise/core/error.hpp"
 
@@ -30,9 +32,66 @@ ShardingStrategy::ShardingStrategy(std::string axis_name, std::optional<int> mes
   }
 }
 
-PartitionSpec ShardingStrategy::propose(const LogicalAxes& dim_names,
-                                        const Shape& /*shape*/) const {
-  return get_partition_spec(dim_names);
+ClaimPriority claim_priority(StrategyKind kind) {
+  switch (kind) {
+    case StrategyKind::kTensorParallel: return ClaimPriority::kTensor;
+    case StrategyKind::kFsdp: return ClaimPriority::kFsdp;
+    case StrategyKind::kDataParallel: return ClaimPriority::kData;
+    case StrategyKind::kPipelineParallel: return ClaimPriority::kPipeline;
+  }
+  return ClaimPriority::kPipeline;
+}
+
+LogicalAxisRules rules_from_claims(const std::vector<AxisClaim>& claims) {
+  std::vector<std::string> names;
+  for (const AxisClaim& claim : claims) {
+    if (std::find(names.begin(), names.end(), claim.logical_name) == names.end()) {
+      names.push_back(claim.logical_name);
+    }
+  }
+  std::vector<LogicalAxisRule> rules;
+  for (const std::string& name : names) {
+    std::vector<const AxisClaim*> mine;
+    for (const AxisClaim& claim : claims) {
+      if (claim.logical_name == name) mine.push_back(&claim);
+    }
+    std::stable_sort(mine.begin(), mine.end(), [](const AxisClaim* a, const AxisClaim* b) {
+      return static_cast<int>(a->priority) > static_cast<int>(b->priority);
+    });
+    if (mine.size() > 1) {
+      LogicalAxisRule all{name, {}, 0, false};
+      for (const AxisClaim* claim : mine) {
+        all.min_size = std::max(all.min_size, claim->min_size);
+        for (const std::string& axis : claim->mesh_axes) {
+          if (std::find(all.mesh_axes.begin(), all.mesh_axes.end(), axis) ==
+              all.mesh_axes.end()) {
+            all.mesh_axes.push_back(axis);
+          }
+        }
+      }
+      rules.push_back(std::move(all));
+    }
+    for (const AxisClaim* claim : mine) {
+      LogicalAxisRule own{name, claim->mesh_axes, claim->min_size, claim->relocatable};
+      if (std::find(rules.begin(), rules.end(), own) == rules.end()) rules.push_back(own);
+    }
+  }
+  return LogicalAxisRules(std::move(rules));
+}
+
+LogicalAxisRules ShardingStrategy::logical_axis_rules() const {
+  return rules_from_claims(axis_claims());
+}
+
+PartitionSpec ShardingStrategy::get_partition_spec(const LogicalAxes& dim_names) const {
+  return logical_axis_rules().logical_to_mesh_axes(dim_names);
+}
+
+SpecResolution ShardingStrategy::resolve(const std::string& tensor_name,
+                                         const LogicalAxes& dim_names, const Mesh& mesh,
+                                         const ResolveOptions& options) const {
+  (void)axis_size_in(mesh);
+  return logical_axis_rules().resolve(tensor_name, dim_names, mesh, options);
 }
 
 ShardedArray ShardingStrategy::apply_sharding(Communicator& comm, const void* host,

@@ -17,13 +17,13 @@ TensorParallelStrategy::TensorParallelStrategy(std::string axis_name, std::optio
   }
 }
 
-PartitionSpec TensorParallelStrategy::get_partition_spec(const LogicalAxes& dim_names) const {
-  const std::string& target = shard_dimension_ ? *shard_dimension_ : std::string("hidden");
-  std::vector<SpecEntry> entries(dim_names.size());
-  for (std::size_t d = 0; d < dim_names.size(); ++d) {
-    if (dim_names[d] == target) entries[d] = SpecEntry(axis_name());
+std::vector<AxisClaim> TensorParallelStrategy::axis_claims() const {
+  std::vector<AxisClaim> claims;
+  for (const char* name : {shard_dimension_ ? shard_dimension_->c_str() : "hidden", "vocab",
+                           "heads", "kv_heads", "mlp"}) {
+    claims.push_back({name, {axis_name()}, ClaimPriority::kTensor});
   }
-  return PartitionSpec(std::move(entries));
+  return claims;
 }
 
 PartitionSpec TensorParallelStrategy::get_linear_weight_spec(LinearKind kind) const {

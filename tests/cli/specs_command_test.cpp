@@ -14,7 +14,8 @@ using testing::source_path;
 
 TEST(SpecsCommand, ReportForAManifest) {
   const auto r = run_command({"specs", "--model", source_path("examples/models/tiny_manifest.json"),
-                              "--mesh", "data=2,fsdp=2,model=2,pipeline=2"});
+                              "--mesh", "data=2,fsdp=2,model=2,pipeline=2",
+                              "--fsdp-min-weight-size", "0"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "mesh        Mesh('data': 2, 'fsdp': 2, 'model': 2, 'pipeline': 2)\n"
@@ -84,7 +85,7 @@ TEST(SpecsCommand, RulesFileAndFsdpOverData) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["parameters"][0]["spec"], "P('model', 'fsdp')");
   r = run_command({"specs", "--model", source_path("examples/models/tiny_manifest.json"), "--mesh",
-                   "data=4", "--fsdp", "--json"});
+                   "data=4", "--fsdp", "--fsdp-min-weight-size", "64", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["parameters"][1]["spec"], "P(None, 'data')");
 }
@@ -93,8 +94,8 @@ TEST(SpecsCommand, NotesSayWhatWasDropped) {
   const auto r = run_command(
       {"specs", "--model", source_path("examples/models/gpt2.json"), "--mesh", "fsdp=2,model=2"});
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("notes\n  transformer.wte.weight: dimension 0 has size 50257, not "
-                               "divisible by 2 shards of 'model': replicated\n"));
+  EXPECT_THAT(r.out, HasSubstr("notes\n  transformer.wte.weight: axis 'model' dropped: dimension 0 "
+                               "(vocab) has size 50257, not divisible by 2 shards of ('model')\n"));
 }
 
 TEST(SpecsCommand, BadInput) {

@@ -21,10 +21,17 @@ const ParameterLayout& find(const ModelLayout& layout, const std::string& name) 
   throw std::runtime_error("no parameter " + name);
 }
 
+// The default rules of the mesh's config, with FSDP splitting dimensions of any size (these
+// models are small) unless told otherwise.
 ModelLayout layout_with_defaults(const ModelManifest& manifest, const Mesh& mesh,
-                                 Evenness evenness = Evenness::kStrict) {
-  const ShardingRules rules = default_sharding_rules(ParallelismConfig::from_mesh(mesh));
-  return layout_model(manifest, mesh, rules.axis_rules, rules.name_rules, LayoutOptions{evenness});
+                                 Evenness evenness = Evenness::kStrict,
+                                 std::int64_t fsdp_min_weight_size = 0) {
+  ParallelismConfig config = ParallelismConfig::from_mesh(mesh);
+  config.sharding_config.fsdp_min_weight_size = fsdp_min_weight_size;
+  const ShardingRules rules = default_sharding_rules(config);
+  LayoutOptions options;
+  options.evenness = evenness;
+  return layout_model(manifest, mesh, rules.axis_rules, rules.name_rules, options);
 }
 
 TEST(ModelLayout, LlamaOnAFourAxisMesh) {
@@ -83,17 +90,30 @@ TEST(ModelLayout, NonDivisibleAxesAreDroppedAndReported) {
   const ParameterLayout& wte = find(layout, "transformer.wte.weight");
   EXPECT_EQ(wte.spec, (P{None, "fsdp"}));
   EXPECT_THAT(layout.notes,
-              Contains("transformer.wte.weight: dimension 0 has size 50257, not divisible by 2 "
-                       "shards of 'model': replicated"));
+              Contains("transformer.wte.weight: axis 'model' dropped: dimension 0 (vocab) has size "
+                       "50257, not divisible by 2 shards of ('model')"));
   // Uneven keeps the axis, with torch.chunk shards.
   const ModelLayout uneven = layout_with_defaults(manifest, mesh, Evenness::kUneven);
   EXPECT_EQ(find(uneven, "transformer.wte.weight").spec, (P{"model", "fsdp"}));
   EXPECT_THAT(find(uneven, "transformer.wte.weight").shard_shape, ElementsAre(25129, 384));
 }
 
+TEST(ModelLayout, FsdpLeavesDimensionsBelowItsMinimumWhole) {
+  // GPT-2 small's 768-wide embedding is below the reference's default of 1024: FSDP leaves it
+  // whole while tensor parallelism still splits the vocabulary-free dimensions.
+  const ModelManifest manifest = gpt2_manifest(Gpt2Config{.n_layer = 1});
+  const Mesh mesh = Mesh::parse("fsdp=2,model=2");
+  const ModelLayout layout = layout_with_defaults(manifest, mesh, Evenness::kStrict, 1024);
+  EXPECT_EQ(find(layout, "transformer.h.0.mlp.c_fc.weight").spec, (P{None, "model"}));
+  EXPECT_EQ(find(layout, "transformer.wte.weight").spec, (P{None, None}));
+  const ModelLayout all = layout_with_defaults(manifest, mesh, Evenness::kStrict, 768);
+  EXPECT_EQ(find(all, "transformer.h.0.mlp.c_fc.weight").spec, (P{"fsdp", "model"}));
+}
+
 TEST(ModelLayout, ManifestAxesWinAndUnnamedParametersAreReported) {
   const ModelManifest manifest{{{"custom", {8, 8}, DType::kBF16, LogicalAxes{"", "mlp"}},
-                                {"mystery", {8}, DType::kF32, std::nullopt}}};
+                                {"mystery", {8}, DType::kF32, std::nullopt}},
+                                {}};
   const Mesh mesh = Mesh::parse("model=4");
   const ModelLayout layout = layout_with_defaults(manifest, mesh);
   EXPECT_EQ(find(layout, "custom").spec, (P{None, "model"}));
@@ -116,18 +136,18 @@ TEST(ModelLayout, Errors) {
 }
 
 TEST(ShardingRules, FileWithDefaultsForMissingParts) {
-  const Mesh mesh = Mesh::parse("data=2,model=2");
+  const ParallelismConfig config = ParallelismConfig::from_mesh(Mesh::parse("data=2,model=2"));
   const ShardingRules only_axes =
-      load_sharding_rules(R"({"logical_axis_rules": [["embed", "model"]]})", mesh);
+      load_sharding_rules(R"({"logical_axis_rules": [["embed", "model"]]})", config);
   EXPECT_EQ(only_axes.axis_rules.rules().size(), 1u);
   EXPECT_EQ(only_axes.name_rules.rules().size(), ParameterNameRules::defaults().rules().size());
   const ShardingRules only_stages =
-      load_sharding_rules(R"json({"stage_rules": {"layer_pattern": "blk(\\d+)"}})json", mesh);
+      load_sharding_rules(R"json({"stage_rules": {"layer_pattern": "blk(\\d+)"}})json", config);
   EXPECT_EQ(only_stages.name_rules.layer_index("blk3.w"), 3);
   EXPECT_FALSE(only_stages.name_rules.rules().empty());
-  EXPECT_THAT(error_of([&] { (void)load_sharding_rules(R"({"logical_axis_rules": 3})", mesh); }),
+  EXPECT_THAT(error_of([&] { (void)load_sharding_rules(R"({"logical_axis_rules": 3})", config); }),
               HasSubstr("field 'logical_axis_rules' must be a list"));
-  EXPECT_THAT(error_of([&] { (void)load_sharding_rules(R"({"axis_rules": []})", mesh); }),
+  EXPECT_THAT(error_of([&] { (void)load_sharding_rules(R"({"axis_rules": []})", config); }),
               HasSubstr("unknown field 'axis_rules'"));
 }
 

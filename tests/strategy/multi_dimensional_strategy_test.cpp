@@ -47,9 +47,10 @@ TEST(MultiDimensionalStrategy, AcceptsDataTensorAndFsdp) {
 }
 
 TEST(MultiDimensionalStrategy, ActivationSpec) {
+  // FSDP ranks are data-parallel ranks: the batch is split over both, 'data' major.
   const auto strategy = data_fsdp_tensor(std::nullopt);
   EXPECT_EQ(strategy.get_combined_partition_spec("x", {"batch", "sequence", "hidden"}).spec,
-            (P{"data", None, "model"}));
+            (P{{"data", "fsdp"}, None, "model"}));
 }
 
 TEST(MultiDimensionalStrategy, ConflictsCombineWithTensorMajor) {
@@ -58,7 +59,7 @@ TEST(MultiDimensionalStrategy, ConflictsCombineWithTensorMajor) {
   const SpecResolution r =
       strategy.get_combined_partition_spec("w", {"out_features", "in_features"});
   EXPECT_EQ(r.spec, (P{{"model", "fsdp"}, None}));
-  EXPECT_THAT(r.notes, ElementsAre("w: fsdp axis 'fsdp' combined with 'model' on dimension 0"));
+  EXPECT_THAT(r.notes, IsEmpty());
   const SpecResolution shaped =
       strategy.get_combined_partition_spec("w", {"out_features", "in_features"}, Shape{8, 6});
   EXPECT_EQ(shaped.spec, (P{{"model", "fsdp"}, None}));
@@ -70,9 +71,9 @@ TEST(MultiDimensionalStrategy, ConflictsMoveWhenCombiningDoesNotDivide) {
   const SpecResolution r =
       strategy.get_combined_partition_spec("w", {"out_features", "in_features"}, Shape{6, 8});
   EXPECT_EQ(r.spec, (P{"model", "fsdp"}));
-  EXPECT_THAT(r.notes,
-              ElementsAre("w: fsdp axis 'fsdp' moved from dimension 0 to dimension 1, which it "
-                          "divides"));
+  EXPECT_THAT(r.notes, ElementsAre("w: axis 'fsdp' moved from dimension 0 to dimension 1: "
+                                   "dimension 0 (out_features) has size 6, not divisible by 4 "
+                                   "shards of ('model', 'fsdp')"));
   EXPECT_THAT(r.dropped_axes, IsEmpty());
 }
 
@@ -82,8 +83,9 @@ TEST(MultiDimensionalStrategy, ConflictsReportWhatTheyDrop) {
       strategy.get_combined_partition_spec("w", {"out_features", "in_features"}, Shape{6, 5});
   EXPECT_EQ(r.spec, (P{"model", None}));
   EXPECT_THAT(r.dropped_axes, ElementsAre("fsdp"));
-  EXPECT_THAT(r.notes, ElementsAre("w: fsdp axis 'fsdp' dropped: dimension 0 of shape (6, 5) "
-                                   "cannot take it and no other dimension can"));
+  EXPECT_THAT(r.notes, ElementsAre("w: axis 'fsdp' dropped: dimension 0 (out_features) has size 6, "
+                                   "not divisible by 4 shards of ('model', 'fsdp'), and no free "
+                                   "dimension takes it"));
 }
 
 TEST(MultiDimensionalStrategy, ShapeLetsFsdpSkipSmallWeights) {
@@ -149,7 +151,7 @@ TEST(MultiDimensionalStrategy, ValidationErrors) {
   EXPECT_THAT(error_of([&] {
                 (void)strategy.get_combined_partition_spec("w", {"batch"}, Shape{2, 2});
               }),
-              HasSubstr("w: 1 dimension names for shape (2, 2)"));
+              HasSubstr("w: 1 logical axes for shape (2, 2)"));
 }
 
 }  // namespace

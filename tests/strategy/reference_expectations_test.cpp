@@ -117,7 +117,17 @@ TEST(ReferenceExpectations, CreatePartitionSpecUsesTheRealLayerCount) {
   EXPECT_EQ(strategy.create_partition_spec({8, 8}, "layer_5.attn.w", rules, 12).stage, 1);
   // A vocabulary 'model' does not divide stays whole on that dimension.
   EXPECT_EQ(strategy.create_partition_spec({101, 8}, "output", rules, 12).spec, (P{None, None}));
-  EXPECT_THROW((void)strategy.create_partition_spec({8}, "bias", rules, 12), InvalidArgument);
+  // A parameter no rule names is replicated with a note, or refused in strict mode.
+  const ParameterPlacement bias = strategy.create_partition_spec({8}, "bias", rules, 12);
+  EXPECT_EQ(bias.spec, P{None});
+  EXPECT_EQ(bias.notes, (std::vector<std::string>{
+                            "bias: no parameter rule names it: replicated",
+                            "bias: no layer index and neither the first-stage nor the last-stage "
+                            "rule matches it: first stage"}));
+  PlacementOptions strict;
+  strict.strict = true;
+  EXPECT_THROW((void)strategy.create_partition_spec({8}, "bias", rules, 12, strict),
+               InvalidArgument);
 }
 
 }  // namespace

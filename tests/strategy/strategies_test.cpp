@@ -49,7 +49,9 @@ TEST(FSDPStrategy, ReferenceRules) {
   EXPECT_EQ(fsdp.get_partition_spec({"out_features", "in_features"}), (P{"fsdp", None}));
   EXPECT_EQ(fsdp.get_partition_spec({"features"}), (P{"fsdp"}));
   EXPECT_EQ(fsdp.get_partition_spec({"hidden", "vocab"}), (P{"fsdp", None}));
-  EXPECT_EQ(fsdp.get_partition_spec({"in_features", "out_features"}), (P{None, None}));
+  // Not only dimension 0 (the reference's rule): a weight in the (in, out) layout is sharded
+  // along its output features too.
+  EXPECT_EQ(fsdp.get_partition_spec({"in_features", "out_features"}), (P{None, "fsdp"}));
   EXPECT_EQ(fsdp.get_gradient_partition_spec({"out_features", "in_features"}), (P{"fsdp", None}));
   EXPECT_EQ(fsdp.apply_sharding({2048, 768}, kMesh).spec(), P{"fsdp"});
   EXPECT_EQ(fsdp.apply_sharding({256, 768}, kMesh).spec(), P());

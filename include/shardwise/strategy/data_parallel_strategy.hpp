@@ -12,7 +12,7 @@ class DataParallelStrategy final : public ShardingStrategy {
 
   [[nodiscard]] StrategyKind kind() const override { return StrategyKind::kDataParallel; }
   // The dimension named "batch" over the axis; every other dimension replicated.
-  [[nodiscard]] PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const override;
+  [[nodiscard]] std::vector<AxisClaim> axis_claims() const override;
   // Dimension 0 over the axis (scalars stay replicated).
   [[nodiscard]] NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const override;
   using ShardingStrategy::apply_sharding;

@@ -34,16 +34,17 @@ class FSDPStrategy final : public ShardingStrategy {
   // The reference's rule: shape[0] >= min_weight_size. Scalars are never sharded.
   [[nodiscard]] bool should_shard_weight(const Shape& shape) const;
 
-  // Dimension 0 over the axis when it is named "out_features", "features" or "hidden".
-  [[nodiscard]] PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const override;
+  // The batch (FSDP ranks are data-parallel ranks), then the first of "out_features", "embed",
+  // "hidden", "features" the tensor has, over the axis; the weight names only for dimensions
+  // of at least min_weight_size elements, and relocatable with kShardOtherDimension.
+  [[nodiscard]] std::vector<AxisClaim> axis_claims() const override;
   // Gradients are sharded as their weights (reduce-scatter lands them there).
   [[nodiscard]] PartitionSpec get_gradient_partition_spec(const LogicalAxes& dim_names) const;
-  // get_partition_spec, but nothing for weights should_shard_weight rejects.
-  [[nodiscard]] PartitionSpec propose(const LogicalAxes& dim_names,
-                                      const Shape& shape) const override;
 
-  // The rules for a parameter of this shape on an axis of this size: scalars and weights below
-  // the minimum are replicated; a divisible dimension 0 is sharded; otherwise the fallback.
+  // The rules for an unnamed parameter of this shape on an axis of this size, its dimension 0
+  // taken as the one to split (as the reference does): scalars and weights below the minimum
+  // are replicated; a divisible dimension 0 is sharded; otherwise the fallback. The same
+  // resolver as every named spec decides it.
   [[nodiscard]] FsdpDecision decide(const Shape& shape, std::int64_t axis_size) const;
   [[nodiscard]] NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const override;
   using ShardingStrategy::apply_sharding;

@@ -32,8 +32,9 @@ struct ModelLayout {
   std::vector<ParameterLayout> parameters;
   // Parameter bytes on each device, in mesh order.
   std::vector<std::int64_t> bytes_per_device;
-  // Everything the rules asked for that the layout could not do, in words: axes dropped from
-  // dimensions they do not divide, parameters no rule named.
+  // Everything the rules asked for that the layout could not do, in words: axes moved or
+  // dropped from dimensions they do not divide, parameters no rule named (replicated), and
+  // parameters no stage rule placed (first stage).
   std::vector<std::string> notes;
 
   [[nodiscard]] std::int64_t max_bytes_per_device() const;
@@ -47,6 +48,9 @@ struct LayoutOptions {
   Evenness evenness = Evenness::kStrict;
   // The mesh axis whose coordinate is the pipeline stage (absent: one stage).
   std::string pipeline_axis = "pipeline";
+  // Everything a note would report (an unnamed parameter, a stage no rule gives, an axis moved
+  // or dropped) is an error instead.
+  bool strict = false;
 };
 
 // Throws InvalidArgument for a spec that would split a parameter over the pipeline axis, and

@@ -11,7 +11,8 @@
 
 #include "shardwise/core/dtype.hpp"
 #include "shardwise/core/shape.hpp"
-#include "shardwise/strategy/sharding_strategy.hpp"
+#include "shardwise/strategy/logical_axes.hpp"
+#include "shardwise/strategy/spec_resolution.hpp"
 
 namespace shardwise {
 
@@ -26,13 +27,17 @@ struct ParameterInfo {
 
 struct ModelManifest {
   std::vector<ParameterInfo> parameters;
+  // Elements per indivisible unit of logical axes: the generators set "heads" and "kv_heads"
+  // to the head dimension, so tensor parallelism never splits inside an attention head.
+  AxisUnits axis_units;
 
   [[nodiscard]] std::int64_t num_parameters() const;
   [[nodiscard]] std::int64_t num_bytes() const;
 
-  // {"parameters": [{"name": "...", "shape": [...], "dtype": "bf16", "logical_axes": [...]}]}
-  // ("logical_axes" optional, null for an unnamed dimension). Unknown keys, duplicate names,
-  // negative sizes and logical axes of the wrong length are errors naming the parameter.
+  // {"parameters": [{"name": "...", "shape": [...], "dtype": "bf16", "logical_axes": [...]}],
+  //  "axis_units": {"heads": 64}} ("logical_axes" optional, null for an unnamed dimension;
+  // "axis_units" optional). Unknown keys, duplicate names, negative sizes, logical axes of the
+  // wrong length and units below 1 are errors naming the parameter or axis.
   static ModelManifest from_json(std::string_view text);
   [[nodiscard]] std::string to_json() const;
 

@@ -18,65 +18,77 @@
 
 namespace shardwise {
 
-// A merged spec and what merging did, in words.
-struct SpecResolution {
-  PartitionSpec spec;
-  // One line per axis that was combined with another, moved to another dimension, dropped,
-  // or not used because it already shards another dimension.
-  std::vector<std::string> notes;
-  // Axes a strategy asked for that the spec does not use.
-  std::vector<std::string> dropped_axes;
-};
-
-// Where one named parameter goes: its logical axes, its spec and its pipeline stage.
+// Where one named parameter goes: its logical axes, its spec and its pipeline stage, and what
+// could not be done as the rules asked, in words.
 struct ParameterPlacement {
   LogicalAxes logical_axes;
   PartitionSpec spec;
   std::int64_t stage = 0;
+  std::vector<std::string> notes;
+  std::vector<std::string> dropped_axes;
+};
+
+struct PlacementOptions {
+  // Elements per indivisible unit of logical axes ("heads" -> head_dim).
+  AxisUnits units;
+  // A parameter no rule names, a stage no rule gives, or an axis moved or dropped is an error
+  // instead of a note.
+  bool strict = false;
 };
 
 class MultiDimensionalStrategy {
  public:
   using NamedStrategy = std::pair<std::string, std::shared_ptr<const ShardingStrategy>>;
 
-  // Throws InvalidArgument when the config is invalid, a strategy's axis is not in it, two
-  // strategies of one kind share an axis, or strategies other than data-parallel and FSDP
-  // share one.
+  // Throws InvalidArgument when the config is invalid, a strategy's axis is not in it or is
+  // at another index than the strategy's mesh_axis, a pipeline strategy's stage count differs
+  // from its axis's size, two strategies of one kind share an axis, or strategies other than
+  // data-parallel and FSDP share one.
   MultiDimensionalStrategy(std::vector<NamedStrategy> strategies, ParallelismConfig config);
 
   [[nodiscard]] const std::vector<NamedStrategy>& strategies() const { return strategies_; }
   [[nodiscard]] const ParallelismConfig& config() const { return config_; }
   [[nodiscard]] Mesh mesh() const { return config_.to_mesh(); }
 
-  // Every strategy's spec for these names, merged. Priority when two want one dimension:
-  // tensor > FSDP > data > pipeline (the reference keeps 'model' over 'fsdp' over the rest).
-  // Without a shape, conflicting axes are combined on the dimension (higher priority major);
-  // with one, combining and moving respect divisibility, and strategies see the shape (FSDP
-  // skips weights below its minimum size).
+  // The strategies as one list of logical-axis rules (rules_from_claims over every strategy's
+  // claims, strategies taken data-like first): every spec below comes from these rules.
+  // Priority when two strategies claim one name: tensor > FSDP > data > pipeline (the
+  // reference keeps 'model' over 'fsdp' over the rest); both axes are combined on it, the
+  // higher priority major.
+  [[nodiscard]] const LogicalAxisRules& logical_axis_rules() const { return rules_; }
+
+  // Every strategy's spec for these names, merged: logical_axis_rules().resolve(). Without a
+  // shape, claims that meet on a dimension are combined there; with one, the largest part
+  // that divides stays and the rest moves to a free dimension it divides or is dropped, with
+  // a note. A dimension no strategy claims against another stays as the strategy alone has
+  // it, so a combination behaves like its parts where they do not conflict.
   [[nodiscard]] SpecResolution get_combined_partition_spec(
       const std::string& tensor_name, const LogicalAxes& dim_names,
-      const std::optional<Shape>& shape = std::nullopt) const;
+      const std::optional<Shape>& shape = std::nullopt, const AxisUnits& units = {}) const;
 
-  // The same merge over specs already proposed, keyed by strategy name.
+  // The same merge over specs already proposed, keyed by strategy name: each proposal's
+  // entry on a dimension is that strategy's claim on it.
   [[nodiscard]] SpecResolution resolve_sharding_conflicts(
       const std::string& tensor_name, const std::map<std::string, PartitionSpec>& proposed,
       const std::optional<Shape>& shape = std::nullopt) const;
 
   // The reference's create_partition_spec done properly: the parameter-name rules give the
   // parameter's logical axes and stage (stages from assign_layers_to_stages over num_layers,
-  // not a hard-coded 24), and default_logical_axis_rules(config) - which agree with these
-  // strategies on their names - give its spec. Axes that do not divide the shape are left out.
-  // Throws InvalidArgument when no rule names the parameter or its stage cannot be told.
+  // not a hard-coded 24), and logical_axis_rules() its spec. A parameter no rule names is
+  // replicated, and one without a layer index that no stage rule places is on the first
+  // stage, each with a note (errors in strict mode).
   [[nodiscard]] ParameterPlacement create_partition_spec(const Shape& param_shape,
                                                          const std::string& param_name,
                                                          const ParameterNameRules& rules,
-                                                         std::int64_t num_layers) const;
+                                                         std::int64_t num_layers,
+                                                         const PlacementOptions& options = {}) const;
 
  private:
   [[nodiscard]] const ShardingStrategy& strategy_named(const std::string& name) const;
 
   std::vector<NamedStrategy> strategies_;
   ParallelismConfig config_;
+  LogicalAxisRules rules_;
 };
 
 // The strategies a ParallelismConfig implies, named by kind: "data" (DataParallelStrategy on

@@ -33,6 +33,12 @@ struct StageRules {
       R"((?:^|\.)(?:lm_head|output|logits|ln_f|norm|final_layer_norm|final_norm)(?:\.|$))";
 };
 
+// A parameter's pipeline stage, and a note when no rule gave it.
+struct StagePlacement {
+  std::int64_t stage = 0;
+  std::optional<std::string> note;
+};
+
 class ParameterNameRules {
  public:
   // Throws InvalidArgument naming a pattern that does not compile, or a layer pattern without
@@ -63,6 +69,10 @@ class ParameterNameRules {
   // for a name with no layer index that neither stage rule matches.
   [[nodiscard]] std::int64_t stage_of(std::string_view name,
                                       const std::vector<std::int64_t>& layers_per_stage) const;
+  // stage_of, except that a name with no layer index that neither stage rule matches goes to
+  // the first stage with a note saying so.
+  [[nodiscard]] StagePlacement place_in_stage(
+      std::string_view name, const std::vector<std::int64_t>& layers_per_stage) const;
 
   // {"parameter_rules": [{"pattern": "...", "logical_axes": [...]}],
   //  "stage_rules": {"layer_pattern": ..., "first_stage_pattern": ..., "last_stage_pattern": ...}}

@@ -25,8 +25,8 @@ class PipelineParallelStrategy final : public ShardingStrategy {
   [[nodiscard]] std::vector<std::int64_t> assign_layers_to_stages(
       std::int64_t num_layers, bool allow_empty_stages = false) const;
 
-  // Fully replicated: one None per dimension.
-  [[nodiscard]] PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const override;
+  // None: pipeline parallelism places layers, not tensor slices, so specs are replicated.
+  [[nodiscard]] std::vector<AxisClaim> axis_claims() const override;
   [[nodiscard]] NamedSharding apply_sharding(const Shape& shape, const Mesh& mesh) const override;
   using ShardingStrategy::apply_sharding;
 

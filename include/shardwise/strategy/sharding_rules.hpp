@@ -20,9 +20,8 @@ ShardingRules default_sharding_rules(const ParallelismConfig& config);
 // {"logical_axis_rules": [["embed", "fsdp"], ...],
 //  "parameter_rules": [{"pattern": "...", "logical_axes": [...]}, ...],
 //  "stage_rules": {"layer_pattern": "...", ...}}
-// A part left out is the default: the axis rules of `mesh`'s config (ParallelismConfig::from_mesh,
-// FSDP over data when fsdp_on_data) and the default name rules. Unknown keys are errors.
-ShardingRules load_sharding_rules(std::string_view text, const Mesh& mesh,
-                                  bool fsdp_on_data = false);
+// A part left out is the default: default_logical_axis_rules(config) and the default name
+// rules. Unknown keys are errors.
+ShardingRules load_sharding_rules(std::string_view text, const ParallelismConfig& config);
 
 }  // namespace shardwise

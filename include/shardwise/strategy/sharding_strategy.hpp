@@ -12,16 +12,37 @@
 #include "shardwise/core/named_sharding.hpp"
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/core/shape.hpp"
+#include "shardwise/strategy/logical_axes.hpp"
+#include "shardwise/strategy/logical_axis_rules.hpp"
 
 namespace shardwise {
-
-// One logical name per tensor dimension; "" leaves a dimension unnamed.
-using LogicalAxes = std::vector<std::string>;
 
 enum class StrategyKind { kDataParallel, kFsdp, kTensorParallel, kPipelineParallel };
 
 // "data_parallel", "fsdp", "tensor_parallel", "pipeline_parallel".
 std::string to_string(StrategyKind kind);
+
+// How strongly a strategy holds the dimensions it claims: when several strategies claim one
+// logical name, the higher priority's axis is the major one on it (the reference keeps 'model'
+// over 'fsdp' over the rest).
+enum class ClaimPriority : int { kPipeline = 0, kData = 1, kFsdp = 2, kTensor = 3 };
+ClaimPriority claim_priority(StrategyKind kind);
+
+// A logical name a strategy splits over mesh axes: one logical-axis rule, with a priority.
+struct AxisClaim {
+  std::string logical_name;
+  std::vector<std::string> mesh_axes;
+  ClaimPriority priority = ClaimPriority::kData;
+  std::int64_t min_size = 0;
+  bool relocatable = false;
+  friend bool operator==(const AxisClaim&, const AxisClaim&) = default;
+};
+
+// The logical-axis rules of claims, in the order of each name's first claim. A name claimed
+// once gets its rule; a name claimed by several gets the rule of all their axes (highest
+// priority major, then in claim order), followed by each claim's own rule in that order, so
+// that whichever part fits a shape applies.
+LogicalAxisRules rules_from_claims(const std::vector<AxisClaim>& claims);
 
 struct ShardingConstraints {
   std::string axis_name;
@@ -42,13 +63,19 @@ class ShardingStrategy {
 
   [[nodiscard]] virtual StrategyKind kind() const = 0;
 
-  // The spec this strategy gives a tensor whose dimensions carry these logical names.
-  [[nodiscard]] virtual PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const = 0;
+  // The logical names this strategy splits over its axis, as rules: the one description of
+  // the strategy from which its specs, and those of every combination it is part of, follow.
+  [[nodiscard]] virtual std::vector<AxisClaim> axis_claims() const = 0;
+  [[nodiscard]] LogicalAxisRules logical_axis_rules() const;
 
-  // The spec this strategy proposes for a named tensor of a known shape, when it is combined
-  // with others (MultiDimensionalStrategy). The default ignores the shape.
-  [[nodiscard]] virtual PartitionSpec propose(const LogicalAxes& dim_names,
-                                              const Shape& shape) const;
+  // The spec this strategy gives a tensor whose dimensions carry these logical names.
+  [[nodiscard]] PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const;
+
+  // The same for a tensor on a mesh, fitted to a shape, with what could not be done in notes:
+  // what this strategy alone does with it, and what a MultiDimensionalStrategy of this strategy
+  // alone returns. Throws ShardingError when the mesh lacks the axis or has it elsewhere.
+  [[nodiscard]] SpecResolution resolve(const std::string& tensor_name, const LogicalAxes& dim_names,
+                                       const Mesh& mesh, const ResolveOptions& options = {}) const;
 
   // The sharding an array of this shape gets on this mesh (validated against the shape). The
   // runtime places real shards with it.

@@ -33,8 +33,9 @@ class TensorParallelStrategy final : public ShardingStrategy {
   }
   [[nodiscard]] WeightLayout layout() const { return layout_; }
 
-  // The dimension named shard_dimension (or "hidden") over the axis.
-  [[nodiscard]] PartitionSpec get_partition_spec(const LogicalAxes& dim_names) const override;
+  // The dimension named shard_dimension (or "hidden" without one) over the axis, and the
+  // dimensions Megatron-LM splits in every layout: "vocab", "heads", "kv_heads", "mlp".
+  [[nodiscard]] std::vector<AxisClaim> axis_claims() const override;
 
   // A 2-D linear weight in this layout with shard_dimension split: with the default (out, in)
   // layout, "in_features" gives P(None, axis) and anything else P(axis, None), as the reference.
