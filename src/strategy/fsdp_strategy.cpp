@@ -33,7 +33,7 @@ bool FSDPStrategy::should_shard_weight(const Shape& shape) const {
 }
 
 std::vector<AxisClaim> FSDPStrategy::axis_claims() const {
-  std::vector<AxisClaim> claims{{"batch", {axis_name()}, ClaimPriority::kData}};
+  std::vector<AxisClaim> claims{{"batch", {axis_name()}, ClaimPriority::kFsdp}};
   for (const char* name : kWeightNames) {
     claims.push_back({name, {axis_name()}, ClaimPriority::kFsdp, min_weight_size_,
                       fallback_ == FsdpFallback::kShardOtherDimension});

@@ -98,6 +98,21 @@ TEST(SpecsCommand, NotesSayWhatWasDropped) {
                                "(vocab) has size 50257, not divisible by 2 shards of ('model')\n"));
 }
 
+TEST(SpecsCommand, GroupedQueryAttentionKeepsHeadsWholeOrRefuses) {
+  // TinyLlama has 4 key/value heads of 64: 8 tensor-parallel ranks cannot split them.
+  const std::vector<std::string> args{"specs", "--model",
+                                      source_path("examples/models/tinyllama.json"), "--mesh",
+                                      "model=8"};
+  const auto r = run_command(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("model.layers.0.self_attn.k_proj.weight: axis 'model' dropped: "
+                               "dimension 0 (kv_heads) has 4 units of 64 elements, not divisible "
+                               "by 8 shards of ('model')"));
+  std::vector<std::string> strict = args;
+  strict.push_back("--strict");
+  testing::expect_bad_input(strict, "not divisible by 8 shards of ('model') (strict layout)");
+}
+
 TEST(SpecsCommand, BadInput) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--model", "/nonexistent.json", "--mesh", "data=2"},

@@ -97,7 +97,8 @@ TEST(LogicalAxisRules, JsonRoundTripAndErrors) {
               HasSubstr("unknown field 'x'"));
 }
 
-// The default rules give what the default strategies combine to, for the strategies' names.
+// The default rules give what the default strategies combine to, for the strategies' names
+// (spec_agreement_test.cpp compares every entry point over shapes as well).
 TEST(DefaultLogicalAxisRules, ReproduceTheStrategiesChoices) {
   const std::vector<ShardingConfig> configs{
       ShardingConfig{.data_parallel_size = 4},
@@ -114,8 +115,6 @@ TEST(DefaultLogicalAxisRules, ReproduceTheStrategiesChoices) {
                      .fsdp_min_weight_size = 0,
                      .fsdp_parallel_size = 4},
   };
-  // FSDP's names count only as the first dimension (the reference's rule); rules have no
-  // positions, so the tensors below keep them there.
   const std::vector<LogicalAxes> tensors{
       {"batch", "sequence", "hidden"},
       {"out_features", "in_features"},
@@ -133,13 +132,6 @@ TEST(DefaultLogicalAxisRules, ReproduceTheStrategiesChoices) {
     const Mesh mesh = config.to_mesh();
     for (const LogicalAxes& names : tensors) {
       const PartitionSpec from_rules = rules.logical_to_mesh_axes(names, mesh);
-      const auto batch = std::find(names.begin(), names.end(), "batch");
-      if (sharding.fsdp_parallel_size > 1 && batch != names.end()) {
-        // The one documented difference: with HSDP the rules split the batch over 'fsdp' too.
-        const auto d = static_cast<std::size_t>(batch - names.begin());
-        EXPECT_EQ(from_rules.entry(d).axes().back(), "fsdp");
-        continue;
-      }
       EXPECT_EQ(from_rules, strategies.get_combined_partition_spec("t", names).spec)
           << sharding.to_string() << " " << ::testing::PrintToString(names);
     }
@@ -160,6 +152,65 @@ TEST(DefaultLogicalAxisRules, TransformerWeights) {
   EXPECT_EQ(rules.logical_to_mesh_axes({"norm"}, mesh), (P{None}));
   EXPECT_EQ(rules.logical_to_mesh_axes({"batch", "sequence", "embed"}, mesh),
             (P{{"data", "fsdp"}, None, None}));
+}
+
+TEST(LogicalAxisRules, ResolveFitsRulesToTheShape) {
+  const Mesh mesh = Mesh::parse("data=2,fsdp=2,model=4");
+  const LogicalAxisRules rules({{"embed", {"fsdp"}, 1024, false},
+                                {"mlp", {"model", "fsdp"}},
+                                {"heads", {"model"}},
+                                {"batch", {"data"}, 0, true}});
+  ResolveOptions options;
+  // Below min_size, 'embed' is not split and nothing is said: the rule does not apply.
+  options.shape = Shape{512, 8};
+  SpecResolution r = rules.resolve("w", {"embed", "heads"}, mesh, options);
+  EXPECT_EQ(r.spec, (P{None, "model"}));
+  EXPECT_TRUE(r.notes.empty());
+  // The largest dividing prefix of a multi-axis rule stays; the rest moves to a free dimension.
+  options.shape = Shape{12, 6};
+  r = rules.resolve("w", {"mlp", ""}, mesh, options);
+  EXPECT_EQ(r.spec, (P{"model", "fsdp"}));
+  // A relocatable rule that does not fit moves; one that is not relocatable is dropped.
+  options.shape = Shape{3, 4};
+  r = rules.resolve("x", {"batch", ""}, mesh, options);
+  EXPECT_EQ(r.spec, (P{None, "data"}));
+  options.shape = Shape{3, 4};
+  r = rules.resolve("w", {"heads", ""}, mesh, options);
+  EXPECT_EQ(r.spec, (P{None, None}));
+  EXPECT_EQ(r.dropped_axes, (std::vector<std::string>{"model"}));
+  // Units: 8 heads of 4 split 4 ways; 2 heads of 4 do not, even with uneven shards.
+  options.units = {{"heads", 4}};
+  options.shape = Shape{32};
+  EXPECT_EQ(rules.resolve("q", {"heads"}, mesh, options).spec, P{"model"});
+  options.shape = Shape{8};
+  options.evenness = Evenness::kUneven;
+  r = rules.resolve("k", {"heads"}, mesh, options);
+  EXPECT_EQ(r.spec, P{None});
+  EXPECT_EQ(r.notes, (std::vector<std::string>{
+                         "k: axis 'model' dropped: dimension 0 (heads) has 2 units of 4 elements, "
+                         "not divisible by 4 shards of ('model')"}));
+  options.shape = Shape{6};
+  EXPECT_THAT(error_of([&] { (void)rules.resolve("k", {"heads"}, mesh, options); }),
+              HasSubstr("k: dimension 0 (heads) has size 6, not a whole number of its units of 4"));
+  options.strict = true;
+  options.shape = Shape{8};
+  EXPECT_THAT(error_of([&] { (void)rules.resolve("k", {"heads"}, mesh, options); }),
+              HasSubstr("(strict layout)"));
+}
+
+TEST(LogicalAxisRules, JsonOptionsRoundTrip) {
+  const LogicalAxisRules rules = LogicalAxisRules::from_json(
+      R"({"rules": [["embed", "fsdp", {"min_size": 1024, "relocatable": true}], ["mlp", "model"]]})");
+  EXPECT_EQ(rules.rules()[0], (LogicalAxisRule{"embed", {"fsdp"}, 1024, true}));
+  EXPECT_EQ(LogicalAxisRules::from_json(rules.to_json()).rules(), rules.rules());
+  EXPECT_THAT(error_of([] {
+                (void)LogicalAxisRules::from_json(R"({"rules": [["a", "x", {"min": 1}]]})");
+              }),
+              HasSubstr("unknown field 'rules[0][2].min'"));
+  EXPECT_THAT(error_of([] {
+                (void)LogicalAxisRules::from_json(R"({"rules": [["a", "x", {"min_size": -1}]]})");
+              }),
+              HasSubstr("min_size -1"));
 }
 
 }  // namespace

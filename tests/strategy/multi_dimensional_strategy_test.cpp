@@ -6,6 +6,7 @@
 #include "error_of.hpp"
 #include "shardwise/strategy/data_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
+#include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 #include "shardwise/strategy/tensor_parallel_strategy.hpp"
 
@@ -152,6 +153,79 @@ TEST(MultiDimensionalStrategy, ValidationErrors) {
                 (void)strategy.get_combined_partition_spec("w", {"batch"}, Shape{2, 2});
               }),
               HasSubstr("w: 1 logical axes for shape (2, 2)"));
+}
+
+TEST(MultiDimensionalStrategy, ValidatesStrategiesAgainstTheMeshWhenBuilt) {
+  const ParallelismConfig config = ParallelismConfig::from_sharding_config(
+      ShardingConfig{.data_parallel_size = 2, .pipeline_parallel_size = 4});
+  // from_sharding_config puts 'pipeline' first: Mesh('pipeline': 4, 'data': 2).
+  EXPECT_THAT(error_of([&] {
+                MultiDimensionalStrategy({{"pp", std::make_shared<PipelineParallelStrategy>(2)}},
+                                         config);
+              }),
+              HasSubstr("strategy 'pp' has 2 pipeline stages, but axis 'pipeline' of "
+                        "Mesh('pipeline': 4, 'data': 2) has size 4"));
+  EXPECT_THAT(error_of([&] {
+                MultiDimensionalStrategy({{"dp", std::make_shared<DataParallelStrategy>("data", 0)}},
+                                         config);
+              }),
+              HasSubstr("strategy 'dp' was built for axis 'data' at mesh axis 0, but "
+                        "Mesh('pipeline': 4, 'data': 2) has it at mesh axis 1"));
+  EXPECT_NO_THROW(MultiDimensionalStrategy(
+      {{"pp", std::make_shared<PipelineParallelStrategy>(4, "pipeline", 0)},
+       {"dp", std::make_shared<DataParallelStrategy>("data", 1)}},
+      config));
+}
+
+// Grouped-query attention: 2 key/value heads cannot be split over 4 tensor-parallel ranks
+// without splitting inside a head, so k_proj and v_proj stay whole on every rank (each rank
+// holds both heads; Megatron-LM and vLLM hold the one a rank needs, which a PartitionSpec over
+// 'model' cannot express), with a note; strict mode refuses.
+TEST(MultiDimensionalStrategy, GroupedQueryAttentionNeverSplitsAHead) {
+  const ModelManifest llama = llama_manifest(LlamaConfig{.vocab_size = 128,
+                                                         .hidden_size = 64,
+                                                         .intermediate_size = 128,
+                                                         .num_hidden_layers = 2,
+                                                         .num_attention_heads = 8,
+                                                         .num_key_value_heads = 2});
+  EXPECT_EQ(llama.axis_units, (AxisUnits{{"heads", 8}, {"kv_heads", 8}}));
+  const ParallelismConfig config = ParallelismConfig::from_sharding_config(
+      ShardingConfig{.data_parallel_size = 2, .tensor_parallel_size = 4});
+  const MultiDimensionalStrategy strategies = default_strategies(config);
+  const ParameterNameRules rules = ParameterNameRules::defaults();
+  PlacementOptions options;
+  options.units = llama.axis_units;
+  const auto place = [&](const std::string& name) {
+    for (const ParameterInfo& p : llama.parameters) {
+      if (p.name == name) return strategies.create_partition_spec(p.shape, name, rules, 2, options);
+    }
+    throw std::runtime_error("no parameter " + name);
+  };
+  EXPECT_EQ(place("model.layers.0.self_attn.q_proj.weight").spec, (P{"model", None}));
+  EXPECT_EQ(place("model.layers.0.self_attn.o_proj.weight").spec, (P{None, "model"}));
+  const ParameterPlacement k = place("model.layers.0.self_attn.k_proj.weight");
+  EXPECT_EQ(k.spec, (P{None, None}));
+  EXPECT_THAT(k.notes, ElementsAre("model.layers.0.self_attn.k_proj.weight: axis 'model' dropped: "
+                                   "dimension 0 (kv_heads) has 2 units of 8 elements, not "
+                                   "divisible by 4 shards of ('model')"));
+  EXPECT_EQ(place("model.layers.0.self_attn.v_proj.weight").spec, (P{None, None}));
+  // Units are what tell a head's size: without them the 16 rows split into quarter heads.
+  // The manifest generators always give them.
+  options.units.clear();
+  EXPECT_EQ(place("model.layers.0.self_attn.k_proj.weight").spec, (P{"model", None}));
+  options.units = llama.axis_units;
+  options.strict = true;
+  EXPECT_THAT(error_of([&] { (void)place("model.layers.0.self_attn.k_proj.weight"); }),
+              HasSubstr("2 units of 8 elements, not divisible by 4 shards of ('model') (strict"));
+  // Two tensor-parallel ranks hold one key/value head each.
+  const MultiDimensionalStrategy two = default_strategies(ParallelismConfig::from_sharding_config(
+      ShardingConfig{.data_parallel_size = 4, .tensor_parallel_size = 2}));
+  PlacementOptions units;
+  units.units = llama.axis_units;
+  EXPECT_EQ(two.create_partition_spec({16, 64}, "model.layers.0.self_attn.k_proj.weight", rules, 2,
+                                      units)
+                .spec,
+            (P{"model", None}));
 }
 
 }  // namespace
