@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "command.hpp"
+#include "number_text.hpp"
+#include "shardwise/core/error.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
 #include "text_table.hpp"
 
@@ -24,13 +26,16 @@ class ScheduleCommand final : public Command {
             "schedule",
             "Draw a pipeline schedule's timeline: each stage's forward and backward "
             "passes, micro-batches in flight, and the bubble")) {
-    app_->add_option("--stages", stages_, "Pipeline stages")->required();
-    app_->add_option("--microbatches", microbatches_, "Micro-batches per step")->required();
+    app_->add_option("--stages", stages_, "Pipeline stages (1 to 1024)")->required();
+    app_->add_option("--microbatches", microbatches_, "Micro-batches per step (1 to 65536)")
+        ->required();
     app_->add_option("--schedule", schedule_, "gpipe, 1f1b or interleaved")->default_val("1f1b");
     app_->add_option("--virtual", virtual_stages_,
-                     "Model chunks per device (interleaved; default 2 there, 1 otherwise)");
-    app_->add_option("--forward-time", forward_time_, "Time of a forward pass")->default_val(1);
-    app_->add_option("--backward-time", backward_time_, "Time of a backward pass")->default_val(1);
+                     "Model chunks per device, 1 to 64 (interleaved; default 2 there, 1 "
+                     "otherwise)");
+    app_->add_option("--forward-time", forward_time_, "Time of a forward pass")->default_val("1");
+    app_->add_option("--backward-time", backward_time_, "Time of a backward pass")
+        ->default_val("1");
     app_->add_flag("--json", json_, "Print one JSON object instead of the drawing");
   }
 
@@ -38,15 +43,25 @@ class ScheduleCommand final : public Command {
 
   void run(std::ostream& out) const override {
     const ScheduleKind kind = parse_schedule_kind(schedule_);
-    const std::int64_t chunks =
-        virtual_stages_ > 0 ? virtual_stages_ : (kind == ScheduleKind::kInterleaved1F1B ? 2 : 1);
-    const PipelineSchedule schedule = build_schedule(kind, stages_, microbatches_, chunks);
-    const PipelineTimeline timeline = simulate(schedule, forward_time_, backward_time_);
+    const std::int64_t stages = integer(stages_, "--stages");
+    const std::int64_t microbatches = integer(microbatches_, "--microbatches");
+    std::int64_t chunks = kind == ScheduleKind::kInterleaved1F1B ? 2 : 1;
+    if (virtual_stages_) {
+      chunks = integer(*virtual_stages_, "--virtual");
+      if (chunks < 1) {
+        throw InvalidArgument("--virtual is " + *virtual_stages_ +
+                              "; expected at least 1 model chunk per device");
+      }
+    }
+    const PipelineSchedule schedule = build_schedule(kind, stages, microbatches, chunks);
+    const PipelineTimeline timeline =
+        simulate(schedule, finite_number(forward_time_, "--forward-time"),
+                 finite_number(backward_time_, "--backward-time"));
     if (json_) {
       out << to_json(schedule, timeline) << '\n';
       return;
     }
-    out << "schedule      " << to_string(kind) << ", " << stages_ << " stages, " << microbatches_
+    out << "schedule      " << to_string(kind) << ", " << stages << " stages, " << microbatches
         << " micro-batches"
         << (chunks > 1 ? ", " + std::to_string(chunks) + " chunks per stage" : "") << '\n'
         << "bubble        " << fraction_text(timeline.bubble_fraction()) << " counted, "
@@ -84,12 +99,12 @@ class ScheduleCommand final : public Command {
   }
 
   CLI::App* app_;
-  std::int64_t stages_ = 0;
-  std::int64_t microbatches_ = 0;
+  std::string stages_;
+  std::string microbatches_;
   std::string schedule_;
-  std::int64_t virtual_stages_ = 0;
-  double forward_time_ = 1;
-  double backward_time_ = 1;
+  std::optional<std::string> virtual_stages_;
+  std::string forward_time_;
+  std::string backward_time_;
   bool json_ = false;
 };
 

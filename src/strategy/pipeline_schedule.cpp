@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <map>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -64,6 +66,44 @@ Actions interleaved(std::int64_t stage, std::int64_t stages, std::int64_t microb
   return actions;
 }
 
+// Shortest text for a number: "1e+999" never appears (callers reject non-finite input first),
+// "0.5", "1e-300".
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << std::setprecision(6) << value;
+  return out.str();
+}
+
+// A drawing step that both pass times are whole multiples of, when one exists with the
+// shorter pass at most kMaxStepsPerPass steps long; else the shorter pass time (cells then
+// round to the nearest step).
+struct TimeGrid {
+  double step = 1;
+  std::size_t forward_steps = 1;
+  std::size_t backward_steps = 1;
+};
+
+constexpr std::int64_t kMaxStepsPerPass = 64;
+
+TimeGrid time_grid(double forward, double backward) {
+  const double shortest = std::min(forward, backward);
+  for (std::int64_t parts = 1; parts <= kMaxStepsPerPass; ++parts) {
+    const double step = shortest / static_cast<double>(parts);
+    const double f = forward / step;
+    const double b = backward / step;
+    if (std::abs(f - std::round(f)) <= 1e-9 * f && std::abs(b - std::round(b)) <= 1e-9 * b &&
+        std::max(f, b) <= static_cast<double>(kMaxDrawnSteps)) {
+      return {step, static_cast<std::size_t>(std::llround(f)),
+              static_cast<std::size_t>(std::llround(b))};
+    }
+  }
+  const auto steps = [&](double time) {
+    return static_cast<std::size_t>(
+        std::max(1.0, std::min(std::round(time / shortest), double(kMaxDrawnSteps))));
+  };
+  return {shortest, steps(forward), steps(backward)};
+}
+
 }  // namespace
 
 std::string to_string(ScheduleKind kind) {
@@ -83,10 +123,19 @@ ScheduleKind parse_schedule_kind(std::string_view text) {
   throw ParseError("schedule '" + std::string(text) + "' is not one of gpipe, 1f1b, interleaved");
 }
 
+std::string chunk_letters(std::int64_t chunk) {
+  // Bijective base 26: a..z, aa, ab, ...
+  std::string letters;
+  for (std::int64_t n = chunk + 1; n > 0; n = (n - 1) / 26) {
+    letters.insert(letters.begin(), static_cast<char>('a' + (n - 1) % 26));
+  }
+  return letters;
+}
+
 std::string to_string(const PipelineAction& action, bool with_chunk) {
   std::string text(1, action.pass == Pass::kForward ? 'F' : 'B');
   text += std::to_string(action.microbatch);
-  if (with_chunk) text += static_cast<char>('a' + action.chunk % 26);
+  if (with_chunk) text += chunk_letters(action.chunk);
   return text;
 }
 
@@ -115,12 +164,26 @@ double PipelineSchedule::bubble_fraction() const {
 
 PipelineSchedule build_schedule(ScheduleKind kind, std::int64_t num_stages,
                                 std::int64_t num_microbatches, std::int64_t virtual_stages) {
-  if (num_stages < 1) {
-    throw InvalidArgument("stages is " + std::to_string(num_stages) + "; expected at least 1");
+  if (num_stages < 1 || num_stages > kMaxPipelineStages) {
+    throw InvalidArgument("stages is " + std::to_string(num_stages) + "; expected 1 to " +
+                          std::to_string(kMaxPipelineStages));
   }
-  if (num_microbatches < 1) {
+  if (num_microbatches < 1 || num_microbatches > kMaxMicrobatches) {
     throw InvalidArgument("micro-batches is " + std::to_string(num_microbatches) +
-                          "; expected at least 1");
+                          "; expected 1 to " + std::to_string(kMaxMicrobatches));
+  }
+  if (virtual_stages < 1 || virtual_stages > kMaxVirtualStages) {
+    throw InvalidArgument("virtual stages is " + std::to_string(virtual_stages) +
+                          "; expected 1 to " + std::to_string(kMaxVirtualStages));
+  }
+  // Each factor is bounded above, so the product cannot overflow.
+  const std::int64_t passes = 2 * num_stages * num_microbatches * virtual_stages;
+  if (passes > kMaxSchedulePasses) {
+    throw InvalidArgument(std::to_string(num_stages) + " stages x " +
+                          std::to_string(num_microbatches) + " micro-batches x " +
+                          std::to_string(virtual_stages) + " chunks make " +
+                          std::to_string(passes) + " passes; at most " +
+                          std::to_string(kMaxSchedulePasses) + " are scheduled");
   }
   if (kind == ScheduleKind::kInterleaved1F1B) {
     if (virtual_stages < 2) {
@@ -160,10 +223,16 @@ double PipelineTimeline::bubble_fraction() const {
 
 PipelineTimeline simulate(const PipelineSchedule& schedule, double forward_time,
                           double backward_time) {
-  if (!(forward_time > 0) || !(backward_time > 0)) {
-    throw InvalidArgument("pass times must be positive; got forward " +
-                          std::to_string(forward_time) + " and backward " +
-                          std::to_string(backward_time));
+  for (const auto& [what, time] : {std::pair{"forward", forward_time}, {"backward", backward_time}}) {
+    if (!std::isfinite(time) || time <= 0) {
+      throw InvalidArgument(std::string(what) + " pass time is " + number_text(time) +
+                            "; pass times must be positive and finite");
+    }
+    if (time < kMinPassTime || time > kMaxPassTime) {
+      throw InvalidArgument(std::string(what) + " pass time is " + number_text(time) +
+                            "; expected " + number_text(kMinPassTime) + " to " +
+                            number_text(kMaxPassTime));
+    }
   }
   const auto chunks = static_cast<double>(schedule.virtual_stages);
   const std::int64_t last = schedule.num_stages * schedule.virtual_stages - 1;
@@ -222,19 +291,40 @@ PipelineTimeline simulate(const PipelineSchedule& schedule, double forward_time,
 }
 
 std::string draw_timeline(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
-  const bool chunks = schedule.virtual_stages > 1;
-  const double step = std::min(timeline.forward_time, timeline.backward_time) /
-                      static_cast<double>(schedule.virtual_stages);
-  constexpr std::size_t kCell = 4;
-  const auto columns = static_cast<std::size_t>(std::llround(timeline.makespan / step));
+  const auto chunks = static_cast<double>(schedule.virtual_stages);
+  const TimeGrid grid =
+      time_grid(timeline.forward_time / chunks, timeline.backward_time / chunks);
+  const double steps = timeline.makespan / grid.step;
+  if (steps > static_cast<double>(kMaxDrawnSteps) ||
+      timeline.stages.size() > static_cast<std::size_t>(kMaxDrawnStages)) {
+    return "timeline not drawn: " + number_text(std::round(steps)) + " time steps on " +
+           std::to_string(timeline.stages.size()) + " stages exceed the drawing's " +
+           std::to_string(kMaxDrawnSteps) + " steps and " + std::to_string(kMaxDrawnStages) +
+           " stages; --json lists every pass\n";
+  }
+  const bool with_chunks = schedule.virtual_stages > 1;
+  std::size_t widest_label = 0;
+  for (const auto& stage : timeline.stages) {
+    for (const TimedAction& timed : stage) {
+      widest_label = std::max(widest_label, to_string(timed.action, with_chunks).size());
+    }
+  }
+  // Every pass spans a whole number of steps; the shortest is at least 4 characters wide and
+  // holds the widest label and a space.
+  const std::size_t shortest = std::min(grid.forward_steps, grid.backward_steps);
+  const std::size_t cell = std::max((widest_label + shortest) / shortest, (3 + shortest) / shortest);
+  const auto columns = static_cast<std::size_t>(std::llround(steps));
+  const auto column_of = [&](double time) {
+    return static_cast<std::size_t>(std::llround(time / grid.step)) * cell;
+  };
   std::string out;
   for (std::size_t s = 0; s < timeline.stages.size(); ++s) {
-    std::string row(columns * kCell, ' ');
-    for (std::size_t c = 0; c < columns; ++c) row[c * kCell] = '.';
+    std::string row(columns * cell, ' ');
+    for (std::size_t c = 0; c < columns; ++c) row[c * cell] = '.';
     for (const TimedAction& timed : timeline.stages[s]) {
-      const auto begin = static_cast<std::size_t>(std::llround(timed.start / step)) * kCell;
-      const auto end = static_cast<std::size_t>(std::llround(timed.end / step)) * kCell;
-      std::string label = to_string(timed.action, chunks);
+      const std::size_t begin = column_of(timed.start);
+      const std::size_t end = std::max(column_of(timed.end), begin + cell);
+      std::string label = to_string(timed.action, with_chunks);
       label.resize(end - begin - 1, ' ');
       row.replace(begin, end - begin - 1, label);
       row[end - 1] = ' ';

@@ -45,6 +45,46 @@ TEST(ScheduleCommand, InterleavedJson) {
                 R"({"pass": "forward", "microbatch": 0, "chunk": 0, "start": 0.0, "end": 0.5})"));
 }
 
+TEST(ScheduleCommand, LabelsKeepEveryDigitAndChunkLetter) {
+  auto r = run_command({"schedule", "--stages", "2", "--microbatches", "102"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(" F100 B99  F101 B100 .    B101\n"));
+  r = run_command({"schedule", "--stages", "2", "--microbatches", "12", "--schedule", "interleaved",
+                   "--virtual", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(" F10a "));
+  EXPECT_THAT(r.out, HasSubstr(" F10b "));
+  // Past 26 chunks the letters go on as aa, ab, ...
+  r = run_command({"schedule", "--stages", "2", "--microbatches", "2", "--schedule", "interleaved",
+                   "--virtual", "28"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr(" F1ab "));
+  EXPECT_THAT(r.out, HasSubstr("F0z "));
+}
+
+TEST(ScheduleCommand, FractionalTimesDrawEvenCells) {
+  const auto r = run_command({"schedule", "--stages", "2", "--microbatches", "2", "--forward-time",
+                              "1", "--backward-time", "1.5"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  // A step of 0.5: forwards span 2 steps, backwards 3, every cell of a kind alike.
+  EXPECT_THAT(r.out, HasSubstr("stage 0 | F0  F1  . . . B0    . . B1\n"
+                               "stage 1 | . . F0  B0    F1  B1    . . .\n"));
+}
+
+TEST(ScheduleCommand, HugeTimelinesAreSummarised) {
+  const auto r = run_command(
+      {"schedule", "--stages", "4", "--microbatches", "8", "--forward-time", "0.001"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("timeline not drawn: 11011 time steps on 4 stages exceed the "
+                               "drawing's 4096 steps and 256 stages; --json lists every pass\n"));
+  const auto json = run_command({"schedule", "--stages", "4", "--microbatches", "8",
+                                 "--forward-time", "0.001", "--json"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  // The critical path: 8 micro-batches and 3 more stages, each a backward of 1 and a forward
+  // of 0.001.
+  EXPECT_NEAR(nlohmann::json::parse(json.out)["makespan"].get<double>(), 11.011, 1e-9);
+}
+
 TEST(ScheduleCommand, BadInput) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--stages", "4", "--microbatches", "8", "--schedule", "zb"},
@@ -53,7 +93,35 @@ TEST(ScheduleCommand, BadInput) {
            {{"--stages", "4", "--microbatches", "6", "--schedule", "interleaved"},
             "micro-batches (6) to be a multiple of stages (4)"},
            {{"--stages", "4", "--microbatches", "8", "--forward-time", "0"},
-            "pass times must be positive"},
+            "forward pass time is 0; pass times must be positive and finite"},
+           {{"--stages", "4", "--microbatches", "8", "--forward-time", "inf"},
+            "--forward-time is 'inf'; expected a finite number"},
+           {{"--stages", "4", "--microbatches", "8", "--backward-time", "inf"},
+            "--backward-time is 'inf'; expected a finite number"},
+           {{"--stages", "4", "--microbatches", "8", "--forward-time", "1e999"},
+            "--forward-time is '1e999'; expected a finite number"},
+           {{"--stages", "4", "--microbatches", "8", "--forward-time", "nan"},
+            "--forward-time is 'nan'"},
+           {{"--stages", "4", "--microbatches", "8", "--forward-time", "2x"},
+            "--forward-time is '2x'"},
+           {{"--stages", "4", "--microbatches", "8", "--forward-time", "1e-300"},
+            "forward pass time is 1e-300; expected 1e-09 to 1e+09"},
+           {{"--stages", "4", "--microbatches", "8", "--virtual", "-1"},
+            "--virtual is -1; expected at least 1"},
+           {{"--stages", "4", "--microbatches", "8", "--virtual", "-3", "--schedule", "interleaved"},
+            "--virtual is -3"},
+           {{"--stages", "4", "--microbatches", "8", "--virtual", "0"}, "--virtual is 0"},
+           {{"--stages", "4", "--microbatches", "8", "--virtual", "1000000000", "--schedule",
+             "interleaved"},
+            "virtual stages is 1000000000; expected 1 to 64"},
+           {{"--stages", "4", "--microbatches", "1000000000"},
+            "micro-batches is 1000000000; expected 1 to 65536"},
+           {{"--stages", "1000000", "--microbatches", "8"}, "stages is 1000000; expected 1 to 1024"},
+           {{"--stages", "12345678901234567890", "--microbatches", "8"},
+            "--stages is '12345678901234567890'; expected an integer of at most 64 bits"},
+           {{"--stages", "", "--microbatches", "8"}, "--stages is ''"},
+           {{"--stages", "1024", "--microbatches", "65536"},
+            "1024 stages x 65536 micro-batches x 1 chunks make 134217728 passes; at most 1048576"},
            {{"--stages", "x", "--microbatches", "8"}, "--stages"},
        }) {
     std::vector<std::string> full{"schedule"};

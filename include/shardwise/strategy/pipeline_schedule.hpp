@@ -29,7 +29,18 @@ struct PipelineAction {
   friend bool operator==(const PipelineAction&, const PipelineAction&) = default;
 };
 
-// "F3", "B0"; with chunks "F3b" (chunk 1).
+// Bounds on what is scheduled and drawn: beyond them a schedule is refused (simulating it would
+// take gigabytes) or its timeline is summarised (the drawing would be unreadable).
+inline constexpr std::int64_t kMaxPipelineStages = 1024;
+inline constexpr std::int64_t kMaxMicrobatches = 65536;
+inline constexpr std::int64_t kMaxVirtualStages = 64;
+inline constexpr std::int64_t kMaxSchedulePasses = std::int64_t{1} << 20;
+inline constexpr double kMinPassTime = 1e-9;
+inline constexpr double kMaxPassTime = 1e9;
+inline constexpr std::int64_t kMaxDrawnSteps = 4096;
+inline constexpr std::int64_t kMaxDrawnStages = 256;
+
+// "F3", "B0"; with chunks "F3b" (chunk 1): chunks are a..z, then aa, ab, ...
 std::string to_string(const PipelineAction& action, bool with_chunk);
 
 struct PipelineSchedule {
@@ -48,9 +59,10 @@ struct PipelineSchedule {
   [[nodiscard]] double bubble_fraction() const;
 };
 
-// Throws InvalidArgument for stages or micro-batches < 1, virtual_stages other than 1 for
-// GPipe and 1F1B (or < 2 for interleaved), and, interleaved, micro-batches not a multiple of
-// the stages (Megatron-LM's requirement).
+// Throws InvalidArgument for stages, micro-batches or virtual stages outside their bounds
+// (above), more than kMaxSchedulePasses passes, virtual_stages other than 1 for GPipe and 1F1B
+// (or < 2 for interleaved), and, interleaved, micro-batches not a multiple of the stages
+// (Megatron-LM's requirement).
 PipelineSchedule build_schedule(ScheduleKind kind, std::int64_t num_stages,
                                 std::int64_t num_microbatches, std::int64_t virtual_stages = 1);
 
@@ -73,11 +85,15 @@ struct PipelineTimeline {
   [[nodiscard]] double bubble_fraction() const;
 };
 
-// Throws InvalidArgument for non-positive times, and ShardingError when the order deadlocks.
+// Throws InvalidArgument for times that are not finite or outside [kMinPassTime, kMaxPassTime],
+// and ShardingError when the order deadlocks.
 PipelineTimeline simulate(const PipelineSchedule& schedule, double forward_time = 1,
                           double backward_time = 1);
 
-// One row per stage, one column per time step (of the shortest pass), each pass labelled.
+// One row per stage, one column per time step (a step both pass times are whole multiples of,
+// so cells of one kind of pass have one width), each pass labelled with every digit of its
+// micro-batch and its chunk letters, cells widened to fit. Past kMaxDrawnSteps steps or
+// kMaxDrawnStages stages, one line saying so instead.
 std::string draw_timeline(const PipelineSchedule& schedule, const PipelineTimeline& timeline);
 
 }  // namespace shardwise

@@ -1,0 +1,35 @@
+#include "number_text.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::cli {
+
+double finite_number(const std::string& text, std::string_view flag) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
+    throw InvalidArgument(std::string(flag) + " is '" + text + "'; expected a finite number");
+  }
+  return value;
+}
+
+std::int64_t integer(const std::string& text, std::string_view flag) {
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec == std::errc::result_out_of_range) {
+    throw InvalidArgument(std::string(flag) + " is '" + text +
+                          "'; expected an integer of at most 64 bits");
+  }
+  if (ec != std::errc() || ptr != end) {
+    throw InvalidArgument(std::string(flag) + " is '" + text + "'; expected an integer");
+  }
+  return value;
+}
+
+}  // namespace shardwise::cli
