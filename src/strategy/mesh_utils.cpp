@@ -1,6 +1,10 @@
 #include "shardwise/strategy/mesh_utils.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <system_error>
 #include <functional>
 
 #include "shardwise/core/error.hpp"
@@ -123,6 +127,64 @@ void check_mesh_config(const std::vector<std::int64_t>& shape, std::int64_t num_
     throw InvalidArgument("mesh shape " + shape_text(shape) + " has " + std::to_string(count) +
                           " devices, not " + std::to_string(num_devices));
   }
+}
+
+namespace {
+
+// Billions of parameters in "7B", "350M", "1.5b".
+double billions_of_parameters(const std::string& text) {
+  const auto bad = [&] {
+    return InvalidArgument("model size '" + text +
+                           "' is not a positive number of billions or millions of parameters "
+                           "('7B', '350M')");
+  };
+  if (text.size() < 2) throw bad();
+  const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (unit != 'B' && unit != 'M') throw bad();
+  double value = 0;
+  const char* end = text.data() + text.size() - 1;
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !std::isfinite(value) || value <= 0) throw bad();
+  return unit == 'B' ? value : value / 1000;
+}
+
+// The largest divisor of n that is at most `limit` (>= 1).
+std::int64_t largest_divisor_up_to(std::int64_t n, std::int64_t limit) {
+  std::int64_t d = std::max<std::int64_t>(1, std::min(limit, n));
+  while (n % d != 0) --d;
+  return d;
+}
+
+}  // namespace
+
+TransformerMeshSuggestion optimize_for_transformer(std::int64_t num_devices,
+                                                   const std::string& model_size,
+                                                   std::int64_t sequence_length) {
+  if (num_devices < 1) {
+    throw InvalidArgument("device count is " + std::to_string(num_devices) +
+                          "; expected at least 1");
+  }
+  if (sequence_length < 1) {
+    throw InvalidArgument("sequence length is " + std::to_string(sequence_length) +
+                          "; expected at least 1");
+  }
+  const double billions = billions_of_parameters(model_size);
+  const std::int64_t n = num_devices;
+  std::int64_t tensor = 1;
+  if (billions < 1) {
+    tensor = n <= 8 ? 1 : largest_divisor_up_to(n, n / 8);
+  } else if (billions < 10) {
+    tensor = n <= 4 ? 1 : largest_divisor_up_to(n, std::min<std::int64_t>(4, n / 2));
+  } else {
+    tensor = largest_divisor_up_to(n, std::min<std::int64_t>(8, std::max<std::int64_t>(1, n / 2)));
+  }
+  ShardingConfig sharding;
+  sharding.data_parallel_size = n / tensor;
+  sharding.tensor_parallel_size = tensor;
+  return {ParallelismConfig::from_sharding_config(sharding),
+          "a heuristic on the parameter count alone (the reference's optimize_for_transformer): "
+          "it does not check that the model fits, and the sequence length does not change it; "
+          "the planner answers from memory and step time"};
 }
 
 }  // namespace shardwise

@@ -79,5 +79,46 @@ TEST(MeshUtils, ManagerCreatesMeshesOverItsDevices) {
   EXPECT_EQ(create_device_mesh({2, 3}, {"a", "b"}).size(), 6);
 }
 
+// The reference's answers where they use every device; the largest divisor where they do not.
+TEST(OptimizeForTransformer, ReferenceHeuristicWithExactProducts) {
+  const auto shape = [](std::int64_t n, const std::string& size) {
+    return optimize_for_transformer(n, size, 2048).config.mesh_shape;
+  };
+  using Shape = std::vector<std::int64_t>;
+  EXPECT_EQ(shape(8, "350M"), (Shape{8}));
+  EXPECT_EQ(shape(16, "350M"), (Shape{8, 2}));  // the reference: (8, 16 // 8)
+  EXPECT_EQ(shape(20, "125M"), (Shape{10, 2}));  // the reference: (8, 2), 16 of 20 devices
+  EXPECT_EQ(shape(4, "7B"), (Shape{4}));
+  EXPECT_EQ(shape(8, "7B"), (Shape{2, 4}));
+  EXPECT_EQ(shape(6, "7B"), (Shape{2, 3}));  // the reference: tensor 3, data 2
+  EXPECT_EQ(shape(10, "7b"), (Shape{5, 2}));  // the reference: tensor 4, data 2: 8 of 10
+  EXPECT_EQ(shape(64, "70B"), (Shape{8, 8}));
+  EXPECT_EQ(shape(12, "13B"), (Shape{2, 6}));
+  EXPECT_EQ(shape(1, "70B"), (Shape{1}));
+  EXPECT_EQ(shape(7, "70B"), (Shape{7}));  // a prime count: no tensor degree divides it
+  for (std::int64_t n = 1; n <= 64; ++n) {
+    for (const char* size : {"100M", "1.5B", "7B", "70B"}) {
+      const auto suggestion = optimize_for_transformer(n, size, 1);
+      EXPECT_EQ(suggestion.config.to_mesh().size(), n) << n << " " << size;
+      EXPECT_THAT(suggestion.note, HasSubstr("heuristic"));
+    }
+  }
+  EXPECT_EQ(optimize_for_transformer(8, "7B", 2048).config.mesh_axis_names,
+            (std::vector<std::string>{"data", "model"}));
+}
+
+TEST(OptimizeForTransformer, BadInput) {
+  EXPECT_THAT(error_of([] { (void)optimize_for_transformer(0, "7B", 1); }),
+              HasSubstr("device count is 0"));
+  EXPECT_THAT(error_of([] { (void)optimize_for_transformer(8, "7", 1); }),
+              HasSubstr("model size '7' is not"));
+  for (const char* bad : {"", "B", "-7B", "0B", "nanB", "infB", "1e999B", "7GB", "7 B"}) {
+    EXPECT_THAT(error_of([&] { (void)optimize_for_transformer(8, bad, 1); }),
+                HasSubstr("model size '" + std::string(bad) + "'"));
+  }
+  EXPECT_THAT(error_of([] { (void)optimize_for_transformer(8, "7B", 0); }),
+              HasSubstr("sequence length is 0"));
+}
+
 }  // namespace
 }  // namespace shardwise

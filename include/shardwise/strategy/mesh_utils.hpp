@@ -49,4 +49,23 @@ bool validate_mesh_config(const std::vector<std::int64_t>& shape, std::int64_t n
 // The same, throwing InvalidArgument that says what is wrong.
 void check_mesh_config(const std::vector<std::int64_t>& shape, std::int64_t num_devices);
 
+// A mesh suggested for a transformer by its size, and what the suggestion rests on.
+struct TransformerMeshSuggestion {
+  ParallelismConfig config;
+  std::string note;
+};
+
+// The reference's optimize_for_transformer(n, "7B", seq_len): a heuristic on the parameter
+// count alone. Below 1B data parallel (n <= 8) or data 8 x tensor n / 8; 1B-10B data only for
+// n <= 4, else tensor min(4, n / 2); from 10B tensor min(8, n / 2); data takes the rest. Where
+// the reference's tensor degree does not divide n (it then leaves devices idle), the largest
+// divisor below it is used, so the product is always n. model_size is "<number>B" or
+// "<number>M" (e.g. "7B", "350M", "1.5b"); sequence_length must be >= 1 and, as in the
+// reference, does not change the answer. The note says it is a heuristic: the planner
+// answers the question from memory and time. Throws InvalidArgument for n < 1, a model size
+// that is not a positive finite number of B or M, or a sequence length < 1.
+TransformerMeshSuggestion optimize_for_transformer(std::int64_t num_devices,
+                                                   const std::string& model_size,
+                                                   std::int64_t sequence_length);
+
 }  // namespace shardwise
