@@ -21,6 +21,7 @@
 #include "shardwise/core/shape.hpp"
 #include "shardwise/strategy/data_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
+#include "shardwise/strategy/logical_axes.hpp"
 #include "shardwise/strategy/logical_axis_rules.hpp"
 #include "shardwise/strategy/mesh_utils.hpp"
 #include "shardwise/strategy/model_layout.hpp"
@@ -34,4 +35,5 @@
 #include "shardwise/strategy/sharding_config.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/strategy/sharding_strategy.hpp"
+#include "shardwise/strategy/spec_resolution.hpp"
 #include "shardwise/strategy/tensor_parallel_strategy.hpp"
