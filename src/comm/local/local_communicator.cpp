@@ -39,6 +39,21 @@ void swap_bytes(std::byte* a, std::byte* b, std::size_t bytes) {
   }
 }
 
+// "pairs (0, 1), (1, 0)" in a canonical order, so that members that pass the same pairs in
+// another order agree.
+std::string pairs_text(const std::vector<PermutePair>& pairs) {
+  std::vector<std::pair<int, int>> sorted;
+  sorted.reserve(pairs.size());
+  for (const PermutePair& p : pairs) sorted.emplace_back(p.source, p.destination);
+  std::sort(sorted.begin(), sorted.end());
+  std::string text = "pairs";
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    text += (i == 0 ? " (" : ", (") + std::to_string(sorted[i].first) + ", " +
+            std::to_string(sorted[i].second) + ")";
+  }
+  return sorted.empty() ? "no pairs" : text;
+}
+
 // Member i's share [begin, end) of `count` elements split over n members.
 std::pair<std::size_t, std::size_t> chunk(std::size_t count, std::size_t n, std::size_t i) {
   return {i * count / n, (i + 1) * count / n};
@@ -59,7 +74,9 @@ class LocalCommunicator final : public Communicator {
     const auto n = static_cast<std::size_t>(group.size());
     // Phase 0: each member reduces its chunk from every input into its own output.
     // Phase 1: each member copies the other chunks from their owners' outputs.
-    run(group, member, {"all_reduce", count, dtype, -1, in, out}, 2, options,
+    CollectiveCall call{"all_reduce", count, dtype, -1, in, out};
+    call.reduce_op = op;
+    run(group, member, call, 2, options,
         [&](const std::vector<CollectiveCall>& calls, int m, int phase) {
           const auto self = static_cast<std::size_t>(m);
           if (phase == 0) {
@@ -100,7 +117,9 @@ class LocalCommunicator final : public Communicator {
                       const Group& group, const ReduceScatterOptions& options) override {
     const int member = member_of(group, "reduce_scatter");
     const std::size_t bytes = count * size_in_bytes(dtype);
-    run(group, member, {"reduce_scatter", count, dtype, -1, in, out}, 1, options,
+    CollectiveCall call{"reduce_scatter", count, dtype, -1, in, out};
+    call.reduce_op = op;
+    run(group, member, call, 1, options,
         [&](const std::vector<CollectiveCall>& calls, int m, int) {
           std::vector<const void*> inputs;
           for (const CollectiveCall& c : calls) {
@@ -209,7 +228,9 @@ class LocalCommunicator final : public Communicator {
     detail::check_permutation(pairs, group.size(), in, out, count);
     const std::size_t bytes = count * size_in_bytes(dtype);
     const detail::PermuteRole role = detail::permute_role(pairs, member);
-    run(group, member, {"ppermute", count, dtype, -1, in, out}, 1, options,
+    CollectiveCall call{"ppermute", count, dtype, -1, in, out};
+    call.agreement = pairs_text(pairs);
+    run(group, member, call, 1, options,
         [&](const std::vector<CollectiveCall>& calls, int, int) {
           if (role.incoming == nullptr) {
             if (bytes > 0) std::memset(out, 0, bytes);

@@ -15,7 +15,14 @@ std::string rank_list(const std::vector<Rank>& ranks) {
 
 std::string call_text(const CollectiveCall& call) {
   return std::string(call.op) + " of " + std::to_string(call.count) + " " + to_string(call.dtype) +
-         (call.root >= 0 ? " from root " + std::to_string(call.root) : "");
+         (call.reduce_op ? " (" + to_string(*call.reduce_op) + ")" : "") +
+         (call.root >= 0 ? " from root " + std::to_string(call.root) : "") +
+         (call.agreement.empty() ? "" : " " + call.agreement);
+}
+
+bool matches(const CollectiveCall& a, const CollectiveCall& b) {
+  return a.op == b.op && a.count == b.count && a.dtype == b.dtype && a.root == b.root &&
+         a.reduce_op == b.reduce_op && a.agreement == b.agreement;
 }
 
 }  // namespace
@@ -65,6 +72,27 @@ void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point dead
   }
 }
 
+void LocalWorld::wait_unconditionally(std::unique_lock<std::mutex>& lock,
+                                      const std::function<bool()>& ready) {
+  const auto spin_until = Clock::now() + kSpin;
+  while (!ready()) {
+    if (Clock::now() < spin_until) {
+      const std::uint64_t seen = changes_.load(std::memory_order_acquire);
+      lock.unlock();
+      while (changes_.load(std::memory_order_acquire) == seen && Clock::now() < spin_until) {
+        std::this_thread::yield();
+      }
+      lock.lock();
+      continue;
+    }
+    changed_.wait(lock);
+  }
+}
+
+void LocalWorld::leave(const RoundKey& key, Round& round, std::size_t members) {
+  if (++round.left == static_cast<int>(members)) rounds_.erase(key);
+}
+
 void LocalWorld::collective(const Group& group, int member, std::uint64_t sequence,
                             const CollectiveCall& call, int phases,
                             std::chrono::milliseconds timeout, const Work& work) {
@@ -73,6 +101,8 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
   const auto describe = [&] { return std::string(call.op) + " over " + group.to_string(); };
   const RoundKey key{group.ranks, sequence};
   const auto n = static_cast<std::size_t>(group.size());
+  const auto self = static_cast<std::size_t>(member);
+  const Rank rank = group.ranks[self];
   std::vector<CollectiveCall> calls;
   {
     std::unique_lock lock(mutex_);
@@ -81,15 +111,23 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
       round.calls.resize(n);
       round.done.assign(static_cast<std::size_t>(phases), 0);
     }
-    for (const auto& other : round.calls) {
-      if (other && (other->op != call.op || other->count != call.count ||
-                    other->dtype != call.dtype || other->root != call.root)) {
-        throw CommError(describe() + ": rank " +
-                        std::to_string(group.ranks[static_cast<std::size_t>(member)]) + " called " +
-                        call_text(call) + " where another member called " + call_text(*other));
-      }
+    if (round.abandoned) {
+      const std::string reason = *round.abandoned;
+      leave(key, round, n);
+      throw CommError(describe() + ": " + reason);
     }
-    round.calls[static_cast<std::size_t>(member)] = call;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto& other = round.calls[i];
+      if (!other || matches(*other, call)) continue;
+      round.abandoned = "rank " + std::to_string(rank) + " called " + call_text(call) +
+                        " where rank " + std::to_string(group.ranks[i]) + " called " +
+                        call_text(*other);
+      const std::string reason = *round.abandoned;
+      leave(key, round, n);
+      announce();
+      throw CommError(describe() + ": " + reason);
+    }
+    round.calls[self] = call;
     ++round.arrived;
     announce();
     auto missing_arrivals = [&] {
@@ -99,26 +137,56 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
       }
       return absent;
     };
-    wait(
-        lock, deadline, [&] { return round.arrived == static_cast<int>(n); }, missing_arrivals,
-        describe, timeout);
+    try {
+      wait(
+          lock, deadline,
+          [&] { return round.arrived == static_cast<int>(n) || round.abandoned.has_value(); },
+          missing_arrivals, describe, timeout);
+      if (round.abandoned) throw CommError(describe() + ": " + *round.abandoned);
+    } catch (const CommError& e) {
+      // Withdraw the call, so that members arriving later fail instead of reading buffers
+      // this member is about to free.
+      round.calls[self].reset();
+      --round.arrived;
+      if (!round.abandoned) {
+        round.abandoned = "rank " + std::to_string(rank) + " stopped waiting for it: " + e.what();
+      }
+      leave(key, round, n);
+      announce();
+      throw;
+    }
     calls.reserve(n);
     for (const auto& c : round.calls) calls.push_back(*c);
   }
+  std::exception_ptr own_error;
+  bool past_deadline = false;
   for (int phase = 0; phase < phases; ++phase) {
-    work(calls, member, phase);
+    if (!own_error) {
+      try {
+        work(calls, member, phase);
+      } catch (...) {
+        own_error = std::current_exception();
+      }
+    }
     std::unique_lock lock(mutex_);
     Round& round = rounds_.at(key);
     ++round.done[static_cast<std::size_t>(phase)];
     announce();
-    // Members still working hold no lock; a failure elsewhere still wakes this one.
-    wait(
-        lock, deadline,
-        [&] { return round.done[static_cast<std::size_t>(phase)] == static_cast<int>(n); },
-        [] { return std::vector<Rank>{}; }, describe, timeout);
+    wait_unconditionally(lock, [&] {
+      return round.done[static_cast<std::size_t>(phase)] == static_cast<int>(n);
+    });
+    past_deadline = past_deadline || Clock::now() > deadline;
   }
   std::unique_lock lock(mutex_);
-  if (++rounds_.at(key).left == static_cast<int>(n)) rounds_.erase(key);
+  leave(key, rounds_.at(key), n);
+  if (own_error) std::rethrow_exception(own_error);
+  if (failure_) throw CommError(describe() + " aborted: " + *failure_);
+  if (past_deadline) {
+    throw CommError(describe() + ": the members did not finish within " +
+                    std::to_string(timeout.count()) +
+                    " ms (every member had arrived, and all finished reading each other's "
+                    "buffers before this error)");
+  }
 }
 
 void LocalWorld::post(Rank from, Rank to, int tag, std::vector<std::byte> data) {

@@ -26,6 +26,11 @@ namespace shardwise::detail {
 
 // One member's part in a collective: what it called and its buffers.
 struct CollectiveCall {
+  CollectiveCall(std::string_view op_name, std::size_t element_count, DType element_type,
+                 Rank root_rank, const void* input, void* output)
+      : op(op_name), count(element_count), dtype(element_type), root(root_rank), in(input),
+        out(output) {}
+
   std::string_view op;  // a string literal
   std::size_t count = 0;
   DType dtype = DType::kF32;
@@ -33,6 +38,10 @@ struct CollectiveCall {
   const void* in = nullptr;
   void* out = nullptr;
   const BlockLayout* send_layout = nullptr;  // all_to_allv only
+  // The reduction (all-reduce, reduce-scatter); every member must pass the same one.
+  std::optional<ReduceOp> reduce_op;
+  // What else every member must agree on, as text compared by value (ppermute's pairs).
+  std::string agreement;
 };
 
 class LocalWorld {
@@ -45,9 +54,12 @@ class LocalWorld {
   [[nodiscard]] int size() const { return size_; }
 
   // The `sequence`-th collective of `group`: publishes this member's call, waits for every
-  // member, then runs each phase with a barrier after it, so no member returns while another
-  // may still read its buffers. Throws CommError on a timeout, a failed or finished member, or
-  // calls that do not match.
+  // member, then runs each phase with a barrier after it. Until every member has arrived, a
+  // timeout, a failed or finished rank, or calls that do not match make the members that are
+  // there fail at once (each withdraws its call, so no one reads its buffers later). Once all
+  // have arrived, no member returns before every member has finished every phase, since
+  // peers read each other's buffers; a failure elsewhere, a phase that threw, or a deadline
+  // passed meanwhile is reported after that.
   void collective(const Group& group, int member, std::uint64_t sequence,
                   const CollectiveCall& call, int phases, std::chrono::milliseconds timeout,
                   const Work& work);
@@ -68,7 +80,9 @@ class LocalWorld {
     std::vector<std::optional<CollectiveCall>> calls;
     int arrived = 0;
     std::vector<int> done;  // per phase: members past it
-    int left = 0;
+    int left = 0;           // members that have returned or thrown
+    // Why the round cannot complete (a member gave up or disagreed); set before all arrive.
+    std::optional<std::string> abandoned;
   };
   using RoundKey = std::pair<std::vector<Rank>, std::uint64_t>;
 
@@ -80,6 +94,14 @@ class LocalWorld {
   void wait(std::unique_lock<std::mutex>& lock, Clock::time_point deadline,
             const std::function<bool()>& ready, const std::function<std::vector<Rank>()>& missing,
             const Describe& describe, std::chrono::milliseconds timeout);
+
+  // Waits under `lock` until `ready`, whatever else happens: for members that read each
+  // other's buffers, which always finish.
+  void wait_unconditionally(std::unique_lock<std::mutex>& lock,
+                            const std::function<bool()>& ready);
+
+  // Counts a member out of a round, erasing the round when every member has left.
+  void leave(const RoundKey& key, Round& round, std::size_t members);
 
   // Wakes every waiter; called with mutex_ held after any change to the shared state.
   void announce();
