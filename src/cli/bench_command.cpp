@@ -1,4 +1,7 @@
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iomanip>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -8,6 +11,7 @@
 
 #include "bench_runs.hpp"
 #include "command.hpp"
+#include "number_text.hpp"
 #include "shardwise/comm/backend_choice.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/core/error.hpp"
@@ -19,26 +23,56 @@
 namespace shardwise::cli {
 namespace {
 
-// "4K", "64M", "1G" or plain bytes.
-std::int64_t parse_size(const std::string& text) {
-  std::size_t end = 0;
-  std::int64_t value = 0;
-  try {
-    value = std::stoll(text, &end);
-  } catch (const std::exception&) {
-    throw ParseError("size '" + text + "' is not a number of bytes (such as 4096, 64K, 16M, 1G)");
+// Threads of the local backend one benchmark runs at most.
+constexpr int kMaxBenchRanks = 256;
+// The largest buffer one benchmark row uses.
+constexpr std::int64_t kMaxBenchBytes = std::int64_t{4} << 30;
+
+// "4K", "64M", "1G" or plain bytes, 4 bytes to 4 GiB.
+std::int64_t parse_size(const std::string& text, std::string_view flag) {
+  const std::size_t digits = text.find_first_not_of("0123456789");
+  const std::string number = text.substr(0, digits);
+  const std::string suffix = digits == std::string::npos ? "" : text.substr(digits);
+  int shift = 0;
+  if (suffix == "K" || suffix == "KiB") {
+    shift = 10;
+  } else if (suffix == "M" || suffix == "MiB") {
+    shift = 20;
+  } else if (suffix == "G" || suffix == "GiB") {
+    shift = 30;
+  } else if (!suffix.empty() || number.empty()) {
+    throw InvalidArgument(std::string(flag) + ": size '" + text +
+                          "' is not a number of bytes (such as 4096, 64K, 16M, 1G)");
   }
-  const std::string suffix = text.substr(end);
-  if (suffix == "K" || suffix == "KiB")
-    value <<= 10;
-  else if (suffix == "M" || suffix == "MiB")
-    value <<= 20;
-  else if (suffix == "G" || suffix == "GiB")
-    value <<= 30;
-  else if (!suffix.empty())
-    throw ParseError("size '" + text + "' has an unknown suffix '" + suffix + "'");
-  if (value < 4) throw ParseError("size '" + text + "' is below 4 bytes");
-  return value;
+  const std::int64_t value = number.size() > 12 ? kMaxBenchBytes + 1 : integer(number, flag);
+  if (value > (kMaxBenchBytes >> shift) || (value << shift) < 4) {
+    throw InvalidArgument(std::string(flag) + ": size '" + text + "' is outside 4 bytes to 4G");
+  }
+  return value << shift;
+}
+
+// Rank counts of the local backend, each 1 to kMaxBenchRanks.
+int parse_ranks(const std::string& text, std::string_view flag) {
+  const std::int64_t ranks = integer(text, flag);
+  if (ranks < 1 || ranks > kMaxBenchRanks) {
+    throw InvalidArgument(std::string(flag) + " is " + text + "; expected 1 to " +
+                          std::to_string(kMaxBenchRanks) + " ranks");
+  }
+  return static_cast<int>(ranks);
+}
+
+// Refuses a benchmark whose buffers would take more than half of this machine's memory.
+void check_fits(std::int64_t bytes_needed, const std::string& what) {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const auto memory = static_cast<double>(pages) * static_cast<double>(page);
+  if (static_cast<double>(bytes_needed) > memory / 2) {
+    throw InvalidArgument(what + " needs about " + with_thousands(bytes_needed) +
+                          " bytes of buffers; this machine has " +
+                          with_thousands(static_cast<std::int64_t>(memory)) +
+                          " bytes of memory, and a benchmark may use half");
+  }
 }
 
 std::string fixed(double value, int digits = 2) {
@@ -95,9 +129,10 @@ class BenchCommand final : public Command {
                                    "baseline (and MPI's own calls under mpirun)")) {
     app_->require_subcommand(1);
     comm_ = app_->add_subcommand("comm", "Time, algorithm and bus bandwidth of each collective");
-    comm_->add_option("--ranks", ranks_, "Rank counts of the local backend (ignored under mpirun)")
+    comm_->add_option("--ranks", ranks_,
+                      "Rank counts of the local backend, 1 to 256 (ignored under mpirun)")
         ->delimiter(',')
-        ->default_val(std::vector<int>{2});
+        ->default_val(std::vector<std::string>{"2"});
     comm_->add_option("--sizes", sizes_, "Sizes in bytes (4K, 1M, ...)")
         ->delimiter(',')
         ->default_val(std::vector<std::string>{"4K", "64K", "1M", "16M", "64M"});
@@ -109,8 +144,8 @@ class BenchCommand final : public Command {
     comm_->add_option("--backend", backend_,
                       "local or mpi (default: SHARDWISE_BACKEND, else mpi under mpirun)");
     reshard_ = app_->add_subcommand("reshard", "Every pair of shardings of a 2 x (n/2) mesh");
-    reshard_->add_option("--ranks", reshard_ranks_, "Ranks of the local backend (even)")
-        ->default_val(8);
+    reshard_->add_option("--ranks", reshard_ranks_, "Ranks of the local backend (even, 2 to 256)")
+        ->default_val("8");
     reshard_->add_option("--bytes", reshard_bytes_, "Array size (4K, 64M, 256M, ...)")
         ->default_val("64M");
     reshard_->add_flag("--json", json_, "One JSON object per row");
@@ -131,12 +166,17 @@ class BenchCommand final : public Command {
  private:
   void run_comm(std::ostream& out) const {
     std::vector<std::int64_t> sizes;
-    for (const std::string& s : sizes_) sizes.push_back(parse_size(s));
-    for (int r : ranks_) {
-      if (r < 1) throw InvalidArgument("--ranks: " + std::to_string(r) + " is below 1");
+    for (const std::string& s : sizes_) sizes.push_back(parse_size(s, "--sizes"));
+    std::vector<int> ranks;
+    for (const std::string& r : ranks_) ranks.push_back(parse_ranks(r, "--ranks"));
+    const Backend backend = backend_from(backend_);
+    for (const std::int64_t size : sizes) {
+      // Input, output and the memcpy baseline's two buffers, on every rank of this process.
+      const int most_ranks = backend == Backend::kMpi ? 1 : *std::max_element(ranks.begin(), ranks.end());
+      check_fits(4 * size * most_ranks, "--sizes " + with_thousands(size));
     }
     const auto measured = on_each_world<CommBenchRow>(
-        backend_from(backend_), ranks_,
+        backend, ranks,
         [&](Communicator& comm, bool mpi) { return bench_collectives(comm, ops_, sizes, mpi); });
     if (!measured) return;
     const std::vector<CommBenchRow>& rows = *measured;
@@ -171,9 +211,17 @@ class BenchCommand final : public Command {
   }
 
   void run_reshard(std::ostream& out) const {
-    const std::int64_t bytes = parse_size(reshard_bytes_);
+    const std::int64_t bytes = parse_size(reshard_bytes_, "--bytes");
+    const int ranks = parse_ranks(reshard_ranks_, "--ranks");
+    if (ranks % 2 != 0) {
+      throw InvalidArgument("--ranks is " + reshard_ranks_ +
+                            "; bench reshard needs an even number of ranks (a 2 x n/2 mesh)");
+    }
+    const Backend backend = backend_from(backend_);
+    // Every rank holds the host array, its source and target blocks and a memcpy baseline.
+    check_fits(3 * bytes * (backend == Backend::kMpi ? 1 : ranks), "--bytes " + reshard_bytes_);
     const auto measured = on_each_world<ReshardBenchRow>(
-        backend_from(backend_), {reshard_ranks_},
+        backend, {ranks},
         [&](Communicator& comm, bool) { return bench_reshards(comm, bytes); });
     if (!measured) return;
     const std::vector<ReshardBenchRow>& rows = *measured;
@@ -213,10 +261,10 @@ class BenchCommand final : public Command {
   CLI::App* app_;
   CLI::App* comm_;
   CLI::App* reshard_;
-  std::vector<int> ranks_;
+  std::vector<std::string> ranks_;
   std::vector<std::string> sizes_;
   std::vector<std::string> ops_;
-  int reshard_ranks_ = 8;
+  std::string reshard_ranks_;
   std::string reshard_bytes_;
   std::string backend_;
   bool json_ = false;

@@ -52,11 +52,25 @@ TEST(BenchCommand, ReshardCoversEveryPair) {
 
 TEST(BenchCommand, BadInput) {
   testing::expect_bad_input({"bench", "comm", "--sizes", "12Q"},
-                            "size '12Q' has an unknown suffix");
+                            "--sizes: size '12Q' is not a number of bytes");
+  testing::expect_bad_input({"bench", "comm", "--sizes", "16G"},
+                            "--sizes: size '16G' is outside 4 bytes to 4G");
+  testing::expect_bad_input({"bench", "comm", "--sizes", "99999999999999999999K"},
+                            "--sizes: size '99999999999999999999K' is outside");
+  testing::expect_bad_input({"bench", "comm", "--sizes", "2"}, "size '2' is outside 4 bytes");
+  testing::expect_bad_input({"bench", "comm", "--sizes", "-4K"}, "size '-4K' is not a number");
+  testing::expect_bad_input({"bench", "comm", "--ranks", "100000", "--sizes", "4K"},
+                            "--ranks is 100000; expected 1 to 256 ranks");
+  testing::expect_bad_input({"bench", "comm", "--ranks", "", "--sizes", "4K"}, "--ranks is ''");
+  testing::expect_bad_input({"bench", "comm", "--ranks", "0", "--sizes", "4K"}, "--ranks is 0");
+  testing::expect_bad_input({"bench", "reshard", "--ranks", "0", "--bytes", "4K"},
+                            "--ranks is 0; expected 1 to 256 ranks");
+  testing::expect_bad_input({"bench", "reshard", "--ranks", "256", "--bytes", "4G"},
+                            "--bytes 4G needs about");
   testing::expect_bad_input({"bench", "comm", "--ops", "gossip", "--sizes", "4K"},
                             "'gossip' is not one of all_reduce");
   testing::expect_bad_input({"bench", "reshard", "--ranks", "3", "--bytes", "4K"},
-                            "needs an even number of ranks, got 3");
+                            "--ranks is 3; bench reshard needs an even number of ranks");
   testing::expect_bad_input({"bench"}, "subcommand");
 }
 

@@ -131,7 +131,7 @@ TEST(LocalBackend, MismatchedCallsAreErrors) {
 
 TEST(LocalBackend, BadArguments) {
   EXPECT_THAT(error_of([] { run_local(0, [](Communicator&) {}); }),
-              HasSubstr("run_local needs at least 1 rank, got 0"));
+              HasSubstr("run_local needs 1 to 4096 ranks, got 0"));
   EXPECT_THAT(error_of([] {
                 run_local(2, [](Communicator& comm) {
                   float x = 0;

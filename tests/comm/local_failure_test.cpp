@@ -10,6 +10,8 @@
 #include <chrono>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "error_of.hpp"
 #include "shardwise/comm/run_local.hpp"
 
@@ -193,6 +195,41 @@ TEST(LocalFailure, MembersAlreadyWaitingFailAtOnceOnAMismatch) {
   });
   EXPECT_THAT(message, HasSubstr("all_reduce of 8 f64 (sum) where rank"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+}
+
+// Sanitizers reserve far more address space than a limit on it allows.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// When the system cannot start every thread, the ones that started are failed and joined
+// (no std::terminate) and the error names the rank that could not start. A child process
+// with a small address-space limit makes thread creation fail.
+TEST(LocalFailure, ThreadsThatCannotStartAreAnErrorNotATerminate) {
+  if (kSanitized) GTEST_SKIP() << "address-space limits do not mix with sanitizers";
+  EXPECT_EXIT(
+      {
+        rlimit limit{};
+        getrlimit(RLIMIT_AS, &limit);
+        limit.rlim_cur = rlim_t{512} << 20;
+        setrlimit(RLIMIT_AS, &limit);
+        try {
+          run_local(4000, [](Communicator& comm) { comm.barrier(world_group(comm.size())); });
+        } catch (const CommError& e) {
+          const std::string text = e.what();
+          std::_Exit(text.find("could not start rank") != std::string::npos ? 0 : 3);
+        }
+        std::_Exit(4);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

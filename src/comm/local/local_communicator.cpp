@@ -6,6 +6,8 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
+#include <system_error>
 #include <thread>
 
 #include "../detail/checks.hpp"
@@ -293,26 +295,37 @@ class LocalCommunicator final : public Communicator {
 }  // namespace
 
 void run_local(int num_ranks, const std::function<void(Communicator&)>& fn) {
-  if (num_ranks < 1) {
-    throw InvalidArgument("run_local needs at least 1 rank, got " + std::to_string(num_ranks));
+  if (num_ranks < 1 || num_ranks > kMaxLocalRanks) {
+    throw InvalidArgument("run_local needs 1 to " + std::to_string(kMaxLocalRanks) +
+                          " ranks, got " + std::to_string(num_ranks));
   }
   detail::LocalWorld world(num_ranks);
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(num_ranks));
+  std::optional<std::string> start_failure;
   for (Rank r = 0; r < num_ranks; ++r) {
-    threads.emplace_back([&world, &fn, r] {
-      try {
-        LocalCommunicator comm(world, r);
-        fn(comm);
-        world.finish(r);
-      } catch (const std::exception& e) {
-        world.fail(r, e.what());
-      } catch (...) {
-        world.fail(r, "an exception that is not a std::exception");
-      }
-    });
+    try {
+      threads.emplace_back([&world, &fn, r] {
+        try {
+          LocalCommunicator comm(world, r);
+          fn(comm);
+          world.finish(r);
+        } catch (const std::exception& e) {
+          world.fail(r, e.what());
+        } catch (...) {
+          world.fail(r, "an exception that is not a std::exception");
+        }
+      });
+    } catch (const std::system_error& e) {
+      // The ranks that started wait for this one: fail them, and join them below.
+      start_failure = "run_local could not start rank " + std::to_string(r) + " of " +
+                      std::to_string(num_ranks) + ": " + e.what();
+      world.fail(r, *start_failure);
+      break;
+    }
   }
   for (std::thread& t : threads) t.join();
+  if (start_failure) throw CommError(*start_failure);
   if (const auto failure = world.failure()) throw CommError(*failure);
 }
 
