@@ -32,8 +32,20 @@ class LayoutCommand final : public Command {
 
   void run(std::ostream& out) const override {
     Mesh mesh = Mesh::parse(mesh_);
-    if (!devices_.empty()) {
-      mesh = Mesh(mesh.axis_names(), mesh.axis_sizes(), parse_int_list(devices_, "device ids"));
+    if (devices_) {
+      if (devices_->find_first_not_of(" \t") == std::string::npos) {
+        throw InvalidArgument("--devices is empty; give one device id per mesh position, or "
+                              "leave --devices out for 0.." +
+                              std::to_string(mesh.size() - 1));
+      }
+      const std::vector<DeviceId> ids = parse_int_list(*devices_, "--devices");
+      const bool mesh_has_ids = mesh_.find("devices") != std::string::npos;
+      if (mesh_has_ids && ids != mesh.device_ids()) {
+        throw InvalidArgument("--devices " + echo_input(*devices_) +
+                              " disagrees with the device ids of --mesh " + echo_input(mesh_) +
+                              "; give them in one place");
+      }
+      mesh = Mesh(mesh.axis_names(), mesh.axis_sizes(), ids);
     }
     const NamedSharding sharding(std::move(mesh), PartitionSpec::parse(spec_),
                                  uneven_ ? Evenness::kUneven : Evenness::kStrict);
@@ -48,7 +60,7 @@ class LayoutCommand final : public Command {
   std::string mesh_;
   std::string spec_;
   std::string shape_;
-  std::string devices_;
+  std::optional<std::string> devices_;
   bool uneven_ = false;
   bool json_ = false;
 };

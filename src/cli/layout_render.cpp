@@ -68,6 +68,20 @@ std::string centered(const std::string& text, std::size_t width) {
 
 constexpr std::size_t kDrawingWidth = 64;
 constexpr std::size_t kMaxDrawingWidth = 160;
+// Blocks are at least "dev N" plus a border wide, and a drawing taller than this many block
+// rows does not fit a screen.
+constexpr std::size_t kMinBlockWidth = 8;
+constexpr std::size_t kMaxDrawnBlockRows = 64;
+// Past this many devices the text report lists the first ones and says how many it left out.
+constexpr std::size_t kMaxListedDevices = 4096;
+
+// The position of `range` among sorted, distinct ranges.
+std::size_t position_of(const std::vector<IndexRange>& ranges, const IndexRange& range) {
+  return static_cast<std::size_t>(
+      std::lower_bound(ranges.begin(), ranges.end(), range,
+                       [](const IndexRange& a, const IndexRange& b) { return a.start < b.start; }) -
+      ranges.begin());
+}
 
 }  // namespace
 
@@ -79,18 +93,31 @@ std::string draw_sharding(const NamedSharding& sharding, const Shape& global_sha
       rank == 2 ? block_ranges(shards, 0) : std::vector<IndexRange>{{0, 1}};
   const std::vector<IndexRange> cols = block_ranges(shards, rank - 1);
   if (rows.empty() || cols.empty()) return "(the array has no elements: nothing to draw)\n";
+  if (cols.size() * kMinBlockWidth > kMaxDrawingWidth || rows.size() > kMaxDrawnBlockRows) {
+    return "(" + std::to_string(rows.size()) + " x " + std::to_string(cols.size()) +
+           " blocks are too many to draw in a terminal)\n";
+  }
 
-  // labels[r][c]: the devices holding block (r, c), in mesh order.
+  // labels[r][c]: the devices holding block (r, c), in mesh order (one pass over the shards).
+  std::vector<std::vector<std::vector<std::int64_t>>> holders(
+      rows.size(), std::vector<std::vector<std::int64_t>>(cols.size()));
+  for (const DeviceShard& shard : shards) {
+    if (is_empty(shard.index)) continue;
+    const std::size_t r = rank == 1 ? 0 : position_of(rows, shard.index[0]);
+    holders[r][position_of(cols, shard.index[rank - 1])].push_back(shard.device);
+  }
   std::vector<std::vector<std::string>> labels(rows.size(), std::vector<std::string>(cols.size()));
   std::vector<std::size_t> min_widths(cols.size(), 0);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     for (std::size_t c = 0; c < cols.size(); ++c) {
-      std::vector<std::int64_t> holders;
-      for (const DeviceShard& shard : shards) {
-        const bool holds_row = rank == 1 || shard.index[0] == rows[r];
-        if (holds_row && shard.index[rank - 1] == cols[c]) holders.push_back(shard.device);
+      const std::vector<std::int64_t>& devices = holders[r][c];
+      // A label longer than the drawing's width cannot be drawn anyway: stop joining there.
+      std::string label = "dev ";
+      for (std::size_t i = 0; i < devices.size() && label.size() <= kMaxDrawingWidth; ++i) {
+        if (i > 0) label += ',';
+        label += std::to_string(devices[i]);
       }
-      labels[r][c] = "dev " + join_ints(holders, ",");
+      labels[r][c] = std::move(label);
       min_widths[c] = std::max(min_widths[c], labels[r][c].size() + 2);
     }
   }
@@ -150,11 +177,16 @@ std::string render_layout_text(const NamedSharding& sharding, const Shape& globa
       << (sharding.num_replicas() == 1 ? "" : "s") << "\n\n";
 
   std::vector<std::vector<std::string>> table{{"device", "coords", "index", "replica"}};
-  for (const DeviceShard& shard : shards) {
+  for (std::size_t i = 0; i < shards.size() && i < kMaxListedDevices; ++i) {
+    const DeviceShard& shard = shards[i];
     table.push_back({std::to_string(shard.device), coords_text(sharding.mesh(), shard.device),
                      to_string(shard.index), std::to_string(shard.replica_id)});
   }
   out << format_table(table);
+  if (shards.size() > kMaxListedDevices) {
+    out << "... and " << shards.size() - kMaxListedDevices
+        << " more devices (--json lists every one)\n";
+  }
   const std::string drawing = draw_sharding(sharding, global_shape);
   if (!drawing.empty()) {
     out << '\n' << drawing;

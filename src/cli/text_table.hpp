@@ -17,6 +17,12 @@ std::string with_thousands(std::int64_t value);
 std::string join_ints(const std::vector<std::int64_t>& values, const char* separator);
 
 // The whole content of a file; throws shardwise::InvalidArgument naming the option and path.
+// The largest input file the command reads (manifests and rules are kilobytes; a Llama-70B
+// manifest is under 100 KB).
+inline constexpr std::int64_t kMaxInputFileBytes = std::int64_t{64} << 20;
+
+// The contents of a regular file of at most kMaxInputFileBytes; InvalidArgument naming the
+// option otherwise (missing, a directory, a device or pipe such as /dev/zero, too large).
 std::string read_file(const std::string& path, const std::string& option);
 
 }  // namespace shardwise::cli

@@ -28,6 +28,14 @@ int member_index(const Group& group, Rank rank, int world_size, const char* op) 
   return member;
 }
 
+void check_options(const CommOptions& options, const char* op) {
+  if (options.timeout.count() <= 0) {
+    throw InvalidArgument(std::string(op) + ": timeout is " +
+                          std::to_string(options.timeout.count()) +
+                          " ms; expected a positive duration");
+  }
+}
+
 void check_peer(Rank peer, Rank rank, int world_size, const char* op) {
   if (peer < 0 || peer >= world_size || peer == rank) {
     throw InvalidArgument(std::string(op) + " by rank " + std::to_string(rank) + ": peer " +

@@ -45,7 +45,7 @@ DType parse_dtype(std::string_view text) {
       return entry.dtype;
     }
   }
-  throw ParseError("dtype '" + std::string(text) +
+  throw ParseError("dtype '" + echo_input(text) +
                    "' is not one of f32, f64, bf16, f16, i32, i64 (or float32, bfloat16, ...)");
 }
 

@@ -12,12 +12,17 @@
 namespace shardwise {
 namespace {
 
-std::int64_t checked_product(const std::vector<std::int64_t>& sizes) {
-  constexpr std::int64_t kMaxDevices = std::int64_t{1} << 31;
+std::int64_t checked_product(const std::vector<std::string>& names,
+                             const std::vector<std::int64_t>& sizes) {
   std::int64_t product = 1;
   for (std::int64_t size : sizes) {
-    if (product > kMaxDevices / size) {
-      throw InvalidArgument("mesh has more than 2^31 devices");
+    if (product > Mesh::kMaxDevices / size) {
+      std::string text;
+      for (std::size_t a = 0; a < names.size(); ++a) {
+        text += (a ? ", " : "") + names[a] + "=" + std::to_string(sizes[a]);
+      }
+      throw InvalidArgument("mesh " + echo_input(text) + " has more than " +
+                            std::to_string(Mesh::kMaxDevices) + " devices, the most a mesh may have");
     }
     product *= size;
   }
@@ -30,9 +35,13 @@ void validate_axes(const std::vector<std::string>& names, const std::vector<std:
                           std::to_string(sizes.size()) + " axis sizes");
   }
   if (names.empty()) throw InvalidArgument("mesh has no axes; expected at least one");
+  if (names.size() > Mesh::kMaxAxes) {
+    throw InvalidArgument("mesh has " + std::to_string(names.size()) + " axes; at most " +
+                          std::to_string(Mesh::kMaxAxes) + " are allowed");
+  }
   for (std::size_t a = 0; a < names.size(); ++a) {
     if (!detail::is_identifier(names[a])) {
-      throw InvalidArgument("mesh axis " + std::to_string(a) + " has name '" + names[a] +
+      throw InvalidArgument("mesh axis " + std::to_string(a) + " has name '" + echo_input(names[a]) +
                             "'; expected an identifier ([A-Za-z_][A-Za-z0-9_]*)");
     }
     for (std::size_t b = 0; b < a; ++b) {
@@ -54,7 +63,7 @@ Mesh::Mesh(std::vector<std::string> axis_names, std::vector<std::int64_t> axis_s
            std::optional<std::vector<DeviceId>> device_ids)
     : axis_names_(std::move(axis_names)), axis_sizes_(std::move(axis_sizes)) {
   validate_axes(axis_names_, axis_sizes_);
-  const std::int64_t count = checked_product(axis_sizes_);
+  const std::int64_t count = checked_product(axis_names_, axis_sizes_);
   if (device_ids) {
     if (static_cast<std::int64_t>(device_ids->size()) != count) {
       throw InvalidArgument("mesh " + to_string() + " has " + std::to_string(count) +
@@ -140,7 +149,7 @@ Mesh Mesh::parse(std::string_view text) {
   try {
     return Mesh(std::move(names), std::move(sizes), std::move(ids));
   } catch (const InvalidArgument& e) {
-    throw ParseError("mesh '" + std::string(text) + "': " + e.what());
+    throw ParseError("mesh '" + echo_input(text) + "': " + e.what());
   }
 }
 

@@ -1,5 +1,7 @@
 #include "shardwise/core/named_sharding.hpp"
 
+#include "shardwise/core/checked_math.hpp"
+
 #include <algorithm>
 #include <map>
 
@@ -45,7 +47,12 @@ void validate_spec_axes(const Mesh& mesh, const PartitionSpec& spec) {
   }
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+// min(limit, k * chunk) where the product may pass 64 bits (k * chunk < limit + chunk).
+std::int64_t capped_product(std::int64_t k, std::int64_t chunk, std::int64_t limit) {
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(k, chunk, &product)) return limit;
+  return std::min(limit, product);
+}
 
 }  // namespace
 
@@ -115,9 +122,9 @@ ShardIndex NamedSharding::index_at(const Shape& global_shape, std::int64_t posit
       index[d] = {0, size};
       continue;
     }
-    const std::int64_t chunk = ceil_div(size, entry_shards_[d]);
+    const std::int64_t chunk = ceil_divide(size, entry_shards_[d]);
     const std::int64_t coord = shard_coord(position, d);
-    index[d] = {std::min(size, coord * chunk), std::min(size, (coord + 1) * chunk)};
+    index[d] = {capped_product(coord, chunk, size), capped_product(coord + 1, chunk, size)};
   }
   return index;
 }
@@ -126,7 +133,7 @@ Shape NamedSharding::shard_shape(const Shape& global_shape) const {
   validate(global_shape);
   Shape shape = global_shape;
   for (std::size_t d = 0; d < spec_.size(); ++d) {
-    shape[d] = ceil_div(global_shape[d], entry_shards_[d]);
+    shape[d] = ceil_divide(global_shape[d], entry_shards_[d]);
   }
   return shape;
 }

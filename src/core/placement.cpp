@@ -72,7 +72,7 @@ ReduceOp parse_reduce_op(std::string_view text) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
     if (text == to_string(op)) return op;
   }
-  throw ParseError("reduce op '" + std::string(text) + "' is not one of sum, avg, max, min");
+  throw ParseError("reduce op '" + echo_input(text) + "' is not one of sum, avg, max, min");
 }
 
 std::string to_string(const Placement& placement) {

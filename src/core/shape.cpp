@@ -11,7 +11,12 @@ namespace shardwise {
 
 std::int64_t num_elements(const Shape& shape) {
   std::int64_t count = 1;
-  for (std::int64_t size : shape) count *= size;
+  for (std::int64_t size : shape) {
+    if (__builtin_mul_overflow(count, size, &count)) {
+      throw InvalidArgument("shape " + to_string(shape) +
+                            " has more elements than a 64-bit integer counts");
+    }
+  }
   return count;
 }
 
@@ -50,10 +55,11 @@ Shape parse_shape(std::string_view text) {
   Shape shape = parse_int_list(text, "shape");
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) {
-      throw ParseError("shape '" + std::string(text) + "': dimension " + std::to_string(d) +
+      throw ParseError("shape '" + echo_input(text) + "': dimension " + std::to_string(d) +
                        " has size " + std::to_string(shape[d]) + ", expected a size >= 0");
     }
   }
+  (void)num_elements(shape);  // a shape whose element count overflows is refused here
   return shape;
 }
 

@@ -78,20 +78,24 @@ std::int64_t TextScanner::integer(std::string_view expected) {
   std::size_t start = pos_;
   if (peek() == '-' || peek() == '+') ++pos_;
   while (!at_end() && std::isdigit(static_cast<unsigned char>(text_[pos_])) != 0) ++pos_;
+  const std::size_t pos_end = pos_;
   std::string_view digits = text_.substr(start, pos_ - start);
   if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
   std::int64_t value = 0;
   auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   if (digits.empty() || error != std::errc() || end != digits.data() + digits.size()) {
     pos_ = start;
-    if (error == std::errc::result_out_of_range) fail("integer out of range: " + found());
+    if (error == std::errc::result_out_of_range) {
+      fail("integer out of range: '" + echo_input(text_.substr(start, pos_end - start)) +
+           "' does not fit in 64 bits");
+    }
     fail("expected " + std::string(expected) + " but found " + found());
   }
   return value;
 }
 
 void TextScanner::fail(const std::string& message) const {
-  throw ParseError("cannot parse " + std::string(what_) + " '" + std::string(text_) +
+  throw ParseError("cannot parse " + std::string(what_) + " '" + echo_input(text_) +
                    "': " + message + " at column " + std::to_string(pos_ + 1));
 }
 
@@ -104,7 +108,7 @@ std::string TextScanner::found() const {
   }
   if (end == pos_) end = pos_ + 1;
   std::string quoted_text(1, '\'');
-  quoted_text.append(text_.substr(pos_, end - pos_));
+  quoted_text.append(echo_input(text_.substr(pos_, end - pos_)));
   quoted_text.push_back('\'');
   return quoted_text;
 }

@@ -7,18 +7,19 @@ namespace shardwise::detail {
 nlohmann::json parse_json(std::string_view text, std::string_view what) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // Syntax errors, and numbers beyond a double (1e999) anywhere in the text. nlohmann
+    // prefixes "[json.exception.parse_error.101] "; keep the part a person reads.
     std::string message = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] "; keep the part a person reads.
     if (auto pos = message.find("] "); pos != std::string::npos) message = message.substr(pos + 2);
-    throw ParseError("invalid JSON in " + std::string(what) + ": " + message);
+    throw ParseError("invalid JSON in " + std::string(what) + ": " + echo_input(message, 200));
   }
 }
 
 std::string json_type_name(const nlohmann::json& value) {
   if (value.is_number_integer()) return "integer";
   if (value.is_number()) return "number " + value.dump();
-  if (value.is_string()) return "string " + value.dump();
+  if (value.is_string()) return "string " + echo_input(value.dump());
   return value.type_name();
 }
 
@@ -86,6 +87,11 @@ void JsonObjectReader::finish() const {
 std::int64_t json_integer(const nlohmann::json& value, const std::string& field) {
   if (!value.is_number_integer()) {
     throw ParseError("field '" + field + "' must be an integer, not " + json_type_name(value));
+  }
+  if (value.is_number_unsigned() &&
+      value.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+    throw ParseError("field '" + field + "' is " + value.dump() +
+                     ", beyond the largest 64-bit integer (9223372036854775807)");
   }
   return value.get<std::int64_t>();
 }

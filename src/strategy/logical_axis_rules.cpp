@@ -54,7 +54,7 @@ LogicalAxisRules logical_axis_rules_from_json(const nlohmann::json& list, const 
       throw ParseError("field '" + field +
                        "' must be a [logical name, mesh axes] pair (and optionally "
                        "{\"min_size\": n, \"relocatable\": bool}), not " +
-                       pair.dump());
+                       echo_input(pair.dump()));
     }
     LogicalAxisRule rule{json_string(pair[0], field + "[0]"), {}};
     if (pair[1].is_string()) {

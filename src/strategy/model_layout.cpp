@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "shardwise/core/checked_math.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 
@@ -88,8 +89,11 @@ ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
     for (const DeviceShard& shard : sharding.devices_indices_map(p.shape)) {
       const std::int64_t position = mesh.position_of_device(shard.device);
       if (pipelined && mesh.coords_at(position)[pipeline_index] != entry.stage) continue;
-      layout.bytes_per_device[static_cast<std::size_t>(position)] +=
-          num_elements(shape_of(shard.index)) * element_bytes;
+      std::int64_t& held = layout.bytes_per_device[static_cast<std::size_t>(position)];
+      held = checked_add(held,
+                         checked_multiply(num_elements(shape_of(shard.index)), element_bytes,
+                                          "bytes of " + p.name),
+                         "parameter bytes of a device");
     }
     layout.parameters.push_back(std::move(entry));
   }

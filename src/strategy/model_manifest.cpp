@@ -3,6 +3,7 @@
 #include <set>
 
 #include "detail/json_reader.hpp"
+#include "shardwise/core/checked_math.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {
@@ -11,10 +12,15 @@ namespace {
 void check_parameter(const ParameterInfo& p) {
   for (std::size_t d = 0; d < p.shape.size(); ++d) {
     if (p.shape[d] < 0) {
-      throw InvalidArgument("parameter '" + p.name + "' dimension " + std::to_string(d) +
-                            " has size " + std::to_string(p.shape[d]) + "; expected >= 0");
+      throw InvalidArgument("parameter '" + echo_input(p.name) + "' dimension " +
+                            std::to_string(d) + " has size " + std::to_string(p.shape[d]) +
+                            "; expected >= 0");
     }
   }
+  // Its bytes must be countable: elements times the dtype's size in 64 bits.
+  (void)checked_multiply(num_elements(p.shape), static_cast<std::int64_t>(size_in_bytes(p.dtype)),
+                         "parameter '" + echo_input(p.name) + "' of shape " + to_string(p.shape) +
+                             " in bytes");
   if (p.logical_axes && p.logical_axes->size() != p.shape.size()) {
     throw InvalidArgument("parameter '" + p.name + "' has " +
                           std::to_string(p.logical_axes->size()) + " logical axes for shape " +
@@ -43,6 +49,25 @@ void require_positive(const std::string& model, const char* key, std::int64_t va
     throw InvalidArgument(model + " config '" + key + "' is " + std::to_string(value) +
                           "; expected >= 1");
   }
+}
+
+void require_layers(const std::string& model, const char* key, std::int64_t value) {
+  require_positive(model, key, value);
+  if (value > kMaxModelLayers) {
+    throw InvalidArgument(model + " config '" + key + "' is " + std::to_string(value) +
+                          "; at most " + std::to_string(kMaxModelLayers) + " layers are laid out");
+  }
+}
+
+// The finished manifest, its byte count checked, so that no product of config sizes wrapped.
+ModelManifest checked_manifest(ModelManifest manifest, const std::string& model) {
+  for (const ParameterInfo& p : manifest.parameters) {
+    (void)checked_multiply(num_elements(p.shape),
+                           static_cast<std::int64_t>(size_in_bytes(p.dtype)),
+                           model + " parameter '" + p.name + "' of shape " + to_string(p.shape));
+  }
+  (void)manifest.num_bytes();
+  return manifest;
 }
 
 // Builds parameter lists.
@@ -112,14 +137,20 @@ DType config_dtype(const nlohmann::json& json) {
 
 std::int64_t ModelManifest::num_parameters() const {
   std::int64_t count = 0;
-  for (const ParameterInfo& p : parameters) count += num_elements(p.shape);
+  for (const ParameterInfo& p : parameters) {
+    count = checked_add(count, num_elements(p.shape), "the model's parameter count");
+  }
   return count;
 }
 
 std::int64_t ModelManifest::num_bytes() const {
   std::int64_t bytes = 0;
   for (const ParameterInfo& p : parameters) {
-    bytes += num_elements(p.shape) * static_cast<std::int64_t>(size_in_bytes(p.dtype));
+    bytes = checked_add(bytes,
+                        checked_multiply(num_elements(p.shape),
+                                         static_cast<std::int64_t>(size_in_bytes(p.dtype)),
+                                         "parameter bytes"),
+                        "the model's parameter bytes");
   }
   return bytes;
 }
@@ -133,6 +164,11 @@ ModelManifest ModelManifest::from_json(std::string_view text) {
   if (!list.is_array()) {
     throw ParseError("field 'parameters' must be a list, not " + detail::json_type_name(list));
   }
+  if (list.size() > static_cast<std::size_t>(kMaxManifestParameters)) {
+    throw InvalidArgument("the manifest lists " + std::to_string(list.size()) +
+                          " parameters; at most " + std::to_string(kMaxManifestParameters) +
+                          " are read");
+  }
   ModelManifest manifest;
   std::set<std::string> names;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -144,6 +180,7 @@ ModelManifest ModelManifest::from_json(std::string_view text) {
     manifest.parameters.push_back(std::move(p));
   }
   if (units != nullptr) manifest.axis_units = axis_units_from_json(*units);
+  (void)manifest.num_bytes();  // the model's bytes must be countable too
   return manifest;
 }
 
@@ -175,12 +212,14 @@ ModelManifest gpt2_manifest(const Gpt2Config& c) {
                                    {"n_head", c.n_head}}) {
     require_positive("GPT-2", key, value);
   }
+  require_layers("GPT-2", "n_layer", c.n_layer);
   if (c.n_embd % c.n_head != 0) {
     throw InvalidArgument("GPT-2 config 'n_embd' (" + std::to_string(c.n_embd) +
                           ") is not divisible by 'n_head' (" + std::to_string(c.n_head) + ")");
   }
   const std::int64_t e = c.n_embd;
-  const std::int64_t inner = c.n_inner.value_or(4 * e);
+  const std::int64_t inner = c.n_inner.value_or(checked_multiply(4, e, "GPT-2 4 x n_embd"));
+  const std::int64_t qkv = checked_multiply(3, e, "GPT-2 3 x n_embd");
   require_positive("GPT-2", "n_inner", inner);
   ManifestBuilder b(c.dtype);
   b.add("transformer.wte.weight", {c.vocab_size, e});
@@ -189,8 +228,8 @@ ModelManifest gpt2_manifest(const Gpt2Config& c) {
     const std::string h = "transformer.h." + std::to_string(i) + ".";
     b.add(h + "ln_1.weight", {e});
     b.add(h + "ln_1.bias", {e});
-    b.add(h + "attn.c_attn.weight", {e, 3 * e});
-    b.add(h + "attn.c_attn.bias", {3 * e});
+    b.add(h + "attn.c_attn.weight", {e, qkv});
+    b.add(h + "attn.c_attn.bias", {qkv});
     b.add(h + "attn.c_proj.weight", {e, e});
     b.add(h + "attn.c_proj.bias", {e});
     b.add(h + "ln_2.weight", {e});
@@ -205,7 +244,7 @@ ModelManifest gpt2_manifest(const Gpt2Config& c) {
   if (!c.tie_word_embeddings) b.add("lm_head.weight", {c.vocab_size, e});
   ModelManifest manifest = b.take();
   manifest.axis_units = {{"heads", e / c.n_head}};
-  return manifest;
+  return checked_manifest(std::move(manifest), "GPT-2");
 }
 
 ModelManifest llama_manifest(const LlamaConfig& c) {
@@ -216,6 +255,7 @@ ModelManifest llama_manifest(const LlamaConfig& c) {
                                    {"num_attention_heads", c.num_attention_heads}}) {
     require_positive("Llama", key, value);
   }
+  require_layers("Llama", "num_hidden_layers", c.num_hidden_layers);
   const std::int64_t heads = c.num_attention_heads;
   const std::int64_t kv_heads = c.num_key_value_heads.value_or(heads);
   require_positive("Llama", "num_key_value_heads", kv_heads);
@@ -232,8 +272,10 @@ ModelManifest llama_manifest(const LlamaConfig& c) {
   const std::int64_t head_dim = c.head_dim.value_or(c.hidden_size / heads);
   require_positive("Llama", "head_dim", head_dim);
   const std::int64_t h = c.hidden_size;
-  const std::int64_t q = heads * head_dim;
-  const std::int64_t kv = kv_heads * head_dim;
+  const std::int64_t q =
+      checked_multiply(heads, head_dim, "Llama num_attention_heads x head_dim");
+  const std::int64_t kv =
+      checked_multiply(kv_heads, head_dim, "Llama num_key_value_heads x head_dim");
   const std::int64_t ff = c.intermediate_size;
   const bool qkv_bias = c.attention_bias || c.qkv_bias;
   ManifestBuilder b(c.dtype);
@@ -261,7 +303,7 @@ ModelManifest llama_manifest(const LlamaConfig& c) {
   if (!c.tie_word_embeddings) b.add("lm_head.weight", {c.vocab_size, h});
   ModelManifest manifest = b.take();
   manifest.axis_units = {{"heads", head_dim}, {"kv_heads", head_dim}};
-  return manifest;
+  return checked_manifest(std::move(manifest), "Llama");
 }
 
 ModelManifest manifest_from_hf_config(std::string_view text) {

@@ -92,7 +92,7 @@ std::optional<LogicalAxes> ParameterNameRules::logical_axes_for(std::string_view
   for (std::size_t i = 0; i < rules_.size(); ++i) {
     if (!RE2::PartialMatch(name, *compiled_->rules[i])) continue;
     if (rules_[i].logical_axes.size() != rank) {
-      throw InvalidArgument("parameter '" + std::string(name) + "' of rank " +
+      throw InvalidArgument("parameter '" + echo_input(name) + "' of rank " +
                             std::to_string(rank) + " matches rule '" + rules_[i].pattern +
                             "', which gives " + std::to_string(rules_[i].logical_axes.size()) +
                             " logical axes");
@@ -107,7 +107,7 @@ std::optional<std::int64_t> ParameterNameRules::layer_index(std::string_view nam
   if (!RE2::PartialMatch(name, *compiled_->layer, &digits)) return std::nullopt;
   if (digits.empty() || digits.size() > 12 ||
       digits.find_first_not_of("0123456789") != std::string::npos) {
-    throw InvalidArgument("parameter '" + std::string(name) + "': layer_pattern captured '" +
+    throw InvalidArgument("parameter '" + echo_input(name) + "': layer_pattern captured '" +
                           digits + "', not a layer index");
   }
   return std::stoll(digits);
@@ -134,7 +134,7 @@ StagePlacement ParameterNameRules::place_in_stage(
       first += layers_per_stage[static_cast<std::size_t>(s)];
       if (*layer < first) return {s, std::nullopt};
     }
-    throw InvalidArgument("parameter '" + std::string(name) + "' is in layer " +
+    throw InvalidArgument("parameter '" + echo_input(name) + "' is in layer " +
                           std::to_string(*layer) + " but the stages hold " + std::to_string(first) +
                           " layers");
   }

@@ -120,7 +120,7 @@ ScheduleKind parse_schedule_kind(std::string_view text) {
        {ScheduleKind::kGPipe, ScheduleKind::kOneFOneB, ScheduleKind::kInterleaved1F1B}) {
     if (text == to_string(kind)) return kind;
   }
-  throw ParseError("schedule '" + std::string(text) + "' is not one of gpipe, 1f1b, interleaved");
+  throw ParseError("schedule '" + echo_input(text) + "' is not one of gpipe, 1f1b, interleaved");
 }
 
 std::string chunk_letters(std::int64_t chunk) {

@@ -71,7 +71,8 @@ TEST(BenchCommand, BadInput) {
                             "'gossip' is not one of all_reduce");
   testing::expect_bad_input({"bench", "reshard", "--ranks", "3", "--bytes", "4K"},
                             "--ranks is 3; bench reshard needs an even number of ranks");
-  testing::expect_bad_input({"bench"}, "subcommand");
+  testing::expect_bad_input({"bench"}, "shardwise bench: expected a command: comm, reshard");
+  testing::expect_bad_input({"bench", "foo"}, "bench: unknown command 'foo'; expected one of");
 }
 
 }  // namespace

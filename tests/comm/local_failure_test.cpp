@@ -197,6 +197,27 @@ TEST(LocalFailure, MembersAlreadyWaitingFailAtOnceOnAMismatch) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
 }
 
+TEST(LocalFailure, ANonPositiveTimeoutIsBadInput) {
+  const std::string message = error_of([&] {
+    run_local(2, [&](Communicator& comm) {
+      float x = 0;
+      AllReduceOptions options;
+      options.timeout = -5ms;
+      comm.all_reduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, world_group(2), options);
+    });
+  });
+  EXPECT_THAT(message, HasSubstr("all_reduce: timeout is -5 ms; expected a positive duration"));
+  EXPECT_THAT(error_of([&] {
+                run_local(2, [&](Communicator& comm) {
+                  float x = 0;
+                  SendRecvOptions options;
+                  options.timeout = 0ms;
+                  if (comm.rank() == 0) comm.recv(&x, 1, DType::kF32, 1, options);
+                });
+              }),
+              HasSubstr("recv: timeout is 0 ms"));
+}
+
 // Sanitizers reserve far more address space than a limit on it allows.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitized = true;

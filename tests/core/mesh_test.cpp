@@ -90,7 +90,7 @@ TEST(Mesh, ValidationNamesTheField) {
   EXPECT_THAT(error_of([] {
                 Mesh({"a", "b", "c"}, {65536, 65536, 4});
               }),
-              HasSubstr("more than 2^31 devices"));
+              HasSubstr("mesh a=65536, b=65536, c=4 has more than 1048576 devices"));
 }
 
 TEST(Mesh, InvalidArgumentIsAShardwiseError) {

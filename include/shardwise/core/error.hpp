@@ -2,8 +2,10 @@
 // The one exception hierarchy of shardwise. Every error caused by bad input derives from
 // shardwise::Error and says what was wrong, the value it got, and what it expected.
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace shardwise {
 
@@ -37,5 +39,10 @@ class CommError : public Error {
  public:
   using Error::Error;
 };
+
+// Input echoed in an error message: control characters escaped (\n, \x01) and, past
+// `max_chars`, cut with the number of bytes left out, so that a message stays one short line
+// whatever the input holds.
+std::string echo_input(std::string_view text, std::size_t max_chars = 80);
 
 }  // namespace shardwise

@@ -18,9 +18,14 @@ using DeviceId = std::int64_t;
 
 class Mesh {
  public:
+  // Bounds on a mesh: the largest clusters hold about 10^5 devices, so a mesh of more than
+  // 2^20 is a typo (data=999999999), refused before gigabytes are allocated for it.
+  static constexpr std::int64_t kMaxDevices = std::int64_t{1} << 20;
+  static constexpr std::size_t kMaxAxes = 64;
+
   // Device ids default to 0..n-1 in mesh order. Throws InvalidArgument when there are no
-  // axes, a name is empty, not an identifier or repeated, a size is < 1, or the ids are of
-  // the wrong count, negative or repeated.
+  // axes or more than kMaxAxes, a name is empty, not an identifier or repeated, a size is < 1,
+  // the product passes kMaxDevices, or the ids are of the wrong count, negative or repeated.
   Mesh(std::vector<std::string> axis_names, std::vector<std::int64_t> axis_sizes,
        std::optional<std::vector<DeviceId>> device_ids = std::nullopt);
 

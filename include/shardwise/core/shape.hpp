@@ -11,18 +11,21 @@ namespace shardwise {
 // Sizes of an array's dimensions, outermost first. A scalar has an empty shape.
 using Shape = std::vector<std::int64_t>;
 
-// Number of elements of `shape` (1 for a scalar).
+// Number of elements of `shape` (1 for a scalar). Throws InvalidArgument when the count does
+// not fit in 64 bits.
 std::int64_t num_elements(const Shape& shape);
 
 // "(8, 16)"; "()" for a scalar.
 std::string to_string(const Shape& shape);
 
 // Parses a comma-separated list of integers such as "8, 16" (optionally in parentheses or
-// brackets; empty text is the empty list). `what` names the list in error messages.
+// brackets; empty text is the empty list). `what` names the list in error messages; a number
+// beyond 64 bits is an error quoting it.
 std::vector<std::int64_t> parse_int_list(std::string_view text, std::string_view what);
 
 // Parses "8,16" (spaces allowed, optional surrounding parentheses or brackets). An empty
-// string or "()" is the scalar shape. Sizes must be integers >= 0.
+// string or "()" is the scalar shape. Sizes must be integers >= 0 whose product fits in 64
+// bits.
 Shape parse_shape(std::string_view text);
 
 // The half-open range [start, stop) along one dimension.

@@ -16,6 +16,12 @@
 
 namespace shardwise {
 
+// Bounds on what a model description may hold: the deepest published models have about 10^2
+// layers and 10^3 tensors per layer at most, so larger counts are typos or hostile input,
+// refused before memory is spent on them.
+inline constexpr std::int64_t kMaxModelLayers = 10000;
+inline constexpr std::int64_t kMaxManifestParameters = 1000000;
+
 struct ParameterInfo {
   std::string name;
   Shape shape;

@@ -14,6 +14,9 @@ namespace shardwise::detail {
 // group names a rank outside 0..world_size-1, names one twice, or leaves this rank out.
 int member_index(const Group& group, Rank rank, int world_size, const char* op);
 
+// Throws InvalidArgument naming the operation unless the options' timeout is positive.
+void check_options(const CommOptions& options, const char* op);
+
 // Throws InvalidArgument unless `peer` is another rank of 0..world_size-1.
 void check_peer(Rank peer, Rank rank, int world_size, const char* op);
 

@@ -269,6 +269,7 @@ class LocalCommunicator final : public Communicator {
   void recv(void* data, std::size_t count, DType dtype, Rank source,
             const SendRecvOptions& options) override {
     detail::check_peer(source, rank_, world_.size(), "recv");
+    detail::check_options(options, "recv");
     const std::size_t bytes = count * size_in_bytes(dtype);
     const std::vector<std::byte> message =
         world_.take(source, rank_, options.tag, bytes, options.timeout);
@@ -283,6 +284,7 @@ class LocalCommunicator final : public Communicator {
 
   void run(const Group& group, int member, const CollectiveCall& call, int phases,
            const CommOptions& options, const detail::LocalWorld::Work& work) {
+    detail::check_options(options, call.op.data());
     const std::uint64_t sequence = sequence_[group.ranks]++;
     world_.collective(group, member, sequence, call, phases, options.timeout, work);
   }

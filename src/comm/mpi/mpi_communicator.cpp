@@ -229,6 +229,7 @@ class MpiCommunicator final : public Communicator {
   void recv(void* data, std::size_t count, DType dtype, Rank source,
             const SendRecvOptions& options) override {
     detail::check_peer(source, rank_, size_, "recv");
+    detail::check_options(options, "recv");
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Irecv(data, mpi_count(count), type(dtype), source, options.tag, MPI_COMM_WORLD,
                     &request),
@@ -342,6 +343,7 @@ class MpiCommunicator final : public Communicator {
   // one is collective over the members and cannot time out in MPI, so the members first meet
   // with point-to-point tokens that can: a member that never comes fails the others.
   MPI_Comm communicator(const Group& group, const char* op, const CommOptions& options) {
+    detail::check_options(options, op);
     // A group found here was checked when its communicator was made.
     auto it = comms_.find(group.ranks);
     if (it != comms_.end()) return it->second;
