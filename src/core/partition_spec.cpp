@@ -5,6 +5,7 @@
 
 #include "detail/hash_combine.hpp"
 #include "detail/text_scanner.hpp"
+#include "shardwise/core/error.hpp"
 
 namespace shardwise {
 namespace {
@@ -16,6 +17,12 @@ std::string parse_axis_name(detail::TextScanner& scan) {
   if (scan.peek() == '\'' || scan.peek() == '"') {
     std::string name = scan.quoted("an axis name");
     if (name.empty()) scan.fail("axis names must not be empty");
+    // Mesh axes are identifiers, so no other name can ever match one; refusing it here also
+    // keeps parse(to_string(spec)) == spec.
+    if (!detail::is_identifier(name)) {
+      scan.fail("axis name '" + echo_input(name) +
+                "' is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+    }
     return name;
   }
   if (scan.at_identifier() && scan.consume_word("None")) {

@@ -48,19 +48,7 @@ void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point dead
                         rank_list(absent) + " finished without joining it");
       }
     }
-    // Spin first (yielding, so that oversubscribed ranks still run): a collective's members
-    // usually arrive within microseconds of each other, far sooner than a sleeping thread
-    // wakes. The spin has one budget per wait, so that ranks waiting long on a busy machine
-    // sleep instead of taking turns from the ranks they wait for.
-    if (Clock::now() < spin_until) {
-      const std::uint64_t seen = changes_.load(std::memory_order_acquire);
-      lock.unlock();
-      while (changes_.load(std::memory_order_acquire) == seen && Clock::now() < spin_until) {
-        std::this_thread::yield();
-      }
-      lock.lock();
-      if (changes_.load(std::memory_order_acquire) != seen) continue;
-    }
+    if (spin_for_change(lock, spin_until)) continue;
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout && !ready()) {
       const std::vector<Rank> late = missing();
       throw CommError(describe() + ": " +
@@ -76,17 +64,26 @@ void LocalWorld::wait_unconditionally(std::unique_lock<std::mutex>& lock,
                                       const std::function<bool()>& ready) {
   const auto spin_until = Clock::now() + kSpin;
   while (!ready()) {
-    if (Clock::now() < spin_until) {
-      const std::uint64_t seen = changes_.load(std::memory_order_acquire);
-      lock.unlock();
-      while (changes_.load(std::memory_order_acquire) == seen && Clock::now() < spin_until) {
-        std::this_thread::yield();
-      }
-      lock.lock();
-      continue;
-    }
+    if (spin_for_change(lock, spin_until)) continue;
     changed_.wait(lock);
   }
+}
+
+bool LocalWorld::spin_for_change(std::unique_lock<std::mutex>& lock,
+                                 Clock::time_point spin_until) {
+  // Spin first (yielding, so that oversubscribed ranks still run): a collective's members
+  // usually arrive within microseconds of each other, far sooner than a sleeping thread
+  // wakes. The spin has one budget per wait, so that ranks waiting long on a busy machine
+  // sleep instead of taking turns from the ranks they wait for.
+  if (Clock::now() >= spin_until) return false;
+  const std::uint64_t seen = changes_.load(std::memory_order_acquire);
+  lock.unlock();
+  while (changes_.load(std::memory_order_acquire) == seen && Clock::now() < spin_until) {
+    std::this_thread::yield();
+  }
+  lock.lock();
+  // Past the budget with nothing seen, the caller sleeps; otherwise it looks again.
+  return changes_.load(std::memory_order_acquire) != seen || Clock::now() < spin_until;
 }
 
 void LocalWorld::leave(const RoundKey& key, Round& round, std::size_t members) {

@@ -100,6 +100,10 @@ class LocalWorld {
   void wait_unconditionally(std::unique_lock<std::mutex>& lock,
                             const std::function<bool()>& ready);
 
+  // Polls (with `lock` released) until a change is announced or the spin budget is spent;
+  // true when the caller should look at the state again rather than sleep.
+  bool spin_for_change(std::unique_lock<std::mutex>& lock, Clock::time_point spin_until);
+
   // Counts a member out of a round, erasing the round when every member has left.
   void leave(const RoundKey& key, Round& round, std::size_t members);
 
