@@ -71,7 +71,7 @@ void run(Communicator& comm) {
                    bytes_moved(plan_transfers(to, NamedSharding(mesh, P()), shape, 0), 4);
     }
   }
-  std::int64_t received = comm.counters().for_op("recv").received;
+  std::int64_t received = comm.counters().for_op(CommOp::kAllToAllv).received;
   comm.all_reduce(&received, &received, 1, DType::kI64, ReduceOp::kSum, world_group(8));
   require(received == must_move, "bytes received " + std::to_string(received) +
                                      " == bytes that had to move " + std::to_string(must_move));

@@ -42,17 +42,34 @@ std::string differing_axes(const Mesh& mesh, Rank a, Rank b) {
   return label;
 }
 
-// Counts each piece of a plan that crosses ranks as a send and a receive under the mesh axes
-// along which its two ranks differ, the same on every backend.
+// The label of each rank's bytes, as seen from this rank: the mesh axes along which the two
+// differ. An all_to_allv counts with them, so a reshard's bytes land under the axes they
+// crossed, the same on every backend.
+std::vector<std::string> peer_axes(const Mesh& mesh, Rank me, int ranks) {
+  std::vector<std::string> labels;
+  for (Rank r = 0; r < ranks; ++r) labels.push_back(r == me ? "" : differing_axes(mesh, me, r));
+  return labels;
+}
+
+// Counts what this rank's pieces of a plan moved, per peer, as the all_to_allv that moves them
+// where ranks do not share memory counts it.
 void count_pieces(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& plan,
                   std::size_t element) {
   const Rank me = comm.rank();
+  const auto n = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> sent(n, 0);
+  std::vector<std::int64_t> received(n, 0);
   for (const Transfer& t : plan) {
     if (t.from == t.to || (t.from != me && t.to != me)) continue;
     const auto bytes = static_cast<std::int64_t>(element_count(t.box) * element);
-    const std::string axes = differing_axes(mesh, t.from, t.to);
-    if (t.from == me) comm.counters().record("send", axes, bytes, 0);
-    if (t.to == me) comm.counters().record("recv", axes, 0, bytes);
+    if (t.from == me) sent[static_cast<std::size_t>(t.to)] += bytes;
+    if (t.to == me) received[static_cast<std::size_t>(t.from)] += bytes;
+  }
+  const std::vector<std::string> labels = peer_axes(mesh, me, comm.size());
+  for (std::size_t r = 0; r < n; ++r) {
+    if (sent[r] > 0 || received[r] > 0) {
+      comm.counters().record(CommOp::kAllToAllv, labels[r], sent[r], received[r]);
+    }
   }
 }
 
@@ -76,8 +93,10 @@ void execute(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& 
                            target_index, t.box, element);
         }
       });
-  count_pieces(comm, mesh, plan, element);
-  if (shared) return;
+  if (shared) {
+    count_pieces(comm, mesh, plan, element);
+    return;
+  }
   const auto n = static_cast<std::size_t>(comm.size());
   BlockLayout send{std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
   BlockLayout receive{std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
@@ -100,7 +119,7 @@ void execute(Communicator& comm, const Mesh& mesh, const std::vector<Transfer>& 
     at += element_count(t.box);
   }
   AllToAllvOptions options;
-  options.count_bytes = false;  // counted per piece above
+  options.member_axes = peer_axes(mesh, me, comm.size());
   comm.all_to_allv(outgoing.data(), send, incoming.data(), receive, dtype, world, options);
   for (const Transfer& t : plan) {
     if (t.from == me && t.to == me) {

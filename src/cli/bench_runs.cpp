@@ -9,7 +9,7 @@
 #include "shardwise/array/transfer_plan.hpp"
 #include "shardwise/core/error.hpp"
 #ifdef SHARDWISE_HAVE_MPI
-#include "shardwise/comm/mpi.hpp"
+#include "mpi_baseline.hpp"
 #endif
 
 namespace shardwise::cli {
@@ -114,7 +114,7 @@ std::vector<CommBenchRow> bench_collectives(Communicator& comm, const std::vecto
             memcpy_on_every_rank(comm, std::max<std::int64_t>(moved, 1), iterations));
 #ifdef SHARDWISE_HAVE_MPI
         if (with_raw_mpi) {
-          raw_seconds.push_back(raw_mpi_seconds(op, static_cast<std::size_t>(bytes), iterations));
+          raw_seconds.push_back(bench::raw_mpi_seconds(op, static_cast<std::size_t>(bytes), iterations));
         }
 #else
         (void)with_raw_mpi;

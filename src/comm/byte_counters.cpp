@@ -17,9 +17,25 @@ nlohmann::ordered_json to_json_value(const ByteCount& count) {
 
 }  // namespace
 
-void ByteCounters::record(const std::string& op, const std::string& axes, std::int64_t sent,
+std::string to_string(CommOp op) {
+  switch (op) {
+    case CommOp::kAllReduce: return "all_reduce";
+    case CommOp::kAllGather: return "all_gather";
+    case CommOp::kReduceScatter: return "reduce_scatter";
+    case CommOp::kAllToAll: return "all_to_all";
+    case CommOp::kAllToAllv: return "all_to_allv";
+    case CommOp::kBroadcast: return "broadcast";
+    case CommOp::kBarrier: return "barrier";
+    case CommOp::kPpermute: return "ppermute";
+    case CommOp::kSend: return "send";
+    case CommOp::kRecv: return "recv";
+  }
+  return "?";
+}
+
+void ByteCounters::record(CommOp op, const std::string& axes, std::int64_t sent,
                           std::int64_t received) {
-  ByteCount& entry = entries_[{op, axes}];
+  ByteCount& entry = entries_[TrafficKey{op, axes}];
   entry.sent += sent;
   entry.received += received;
   entry.calls += 1;
@@ -31,10 +47,10 @@ ByteCount ByteCounters::total() const {
   return sum;
 }
 
-ByteCount ByteCounters::for_op(const std::string& op) const {
+ByteCount ByteCounters::for_op(CommOp op) const {
   ByteCount sum;
   for (const auto& [key, count] : entries_) {
-    if (key.first == op) add(sum, count);
+    if (key.op == op) add(sum, count);
   }
   return sum;
 }
@@ -42,7 +58,7 @@ ByteCount ByteCounters::for_op(const std::string& op) const {
 ByteCount ByteCounters::for_axes(const std::string& axes) const {
   ByteCount sum;
   for (const auto& [key, count] : entries_) {
-    if (key.second == axes) add(sum, count);
+    if (key.axes == axes) add(sum, count);
   }
   return sum;
 }
@@ -52,9 +68,9 @@ std::string ByteCounters::to_json() const {
   nlohmann::ordered_json by_axes = nlohmann::ordered_json::object();
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
   for (const auto& [key, count] : entries_) {
-    by_op[key.first] = to_json_value(for_op(key.first));
-    by_axes[key.second] = to_json_value(for_axes(key.second));
-    nlohmann::ordered_json entry = {{"op", key.first}, {"axes", key.second}};
+    by_op[to_string(key.op)] = to_json_value(for_op(key.op));
+    by_axes[key.axes] = to_json_value(for_axes(key.axes));
+    nlohmann::ordered_json entry = {{"op", to_string(key.op)}, {"axes", key.axes}};
     entry.update(to_json_value(count));
     entries.push_back(std::move(entry));
   }

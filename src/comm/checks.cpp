@@ -79,12 +79,6 @@ PermuteRole permute_role(const std::vector<PermutePair>& pairs, int member) {
   return role;
 }
 
-void record_permute(ByteCounters& counters, const Group& group, const PermuteRole& role,
-                    std::size_t bytes) {
-  if (!role.sends && !role.receives) return;
-  const auto moved = static_cast<std::int64_t>(bytes);
-  counters.record("ppermute", group.axes, role.sends ? moved : 0, role.receives ? moved : 0);
-}
 
 void check_block_layouts(const BlockLayout& send, const BlockLayout& receive, int group_size,
                          const void* in, const void* out) {
@@ -108,24 +102,6 @@ void check_block_layouts(const BlockLayout& send, const BlockLayout& receive, in
   }
 }
 
-void record_all_to_allv(ByteCounters& counters, const Group& group, int member,
-                        const BlockLayout& send, const BlockLayout& receive,
-                        std::size_t element_bytes) {
-  std::int64_t sent = 0;
-  std::int64_t received = 0;
-  for (std::size_t j = 0; j < send.counts.size(); ++j) {
-    if (static_cast<int>(j) == member) continue;
-    sent += static_cast<std::int64_t>(send.counts[j] * element_bytes);
-    received += static_cast<std::int64_t>(receive.counts[j] * element_bytes);
-  }
-  if (group.size() > 1) counters.record("all_to_allv", group.axes, sent, received);
-}
 
-void record_exchange(ByteCounters& counters, const char* op, const Group& group,
-                     std::size_t block_bytes) {
-  if (group.size() < 2) return;
-  const auto moved = static_cast<std::int64_t>(block_bytes) * (group.size() - 1);
-  counters.record(op, group.axes, moved, moved);
-}
 
 }  // namespace shardwise::detail

@@ -24,8 +24,14 @@ Group world_group(int size) {
 }
 
 Group group_along(const Mesh& mesh, const std::vector<std::string>& axes, Rank rank) {
+  // The label names the axes in mesh order, so that the same traffic is always counted under
+  // one key ("data+model", never "model+data").
+  std::vector<std::string> ordered = axes;
+  std::sort(ordered.begin(), ordered.end(), [&](const std::string& a, const std::string& b) {
+    return mesh.has_axis(a) && mesh.has_axis(b) && mesh.axis_index(a) < mesh.axis_index(b);
+  });
   std::string label;
-  for (const std::string& axis : axes) label += (label.empty() ? "" : "+") + axis;
+  for (const std::string& axis : ordered) label += (label.empty() ? "" : "+") + axis;
   for (const std::vector<DeviceId>& members : mesh.groups(axes)) {
     if (std::find(members.begin(), members.end(), rank) == members.end()) continue;
     Group group{{}, label.empty() ? "self" : label};

@@ -84,6 +84,17 @@ void reduce_into(const std::vector<const void*>& inputs, void* out, std::size_t 
     case DType::kF64: reduce_native<double>(inputs, out, count, op); break;
     case DType::kI32: reduce_native<std::int32_t>(inputs, out, count, op); break;
     case DType::kI64: reduce_native<std::int64_t>(inputs, out, count, op); break;
+    case DType::kU8: reduce_native<std::uint8_t>(inputs, out, count, op); break;
+    case DType::kI8: reduce_native<std::int8_t>(inputs, out, count, op); break;
+    case DType::kBool:
+      // Logical or for sum and max, and for min (avg is refused before any data moves).
+      reduce_native<std::uint8_t>(inputs, out, count,
+                                  op == ReduceOp::kMin ? ReduceOp::kMin : ReduceOp::kMax);
+      for (std::size_t e = 0; e < count; ++e) {
+        auto* values = static_cast<std::uint8_t*>(out);
+        values[e] = values[e] != 0 ? 1 : 0;
+      }
+      break;
     case DType::kBF16:
       reduce_typed<BFloat16, float>(
           inputs, out, count, op, [](BFloat16 v) { return to_float(v); },

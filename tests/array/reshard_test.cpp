@@ -170,15 +170,15 @@ TEST(Reshard, PartialSumToShardIsAReduceScatter) {
     EXPECT_EQ(partial.placements()[1], Placement{Partial{ReduceOp::kSum}});
     comm.counters().clear();
     const ShardedArray summed = reshard(comm, partial, NamedSharding(kMesh, P{"model"}));
-    EXPECT_EQ(comm.counters().for_op("reduce_scatter").calls, 1);
-    EXPECT_EQ(comm.counters().for_op("all_reduce").calls, 0);
+    EXPECT_EQ(comm.counters().for_op(CommOp::kReduceScatter).calls, 1);
+    EXPECT_EQ(comm.counters().for_op(CommOp::kAllReduce).calls, 0);
     const std::vector<float> expected = expected_block(shape, summed.local_index());
     const auto local = summed.local<float>();
     for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(local[i], 10 * expected[i]);
     // Split along the inner dimension: the slices are packed before the reduce-scatter.
     comm.counters().clear();
     const ShardedArray columns = reshard(comm, partial, NamedSharding(kMesh, P{None, "model"}));
-    EXPECT_EQ(comm.counters().for_op("reduce_scatter").calls, 1);
+    EXPECT_EQ(comm.counters().for_op(CommOp::kReduceScatter).calls, 1);
     const std::vector<float> expected_columns = expected_block(shape, columns.local_index());
     for (std::size_t i = 0; i < expected_columns.size(); ++i)
       EXPECT_EQ(columns.local<float>()[i], 10 * expected_columns[i]);

@@ -10,11 +10,11 @@
 namespace shardwise::testing {
 namespace {
 
-constexpr DType kDTypes[] = {DType::kF32, DType::kF64, DType::kBF16,
-                             DType::kF16, DType::kI32, DType::kI64};
+constexpr DType kDTypes[] = {DType::kF32, DType::kF64, DType::kBF16, DType::kF16,
+                             DType::kI32, DType::kI64, DType::kU8,   DType::kI8};
 constexpr std::size_t kSizes[] = {0, 1, 7, 1000, 65539};
 
-bool is_integer(DType dtype) { return dtype == DType::kI32 || dtype == DType::kI64; }
+bool is_integer(DType dtype) { return !is_floating(dtype); }
 
 // Values small enough that bf16 and f16 hold them exactly.
 double value_of(int rank, std::size_t e) { return rank + static_cast<double>(e % 5); }

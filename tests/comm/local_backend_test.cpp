@@ -40,8 +40,8 @@ TEST(LocalBackend, ByteCountersAddUp) {
   std::int64_t received = 0;
   for (const ByteCounters& c : counters) {
     // all-gather: 3 peers x 400 bytes each way; all-reduce: 2 (n - 1) / n x 400 bytes.
-    EXPECT_EQ(c.for_op("all_gather"), (ByteCount{1200, 1200, 1}));
-    EXPECT_EQ(c.for_op("all_reduce"), (ByteCount{600, 600, 1}));
+    EXPECT_EQ(c.for_op(CommOp::kAllGather), (ByteCount{1200, 1200, 1}));
+    EXPECT_EQ(c.for_op(CommOp::kAllReduce), (ByteCount{600, 600, 1}));
     EXPECT_EQ(c.for_axes("world").calls, 2);
     sent += c.total().sent;
     received += c.total().received;
@@ -202,7 +202,7 @@ TEST(LocalBackend, AllToAllvChecksItsLayouts) {
               HasSubstr("rank 1 expects 2 elements from rank 0, which sends 1"));
 }
 
-TEST(LocalBackend, AllToAllvCountsWhatCrossesRanksUnlessToldNotTo) {
+TEST(LocalBackend, AllToAllvCountsWhatCrossesRanksUnderItsLabels) {
   std::vector<ByteCounters> counters(2);
   run_local(2, [&](Communicator& comm) {
     // Rank r keeps 1 element and sends 2 + r to the other.
@@ -212,13 +212,16 @@ TEST(LocalBackend, AllToAllvCountsWhatCrossesRanksUnlessToldNotTo) {
     BlockLayout send{{r == 0 ? 1U : 3U, r == 0 ? 2U : 1U}, {0, r == 0 ? 1U : 3U}};
     BlockLayout receive{{r == 0 ? 1U : 2U, r == 0 ? 3U : 1U}, {0, r == 0 ? 1U : 2U}};
     comm.all_to_allv(in.data(), send, out.data(), receive, DType::kF32, world_group(2));
-    AllToAllvOptions uncounted;
-    uncounted.count_bytes = false;
-    comm.all_to_allv(in.data(), send, out.data(), receive, DType::kF32, world_group(2), uncounted);
+    AllToAllvOptions labelled;
+    labelled.member_axes = {"", ""};
+    labelled.member_axes[1 - r] = "model";
+    comm.all_to_allv(in.data(), send, out.data(), receive, DType::kF32, world_group(2), labelled);
     counters[r] = comm.counters();
   });
-  EXPECT_EQ(counters[0].for_op("all_to_allv"), (ByteCount{8, 12, 1}));
-  EXPECT_EQ(counters[1].for_op("all_to_allv"), (ByteCount{12, 8, 1}));
+  EXPECT_EQ(counters[0].for_op(CommOp::kAllToAllv), (ByteCount{16, 24, 2}));
+  EXPECT_EQ(counters[1].for_op(CommOp::kAllToAllv), (ByteCount{24, 16, 2}));
+  EXPECT_EQ(counters[0].for_axes("model"), (ByteCount{8, 12, 1}));
+  EXPECT_EQ(counters[0].for_axes("world"), (ByteCount{8, 12, 1}));
 }
 
 TEST(LocalBackend, PpermuteRejectsPairsThatAreNotAPermutation) {
@@ -252,9 +255,9 @@ TEST(LocalBackend, PpermuteCountsOnlyTheBytesThatCrossRanks) {
     comm.ppermute(in.data(), out.data(), 10, DType::kF32, {{0, 1}, {2, 2}}, world_group(3));
     counters[static_cast<std::size_t>(comm.rank())] = comm.counters();
   });
-  EXPECT_EQ(counters[0].for_op("ppermute"), (ByteCount{40, 0, 1}));
-  EXPECT_EQ(counters[1].for_op("ppermute"), (ByteCount{0, 40, 1}));
-  EXPECT_EQ(counters[2].for_op("ppermute"), (ByteCount{0, 0, 0}));
+  EXPECT_EQ(counters[0].for_op(CommOp::kPpermute), (ByteCount{40, 0, 1}));
+  EXPECT_EQ(counters[1].for_op(CommOp::kPpermute), (ByteCount{0, 40, 1}));
+  EXPECT_EQ(counters[2].for_op(CommOp::kPpermute), (ByteCount{0, 0, 0}));
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ TEST(MpiBackend, ByteCountersAddUp) {
   std::vector<float> in(100, 1.0F);
   std::vector<float> out(100 * static_cast<std::size_t>(n));
   world->all_gather(in.data(), out.data(), 100, DType::kF32, world_group(n));
-  EXPECT_EQ(world->counters().for_op("all_gather").sent, 400 * (n - 1));
-  EXPECT_EQ(world->counters().for_op("all_gather").received, 400 * (n - 1));
+  EXPECT_EQ(world->counters().for_op(CommOp::kAllGather).sent, 400 * (n - 1));
+  EXPECT_EQ(world->counters().for_op(CommOp::kAllGather).received, 400 * (n - 1));
 }
 
 }  // namespace

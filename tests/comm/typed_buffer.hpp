@@ -25,6 +25,9 @@ class TypedBuffer {
       case DType::kI64: store(p, static_cast<std::int64_t>(value)); break;
       case DType::kBF16: store(p, to_bfloat16(static_cast<float>(value))); break;
       case DType::kF16: store(p, to_float16(static_cast<float>(value))); break;
+      case DType::kU8: store(p, static_cast<std::uint8_t>(value)); break;
+      case DType::kI8: store(p, static_cast<std::int8_t>(value)); break;
+      case DType::kBool: store(p, static_cast<std::uint8_t>(value != 0 ? 1 : 0)); break;
     }
   }
 
@@ -37,6 +40,9 @@ class TypedBuffer {
       case DType::kI64: return static_cast<double>(load<std::int64_t>(p));
       case DType::kBF16: return to_float(load<BFloat16>(p));
       case DType::kF16: return to_float(load<Float16>(p));
+      case DType::kU8: return load<std::uint8_t>(p);
+      case DType::kI8: return load<std::int8_t>(p);
+      case DType::kBool: return load<std::uint8_t>(p) != 0 ? 1 : 0;
     }
     return 0;
   }

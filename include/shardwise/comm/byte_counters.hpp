@@ -1,11 +1,17 @@
 #pragma once
-// What a rank sent and received, per operation kind and per mesh axes, so that predictions of
-// traffic can be checked against what really moved.
+// What a rank sent and received, per operation and per mesh axes, so that predictions of
+// traffic can be checked against what really moved. The counts are logical bytes, defined once
+// per operation (detail/traffic.cpp) and the same on every backend: what each rank must send
+// and receive for the result, whatever algorithm moves it (docs/runtime.md). The bytes an
+// algorithm puts on the wire (a ring all-reduce's 2(n-1)/n, a tree broadcast's relays) depend
+// on the backend's choice and are not counted.
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <utility>
+
+#include "shardwise/comm/comm_op.hpp"
 
 namespace shardwise {
 
@@ -16,24 +22,29 @@ struct ByteCount {
   friend bool operator==(const ByteCount&, const ByteCount&) = default;
 };
 
+// An operation and the mesh axes it ran along, in mesh order ("data+model"), as group_along
+// labels groups; "world" for every rank, "p2p" for unlabelled messages.
+struct TrafficKey {
+  CommOp op = CommOp::kAllReduce;
+  std::string axes;
+  friend auto operator<=>(const TrafficKey&, const TrafficKey&) = default;
+};
+
 class ByteCounters {
  public:
-  void record(const std::string& op, const std::string& axes, std::int64_t sent,
-              std::int64_t received);
+  void record(CommOp op, const std::string& axes, std::int64_t sent, std::int64_t received);
   void clear() { entries_.clear(); }
 
-  // Keyed by (operation, axes): ("all_gather", "model").
-  [[nodiscard]] const std::map<std::pair<std::string, std::string>, ByteCount>& entries() const {
-    return entries_;
-  }
+  [[nodiscard]] const std::map<TrafficKey, ByteCount>& entries() const { return entries_; }
   [[nodiscard]] ByteCount total() const;
-  [[nodiscard]] ByteCount for_op(const std::string& op) const;
+  [[nodiscard]] ByteCount for_op(CommOp op) const;
   [[nodiscard]] ByteCount for_axes(const std::string& axes) const;
+
   // {"total": {...}, "by_op": {"all_gather": {...}}, "by_axes": {...}, "entries": [...]}
   [[nodiscard]] std::string to_json() const;
 
  private:
-  std::map<std::pair<std::string, std::string>, ByteCount> entries_;
+  std::map<TrafficKey, ByteCount> entries_;
 };
 
 }  // namespace shardwise

@@ -1,6 +1,9 @@
 #pragma once
 // The MPI backend: one rank per process under mpirun (OpenMPI). Axis groups become MPI
-// communicators of their members (created once, in group order); every collective is MPI's own.
+// communicators of their members (created once, in group order); every collective is MPI's own,
+// after the members have exchanged signatures of the call (so that a mismatched call is an
+// error, not a hang). Operations progress inside MPI calls: Work::test and wait, and every later
+// call on the same communicator.
 // Link shardwise::mpi to use it; the rest of shardwise never needs MPI.
 
 #include <functional>
@@ -31,11 +34,6 @@ class MpiSession {
   std::unique_ptr<Communicator> world_;
 };
 
-// For benchmarks: the seconds per call of MPI's own collective ("all_reduce" and "all_gather"
-// in place, "reduce_scatter", "all_to_all", "all_to_all_in_place", "broadcast") on MPI_COMM_WORLD
-// with f32 buffers of `bytes` (nccl-tests sizes: the whole output of a gather, the whole input of a
-// reduce-scatter), over `iterations` calls after one warm-up call. Collective over the world.
-double raw_mpi_seconds(const std::string& op, std::size_t bytes, int iterations);
 
 // Runs fn on every rank of the backend choose_backend picks (`--backend local|mpi`, else
 // SHARDWISE_BACKEND, else mpi under mpirun): on mpi one rank per process, on local

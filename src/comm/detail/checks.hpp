@@ -1,5 +1,5 @@
 #pragma once
-// Argument checks and byte accounting every backend shares.
+// Argument checks every operation shares (the Communicator runs them before any backend).
 
 #include <cstddef>
 #include <vector>
@@ -35,23 +35,11 @@ struct PermuteRole {
 };
 PermuteRole permute_role(const std::vector<PermutePair>& pairs, int member);
 
-// Counts a ppermute's bytes that cross members.
-void record_permute(ByteCounters& counters, const Group& group, const PermuteRole& role,
-                    std::size_t bytes);
 
 // Throws InvalidArgument unless both layouts have one count and one offset per member and in
 // and out differ (where anything moves).
 void check_block_layouts(const BlockLayout& send, const BlockLayout& receive, int group_size,
                          const void* in, const void* out);
 
-// Counts an all_to_allv: what this member sends to and receives from the others.
-void record_all_to_allv(ByteCounters& counters, const Group& group, int member,
-                        const BlockLayout& send, const BlockLayout& receive,
-                        std::size_t element_bytes);
-
-// A collective in which every member sends and receives `block_bytes` to and from each other
-// member (all-gather, reduce-scatter, all-to-all).
-void record_exchange(ByteCounters& counters, const char* op, const Group& group,
-                     std::size_t block_bytes);
 
 }  // namespace shardwise::detail

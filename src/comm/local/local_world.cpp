@@ -90,13 +90,13 @@ void LocalWorld::leave(const RoundKey& key, Round& round, std::size_t members) {
   if (++round.left == static_cast<int>(members)) rounds_.erase(key);
 }
 
-void LocalWorld::collective(const Group& group, int member, std::uint64_t sequence,
-                            const CollectiveCall& call, int phases,
+void LocalWorld::collective(std::uint64_t context, const Group& group, int member,
+                            std::uint64_t sequence, const CollectiveCall& call, int phases,
                             std::chrono::milliseconds timeout, const Work& work) {
   const auto deadline = Clock::now() + timeout;
   // Built only for an error: a small collective takes microseconds.
   const auto describe = [&] { return std::string(call.op) + " over " + group.to_string(); };
-  const RoundKey key{group.ranks, sequence};
+  const RoundKey key{context, group.ranks, sequence};
   const auto n = static_cast<std::size_t>(group.size());
   const auto self = static_cast<std::size_t>(member);
   const Rank rank = group.ranks[self];
@@ -186,20 +186,21 @@ void LocalWorld::collective(const Group& group, int member, std::uint64_t sequen
   }
 }
 
-void LocalWorld::post(Rank from, Rank to, int tag, std::vector<std::byte> data) {
+void LocalWorld::post(std::uint64_t context, Rank from, Rank to, int tag,
+                      std::vector<std::byte> data) {
   std::unique_lock lock(mutex_);
-  mailboxes_[{from, to, tag}].push_back(std::move(data));
+  mailboxes_[{context, from, to, tag}].push_back(std::move(data));
   announce();
 }
 
-std::vector<std::byte> LocalWorld::take(Rank from, Rank to, int tag, std::size_t bytes,
-                                        std::chrono::milliseconds timeout) {
+std::vector<std::byte> LocalWorld::take(std::uint64_t context, Rank from, Rank to, int tag,
+                                        std::size_t bytes, std::chrono::milliseconds timeout) {
   const auto describe = [&] {
     return "recv by rank " + std::to_string(to) + " from rank " + std::to_string(from) + " (tag " +
            std::to_string(tag) + ")";
   };
   std::unique_lock lock(mutex_);
-  auto& box = mailboxes_[{from, to, tag}];
+  auto& box = mailboxes_[{context, from, to, tag}];
   wait(
       lock, Clock::now() + timeout, [&] { return !box.empty(); },
       [&] { return std::vector<Rank>{from}; }, describe, timeout);
@@ -215,6 +216,12 @@ std::vector<std::byte> LocalWorld::take(Rank from, Rank to, int tag, std::size_t
 void LocalWorld::fail(Rank rank, const std::string& message) {
   std::unique_lock lock(mutex_);
   if (!failure_) failure_ = "rank " + std::to_string(rank) + " failed: " + message;
+  announce();
+}
+
+void LocalWorld::abort(Rank rank, const std::string& reason) {
+  std::unique_lock lock(mutex_);
+  if (!failure_) failure_ = "rank " + std::to_string(rank) + " aborted: " + reason;
   announce();
 }
 

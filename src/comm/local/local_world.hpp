@@ -38,6 +38,8 @@ struct CollectiveCall {
   const void* in = nullptr;
   void* out = nullptr;
   const BlockLayout* send_layout = nullptr;  // all_to_allv only
+  // Every buffer of a (coalesced) all-reduce or reduce-scatter.
+  const std::vector<CoalescedBuffer>* buffers = nullptr;
   // The reduction (all-reduce, reduce-scatter); every member must pass the same one.
   std::optional<ReduceOp> reduce_op;
   // What else every member must agree on, as text compared by value (ppermute's pairs).
@@ -60,17 +62,21 @@ class LocalWorld {
   // have arrived, no member returns before every member has finished every phase, since
   // peers read each other's buffers; a failure elsewhere, a phase that threw, or a deadline
   // passed meanwhile is reported after that.
-  void collective(const Group& group, int member, std::uint64_t sequence,
+  // `group` holds world ranks; `context` tells communicators over the same ranks apart.
+  void collective(std::uint64_t context, const Group& group, int member, std::uint64_t sequence,
                   const CollectiveCall& call, int phases, std::chrono::milliseconds timeout,
                   const Work& work);
 
-  // Buffered point-to-point: post never waits; take waits for the message.
-  void post(Rank from, Rank to, int tag, std::vector<std::byte> data);
-  std::vector<std::byte> take(Rank from, Rank to, int tag, std::size_t bytes,
-                              std::chrono::milliseconds timeout);
+  // Buffered point-to-point between world ranks, apart per communicator (`context`): post
+  // never waits; take waits for the message.
+  void post(std::uint64_t context, Rank from, Rank to, int tag, std::vector<std::byte> data);
+  std::vector<std::byte> take(std::uint64_t context, Rank from, Rank to, int tag,
+                              std::size_t bytes, std::chrono::milliseconds timeout);
 
   // Records that a rank failed (its message) or finished; wakes every waiting rank.
   void fail(Rank rank, const std::string& message);
+  // Records that a rank aborted the world; every waiting and later operation fails.
+  void abort(Rank rank, const std::string& reason);
   void finish(Rank rank);
   // The first failure, "rank R failed: message", if any.
   [[nodiscard]] std::optional<std::string> failure() const;
@@ -84,7 +90,7 @@ class LocalWorld {
     // Why the round cannot complete (a member gave up or disagreed); set before all arrive.
     std::optional<std::string> abandoned;
   };
-  using RoundKey = std::pair<std::vector<Rank>, std::uint64_t>;
+  using RoundKey = std::tuple<std::uint64_t, std::vector<Rank>, std::uint64_t>;
 
   // Names the operation waited for, in errors only.
   using Describe = std::function<std::string()>;
@@ -119,7 +125,8 @@ class LocalWorld {
   // Counts the changes announced, so that spinning waiters see one without the mutex.
   std::atomic<std::uint64_t> changes_{0};
   std::map<RoundKey, Round> rounds_;
-  std::map<std::tuple<Rank, Rank, int>, std::deque<std::vector<std::byte>>> mailboxes_;
+  std::map<std::tuple<std::uint64_t, Rank, Rank, int>, std::deque<std::vector<std::byte>>>
+      mailboxes_;
   std::optional<std::string> failure_;
   std::set<Rank> finished_;
 };

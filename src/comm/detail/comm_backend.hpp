@@ -1,0 +1,47 @@
+#pragma once
+// What a backend implements. The Communicator validates every call, hands the backend an
+// OpRequest and counts the bytes once the Work succeeds, so every backend validates and counts
+// alike. A backend runs operations of one communicator in the order they are started.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "op_request.hpp"
+#include "shardwise/comm/work.hpp"
+
+namespace shardwise::detail {
+
+class CommBackend {
+ public:
+  virtual ~CommBackend() = default;
+
+  [[nodiscard]] virtual Rank rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual const std::vector<Rank>& world_ranks() const = 0;
+
+  // Starts a validated operation. A blocking call waits on the Work at once, so a backend may
+  // run it to completion before returning when nothing else is in flight.
+  virtual Work start(OpRequest request) = 0;
+
+  // Collective over this communicator: every member calls it with its own group (ranks of
+  // this communicator, in order; nullopt for a member left out) and the same `agreement`
+  // text, which members that disagree are told of. Returns the new group's backend, or
+  // nullptr for a member left out.
+  virtual std::unique_ptr<CommBackend> split(const std::optional<std::vector<Rank>>& members,
+                                             const std::string& agreement,
+                                             const CommOptions& options) = 0;
+
+  virtual void abort(const std::string& reason) = 0;
+
+  virtual bool with_peer_buffers(const void* /*mine*/, const Group& /*group*/,
+                                 const std::function<void(const std::vector<const void*>&)>& /*work*/,
+                                 const CommOptions& /*options*/) {
+    return false;
+  }
+};
+
+}  // namespace shardwise::detail

@@ -1,0 +1,510 @@
+// The local backend: ranks are threads of one process. Collectives read peers' buffers directly
+// through shared memory (no staging copies); point-to-point messages are buffered. Operations a
+// rank starts without waiting run, in order, on a worker thread of its communicator, so the
+// caller computes while they move data; a blocking call with nothing in flight runs on the
+// calling thread.
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+
+#include "../detail/checks.hpp"
+#include "../detail/comm_backend.hpp"
+#include "../detail/reduce.hpp"
+#include "../detail/work_state.hpp"
+#include "local_world.hpp"
+#include "shardwise/comm/run_local.hpp"
+#include "shardwise/core/error.hpp"
+
+namespace shardwise {
+namespace {
+
+using detail::CollectiveCall;
+using detail::OpRequest;
+
+const std::byte* bytes_of(const void* p) { return static_cast<const std::byte*>(p); }
+std::byte* bytes_of(void* p) { return static_cast<std::byte*>(p); }
+
+// memcpy, but a zero-length copy may involve null pointers (empty buffers).
+void copy_bytes(void* to, const void* from, std::size_t bytes) {
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
+
+// Exchanges the contents of two disjoint ranges, through a buffer that stays in L1.
+void swap_bytes(std::byte* a, std::byte* b, std::size_t bytes) {
+  constexpr std::size_t kStep = 16 * 1024;
+  std::array<std::byte, kStep> staged;
+  for (std::size_t done = 0; done < bytes; done += kStep) {
+    const std::size_t n = std::min(kStep, bytes - done);
+    std::memcpy(staged.data(), a + done, n);
+    std::memcpy(a + done, b + done, n);
+    std::memcpy(b + done, staged.data(), n);
+  }
+}
+
+// "pairs (0, 1), (1, 0)" in a canonical order, so that members that pass the same pairs in
+// another order agree.
+std::string pairs_text(const std::vector<PermutePair>& pairs) {
+  std::vector<std::pair<int, int>> sorted;
+  sorted.reserve(pairs.size());
+  for (const PermutePair& p : pairs) sorted.emplace_back(p.source, p.destination);
+  std::sort(sorted.begin(), sorted.end());
+  std::string text = "pairs";
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    text += (i == 0 ? " (" : ", (") + std::to_string(sorted[i].first) + ", " +
+            std::to_string(sorted[i].second) + ")";
+  }
+  return sorted.empty() ? "no pairs" : text;
+}
+
+// "counts 4, 7" for a coalesced call, so that members with other buffers disagree.
+std::string counts_text(const std::vector<CoalescedBuffer>& buffers) {
+  if (buffers.size() == 1) return "";
+  std::string text = "buffers";
+  for (const CoalescedBuffer& b : buffers) text += " " + std::to_string(b.count);
+  return text;
+}
+
+std::size_t total_count(const std::vector<CoalescedBuffer>& buffers) {
+  std::size_t count = 0;
+  for (const CoalescedBuffer& b : buffers) count += b.count;
+  return count;
+}
+
+// Member i's share [begin, end) of `count` elements split over n members.
+std::pair<std::size_t, std::size_t> chunk(std::size_t count, std::size_t n, std::size_t i) {
+  return {i * count / n, (i + 1) * count / n};
+}
+
+// A context for a communicator split from `parent`: the same on every member, since every
+// member splits in the same order.
+std::uint64_t child_context(std::uint64_t parent, std::uint64_t split_index) {
+  std::uint64_t h = parent ^ 0x9e3779b97f4a7c15ULL;
+  h = (h ^ (split_index + 1)) * 0x100000001b3ULL;
+  h ^= h >> 29;
+  return h * 0xbf58476d1ce4e5b9ULL;
+}
+
+class LocalBackend final : public detail::CommBackend {
+ public:
+  LocalBackend(detail::LocalWorld& world, std::vector<Rank> members, int index,
+               std::uint64_t context)
+      : world_(world), members_(std::move(members)), index_(index), context_(context) {}
+
+  ~LocalBackend() override {
+    {
+      std::lock_guard lock(queue_mutex_);
+      stopping_ = true;
+    }
+    queue_changed_.notify_all();
+    if (worker_.joinable()) worker_.join();
+  }
+
+  LocalBackend(const LocalBackend&) = delete;
+  LocalBackend& operator=(const LocalBackend&) = delete;
+  LocalBackend(LocalBackend&&) = delete;
+  LocalBackend& operator=(LocalBackend&&) = delete;
+
+  [[nodiscard]] Rank rank() const override { return index_; }
+  [[nodiscard]] int size() const override { return static_cast<int>(members_.size()); }
+  [[nodiscard]] std::string name() const override { return "local"; }
+  [[nodiscard]] const std::vector<Rank>& world_ranks() const override { return members_; }
+
+  Work start(OpRequest request) override {
+    // Sends leave at once, whatever else is in flight: they never wait.
+    if (request.op == CommOp::kSend) post_sends(request);
+    auto state = std::make_shared<detail::SignalledWorkState>();
+    {
+      std::unique_lock lock(queue_mutex_);
+      if (request.blocking && queue_.empty() && !running_) {
+        running_ = true;
+        lock.unlock();
+        state->complete(run_catching(request));
+        lock.lock();
+        running_ = false;
+        queue_changed_.notify_all();
+        return Work(state);
+      }
+      queue_.push_back({std::move(request), state});
+      if (!worker_.joinable()) start_worker();
+    }
+    queue_changed_.notify_all();
+    return Work(state);
+  }
+
+  std::unique_ptr<CommBackend> split(const std::optional<std::vector<Rank>>& members,
+                                     const std::string& agreement,
+                                     const CommOptions& options) override {
+    wait_until_idle();
+    // Every member meets here, so that one that splits differently (or not at all) is named.
+    CollectiveCall call("split", 0, DType::kF32, -1, nullptr, nullptr);
+    call.agreement = agreement;
+    collective(world_group(size()), index_, call, 0, options.timeout,
+               [](const std::vector<CollectiveCall>&, int, int) {});
+    const std::uint64_t context = child_context(context_, splits_++);
+    if (!members) return nullptr;
+    std::vector<Rank> world;
+    for (Rank r : *members) world.push_back(members_[static_cast<std::size_t>(r)]);
+    const auto it = std::find(members->begin(), members->end(), index_);
+    return std::make_unique<LocalBackend>(world_, std::move(world),
+                                          static_cast<int>(it - members->begin()), context);
+  }
+
+  void abort(const std::string& reason) override {
+    world_.abort(members_[static_cast<std::size_t>(index_)], reason);
+  }
+
+  bool with_peer_buffers(const void* mine, const Group& group,
+                         const std::function<void(const std::vector<const void*>&)>& work,
+                         const CommOptions& options) override {
+    if (!share_buffers_) return false;
+    wait_until_idle();
+    const int member = group.index_of(index_);
+    collective(group, member, CollectiveCall("with_peer_buffers", 0, DType::kF32, -1, mine, nullptr),
+               1, options.timeout, [&](const std::vector<CollectiveCall>& calls, int, int) {
+                 std::vector<const void*> peers;
+                 peers.reserve(calls.size());
+                 for (const CollectiveCall& c : calls) peers.push_back(c.in);
+                 work(peers);
+               });
+    return true;
+  }
+
+  // For tests of the paths that do not read peers' memory.
+  void set_share_buffers(bool share) { share_buffers_ = share; }
+
+ private:
+  struct Task {
+    OpRequest request;
+    std::shared_ptr<detail::SignalledWorkState> state;
+  };
+
+  void start_worker() {
+    worker_ = std::thread([this] {
+      std::unique_lock lock(queue_mutex_);
+      while (true) {
+        queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        Task task = std::move(queue_.front());
+        queue_.pop_front();
+        running_ = true;
+        lock.unlock();
+        task.state->complete(run_catching(task.request));
+        lock.lock();
+        running_ = false;
+        queue_changed_.notify_all();
+      }
+    });
+  }
+
+  void wait_until_idle() {
+    std::unique_lock lock(queue_mutex_);
+    queue_changed_.wait(lock, [&] { return queue_.empty() && !running_; });
+  }
+
+  // Runs a request to completion; its failure as text.
+  std::optional<std::string> run_catching(const OpRequest& request) {
+    try {
+      run(request);
+      return std::nullopt;
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    } catch (...) {
+      return std::string("an exception that is not a std::exception");
+    }
+  }
+
+  // The group in world ranks, as the shared world knows ranks.
+  [[nodiscard]] Group in_world(const Group& group) const {
+    Group world{{}, group.axes};
+    world.ranks.reserve(group.ranks.size());
+    for (Rank r : group.ranks) world.ranks.push_back(members_[static_cast<std::size_t>(r)]);
+    return world;
+  }
+
+  void collective(const Group& group, int member, const CollectiveCall& call, int phases,
+                  std::chrono::milliseconds timeout, const detail::LocalWorld::Work& work) {
+    const std::uint64_t sequence = sequence_[group.ranks]++;
+    world_.collective(context_, in_world(group), member, sequence, call, phases, timeout, work);
+  }
+
+  void post_sends(const OpRequest& request) {
+    const Rank me = members_[static_cast<std::size_t>(index_)];
+    for (std::size_t i = 0; i < request.messages.size(); ++i) {
+      const P2POp& m = request.messages[i];
+      if (m.kind != P2POp::Kind::kSend) continue;
+      world_.post(context_, me, members_[static_cast<std::size_t>(m.peer)], m.tag,
+                  request.payloads[i]);
+    }
+  }
+
+  void run(const OpRequest& request) {
+    const int member = request.group.index_of(index_);
+    switch (request.op) {
+      case CommOp::kAllReduce: return all_reduce(request, member);
+      case CommOp::kAllGather: return all_gather(request, member);
+      case CommOp::kReduceScatter: return reduce_scatter(request, member);
+      case CommOp::kAllToAll: return all_to_all(request, member);
+      case CommOp::kAllToAllv: return all_to_allv(request, member);
+      case CommOp::kBroadcast: return broadcast(request, member);
+      case CommOp::kBarrier:
+        return collective(request.group, member,
+                          CollectiveCall("barrier", 0, DType::kF32, -1, nullptr, nullptr), 0,
+                          request.options.timeout,
+                          [](const std::vector<CollectiveCall>&, int, int) {});
+      case CommOp::kPpermute: return ppermute(request, member);
+      case CommOp::kSend:
+      case CommOp::kRecv: return receive(request);
+    }
+  }
+
+  void receive(const OpRequest& request) {
+    const Rank me = members_[static_cast<std::size_t>(index_)];
+    for (const P2POp& m : request.messages) {
+      if (m.kind != P2POp::Kind::kRecv) continue;
+      const std::size_t bytes = m.count * size_in_bytes(m.dtype);
+      const std::vector<std::byte> message = world_.take(
+          context_, members_[static_cast<std::size_t>(m.peer)], me, m.tag, bytes,
+          request.options.timeout);
+      copy_bytes(m.buffer, message.data(), bytes);
+    }
+  }
+
+  // Phase 0: each member reduces its chunk of every buffer from every input into its own
+  // output. Phase 1: each member copies the other chunks from their owners' outputs.
+  void all_reduce(const OpRequest& request, int member) {
+    const std::size_t element = size_in_bytes(request.dtype);
+    const auto n = static_cast<std::size_t>(request.group.size());
+    const std::size_t buffers = request.buffers.size();
+    CollectiveCall call("all_reduce", total_count(request.buffers), request.dtype, -1,
+                        buffers == 1 ? request.buffers[0].in : nullptr,
+                        buffers == 1 ? request.buffers[0].out : nullptr);
+    call.reduce_op = request.reduce;
+    call.agreement = counts_text(request.buffers);
+    call.buffers = &request.buffers;
+    collective(request.group, member, call, 2, request.options.timeout,
+               [&](const std::vector<CollectiveCall>& calls, int m, int phase) {
+                 const auto self = static_cast<std::size_t>(m);
+                 for (std::size_t b = 0; b < buffers; ++b) {
+                   const std::size_t count = request.buffers[b].count;
+                   std::byte* out = bytes_of(request.buffers[b].out);
+                   if (phase == 0) {
+                     const auto [begin, end] = chunk(count, n, self);
+                     std::vector<const void*> inputs;
+                     for (const CollectiveCall& c : calls) {
+                       inputs.push_back(bytes_of((*c.buffers)[b].in) + begin * element);
+                     }
+                     detail::reduce_into(inputs, out + begin * element, end - begin,
+                                         request.dtype, request.reduce);
+                     continue;
+                   }
+                   for (std::size_t i = 0; i < n; ++i) {
+                     if (i == self) continue;
+                     const auto [begin, end] = chunk(count, n, i);
+                     copy_bytes(out + begin * element,
+                                bytes_of((*calls[i].buffers)[b].out) + begin * element,
+                                (end - begin) * element);
+                   }
+                 }
+               });
+  }
+
+  void all_gather(const OpRequest& request, int member) {
+    const CoalescedBuffer& buffer = request.buffers[0];
+    const std::size_t bytes = buffer.count * size_in_bytes(request.dtype);
+    collective(request.group, member,
+               CollectiveCall("all_gather", buffer.count, request.dtype, -1, buffer.in, buffer.out),
+               1, request.options.timeout,
+               [&](const std::vector<CollectiveCall>& calls, int, int) {
+                 for (std::size_t j = 0; j < calls.size(); ++j) {
+                   std::byte* target = bytes_of(buffer.out) + j * bytes;
+                   if (target != calls[j].in) copy_bytes(target, calls[j].in, bytes);
+                 }
+               });
+  }
+
+  void reduce_scatter(const OpRequest& request, int member) {
+    const std::size_t element = size_in_bytes(request.dtype);
+    const std::size_t buffers = request.buffers.size();
+    CollectiveCall call("reduce_scatter", total_count(request.buffers), request.dtype, -1,
+                        buffers == 1 ? request.buffers[0].in : nullptr,
+                        buffers == 1 ? request.buffers[0].out : nullptr);
+    call.reduce_op = request.reduce;
+    call.agreement = counts_text(request.buffers);
+    call.buffers = &request.buffers;
+    collective(request.group, member, call, 1, request.options.timeout,
+               [&](const std::vector<CollectiveCall>& calls, int m, int) {
+                 for (std::size_t b = 0; b < buffers; ++b) {
+                   const std::size_t count = request.buffers[b].count;
+                   std::vector<const void*> inputs;
+                   for (const CollectiveCall& c : calls) {
+                     inputs.push_back(bytes_of((*c.buffers)[b].in) +
+                                      static_cast<std::size_t>(m) * count * element);
+                   }
+                   detail::reduce_into(inputs, request.buffers[b].out, count, request.dtype,
+                                       request.reduce);
+                 }
+               });
+  }
+
+  void all_to_all(const OpRequest& request, int member) {
+    const CoalescedBuffer& buffer = request.buffers[0];
+    const std::size_t bytes = buffer.count * size_in_bytes(request.dtype);
+    const bool in_place = buffer.in == buffer.out;
+    // As with MPI_IN_PLACE, every member runs in place or none does: the name makes a member
+    // that differs a mismatched call.
+    collective(request.group, member,
+               CollectiveCall(in_place ? "all_to_all in place" : "all_to_all", buffer.count,
+                              request.dtype, -1, buffer.in, buffer.out),
+               1, request.options.timeout,
+               [&](const std::vector<CollectiveCall>& calls, int m, int) {
+                 const auto self = static_cast<std::size_t>(m);
+                 for (std::size_t j = 0; j < calls.size(); ++j) {
+                   if (!in_place) {
+                     copy_bytes(bytes_of(buffer.out) + j * bytes,
+                                bytes_of(calls[j].in) + self * bytes, bytes);
+                     continue;
+                   }
+                   if (j == self) continue;  // in place, the own block stays where it is
+                   // Members self and j swap block j of self with block self of j; each of the
+                   // two swaps one half, so every byte is read once and written once.
+                   const std::size_t half = bytes / 2;
+                   const std::size_t begin = self < j ? 0 : half;
+                   const std::size_t end = self < j ? half : bytes;
+                   swap_bytes(bytes_of(buffer.out) + j * bytes + begin,
+                              bytes_of(calls[j].out) + self * bytes + begin, end - begin);
+                 }
+               });
+  }
+
+  void all_to_allv(const OpRequest& request, int member) {
+    const std::size_t element = size_in_bytes(request.dtype);
+    const CoalescedBuffer& buffer = request.buffers[0];
+    const BlockLayout& receive = request.receive;
+    // A count that disagrees with its sender's is reported after the phase, so that every
+    // member still reaches the barrier that ends it.
+    std::string mismatch;
+    CollectiveCall call("all_to_allv", 0, request.dtype, -1, buffer.in, buffer.out);
+    call.send_layout = &request.send;
+    collective(request.group, member, call, 1, request.options.timeout,
+               [&](const std::vector<CollectiveCall>& calls, int m, int) {
+                 const auto self = static_cast<std::size_t>(m);
+                 for (std::size_t i = 0; i < calls.size(); ++i) {
+                   const BlockLayout& theirs = *calls[i].send_layout;
+                   if (theirs.counts[self] != receive.counts[i]) {
+                     mismatch = "all_to_allv over " + request.group.to_string() + ": rank " +
+                                std::to_string(request.group.ranks[self]) + " expects " +
+                                std::to_string(receive.counts[i]) + " elements from rank " +
+                                std::to_string(request.group.ranks[i]) + ", which sends " +
+                                std::to_string(theirs.counts[self]);
+                     continue;
+                   }
+                   copy_bytes(bytes_of(buffer.out) + receive.offsets[i] * element,
+                              bytes_of(calls[i].in) + theirs.offsets[self] * element,
+                              receive.counts[i] * element);
+                 }
+               });
+    if (!mismatch.empty()) throw CommError(mismatch);
+  }
+
+  void broadcast(const OpRequest& request, int member) {
+    const CoalescedBuffer& buffer = request.buffers[0];
+    const int root_member = request.group.index_of(request.root);
+    const std::size_t bytes = buffer.count * size_in_bytes(request.dtype);
+    collective(request.group, member,
+               CollectiveCall("broadcast", buffer.count, request.dtype, request.root, buffer.in,
+                              buffer.out),
+               1, request.options.timeout,
+               [&](const std::vector<CollectiveCall>& calls, int m, int) {
+                 if (m != root_member) {
+                   copy_bytes(buffer.out, calls[static_cast<std::size_t>(root_member)].in, bytes);
+                 }
+               });
+  }
+
+  void ppermute(const OpRequest& request, int member) {
+    const CoalescedBuffer& buffer = request.buffers[0];
+    const std::size_t bytes = buffer.count * size_in_bytes(request.dtype);
+    const detail::PermuteRole role = detail::permute_role(request.pairs, member);
+    CollectiveCall call("ppermute", buffer.count, request.dtype, -1, buffer.in, buffer.out);
+    call.agreement = pairs_text(request.pairs);
+    collective(request.group, member, call, 1, request.options.timeout,
+               [&](const std::vector<CollectiveCall>& calls, int, int) {
+                 if (role.incoming == nullptr) {
+                   if (bytes > 0) std::memset(buffer.out, 0, bytes);
+                   return;
+                 }
+                 copy_bytes(buffer.out,
+                            calls[static_cast<std::size_t>(role.incoming->source)].in, bytes);
+               });
+  }
+
+  detail::LocalWorld& world_;
+  std::vector<Rank> members_;  // world ranks, in this communicator's rank order
+  int index_;                  // this member's rank in the communicator
+  std::uint64_t context_;
+  std::uint64_t splits_ = 0;
+  bool share_buffers_ = true;
+  std::map<std::vector<Rank>, std::uint64_t> sequence_;
+
+  std::mutex queue_mutex_;
+  std::condition_variable queue_changed_;
+  std::deque<Task> queue_;
+  bool running_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace
+
+void run_local(int num_ranks, const std::function<void(Communicator&)>& fn,
+               const LocalOptions& options) {
+  if (num_ranks < 1 || num_ranks > kMaxLocalRanks) {
+    throw InvalidArgument("run_local needs 1 to " + std::to_string(kMaxLocalRanks) +
+                          " ranks, got " + std::to_string(num_ranks));
+  }
+  detail::LocalWorld world(num_ranks);
+  std::vector<Rank> everyone(static_cast<std::size_t>(num_ranks));
+  for (Rank r = 0; r < num_ranks; ++r) everyone[static_cast<std::size_t>(r)] = r;
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(num_ranks));
+  std::optional<std::string> start_failure;
+  for (Rank r = 0; r < num_ranks; ++r) {
+    try {
+      threads.emplace_back([&world, &fn, &everyone, &options, r] {
+        auto backend = std::make_unique<LocalBackend>(world, everyone, r, 0);
+        backend->set_share_buffers(options.share_buffers);
+        // The communicator outlives the failure report: operations it still has in flight
+        // then fail at once instead of waiting for their timeouts.
+        Communicator comm(std::move(backend));
+        try {
+          fn(comm);
+          world.finish(r);
+        } catch (const std::exception& e) {
+          world.fail(r, e.what());
+        } catch (...) {
+          world.fail(r, "an exception that is not a std::exception");
+        }
+      });
+    } catch (const std::system_error& e) {
+      // The ranks that started wait for this one: fail them, and join them below.
+      start_failure = "run_local could not start rank " + std::to_string(r) + " of " +
+                      std::to_string(num_ranks) + ": " + e.what();
+      world.fail(r, *start_failure);
+      break;
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  if (start_failure) throw CommError(*start_failure);
+  if (const auto failure = world.failure()) throw CommError(*failure);
+}
+
+}  // namespace shardwise
