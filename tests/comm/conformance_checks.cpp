@@ -226,9 +226,6 @@ void check_mesh_axis_groups(Communicator& comm) {
   }
 }
 
-void check_barrier(Communicator& comm) {
-  for (int i = 0; i < 3; ++i) comm.barrier(world_group(comm.size()));
-}
 
 void run_all_checks(Communicator& comm) {
   for (DType dtype : kDTypes) {
@@ -249,6 +246,11 @@ void run_all_checks(Communicator& comm) {
   }
   check_mesh_axis_groups(comm);
   check_barrier(comm);
+  check_nonblocking(comm);
+  check_coalesced(comm);
+  check_batched_point_to_point(comm);
+  check_sub_communicators(comm);
+  check_byte_accounting(comm);
 }
 
 }  // namespace shardwise::testing

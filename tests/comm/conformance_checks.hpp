@@ -23,6 +23,18 @@ void check_ppermute(Communicator& comm, DType dtype, std::size_t count);
 void check_send_recv_ring(Communicator& comm, DType dtype, std::size_t count);
 // Collectives over the groups of a (2, n/2) mesh (even world sizes): along each axis.
 void check_mesh_axis_groups(Communicator& comm);
+// Barriers (and one nonblocking barrier) move no bytes.
 void check_barrier(Communicator& comm);
+// An all-reduce in flight while the caller computes; several operations in flight at once,
+// waited for in another order, with a blocking call among them.
+void check_nonblocking(Communicator& comm);
+// All-reduce and reduce-scatter of several buffers (one empty) in one call.
+void check_coalesced(Communicator& comm);
+// A ring in one batch; sends and receives that are not in lockstep.
+void check_batched_point_to_point(Communicator& comm);
+// new_group of two ranks; split along each axis of a (2, n/2) mesh (even sizes).
+void check_sub_communicators(Communicator& comm);
+// The logical bytes of each collective at a count (7) the members do not divide.
+void check_byte_accounting(Communicator& comm);
 
 }  // namespace shardwise::testing

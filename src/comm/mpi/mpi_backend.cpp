@@ -77,9 +77,9 @@ class MpiWorkState final : public WorkState {
 
   // Moves the operation on; `may_post` says every earlier operation has posted its data.
   // Returns true once it has finished (successfully or not).
-  bool advance(bool may_post, bool alone) {
+  bool advance(bool may_post) {
     try {
-      return step(may_post, alone);
+      return step(may_post);
     } catch (const std::exception& e) {
       fail(e.what());
       return true;
@@ -100,7 +100,7 @@ class MpiWorkState final : public WorkState {
  private:
   enum class Stage { kStart, kSignature, kData, kDone };
 
-  bool step(bool may_post, bool alone) {
+  bool step(bool may_post) {
     if (stage_ == Stage::kStart) {
       if (is_p2p()) {
         if (!may_post) return false;
@@ -133,7 +133,7 @@ class MpiWorkState final : public WorkState {
         return true;
       }
       if (!may_post) return false;
-      post_data(alone);
+      post_data();
       stage_ = Stage::kData;
     }
     if (stage_ == Stage::kData) {
@@ -194,15 +194,17 @@ class MpiWorkState final : public WorkState {
     return requests_.back();
   }
 
-  void post_data(bool alone) {
+  void post_data() {
     const MpiTypes& types = backend_.process_->types();
     const MPI_Datatype type = types.type(request_.dtype);
     const MPI_Comm comm = comms_.data;
     const std::size_t element = size_in_bytes(request_.dtype);
     const bool in_place = all_in_place();
-    // A blocking call with nothing else in flight runs as MPI's blocking collective, which
-    // OpenMPI runs up to 2x faster than the nonblocking one (all-reduce, broadcast).
-    const bool blocking = request_.blocking && alone;
+    // Where every member waits on the call at once, it runs as MPI's blocking collective,
+    // which OpenMPI runs up to 2x faster than the nonblocking one (all-reduce, broadcast).
+    // Every member sees every signature, so all choose alike.
+    const bool blocking = std::all_of(signatures_.begin(), signatures_.end(),
+                                      [](const MpiSignature& s) { return s.blocking != 0; });
     switch (request_.op) {
       case CommOp::kAllReduce:
         for (const CoalescedBuffer& b : request_.buffers) {
@@ -401,9 +403,8 @@ void MpiBackend::progress() {
     return;
   }
   bool earlier_posted = true;
-  const bool alone = pending_.size() == 1;
   for (auto it = pending_.begin(); it != pending_.end();) {
-    const bool finished = (*it)->advance(earlier_posted, alone);
+    const bool finished = (*it)->advance(earlier_posted);
     earlier_posted = earlier_posted && ((*it)->data_posted() || finished);
     it = finished ? pending_.erase(it) : it + 1;
   }

@@ -27,6 +27,7 @@ MpiSignature signature_of(const OpRequest& request, int member) {
   s.dtype = static_cast<std::uint8_t>(request.dtype);
   s.reduce = static_cast<std::uint8_t>(request.reduce);
   s.root = request.root;
+  s.blocking = request.blocking ? 1 : 0;
   std::uint64_t digest = kFnvStart;
   for (const CoalescedBuffer& b : request.buffers) {
     s.count += b.count;

@@ -18,11 +18,15 @@ struct MpiSignature {
   std::uint8_t dtype = 0;
   std::uint8_t reduce = 0;
   std::uint8_t in_place = 0;
+  // The member waits on the call at once. MPI's blocking and nonblocking collectives do not
+  // match each other, so the blocking one runs only where every member asks for it.
+  std::uint8_t blocking = 0;
+  std::uint8_t unused[3] = {0, 0, 0};
   std::int32_t root = -1;
   std::uint64_t count = 0;
   std::uint64_t digest = 0;
 };
-static_assert(sizeof(MpiSignature) == 24);
+static_assert(sizeof(MpiSignature) == 28 || sizeof(MpiSignature) == 32);
 
 // The signature of a request, as member `member` of its group makes it.
 MpiSignature signature_of(const OpRequest& request, int member);
