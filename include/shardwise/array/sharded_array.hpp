@@ -5,12 +5,15 @@
 // blocks of the ranks along those axes).
 
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/core/dtype.hpp"
+#include "shardwise/core/half.hpp"
 #include "shardwise/core/named_sharding.hpp"
 
 namespace shardwise {
@@ -21,12 +24,31 @@ struct PartialAxis {
   friend bool operator==(const PartialAxis&, const PartialAxis&) = default;
 };
 
+// The dtype a C++ element type stands for (float: f32, BFloat16: bf16, bool: bool, ...).
+template <typename T>
+constexpr DType dtype_of();
+
 class ShardedArray {
  public:
-  // Throws ShardingError when the shape does not fit the sharding, the rank is not a device of
-  // the mesh, the buffer has the wrong size, or a partial axis is unknown or also shards.
+  // An array that owns its block. Throws ShardingError when the shape does not fit the
+  // sharding, the rank is not a device of the mesh, the buffer has the wrong size, or a
+  // partial axis is unknown or also shards.
   ShardedArray(NamedSharding sharding, Shape global_shape, DType dtype, Rank rank,
                std::vector<std::byte> local, std::vector<PartialAxis> partial = {});
+
+  // An array whose block is `storage`, memory it does not own (a slice of a flat parameter or
+  // gradient buffer, llm.c-style): resharding into it writes there. The storage must hold the
+  // block exactly and outlive the array. Copies of a view are views of the same storage.
+  static ShardedArray view(NamedSharding sharding, Shape global_shape, DType dtype, Rank rank,
+                           std::span<std::byte> storage, std::vector<PartialAxis> partial = {});
+
+  ShardedArray(const ShardedArray& other);
+  ShardedArray& operator=(const ShardedArray& other);
+  ShardedArray(ShardedArray&& other) noexcept;
+  ShardedArray& operator=(ShardedArray&& other) noexcept;
+  ~ShardedArray() = default;
+
+  [[nodiscard]] bool is_view() const { return owned_.empty() && !local_.empty(); }
 
   [[nodiscard]] const NamedSharding& sharding() const { return sharding_; }
   [[nodiscard]] const Shape& global_shape() const { return global_shape_; }
@@ -41,12 +63,15 @@ class ShardedArray {
 
   [[nodiscard]] std::span<const std::byte> local_bytes() const { return local_; }
   [[nodiscard]] std::span<std::byte> local_bytes() { return local_; }
+  // The block as elements of T, which must be the array's dtype (ShardingError otherwise).
   template <typename T>
   [[nodiscard]] std::span<const T> local() const {
+    check_element_type(dtype_of<T>(), sizeof(T));
     return {reinterpret_cast<const T*>(local_.data()), local_.size() / sizeof(T)};
   }
   template <typename T>
   [[nodiscard]] std::span<T> local() {
+    check_element_type(dtype_of<T>(), sizeof(T));
     return {reinterpret_cast<T*>(local_.data()), local_.size() / sizeof(T)};
   }
 
@@ -56,13 +81,40 @@ class ShardedArray {
   [[nodiscard]] std::string to_string() const;
 
  private:
+  struct ViewTag {};
+  ShardedArray(ViewTag, NamedSharding sharding, Shape global_shape, DType dtype, Rank rank,
+               std::span<std::byte> storage, std::vector<PartialAxis> partial);
+  void check_element_type(DType wanted, std::size_t size) const;
+  void validate() const;
+
   NamedSharding sharding_;
   Shape global_shape_;
   DType dtype_;
   Rank rank_;
   ShardIndex local_index_;
-  std::vector<std::byte> local_;
+  std::vector<std::byte> owned_;
+  // The block: owned_'s bytes, or the storage of a view.
+  std::span<std::byte> local_;
   std::vector<PartialAxis> partial_;
 };
+
+template <typename T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::kF32;
+  else if constexpr (std::is_same_v<T, double>) return DType::kF64;
+  else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBF16;
+  else if constexpr (std::is_same_v<T, Float16>) return DType::kF16;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return DType::kI32;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return DType::kI64;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return DType::kU8;
+  else if constexpr (std::is_same_v<T, std::int8_t>) return DType::kI8;
+  else if constexpr (std::is_same_v<T, bool>) return DType::kBool;
+  else static_assert(sizeof(T) == 0, "no shardwise dtype for this element type");
+}
+
+// The same array in another floating dtype (f32, f64, bf16, f16), element by element, rounding
+// to nearest even; pending partial reductions stay pending. Throws InvalidArgument for other
+// dtypes.
+ShardedArray cast(const ShardedArray& array, DType dtype);
 
 }  // namespace shardwise
