@@ -40,6 +40,19 @@ ShardedArray ShardedArray::view(NamedSharding sharding, Shape global_shape, DTyp
                       storage, std::move(partial));
 }
 
+ShardedArray ShardedArray::allocate(NamedSharding sharding, Shape global_shape, DType dtype,
+                                    Rank rank, std::vector<PartialAxis> partial) {
+  const ShardIndex index = sharding.device_index(global_shape, rank);
+  const std::size_t bytes =
+      static_cast<std::size_t>(num_elements(shape_of(index))) * size_in_bytes(dtype);
+  auto raw = std::make_unique_for_overwrite<std::byte[]>(bytes);
+  const std::span<std::byte> storage(raw.get(), bytes);
+  ShardedArray array(ViewTag{}, std::move(sharding), std::move(global_shape), dtype, rank, storage,
+                     std::move(partial));
+  array.raw_ = std::move(raw);
+  return array;
+}
+
 ShardedArray::ShardedArray(const ShardedArray& other)
     : sharding_(other.sharding_),
       global_shape_(other.global_shape_),
@@ -48,7 +61,12 @@ ShardedArray::ShardedArray(const ShardedArray& other)
       local_index_(other.local_index_),
       owned_(other.owned_),
       local_(other.is_view() ? other.local_ : std::span<std::byte>(owned_)),
-      partial_(other.partial_) {}
+      partial_(other.partial_) {
+  if (other.raw_) {
+    owned_.assign(other.local_.begin(), other.local_.end());
+    local_ = owned_;
+  }
+}
 
 ShardedArray& ShardedArray::operator=(const ShardedArray& other) {
   if (this != &other) *this = ShardedArray(other);
@@ -63,6 +81,7 @@ ShardedArray::ShardedArray(ShardedArray&& other) noexcept
       rank_(other.rank_),
       local_index_(std::move(other.local_index_)),
       owned_(std::move(other.owned_)),
+      raw_(std::move(other.raw_)),
       local_(other.local_),
       partial_(std::move(other.partial_)) {
   other.local_ = {};
@@ -76,6 +95,7 @@ ShardedArray& ShardedArray::operator=(ShardedArray&& other) noexcept {
   rank_ = other.rank_;
   local_index_ = std::move(other.local_index_);
   owned_ = std::move(other.owned_);
+  raw_ = std::move(other.raw_);
   local_ = other.local_;
   partial_ = std::move(other.partial_);
   other.local_ = {};

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,13 +43,17 @@ class ShardedArray {
   static ShardedArray view(NamedSharding sharding, Shape global_shape, DType dtype, Rank rank,
                            std::span<std::byte> storage, std::vector<PartialAxis> partial = {});
 
+  // An array that owns an uninitialised block, for a caller that writes every byte of it.
+  static ShardedArray allocate(NamedSharding sharding, Shape global_shape, DType dtype, Rank rank,
+                               std::vector<PartialAxis> partial = {});
+
   ShardedArray(const ShardedArray& other);
   ShardedArray& operator=(const ShardedArray& other);
   ShardedArray(ShardedArray&& other) noexcept;
   ShardedArray& operator=(ShardedArray&& other) noexcept;
   ~ShardedArray() = default;
 
-  [[nodiscard]] bool is_view() const { return owned_.empty() && !local_.empty(); }
+  [[nodiscard]] bool is_view() const { return owned_.empty() && !raw_ && !local_.empty(); }
 
   [[nodiscard]] const NamedSharding& sharding() const { return sharding_; }
   [[nodiscard]] const Shape& global_shape() const { return global_shape_; }
@@ -93,6 +98,7 @@ class ShardedArray {
   Rank rank_;
   ShardIndex local_index_;
   std::vector<std::byte> owned_;
+  std::unique_ptr<std::byte[]> raw_;  // an owned block that allocate() left uninitialised
   // The block: owned_'s bytes, or the storage of a view.
   std::span<std::byte> local_;
   std::vector<PartialAxis> partial_;

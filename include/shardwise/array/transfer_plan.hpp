@@ -18,6 +18,21 @@ struct Transfer {
   friend bool operator==(const Transfer&, const Transfer&) = default;
 };
 
+// A block of the global array some rank holds (a shard, a checkpoint file's tensor slice, the
+// whole array on a scatter's root).
+struct SourceBlock {
+  Rank holder = 0;
+  ShardIndex box;
+};
+
+// For every receiving rank (every device of `target`'s mesh, or only `only_to`), the pieces of
+// its target block: from itself where one of its own source blocks holds them, else from a
+// holder of a block that does, chosen in turn among the holders of equal blocks. Sources need
+// not come from a sharding nor cover the same devices. A pure function of its arguments.
+std::vector<Transfer> plan_transfers(const std::vector<SourceBlock>& sources,
+                                     const NamedSharding& target, const Shape& global_shape,
+                                     std::optional<Rank> only_to = std::nullopt);
+
 // For every receiving rank (every device of the target mesh, or only `only_to`), the pieces of
 // its target block: from itself where its source block holds them, else from one rank holding
 // that source block, chosen in turn among the holders. Both shardings must be on meshes with
