@@ -218,6 +218,32 @@ TEST(LocalFailure, ANonPositiveTimeoutIsBadInput) {
               HasSubstr("recv: timeout is 0 ms"));
 }
 
+// abort() releases every member waiting anywhere in the world, at once.
+TEST(LocalFailure, AbortReleasesEveryWaitingMember) {
+  std::atomic<int> released{0};
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message = error_of([&] {
+    run_local(4, [&](Communicator& comm) {
+      if (comm.rank() == 0) {
+        std::this_thread::sleep_for(20ms);
+        comm.abort("stop");
+        return;
+      }
+      BarrierOptions options;
+      options.timeout = 60s;
+      try {
+        comm.barrier(world_group(4), options);
+      } catch (const CommError& e) {
+        if (std::string(e.what()).find("rank 0 aborted: stop") != std::string::npos) ++released;
+        throw;
+      }
+    });
+  });
+  EXPECT_EQ(released.load(), 3);
+  EXPECT_THAT(message, HasSubstr("rank 0 aborted: stop"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+}
+
 // Sanitizers reserve far more address space than a limit on it allows.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kSanitized = true;

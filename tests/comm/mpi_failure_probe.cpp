@@ -1,9 +1,14 @@
 // A program that fails on purpose under mpirun, for the failure tests:
 //   throw    - rank 1 throws; the job must end promptly with its message.
 //   timeout  - rank 1 never joins a barrier; rank 0 must fail after its 200 ms timeout.
+//   mismatch-* - rank 0 makes another call than the others (broadcast vs all-reduce, count 8 vs
+//              16, all-reduce vs all-gather, all-gather counts, f64 vs i64, max vs sum): every
+//              rank must fail at once with an error naming both calls and ranks, not hang or
+//              return mixed data.
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/core/error.hpp"
@@ -15,6 +20,51 @@ int main(int argc, char** argv) {
     if (mode == "throw") {
       if (comm.rank() == 1) throw shardwise::InvalidArgument("boom");
       comm.barrier(world);
+    } else if (mode.rfind("mismatch-", 0) == 0) {
+      using namespace shardwise;
+      AllReduceOptions options;
+      options.timeout = std::chrono::seconds(2);
+      std::vector<double> buffer(64, 1.0);
+      const bool odd = comm.rank() == 0;
+      if (mode == "mismatch-broadcast") {
+        if (odd) {
+          comm.broadcast(buffer.data(), 16, DType::kF64, 0, world, {options});
+        } else {
+          comm.all_reduce(buffer.data(), buffer.data(), 16, DType::kF64, ReduceOp::kSum, world,
+                          options);
+        }
+      } else if (mode == "mismatch-count") {
+        comm.all_reduce(buffer.data(), buffer.data(), odd ? 8 : 16, DType::kF64, ReduceOp::kSum,
+                        world, options);
+      } else if (mode == "mismatch-gather") {
+        if (odd) {
+          comm.all_gather(buffer.data(), buffer.data() + 32, 4, DType::kF64, world, {options});
+        } else {
+          comm.all_reduce(buffer.data(), buffer.data(), 16, DType::kF64, ReduceOp::kSum, world,
+                          options);
+        }
+      } else if (mode == "mismatch-gather-count") {
+        std::vector<double> out(64);
+        comm.all_gather(buffer.data(), out.data(), odd ? 2 : 4, DType::kF64, world, {options});
+      } else if (mode == "mismatch-dtype") {
+        comm.all_reduce(buffer.data(), buffer.data(), 16, odd ? DType::kF64 : DType::kI64,
+                        ReduceOp::kSum, world, options);
+      } else if (mode == "mismatch-op") {
+        comm.all_reduce(buffer.data(), buffer.data(), 16, DType::kF64,
+                        odd ? ReduceOp::kMax : ReduceOp::kSum, world, options);
+      }
+      comm.barrier(world);
+    } else if (mode == "abort") {
+      // Rank 0 aborts while the others wait in a barrier with a long timeout.
+      shardwise::BarrierOptions options;
+      options.timeout = std::chrono::seconds(60);
+      if (comm.rank() == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        comm.abort("stop");
+        std::this_thread::sleep_for(std::chrono::seconds(20));
+        return;
+      }
+      comm.barrier(world, options);
     } else if (mode == "timeout") {
       if (comm.rank() == 1) {
         std::this_thread::sleep_for(std::chrono::seconds(20));

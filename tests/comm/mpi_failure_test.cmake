@@ -1,6 +1,9 @@
 # Runs the failure probe under mpirun: it must exit non-zero, within seconds, saying why.
 string(TIMESTAMP start "%s")
-execute_process(COMMAND ${MPIEXEC} -np 2 --oversubscribe ${PROBE} ${MODE}
+if(NOT RANKS)
+  set(RANKS 2)
+endif()
+execute_process(COMMAND ${MPIEXEC} -np ${RANKS} --oversubscribe ${PROBE} ${MODE}
                 RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
 string(TIMESTAMP end "%s")
 math(EXPR seconds "${end} - ${start}")

@@ -480,11 +480,18 @@ void run_local(int num_ranks, const std::function<void(Communicator&)>& fn,
   for (Rank r = 0; r < num_ranks; ++r) {
     try {
       threads.emplace_back([&world, &fn, &everyone, &options, r] {
-        auto backend = std::make_unique<LocalBackend>(world, everyone, r, 0);
-        backend->set_share_buffers(options.share_buffers);
+        std::unique_ptr<Communicator> owned;
+        try {
+          auto backend = std::make_unique<LocalBackend>(world, everyone, r, 0);
+          backend->set_share_buffers(options.share_buffers);
+          owned = std::make_unique<Communicator>(std::move(backend));
+        } catch (const std::exception& e) {
+          world.fail(r, e.what());
+          return;
+        }
         // The communicator outlives the failure report: operations it still has in flight
         // then fail at once instead of waiting for their timeouts.
-        Communicator comm(std::move(backend));
+        Communicator& comm = *owned;
         try {
           fn(comm);
           world.finish(r);
