@@ -10,7 +10,6 @@
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/comm/run_local.hpp"
-#include "shardwise/core/check.hpp"
 #include "shardwise/core/dtype.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/half.hpp"

@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "detail/block_copy.hpp"
-#include "shardwise/core/check.hpp"
+#include "detail/check.hpp"
 
 namespace shardwise::detail {
 namespace {

@@ -24,6 +24,8 @@ std::string one_line(const std::string& text) {
 
 constexpr int kBadInput = 2;
 constexpr int kInternalFailure = 1;
+// The runtime failed: a rank timed out, failed or aborted (not the user's input).
+constexpr int kRuntimeFailure = 3;
 
 // Under mpirun every process runs the command; only the first prints errors, so that a bad
 // argument gives one line, not one per rank.
@@ -112,6 +114,9 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
     std::ostringstream buffer;
     try {
       command->run(buffer);
+    } catch (const CommError& e) {
+      err << "shardwise " << command->app().get_name() << ": " << one_line(e.what()) << '\n';
+      return kRuntimeFailure;
     } catch (const Error& e) {
       err << "shardwise " << command->app().get_name() << ": " << one_line(e.what()) << '\n';
       return kBadInput;

@@ -6,7 +6,7 @@
 
 #include "detail/hash_combine.hpp"
 #include "detail/text_scanner.hpp"
-#include "shardwise/core/check.hpp"
+#include "detail/check.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {

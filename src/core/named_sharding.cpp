@@ -6,7 +6,7 @@
 #include <map>
 
 #include "detail/hash_combine.hpp"
-#include "shardwise/core/check.hpp"
+#include "detail/check.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {

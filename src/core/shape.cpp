@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "detail/text_scanner.hpp"
-#include "shardwise/core/check.hpp"
+#include "detail/check.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {

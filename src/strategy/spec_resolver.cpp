@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "shardwise/core/check.hpp"
+#include "detail/check.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::detail {

@@ -1,0 +1,2 @@
+// A core file that includes a strategy header: the layer check must refuse it.
+#include "shardwise/strategy/sharding_strategy.hpp"
