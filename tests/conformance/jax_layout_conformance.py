@@ -2,8 +2,9 @@
 """Compares `shardwise layout --json` with JAX on random meshes, specs and divisible shapes.
 
 For each case, every device's index ranges must equal jax.sharding.NamedSharding's
-devices_indices_map, and every replica id must equal the one jax.Array reports for the
-device's shard. Exits 77 (a skip for CTest) when JAX is not installed: install it with
+devices_indices_map, every replica id must equal the one jax.Array reports for the device's
+shard, and the shard shape must equal NamedSharding.shard_shape. Device ids are sometimes a
+reordering of 0..n-1 and sometimes a subset of a larger set of devices. Exits 77 (a skip for CTest) when JAX is not installed: install it with
 `pip install jax` to run this check.
 
 usage: jax_layout_conformance.py PATH_TO_SHARDWISE [--cases N] [--seed S]
@@ -36,8 +37,12 @@ def random_case(rng):
             break
     names = [f"a{i}" for i in range(len(sizes))]
     ids = list(range(count))
-    if rng.random() < 0.3:
+    choice = rng.random()
+    if choice < 0.3:
         rng.shuffle(ids)
+    elif choice < 0.6:
+        # Some of a larger set of devices, in any order (a sub-mesh of a bigger machine).
+        ids = rng.sample(range(MAX_DEVICES), count)
     rank = rng.randint(0, 3)
     entries = [[] for _ in range(rank)]
     unused = names[:]
@@ -82,7 +87,7 @@ def jax_layout(names, sizes, ids, spec, shape):
     for device in mesh.devices.flat:
         index = [[*slice_.indices(size)[:2]] for slice_, size in zip(index_map[device], shape)]
         out.append({"device": device.id, "index": index, "replica_id": replica[device.id]})
-    return out
+    return out, list(sharding.shard_shape(tuple(shape)))
 
 
 def main():
@@ -104,10 +109,15 @@ def main():
             print(f"case {case}: shardwise failed: {result.stderr.strip()}\n  {command}")
             failures += 1
             continue
-        ours = json.loads(result.stdout)["shards"]
-        theirs = jax_layout(names, sizes, ids, spec, shape)
+        printed = json.loads(result.stdout)
+        ours = printed["shards"]
+        theirs, shard_shape = jax_layout(names, sizes, ids, spec, shape)
         if ours != theirs:
             print(f"case {case}: layouts differ\n  {command}\n  shardwise: {ours}\n  jax: {theirs}")
+            failures += 1
+        elif printed["shard_shape"] != shard_shape:
+            print(f"case {case}: shard shapes differ\n  {command}\n"
+                  f"  shardwise: {printed['shard_shape']}\n  jax: {shard_shape}")
             failures += 1
     print(f"{args.cases - failures} passed, {failures} failed")
     return 1 if failures else 0
