@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "bench_runs.hpp"
+#include "bench_runtime.hpp"
 #include "command.hpp"
 #include "number_text.hpp"
 #include "shardwise/comm/backend_choice.hpp"
@@ -151,6 +152,18 @@ class BenchCommand final : public Command {
     reshard_->add_option("--bytes", reshard_bytes_, "Array size (4K, 64M, 256M, ...)")
         ->default_val("64M");
     reshard_->add_flag("--json", json_, "One JSON object per row");
+    runtime_ = app_->add_subcommand(
+        "runtime", "Overlap of an all-reduce with computing, cached reshards against bare "
+                   "collectives on sub-communicators, reshard against reshard_into");
+    runtime_->add_option("--ranks", runtime_ranks_, "Ranks of the local backend (even, 2 to 256)")
+        ->default_val("8");
+    runtime_->add_option("--overlap-bytes", overlap_bytes_, "All-reduce size of the overlap row")
+        ->default_val("16M");
+    runtime_->add_option("--bytes", runtime_bytes_, "Array size of the reshard row")
+        ->default_val("64M");
+    runtime_->add_flag("--json", json_, "One JSON object per row");
+    runtime_->add_option("--backend", backend_,
+                         "local or mpi (default: SHARDWISE_BACKEND, else mpi under mpirun)");
     reshard_->add_option("--backend", backend_,
                          "local or mpi (default: SHARDWISE_BACKEND, else mpi under mpirun)");
   }
@@ -160,6 +173,8 @@ class BenchCommand final : public Command {
   void run(std::ostream& out) const override {
     if (comm_->parsed()) {
       run_comm(out);
+    } else if (runtime_->parsed()) {
+      run_runtime(out);
     } else {
       run_reshard(out);
     }
@@ -260,9 +275,52 @@ class BenchCommand final : public Command {
     out << format_table(table);
   }
 
+  void run_runtime(std::ostream& out) const {
+    const std::int64_t overlap = parse_size(overlap_bytes_, "--overlap-bytes");
+    const std::int64_t bytes = parse_size(runtime_bytes_, "--bytes");
+    const int ranks = parse_ranks(runtime_ranks_, "--ranks");
+    if (ranks % 2 != 0) {
+      throw InvalidArgument("--ranks is " + runtime_ranks_ +
+                            "; bench runtime needs an even number of ranks (a 2 x n/2 mesh)");
+    }
+    const Backend backend = backend_from(backend_);
+    check_fits(4 * std::max(overlap, bytes) * (backend == Backend::kMpi ? 1 : ranks),
+               "bench runtime");
+    const auto measured = on_each_world<RuntimeBenchRow>(
+        backend, {ranks}, [&](Communicator& comm, bool) { return bench_runtime(comm, overlap, bytes); });
+    if (!measured) return;
+    if (json_) {
+      for (const RuntimeBenchRow& r : *measured) {
+        out << nlohmann::ordered_json{{"op", r.name},
+                                      {"backend", r.backend},
+                                      {"ranks", r.ranks},
+                                      {"bytes", r.bytes},
+                                      {"seconds", r.seconds},
+                                      {"baseline_seconds", r.baseline_seconds},
+                                      {"ratio", r.ratio},
+                                      {"note", r.note}}
+                   .dump()
+            << '\n';
+      }
+      return;
+    }
+    std::vector<std::vector<std::string>> table{
+        {"measure", "backend", "ranks", "bytes", "time (ms)", "baseline (ms)", "ratio", "note"}};
+    for (const RuntimeBenchRow& r : *measured) {
+      table.push_back({r.name, r.backend, std::to_string(r.ranks), with_thousands(r.bytes),
+                       fixed(r.seconds * 1e3, 2), fixed(r.baseline_seconds * 1e3, 2),
+                       fixed(r.ratio), r.note});
+    }
+    out << format_table(table);
+  }
+
   CLI::App* app_;
   CLI::App* comm_;
   CLI::App* reshard_;
+  CLI::App* runtime_;
+  std::string runtime_ranks_;
+  std::string overlap_bytes_;
+  std::string runtime_bytes_;
   std::vector<std::string> ranks_;
   std::vector<std::string> sizes_;
   std::vector<std::string> ops_;
