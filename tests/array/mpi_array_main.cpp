@@ -3,7 +3,7 @@
 #include <mpi.h>
 
 #include "reshard_checks.hpp"
-#include "shardwise/comm/mpi.hpp"
+#include "mpi_test_main.hpp"
 
 namespace shardwise {
 namespace {
@@ -27,11 +27,5 @@ TEST(MpiReshard, PartialSourcesReduceIntoTheTarget) {
 }  // namespace shardwise
 
 int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  shardwise::MpiSession session(&argc, &argv);
-  shardwise::world = &session.world();
-  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return any_failed;
+  return shardwise::testing::run_mpi_tests(argc, argv, shardwise::world);
 }

@@ -278,19 +278,25 @@ class LocalBackend final : public detail::CommBackend {
     }
   }
 
+  // The call of a (coalesced) reduction: members agree on the op and on every buffer's size.
+  static CollectiveCall reduction_call(std::string_view name, const OpRequest& request) {
+    const bool one = request.buffers.size() == 1;
+    CollectiveCall call(name, total_count(request.buffers), request.dtype, -1,
+                        one ? request.buffers[0].in : nullptr,
+                        one ? request.buffers[0].out : nullptr);
+    call.reduce_op = request.reduce;
+    call.agreement = counts_text(request.buffers);
+    call.buffers = &request.buffers;
+    return call;
+  }
+
   // Phase 0: each member reduces its chunk of every buffer from every input into its own
   // output. Phase 1: each member copies the other chunks from their owners' outputs.
   void all_reduce(const OpRequest& request, int member) {
     const std::size_t element = size_in_bytes(request.dtype);
     const auto n = static_cast<std::size_t>(request.group.size());
     const std::size_t buffers = request.buffers.size();
-    CollectiveCall call("all_reduce", total_count(request.buffers), request.dtype, -1,
-                        buffers == 1 ? request.buffers[0].in : nullptr,
-                        buffers == 1 ? request.buffers[0].out : nullptr);
-    call.reduce_op = request.reduce;
-    call.agreement = counts_text(request.buffers);
-    call.buffers = &request.buffers;
-    collective(request.group, member, call, 2, request.options.timeout,
+    collective(request.group, member, reduction_call("all_reduce", request), 2, request.options.timeout,
                [&](const std::vector<CollectiveCall>& calls, int m, int phase) {
                  const auto self = static_cast<std::size_t>(m);
                  for (std::size_t b = 0; b < buffers; ++b) {
@@ -334,13 +340,7 @@ class LocalBackend final : public detail::CommBackend {
   void reduce_scatter(const OpRequest& request, int member) {
     const std::size_t element = size_in_bytes(request.dtype);
     const std::size_t buffers = request.buffers.size();
-    CollectiveCall call("reduce_scatter", total_count(request.buffers), request.dtype, -1,
-                        buffers == 1 ? request.buffers[0].in : nullptr,
-                        buffers == 1 ? request.buffers[0].out : nullptr);
-    call.reduce_op = request.reduce;
-    call.agreement = counts_text(request.buffers);
-    call.buffers = &request.buffers;
-    collective(request.group, member, call, 1, request.options.timeout,
+    collective(request.group, member, reduction_call("reduce_scatter", request), 1, request.options.timeout,
                [&](const std::vector<CollectiveCall>& calls, int m, int) {
                  for (std::size_t b = 0; b < buffers; ++b) {
                    const std::size_t count = request.buffers[b].count;
