@@ -17,6 +17,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kPermuteTag = 1;
+// From this many bytes of input a reduce-scatter runs as an all-reduce (measured: faster).
+constexpr std::size_t kReduceScatterByAllReduce = std::size_t{256} << 10;
 
 std::vector<int> ints(const std::vector<std::size_t>& values) {
   std::vector<int> converted;
@@ -218,13 +220,33 @@ class MpiWorkState final : public WorkState {
           }
         }
         return;
-      case CommOp::kReduceScatter:
+      case CommOp::kReduceScatter: {
+        const MPI_Op op = types.reduction(request_.dtype, request_.reduce);
+        const auto n = static_cast<std::size_t>(request_.group.size());
         for (const CoalescedBuffer& b : request_.buffers) {
-          const MPI_Op op = types.reduction(request_.dtype, request_.reduce);
+          // OpenMPI 4.1's reduce-scatter on shared memory runs at about a fifth of its
+          // all-reduce of the same buffer (docs/benchmarks.md): from 256 KiB up, the backend
+          // all-reduces a copy and keeps its own block, moving twice the bytes in far less time.
+          const std::size_t total = b.count * n;
+          if (total * element >= kReduceScatterByAllReduce) {
+            staging_.push_back(backend_.take_buffer(total * element));
+            std::byte* whole = staging_.back().data();
+            std::memcpy(whole, b.in, total * element);
+            if (blocking) {
+              add(MPI_Allreduce(MPI_IN_PLACE, whole, mpi_count(total), type, op, comm));
+            } else {
+              add(MPI_Iallreduce(MPI_IN_PLACE, whole, mpi_count(total), type, op, comm,
+                                 &next_request()));
+            }
+            own_blocks_.push_back({whole + static_cast<std::size_t>(member_) * b.count * element,
+                                   b.out, b.count * element});
+            continue;
+          }
           add(MPI_Ireduce_scatter_block(b.in, b.out, mpi_count(b.count), type, op, comm,
                                         &next_request()));
         }
         return;
+      }
       case CommOp::kAllGather: {
         const CoalescedBuffer& b = request_.buffers.front();
         const bool mine_in_place = signatures_[static_cast<std::size_t>(member_)].in_place != 0;
@@ -297,6 +319,9 @@ class MpiWorkState final : public WorkState {
   }
 
   void after() {
+    for (const OwnBlock& block : own_blocks_) std::memcpy(block.out, block.from, block.bytes);
+    for (std::vector<std::byte>& buffer : staging_) backend_.give_buffer(std::move(buffer));
+    staging_.clear();
     const CoalescedBuffer* first = request_.buffers.empty() ? nullptr : &request_.buffers.front();
     switch (request_.op) {
       case CommOp::kAllReduce:
@@ -331,6 +356,13 @@ class MpiWorkState final : public WorkState {
   std::vector<MPI_Request> requests_;
   std::vector<std::vector<std::byte>> staging_;
   std::vector<std::vector<int>> layouts_;
+  // Reduce-scatters run as all-reduces: where each member's block lies, to copy out after.
+  struct OwnBlock {
+    const std::byte* from;
+    void* out;
+    std::size_t bytes;
+  };
+  std::vector<OwnBlock> own_blocks_;
 };
 
 MpiBackend::MpiBackend(std::shared_ptr<MpiProcess> process, MPI_Comm comm)
@@ -372,6 +404,27 @@ void MpiBackend::drain() {
     progress();
     poller.pause();
   }
+}
+
+std::vector<std::byte> MpiBackend::take_buffer(std::size_t bytes) {
+  for (auto it = spare_buffers_.begin(); it != spare_buffers_.end(); ++it) {
+    if (it->size() >= bytes) {
+      std::vector<std::byte> buffer = std::move(*it);
+      spare_buffers_.erase(it);
+      buffer.resize(bytes);
+      return buffer;
+    }
+  }
+  return std::vector<std::byte>(bytes);
+}
+
+void MpiBackend::give_buffer(std::vector<std::byte> buffer) {
+  buffer.resize(buffer.capacity());
+  spare_buffers_.push_back(std::move(buffer));
+  // Keep a few, the largest.
+  std::sort(spare_buffers_.begin(), spare_buffers_.end(),
+            [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  if (spare_buffers_.size() > 4) spare_buffers_.resize(4);
 }
 
 void MpiBackend::check(int code, const std::string& what) const {

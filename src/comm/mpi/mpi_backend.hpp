@@ -45,6 +45,11 @@ class MpiBackend final : public CommBackend {
   // Advances every operation in flight, in order; called from Work::test and wait.
   void progress();
 
+  // Staging buffers kept between operations: fresh pages for every large operation cost more
+  // than the operation (page faults on both sides of MPI's single-copy transfers).
+  std::vector<std::byte> take_buffer(std::size_t bytes);
+  void give_buffer(std::vector<std::byte> buffer);
+
   struct GroupComms {
     MPI_Comm signatures = MPI_COMM_NULL;
     MPI_Comm data = MPI_COMM_NULL;
@@ -70,6 +75,7 @@ class MpiBackend final : public CommBackend {
   std::vector<Rank> world_ranks_;
   std::map<std::vector<Rank>, GroupComms> comms_;
   std::deque<std::shared_ptr<MpiWorkState>> pending_;
+  std::vector<std::vector<std::byte>> spare_buffers_;
   // Sends on their way, with the copies they send from.
   std::vector<std::pair<std::shared_ptr<std::vector<std::byte>>, MPI_Request>> background_sends_;
   // Set when an operation timed out with requests MPI cannot cancel: the communicator then
