@@ -186,6 +186,15 @@ class BenchCommand final : public Command {
     for (const std::string& s : sizes_) sizes.push_back(parse_size(s, "--sizes"));
     std::vector<int> ranks;
     for (const std::string& r : ranks_) ranks.push_back(parse_ranks(r, "--ranks"));
+    // Checked here, before any rank starts: a rank's failure is the runtime's (exit 3).
+    for (const std::string& op : ops_) {
+      if (op != "all_reduce" && op != "all_gather" && op != "reduce_scatter" &&
+          op != "all_to_all" && op != "all_to_all_in_place" && op != "broadcast") {
+        throw InvalidArgument("--ops: '" + echo_input(op) +
+                              "' is not one of all_reduce, all_gather, reduce_scatter, "
+                              "all_to_all, all_to_all_in_place, broadcast");
+      }
+    }
     const Backend backend = backend_from(backend_);
     for (const std::int64_t size : sizes) {
       // Input, output and the memcpy baseline's two buffers, on every rank of this process.

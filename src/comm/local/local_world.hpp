@@ -118,6 +118,8 @@ class LocalWorld {
 
   // How long a waiter polls for a change before it sleeps on the condition variable.
   static constexpr std::chrono::microseconds kSpin{200};
+  // Pause instructions spun before the first yield (a few microseconds).
+  static constexpr int kPauseSpins = 2000;
 
   int size_;
   mutable std::mutex mutex_;
