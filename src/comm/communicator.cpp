@@ -14,12 +14,27 @@ namespace {
 
 using detail::OpRequest;
 
-OpRequest request_for(CommOp op, const Group& group, const CommOptions& options) {
-  OpRequest request;
+// Resets `request` for a new operation; assigning (rather than building anew) keeps the
+// capacity of its vectors.
+void reset(OpRequest& request, CommOp op, const Group& group, const CommOptions& options) {
   request.op = op;
-  request.group = group;
+  request.blocking = false;
+  request.buffers.clear();
+  request.dtype = DType::kF32;
+  request.reduce = ReduceOp::kSum;
+  request.root = -1;
+  request.pairs.clear();
+  request.send.counts.clear();
+  request.send.offsets.clear();
+  request.receive.counts.clear();
+  request.receive.offsets.clear();
+  request.group.ranks.assign(group.ranks.begin(), group.ranks.end());
+  request.group.axes = group.axes;
   request.options = options;
-  return request;
+  request.messages.clear();
+  request.payloads.clear();
+  request.member_axes.clear();
+  request.p2p_axes = "p2p";
 }
 
 void check_reduction(DType dtype, ReduceOp op, const char* name) {
@@ -50,7 +65,7 @@ class BlockingCall {
 }  // namespace
 
 Communicator::Communicator(std::unique_ptr<detail::CommBackend> backend)
-    : backend_(std::move(backend)) {}
+    : backend_(std::move(backend)), scratch_(std::make_unique<detail::CallScratch>()) {}
 
 Communicator::~Communicator() = default;
 
@@ -61,11 +76,44 @@ const std::vector<Rank>& Communicator::world_ranks() const { return backend_->wo
 
 namespace {
 
-// Starts a validated request and counts its bytes once it has succeeded.
-Work launch(detail::CommBackend& backend, ByteCounters& counters, OpRequest request, int member,
-            bool blocking) {
+}  // namespace
+
+namespace detail {
+
+// What blocking calls reuse from one call to the next: the request and the byte records.
+struct CallScratch {
+  OpRequest request;
+  std::vector<TrafficRecord> traffic;
+};
+
+}  // namespace detail
+
+namespace {
+
+// The request an operation fills: the communicator's reused one for a blocking call, which
+// runs to completion before the next call, a fresh one (`fresh`) for one left in flight.
+OpRequest& prepare(detail::CallScratch& scratch, bool blocking, OpRequest& fresh, CommOp op,
+                   const Group& group, const CommOptions& options) {
+  OpRequest& request = blocking ? scratch.request : fresh;
+  reset(request, op, group, options);
+  return request;
+}
+
+// Starts a validated request and counts its bytes once it has succeeded. A blocking call runs
+// to completion here and returns a finished Work.
+Work launch(detail::CommBackend& backend, ByteCounters& counters, detail::CallScratch& scratch,
+            OpRequest& request, int member, bool blocking) {
   request.blocking = blocking;
-  std::vector<detail::TrafficRecord> records = detail::traffic_of(request, member);
+  if (blocking) {
+    backend.run_blocking(request);
+    detail::traffic_of(request, member, scratch.traffic);
+    for (const detail::TrafficRecord& r : scratch.traffic) {
+      counters.record(r.op, r.axes, r.sent, r.received);
+    }
+    return Work();
+  }
+  std::vector<detail::TrafficRecord> records;
+  detail::traffic_of(request, member, records);
   Work work = backend.start(std::move(request));
   if (const auto& state = detail::WorkAccess::state(work); state && !records.empty()) {
     state->set_on_success([&counters, records = std::move(records)] {
@@ -89,11 +137,12 @@ Work Communicator::iall_reduce_coalesced(const std::vector<CoalescedBuffer>& buf
   const int member = detail::member_index(group, rank(), size(), "all_reduce");
   detail::check_options(options, "all_reduce");
   check_reduction(dtype, op, "all_reduce");
-  OpRequest request = request_for(CommOp::kAllReduce, group, options);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kAllReduce, group, options);
   request.buffers = buffers;
   request.dtype = dtype;
   request.reduce = op;
-  return launch(*backend_, counters_, std::move(request), member, blocking_);
+  return launch(*backend_, counters_, *scratch_, request, member, blocking_);
 }
 
 Work Communicator::iall_reduce(const void* in, void* out, std::size_t count, DType dtype,
@@ -118,10 +167,11 @@ Work Communicator::iall_gather(const void* in, void* out, std::size_t count, DTy
                                const Group& group, const AllGatherOptions& options) {
   const int member = detail::member_index(group, rank(), size(), "all_gather");
   detail::check_options(options, "all_gather");
-  OpRequest request = request_for(CommOp::kAllGather, group, options);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kAllGather, group, options);
   request.buffers = {{in, out, count}};
   request.dtype = dtype;
-  return launch(*backend_, counters_, std::move(request), member, blocking_);
+  return launch(*backend_, counters_, *scratch_, request, member, blocking_);
 }
 
 void Communicator::all_gather(const void* in, void* out, std::size_t count, DType dtype,
@@ -136,11 +186,12 @@ Work Communicator::ireduce_scatter_coalesced(const std::vector<CoalescedBuffer>&
   const int member = detail::member_index(group, rank(), size(), "reduce_scatter");
   detail::check_options(options, "reduce_scatter");
   check_reduction(dtype, op, "reduce_scatter");
-  OpRequest request = request_for(CommOp::kReduceScatter, group, options);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kReduceScatter, group, options);
   request.buffers = buffers;
   request.dtype = dtype;
   request.reduce = op;
-  return launch(*backend_, counters_, std::move(request), member, blocking_);
+  return launch(*backend_, counters_, *scratch_, request, member, blocking_);
 }
 
 Work Communicator::ireduce_scatter(const void* in, void* out, std::size_t count, DType dtype,
@@ -167,10 +218,11 @@ Work Communicator::iall_to_all(const void* in, void* out, std::size_t count, DTy
                                const Group& group, const AllToAllOptions& options) {
   const int member = detail::member_index(group, rank(), size(), "all_to_all");
   detail::check_options(options, "all_to_all");
-  OpRequest request = request_for(CommOp::kAllToAll, group, options);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kAllToAll, group, options);
   request.buffers = {{in, out, count}};
   request.dtype = dtype;
-  return launch(*backend_, counters_, std::move(request), member, blocking_);
+  return launch(*backend_, counters_, *scratch_, request, member, blocking_);
 }
 
 void Communicator::all_to_all(const void* in, void* out, std::size_t count, DType dtype,
@@ -191,13 +243,14 @@ Work Communicator::iall_to_allv(const void* in, const BlockLayout& send, void* o
                           std::to_string(options.member_axes.size()) +
                           " labels for a group of " + std::to_string(group.size()));
   }
-  OpRequest request = request_for(CommOp::kAllToAllv, group, options);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kAllToAllv, group, options);
   request.buffers = {{in, out, 0}};
   request.send = send;
   request.receive = receive;
   request.dtype = dtype;
   request.member_axes = options.member_axes;
-  return launch(*backend_, counters_, std::move(request), member, blocking_);
+  return launch(*backend_, counters_, *scratch_, request, member, blocking_);
 }
 
 void Communicator::all_to_allv(const void* in, const BlockLayout& send, void* out,
@@ -215,11 +268,12 @@ Work Communicator::ibroadcast(void* buffer, std::size_t count, DType dtype, Rank
     throw InvalidArgument("broadcast root " + std::to_string(root) + " is not in group " +
                           group.to_string());
   }
-  OpRequest request = request_for(CommOp::kBroadcast, group, options);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kBroadcast, group, options);
   request.buffers = {{buffer, buffer, count}};
   request.dtype = dtype;
   request.root = root;
-  return launch(*backend_, counters_, std::move(request), member, blocking_);
+  return launch(*backend_, counters_, *scratch_, request, member, blocking_);
 }
 
 void Communicator::broadcast(void* buffer, std::size_t count, DType dtype, Rank root,
@@ -231,8 +285,9 @@ void Communicator::broadcast(void* buffer, std::size_t count, DType dtype, Rank 
 Work Communicator::ibarrier(const Group& group, const BarrierOptions& options) {
   const int member = detail::member_index(group, rank(), size(), "barrier");
   detail::check_options(options, "barrier");
-  return launch(*backend_, counters_, request_for(CommOp::kBarrier, group, options), member,
-                blocking_);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kBarrier, group, options);
+  return launch(*backend_, counters_, *scratch_, request, member, blocking_);
 }
 
 void Communicator::barrier(const Group& group, const BarrierOptions& options) {
@@ -246,11 +301,12 @@ Work Communicator::ippermute(const void* in, void* out, std::size_t count, DType
   const int member = detail::member_index(group, rank(), size(), "ppermute");
   detail::check_options(options, "ppermute");
   detail::check_permutation(pairs, group.size(), in, out, count);
-  OpRequest request = request_for(CommOp::kPpermute, group, options);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kPpermute, group, options);
   request.buffers = {{in, out, count}};
   request.dtype = dtype;
   request.pairs = pairs;
-  return launch(*backend_, counters_, std::move(request), member, blocking_);
+  return launch(*backend_, counters_, *scratch_, request, member, blocking_);
 }
 
 void Communicator::ppermute(const void* in, void* out, std::size_t count, DType dtype,
@@ -263,7 +319,8 @@ void Communicator::ppermute(const void* in, void* out, std::size_t count, DType 
 Work Communicator::batch_isend_irecv(const std::vector<P2POp>& ops,
                                      const SendRecvOptions& options) {
   detail::check_options(options, "batch_isend_irecv");
-  OpRequest request = request_for(CommOp::kSend, Group{{rank()}, options.axes}, options);
+  OpRequest fresh;
+  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kSend, Group{{rank()}, options.axes}, options);
   request.p2p_axes = options.axes;
   for (const P2POp& op : ops) {
     const bool sends = op.kind == P2POp::Kind::kSend;
@@ -276,7 +333,7 @@ Work Communicator::batch_isend_irecv(const std::vector<P2POp>& ops,
     }
     request.payloads.push_back(std::move(payload));
   }
-  return launch(*backend_, counters_, std::move(request), 0, blocking_);
+  return launch(*backend_, counters_, *scratch_, request, 0, blocking_);
 }
 
 Work Communicator::isend(const void* data, std::size_t count, DType dtype, Rank destination,

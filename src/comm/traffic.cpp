@@ -13,12 +13,12 @@ std::int64_t bytes(std::size_t elements, DType dtype) {
 
 std::string OpRequest::name() const { return to_string(op); }
 
-std::vector<TrafficRecord> traffic_of(const OpRequest& request, int member) {
+void traffic_of(const OpRequest& request, int member, std::vector<TrafficRecord>& records) {
+  records.clear();
   const auto n = static_cast<std::size_t>(request.group.size());
   const auto self = static_cast<std::size_t>(member);
   const std::string& axes = request.group.axes;
   const DType dtype = request.dtype;
-  std::vector<TrafficRecord> records;
   switch (request.op) {
     case CommOp::kSend:
     case CommOp::kRecv: {
@@ -31,12 +31,12 @@ std::vector<TrafficRecord> traffic_of(const OpRequest& request, int member) {
           records.push_back({CommOp::kRecv, request.p2p_axes, 0, moved});
         }
       }
-      return records;
+      return;
     }
-    case CommOp::kBarrier: return records;
+    case CommOp::kBarrier: return;
     default: break;
   }
-  if (n <= 1) return records;
+  if (n <= 1) return;
   std::int64_t sent = 0;
   std::int64_t received = 0;
   for (const CoalescedBuffer& buffer : request.buffers) {
@@ -82,10 +82,9 @@ std::vector<TrafficRecord> traffic_of(const OpRequest& request, int member) {
         records.push_back({CommOp::kAllToAllv, request.member_axes[j], out, in});
       }
     }
-    if (!request.member_axes.empty()) return records;
+    if (!request.member_axes.empty()) return;
   }
   if (sent > 0 || received > 0) records.push_back({request.op, axes, sent, received});
-  return records;
 }
 
 }  // namespace shardwise::detail

@@ -81,6 +81,7 @@ struct P2POp {
 
 namespace detail {
 class CommBackend;
+struct CallScratch;
 }  // namespace detail
 
 // A communicator: the ranks of a world (or of a group split from one) and the operations
@@ -223,6 +224,8 @@ class Communicator {
  private:
   std::unique_ptr<detail::CommBackend> backend_;
   ByteCounters counters_;
+  // Reused by blocking calls: their request and byte records.
+  std::unique_ptr<detail::CallScratch> scratch_;
   // Set while a blocking form starts its operation (the backend may run it inline then).
   bool blocking_ = false;
 };

@@ -27,6 +27,10 @@ class CommBackend {
   // run it to completion before returning when nothing else is in flight.
   virtual Work start(OpRequest request) = 0;
 
+  // Runs a validated blocking operation to completion; throws CommError for its failure. A
+  // backend that can run it on the calling thread saves the Work's allocation and signalling.
+  virtual void run_blocking(const OpRequest& request) { start(request).wait(); }
+
   // Collective over this communicator: every member calls it with its own group (ranks of
   // this communicator, in order; nullopt for a member left out) and the same `agreement`
   // text, which members that disagree are told of. Returns the new group's backend, or

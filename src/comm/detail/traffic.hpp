@@ -28,7 +28,8 @@ struct TrafficRecord {
 //   send, recv      the message
 //   barrier         nothing
 // One record per (op, axes); none where nothing moves (a group of one, a member a ppermute
-// leaves out), so `calls` counts the calls that moved bytes.
-std::vector<TrafficRecord> traffic_of(const OpRequest& request, int member);
+// leaves out), so `calls` counts the calls that moved bytes. Fills `records` (cleared first;
+// its capacity is reused).
+void traffic_of(const OpRequest& request, int member, std::vector<TrafficRecord>& records);
 
 }  // namespace shardwise::detail

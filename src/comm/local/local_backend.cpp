@@ -84,8 +84,10 @@ std::pair<std::size_t, std::size_t> chunk(std::size_t count, std::size_t n, std:
   return {i * count / n, (i + 1) * count / n};
 }
 
-// All-reduces of up to this many bytes reduce whole buffers in one phase.
-constexpr std::size_t kSmallAllReduce = 64 * 1024;
+// Collectives whose input on each member is at most this many bytes run eagerly: inputs are
+// staged in the channel and no barrier follows (two cache-line round trips fewer, which is
+// most of a small collective's time).
+constexpr std::size_t kEagerBytes = 16 * 1024;
 
 // A context for a communicator split from `parent`: the same on every member, since every
 // member splits in the same order.
@@ -125,22 +127,32 @@ class LocalBackend final : public detail::CommBackend {
     // Sends leave at once, whatever else is in flight: they never wait.
     if (request.op == CommOp::kSend) post_sends(request);
     auto state = std::make_shared<detail::SignalledWorkState>();
+    enqueue(std::move(request), state);
+    return Work(state);
+  }
+
+  // With nothing in flight, runs on the calling thread.
+  void run_blocking(const OpRequest& request) override {
+    if (request.op == CommOp::kSend) post_sends(request);
     {
       std::unique_lock lock(queue_mutex_);
-      if (request.blocking && queue_.empty() && !running_) {
-        running_ = true;
+      if (!queue_.empty() || running_) {
+        // Operations started earlier run first, in order, on the worker.
         lock.unlock();
-        state->complete(run_catching(request));
-        lock.lock();
-        running_ = false;
-        queue_changed_.notify_all();
-        return Work(state);
+        auto state = std::make_shared<detail::SignalledWorkState>();
+        enqueue(OpRequest(request), state);
+        Work(state).wait();
+        return;
       }
-      queue_.push_back({std::move(request), state});
-      if (!worker_.joinable()) start_worker();
+      running_ = true;
+    }
+    std::optional<std::string> failure = run_catching(request);
+    {
+      std::lock_guard lock(queue_mutex_);
+      running_ = false;
     }
     queue_changed_.notify_all();
-    return Work(state);
+    if (failure) throw CommError(*failure);
   }
 
   std::unique_ptr<CommBackend> split(const std::optional<std::vector<Rank>>& members,
@@ -151,7 +163,7 @@ class LocalBackend final : public detail::CommBackend {
     CollectiveCall call("split", 0, DType::kF32, -1, nullptr, nullptr);
     call.agreement = agreement;
     collective(world_group(size()), index_, call, 0, options.timeout,
-               [](const std::vector<CollectiveCall>&, int, int) {});
+               [](const detail::CallView&, int, int) {});
     const std::uint64_t context = child_context(context_, splits_++);
     if (!members) return nullptr;
     std::vector<Rank> world;
@@ -172,7 +184,7 @@ class LocalBackend final : public detail::CommBackend {
     wait_until_idle();
     const int member = group.index_of(index_);
     collective(group, member, CollectiveCall("with_peer_buffers", 0, DType::kF32, -1, mine, nullptr),
-               1, options.timeout, [&](const std::vector<CollectiveCall>& calls, int, int) {
+               1, options.timeout, [&](const detail::CallView& calls, int, int) {
                  std::vector<const void*> peers;
                  peers.reserve(calls.size());
                  for (const CollectiveCall& c : calls) peers.push_back(c.in);
@@ -189,6 +201,16 @@ class LocalBackend final : public detail::CommBackend {
     OpRequest request;
     std::shared_ptr<detail::SignalledWorkState> state;
   };
+
+  // Queues an operation for the worker (its sends already posted).
+  void enqueue(OpRequest request, std::shared_ptr<detail::SignalledWorkState> state) {
+    {
+      std::lock_guard lock(queue_mutex_);
+      queue_.push_back({std::move(request), std::move(state)});
+      if (!worker_.joinable()) start_worker();
+    }
+    queue_changed_.notify_all();
+  }
 
   void start_worker() {
     worker_ = std::thread([this] {
@@ -225,18 +247,32 @@ class LocalBackend final : public detail::CommBackend {
     }
   }
 
-  // The group in world ranks, as the shared world knows ranks.
-  [[nodiscard]] Group in_world(const Group& group) const {
-    Group world{{}, group.axes};
-    world.ranks.reserve(group.ranks.size());
-    for (Rank r : group.ranks) world.ranks.push_back(members_[static_cast<std::size_t>(r)]);
-    return world;
+  // The channel of `group` (ranks of this communicator), looked up once per group.
+  detail::GroupChannel& channel_of(const Group& group) {
+    if (last_channel_ != nullptr && last_group_ == group.ranks) return *last_channel_;
+    auto it = channels_.find(group.ranks);
+    if (it == channels_.end()) {
+      std::vector<Rank> world;
+      world.reserve(group.ranks.size());
+      for (Rank r : group.ranks) world.push_back(members_[static_cast<std::size_t>(r)]);
+      it = channels_.emplace(group.ranks, &world_.channel(context_, world)).first;
+    }
+    last_group_ = it->first;
+    last_channel_ = it->second;
+    return *last_channel_;
   }
 
   void collective(const Group& group, int member, const CollectiveCall& call, int phases,
-                  std::chrono::milliseconds timeout, const detail::LocalWorld::Work& work) {
-    const std::uint64_t sequence = sequence_[group.ranks]++;
-    world_.collective(context_, in_world(group), member, sequence, call, phases, timeout, work);
+                  std::chrono::milliseconds timeout, detail::PhaseWork work) {
+    world_.collective(channel_of(group), group, member, call, phases, timeout, work);
+  }
+
+  // An eager collective: call.in's first `bytes` are staged in the channel, peers read them
+  // there, and no barrier follows (see LocalWorld::collective).
+  void eager_collective(const Group& group, int member, const CollectiveCall& call,
+                        std::size_t bytes, std::chrono::milliseconds timeout,
+                        detail::PhaseWork work) {
+    world_.collective(channel_of(group), group, member, call, 1, timeout, work, bytes);
   }
 
   void post_sends(const OpRequest& request) {
@@ -262,7 +298,7 @@ class LocalBackend final : public detail::CommBackend {
         return collective(request.group, member,
                           CollectiveCall("barrier", 0, DType::kF32, -1, nullptr, nullptr), 0,
                           request.options.timeout,
-                          [](const std::vector<CollectiveCall>&, int, int) {});
+                          [](const detail::CallView&, int, int) {});
       case CommOp::kPpermute: return ppermute(request, member);
       case CommOp::kSend:
       case CommOp::kRecv: return receive(request);
@@ -299,11 +335,20 @@ class LocalBackend final : public detail::CommBackend {
     const std::size_t element = size_in_bytes(request.dtype);
     const auto n = static_cast<std::size_t>(request.group.size());
     const std::size_t buffers = request.buffers.size();
-    if (buffers == 1 && request.buffers[0].count * element <= kSmallAllReduce) {
-      return small_all_reduce(request, member);
+    if (buffers == 1 && request.buffers[0].count * element <= kEagerBytes) {
+      // Each member reduces the whole buffer from every member's staged input.
+      const CoalescedBuffer& buffer = request.buffers[0];
+      return eager_collective(request.group, member, reduction_call("all_reduce", request),
+                              buffer.count * element, request.options.timeout,
+                              [&](const detail::CallView& calls, int, int) {
+                                inputs_.clear();
+                                for (const CollectiveCall& c : calls) inputs_.push_back(c.in);
+                                detail::reduce_into(inputs_, buffer.out, buffer.count,
+                                                    request.dtype, request.reduce);
+                              });
     }
     collective(request.group, member, reduction_call("all_reduce", request), 2, request.options.timeout,
-               [&](const std::vector<CollectiveCall>& calls, int m, int phase) {
+               [&](const detail::CallView& calls, int m, int phase) {
                  const auto self = static_cast<std::size_t>(m);
                  for (std::size_t b = 0; b < buffers; ++b) {
                    const std::size_t count = request.buffers[b].count;
@@ -329,43 +374,45 @@ class LocalBackend final : public detail::CommBackend {
                });
   }
 
-  // Small buffers: each member reduces the whole buffer from every input into its own staging
-  // (one phase), then copies it out after the phase's barrier, when no peer reads its buffers
-  // any more: one rendezvous fewer than the chunked two-phase form, which pays off where the
-  // rendezvous, not the bytes, is the cost.
-  void small_all_reduce(const OpRequest& request, int member) {
-    const CoalescedBuffer& buffer = request.buffers.front();
-    const std::size_t bytes = buffer.count * size_in_bytes(request.dtype);
-    staging_.resize(std::max(staging_.size(), bytes));
-    collective(request.group, member, reduction_call("all_reduce", request), 1,
-               request.options.timeout, [&](const std::vector<CollectiveCall>& calls, int, int) {
-                 inputs_.clear();
-                 for (const CollectiveCall& c : calls) inputs_.push_back((*c.buffers)[0].in);
-                 detail::reduce_into(inputs_, staging_.data(), buffer.count, request.dtype,
-                                     request.reduce);
-               });
-    copy_bytes(buffer.out, staging_.data(), bytes);
-  }
-
   void all_gather(const OpRequest& request, int member) {
     const CoalescedBuffer& buffer = request.buffers[0];
     const std::size_t bytes = buffer.count * size_in_bytes(request.dtype);
-    collective(request.group, member,
-               CollectiveCall("all_gather", buffer.count, request.dtype, -1, buffer.in, buffer.out),
-               1, request.options.timeout,
-               [&](const std::vector<CollectiveCall>& calls, int, int) {
-                 for (std::size_t j = 0; j < calls.size(); ++j) {
-                   std::byte* target = bytes_of(buffer.out) + j * bytes;
-                   if (target != calls[j].in) copy_bytes(target, calls[j].in, bytes);
-                 }
-               });
+    const CollectiveCall call("all_gather", buffer.count, request.dtype, -1, buffer.in, buffer.out);
+    const auto gather = [&](const detail::CallView& calls, int m, int) {
+      for (std::size_t j = 0; j < calls.size(); ++j) {
+        std::byte* target = bytes_of(buffer.out) + j * bytes;
+        const void* source = j == static_cast<std::size_t>(m) ? buffer.in : calls[j].in;
+        if (target != source) copy_bytes(target, source, bytes);
+      }
+    };
+    if (bytes <= kEagerBytes) {
+      return eager_collective(request.group, member, call, bytes, request.options.timeout, gather);
+    }
+    collective(request.group, member, call, 1, request.options.timeout, gather);
   }
 
   void reduce_scatter(const OpRequest& request, int member) {
     const std::size_t element = size_in_bytes(request.dtype);
     const std::size_t buffers = request.buffers.size();
+    const auto n = static_cast<std::size_t>(request.group.size());
+    if (buffers == 1 && n * request.buffers[0].count * element <= kEagerBytes) {
+      // Each member reduces its block from every member's staged input.
+      const CoalescedBuffer& buffer = request.buffers[0];
+      const std::size_t block = buffer.count * element;
+      return eager_collective(request.group, member, reduction_call("reduce_scatter", request),
+                              n * block, request.options.timeout,
+                              [&](const detail::CallView& calls, int m, int) {
+                                inputs_.clear();
+                                for (const CollectiveCall& c : calls) {
+                                  inputs_.push_back(bytes_of(c.in) +
+                                                    static_cast<std::size_t>(m) * block);
+                                }
+                                detail::reduce_into(inputs_, buffer.out, buffer.count,
+                                                    request.dtype, request.reduce);
+                              });
+    }
     collective(request.group, member, reduction_call("reduce_scatter", request), 1, request.options.timeout,
-               [&](const std::vector<CollectiveCall>& calls, int m, int) {
+               [&](const detail::CallView& calls, int m, int) {
                  for (std::size_t b = 0; b < buffers; ++b) {
                    const std::size_t count = request.buffers[b].count;
                    std::vector<const void*> inputs;
@@ -385,11 +432,22 @@ class LocalBackend final : public detail::CommBackend {
     const bool in_place = buffer.in == buffer.out;
     // As with MPI_IN_PLACE, every member runs in place or none does: the name makes a member
     // that differs a mismatched call.
-    collective(request.group, member,
-               CollectiveCall(in_place ? "all_to_all in place" : "all_to_all", buffer.count,
-                              request.dtype, -1, buffer.in, buffer.out),
-               1, request.options.timeout,
-               [&](const std::vector<CollectiveCall>& calls, int m, int) {
+    const CollectiveCall call(in_place ? "all_to_all in place" : "all_to_all", buffer.count,
+                              request.dtype, -1, buffer.in, buffer.out);
+    const auto n = static_cast<std::size_t>(request.group.size());
+    if (n * bytes <= kEagerBytes) {
+      // Block `self` of every member's staged input, in or out of place alike.
+      return eager_collective(request.group, member, call, n * bytes, request.options.timeout,
+                              [&](const detail::CallView& calls, int m, int) {
+                                const auto self = static_cast<std::size_t>(m);
+                                for (std::size_t j = 0; j < calls.size(); ++j) {
+                                  copy_bytes(bytes_of(buffer.out) + j * bytes,
+                                             bytes_of(calls[j].in) + self * bytes, bytes);
+                                }
+                              });
+    }
+    collective(request.group, member, call, 1, request.options.timeout,
+               [&](const detail::CallView& calls, int m, int) {
                  const auto self = static_cast<std::size_t>(m);
                  for (std::size_t j = 0; j < calls.size(); ++j) {
                    if (!in_place) {
@@ -419,7 +477,7 @@ class LocalBackend final : public detail::CommBackend {
     CollectiveCall call("all_to_allv", 0, request.dtype, -1, buffer.in, buffer.out);
     call.send_layout = &request.send;
     collective(request.group, member, call, 1, request.options.timeout,
-               [&](const std::vector<CollectiveCall>& calls, int m, int) {
+               [&](const detail::CallView& calls, int m, int) {
                  const auto self = static_cast<std::size_t>(m);
                  for (std::size_t i = 0; i < calls.size(); ++i) {
                    const BlockLayout& theirs = *calls[i].send_layout;
@@ -443,15 +501,19 @@ class LocalBackend final : public detail::CommBackend {
     const CoalescedBuffer& buffer = request.buffers[0];
     const int root_member = request.group.index_of(request.root);
     const std::size_t bytes = buffer.count * size_in_bytes(request.dtype);
-    collective(request.group, member,
-               CollectiveCall("broadcast", buffer.count, request.dtype, request.root, buffer.in,
-                              buffer.out),
-               1, request.options.timeout,
-               [&](const std::vector<CollectiveCall>& calls, int m, int) {
-                 if (m != root_member) {
-                   copy_bytes(buffer.out, calls[static_cast<std::size_t>(root_member)].in, bytes);
-                 }
-               });
+    const CollectiveCall call("broadcast", buffer.count, request.dtype, request.root, buffer.in,
+                              buffer.out);
+    const auto receive = [&](const detail::CallView& calls, int m, int) {
+      if (m != root_member) {
+        copy_bytes(buffer.out, calls[static_cast<std::size_t>(root_member)].in, bytes);
+      }
+    };
+    if (bytes <= kEagerBytes) {
+      // Only the root stages its buffer.
+      return eager_collective(request.group, member, call, member == root_member ? bytes : 0,
+                              request.options.timeout, receive);
+    }
+    collective(request.group, member, call, 1, request.options.timeout, receive);
   }
 
   void ppermute(const OpRequest& request, int member) {
@@ -461,7 +523,7 @@ class LocalBackend final : public detail::CommBackend {
     CollectiveCall call("ppermute", buffer.count, request.dtype, -1, buffer.in, buffer.out);
     call.agreement = pairs_text(request.pairs);
     collective(request.group, member, call, 1, request.options.timeout,
-               [&](const std::vector<CollectiveCall>& calls, int, int) {
+               [&](const detail::CallView& calls, int, int) {
                  if (role.incoming == nullptr) {
                    if (bytes > 0) std::memset(buffer.out, 0, bytes);
                    return;
@@ -476,11 +538,11 @@ class LocalBackend final : public detail::CommBackend {
   int index_;                  // this member's rank in the communicator
   std::uint64_t context_;
   std::uint64_t splits_ = 0;
+  std::vector<const void*> inputs_;  // reused by eager reductions (one runs at a time)
   bool share_buffers_ = true;
-  std::map<std::vector<Rank>, std::uint64_t> sequence_;
-  // Reused by small all-reduces (one operation of this communicator runs at a time).
-  std::vector<std::byte> staging_;
-  std::vector<const void*> inputs_;
+  std::map<std::vector<Rank>, detail::GroupChannel*> channels_;
+  std::vector<Rank> last_group_;  // the group of the last collective, and its channel
+  detail::GroupChannel* last_channel_ = nullptr;
 
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_;
