@@ -101,6 +101,27 @@ bool compile_all_gather(ReshardPlan& plan, const ShardedArray& array,
   return true;
 }
 
+// Whether `boxes` lie one after another, in order, in the row-major block `block`: then the
+// block itself is the collective's buffer and nothing is packed or unpacked.
+bool lie_in_order(const ShardIndex& block, const std::vector<ShardIndex>& boxes) {
+  std::int64_t next = 0;
+  for (const ShardIndex& box : boxes) {
+    // A box is one run when every dimension after its first cut one is whole.
+    std::size_t cut = 0;
+    while (cut + 1 < box.size() && box[cut].size() == 1) ++cut;
+    for (std::size_t e = cut + 1; e < box.size(); ++e) {
+      if (box[e].start != block[e].start || box[e].stop != block[e].stop) return false;
+    }
+    std::int64_t offset = 0;
+    for (std::size_t e = 0; e < box.size(); ++e) {
+      offset = offset * block[e].size() + (box[e].start - block[e].start);
+    }
+    if (offset != next) return false;
+    next += num_elements(shape_of(box));
+  }
+  return true;
+}
+
 bool compile_all_to_all(ReshardPlan& plan, const ShardedArray& array,
                         const NamedSharding& target) {
   const NamedSharding& source = array.sharding();
@@ -128,11 +149,13 @@ bool compile_all_to_all(ReshardPlan& plan, const ShardedArray& array,
     }
     plan.kind = ReshardKind::kAllToAll;
     plan.group = group;
+    plan.pack = !lie_in_order(plan.source_index, sends);
+    plan.unpack = !lie_in_order(plan.target_index, receives);
     plan.send_boxes = std::move(sends);
     plan.receive_boxes = std::move(receives);
     const std::size_t bytes = piece * group.ranks.size() * size_in_bytes(array.dtype());
-    plan.staging_in.resize(bytes);
-    plan.staging_out.resize(bytes);
+    if (plan.pack) plan.staging_in.resize(bytes);
+    if (plan.unpack) plan.staging_out.resize(bytes);
     return true;
   }
   return false;

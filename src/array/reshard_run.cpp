@@ -101,12 +101,17 @@ void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& arra
     }
     case ReshardKind::kAllToAll: {
       const std::size_t piece = element_count(plan.send_boxes.front());
-      for (std::size_t m = 0; m < plan.send_boxes.size(); ++m) {
-        copy_box(source, plan.source_index, plan.staging_in.data() + m * piece * element,
-                 plan.send_boxes[m], plan.send_boxes[m], element);
+      const std::byte* in = source;
+      if (plan.pack) {
+        for (std::size_t m = 0; m < plan.send_boxes.size(); ++m) {
+          copy_box(source, plan.source_index, plan.staging_in.data() + m * piece * element,
+                   plan.send_boxes[m], plan.send_boxes[m], element);
+        }
+        in = plan.staging_in.data();
       }
-      comm.all_to_all(plan.staging_in.data(), plan.staging_out.data(), piece, array.dtype(),
-                      plan.group);
+      std::byte* received = plan.unpack ? plan.staging_out.data() : out;
+      comm.all_to_all(in, received, piece, array.dtype(), plan.group);
+      if (!plan.unpack) return;
       for (std::size_t m = 0; m < plan.receive_boxes.size(); ++m) {
         copy_box(plan.staging_out.data() + m * piece * element, plan.receive_boxes[m], out,
                  plan.target_index, plan.receive_boxes[m], element);

@@ -40,6 +40,28 @@ double timed(Communicator& comm, int iterations, const std::function<void()>& ca
   return median(rounds);
 }
 
+// Seconds per call of `a` and of `b`, whose rounds take turns (so that a burst of noise on a
+// shared machine hits both or neither), medians of the rounds.
+std::pair<double, double> timed_in_turns(Communicator& comm, int iterations,
+                                         const std::function<void()>& a,
+                                         const std::function<void()>& b) {
+  const Group world = world_group(comm.size());
+  a();
+  b();
+  std::vector<double> rounds_a;
+  std::vector<double> rounds_b;
+  for (int round = 0; round < kRounds; ++round) {
+    for (auto [call, rounds] : {std::pair{&a, &rounds_a}, std::pair{&b, &rounds_b}}) {
+      comm.barrier(world);
+      const auto start = Clock::now();
+      for (int i = 0; i < iterations; ++i) (*call)();
+      comm.barrier(world);
+      rounds->push_back(seconds_since(start) / iterations);
+    }
+  }
+  return {median(rounds_a), median(rounds_b)};
+}
+
 // Arithmetic the compiler cannot drop, in steps.
 class ComputeLoop {
  public:
@@ -107,16 +129,18 @@ RuntimeBenchRow axis_gather_row(Communicator& comm, Resharder& resharder, std::i
                                               comm.rank());
   const int iterations = static_cast<int>(std::clamp<std::int64_t>((64 << 20) / bytes, 3, 200));
   comm.counters().clear();
-  const double reshard = timed(comm, iterations, [&] { resharder.reshard_into(shards, whole); });
+  resharder.reshard_into(shards, whole);
   const ByteCount moved = comm.counters().total();
   const bool only_model = moved == comm.counters().for_axes("model");
   std::unique_ptr<Communicator> model = comm.split(mesh, {"model"});
   const Group members = world_group(model->size());
   const auto block = shards.local_bytes().size() / 4;
   std::vector<float> out(block * static_cast<std::size_t>(model->size()));
-  const double bare = timed(comm, iterations, [&] {
-    model->all_gather(shards.local_bytes().data(), out.data(), block, DType::kF32, members);
-  });
+  const auto [reshard, bare] = timed_in_turns(
+      comm, iterations, [&] { resharder.reshard_into(shards, whole); },
+      [&] {
+        model->all_gather(shards.local_bytes().data(), out.data(), block, DType::kF32, members);
+      });
   RuntimeBenchRow row;
   row.name = "axis all_gather (cached reshard vs bare on the sub-communicator)";
   row.bytes = bytes;
@@ -143,14 +167,13 @@ RuntimeBenchRow axis_all_to_all_row(Communicator& comm, Resharder& resharder,
   ShardedArray rows = ShardedArray::allocate(NamedSharding(mesh, P{"model", None}), shape,
                                              DType::kF32, comm.rank());
   const int iterations = static_cast<int>(std::clamp<std::int64_t>((64 << 20) / bytes, 3, 200));
-  const double reshard = timed(comm, iterations, [&] { resharder.reshard_into(columns, rows); });
   std::unique_ptr<Communicator> model = comm.split(mesh, {"model"});
   const std::size_t piece = columns.local_bytes().size() / 4 / static_cast<std::size_t>(m);
   std::vector<float> in(piece * static_cast<std::size_t>(m), 1.0F);
   std::vector<float> out(in.size());
-  const double bare = timed(comm, iterations, [&] {
-    model->all_to_all(in.data(), out.data(), piece, DType::kF32, world_group(m));
-  });
+  const auto [reshard, bare] = timed_in_turns(
+      comm, iterations, [&] { resharder.reshard_into(columns, rows); },
+      [&] { model->all_to_all(in.data(), out.data(), piece, DType::kF32, world_group(m)); });
   RuntimeBenchRow row;
   row.name = "axis all_to_all (cached reshard vs bare on the sub-communicator)";
   row.bytes = edge * edge * 4;
@@ -171,8 +194,9 @@ RuntimeBenchRow allocate_row(Communicator& comm, Resharder& resharder, std::int6
                                                NamedSharding(mesh, P{"data", "model"}));
   const NamedSharding target(mesh, P{"model", "data"});
   ShardedArray into = resharder.reshard(source, target);
-  const double allocating = timed(comm, 2, [&] { (void)resharder.reshard(source, target); });
-  const double existing = timed(comm, 2, [&] { resharder.reshard_into(source, into); });
+  const auto [allocating, existing] = timed_in_turns(
+      comm, 2, [&] { (void)resharder.reshard(source, target); },
+      [&] { resharder.reshard_into(source, into); });
   RuntimeBenchRow row;
   row.name = "reshard / reshard_into";
   row.bytes = num_elements(shape) * 4;

@@ -38,9 +38,12 @@ struct ReshardPlan {
   std::vector<ShardIndex> receive_boxes;
   // kAllGather into the target buffer itself (the blocks lie one after another there).
   bool direct = false;
-  // kReduceScatter: the reduction, and whether the slices must be packed first.
+  // kReduceScatter and kAllToAll: whether the pieces must be packed first (else the source
+  // block is the collective's input); kAllToAll: whether they must be unpacked after (else
+  // the target block is its output). kReduceScatter: the reduction.
   ReduceOp op = ReduceOp::kSum;
   bool pack = false;
+  bool unpack = false;
   std::size_t dim = 0;
   // kTransfer: this rank's pieces and the all_to_allv layouts over `group`.
   std::vector<Transfer> transfers;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "../detail/checks.hpp"
+#include "../detail/reduce.hpp"
 #include "../detail/work_state.hpp"
 #include "mpi_signature.hpp"
 #include "shardwise/core/error.hpp"
@@ -17,8 +18,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kPermuteTag = 1;
+constexpr int kReduceScatterTag = 2;
 // From this many bytes of input a reduce-scatter runs as an all-reduce (measured: faster).
-constexpr std::size_t kReduceScatterByAllReduce = std::size_t{256} << 10;
+constexpr std::size_t kReduceScatterByExchange = std::size_t{256} << 10;
 
 std::vector<int> ints(const std::vector<std::size_t>& values) {
   std::vector<int> converted;
@@ -225,21 +227,31 @@ class MpiWorkState final : public WorkState {
         const auto n = static_cast<std::size_t>(request_.group.size());
         for (const CoalescedBuffer& b : request_.buffers) {
           // OpenMPI 4.1's reduce-scatter on shared memory runs at about a fifth of its
-          // all-reduce of the same buffer (docs/benchmarks.md): from 256 KiB up, the backend
-          // all-reduces a copy and keeps its own block, moving twice the bytes in far less time.
+          // all-reduce of the same buffer (docs/benchmarks.md): from 256 KiB up, every member
+          // sends each peer the block it owns and receives its own block from every peer in
+          // one round of point-to-point messages ((n-1)/n of the buffer, the least any
+          // algorithm moves), then reduces them itself once all have arrived.
           const std::size_t total = b.count * n;
-          if (total * element >= kReduceScatterByAllReduce) {
-            staging_.push_back(backend_.take_buffer(total * element));
-            std::byte* whole = staging_.back().data();
-            std::memcpy(whole, b.in, total * element);
-            if (blocking) {
-              add(MPI_Allreduce(MPI_IN_PLACE, whole, mpi_count(total), type, op, comm));
-            } else {
-              add(MPI_Iallreduce(MPI_IN_PLACE, whole, mpi_count(total), type, op, comm,
-                                 &next_request()));
+          if (total * element >= kReduceScatterByExchange) {
+            const std::size_t block = b.count * element;
+            staging_.push_back(backend_.take_buffer((n - 1) * block));
+            std::byte* received = staging_.back().data();
+            ExchangeReduction reduction{{}, b.out, b.count};
+            const auto* in = static_cast<const std::byte*>(b.in);
+            for (std::size_t j = 0, slot = 0; j < n; ++j) {
+              if (j == static_cast<std::size_t>(member_)) {
+                reduction.inputs.push_back(in + j * block);
+                continue;
+              }
+              std::byte* into = received + slot++ * block;
+              const int peer = static_cast<int>(j);
+              add(MPI_Irecv(into, mpi_count(b.count), type, peer, kReduceScatterTag, comm,
+                            &next_request()));
+              add(MPI_Isend(in + j * block, mpi_count(b.count), type, peer, kReduceScatterTag,
+                            comm, &next_request()));
+              reduction.inputs.push_back(into);
             }
-            own_blocks_.push_back({whole + static_cast<std::size_t>(member_) * b.count * element,
-                                   b.out, b.count * element});
+            reductions_.push_back(std::move(reduction));
             continue;
           }
           add(MPI_Ireduce_scatter_block(b.in, b.out, mpi_count(b.count), type, op, comm,
@@ -319,7 +331,11 @@ class MpiWorkState final : public WorkState {
   }
 
   void after() {
-    for (const OwnBlock& block : own_blocks_) std::memcpy(block.out, block.from, block.bytes);
+    // Averages are divided below, once.
+    const ReduceOp reduce = request_.reduce == ReduceOp::kAvg ? ReduceOp::kSum : request_.reduce;
+    for (const ExchangeReduction& r : reductions_) {
+      reduce_into(r.inputs, r.out, r.count, request_.dtype, reduce);
+    }
     for (std::vector<std::byte>& buffer : staging_) backend_.give_buffer(std::move(buffer));
     staging_.clear();
     const CoalescedBuffer* first = request_.buffers.empty() ? nullptr : &request_.buffers.front();
@@ -356,13 +372,14 @@ class MpiWorkState final : public WorkState {
   std::vector<MPI_Request> requests_;
   std::vector<std::vector<std::byte>> staging_;
   std::vector<std::vector<int>> layouts_;
-  // Reduce-scatters run as all-reduces: where each member's block lies, to copy out after.
-  struct OwnBlock {
-    const std::byte* from;
+  // Reduce-scatters by exchange: every member's copy of this member's block (its own in
+  // place), reduced into `out` once all have arrived.
+  struct ExchangeReduction {
+    std::vector<const void*> inputs;
     void* out;
-    std::size_t bytes;
+    std::size_t count;
   };
-  std::vector<OwnBlock> own_blocks_;
+  std::vector<ExchangeReduction> reductions_;
 };
 
 MpiBackend::MpiBackend(std::shared_ptr<MpiProcess> process, MPI_Comm comm)
