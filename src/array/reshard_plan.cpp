@@ -153,6 +153,9 @@ bool compile_all_to_all(ReshardPlan& plan, const ShardedArray& array,
     plan.unpack = !lie_in_order(plan.target_index, receives);
     plan.send_boxes = std::move(sends);
     plan.receive_boxes = std::move(receives);
+    for (Rank member : group.ranks) {
+      plan.member_source_index.push_back(source.device_index(shape, member));
+    }
     const std::size_t bytes = piece * group.ranks.size() * size_in_bytes(array.dtype());
     if (plan.pack) plan.staging_in.resize(bytes);
     if (plan.unpack) plan.staging_out.resize(bytes);

@@ -90,6 +90,18 @@ void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& arra
       return;
     case ReshardKind::kAllGather: {
       const std::size_t count = element_count(plan.source_index);
+      // Where ranks share memory, members' blocks are copied straight into a strided target.
+      if (!plan.direct &&
+          comm.with_peer_buffers_as(
+              CommOp::kAllGather, count, array.dtype(), source, plan.group,
+              [&](const std::vector<const void*>& peers) {
+                for (std::size_t m = 0; m < plan.send_boxes.size(); ++m) {
+                  copy_box(static_cast<const std::byte*>(peers[m]), plan.send_boxes[m], out,
+                           plan.target_index, plan.send_boxes[m], element);
+                }
+              })) {
+        return;
+      }
       std::byte* gathered = plan.direct ? out : plan.staging_out.data();
       comm.all_gather(source, gathered, count, array.dtype(), plan.group);
       if (plan.direct) return;
@@ -101,6 +113,19 @@ void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& arra
     }
     case ReshardKind::kAllToAll: {
       const std::size_t piece = element_count(plan.send_boxes.front());
+      // Where ranks share memory and the pieces need packing or unpacking, each member copies
+      // its pieces straight out of its peers' blocks: one copy per byte.
+      if ((plan.pack || plan.unpack) &&
+          comm.with_peer_buffers_as(
+              CommOp::kAllToAll, piece, array.dtype(), source, plan.group,
+              [&](const std::vector<const void*>& peers) {
+                for (std::size_t m = 0; m < plan.receive_boxes.size(); ++m) {
+                  copy_box(static_cast<const std::byte*>(peers[m]), plan.member_source_index[m],
+                           out, plan.target_index, plan.receive_boxes[m], element);
+                }
+              })) {
+        return;
+      }
       const std::byte* in = source;
       if (plan.pack) {
         for (std::size_t m = 0; m < plan.send_boxes.size(); ++m) {

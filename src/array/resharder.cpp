@@ -107,11 +107,20 @@ void Resharder::reshard_into(const ShardedArray& array, ShardedArray& target) {
     throw ShardingError("cannot reshard " + array.to_string() + " into " + target.to_string() +
                         ": shapes, dtypes must match and the target must have nothing pending");
   }
-  check_ranks(comm_, array, target.sharding());
+  if (array.rank() != comm_.rank()) {
+    throw ShardingError(array.to_string() + " is rank " + std::to_string(array.rank()) +
+                        "'s block, resharded on rank " + std::to_string(comm_.rank()));
+  }
   if (!one_step(array, target.sharding()) ||
       (array.is_partial() && !(array.sharding().mesh() == target.sharding().mesh()))) {
+    check_ranks(comm_, array, target.sharding());
     reshard_into(reduced(comm_, array), target);
     return;
+  }
+  // The plan key covers both layouts, the shape and the dtype: what check_ranks checks holds
+  // for every later call that finds the plan, so only the first call pays for it.
+  if (plans_.find(plan_key(array, target.sharding())) == plans_.end()) {
+    check_ranks(comm_, array, target.sharding());
   }
   detail::ReshardPlan* plan = nullptr;
   try {

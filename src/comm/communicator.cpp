@@ -397,4 +397,24 @@ bool Communicator::with_peer_buffers(
   return backend_->with_peer_buffers(mine, group, work, options);
 }
 
+bool Communicator::with_peer_buffers_as(
+    CommOp op, std::size_t count, DType dtype, const void* mine, const Group& group,
+    const std::function<void(const std::vector<const void*>&)>& work, const CommOptions& options) {
+  if (op != CommOp::kAllGather && op != CommOp::kAllToAll) {
+    throw InvalidArgument("with_peer_buffers_as counts all_gather or all_to_all, not " +
+                          to_string(op));
+  }
+  const int member = detail::member_index(group, rank(), size(), "with_peer_buffers");
+  if (!with_peer_buffers(mine, group, work, options)) return false;
+  OpRequest request;
+  reset(request, op, group, options);
+  request.buffers = {{mine, nullptr, count}};
+  request.dtype = dtype;
+  detail::traffic_of(request, member, scratch_->traffic);
+  for (const detail::TrafficRecord& r : scratch_->traffic) {
+    counters_.record(r.op, r.axes, r.sent, r.received);
+  }
+  return true;
+}
+
 }  // namespace shardwise

@@ -215,6 +215,14 @@ class Communicator {
                          const std::function<void(const std::vector<const void*>&)>& work,
                          const CommOptions& options = {});
 
+  // with_peer_buffers for a collective whose data each member copies itself out of its
+  // peers' buffers (a reshard into a strided target): on success the bytes are counted as
+  // `op` of `count` elements of `dtype` per member counts them, by the same rule.
+  bool with_peer_buffers_as(CommOp op, std::size_t count, DType dtype, const void* mine,
+                            const Group& group,
+                            const std::function<void(const std::vector<const void*>&)>& work,
+                            const CommOptions& options = {});
+
   [[nodiscard]] ByteCounters& counters() { return counters_; }
   [[nodiscard]] const ByteCounters& counters() const { return counters_; }
 

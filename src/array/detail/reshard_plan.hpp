@@ -36,6 +36,8 @@ struct ReshardPlan {
   // each member (send_boxes) and the box it receives from each (receive_boxes).
   std::vector<ShardIndex> send_boxes;
   std::vector<ShardIndex> receive_boxes;
+  // kAllToAll: every member's source block, where its pieces are read from peers' memory.
+  std::vector<ShardIndex> member_source_index;
   // kAllGather into the target buffer itself (the blocks lie one after another there).
   bool direct = false;
   // kReduceScatter and kAllToAll: whether the pieces must be packed first (else the source
