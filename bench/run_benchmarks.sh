@@ -20,5 +20,13 @@ done
 mpirun -np 8 --oversubscribe "$bin" bench runtime --json > "$out/runtime_mpi.jsonl"
 mpirun -np 2 --oversubscribe "$bin" bench runtime --json >> "$out/runtime_mpi.jsonl"
 "$bin" bench reshard --ranks 8 --bytes 64M --json > "$out/reshard_local.jsonl"
+mpirun -np 8 --oversubscribe "$bin" bench reshard --bytes 64M --json > "$out/reshard_mpi.jsonl"
+# The DTensor peer, where scripts/install_bench_peers.sh has set it up.
+if [ -x build/peer-venv/bin/python ]; then
+  build/peer-venv/bin/python bench/dtensor_peer.py --ranks 8 --bytes 64M \
+    > "$out/reshard_dtensor.jsonl" 2> /dev/null
+  python3 bench/compare_dtensor.py --dtensor "$out/reshard_dtensor.jsonl" \
+    --shardwise "$out/reshard_local.jsonl" "$out/reshard_mpi.jsonl" > "$out/dtensor_comparison.md"
+fi
 { lscpu | grep -E "Model name|^CPU\(s\)|L3"; free -g | head -2; } > "$out/machine.txt"
 python3 bench/report.py "$out"

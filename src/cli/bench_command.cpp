@@ -83,44 +83,36 @@ std::string fixed(double value, int digits = 2) {
 }
 
 // `--backend` if given, else SHARDWISE_BACKEND, else mpi under mpirun and local otherwise.
-Backend backend_from(const std::string& flag) {
-  const Backend backend =
-      flag.empty() ? choose_backend(nullptr, nullptr) : parse_backend(flag, "--backend");
-#ifndef SHARDWISE_HAVE_MPI
-  if (backend == Backend::kMpi) {
-    throw InvalidArgument("--backend: 'mpi' is not available: shardwise was built without MPI");
-  }
+const BackendInfo& backend_from(const std::string& flag) {
+#ifdef SHARDWISE_HAVE_MPI
+  register_mpi_backend();
 #endif
-  return backend;
+  return flag.empty() ? choose_backend(nullptr, nullptr) : parse_backend(flag, "--backend");
 }
 
-// Runs `fn` on every rank count: on mpi, one world of this job's processes (only rank 0 gets
-// rows to print; the others get nullopt); on local, threads of this process.
+// Runs `fn` on every rank count: where ranks are processes (mpi), once on the launcher's
+// world (only rank 0 gets rows to print; the others get nullopt); where they are threads,
+// once per count. fn's flag: whether raw MPI calls can run beside ours.
 template <typename Row>
 std::optional<std::vector<Row>> on_each_world(
-    Backend backend, const std::vector<int>& ranks,
+    const BackendInfo& backend, const std::vector<int>& ranks,
     const std::function<std::vector<Row>(Communicator&, bool)>& fn) {
-  std::vector<Row> rows;
-#ifdef SHARDWISE_HAVE_MPI
-  if (backend == Backend::kMpi) {
-    static MpiSession session(nullptr, nullptr);
-    std::vector<Row> mine = fn(session.world(), true);
-    if (session.world().rank() != 0) return std::nullopt;
-    return mine;
-  }
-#else
-  (void)backend;  // backend_from() refuses mpi in a build without it
-#endif
+  const bool raw_mpi = backend.name == "mpi";
   std::mutex mutex;
+  std::vector<Row> rows;
+  bool rank_zero = false;
   for (int r : ranks) {
-    run_local(r, [&](Communicator& comm) {
-      std::vector<Row> mine = fn(comm, false);
+    backend.run(nullptr, nullptr, r, [&](Communicator& comm) {
+      std::vector<Row> mine = fn(comm, raw_mpi);
       if (comm.rank() == 0) {
         std::lock_guard lock(mutex);
         rows.insert(rows.end(), mine.begin(), mine.end());
+        rank_zero = true;
       }
     });
+    if (backend.rank_per_process) break;  // the launcher's world is the only one
   }
+  if (!rank_zero) return std::nullopt;
   return rows;
 }
 
@@ -195,10 +187,10 @@ class BenchCommand final : public Command {
                               "all_to_all, all_to_all_in_place, broadcast");
       }
     }
-    const Backend backend = backend_from(backend_);
+    const BackendInfo& backend = backend_from(backend_);
     for (const std::int64_t size : sizes) {
       // Input, output and the memcpy baseline's two buffers, on every rank of this process.
-      const int most_ranks = backend == Backend::kMpi ? 1 : *std::max_element(ranks.begin(), ranks.end());
+      const int most_ranks = backend.rank_per_process ? 1 : *std::max_element(ranks.begin(), ranks.end());
       check_fits(4 * size * most_ranks, "--sizes " + with_thousands(size));
     }
     const auto measured = on_each_world<CommBenchRow>(
@@ -243,9 +235,9 @@ class BenchCommand final : public Command {
       throw InvalidArgument("--ranks is " + reshard_ranks_ +
                             "; bench reshard needs an even number of ranks (a 2 x n/2 mesh)");
     }
-    const Backend backend = backend_from(backend_);
+    const BackendInfo& backend = backend_from(backend_);
     // Every rank holds the host array, its source and target blocks and a memcpy baseline.
-    check_fits(3 * bytes * (backend == Backend::kMpi ? 1 : ranks), "--bytes " + reshard_bytes_);
+    check_fits(3 * bytes * (backend.rank_per_process ? 1 : ranks), "--bytes " + reshard_bytes_);
     const auto measured = on_each_world<ReshardBenchRow>(
         backend, {ranks},
         [&](Communicator& comm, bool) { return bench_reshards(comm, bytes); });
@@ -292,8 +284,8 @@ class BenchCommand final : public Command {
       throw InvalidArgument("--ranks is " + runtime_ranks_ +
                             "; bench runtime needs an even number of ranks (a 2 x n/2 mesh)");
     }
-    const Backend backend = backend_from(backend_);
-    check_fits(4 * std::max(overlap, bytes) * (backend == Backend::kMpi ? 1 : ranks),
+    const BackendInfo& backend = backend_from(backend_);
+    check_fits(4 * std::max(overlap, bytes) * (backend.rank_per_process ? 1 : ranks),
                "bench runtime");
     const auto measured = on_each_world<RuntimeBenchRow>(
         backend, {ranks}, [&](Communicator& comm, bool) { return bench_runtime(comm, overlap, bytes); });

@@ -2,19 +2,32 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <optional>
+#include <string>
+#include <vector>
 
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {
 
-std::string to_string(Backend backend) { return backend == Backend::kMpi ? "mpi" : "local"; }
+namespace {
 
-Backend parse_backend(std::string_view text, std::string_view field) {
-  if (text == "local") return Backend::kLocal;
-  if (text == "mpi") return Backend::kMpi;
+// "local or mpi", "local, mpi or tcp".
+std::string names_text() {
+  const std::vector<std::string> names = backend_names();
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
+
+}  // namespace
+
+const BackendInfo& parse_backend(std::string_view text, std::string_view field) {
+  if (const BackendInfo* backend = find_backend(text)) return *backend;
   std::string message(field);
-  message.append(": '").append(text).append("' is not a backend (local or mpi)");
+  message.append(": '").append(text).append("' is not a backend (").append(names_text()).append(")");
   throw InvalidArgument(message);
 }
 
@@ -23,18 +36,20 @@ bool launched_by_mpirun() {
          std::getenv("PMIX_RANK") != nullptr;
 }
 
-Backend choose_backend(int* argc, char*** argv) {
-  std::optional<Backend> chosen;
+const BackendInfo& choose_backend(int* argc, char*** argv) {
+  const BackendInfo* chosen = nullptr;
   if (argc != nullptr && argv != nullptr) {
     constexpr std::string_view kFlag = "--backend";
     int kept = 1;
     for (int i = 1; i < *argc; ++i) {
       const std::string_view arg = (*argv)[i];
       if (arg == kFlag) {
-        if (i + 1 >= *argc) throw InvalidArgument("--backend: needs a value (local or mpi)");
-        chosen = parse_backend((*argv)[++i], kFlag);
+        if (i + 1 >= *argc) {
+          throw InvalidArgument("--backend: needs a value (" + names_text() + ")");
+        }
+        chosen = &parse_backend((*argv)[++i], kFlag);
       } else if (arg.size() > kFlag.size() && arg.substr(0, kFlag.size() + 1) == "--backend=") {
-        chosen = parse_backend(arg.substr(kFlag.size() + 1), kFlag);
+        chosen = &parse_backend(arg.substr(kFlag.size() + 1), kFlag);
       } else {
         (*argv)[kept++] = (*argv)[i];
       }
@@ -42,11 +57,14 @@ Backend choose_backend(int* argc, char*** argv) {
     if (kept < *argc) (*argv)[kept] = nullptr;
     *argc = kept;
   }
-  if (chosen) return *chosen;
+  if (chosen != nullptr) return *chosen;
   if (const char* variable = std::getenv("SHARDWISE_BACKEND")) {
     return parse_backend(variable, "SHARDWISE_BACKEND");
   }
-  return launched_by_mpirun() ? Backend::kMpi : Backend::kLocal;
+  for (const BackendInfo* backend : registered_backends()) {
+    if (backend->launched()) return *backend;
+  }
+  return parse_backend("local", "the default backend");
 }
 
 }  // namespace shardwise

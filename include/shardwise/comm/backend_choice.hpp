@@ -1,24 +1,24 @@
 #pragma once
 // Which backend an SPMD program runs on: a `--backend` flag, else the SHARDWISE_BACKEND
-// environment variable, else the environment: mpi under mpirun, local (threads) otherwise.
+// environment variable, else the registered backend whose launcher started this process (mpi
+// under mpirun), else local (threads). Backends are looked up in backend_registry.hpp.
 
-#include <string>
 #include <string_view>
+
+#include "shardwise/comm/backend_registry.hpp"
 
 namespace shardwise {
 
-enum class Backend { kLocal, kMpi };
-
-[[nodiscard]] std::string to_string(Backend backend);
-
-// "local" or "mpi"; anything else is an InvalidArgument naming `field` and the value.
-[[nodiscard]] Backend parse_backend(std::string_view text, std::string_view field);
+// A registered backend's name; anything else is an InvalidArgument naming `field`, the value
+// and the registered names.
+[[nodiscard]] const BackendInfo& parse_backend(std::string_view text, std::string_view field);
 
 // True when this process was started by mpirun (OpenMPI's or a PMI launcher's environment).
 [[nodiscard]] bool launched_by_mpirun();
 
 // `--backend=NAME` or `--backend NAME` in argv (removed from argv, as MPI_Init removes its own
-// arguments), else SHARDWISE_BACKEND, else mpi under mpirun and local otherwise.
-[[nodiscard]] Backend choose_backend(int* argc, char*** argv);
+// arguments), else SHARDWISE_BACKEND, else the first registered backend whose launcher started
+// this process, else local.
+[[nodiscard]] const BackendInfo& choose_backend(int* argc, char*** argv);
 
 }  // namespace shardwise

@@ -35,9 +35,14 @@ class MpiSession {
 };
 
 
-// Runs fn on every rank of the backend choose_backend picks (`--backend local|mpi`, else
-// SHARDWISE_BACKEND, else mpi under mpirun): on mpi one rank per process, on local
-// `local_ranks` threads of this process. A rank whose fn throws ends the
+// Registers the MPI backend ("mpi": a rank per process, the default under mpirun) in the
+// backend registry; calling it again does nothing. Its run function starts MPI once per
+// process (finalised at exit) and ends the whole job when the rank fails.
+void register_mpi_backend();
+
+// Runs fn on every rank of the backend choose_backend picks (`--backend NAME`, else
+// SHARDWISE_BACKEND, else mpi under mpirun), with the MPI backend registered: on mpi one rank
+// per process, on local `local_ranks` threads of this process. A rank whose fn throws ends the
 // whole job with its message, as run_local does. Returns the process exit status.
 int run_spmd(int* argc, char*** argv, int local_ranks,
              const std::function<void(Communicator&)>& fn);

@@ -49,38 +49,47 @@ void write_fully(int fd, const std::string& text) {
 
 }  // namespace
 
+void register_mpi_backend() {
+  BackendInfo mpi;
+  mpi.name = "mpi";
+  mpi.rank_per_process = true;
+  mpi.launched = launched_by_mpirun;
+  mpi.run = [](int* argc, char*** argv, int /*local_ranks*/,
+               const std::function<void(Communicator&)>& fn) {
+    static MpiSession session(argc, argv);
+    try {
+      fn(session.world());
+    } catch (const std::exception& e) {
+      // One write(2) for the whole line: mpirun forwards each write as it comes, and a line
+      // written in pieces gets its own abort banner spliced into the middle of it.
+      std::string line = "rank ";
+      line.append(std::to_string(session.world().rank())).append(" failed: ").append(e.what());
+      line.push_back('\n');
+      std::cout.flush();
+      write_fully(STDERR_FILENO, line);
+      session.abort(1);
+    }
+  };
+  (void)register_backend(std::move(mpi));
+}
+
 int run_spmd(int* argc, char*** argv, int local_ranks,
              const std::function<void(Communicator&)>& fn) {
-  Backend backend = Backend::kLocal;
+  register_mpi_backend();
+  const BackendInfo* backend = nullptr;
   try {
-    backend = choose_backend(argc, argv);
+    backend = &choose_backend(argc, argv);
   } catch (const Error& e) {
     std::cerr << e.what() << '\n';
     return 2;
   }
-  if (backend == Backend::kLocal) {
-    try {
-      run_local(local_ranks, fn);
-      return 0;
-    } catch (const Error& e) {
-      std::cerr << e.what() << '\n';
-      return 1;
-    }
-  }
-  MpiSession session(argc, argv);
   try {
-    fn(session.world());
-  } catch (const std::exception& e) {
-    // One write(2) for the whole line: mpirun forwards each write as it comes, and a line
-    // written in pieces gets its own abort banner spliced into the middle of it.
-    std::string line = "rank ";
-    line.append(std::to_string(session.world().rank())).append(" failed: ").append(e.what());
-    line.push_back('\n');
-    std::cout.flush();
-    write_fully(STDERR_FILENO, line);
-    session.abort(1);
+    backend->run(argc, argv, local_ranks, fn);
+    return 0;
+  } catch (const Error& e) {
+    std::cerr << e.what() << '\n';
+    return 1;
   }
-  return 0;
 }
 
 }  // namespace shardwise
