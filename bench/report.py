@@ -44,6 +44,21 @@ def main(folder):
               f"| {r['reshard_gbps']:.2f} | {r['memcpy_gbps']:.2f} | {ratio} "
               f"| {size(r['max_rank_written_bytes'])} | {written * 1e3:.1f} "
               f"| {written / r['seconds']:.2f} |")
+    print()
+    print("| measure | backend | ranks | bytes | time ms | baseline ms | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for name in ("runtime_local.jsonl", "runtime_mpi.jsonl"):
+        path = folder / name
+        if not path.exists():
+            continue
+        for r in rows(path):
+            print(f"| {r['op']} | {r['backend']} | {r['ranks']} | {size(r['bytes'])} "
+                  f"| {r['seconds'] * 1e3:.2f} | {r['baseline_seconds'] * 1e3:.2f} "
+                  f"| {r['ratio']:.2f} |")
+    comparison = folder / "dtensor_comparison.md"
+    if comparison.exists():
+        print()
+        print(comparison.read_text(), end="")
 
 
 if __name__ == "__main__":

@@ -81,8 +81,8 @@ Resharder::Resharder(Communicator& comm) : comm_(comm) {}
 Resharder::~Resharder() = default;
 Resharder::Resharder(Resharder&&) noexcept = default;
 
-detail::ReshardPlan& Resharder::plan_for(const ShardedArray& array, const NamedSharding& target) {
-  const std::size_t key = plan_key(array, target);
+detail::ReshardPlan& Resharder::plan_for(std::size_t key, const ShardedArray& array,
+                                         const NamedSharding& target) {
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     it = plans_.emplace(key, std::make_unique<detail::ReshardPlan>(
@@ -119,12 +119,11 @@ void Resharder::reshard_into(const ShardedArray& array, ShardedArray& target) {
   }
   // The plan key covers both layouts, the shape and the dtype: what check_ranks checks holds
   // for every later call that finds the plan, so only the first call pays for it.
-  if (plans_.find(plan_key(array, target.sharding())) == plans_.end()) {
-    check_ranks(comm_, array, target.sharding());
-  }
+  const std::size_t key = plan_key(array, target.sharding());
+  if (plans_.find(key) == plans_.end()) check_ranks(comm_, array, target.sharding());
   detail::ReshardPlan* plan = nullptr;
   try {
-    plan = &plan_for(array, target.sharding());
+    plan = &plan_for(key, array, target.sharding());
   } catch (const ShardingError&) {
     if (!array.is_partial()) throw;
     reshard_into(reduced(comm_, array), target);

@@ -51,7 +51,10 @@ std::pair<double, double> timed_in_turns(Communicator& comm, int iterations,
   std::vector<double> rounds_a;
   std::vector<double> rounds_b;
   for (int round = 0; round < kRounds; ++round) {
-    for (auto [call, rounds] : {std::pair{&a, &rounds_a}, std::pair{&b, &rounds_b}}) {
+    // Which goes first alternates too: the first after a pause can pay for waking threads.
+    const auto first = round % 2 == 0 ? std::pair{&a, &rounds_a} : std::pair{&b, &rounds_b};
+    const auto second = round % 2 == 0 ? std::pair{&b, &rounds_b} : std::pair{&a, &rounds_a};
+    for (auto [call, rounds] : {first, second}) {
       comm.barrier(world);
       const auto start = Clock::now();
       for (int i = 0; i < iterations; ++i) (*call)();
@@ -127,7 +130,7 @@ RuntimeBenchRow axis_gather_row(Communicator& comm, Resharder& resharder, std::i
       shard_replicated(comm, host.data(), shape, DType::kF32, NamedSharding(mesh, P{"model"}));
   ShardedArray whole = ShardedArray::allocate(NamedSharding(mesh, P()), shape, DType::kF32,
                                               comm.rank());
-  const int iterations = static_cast<int>(std::clamp<std::int64_t>((64 << 20) / bytes, 3, 200));
+  const int iterations = static_cast<int>(std::clamp<std::int64_t>((256 << 20) / bytes, 3, 400));
   comm.counters().clear();
   resharder.reshard_into(shards, whole);
   const ByteCount moved = comm.counters().total();
@@ -166,7 +169,7 @@ RuntimeBenchRow axis_all_to_all_row(Communicator& comm, Resharder& resharder,
                                                 NamedSharding(mesh, P{None, "model"}));
   ShardedArray rows = ShardedArray::allocate(NamedSharding(mesh, P{"model", None}), shape,
                                              DType::kF32, comm.rank());
-  const int iterations = static_cast<int>(std::clamp<std::int64_t>((64 << 20) / bytes, 3, 200));
+  const int iterations = static_cast<int>(std::clamp<std::int64_t>((256 << 20) / bytes, 3, 400));
   std::unique_ptr<Communicator> model = comm.split(mesh, {"model"});
   const std::size_t piece = columns.local_bytes().size() / 4 / static_cast<std::size_t>(m);
   std::vector<float> in(piece * static_cast<std::size_t>(m), 1.0F);

@@ -41,7 +41,9 @@ class Resharder {
   [[nodiscard]] std::size_t plans() const { return plans_.size(); }
 
  private:
-  detail::ReshardPlan& plan_for(const ShardedArray& array, const NamedSharding& target);
+  // The plan under `key` (plan_key of the two layouts), compiled on first use.
+  detail::ReshardPlan& plan_for(std::size_t key, const ShardedArray& array,
+                                const NamedSharding& target);
 
   Communicator& comm_;
   std::unordered_map<std::size_t, std::unique_ptr<detail::ReshardPlan>> plans_;

@@ -109,7 +109,7 @@ class LocalBackend final : public detail::CommBackend {
       std::lock_guard lock(queue_mutex_);
       stopping_ = true;
     }
-    queue_changed_.notify_all();
+    work_queued_.notify_all();
     if (worker_.joinable()) worker_.join();
   }
 
@@ -148,10 +148,11 @@ class LocalBackend final : public detail::CommBackend {
     }
     std::optional<std::string> failure = run_catching(request);
     {
+      // Nobody waits for this: the worker waits for queued work, and waiting for the
+      // communicator to go idle happens on this thread.
       std::lock_guard lock(queue_mutex_);
       running_ = false;
     }
-    queue_changed_.notify_all();
     if (failure) throw CommError(*failure);
   }
 
@@ -209,14 +210,14 @@ class LocalBackend final : public detail::CommBackend {
       queue_.push_back({std::move(request), std::move(state)});
       if (!worker_.joinable()) start_worker();
     }
-    queue_changed_.notify_all();
+    work_queued_.notify_all();
   }
 
   void start_worker() {
     worker_ = std::thread([this] {
       std::unique_lock lock(queue_mutex_);
       while (true) {
-        queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        work_queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;
         Task task = std::move(queue_.front());
         queue_.pop_front();
@@ -225,14 +226,14 @@ class LocalBackend final : public detail::CommBackend {
         task.state->complete(run_catching(task.request));
         lock.lock();
         running_ = false;
-        queue_changed_.notify_all();
+        went_idle_.notify_all();
       }
     });
   }
 
   void wait_until_idle() {
     std::unique_lock lock(queue_mutex_);
-    queue_changed_.wait(lock, [&] { return queue_.empty() && !running_; });
+    went_idle_.wait(lock, [&] { return queue_.empty() && !running_; });
   }
 
   // Runs a request to completion; its failure as text.
@@ -545,7 +546,8 @@ class LocalBackend final : public detail::CommBackend {
   detail::GroupChannel* last_channel_ = nullptr;
 
   std::mutex queue_mutex_;
-  std::condition_variable queue_changed_;
+  std::condition_variable work_queued_;  // the worker waits for work
+  std::condition_variable went_idle_;    // wait_until_idle waits for the worker
   std::deque<Task> queue_;
   bool running_ = false;
   bool stopping_ = false;
