@@ -173,5 +173,81 @@ TEST(LocalChannel, MembersThatGiveUpOnAnEagerRoundFailTheLateMember) {
   EXPECT_THAT(late_error, AnyOf(HasSubstr("stopped waiting for it"), HasSubstr("aborted: rank")));
 }
 
+// A member that reads every peer's flag before the last member's compare-and-swap must not run
+// its part when that compare-and-swap breaks the round instead (the calls differ): no member
+// returns success, none reads a buffer its peer has freed. Repeated, so that the race window
+// is hit under ASan and TSan.
+TEST(LocalChannel, NoMemberSucceedsOrReadsFreedBuffersWhenTheCallsDiffer) {
+  std::atomic<int> succeeded{0};
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const std::string message = error_of([&] {
+      run_local(2, [&](Communicator& comm) {
+        const std::size_t count = comm.rank() == 0 ? 8 : std::size_t{1} << 16;
+        std::vector<float> data(count, 1.0F);
+        comm.all_reduce(data.data(), data.data(), count, DType::kF32, ReduceOp::kSum,
+                        world_group(2));
+        ++succeeded;
+      });
+    });
+    ASSERT_THAT(message, HasSubstr(" where rank ")) << "attempt " << attempt;
+  }
+  EXPECT_EQ(succeeded.load(), 0);
+}
+
+// Operations queued on a member while its peer stalls: the first gives up and breaks the
+// group, the later ones fail at once without writing their slots (a peer may still read what
+// they held), and the late peer fails too.
+TEST(LocalChannel, QueuedOperationsAfterABreakFailAtOnce) {
+  std::atomic<int> failed_at_once{0};
+  const std::string message = error_of([&] {
+    run_local(2, [&](Communicator& comm) {
+      std::vector<std::vector<float>> buffers(3, std::vector<float>(16, 1.0F));
+      AllReduceOptions options;
+      options.timeout = 20ms;
+      if (comm.rank() == 1) {
+        std::this_thread::sleep_for(100ms);
+        comm.all_reduce(buffers[0].data(), buffers[0].data(), 16, DType::kF32, ReduceOp::kSum,
+                        world_group(2), options);
+        return;
+      }
+      std::vector<Work> queued;
+      for (auto& buffer : buffers) {
+        queued.push_back(comm.iall_reduce(buffer.data(), buffer.data(), 16, DType::kF32,
+                                          ReduceOp::kSum, world_group(2), options));
+      }
+      EXPECT_THAT(error_of([&] { queued[0].wait(); }), HasSubstr("did not arrive within 20 ms"));
+      for (std::size_t i = 1; i < queued.size(); ++i) {
+        const std::string later = error_of([&] { queued[i].wait(); });
+        if (later.find("stopped waiting for it") != std::string::npos) ++failed_at_once;
+      }
+      throw CommError("rank 0 saw its operations fail");
+    });
+  });
+  EXPECT_EQ(failed_at_once.load(), 2);
+  EXPECT_THAT(message, AnyOf(HasSubstr("rank 0 saw its operations fail"),
+                             HasSubstr("stopped waiting for it")));
+}
+
+// A member whose own part of a phase throws: every other member learns that its share of the
+// result is missing, instead of returning what it did not write.
+TEST(LocalChannel, AMemberWhosePartThrowsFailsEveryMember) {
+  std::atomic<int> told{0};
+  const std::string message = error_of([&] {
+    run_local(3, [&](Communicator& comm) {
+      float mine = static_cast<float>(comm.rank());
+      try {
+        (void)comm.with_peer_buffers(&mine, world_group(3), [&](const std::vector<const void*>&) {
+          if (comm.rank() == 1) throw std::runtime_error("copy failed");
+        });
+      } catch (const CommError& e) {
+        if (std::string(e.what()).find("rank 1's part failed") != std::string::npos) ++told;
+        throw;
+      }
+    });
+  });
+  EXPECT_EQ(told.load(), 2);
+  EXPECT_THAT(message, AnyOf(HasSubstr("copy failed"), HasSubstr("rank 1's part failed")));
+}
+
 }  // namespace
 }  // namespace shardwise

@@ -83,6 +83,7 @@ class GroupChannel {
   // others from the cores that read them. Fields marked "own" are written by that member only.
   struct alignas(64) Member {
     std::atomic<std::uint64_t> phases_done{0};  // phases this member has finished, ever
+    std::atomic<std::uint64_t> failed_in{0};    // 1 + the last round its own part threw in
     alignas(64) std::uint64_t next_round = 0;   // own
     std::uint64_t phases = 0;                   // own: the count phases_done will reach
     std::string breaking_reason;                // own: read once it broke the channel
@@ -157,6 +158,7 @@ class CallView {
 class PhaseWork {
  public:
   template <typename F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, PhaseWork>)
   PhaseWork(F&& work)  // NOLINT(google-explicit-constructor): built at every call site
       : object_(static_cast<const void*>(&work)),
         run_([](const void* object, const CallView& calls, int member,

@@ -23,8 +23,12 @@
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/dtype.hpp"
 #include "group_channel.hpp"
+#include "shardwise/core/error.hpp"
 
 namespace shardwise::detail {
+
+// "2, 3", for errors.
+std::string rank_list(const std::vector<Rank>& ranks);
 
 class LocalWorld {
  public:
@@ -83,9 +87,31 @@ class LocalWorld {
   // true when the caller should look at the state again rather than sleep.
   bool spin_for_change(std::unique_lock<std::mutex>& lock, Clock::time_point spin_until);
 
+  // One member's part in one round of a channel (channel_round.cpp).
+  struct Round;
+  // Publishes the member's call and arrives; the last to arrive checks the calls and completes
+  // the round or breaks it. Returns whether this member was the last.
+  bool arrive(Round& r);
+  // Waits for the others; returns whether the round is still to be confirmed (an eager round
+  // whose members all joined before the last one's compare-and-swap).
+  bool wait_for_peers(Round& r);
+  // Waits until the state has left the round; throws if it broke.
+  void confirm(Round& r);
+  void run_eager(Round& r, bool unconfirmed, PhaseWork work);
+  void run_phases(Round& r, int phases, PhaseWork work);
+  // Why a member waiting for peers should give up (a failed rank, absent members that have
+  // all finished, the deadline), or nullopt.
+  std::optional<std::string> reason_to_give_up(const Round& r);
+  // Breaks the round with `reason` unless it completed meanwhile; returns whether it is broken.
+  bool break_round(Round& r, const std::string& reason);
+  // The error of a round broken by another member, or of the world's failure.
+  CommError broken_error(const Round& r) const;
+  CommError aborted_error(const Round& r) const;
+
   // Spins, then yields, then sleeps on `channel` until `ready()`; between looks it asks
   // `give_up()` (nullopt: go on). Returns nullopt once ready, else the reason to give up.
-  template <typename Ready, typename GiveUp>
+  // CanGiveUp: whether give_up() can say yes (then the world's failure also wakes a sleeper).
+  template <bool CanGiveUp, typename Ready, typename GiveUp>
   std::optional<std::string> await(GroupChannel& channel, const Ready& ready,
                                    const GiveUp& give_up);
   // Wakes the sleepers of every channel (a rank failed or finished).
