@@ -1,0 +1,17 @@
+#pragma once
+// GPT-2's input: the token embedding of each token plus the learned embedding of its position.
+// `tokens` is (batch, seq); `wte` is (vocab, channels), `wpe` (max positions, channels); `out`
+// is (batch, seq, channels). Tokens are checked by the caller. Backward adds into the tables.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shardwise::kernels {
+
+void embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
+                       std::size_t batch, std::size_t seq, std::size_t channels);
+
+void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                        std::size_t batch, std::size_t seq, std::size_t channels);
+
+}  // namespace shardwise::kernels

@@ -1,0 +1,19 @@
+#pragma once
+// A linear layer's matrix products on the BLAS (docs/dependencies.md says which and why).
+// Row-major throughout: `inp` is rows x in, `weight` is out x in (as nn.Linear stores it),
+// `out` is rows x out. Backward adds into the gradients (they are zeroed once per step).
+
+#include <cstddef>
+
+namespace shardwise::kernels {
+
+// out = inp weight^T + bias (bias may be null).
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                    std::size_t rows, std::size_t in, std::size_t out_features);
+
+// dinp += dout weight; dweight += dout^T inp; dbias += column sums of dout (dbias may be null).
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                     const float* inp, const float* weight, std::size_t rows, std::size_t in,
+                     std::size_t out_features);
+
+}  // namespace shardwise::kernels

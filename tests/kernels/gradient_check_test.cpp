@@ -1,0 +1,202 @@
+// Every kernel's backward against central differences of its forward: the loss is the sum of
+// the outputs weighted by a fixed random probe, so d loss / d out = probe is what backward gets.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shardwise/kernels/attention.hpp"
+#include "shardwise/kernels/cross_entropy.hpp"
+#include "shardwise/kernels/elementwise.hpp"
+#include "shardwise/kernels/embedding.hpp"
+#include "shardwise/kernels/layernorm.hpp"
+#include "shardwise/kernels/matmul.hpp"
+
+namespace shardwise::kernels {
+namespace {
+
+std::vector<float> random_values(std::size_t count, unsigned seed, float scale = 1.0F) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal(0.0F, scale);
+  std::vector<float> values(count);
+  for (float& v : values) v = normal(gen);
+  return values;
+}
+
+double weighted_sum(const std::vector<float>& out, const std::vector<float>& probe) {
+  double sum = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) sum += static_cast<double>(out[i]) * probe[i];
+  return sum;
+}
+
+// Compares `analytic` (d loss / d input) with central differences of `loss` at every element
+// of `input` (perturbed in place and restored).
+void expect_gradient(std::vector<float>& input, const std::vector<float>& analytic,
+                     const std::function<double()>& loss, const std::string& what,
+                     float step = 1e-2F, double tolerance = 1e-2) {
+  ASSERT_EQ(input.size(), analytic.size()) << what;
+  for (std::size_t i = 0; i < input.size(); ++i) {
+    const float saved = input[i];
+    input[i] = saved + step;
+    const double up = loss();
+    input[i] = saved - step;
+    const double down = loss();
+    input[i] = saved;
+    const double numeric = (up - down) / (2.0 * static_cast<double>(step));
+    EXPECT_NEAR(analytic[i], numeric, tolerance * std::max(1.0, std::abs(numeric)))
+        << what << " element " << i;
+  }
+}
+
+TEST(GradientCheck, Matmul) {
+  const std::size_t rows = 5, in = 7, out = 3;
+  std::vector<float> inp = random_values(rows * in, 1);
+  std::vector<float> weight = random_values(out * in, 2);
+  std::vector<float> bias = random_values(out, 3);
+  const std::vector<float> probe = random_values(rows * out, 4);
+  std::vector<float> y(rows * out);
+  const auto loss = [&] {
+    matmul_forward(y.data(), inp.data(), weight.data(), bias.data(), rows, in, out);
+    return weighted_sum(y, probe);
+  };
+  // The forward against the definition first.
+  (void)loss();
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t o = 0; o < out; ++o) {
+      double expected = bias[o];
+      for (std::size_t c = 0; c < in; ++c) expected += inp[r * in + c] * weight[o * in + c];
+      EXPECT_NEAR(y[r * out + o], expected, 1e-5);
+    }
+  }
+  std::vector<float> dinp(inp.size()), dweight(weight.size()), dbias(bias.size());
+  matmul_backward(dinp.data(), dweight.data(), dbias.data(), probe.data(), inp.data(),
+                  weight.data(), rows, in, out);
+  expect_gradient(inp, dinp, loss, "dinp");
+  expect_gradient(weight, dweight, loss, "dweight");
+  expect_gradient(bias, dbias, loss, "dbias");
+}
+
+TEST(GradientCheck, LayerNorm) {
+  const std::size_t rows = 4, channels = 8;
+  std::vector<float> inp = random_values(rows * channels, 5, 2.0F);
+  std::vector<float> weight = random_values(channels, 6);
+  std::vector<float> bias = random_values(channels, 7);
+  const std::vector<float> probe = random_values(rows * channels, 8);
+  std::vector<float> y(inp.size()), mean(rows), rstd(rows);
+  const auto loss = [&] {
+    layernorm_forward(y.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
+                      rows, channels);
+    return weighted_sum(y, probe);
+  };
+  (void)loss();
+  std::vector<float> dinp(inp.size()), dweight(channels), dbias(channels);
+  layernorm_backward(dinp.data(), dweight.data(), dbias.data(), probe.data(), inp.data(),
+                     weight.data(), mean.data(), rstd.data(), rows, channels);
+  expect_gradient(inp, dinp, loss, "dinp");
+  expect_gradient(weight, dweight, loss, "dweight");
+  expect_gradient(bias, dbias, loss, "dbias");
+}
+
+TEST(GradientCheck, CausalAttention) {
+  const std::size_t batch = 2, seq = 5, channels = 8, heads = 2;
+  std::vector<float> qkv = random_values(batch * seq * 3 * channels, 9);
+  const std::vector<float> probe = random_values(batch * seq * channels, 10);
+  std::vector<float> y(batch * seq * channels), att(batch * heads * seq * seq);
+  const auto loss = [&] {
+    attention_forward(y.data(), att.data(), qkv.data(), batch, seq, channels, heads);
+    return weighted_sum(y, probe);
+  };
+  (void)loss();
+  // Causal: the first position attends only to itself, so its output is its own value.
+  for (std::size_t c = 0; c < channels; ++c) EXPECT_NEAR(y[c], qkv[2 * channels + c], 1e-6);
+  for (std::size_t row = 0; row < batch * heads * seq; ++row) {
+    double sum = 0;
+    for (std::size_t t2 = 0; t2 < seq; ++t2) sum += att[row * seq + t2];
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  std::vector<float> dqkv(qkv.size());
+  attention_backward(dqkv.data(), probe.data(), qkv.data(), att.data(), batch, seq, channels,
+                     heads);
+  expect_gradient(qkv, dqkv, loss, "dqkv");
+}
+
+TEST(GradientCheck, GeluAndResidual) {
+  std::vector<float> inp = random_values(64, 11, 2.0F);
+  const std::vector<float> probe = random_values(64, 12);
+  std::vector<float> y(64);
+  const auto loss = [&] {
+    gelu_forward(y.data(), inp.data(), inp.size());
+    return weighted_sum(y, probe);
+  };
+  (void)loss();
+  EXPECT_NEAR(y[0], 0.5 * inp[0] * (1 + std::tanh(0.7978845608 * (inp[0] + 0.044715 * std::pow(inp[0], 3)))), 1e-5);
+  std::vector<float> dinp(64);
+  gelu_backward(dinp.data(), inp.data(), probe.data(), inp.size());
+  expect_gradient(inp, dinp, loss, "gelu dinp", 1e-3F);
+
+  std::vector<float> a = random_values(16, 13), b = random_values(16, 14), sum(16);
+  residual_forward(sum.data(), a.data(), b.data(), 16);
+  EXPECT_EQ(sum[3], a[3] + b[3]);
+  std::vector<float> da(16), db(16);
+  residual_backward(da.data(), db.data(), probe.data(), 16);
+  EXPECT_EQ(da[5], probe[5]);
+  EXPECT_EQ(db[5], probe[5]);
+}
+
+TEST(GradientCheck, Embedding) {
+  const std::size_t batch = 2, seq = 4, channels = 3, vocab = 6;
+  const std::vector<std::int32_t> tokens{1, 5, 1, 0, 2, 2, 5, 3};  // repeats add up
+  std::vector<float> wte = random_values(vocab * channels, 15);
+  std::vector<float> wpe = random_values(seq * channels, 16);
+  const std::vector<float> probe = random_values(batch * seq * channels, 17);
+  std::vector<float> y(batch * seq * channels);
+  const auto loss = [&] {
+    embedding_forward(y.data(), tokens.data(), wte.data(), wpe.data(), batch, seq, channels);
+    return weighted_sum(y, probe);
+  };
+  (void)loss();
+  std::vector<float> dwte(wte.size()), dwpe(wpe.size());
+  embedding_backward(dwte.data(), dwpe.data(), probe.data(), tokens.data(), batch, seq, channels);
+  expect_gradient(wte, dwte, loss, "dwte");
+  expect_gradient(wpe, dwpe, loss, "dwpe");
+}
+
+TEST(GradientCheck, SoftmaxCrossEntropy) {
+  const std::size_t rows = 4, vocab = 7;
+  std::vector<float> logits = random_values(rows * vocab, 18, 2.0F);
+  const std::vector<std::int32_t> targets{0, 6, 3, 3};
+  std::vector<float> losses(rows), probs(logits.size());
+  const auto loss = [&] {
+    softmax_cross_entropy_forward(losses.data(), probs.data(), logits.data(), targets.data(),
+                                  rows, vocab);
+    double mean = 0;
+    for (float l : losses) mean += l;
+    return mean / static_cast<double>(rows);
+  };
+  (void)loss();
+  const std::vector<float> dlosses(rows, 1.0F / static_cast<float>(rows));
+  std::vector<float> dlogits(logits.size());
+  softmax_cross_entropy_backward(dlogits.data(), dlosses.data(), probs.data(), targets.data(),
+                                 rows, vocab);
+  expect_gradient(logits, dlogits, loss, "dlogits");
+  // Uniform logits: the loss is log(vocab) and the probabilities 1 / vocab.
+  const std::vector<float> flat(vocab, 0.25F);
+  std::vector<float> one(1), p(vocab);
+  const std::int32_t target = 2;
+  softmax_cross_entropy_forward(one.data(), p.data(), flat.data(), &target, 1, vocab);
+  EXPECT_NEAR(one[0], std::log(7.0), 1e-6);
+  EXPECT_NEAR(p[4], 1.0 / 7.0, 1e-7);
+  // Logits far apart: the loss stays finite where the target's probability underflows.
+  const std::vector<float> apart{0.0F, 200.0F};
+  std::vector<float> p2(2);
+  const std::int32_t low = 0;
+  softmax_cross_entropy_forward(one.data(), p2.data(), apart.data(), &low, 1, 2);
+  EXPECT_NEAR(one[0], 200.0, 1e-3);
+}
+
+}  // namespace
+}  // namespace shardwise::kernels
