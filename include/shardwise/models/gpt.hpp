@@ -1,0 +1,79 @@
+#pragma once
+// A GPT-2-style decoder as nanoGPT defines it: token and learned position embeddings, pre-norm
+// blocks (LayerNorm with bias, causal multi-head attention with biases, a GELU (tanh) MLP of
+// 4x the width), a final LayerNorm and an output head tied to the token embedding; fp32,
+// forward and backward on the CPU. Its parameters live in a train::ParameterStore under
+// nanoGPT's names.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shardwise/train/parameter_store.hpp"
+
+namespace shardwise::models {
+
+struct GptConfig {
+  std::size_t n_layer = 4;
+  std::size_t n_head = 4;
+  std::size_t n_embd = 128;
+  std::size_t block_size = 64;   // the longest sequence
+  std::size_t vocab_size = 256;  // byte tokens
+
+  friend bool operator==(const GptConfig&, const GptConfig&) = default;
+};
+
+// "tiny" (nanoGPT's CPU configuration), "small" (shakespeare-char) or "gpt2"; anything else is
+// an InvalidArgument naming `field` and the value.
+[[nodiscard]] GptConfig gpt_preset(const std::string& name, const std::string& field);
+// Checks the sizes (positive, n_embd divisible by n_head, bounded); an InvalidArgument names
+// the field and the value.
+void validate(const GptConfig& config);
+
+// The parameters in nanoGPT's order, names and initialisation (normal(0, 0.02), residual
+// projections scaled by 1/sqrt(2 n_layer), biases zero, LayerNorm weights one); weight decay on
+// the matrices and embeddings only.
+[[nodiscard]] std::vector<train::ParameterSpec> gpt_parameters(const GptConfig& config);
+
+class Gpt {
+ public:
+  // Takes the parameters from `store` (laid out by gpt_parameters(config)); activations are
+  // sized on the first forward of each batch shape.
+  Gpt(GptConfig config, train::ParameterStore& store);
+
+  [[nodiscard]] const GptConfig& config() const { return config_; }
+
+  // The mean cross-entropy of predicting targets[b, t] from tokens[b, 0..t]; tokens and targets
+  // are (batch, seq) with seq <= block_size and every token < vocab_size (InvalidArgument
+  // otherwise). Keeps what backward needs.
+  float forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+                std::size_t batch, std::size_t seq);
+
+  // Adds d(mean loss of the last forward) / d(parameters) into the store's gradients.
+  void backward();
+
+  // Bytes of the activations kept for backward (and their gradients' scratch).
+  [[nodiscard]] std::size_t activation_bytes() const;
+
+ private:
+  void size_activations(std::size_t batch, std::size_t seq);
+
+  GptConfig config_;
+  train::ParameterStore& store_;
+  std::vector<std::size_t> index_;  // store index of each parameter, in gpt_parameters order
+  std::size_t batch_ = 0;
+  std::size_t seq_ = 0;
+  std::vector<std::int32_t> tokens_;
+  std::vector<std::int32_t> targets_;
+  // Activations (llm.c's layout), one vector per kind, layers side by side.
+  std::vector<float> encoded_, ln1_, ln1_mean_, ln1_rstd_, qkv_, atty_, att_, attproj_,
+      residual2_, ln2_, ln2_mean_, ln2_rstd_, fch_, fch_gelu_, fcproj_, residual3_, lnf_,
+      lnf_mean_, lnf_rstd_, logits_, probs_, losses_;
+  // Gradient scratch, reused layer by layer.
+  std::vector<float> dresidual_, dresidual2_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_,
+      dlogits_;
+};
+
+}  // namespace shardwise::models

@@ -1,0 +1,283 @@
+#include "shardwise/models/gpt.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "shardwise/core/error.hpp"
+#include "shardwise/kernels/attention.hpp"
+#include "shardwise/kernels/cross_entropy.hpp"
+#include "shardwise/kernels/elementwise.hpp"
+#include "shardwise/kernels/embedding.hpp"
+#include "shardwise/kernels/layernorm.hpp"
+#include "shardwise/kernels/matmul.hpp"
+
+namespace shardwise::models {
+namespace {
+
+using train::ParameterInit;
+using train::ParameterSpec;
+
+// Per layer, in gpt_parameters order.
+enum LayerParam : std::size_t {
+  kLn1W, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB, kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB,
+  kPerLayer
+};
+constexpr std::size_t kWte = 0;
+constexpr std::size_t kWpe = 1;
+
+// Bounds that keep every size product far from overflow (docs/reliability.md).
+constexpr std::size_t kMaxDimension = std::size_t{1} << 20;
+constexpr std::size_t kMaxLayers = 10000;
+
+void zero(std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0F); }
+
+}  // namespace
+
+GptConfig gpt_preset(const std::string& name, const std::string& field) {
+  if (name == "tiny") return {4, 4, 128, 64, 256};
+  if (name == "small") return {6, 6, 384, 256, 256};
+  if (name == "gpt2") return {12, 12, 768, 1024, 256};
+  throw InvalidArgument(field + ": '" + name + "' is not a model (tiny, small, gpt2 or a JSON file)");
+}
+
+void validate(const GptConfig& c) {
+  const auto check = [](std::size_t value, std::size_t most, const char* field) {
+    if (value < 1 || value > most) {
+      throw InvalidArgument(std::string(field) + " is " + std::to_string(value) + "; expected 1 to " +
+                            std::to_string(most));
+    }
+  };
+  check(c.n_layer, kMaxLayers, "n_layer");
+  check(c.n_head, kMaxDimension, "n_head");
+  check(c.n_embd, kMaxDimension, "n_embd");
+  check(c.block_size, kMaxDimension, "block_size");
+  check(c.vocab_size, kMaxDimension, "vocab_size");
+  if (c.n_embd % c.n_head != 0) {
+    throw InvalidArgument("n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +
+                          std::to_string(c.n_head));
+  }
+}
+
+std::vector<ParameterSpec> gpt_parameters(const GptConfig& c) {
+  validate(c);
+  const auto C = static_cast<std::int64_t>(c.n_embd);
+  const ParameterInit normal{ParameterInit::Kind::kNormal, 0.02F};
+  // GPT-2's scaling of the projections into the residual stream.
+  const ParameterInit residual{ParameterInit::Kind::kNormal,
+                               0.02F / std::sqrt(2.0F * static_cast<float>(c.n_layer))};
+  const ParameterInit zeros{ParameterInit::Kind::kZeros, 0};
+  const ParameterInit ones{ParameterInit::Kind::kOnes, 0};
+  std::vector<ParameterSpec> specs{
+      {"transformer.wte.weight", {static_cast<std::int64_t>(c.vocab_size), C}, {"vocab", "embed"}, normal, true},
+      {"transformer.wpe.weight", {static_cast<std::int64_t>(c.block_size), C}, {"positions", "embed"}, normal, true},
+  };
+  for (std::size_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    specs.push_back({p + "ln_1.weight", {C}, {"norm"}, ones, false});
+    specs.push_back({p + "ln_1.bias", {C}, {"norm"}, zeros, false});
+    specs.push_back({p + "attn.c_attn.weight", {3 * C, C}, {"heads", "embed"}, normal, true});
+    specs.push_back({p + "attn.c_attn.bias", {3 * C}, {"heads"}, zeros, false});
+    specs.push_back({p + "attn.c_proj.weight", {C, C}, {"embed", "heads"}, residual, true});
+    specs.push_back({p + "attn.c_proj.bias", {C}, {"embed"}, zeros, false});
+    specs.push_back({p + "ln_2.weight", {C}, {"norm"}, ones, false});
+    specs.push_back({p + "ln_2.bias", {C}, {"norm"}, zeros, false});
+    specs.push_back({p + "mlp.c_fc.weight", {4 * C, C}, {"mlp", "embed"}, normal, true});
+    specs.push_back({p + "mlp.c_fc.bias", {4 * C}, {"mlp"}, zeros, false});
+    specs.push_back({p + "mlp.c_proj.weight", {C, 4 * C}, {"embed", "mlp"}, residual, true});
+    specs.push_back({p + "mlp.c_proj.bias", {C}, {"embed"}, zeros, false});
+  }
+  specs.push_back({"transformer.ln_f.weight", {C}, {"norm"}, ones, false});
+  specs.push_back({"transformer.ln_f.bias", {C}, {"norm"}, zeros, false});
+  return specs;
+}
+
+Gpt::Gpt(GptConfig config, train::ParameterStore& store) : config_(config), store_(store) {
+  for (const ParameterSpec& spec : gpt_parameters(config_)) {
+    const std::size_t i = store_.index_of(spec.name);
+    if (store_.specs()[i].shape != spec.shape) {
+      throw InvalidArgument("parameter '" + spec.name + "' has shape " +
+                            to_string(store_.specs()[i].shape) + "; the model needs " +
+                            to_string(spec.shape));
+    }
+    index_.push_back(i);
+  }
+}
+
+void Gpt::size_activations(std::size_t batch, std::size_t seq) {
+  if (batch == batch_ && seq == seq_) return;
+  batch_ = batch;
+  seq_ = seq;
+  const std::size_t L = config_.n_layer, C = config_.n_embd, V = config_.vocab_size;
+  const std::size_t NH = config_.n_head, BT = batch * seq;
+  encoded_.assign(BT * C, 0);
+  for (auto* v : {&ln1_, &atty_, &attproj_, &residual2_, &ln2_, &fcproj_, &residual3_}) v->assign(L * BT * C, 0);
+  for (auto* v : {&ln1_mean_, &ln1_rstd_, &ln2_mean_, &ln2_rstd_}) v->assign(L * BT, 0);
+  qkv_.assign(L * BT * 3 * C, 0);
+  att_.assign(L * batch * NH * seq * seq, 0);
+  fch_.assign(L * BT * 4 * C, 0);
+  fch_gelu_.assign(L * BT * 4 * C, 0);
+  lnf_.assign(BT * C, 0);
+  lnf_mean_.assign(BT, 0);
+  lnf_rstd_.assign(BT, 0);
+  logits_.assign(BT * V, 0);
+  probs_.assign(BT * V, 0);
+  losses_.assign(BT, 0);
+  for (auto* v : {&dresidual_, &dresidual2_, &dbranch_, &dnorm_}) v->assign(BT * C, 0);
+  dwide_.assign(BT * 4 * C, 0);
+  dwide_gelu_.assign(BT * 4 * C, 0);
+  dqkv_.assign(BT * 3 * C, 0);
+  dlogits_.assign(BT * V, 0);
+}
+
+std::size_t Gpt::activation_bytes() const {
+  std::size_t floats = 0;
+  for (const auto* v : {&encoded_, &ln1_, &ln1_mean_, &ln1_rstd_, &qkv_, &atty_, &att_, &attproj_,
+                        &residual2_, &ln2_, &ln2_mean_, &ln2_rstd_, &fch_, &fch_gelu_, &fcproj_,
+                        &residual3_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &probs_, &losses_,
+                        &dresidual_, &dresidual2_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_,
+                        &dqkv_, &dlogits_}) {
+    floats += v->size();
+  }
+  return floats * sizeof(float);
+}
+
+float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+                   std::size_t batch, std::size_t seq) {
+  if (batch < 1 || seq < 1 || seq > config_.block_size) {
+    throw InvalidArgument("a batch of " + std::to_string(batch) + " sequences of " +
+                          std::to_string(seq) + " tokens; expected at least one sequence of 1 to " +
+                          std::to_string(config_.block_size) + " tokens");
+  }
+  if (tokens.size() != batch * seq || targets.size() != batch * seq) {
+    throw InvalidArgument("tokens and targets need " + std::to_string(batch * seq) +
+                          " entries each, got " + std::to_string(tokens.size()) + " and " +
+                          std::to_string(targets.size()));
+  }
+  for (std::span<const std::int32_t> ids : {tokens, targets}) {
+    for (std::int32_t id : ids) {
+      if (id < 0 || static_cast<std::size_t>(id) >= config_.vocab_size) {
+        throw InvalidArgument("token " + std::to_string(id) + " is outside the vocabulary 0.." +
+                              std::to_string(config_.vocab_size - 1));
+      }
+    }
+  }
+  size_activations(batch, seq);
+  tokens_.assign(tokens.begin(), tokens.end());
+  targets_.assign(targets.begin(), targets.end());
+  const std::size_t C = config_.n_embd, V = config_.vocab_size, NH = config_.n_head;
+  const std::size_t BT = batch * seq;
+  const auto param = [&](std::size_t layer, std::size_t which) {
+    return store_.value(index_[2 + layer * kPerLayer + which]);
+  };
+  kernels::embedding_forward(encoded_.data(), tokens_.data(), store_.value(index_[kWte]),
+                             store_.value(index_[kWpe]), batch, seq, C);
+  const float* residual = encoded_.data();
+  for (std::size_t l = 0; l < config_.n_layer; ++l) {
+    float* ln1 = ln1_.data() + l * BT * C;
+    float* qkv = qkv_.data() + l * BT * 3 * C;
+    float* atty = atty_.data() + l * BT * C;
+    float* att = att_.data() + l * batch * NH * seq * seq;
+    float* attproj = attproj_.data() + l * BT * C;
+    float* residual2 = residual2_.data() + l * BT * C;
+    float* ln2 = ln2_.data() + l * BT * C;
+    float* fch = fch_.data() + l * BT * 4 * C;
+    float* fch_gelu = fch_gelu_.data() + l * BT * 4 * C;
+    float* fcproj = fcproj_.data() + l * BT * C;
+    float* residual3 = residual3_.data() + l * BT * C;
+    kernels::layernorm_forward(ln1, ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, residual,
+                               param(l, kLn1W), param(l, kLn1B), BT, C);
+    kernels::matmul_forward(qkv, ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * C);
+    kernels::attention_forward(atty, att, qkv, batch, seq, C, NH);
+    kernels::matmul_forward(attproj, atty, param(l, kAttProjW), param(l, kAttProjB), BT, C, C);
+    kernels::residual_forward(residual2, residual, attproj, BT * C);
+    kernels::layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT,
+                               residual2, param(l, kLn2W), param(l, kLn2B), BT, C);
+    kernels::matmul_forward(fch, ln2, param(l, kFcW), param(l, kFcB), BT, C, 4 * C);
+    kernels::gelu_forward(fch_gelu, fch, BT * 4 * C);
+    kernels::matmul_forward(fcproj, fch_gelu, param(l, kFcProjW), param(l, kFcProjB), BT, 4 * C, C);
+    kernels::residual_forward(residual3, residual2, fcproj, BT * C);
+    residual = residual3;
+  }
+  const std::size_t last = 2 + config_.n_layer * kPerLayer;
+  kernels::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual,
+                             store_.value(index_[last]), store_.value(index_[last + 1]), BT, C);
+  // The output head is the token embedding (tied weights).
+  kernels::matmul_forward(logits_.data(), lnf_.data(), store_.value(index_[kWte]), nullptr, BT, C, V);
+  kernels::softmax_cross_entropy_forward(losses_.data(), probs_.data(), logits_.data(),
+                                         targets_.data(), BT, V);
+  double sum = 0;
+  for (float loss : losses_) sum += loss;
+  return static_cast<float>(sum / static_cast<double>(BT));
+}
+
+void Gpt::backward() {
+  if (batch_ == 0) throw InvalidArgument("backward before any forward");
+  const std::size_t batch = batch_, seq = seq_;
+  const std::size_t C = config_.n_embd, V = config_.vocab_size, NH = config_.n_head;
+  const std::size_t BT = batch * seq;
+  const auto param = [&](std::size_t layer, std::size_t which) {
+    return store_.value(index_[2 + layer * kPerLayer + which]);
+  };
+  const auto grad = [&](std::size_t layer, std::size_t which) {
+    return store_.grad(index_[2 + layer * kPerLayer + which]);
+  };
+  const std::size_t last = 2 + config_.n_layer * kPerLayer;
+  // The mean loss: every row's loss counts 1 / BT.
+  const std::vector<float> dlosses(BT, 1.0F / static_cast<float>(BT));
+  zero(dlogits_);
+  kernels::softmax_cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(),
+                                          targets_.data(), BT, V);
+  zero(dnorm_);
+  kernels::matmul_backward(dnorm_.data(), store_.grad(index_[kWte]), nullptr, dlogits_.data(),
+                           lnf_.data(), store_.value(index_[kWte]), BT, C, V);
+  const float* top = config_.n_layer > 0 ? residual3_.data() + (config_.n_layer - 1) * BT * C
+                                         : encoded_.data();
+  zero(dresidual_);
+  kernels::layernorm_backward(dresidual_.data(), store_.grad(index_[last]),
+                              store_.grad(index_[last + 1]), dnorm_.data(), top,
+                              store_.value(index_[last]), lnf_mean_.data(), lnf_rstd_.data(), BT, C);
+  // dresidual_ holds d(the residual stream after layer l) on entry to each iteration, and
+  // d(before layer l) after it.
+  for (std::size_t l = config_.n_layer; l-- > 0;) {
+    const float* residual = l == 0 ? encoded_.data() : residual3_.data() + (l - 1) * BT * C;
+    const float* ln1 = ln1_.data() + l * BT * C;
+    const float* qkv = qkv_.data() + l * BT * 3 * C;
+    const float* atty = atty_.data() + l * BT * C;
+    const float* att = att_.data() + l * batch * NH * seq * seq;
+    const float* residual2 = residual2_.data() + l * BT * C;
+    const float* ln2 = ln2_.data() + l * BT * C;
+    const float* fch = fch_.data() + l * BT * 4 * C;
+    const float* fch_gelu = fch_gelu_.data() + l * BT * 4 * C;
+    // residual3 = residual2 + fcproj: both get dresidual.
+    dresidual2_ = dresidual_;
+    zero(dwide_gelu_);
+    kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW),
+                             grad(l, kFcProjB), dresidual_.data(), fch_gelu, param(l, kFcProjW),
+                             BT, 4 * C, C);
+    zero(dwide_);
+    kernels::gelu_backward(dwide_.data(), fch, dwide_gelu_.data(), BT * 4 * C);
+    zero(dnorm_);
+    kernels::matmul_backward(dnorm_.data(), grad(l, kFcW), grad(l, kFcB), dwide_.data(), ln2,
+                             param(l, kFcW), BT, C, 4 * C);
+    kernels::layernorm_backward(dresidual2_.data(), grad(l, kLn2W), grad(l, kLn2B), dnorm_.data(),
+                                residual2, param(l, kLn2W), ln2_mean_.data() + l * BT,
+                                ln2_rstd_.data() + l * BT, BT, C);
+    // residual2 = residual + attproj: both get dresidual2.
+    dresidual_ = dresidual2_;
+    zero(dbranch_);
+    kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB),
+                             dresidual2_.data(), atty, param(l, kAttProjW), BT, C, C);
+    zero(dqkv_);
+    kernels::attention_backward(dqkv_.data(), dbranch_.data(), qkv, att, batch, seq, C, NH);
+    zero(dnorm_);
+    kernels::matmul_backward(dnorm_.data(), grad(l, kQkvW), grad(l, kQkvB), dqkv_.data(), ln1,
+                             param(l, kQkvW), BT, C, 3 * C);
+    kernels::layernorm_backward(dresidual_.data(), grad(l, kLn1W), grad(l, kLn1B), dnorm_.data(),
+                                residual, param(l, kLn1W), ln1_mean_.data() + l * BT,
+                                ln1_rstd_.data() + l * BT, BT, C);
+  }
+  kernels::embedding_backward(store_.grad(index_[kWte]), store_.grad(index_[kWpe]),
+                              dresidual_.data(), tokens_.data(), batch, seq, C);
+}
+
+}  // namespace shardwise::models
