@@ -280,4 +280,16 @@ void Gpt::backward() {
                               dresidual_.data(), tokens_.data(), batch, seq, C);
 }
 
+GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
+    : store_(gpt_parameters(config)), gpt_(config, store_) {
+  store_.initialize(seed);
+}
+
+float GptModel::loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+                     std::size_t sequences, std::size_t seq, bool with_grads) {
+  const float mean = gpt_.forward(tokens, targets, sequences, seq);
+  if (with_grads) gpt_.backward();
+  return mean;
+}
+
 }  // namespace shardwise::models

@@ -56,8 +56,16 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs) : specs_(std::m
     }
     total += elements;
   }
+  parameter_elements_ = total;
   values_.assign(total, 0.0F);
   grads_.assign(total, 0.0F);
+}
+
+void ParameterStore::pad_to_multiple(std::size_t n) {
+  if (n < 1) throw InvalidArgument("pad_to_multiple: n is 0");
+  const std::size_t padded = (parameter_elements_ + n - 1) / n * n;
+  values_.resize(std::max(padded, parameter_elements_), 0.0F);
+  grads_.resize(values_.size(), 0.0F);
 }
 
 std::size_t ParameterStore::index_of(const std::string& name) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/trainer.hpp"
 
 namespace shardwise::models {
 
@@ -74,6 +75,23 @@ class Gpt {
   // Gradient scratch, reused layer by layer.
   std::vector<float> dresidual_, dresidual2_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_,
       dlogits_;
+};
+
+// The GPT as the trainer sees it: its parameters (initialised from the seed) and the model.
+class GptModel final : public train::Model {
+ public:
+  GptModel(const GptConfig& config, std::uint64_t seed);
+  GptModel(const GptModel&) = delete;
+  GptModel& operator=(const GptModel&) = delete;
+
+  train::ParameterStore& parameters() override { return store_; }
+  float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+             std::size_t sequences, std::size_t seq, bool with_grads) override;
+  [[nodiscard]] Gpt& gpt() { return gpt_; }
+
+ private:
+  train::ParameterStore store_;
+  Gpt gpt_;
 };
 
 }  // namespace shardwise::models

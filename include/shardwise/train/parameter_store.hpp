@@ -36,7 +36,12 @@ class ParameterStore {
   explicit ParameterStore(std::vector<ParameterSpec> specs);
 
   [[nodiscard]] const std::vector<ParameterSpec>& specs() const { return specs_; }
-  [[nodiscard]] std::size_t size() const { return values_.size(); }  // elements in all
+  // Elements of all parameters, and of the buffers (with the padding pad_to_multiple adds).
+  [[nodiscard]] std::size_t parameter_elements() const { return parameter_elements_; }
+  [[nodiscard]] std::size_t size() const { return values_.size(); }
+  // Pads both buffers with zeros to a multiple of `n` elements, so that n ranks can own equal
+  // contiguous chunks (ZeRO's flat partition). The padding belongs to no parameter.
+  void pad_to_multiple(std::size_t n);
 
   // The parameter called `name` (an InvalidArgument naming it where there is none).
   [[nodiscard]] std::size_t index_of(const std::string& name) const;
@@ -58,6 +63,7 @@ class ParameterStore {
   std::vector<ParameterSpec> specs_;
   std::vector<std::size_t> offsets_;
   std::vector<std::size_t> counts_;
+  std::size_t parameter_elements_ = 0;
   std::vector<float> values_;
   std::vector<float> grads_;
 };

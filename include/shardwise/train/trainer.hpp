@@ -1,0 +1,92 @@
+#pragma once
+// The training loop any model can use: data parallel over a group of ranks (the global batch
+// split equally), with ZeRO stage 1 (optimizer state sharded) or 2 (gradients reduce-scattered
+// too) over the flat parameter buffer, AdamW with decoupled weight decay (not on norms and
+// biases), global gradient-norm clipping, and a warm-up then cosine learning-rate schedule.
+// Every rank updates only the elements it owns; the global batch is the same on every mesh, so
+// every layout follows the one-rank run.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "shardwise/comm/communicator.hpp"
+#include "shardwise/train/corpus.hpp"
+#include "shardwise/train/parameter_store.hpp"
+
+namespace shardwise::train {
+
+// What the trainer needs of a model: its parameters, and its mean loss over some sequences
+// (adding that loss's gradients into the parameters' gradients when asked).
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual ParameterStore& parameters() = 0;
+  virtual float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+                     std::size_t sequences, std::size_t seq, bool with_grads) = 0;
+};
+
+struct TrainSettings {
+  std::size_t batch = 8;  // global sequences per step
+  std::size_t seq = 64;
+  std::int64_t steps = 100;
+  std::int64_t warmup = 10;
+  float learning_rate = 1e-3F;
+  float min_learning_rate_ratio = 0.1F;  // the cosine ends at this share of learning_rate
+  float beta1 = 0.9F;
+  float beta2 = 0.95F;
+  float weight_decay = 0.1F;
+  float grad_clip = 1.0F;  // 0: no clipping
+  int zero = 0;            // 0: plain data parallel; 1 or 2
+  std::uint64_t seed = 1337;
+};
+
+// The learning rate of step `step` (1 for the first): linear warm-up over `warmup` steps, then
+// cosine decay to min_learning_rate_ratio x learning_rate at the last step.
+[[nodiscard]] float learning_rate_at(const TrainSettings& settings, std::int64_t step);
+
+struct StepStats {
+  std::int64_t step = 0;
+  float loss = 0;  // the global batch's mean loss
+  float learning_rate = 0;
+  float grad_norm = 0;  // before clipping
+};
+
+class Trainer {
+ public:
+  // `group`: the data-parallel ranks of `comm` (every rank of it takes part); the batch must
+  // divide among them, and zero must be 0, 1 or 2 (InvalidArgument naming the field otherwise).
+  Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
+          TrainSettings settings);
+
+  // Runs the next step (collective over the group).
+  StepStats step();
+  // The mean loss over `batches` global batches of held-out data (collective).
+  float validation_loss(std::size_t batches);
+
+  // Bytes this rank keeps for parameters, gradients and optimizer state.
+  [[nodiscard]] std::size_t params_bytes() const;
+  [[nodiscard]] std::size_t grads_bytes() const;
+  [[nodiscard]] std::size_t optimizer_bytes() const;
+  [[nodiscard]] std::int64_t steps_done() const { return steps_done_; }
+
+ private:
+  void update(float learning_rate);
+
+  Communicator& comm_;
+  Group group_;
+  int member_ = 0;
+  Model& model_;
+  ParameterStore& store_;
+  const Corpus& corpus_;
+  TrainSettings settings_;
+  std::size_t chunk_begin_ = 0;  // the elements this rank updates: [begin, end)
+  std::size_t chunk_end_ = 0;
+  std::vector<float> m_;  // AdamW moments of the owned elements
+  std::vector<float> v_;
+  std::vector<float> grad_chunk_;  // ZeRO-2: the reduce-scattered gradients
+  std::int64_t steps_done_ = 0;
+};
+
+}  // namespace shardwise::train

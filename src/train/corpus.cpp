@@ -1,0 +1,88 @@
+#include "shardwise/train/corpus.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::train {
+namespace {
+
+constexpr std::size_t kMaxFileBytes = std::size_t{64} << 20;
+
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Corpus::Corpus(std::string text, std::size_t seq) : bytes_(std::move(text)) {
+  split_ = bytes_.size() - bytes_.size() / 10;
+  if (seq < 1 || split_ < seq + 1 || bytes_.size() - split_ < seq + 1) {
+    throw InvalidArgument("the data has " + std::to_string(bytes_.size()) +
+                          " bytes; sequences of " + std::to_string(seq) + " tokens need at least " +
+                          std::to_string(10 * (seq + 1)) + " (a tenth is held out)");
+  }
+}
+
+Corpus Corpus::from_file(const std::string& path, std::size_t seq) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) throw InvalidArgument("--data: cannot read '" + path + "'");
+  if (!S_ISREG(info.st_mode)) {
+    throw InvalidArgument("--data: '" + path + "' is not a regular file");
+  }
+  if (static_cast<std::size_t>(info.st_size) > kMaxFileBytes) {
+    throw InvalidArgument("--data: '" + path + "' has " + std::to_string(info.st_size) +
+                          " bytes; at most 64 MiB is read");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidArgument("--data: cannot read '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return Corpus(text.str(), seq);
+}
+
+Corpus Corpus::builtin(std::size_t seq) {
+  // Counting sentences: regular enough to learn fast, varied enough that the loss shows it.
+  static const char* const kNames[] = {"one", "two", "three", "four", "five", "six", "seven",
+                                       "eight", "nine", "ten"};
+  static const char* const kThings[] = {"cats", "ships", "stars", "bells", "trees"};
+  std::string text;
+  for (int round = 0; text.size() < 20 * seq + 60000; ++round) {
+    for (int n = 0; n < 10; ++n) {
+      text += kNames[n];
+      text += ' ';
+      text += kThings[(round + n) % 5];
+      text += n == 9 ? ".\n" : ", ";
+    }
+  }
+  return Corpus(text, seq);
+}
+
+TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, std::size_t first,
+                         std::size_t count, std::size_t seq) const {
+  const std::size_t begin = split == Split::kTrain ? 0 : split_;
+  const std::size_t length = (split == Split::kTrain ? split_ : bytes_.size()) - begin;
+  TokenBatch out;
+  out.sequences = count;
+  out.seq = seq;
+  out.tokens.reserve(count * seq);
+  out.targets.reserve(count * seq);
+  for (std::size_t s = first; s < first + count; ++s) {
+    // Where sequence s of this step starts: the same on every rank and mesh.
+    const std::uint64_t draw =
+        mix(mix(seed ^ (split == Split::kTrain ? 0x7472ULL : 0x76616cULL)) ^ mix(step) ^ s);
+    const std::size_t start = begin + static_cast<std::size_t>(draw % (length - seq));
+    for (std::size_t t = 0; t < seq; ++t) {
+      out.tokens.push_back(static_cast<unsigned char>(bytes_[start + t]));
+      out.targets.push_back(static_cast<unsigned char>(bytes_[start + t + 1]));
+    }
+  }
+  return out;
+}
+
+}  // namespace shardwise::train

@@ -1,0 +1,147 @@
+#include "shardwise/train/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "shardwise/core/error.hpp"
+#include "shardwise/kernels/adamw.hpp"
+
+namespace shardwise::train {
+
+float learning_rate_at(const TrainSettings& s, std::int64_t step) {
+  if (s.warmup > 0 && step <= s.warmup) {
+    return s.learning_rate * static_cast<float>(step) / static_cast<float>(s.warmup);
+  }
+  const float floor = s.learning_rate * s.min_learning_rate_ratio;
+  const std::int64_t decay_steps = std::max<std::int64_t>(1, s.steps - s.warmup);
+  const double progress =
+      std::clamp(static_cast<double>(step - s.warmup) / static_cast<double>(decay_steps), 0.0, 1.0);
+  const double cosine = 0.5 * (1.0 + std::cos(3.141592653589793 * progress));
+  return floor + static_cast<float>(cosine) * (s.learning_rate - floor);
+}
+
+Trainer::Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
+                 TrainSettings settings)
+    : comm_(comm), group_(group), model_(model), store_(model.parameters()), corpus_(corpus),
+      settings_(settings) {
+  member_ = group_.index_of(comm_.rank());
+  if (member_ < 0) {
+    throw InvalidArgument("rank " + std::to_string(comm_.rank()) + " is not in the trainer's group " +
+                          group_.to_string());
+  }
+  const auto n = static_cast<std::size_t>(group_.size());
+  if (settings_.batch == 0 || settings_.batch % n != 0) {
+    throw InvalidArgument("--batch " + std::to_string(settings_.batch) +
+                          " does not divide among the " + std::to_string(n) +
+                          " data-parallel ranks");
+  }
+  if (settings_.zero < 0 || settings_.zero > 2) {
+    throw InvalidArgument("--zero " + std::to_string(settings_.zero) + " is not 0, 1 or 2");
+  }
+  ParameterStore& store = store_;
+  store.pad_to_multiple(n);
+  const std::size_t chunk = store.size() / n;
+  if (settings_.zero == 0) {
+    chunk_begin_ = 0;
+    chunk_end_ = store.size();
+  } else {
+    chunk_begin_ = static_cast<std::size_t>(member_) * chunk;
+    chunk_end_ = chunk_begin_ + chunk;
+  }
+  m_.assign(chunk_end_ - chunk_begin_, 0.0F);
+  v_.assign(chunk_end_ - chunk_begin_, 0.0F);
+  if (settings_.zero == 2) grad_chunk_.assign(chunk, 0.0F);
+}
+
+StepStats Trainer::step() {
+  const std::int64_t step = ++steps_done_;
+  ParameterStore& store = store_;
+  const auto n = static_cast<std::size_t>(group_.size());
+  const std::size_t per_rank = settings_.batch / n;
+  const TokenBatch batch =
+      corpus_.batch(Corpus::Split::kTrain, settings_.seed, static_cast<std::uint64_t>(step),
+                    static_cast<std::size_t>(member_) * per_rank, per_rank, settings_.seq);
+  store.zero_grads();
+  float loss = model_.loss(batch.tokens, batch.targets, per_rank, settings_.seq, true);
+  comm_.all_reduce(&loss, &loss, 1, DType::kF32, ReduceOp::kAvg, group_);
+
+  // The averaged gradients of the owned elements: all of them (ZeRO 0 and 1 all-reduce the
+  // whole buffer) or this rank's chunk (ZeRO 2 reduce-scatters it).
+  std::span<float> grads = store.grads();
+  float* owned = grads.data() + chunk_begin_;
+  if (settings_.zero == 2) {
+    comm_.reduce_scatter(grads.data(), grad_chunk_.data(), grad_chunk_.size(), DType::kF32,
+                         ReduceOp::kAvg, group_);
+    owned = grad_chunk_.data();
+  } else {
+    comm_.all_reduce(grads.data(), grads.data(), grads.size(), DType::kF32, ReduceOp::kAvg, group_);
+  }
+  // The global norm: every rank sums the squares of a disjoint part, one sum over the group.
+  const std::size_t first = settings_.zero == 0 ? static_cast<std::size_t>(member_) * (store.size() / n) : 0;
+  const std::size_t count = settings_.zero == 0 ? store.size() / n : chunk_end_ - chunk_begin_;
+  const float* part = settings_.zero == 0 ? grads.data() + first : owned;
+  double squares = 0;
+  for (std::size_t i = 0; i < count; ++i) squares += static_cast<double>(part[i]) * part[i];
+  comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
+  const auto norm = static_cast<float>(std::sqrt(squares));
+  const float scale =
+      settings_.grad_clip > 0 && norm > settings_.grad_clip ? settings_.grad_clip / (norm + 1e-6F) : 1.0F;
+  const float learning_rate = learning_rate_at(settings_, step);
+  for (std::size_t i = 0; i < chunk_end_ - chunk_begin_; ++i) owned[i] *= scale;
+  if (settings_.zero == 2) {
+    std::copy(grad_chunk_.begin(), grad_chunk_.end(), grads.begin() + static_cast<std::ptrdiff_t>(chunk_begin_));
+  }
+  update(learning_rate);
+  if (settings_.zero > 0) {
+    // Every rank's updated chunk to every rank.
+    const std::size_t chunk = chunk_end_ - chunk_begin_;
+    std::span<float> values = store.values();
+    comm_.all_gather(values.data() + chunk_begin_, values.data(), chunk, DType::kF32, group_);
+  }
+  return {step, loss, learning_rate, norm};
+}
+
+void Trainer::update(float learning_rate) {
+  ParameterStore& store = store_;
+  kernels::AdamWSettings adamw;
+  adamw.learning_rate = learning_rate;
+  adamw.beta1 = settings_.beta1;
+  adamw.beta2 = settings_.beta2;
+  // Each parameter's part inside the owned range, with its own weight decay.
+  for (std::size_t p = 0; p < store.specs().size(); ++p) {
+    const std::size_t begin = std::max(store.offset(p), chunk_begin_);
+    const std::size_t end = std::min(store.offset(p) + store.count(p), chunk_end_);
+    if (begin >= end) continue;
+    adamw.weight_decay = store.specs()[p].weight_decay ? settings_.weight_decay : 0.0F;
+    const std::size_t local = begin - chunk_begin_;
+    kernels::adamw_update(store.values().data() + begin, store.grads().data() + begin,
+                          m_.data() + local, v_.data() + local, end - begin, adamw, steps_done_);
+  }
+}
+
+float Trainer::validation_loss(std::size_t batches) {
+  const auto n = static_cast<std::size_t>(group_.size());
+  const std::size_t per_rank = settings_.batch / n;
+  double sum = 0;
+  for (std::size_t b = 0; b < batches; ++b) {
+    const TokenBatch batch = corpus_.batch(Corpus::Split::kValidation, settings_.seed, b,
+                                           static_cast<std::size_t>(member_) * per_rank, per_rank,
+                                           settings_.seq);
+    float loss = model_.loss(batch.tokens, batch.targets, per_rank, settings_.seq, false);
+    comm_.all_reduce(&loss, &loss, 1, DType::kF32, ReduceOp::kAvg, group_);
+    sum += loss;
+  }
+  return batches == 0 ? 0.0F : static_cast<float>(sum / static_cast<double>(batches));
+}
+
+std::size_t Trainer::params_bytes() const {
+  return store_.size() * sizeof(float);
+}
+
+std::size_t Trainer::grads_bytes() const {
+  return (store_.size() + grad_chunk_.size()) * sizeof(float);
+}
+
+std::size_t Trainer::optimizer_bytes() const { return (m_.size() + v_.size()) * sizeof(float); }
+
+}  // namespace shardwise::train
