@@ -11,6 +11,7 @@
 
 #include "bench_runs.hpp"
 #include "bench_runtime.hpp"
+#include "backend_flag.hpp"
 #include "command.hpp"
 #include "number_text.hpp"
 #include "shardwise/comm/backend_choice.hpp"
@@ -80,14 +81,6 @@ std::string fixed(double value, int digits = 2) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(digits) << value;
   return out.str();
-}
-
-// `--backend` if given, else SHARDWISE_BACKEND, else mpi under mpirun and local otherwise.
-const BackendInfo& backend_from(const std::string& flag) {
-#ifdef SHARDWISE_HAVE_MPI
-  register_mpi_backend();
-#endif
-  return flag.empty() ? choose_backend(nullptr, nullptr) : parse_backend(flag, "--backend");
 }
 
 // Runs `fn` on every rank count: where ranks are processes (mpi), once on the launcher's

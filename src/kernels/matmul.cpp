@@ -40,4 +40,6 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   }
 }
 
+void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+
 }  // namespace shardwise::kernels

@@ -16,4 +16,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      const float* inp, const float* weight, std::size_t rows, std::size_t in,
                      std::size_t out_features);
 
+// Threads the BLAS may use for one call (ranks that are threads of one process use one each).
+void set_blas_threads(int threads);
+
 }  // namespace shardwise::kernels

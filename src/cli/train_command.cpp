@@ -1,0 +1,282 @@
+// `shardwise train`: the GPT trained through the training layer, on one rank or a data x fsdp
+// mesh of ranks (threads, or processes under mpirun), printing progress for a person or one JSON
+// object per line.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "backend_flag.hpp"
+#include "command.hpp"
+#include "number_text.hpp"
+#include "shardwise/comm/group.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/core/mesh.hpp"
+#include "shardwise/kernels/matmul.hpp"
+#include "shardwise/models/gpt.hpp"
+#include "shardwise/train/trainer.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_t least,
+                     std::int64_t most) {
+  const std::int64_t value = integer(text, flag);
+  if (value < least || value > most) {
+    throw InvalidArgument(std::string(flag) + " is " + text + "; expected " +
+                          std::to_string(least) + " to " + std::to_string(most));
+  }
+  return value;
+}
+
+// A preset's name, or a JSON file with n_layer, n_head, n_embd, block_size, vocab_size.
+models::GptConfig model_config(const std::string& model) {
+  if (model == "tiny" || model == "small" || model == "gpt2") return models::gpt_preset(model, "--model");
+  std::ifstream in(model);
+  if (!in) {
+    throw InvalidArgument("--model: '" + model +
+                          "' is neither a model (tiny, small, gpt2) nor a readable JSON file");
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument("--model: '" + model + "' is not JSON: " + e.what());
+  }
+  models::GptConfig c;
+  const auto field = [&](const char* key, std::size_t& into) {
+    if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned()) {
+      throw InvalidArgument("--model: '" + model + "' needs \"" + key +
+                            "\" as a positive integer");
+    }
+    const auto value = j[key].get<std::uint64_t>();
+    if (value > (std::uint64_t{1} << 20)) {
+      throw InvalidArgument("--model: \"" + std::string(key) + "\" is " + std::to_string(value) +
+                            "; expected at most 1048576");
+    }
+    into = static_cast<std::size_t>(value);
+  };
+  field("n_layer", c.n_layer);
+  field("n_head", c.n_head);
+  field("n_embd", c.n_embd);
+  field("block_size", c.block_size);
+  field("vocab_size", c.vocab_size);
+  return c;
+}
+
+std::string bytes_text(std::size_t bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  if (bytes >= (std::size_t{1} << 20)) {
+    out << static_cast<double>(bytes) / (1 << 20) << " MiB";
+  } else {
+    out << static_cast<double>(bytes) / 1024 << " KiB";
+  }
+  return out.str();
+}
+
+class TrainCommand final : public Command {
+ public:
+  explicit TrainCommand(CLI::App& parent)
+      : app_(parent.add_subcommand("train",
+                                   "Train the GPT on byte tokens, on one rank or a data x fsdp "
+                                   "mesh, matching the one-rank run step for step")) {
+    app_->add_option("--model", model_, "tiny, small, gpt2 or a JSON file")->default_val("tiny");
+    app_->add_option("--mesh", mesh_, "Data-parallel mesh, e.g. data=2,fsdp=2 (one rank without)");
+    app_->add_option("--zero", zero_, "ZeRO stage: 0 (plain data parallel), 1 or 2")->default_val("0");
+    app_->add_option("--steps", steps_, "Training steps")->default_val("100");
+    app_->add_option("--batch", batch_, "Global sequences per step")->default_val("8");
+    app_->add_option("--seq", seq_, "Tokens per sequence (default: the model's context)");
+    app_->add_option("--lr", lr_, "Peak learning rate")->default_val("1e-3");
+    app_->add_option("--warmup", warmup_, "Warm-up steps (default: 10, at most --steps)");
+    app_->add_option("--seed", seed_, "Seed of the initialisation and of the batches")->default_val("1337");
+    app_->add_option("--data", data_, "A text file (its bytes are the tokens); default: a built-in corpus");
+    app_->add_option("--eval-every", eval_every_, "Validation loss every K steps (0: never)")->default_val("0");
+    app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
+    app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
+    app_->add_flag("--json", json_, "One JSON object per line");
+  }
+
+  [[nodiscard]] const CLI::App& app() const override { return *app_; }
+
+  void run(std::ostream& out) const override {
+    const models::GptConfig config = model_config(model_);
+    models::validate(config);
+    if (config.vocab_size < 256) {
+      throw InvalidArgument("--model: vocab_size " + std::to_string(config.vocab_size) +
+                            " is below 256, the byte tokens' vocabulary");
+    }
+    const Mesh mesh = mesh_ ? Mesh::parse(*mesh_) : Mesh({"data"}, {1});
+    for (const std::string& axis : mesh.axis_names()) {
+      if (axis != "data" && axis != "fsdp") {
+        throw InvalidArgument("--mesh: axis '" + axis +
+                              "' is not one `shardwise train` runs yet (data, fsdp)");
+      }
+    }
+    const int ranks = static_cast<int>(mesh.size());
+    train::TrainSettings settings;
+    settings.steps = bounded(steps_, "--steps", 1, 10'000'000);
+    settings.batch = static_cast<std::size_t>(bounded(batch_, "--batch", 1, 65536));
+    settings.seq = seq_ ? static_cast<std::size_t>(bounded(*seq_, "--seq", 1,
+                                                           static_cast<std::int64_t>(config.block_size)))
+                        : config.block_size;
+    settings.learning_rate = static_cast<float>(finite_number(lr_, "--lr"));
+    if (!(settings.learning_rate > 0 && settings.learning_rate <= 1)) {
+      throw InvalidArgument("--lr is " + lr_ + "; expected more than 0 and at most 1");
+    }
+    settings.warmup = warmup_ ? bounded(*warmup_, "--warmup", 0, settings.steps)
+                              : std::min<std::int64_t>(10, settings.steps);
+    settings.seed = static_cast<std::uint64_t>(bounded(seed_, "--seed", 0, INT64_MAX));
+    settings.zero = static_cast<int>(bounded(zero_, "--zero", 0, 3));
+    if (settings.zero == 3) {
+      throw InvalidArgument("--zero 3 (parameters sharded and gathered per layer) is not built yet; use 0, 1 or 2");
+    }
+    const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
+    const int threads = threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256))
+                                 : (ranks > 1 ? 1 : 0);
+    if (settings.batch % static_cast<std::size_t>(ranks) != 0) {
+      throw InvalidArgument("--batch " + batch_ + " does not divide among the " +
+                            std::to_string(ranks) + " ranks of the mesh");
+    }
+    const train::Corpus corpus = data_ ? train::Corpus::from_file(*data_, settings.seq)
+                                       : train::Corpus::builtin(settings.seq);
+    const BackendInfo& backend = backend_from(backend_);
+    std::mutex mutex;
+    backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
+      if (comm.size() != ranks) {
+        throw InvalidArgument("--mesh " + mesh.to_string() + " has " + std::to_string(ranks) +
+                              " devices but the job has " + std::to_string(comm.size()) + " ranks");
+      }
+      if (threads > 0) kernels::set_blas_threads(threads);
+      train_rank(comm, mesh, config, settings, corpus, eval_every, out, mutex);
+    });
+  }
+
+ private:
+  void train_rank(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
+                  const train::TrainSettings& settings, const train::Corpus& corpus,
+                  std::int64_t eval_every, std::ostream& out, std::mutex& mutex) const {
+    const bool speaks = comm.rank() == 0;
+    models::GptModel model(config, settings.seed);
+    const Group group = group_along(mesh, mesh.axis_names(), comm.rank());
+    train::Trainer trainer(comm, group, model, corpus, settings);
+    const std::size_t parameters = model.parameters().parameter_elements();
+    if (speaks && !json_) {
+      std::lock_guard lock(mutex);
+      out << "mesh " << mesh.to_string() << " (" << comm.size() << " rank" << (comm.size() > 1 ? "s" : "")
+          << ", " << comm.backend() << "), GPT " << config.n_layer << " layers x " << config.n_embd
+          << " wide, " << parameters << " parameters\n"
+          << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split along "
+          << group.axes << "; parameters replicated"
+          << (settings.zero >= 1 ? ", optimizer state" : "") << (settings.zero >= 2 ? " and gradients" : "")
+          << (settings.zero >= 1 ? " sharded in " + std::to_string(group.size()) + " flat chunks" : "")
+          << "\n";
+    }
+    comm.counters().clear();
+    const auto start = Clock::now();
+    float loss = 0;
+    for (std::int64_t s = 1; s <= settings.steps; ++s) {
+      const auto before = Clock::now();
+      const train::StepStats stats = trainer.step();
+      const double seconds = std::chrono::duration<double>(Clock::now() - before).count();
+      const double tokens_per_s = static_cast<double>(settings.batch * settings.seq) / seconds;
+      loss = stats.loss;
+      std::optional<float> val;
+      if (eval_every > 0 && s % eval_every == 0) val = trainer.validation_loss(4);
+      if (!speaks) continue;
+      std::lock_guard lock(mutex);
+      if (json_) {
+        nlohmann::json line{{"step", s}, {"loss", stats.loss}, {"tokens_per_s", tokens_per_s}};
+        if (val) line["val_loss"] = *val;
+        out << line.dump() << '\n';
+      } else {
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        const double eta = elapsed / static_cast<double>(s) * static_cast<double>(settings.steps - s);
+        out << "step " << std::setw(6) << s << "/" << settings.steps << "  loss " << std::fixed
+            << std::setprecision(4) << stats.loss << (val ? "  val " : "")
+            << (val ? std::to_string(*val).substr(0, 6) : "") << "  " << std::setprecision(0)
+            << tokens_per_s << " tok/s  eta " << eta << " s\n";
+      }
+      out.flush();
+    }
+    const double total = std::chrono::duration<double>(Clock::now() - start).count();
+    // What rank 0 sent along each axes per step, before the summary's own gather.
+    std::map<std::string, std::int64_t> per_axes;
+    for (const auto& [key, count] : comm.counters().entries()) per_axes[key.axes] += count.sent;
+    // Every rank's bytes, to rank 0.
+    const std::int64_t mine[4] = {static_cast<std::int64_t>(trainer.params_bytes()),
+                                  static_cast<std::int64_t>(trainer.grads_bytes()),
+                                  static_cast<std::int64_t>(trainer.optimizer_bytes()),
+                                  static_cast<std::int64_t>(model.gpt().activation_bytes())};
+    std::vector<std::int64_t> all(4 * static_cast<std::size_t>(comm.size()));
+    comm.all_gather(mine, all.data(), 4, DType::kI64, world_group(comm.size()));
+    if (!speaks) return;
+    std::lock_guard lock(mutex);
+    const double tokens_per_s =
+        static_cast<double>(settings.batch * settings.seq * static_cast<std::size_t>(settings.steps)) / total;
+    if (json_) {
+      nlohmann::json ranks = nlohmann::json::array();
+      for (int r = 0; r < comm.size(); ++r) {
+        const std::int64_t* b = all.data() + 4 * r;
+        ranks.push_back({{"rank", r}, {"params_bytes", b[0]}, {"grads_bytes", b[1]},
+                         {"optimizer_bytes", b[2]}, {"activations_peak_bytes", b[3]}});
+      }
+      nlohmann::json comm_bytes = nlohmann::json::object();
+      for (const auto& [axes, bytes] : per_axes) comm_bytes[axes] = bytes / settings.steps;
+      out << nlohmann::json{{"summary",
+                             {{"parameters", parameters},
+                              {"final_loss", loss},
+                              {"tokens_per_s", tokens_per_s},
+                              {"ranks", ranks},
+                              {"comm_bytes_per_step", comm_bytes}}}}
+                 .dump()
+          << '\n';
+      return;
+    }
+    out << "done: final loss " << std::fixed << std::setprecision(4) << loss << ", "
+        << std::setprecision(0) << tokens_per_s << " tok/s\n";
+    for (int r = 0; r < comm.size(); ++r) {
+      const std::int64_t* b = all.data() + 4 * r;
+      out << "rank " << r << ": params " << bytes_text(static_cast<std::size_t>(b[0])) << ", grads "
+          << bytes_text(static_cast<std::size_t>(b[1])) << ", optimizer "
+          << bytes_text(static_cast<std::size_t>(b[2])) << ", activations "
+          << bytes_text(static_cast<std::size_t>(b[3])) << "\n";
+    }
+    for (const auto& [axes, bytes] : per_axes) {
+      out << "rank 0 sent along " << axes << ": "
+          << bytes_text(static_cast<std::size_t>(bytes / settings.steps)) << " per step\n";
+    }
+  }
+
+  CLI::App* app_;
+  std::string model_;
+  std::optional<std::string> mesh_;
+  std::string zero_;
+  std::string steps_;
+  std::string batch_;
+  std::optional<std::string> seq_;
+  std::string lr_;
+  std::optional<std::string> warmup_;
+  std::string seed_;
+  std::optional<std::string> data_;
+  std::string eval_every_;
+  std::optional<std::string> threads_;
+  std::string backend_;
+  bool json_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_train_command(CLI::App& parent) {
+  return std::make_unique<TrainCommand>(parent);
+}
+
+}  // namespace shardwise::cli

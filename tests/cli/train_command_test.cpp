@@ -1,0 +1,80 @@
+// `shardwise train` as a user runs it: the JSON lines and the summary, the same losses on every
+// mesh, and one clear line for bad input.
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "run_command.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+using testing::expect_bad_input;
+using testing::run_command;
+using testing::source_path;
+
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+std::vector<std::string> micro(std::vector<std::string> extra) {
+  std::vector<std::string> args{"train", "--model", source_path("examples/models/gpt_micro.json"),
+                                "--steps", "6", "--batch", "4", "--seed", "3", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(TrainCommand, JsonLinesThenASummaryCountedFromTheBuffers) {
+  const testing::Result r = run_command(micro({"--mesh", "data=2", "--zero", "1", "--eval-every", "3"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 7U);
+  for (int s = 0; s < 6; ++s) {
+    EXPECT_EQ(lines[static_cast<std::size_t>(s)]["step"], s + 1);
+    EXPECT_GT(lines[static_cast<std::size_t>(s)]["tokens_per_s"].get<double>(), 0);
+  }
+  EXPECT_TRUE(lines[2].contains("val_loss"));
+  EXPECT_FALSE(lines[3].contains("val_loss"));
+  const auto& summary = lines[6]["summary"];
+  EXPECT_EQ(summary["ranks"].size(), 2U);
+  // ZeRO-1 on 2 ranks: each keeps half of the (padded) optimizer state, Adam's two moments.
+  const auto parameters = summary["parameters"].get<std::int64_t>();
+  const auto optimizer = summary["ranks"][0]["optimizer_bytes"].get<std::int64_t>();
+  EXPECT_EQ(optimizer, 2 * 4 * ((parameters + 1) / 2));
+  EXPECT_GT(summary["comm_bytes_per_step"]["data"].get<std::int64_t>(), 0);
+}
+
+TEST(TrainCommand, EveryMeshSeesTheSameLossesAsOneRank) {
+  const auto one = json_lines(run_command(micro({})).out);
+  for (const std::vector<std::string>& mesh :
+       {std::vector<std::string>{"--mesh", "data=2"},
+        std::vector<std::string>{"--mesh", "data=2,fsdp=2", "--zero", "2"},
+        std::vector<std::string>{"--mesh", "fsdp=4", "--zero", "1"}}) {
+    const auto many = json_lines(run_command(micro(mesh)).out);
+    ASSERT_EQ(many.size(), one.size()) << mesh[1];
+    for (std::size_t s = 0; s + 1 < one.size(); ++s) {
+      const double a = one[s]["loss"].get<double>();
+      const double b = many[s]["loss"].get<double>();
+      EXPECT_NEAR(b, a, 1e-5 * a) << mesh[1] << " step " << s + 1;
+    }
+  }
+}
+
+TEST(TrainCommand, BadInput) {
+  expect_bad_input({"train", "--model", "huge"}, "--model: 'huge' is neither a model");
+  expect_bad_input({"train", "--zero", "3"}, "--zero 3 (parameters sharded and gathered per layer) is not built yet");
+  expect_bad_input({"train", "--zero", "5"}, "--zero is 5; expected 0 to 3");
+  expect_bad_input({"train", "--mesh", "model=2"}, "--mesh: axis 'model' is not one `shardwise train` runs yet");
+  expect_bad_input({"train", "--mesh", "data=3", "--batch", "8"}, "--batch 8 does not divide among the 3 ranks");
+  expect_bad_input({"train", "--lr", "nan"}, "--lr");
+  expect_bad_input({"train", "--steps", "0"}, "--steps is 0; expected 1 to 10000000");
+  expect_bad_input({"train", "--seq", "65"}, "--seq is 65; expected 1 to 64");
+  expect_bad_input({"train", "--data", "/dev/zero"}, "--data: '/dev/zero' is not a regular file");
+  expect_bad_input({"train", "--data", "/nonexistent/file"}, "--data: cannot read '/nonexistent/file'");
+}
+
+}  // namespace
+}  // namespace shardwise::cli

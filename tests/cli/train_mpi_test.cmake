@@ -1,0 +1,37 @@
+# `shardwise train` under mpirun -np 2 (data=2, ZeRO 2) against one rank: the same losses.
+#   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -P train_mpi_test.cmake
+set(_args train --model ${MODEL} --steps 6 --batch 4 --seed 3 --json)
+execute_process(COMMAND ${COMMAND} ${_args} RESULT_VARIABLE _one_status OUTPUT_VARIABLE _one
+                ERROR_VARIABLE _one_err TIMEOUT 120)
+execute_process(COMMAND ${MPIEXEC} -np 2 --oversubscribe ${COMMAND} ${_args} --mesh data=2 --zero 2
+                RESULT_VARIABLE _mpi_status OUTPUT_VARIABLE _mpi ERROR_VARIABLE _mpi_err TIMEOUT 120)
+if(NOT _one_status EQUAL 0 OR NOT _mpi_status EQUAL 0)
+  message(FATAL_ERROR "one rank: ${_one_status} ${_one_err}\nmpirun: ${_mpi_status} ${_mpi_err}")
+endif()
+string(REGEX MATCHALL "\"loss\":[0-9.e+-]+" _one_losses "${_one}")
+string(REGEX MATCHALL "\"loss\":[0-9.e+-]+" _mpi_losses "${_mpi}")
+list(LENGTH _one_losses _count)
+list(LENGTH _mpi_losses _mpi_count)
+if(NOT _count EQUAL 6 OR NOT _mpi_count EQUAL 6)
+  message(FATAL_ERROR "expected 6 losses each, got ${_count} and ${_mpi_count}:\n${_one}\n${_mpi}")
+endif()
+foreach(i RANGE 5)
+  list(GET _one_losses ${i} _a)
+  list(GET _mpi_losses ${i} _b)
+  string(REPLACE "\"loss\":" "" _a "${_a}")
+  string(REPLACE "\"loss\":" "" _b "${_b}")
+  # CMake has no floating point: losses here are 1 to 9.x, so the first eight digits without
+  # the point are the loss in units of 1e-7; allow 60 of them (about 1e-5 relative).
+  foreach(_v _a _b)
+    string(REPLACE "." "" _digits "${${_v}}")
+    string(APPEND _digits "00000000")
+    string(SUBSTRING "${_digits}" 0 8 _digits)
+    string(REGEX REPLACE "^0+([0-9])" "\\1" _digits "${_digits}")
+    set(${_v}_units ${_digits})
+  endforeach()
+  math(EXPR _diff "${_a_units} - ${_b_units}")
+  if(_diff GREATER 60 OR _diff LESS -60)
+    message(FATAL_ERROR "step ${i}: one rank ${_a}, mpirun ${_b}")
+  endif()
+endforeach()
+message(STATUS "6 steps, the same losses under mpirun as on one rank")
