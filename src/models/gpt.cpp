@@ -210,7 +210,7 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
   return static_cast<float>(sum / static_cast<double>(BT));
 }
 
-void Gpt::backward() {
+void Gpt::backward(const train::GradientsReady& ready) {
   if (batch_ == 0) throw InvalidArgument("backward before any forward");
   const std::size_t batch = batch_, seq = seq_;
   const std::size_t C = config_.n_embd, V = config_.vocab_size, NH = config_.n_head;
@@ -236,6 +236,13 @@ void Gpt::backward() {
   kernels::layernorm_backward(dresidual_.data(), store_.grad(index_[last]),
                               store_.grad(index_[last + 1]), dnorm_.data(), top,
                               store_.value(index_[last]), lnf_mean_.data(), lnf_rstd_.data(), BT, C);
+  // The range of parameters [first, last] (store indices, contiguous in gpt_parameters order).
+  const auto tell = [&](std::size_t first, std::size_t last_index) {
+    if (!ready) return;
+    ready(store_.offset(index_[first]),
+          store_.offset(index_[last_index]) + store_.count(index_[last_index]));
+  };
+  tell(last, last + 1);
   // dresidual_ holds d(the residual stream after layer l) on entry to each iteration, and
   // d(before layer l) after it.
   for (std::size_t l = config_.n_layer; l-- > 0;) {
@@ -275,9 +282,11 @@ void Gpt::backward() {
     kernels::layernorm_backward(dresidual_.data(), grad(l, kLn1W), grad(l, kLn1B), dnorm_.data(),
                                 residual, param(l, kLn1W), ln1_mean_.data() + l * BT,
                                 ln1_rstd_.data() + l * BT, BT, C);
+    tell(2 + l * kPerLayer, 2 + l * kPerLayer + kPerLayer - 1);
   }
   kernels::embedding_backward(store_.grad(index_[kWte]), store_.grad(index_[kWpe]),
                               dresidual_.data(), tokens_.data(), batch, seq, C);
+  tell(kWte, kWpe);
 }
 
 GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
@@ -286,9 +295,10 @@ GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
 }
 
 float GptModel::loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                     std::size_t sequences, std::size_t seq, bool with_grads) {
+                     std::size_t sequences, std::size_t seq, bool with_grads,
+                     const train::GradientsReady& ready) {
   const float mean = gpt_.forward(tokens, targets, sequences, seq);
-  if (with_grads) gpt_.backward();
+  if (with_grads) gpt_.backward(ready);
   return mean;
 }
 

@@ -62,19 +62,47 @@ StepStats Trainer::step() {
       corpus_.batch(Corpus::Split::kTrain, settings_.seed, static_cast<std::uint64_t>(step),
                     static_cast<std::size_t>(member_) * per_rank, per_rank, settings_.seq);
   store.zero_grads();
-  float loss = model_.loss(batch.tokens, batch.targets, per_rank, settings_.seq, true);
+  std::span<float> grads = store.grads();
+  // ZeRO 0 and 1 average every gradient over the group: each range's all-reduce starts as soon
+  // as backward has finished it, and runs while backward goes on (the local backend's worker
+  // thread moves it; MPI progresses it inside later calls).
+  std::vector<Work> in_flight;
+  std::vector<std::pair<std::size_t, std::size_t>> started;
+  const auto reduce = [&](std::size_t begin, std::size_t end) {
+    in_flight.push_back(comm_.iall_reduce(grads.data() + begin, grads.data() + begin, end - begin,
+                                          DType::kF32, ReduceOp::kAvg, group_));
+  };
+  const GradientsReady ready = [&](std::size_t begin, std::size_t end) {
+    if (settings_.zero == 2 || end <= begin || end > store.parameter_elements()) return;
+    reduce(begin, end);
+    started.emplace_back(begin, end);
+  };
+  float loss = model_.loss(batch.tokens, batch.targets, per_rank, settings_.seq, true, ready);
+  if (settings_.zero != 2) {
+    // What the model did not announce (a model without the hook announces nothing) is reduced
+    // now; overlapping announcements are a model's bug.
+    std::sort(started.begin(), started.end());
+    std::size_t covered = 0;
+    for (const auto& [begin, end] : started) {
+      if (begin < covered) {
+        throw InvalidArgument("the model announced gradients [" + std::to_string(begin) + ", " +
+                              std::to_string(end) + ") twice");
+      }
+      if (begin > covered) reduce(covered, begin);
+      covered = end;
+    }
+    if (covered < store.parameter_elements()) reduce(covered, store.parameter_elements());
+  }
+  for (Work& work : in_flight) work.wait();
   comm_.all_reduce(&loss, &loss, 1, DType::kF32, ReduceOp::kAvg, group_);
 
-  // The averaged gradients of the owned elements: all of them (ZeRO 0 and 1 all-reduce the
-  // whole buffer) or this rank's chunk (ZeRO 2 reduce-scatters it).
-  std::span<float> grads = store.grads();
+  // The averaged gradients of the owned elements: all of them (ZeRO 0 and 1) or this rank's
+  // chunk (ZeRO 2 reduce-scatters the buffer after backward).
   float* owned = grads.data() + chunk_begin_;
   if (settings_.zero == 2) {
     comm_.reduce_scatter(grads.data(), grad_chunk_.data(), grad_chunk_.size(), DType::kF32,
                          ReduceOp::kAvg, group_);
     owned = grad_chunk_.data();
-  } else {
-    comm_.all_reduce(grads.data(), grads.data(), grads.size(), DType::kF32, ReduceOp::kAvg, group_);
   }
   // The global norm: every rank sums the squares of a disjoint part, one sum over the group.
   const std::size_t first = settings_.zero == 0 ? static_cast<std::size_t>(member_) * (store.size() / n) : 0;

@@ -58,6 +58,32 @@ TEST(Gpt, GradientsMatchCentralDifferencesOfTheLoss) {
   EXPECT_GT(checked, 500U);
 }
 
+// Backward announces every parameter's gradients once, as soon as they are final: the final
+// LayerNorm first, the blocks from the last, the embeddings (tied to the head) last.
+TEST(Gpt, BackwardAnnouncesEachRangeOnceInBackwardOrder) {
+  const GptConfig config{3, 2, 8, 4, 16};
+  train::ParameterStore store(gpt_parameters(config));
+  store.initialize(1);
+  Gpt gpt(config, store);
+  const std::vector<std::int32_t> tokens{1, 2, 3, 4};
+  (void)gpt.forward(tokens, tokens, 1, 4);
+  std::vector<std::pair<std::size_t, std::size_t>> ranges;
+  gpt.backward([&](std::size_t begin, std::size_t end) { ranges.emplace_back(begin, end); });
+  ASSERT_EQ(ranges.size(), 5U);
+  const auto block = [&](std::size_t l) {
+    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    return std::pair{store.offset(store.index_of(p + "ln_1.weight")),
+                     store.offset(store.index_of(p + "mlp.c_proj.bias")) +
+                         store.count(store.index_of(p + "mlp.c_proj.bias"))};
+  };
+  EXPECT_EQ(ranges[0].first, store.offset(store.index_of("transformer.ln_f.weight")));
+  EXPECT_EQ(ranges[0].second, store.parameter_elements());
+  EXPECT_EQ(ranges[1], block(2));
+  EXPECT_EQ(ranges[2], block(1));
+  EXPECT_EQ(ranges[3], block(0));
+  EXPECT_EQ(ranges[4], (std::pair<std::size_t, std::size_t>{0, block(0).first}));
+}
+
 TEST(Gpt, InitialisationDependsOnNameIndexAndSeedOnly) {
   const GptConfig config{1, 2, 8, 4, 16};
   train::ParameterStore a(gpt_parameters(config));

@@ -96,6 +96,38 @@ TEST(Trainer, EveryDataParallelLayoutMatchesOneRank) {
   }
 }
 
+// A model that announces no gradients (no backward hook) still has every gradient averaged.
+class SilentGpt final : public Model {
+ public:
+  SilentGpt() : inner_(kConfig, 42) {}
+  ParameterStore& parameters() override { return inner_.parameters(); }
+  float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+             std::size_t sequences, std::size_t seq, bool with_grads,
+             const GradientsReady& /*ready*/) override {
+    return inner_.loss(tokens, targets, sequences, seq, with_grads);
+  }
+
+ private:
+  models::GptModel inner_;
+};
+
+TEST(Trainer, AModelWithoutTheBackwardHookTrainsTheSame) {
+  const Corpus corpus = Corpus::builtin(16);
+  std::vector<float> hooked, silent;
+  for (bool use_hook : {true, false}) {
+    run_local(2, [&](Communicator& comm) {
+      models::GptModel gpt(kConfig, 42);
+      SilentGpt quiet;
+      Model& model = use_hook ? static_cast<Model&>(gpt) : static_cast<Model&>(quiet);
+      Trainer trainer(comm, world_group(2), model, corpus, settings_for(0));
+      std::vector<float> losses;
+      for (int step = 0; step < 4; ++step) losses.push_back(trainer.step().loss);
+      if (comm.rank() == 0) (use_hook ? hooked : silent) = losses;
+    });
+  }
+  EXPECT_EQ(hooked, silent);
+}
+
 TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFloor) {
   TrainSettings s;
   s.learning_rate = 1.0F;

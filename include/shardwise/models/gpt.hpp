@@ -52,8 +52,11 @@ class Gpt {
   float forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
                 std::size_t batch, std::size_t seq);
 
-  // Adds d(mean loss of the last forward) / d(parameters) into the store's gradients.
-  void backward();
+  // Adds d(mean loss of the last forward) / d(parameters) into the store's gradients, telling
+  // `ready` of each parameter range once its gradients are final: the final LayerNorm, each
+  // block from the last to the first, then the embeddings (the token embedding also receives
+  // the tied head's gradient, so it is final only at the end).
+  void backward(const train::GradientsReady& ready = {});
 
   // Bytes of the activations kept for backward (and their gradients' scratch).
   [[nodiscard]] std::size_t activation_bytes() const;
@@ -86,7 +89,8 @@ class GptModel final : public train::Model {
 
   train::ParameterStore& parameters() override { return store_; }
   float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-             std::size_t sequences, std::size_t seq, bool with_grads) override;
+             std::size_t sequences, std::size_t seq, bool with_grads,
+             const train::GradientsReady& ready = {}) override;
   [[nodiscard]] Gpt& gpt() { return gpt_; }
 
  private:

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -17,14 +18,20 @@
 
 namespace shardwise::train {
 
+// Called during backward with a range [begin, end) of the flat gradient buffer whose values
+// are final, so that its reduction can start while backward goes on (DDP's bucket hooks).
+using GradientsReady = std::function<void(std::size_t begin, std::size_t end)>;
+
 // What the trainer needs of a model: its parameters, and its mean loss over some sequences
-// (adding that loss's gradients into the parameters' gradients when asked).
+// (adding that loss's gradients into the parameters' gradients when asked, and telling `ready`
+// of each range as it becomes final; every parameter's range exactly once).
 class Model {
  public:
   virtual ~Model() = default;
   virtual ParameterStore& parameters() = 0;
   virtual float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                     std::size_t sequences, std::size_t seq, bool with_grads) = 0;
+                     std::size_t sequences, std::size_t seq, bool with_grads,
+                     const GradientsReady& ready = {}) = 0;
 };
 
 struct TrainSettings {
