@@ -1,44 +1,50 @@
 #include "shardwise/kernels/attention.hpp"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 namespace shardwise::kernels {
+namespace {
 
+int blas_int(std::size_t n) { return static_cast<int>(n); }
+
+}  // namespace
+
+// Per (sequence, head), on the BLAS: scores = q k^T (the masked half is computed and then
+// zeroed: a product on the BLAS beats the scalar loops that would skip it), a causal softmax
+// per row, out = weights v. q, k and v are strided views of qkv (row stride 3 channels).
 void attention_forward(float* out, float* att, const float* qkv, std::size_t batch,
                        std::size_t seq, std::size_t channels, std::size_t heads) {
   const std::size_t head_size = channels / heads;
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
   for (std::size_t b = 0; b < batch; ++b) {
-    for (std::size_t t = 0; t < seq; ++t) {
-      for (std::size_t h = 0; h < heads; ++h) {
-        const float* q = qkv + (b * seq + t) * row + h * head_size;
-        float* weights = att + ((b * heads + h) * seq + t) * seq;
-        float largest = -std::numeric_limits<float>::infinity();
-        for (std::size_t t2 = 0; t2 <= t; ++t2) {
-          const float* k = qkv + (b * seq + t2) * row + channels + h * head_size;
-          float dot = 0.0F;
-          for (std::size_t i = 0; i < head_size; ++i) dot += q[i] * k[i];
-          weights[t2] = dot * scale;
-          largest = std::max(largest, weights[t2]);
-        }
+    for (std::size_t h = 0; h < heads; ++h) {
+      const float* q = qkv + b * seq * row + h * head_size;
+      const float* k = q + channels;
+      const float* v = q + 2 * channels;
+      float* weights = att + (b * heads + h) * seq * seq;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(seq), blas_int(seq),
+                  blas_int(head_size), scale, q, blas_int(row), k, blas_int(row), 0.0F, weights,
+                  blas_int(seq));
+      for (std::size_t t = 0; t < seq; ++t) {
+        float* w = weights + t * seq;
+        const float largest = *std::max_element(w, w + t + 1);
         float sum = 0.0F;
         for (std::size_t t2 = 0; t2 <= t; ++t2) {
-          weights[t2] = std::exp(weights[t2] - largest);
-          sum += weights[t2];
+          w[t2] = std::exp(w[t2] - largest);
+          sum += w[t2];
         }
         const float inverse = 1.0F / sum;  // sum >= 1: the largest term is exp(0)
-        for (std::size_t t2 = 0; t2 < seq; ++t2) weights[t2] = t2 <= t ? weights[t2] * inverse : 0.0F;
-        float* y = out + (b * seq + t) * channels + h * head_size;
-        std::fill(y, y + head_size, 0.0F);
-        for (std::size_t t2 = 0; t2 <= t; ++t2) {
-          const float* v = qkv + (b * seq + t2) * row + 2 * channels + h * head_size;
-          for (std::size_t i = 0; i < head_size; ++i) y[i] += weights[t2] * v[i];
-        }
+        for (std::size_t t2 = 0; t2 <= t; ++t2) w[t2] *= inverse;
+        std::fill(w + t + 1, w + seq, 0.0F);
       }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(seq), blas_int(head_size),
+                  blas_int(seq), 1.0F, weights, blas_int(seq), v, blas_int(row), 0.0F,
+                  out + b * seq * channels + h * head_size, blas_int(channels));
     }
   }
 }
@@ -49,38 +55,41 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const std::size_t head_size = channels / heads;
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
-  std::vector<float> datt(seq);
+  std::vector<float> dweights(seq * seq);
   for (std::size_t b = 0; b < batch; ++b) {
-    for (std::size_t t = 0; t < seq; ++t) {
-      for (std::size_t h = 0; h < heads; ++h) {
-        const float* weights = att + ((b * heads + h) * seq + t) * seq;
-        const float* dy = dout + (b * seq + t) * channels + h * head_size;
-        // Through the weighted sum of values.
-        float weighted = 0.0F;  // sum over t2 of att * datt, for the softmax below
-        for (std::size_t t2 = 0; t2 <= t; ++t2) {
-          const float* v = qkv + (b * seq + t2) * row + 2 * channels + h * head_size;
-          float* dv = dqkv + (b * seq + t2) * row + 2 * channels + h * head_size;
-          float d = 0.0F;
-          for (std::size_t i = 0; i < head_size; ++i) {
-            d += v[i] * dy[i];
-            dv[i] += weights[t2] * dy[i];
-          }
-          datt[t2] = d;
-          weighted += weights[t2] * d;
-        }
-        // Through the softmax (d preatt = att (datt - sum att datt)), then the scaled q.k.
-        const float* q = qkv + (b * seq + t) * row + h * head_size;
-        float* dq = dqkv + (b * seq + t) * row + h * head_size;
-        for (std::size_t t2 = 0; t2 <= t; ++t2) {
-          const float dpre = weights[t2] * (datt[t2] - weighted) * scale;
-          const float* k = qkv + (b * seq + t2) * row + channels + h * head_size;
-          float* dk = dqkv + (b * seq + t2) * row + channels + h * head_size;
-          for (std::size_t i = 0; i < head_size; ++i) {
-            dq[i] += k[i] * dpre;
-            dk[i] += q[i] * dpre;
-          }
-        }
+    for (std::size_t h = 0; h < heads; ++h) {
+      const float* q = qkv + b * seq * row + h * head_size;
+      const float* k = q + channels;
+      const float* v = q + 2 * channels;
+      float* dq = dqkv + b * seq * row + h * head_size;
+      float* dk = dq + channels;
+      float* dv = dq + 2 * channels;
+      const float* dy = dout + b * seq * channels + h * head_size;
+      const float* weights = att + (b * heads + h) * seq * seq;
+      // Through out = weights v.
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(seq), blas_int(head_size),
+                  blas_int(seq), 1.0F, weights, blas_int(seq), dy, blas_int(channels), 1.0F, dv,
+                  blas_int(row));
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(seq), blas_int(seq),
+                  blas_int(head_size), 1.0F, dy, blas_int(channels), v, blas_int(row), 0.0F,
+                  dweights.data(), blas_int(seq));
+      // Through the softmax: d scores = weights (d weights - sum weights d weights), scaled;
+      // zero above the diagonal, where the weights are zero.
+      for (std::size_t t = 0; t < seq; ++t) {
+        const float* w = weights + t * seq;
+        float* d = dweights.data() + t * seq;
+        float weighted = 0.0F;
+        for (std::size_t t2 = 0; t2 <= t; ++t2) weighted += w[t2] * d[t2];
+        for (std::size_t t2 = 0; t2 <= t; ++t2) d[t2] = w[t2] * (d[t2] - weighted) * scale;
+        std::fill(d + t + 1, d + seq, 0.0F);
       }
+      // Through scores = q k^T.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(seq), blas_int(head_size),
+                  blas_int(seq), 1.0F, dweights.data(), blas_int(seq), k, blas_int(row), 1.0F, dq,
+                  blas_int(row));
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(seq), blas_int(head_size),
+                  blas_int(seq), 1.0F, dweights.data(), blas_int(seq), q, blas_int(row), 1.0F, dk,
+                  blas_int(row));
     }
   }
 }
