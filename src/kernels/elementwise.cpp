@@ -44,7 +44,6 @@ inline float fast_tanh(float u) { return 1.0F - 2.0F / (fast_exp(2.0F * u) + 1.0
 
 SHARDWISE_CPU_CLONES
 void gelu_forward(float* __restrict out, const float* __restrict inp, std::size_t count) {
-#pragma GCC ivdep
   for (std::size_t i = 0; i < count; ++i) {
     const float x = inp[i];
     out[i] = 0.5F * x * (1.0F + fast_tanh(kGeluScale * (x + kGeluCube * x * x * x)));
@@ -54,7 +53,6 @@ void gelu_forward(float* __restrict out, const float* __restrict inp, std::size_
 SHARDWISE_CPU_CLONES
 void gelu_backward(float* __restrict dinp, const float* __restrict inp,
                    const float* __restrict dout, std::size_t count) {
-#pragma GCC ivdep
   for (std::size_t i = 0; i < count; ++i) {
     const float x = inp[i];
     const float u = kGeluScale * (x + kGeluCube * x * x * x);
