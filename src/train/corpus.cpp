@@ -4,6 +4,7 @@
 #include <sstream>
 #include <sys/stat.h>
 
+#include "detail/splitmix.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::train {
@@ -11,12 +12,6 @@ namespace {
 
 constexpr std::size_t kMaxFileBytes = std::size_t{64} << 20;
 
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 }  // namespace
 
@@ -74,8 +69,9 @@ TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, st
   out.targets.reserve(count * seq);
   for (std::size_t s = first; s < first + count; ++s) {
     // Where sequence s of this step starts: the same on every rank and mesh.
-    const std::uint64_t draw =
-        mix(mix(seed ^ (split == Split::kTrain ? 0x7472ULL : 0x76616cULL)) ^ mix(step) ^ s);
+    const std::uint64_t stream = split == Split::kTrain ? 0x7472ULL : 0x76616cULL;
+    const std::uint64_t draw = detail::splitmix64(detail::splitmix64(seed ^ stream) ^
+                                                  detail::splitmix64(step) ^ s);
     const std::size_t start = begin + static_cast<std::size_t>(draw % (length - seq));
     for (std::size_t t = 0; t < seq; ++t) {
       out.tokens.push_back(static_cast<unsigned char>(bytes_[start + t]));

@@ -4,17 +4,12 @@
 #include <cmath>
 #include <set>
 
+#include "detail/splitmix.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::train {
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {  // SplitMix64's finaliser
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 std::uint64_t name_hash(const std::string& name) {  // FNV-1a: stable across platforms
   std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -28,9 +23,9 @@ double unit(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5)
 }  // namespace
 
 float standard_normal_at(std::uint64_t seed, const std::string& name, std::uint64_t index) {
-  const std::uint64_t base = mix(seed ^ mix(name_hash(name)));
-  const std::uint64_t a = mix(base ^ (2 * index));
-  const std::uint64_t b = mix(base ^ (2 * index + 1));
+  const std::uint64_t base = detail::splitmix64(seed ^ detail::splitmix64(name_hash(name)));
+  const std::uint64_t a = detail::splitmix64(base ^ (2 * index));
+  const std::uint64_t b = detail::splitmix64(base ^ (2 * index + 1));
   // Box-Muller, one of its two outputs.
   constexpr double kTwoPi = 6.283185307179586;
   return static_cast<float>(std::sqrt(-2.0 * std::log(unit(a))) * std::cos(kTwoPi * unit(b)));
