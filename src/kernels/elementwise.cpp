@@ -35,8 +35,9 @@ inline float fast_tanh(float u) { return 1.0F - 2.0F / (fast_exp(2.0F * u) + 1.0
 }  // namespace
 
 // Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load time: this project's machines
-// change CPU between sessions.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+// change CPU between sessions. Not under ThreadSanitizer, whose runtime is not up yet when the
+// loader runs the clones' resolver.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define SHARDWISE_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SHARDWISE_CPU_CLONES
