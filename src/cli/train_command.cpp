@@ -166,8 +166,14 @@ class TrainCommand final : public Command {
                   std::int64_t eval_every, std::ostream& out, std::mutex& mutex) const {
     const bool speaks = comm.rank() == 0;
     models::GptModel model(config, settings.seed);
-    const Group group = group_along(mesh, mesh.axis_names(), comm.rank());
-    train::Trainer trainer(comm, group, model, corpus, settings);
+    // With an fsdp axis, ZeRO shards over it and the shards are replicated over data (HSDP);
+    // otherwise it shards over every rank.
+    const bool hsdp = mesh.has_axis("fsdp") && mesh.has_axis("data");
+    const Group group = hsdp ? group_along(mesh, {"fsdp"}, comm.rank())
+                             : group_along(mesh, mesh.axis_names(), comm.rank());
+    const Group replicas = hsdp ? group_along(mesh, {"data"}, comm.rank())
+                                : Group{{comm.rank()}, group.axes};
+    train::Trainer trainer(comm, group, replicas, model, corpus, settings);
     const std::size_t parameters = model.parameters().parameter_elements();
     if (speaks && !json_) {
       std::lock_guard lock(mutex);
@@ -175,9 +181,11 @@ class TrainCommand final : public Command {
           << ", " << comm.backend() << "), GPT " << config.n_layer << " layers x " << config.n_embd
           << " wide, " << parameters << " parameters\n"
           << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split along "
-          << group.axes << "; parameters replicated"
+          << mesh.to_string() << "; parameters replicated"
           << (settings.zero >= 1 ? ", optimizer state" : "") << (settings.zero >= 2 ? " and gradients" : "")
-          << (settings.zero >= 1 ? " sharded in " + std::to_string(group.size()) + " flat chunks" : "")
+          << (settings.zero >= 1 ? " sharded in " + std::to_string(group.size()) + " flat chunks along " +
+                                       group.axes + (hsdp ? ", replicated along data (HSDP)" : "")
+                                 : "")
           << "\n";
     }
     comm.counters().clear();

@@ -22,17 +22,23 @@ float learning_rate_at(const TrainSettings& s, std::int64_t step) {
 
 Trainer::Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
                  TrainSettings settings)
-    : comm_(comm), group_(group), model_(model), store_(model.parameters()), corpus_(corpus),
-      settings_(settings) {
+    : Trainer(comm, group, Group{{comm.rank()}, group.axes}, model, corpus, settings) {}
+
+Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas, Model& model,
+                 const Corpus& corpus, TrainSettings settings)
+    : comm_(comm), group_(shards), replicas_(replicas), model_(model), store_(model.parameters()),
+      corpus_(corpus), settings_(settings) {
   member_ = group_.index_of(comm_.rank());
-  if (member_ < 0) {
-    throw InvalidArgument("rank " + std::to_string(comm_.rank()) + " is not in the trainer's group " +
-                          group_.to_string());
+  replica_ = replicas_.index_of(comm_.rank());
+  if (member_ < 0 || replica_ < 0) {
+    throw InvalidArgument("rank " + std::to_string(comm_.rank()) + " is not in the trainer's groups " +
+                          group_.to_string() + " and " + replicas_.to_string());
   }
   const auto n = static_cast<std::size_t>(group_.size());
-  if (settings_.batch == 0 || settings_.batch % n != 0) {
+  const auto ranks = n * static_cast<std::size_t>(replicas_.size());
+  if (settings_.batch == 0 || settings_.batch % ranks != 0) {
     throw InvalidArgument("--batch " + std::to_string(settings_.batch) +
-                          " does not divide among the " + std::to_string(n) +
+                          " does not divide among the " + std::to_string(ranks) +
                           " data-parallel ranks");
   }
   if (settings_.zero < 0 || settings_.zero > 2) {
@@ -57,10 +63,11 @@ StepStats Trainer::step() {
   const std::int64_t step = ++steps_done_;
   ParameterStore& store = store_;
   const auto n = static_cast<std::size_t>(group_.size());
-  const std::size_t per_rank = settings_.batch / n;
+  const std::size_t per_rank = settings_.batch / (n * static_cast<std::size_t>(replicas_.size()));
+  const std::size_t slot = static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
   const TokenBatch batch =
       corpus_.batch(Corpus::Split::kTrain, settings_.seed, static_cast<std::uint64_t>(step),
-                    static_cast<std::size_t>(member_) * per_rank, per_rank, settings_.seq);
+                    slot * per_rank, per_rank, settings_.seq);
   store.zero_grads();
   std::span<float> grads = store.grads();
   // ZeRO 0 and 1 average every gradient over the group: each range's all-reduce starts as soon
@@ -68,7 +75,10 @@ StepStats Trainer::step() {
   // thread moves it; MPI progresses it inside later calls).
   std::vector<Work> in_flight;
   std::vector<std::pair<std::size_t, std::size_t>> started;
+  // Within the shards while backward goes on; across the replicas (HSDP) after it, blocking,
+  // so that two operations never work on one range at once.
   const auto reduce = [&](std::size_t begin, std::size_t end) {
+    if (group_.size() == 1) return;
     in_flight.push_back(comm_.iall_reduce(grads.data() + begin, grads.data() + begin, end - begin,
                                           DType::kF32, ReduceOp::kAvg, group_));
   };
@@ -94,7 +104,11 @@ StepStats Trainer::step() {
     if (covered < store.parameter_elements()) reduce(covered, store.parameter_elements());
   }
   for (Work& work : in_flight) work.wait();
-  comm_.all_reduce(&loss, &loss, 1, DType::kF32, ReduceOp::kAvg, group_);
+  if (settings_.zero != 2 && replicas_.size() > 1) {
+    comm_.all_reduce(grads.data(), grads.data(), store.parameter_elements(), DType::kF32,
+                     ReduceOp::kAvg, replicas_);
+  }
+  average(&loss, 1);
 
   // The averaged gradients of the owned elements: all of them (ZeRO 0 and 1) or this rank's
   // chunk (ZeRO 2 reduce-scatters the buffer after backward).
@@ -102,6 +116,10 @@ StepStats Trainer::step() {
   if (settings_.zero == 2) {
     comm_.reduce_scatter(grads.data(), grad_chunk_.data(), grad_chunk_.size(), DType::kF32,
                          ReduceOp::kAvg, group_);
+    if (replicas_.size() > 1) {
+      comm_.all_reduce(grad_chunk_.data(), grad_chunk_.data(), grad_chunk_.size(), DType::kF32,
+                       ReduceOp::kAvg, replicas_);
+    }
     owned = grad_chunk_.data();
   }
   // The global norm: every rank sums the squares of a disjoint part, one sum over the group.
@@ -147,16 +165,23 @@ void Trainer::update(float learning_rate) {
   }
 }
 
+void Trainer::average(float* data, std::size_t count) {
+  // Within the shards, then across the replicas: equal counts, so the mean of means is the mean.
+  for (const Group* g : {&group_, &replicas_}) {
+    if (g->size() > 1) comm_.all_reduce(data, data, count, DType::kF32, ReduceOp::kAvg, *g);
+  }
+}
+
 float Trainer::validation_loss(std::size_t batches) {
   const auto n = static_cast<std::size_t>(group_.size());
-  const std::size_t per_rank = settings_.batch / n;
+  const std::size_t per_rank = settings_.batch / (n * static_cast<std::size_t>(replicas_.size()));
+  const std::size_t slot = static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
   double sum = 0;
   for (std::size_t b = 0; b < batches; ++b) {
     const TokenBatch batch = corpus_.batch(Corpus::Split::kValidation, settings_.seed, b,
-                                           static_cast<std::size_t>(member_) * per_rank, per_rank,
-                                           settings_.seq);
+                                           slot * per_rank, per_rank, settings_.seq);
     float loss = model_.loss(batch.tokens, batch.targets, per_rank, settings_.seq, false);
-    comm_.all_reduce(&loss, &loss, 1, DType::kF32, ReduceOp::kAvg, group_);
+    average(&loss, 1);
     sum += loss;
   }
   return batches == 0 ? 0.0F : static_cast<float>(sum / static_cast<double>(batches));

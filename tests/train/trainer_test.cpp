@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "shardwise/comm/group.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/train/trainer.hpp"
@@ -126,6 +127,38 @@ TEST(Trainer, AModelWithoutTheBackwardHookTrainsTheSame) {
     });
   }
   EXPECT_EQ(hooked, silent);
+}
+
+// HSDP on a 2 x 2 mesh: ZeRO shards over fsdp, the shards are replicated over data. The same
+// losses as one rank, and each rank keeps half of the optimizer state (one fsdp shard).
+TEST(Trainer, HsdpShardsOverFsdpAndReplicatesOverData) {
+  const TrainingRun one = train_on(1, 0);
+  const Corpus corpus = Corpus::builtin(16);
+  const Mesh mesh({"data", "fsdp"}, {2, 2});
+  for (int zero : {0, 1, 2}) {
+    std::vector<float> losses;
+    std::vector<std::size_t> bytes(4);
+    run_local(4, [&](Communicator& comm) {
+      models::GptModel model(kConfig, 42);
+      Trainer trainer(comm, group_along(mesh, {"fsdp"}, comm.rank()),
+                      group_along(mesh, {"data"}, comm.rank()), model, corpus, settings_for(zero));
+      std::vector<float> mine;
+      for (int step = 0; step < 10; ++step) mine.push_back(trainer.step().loss);
+      bytes[static_cast<std::size_t>(comm.rank())] = trainer.optimizer_bytes();
+      if (comm.rank() == 0) losses = mine;
+    });
+    for (std::size_t s = 0; s < one.losses.size(); ++s) {
+      EXPECT_NEAR(losses[s], one.losses[s], 1e-5 * one.losses[s]) << "zero " << zero << " step " << s + 1;
+    }
+    for (std::size_t b : bytes) {
+      if (zero == 0) {
+        EXPECT_EQ(b, one.optimizer_bytes[0]);
+      } else {
+        EXPECT_LE(b * 2, one.optimizer_bytes[0] + 2 * 4 * 2) << "zero " << zero;
+        EXPECT_GE(b * 2, one.optimizer_bytes[0]) << "zero " << zero;
+      }
+    }
+  }
 }
 
 TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFloor) {

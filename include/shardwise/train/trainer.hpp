@@ -62,10 +62,16 @@ struct StepStats {
 
 class Trainer {
  public:
-  // `group`: the data-parallel ranks of `comm` (every rank of it takes part); the batch must
-  // divide among them, and zero must be 0, 1 or 2 (InvalidArgument naming the field otherwise).
+  // `group`: the data-parallel ranks of `comm` (every rank of it takes part; ZeRO shards over
+  // all of them); the batch must divide among them, and zero must be 0, 1 or 2
+  // (InvalidArgument naming the field otherwise).
   Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
           TrainSettings settings);
+  // HSDP: ZeRO shards over `shards` (the fsdp axis) and every shard is replicated over
+  // `replicas` (the data axis): gradients are reduce-scattered (or all-reduced) within the
+  // shards and all-reduced across the replicas. The batch divides among shards x replicas.
+  Trainer(Communicator& comm, const Group& shards, const Group& replicas, Model& model,
+          const Corpus& corpus, TrainSettings settings);
 
   // Runs the next step (collective over the group).
   StepStats step();
@@ -81,9 +87,14 @@ class Trainer {
  private:
   void update(float learning_rate);
 
+  // Averages `count` elements in place over the shards, then over the replicas.
+  void average(float* data, std::size_t count);
+
   Communicator& comm_;
-  Group group_;
-  int member_ = 0;
+  Group group_;     // the shards (the whole data-parallel group without HSDP)
+  Group replicas_;  // this rank's replicas of its shard (itself alone without HSDP)
+  int member_ = 0;  // index in group_
+  int replica_ = 0;  // index in replicas_
   Model& model_;
   ParameterStore& store_;
   const Corpus& corpus_;
