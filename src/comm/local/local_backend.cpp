@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -567,7 +568,10 @@ void run_local(int num_ranks, const std::function<void(Communicator&)>& fn,
   for (Rank r = 0; r < num_ranks; ++r) everyone[static_cast<std::size_t>(r)] = r;
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(num_ranks));
-  std::optional<std::string> start_failure;
+  // Where a thread cannot start, memory is usually short: the failure is kept without
+  // allocating (a rank number and a fixed buffer) until every started thread is joined.
+  int unstarted = -1;
+  char reason[160] = {};
   for (Rank r = 0; r < num_ranks; ++r) {
     try {
       threads.emplace_back([&world, &fn, &everyone, &options, r] {
@@ -592,16 +596,19 @@ void run_local(int num_ranks, const std::function<void(Communicator&)>& fn,
           world.fail(r, "an exception that is not a std::exception");
         }
       });
-    } catch (const std::system_error& e) {
+    } catch (const std::exception& e) {  // std::system_error, or std::bad_alloc
       // The ranks that started wait for this one: fail them, and join them below.
-      start_failure = "run_local could not start rank " + std::to_string(r) + " of " +
-                      std::to_string(num_ranks) + ": " + e.what();
-      world.fail(r, *start_failure);
+      unstarted = r;
+      std::snprintf(reason, sizeof reason, "%s", e.what());
+      world.fail(r, "could not start");
       break;
     }
   }
   for (std::thread& t : threads) t.join();
-  if (start_failure) throw CommError(*start_failure);
+  if (unstarted >= 0) {
+    throw CommError("run_local could not start rank " + std::to_string(unstarted) + " of " +
+                    std::to_string(num_ranks) + ": " + reason);
+  }
   if (const auto failure = world.failure()) throw CommError(*failure);
 }
 

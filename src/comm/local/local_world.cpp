@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "shardwise/core/error.hpp"
@@ -21,9 +22,15 @@ LocalWorld::LocalWorld(int size)
 
 GroupChannel& LocalWorld::channel(std::uint64_t context, const std::vector<Rank>& world_ranks) {
   std::lock_guard lock(mutex_);
-  auto& slot = channels_[{context, world_ranks}];
-  if (!slot) slot = std::make_unique<GroupChannel>(world_ranks);
-  return *slot;
+  std::pair<std::uint64_t, std::vector<Rank>> key{context, world_ranks};
+  auto it = channels_.find(key);
+  if (it == channels_.end()) {
+    // Made before it is inserted: where memory runs out, nothing half-made stays in the map
+    // for wake_channels to reach.
+    auto made = std::make_unique<GroupChannel>(world_ranks);
+    it = channels_.emplace(std::move(key), std::move(made)).first;
+  }
+  return *it->second;
 }
 
 void LocalWorld::wake_channels() {
@@ -114,17 +121,29 @@ std::vector<std::byte> LocalWorld::take(std::uint64_t context, Rank from, Rank t
   return data;
 }
 
-void LocalWorld::fail(Rank rank, const std::string& message) {
+void LocalWorld::fail(Rank rank, std::string_view message) {
   std::unique_lock lock(mutex_);
-  if (!failure_) failure_ = "rank " + std::to_string(rank) + " failed: " + message;
+  if (!failure_) {
+    try {
+      failure_ = "rank " + std::to_string(rank) + " failed: " + std::string(message);
+    } catch (const std::bad_alloc&) {
+      failure_.emplace("rank failed");  // fits std::string's own buffer: allocates nothing
+    }
+  }
   failed_ = true;
   announce();
   wake_channels();
 }
 
-void LocalWorld::abort(Rank rank, const std::string& reason) {
+void LocalWorld::abort(Rank rank, std::string_view reason) {
   std::unique_lock lock(mutex_);
-  if (!failure_) failure_ = "rank " + std::to_string(rank) + " aborted: " + reason;
+  if (!failure_) {
+    try {
+      failure_ = "rank " + std::to_string(rank) + " aborted: " + std::string(reason);
+    } catch (const std::bad_alloc&) {
+      failure_.emplace("aborted");
+    }
+  }
   failed_ = true;
   announce();
   wake_channels();

@@ -66,9 +66,9 @@ class LocalWorld {
                               std::size_t bytes, std::chrono::milliseconds timeout);
 
   // Records that a rank failed (its message) or finished; wakes every waiting rank.
-  void fail(Rank rank, const std::string& message);
+  void fail(Rank rank, std::string_view message);
   // Records that a rank aborted the world; every waiting and later operation fails.
-  void abort(Rank rank, const std::string& reason);
+  void abort(Rank rank, std::string_view reason);
   void finish(Rank rank);
   // The first failure, "rank R failed: message", if any.
   [[nodiscard]] std::optional<std::string> failure() const;
