@@ -76,8 +76,7 @@ bool is_local(const NamedSharding& source, const NamedSharding& target, const Sh
   return true;
 }
 
-bool compile_all_gather(ReshardPlan& plan, const ShardedArray& array,
-                        const NamedSharding& target) {
+bool compile_all_gather(ReshardPlan& plan, const ShardedArray& array, const NamedSharding& target) {
   const NamedSharding& source = array.sharding();
   if (!strict(source, target)) return false;
   const std::size_t rank = array.global_shape().size();
@@ -122,18 +121,17 @@ bool lie_in_order(const ShardIndex& block, const std::vector<ShardIndex>& boxes)
   return true;
 }
 
-bool compile_all_to_all(ReshardPlan& plan, const ShardedArray& array,
-                        const NamedSharding& target) {
+bool compile_all_to_all(ReshardPlan& plan, const ShardedArray& array, const NamedSharding& target) {
   const NamedSharding& source = array.sharding();
   if (!strict(source, target)) return false;
   const std::size_t rank = array.global_shape().size();
   const std::vector<std::size_t> dims = differing_dims(source.spec(), target.spec(), rank);
   if (dims.size() != 2) return false;
   for (const auto& [from, to] : {std::pair{dims[0], dims[1]}, std::pair{dims[1], dims[0]}}) {
-    const auto left = suffix_after(source.spec().entry(from).axes(),
-                                   target.spec().entry(from).axes());
-    const auto arrived = suffix_after(target.spec().entry(to).axes(),
-                                      source.spec().entry(to).axes());
+    const auto left =
+        suffix_after(source.spec().entry(from).axes(), target.spec().entry(from).axes());
+    const auto arrived =
+        suffix_after(target.spec().entry(to).axes(), source.spec().entry(to).axes());
     if (!left || !arrived || left->size() != 1 || *left != *arrived) continue;
     const Group group = group_along(source.mesh(), *left, array.rank());
     const Shape& shape = array.global_shape();
@@ -183,21 +181,21 @@ bool compile_reduce_scatter(ReshardPlan& plan, const ShardedArray& array,
   const std::size_t rank = array.global_shape().size();
   const std::vector<std::size_t> dims = differing_dims(source.spec(), target.spec(), rank);
   if (dims.size() != 1) return false;
-  const auto added = suffix_after(target.spec().entry(dims[0]).axes(),
-                                  source.spec().entry(dims[0]).axes());
+  const auto added =
+      suffix_after(target.spec().entry(dims[0]).axes(), source.spec().entry(dims[0]).axes());
   if (!added || *added != partial) return false;
   plan.kind = ReshardKind::kReduceScatter;
   plan.op = op;
   plan.dim = dims[0];
   plan.group = group_along(mesh, partial, array.rank());
   // The slices lie one after another when no dimension before `dim` is cut.
-  for (std::size_t d = 0; d < plan.dim; ++d) plan.pack = plan.pack || plan.source_index[d].size() != 1;
+  for (std::size_t d = 0; d < plan.dim; ++d)
+    plan.pack = plan.pack || plan.source_index[d].size() != 1;
   if (plan.pack) plan.staging_in.resize(array.local_bytes().size());
   return true;
 }
 
-bool compile_all_reduce(ReshardPlan& plan, const ShardedArray& array,
-                        const NamedSharding& target) {
+bool compile_all_reduce(ReshardPlan& plan, const ShardedArray& array, const NamedSharding& target) {
   const NamedSharding& source = array.sharding();
   if (source != target) return false;
   const ReduceOp op = array.partial_axes().front().op;

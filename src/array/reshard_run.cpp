@@ -68,20 +68,18 @@ void run_transfers(Communicator& comm, ReshardPlan& plan, const std::byte* sourc
   }
   AllToAllvOptions options;
   options.member_axes = plan.member_axes;
-  comm.all_to_allv(plan.staging_in.data(), plan.send, plan.staging_out.data(), plan.receive,
-                   dtype, plan.group, options);
+  comm.all_to_allv(plan.staging_in.data(), plan.send, plan.staging_out.data(), plan.receive, dtype,
+                   plan.group, options);
   cursor = plan.receive.offsets;
   for (const Transfer& t : plan.transfers) {
     if (t.to != me || t.from == me) continue;
     std::size_t& at = cursor[static_cast<std::size_t>(plan.group.index_of(t.from))];
-    copy_box(plan.staging_out.data() + at * element, t.box, out, plan.target_index, t.box,
-             element);
+    copy_box(plan.staging_out.data() + at * element, t.box, out, plan.target_index, t.box, element);
     at += element_count(t.box);
   }
 }
 
-void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& array,
-                 std::byte* out) {
+void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& array, std::byte* out) {
   const std::size_t element = size_in_bytes(array.dtype());
   const std::byte* source = array.local_bytes().data();
   switch (plan.kind) {
@@ -92,14 +90,14 @@ void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& arra
       const std::size_t count = element_count(plan.source_index);
       // Where ranks share memory, members' blocks are copied straight into a strided target.
       if (!plan.direct &&
-          comm.with_peer_buffers_as(
-              CommOp::kAllGather, count, array.dtype(), source, plan.group,
-              [&](const std::vector<const void*>& peers) {
-                for (std::size_t m = 0; m < plan.send_boxes.size(); ++m) {
-                  copy_box(static_cast<const std::byte*>(peers[m]), plan.send_boxes[m], out,
-                           plan.target_index, plan.send_boxes[m], element);
-                }
-              })) {
+          comm.with_peer_buffers_as(CommOp::kAllGather, count, array.dtype(), source, plan.group,
+                                    [&](const std::vector<const void*>& peers) {
+                                      for (std::size_t m = 0; m < plan.send_boxes.size(); ++m) {
+                                        copy_box(static_cast<const std::byte*>(peers[m]),
+                                                 plan.send_boxes[m], out, plan.target_index,
+                                                 plan.send_boxes[m], element);
+                                      }
+                                    })) {
         return;
       }
       std::byte* gathered = plan.direct ? out : plan.staging_out.data();
@@ -116,14 +114,14 @@ void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& arra
       // Where ranks share memory and the pieces need packing or unpacking, each member copies
       // its pieces straight out of its peers' blocks: one copy per byte.
       if ((plan.pack || plan.unpack) &&
-          comm.with_peer_buffers_as(
-              CommOp::kAllToAll, piece, array.dtype(), source, plan.group,
-              [&](const std::vector<const void*>& peers) {
-                for (std::size_t m = 0; m < plan.receive_boxes.size(); ++m) {
-                  copy_box(static_cast<const std::byte*>(peers[m]), plan.member_source_index[m],
-                           out, plan.target_index, plan.receive_boxes[m], element);
-                }
-              })) {
+          comm.with_peer_buffers_as(CommOp::kAllToAll, piece, array.dtype(), source, plan.group,
+                                    [&](const std::vector<const void*>& peers) {
+                                      for (std::size_t m = 0; m < plan.receive_boxes.size(); ++m) {
+                                        copy_box(static_cast<const std::byte*>(peers[m]),
+                                                 plan.member_source_index[m], out,
+                                                 plan.target_index, plan.receive_boxes[m], element);
+                                      }
+                                    })) {
         return;
       }
       const std::byte* in = source;
@@ -152,7 +150,8 @@ void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& arra
         std::size_t offset = 0;
         for (std::int64_t i = 0; i < n; ++i) {
           ShardIndex box = index;
-          box[plan.dim] = {index[plan.dim].start + i * slice, index[plan.dim].start + (i + 1) * slice};
+          box[plan.dim] = {index[plan.dim].start + i * slice,
+                           index[plan.dim].start + (i + 1) * slice};
           copy_box(source, index, plan.staging_in.data() + offset, box, box, element);
           offset += element_count(box) * element;
         }

@@ -65,9 +65,9 @@ ShardedArray reduced(Communicator& comm, const ShardedArray& array) {
 bool one_step(const ShardedArray& array, const NamedSharding& target) {
   if (!array.is_partial()) return true;
   const NamedSharding& source = array.sharding();
-  const bool ops_agree = std::all_of(
-      array.partial_axes().begin(), array.partial_axes().end(),
-      [&](const PartialAxis& p) { return p.op == array.partial_axes().front().op; });
+  const bool ops_agree =
+      std::all_of(array.partial_axes().begin(), array.partial_axes().end(),
+                  [&](const PartialAxis& p) { return p.op == array.partial_axes().front().op; });
   if (!ops_agree || source.evenness() != Evenness::kStrict ||
       target.evenness() != Evenness::kStrict) {
     return source == target && ops_agree;
@@ -85,8 +85,9 @@ detail::ReshardPlan& Resharder::plan_for(std::size_t key, const ShardedArray& ar
                                          const NamedSharding& target) {
   auto it = plans_.find(key);
   if (it == plans_.end()) {
-    it = plans_.emplace(key, std::make_unique<detail::ReshardPlan>(
-                                 detail::compile_reshard(array, target)))
+    it = plans_
+             .emplace(key,
+                      std::make_unique<detail::ReshardPlan>(detail::compile_reshard(array, target)))
              .first;
   }
   return *it->second;

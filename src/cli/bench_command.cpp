@@ -9,9 +9,9 @@
 #include <ostream>
 #include <sstream>
 
+#include "backend_flag.hpp"
 #include "bench_runs.hpp"
 #include "bench_runtime.hpp"
-#include "backend_flag.hpp"
 #include "command.hpp"
 #include "number_text.hpp"
 #include "shardwise/comm/backend_choice.hpp"
@@ -117,8 +117,9 @@ class BenchCommand final : public Command {
                                    "baseline (and MPI's own calls under mpirun)")) {
     app_->require_subcommand(1);
     comm_ = app_->add_subcommand("comm", "Time, algorithm and bus bandwidth of each collective");
-    comm_->add_option("--ranks", ranks_,
-                      "Rank counts of the local backend, 1 to 256 (ignored under mpirun)")
+    comm_
+        ->add_option("--ranks", ranks_,
+                     "Rank counts of the local backend, 1 to 256 (ignored under mpirun)")
         ->delimiter(',')
         ->default_val(std::vector<std::string>{"2"});
     comm_->add_option("--sizes", sizes_, "Sizes in bytes (4K, 1M, ...)")
@@ -138,8 +139,9 @@ class BenchCommand final : public Command {
         ->default_val("64M");
     reshard_->add_flag("--json", json_, "One JSON object per row");
     runtime_ = app_->add_subcommand(
-        "runtime", "Overlap of an all-reduce with computing, cached reshards against bare "
-                   "collectives on sub-communicators, reshard against reshard_into");
+        "runtime",
+        "Overlap of an all-reduce with computing, cached reshards against bare "
+        "collectives on sub-communicators, reshard against reshard_into");
     runtime_->add_option("--ranks", runtime_ranks_, "Ranks of the local backend (even, 2 to 256)")
         ->default_val("8");
     runtime_->add_option("--overlap-bytes", overlap_bytes_, "All-reduce size of the overlap row")
@@ -183,7 +185,8 @@ class BenchCommand final : public Command {
     const BackendInfo& backend = backend_from(backend_);
     for (const std::int64_t size : sizes) {
       // Input, output and the memcpy baseline's two buffers, on every rank of this process.
-      const int most_ranks = backend.rank_per_process ? 1 : *std::max_element(ranks.begin(), ranks.end());
+      const int most_ranks =
+          backend.rank_per_process ? 1 : *std::max_element(ranks.begin(), ranks.end());
       check_fits(4 * size * most_ranks, "--sizes " + with_thousands(size));
     }
     const auto measured = on_each_world<CommBenchRow>(
@@ -232,8 +235,7 @@ class BenchCommand final : public Command {
     // Every rank holds the host array, its source and target blocks and a memcpy baseline.
     check_fits(3 * bytes * (backend.rank_per_process ? 1 : ranks), "--bytes " + reshard_bytes_);
     const auto measured = on_each_world<ReshardBenchRow>(
-        backend, {ranks},
-        [&](Communicator& comm, bool) { return bench_reshards(comm, bytes); });
+        backend, {ranks}, [&](Communicator& comm, bool) { return bench_reshards(comm, bytes); });
     if (!measured) return;
     const std::vector<ReshardBenchRow>& rows = *measured;
     if (json_) {
@@ -281,7 +283,8 @@ class BenchCommand final : public Command {
     check_fits(4 * std::max(overlap, bytes) * (backend.rank_per_process ? 1 : ranks),
                "bench runtime");
     const auto measured = on_each_world<RuntimeBenchRow>(
-        backend, {ranks}, [&](Communicator& comm, bool) { return bench_runtime(comm, overlap, bytes); });
+        backend, {ranks},
+        [&](Communicator& comm, bool) { return bench_runtime(comm, overlap, bytes); });
     if (!measured) return;
     if (json_) {
       for (const RuntimeBenchRow& r : *measured) {

@@ -128,8 +128,8 @@ RuntimeBenchRow axis_gather_row(Communicator& comm, Resharder& resharder, std::i
   std::vector<float> host(static_cast<std::size_t>(bytes / 4), 1.0F);
   const ShardedArray shards =
       shard_replicated(comm, host.data(), shape, DType::kF32, NamedSharding(mesh, P{"model"}));
-  ShardedArray whole = ShardedArray::allocate(NamedSharding(mesh, P()), shape, DType::kF32,
-                                              comm.rank());
+  ShardedArray whole =
+      ShardedArray::allocate(NamedSharding(mesh, P()), shape, DType::kF32, comm.rank());
   const int iterations = static_cast<int>(std::clamp<std::int64_t>((256 << 20) / bytes, 3, 400));
   comm.counters().clear();
   resharder.reshard_into(shards, whole);
@@ -156,8 +156,7 @@ RuntimeBenchRow axis_gather_row(Communicator& comm, Resharder& resharder, std::i
 
 // Shard(1) -> Shard(0) along 'model' (a cached reshard) against the bare all-to-all of the same
 // bytes on the 'model' sub-communicator.
-RuntimeBenchRow axis_all_to_all_row(Communicator& comm, Resharder& resharder,
-                                    std::int64_t bytes) {
+RuntimeBenchRow axis_all_to_all_row(Communicator& comm, Resharder& resharder, std::int64_t bytes) {
   const int n = comm.size();
   const int m = n / 2;
   const Mesh mesh({"data", "model"}, {2, m});

@@ -72,7 +72,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   const bool asks_help = !args.empty() && (args.front() == "--help" || args.front() == "-h" ||
                                            args.front() == "--help-all");
   if (!args.empty() && !asks_help && unknown_subcommand(app, args.front())) {
-    err << "shardwise: " << (args.front().rfind('-', 0) == 0 ? "unknown option '" : "unknown command '")
+    err << "shardwise: "
+        << (args.front().rfind('-', 0) == 0 ? "unknown option '" : "unknown command '")
         << one_line(args.front()) << "'; expected a command: " << subcommand_names(app) << '\n';
     return kBadInput;
   }
@@ -82,8 +83,8 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
       continue;
     }
     if (args.size() < 2) {
-      err << "shardwise " << chosen.get_name() << ": expected a command: "
-          << subcommand_names(chosen) << '\n';
+      err << "shardwise " << chosen.get_name()
+          << ": expected a command: " << subcommand_names(chosen) << '\n';
       return kBadInput;
     }
     const std::string& word = args[1];

@@ -39,7 +39,8 @@ std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_
 
 // A preset's name, or a JSON file with n_layer, n_head, n_embd, block_size, vocab_size.
 models::GptConfig model_config(const std::string& model) {
-  if (model == "tiny" || model == "small" || model == "gpt2") return models::gpt_preset(model, "--model");
+  if (model == "tiny" || model == "small" || model == "gpt2")
+    return models::gpt_preset(model, "--model");
   std::ifstream in(model);
   if (!in) {
     throw InvalidArgument("--model: '" + model +
@@ -54,8 +55,7 @@ models::GptConfig model_config(const std::string& model) {
   models::GptConfig c;
   const auto field = [&](const char* key, std::size_t& into) {
     if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned()) {
-      throw InvalidArgument("--model: '" + model + "' needs \"" + key +
-                            "\" as a positive integer");
+      throw InvalidArgument("--model: '" + model + "' needs \"" + key + "\" as a positive integer");
     }
     const auto value = j[key].get<std::uint64_t>();
     if (value > (std::uint64_t{1} << 20)) {
@@ -91,15 +91,19 @@ class TrainCommand final : public Command {
                                    "mesh, matching the one-rank run step for step")) {
     app_->add_option("--model", model_, "tiny, small, gpt2 or a JSON file")->default_val("tiny");
     app_->add_option("--mesh", mesh_, "Data-parallel mesh, e.g. data=2,fsdp=2 (one rank without)");
-    app_->add_option("--zero", zero_, "ZeRO stage: 0 (plain data parallel), 1 or 2")->default_val("0");
+    app_->add_option("--zero", zero_, "ZeRO stage: 0 (plain data parallel), 1 or 2")
+        ->default_val("0");
     app_->add_option("--steps", steps_, "Training steps")->default_val("100");
     app_->add_option("--batch", batch_, "Global sequences per step")->default_val("8");
     app_->add_option("--seq", seq_, "Tokens per sequence (default: the model's context)");
     app_->add_option("--lr", lr_, "Peak learning rate")->default_val("1e-3");
     app_->add_option("--warmup", warmup_, "Warm-up steps (default: 10, at most --steps)");
-    app_->add_option("--seed", seed_, "Seed of the initialisation and of the batches")->default_val("1337");
-    app_->add_option("--data", data_, "A text file (its bytes are the tokens); default: a built-in corpus");
-    app_->add_option("--eval-every", eval_every_, "Validation loss every K steps (0: never)")->default_val("0");
+    app_->add_option("--seed", seed_, "Seed of the initialisation and of the batches")
+        ->default_val("1337");
+    app_->add_option("--data", data_,
+                     "A text file (its bytes are the tokens); default: a built-in corpus");
+    app_->add_option("--eval-every", eval_every_, "Validation loss every K steps (0: never)")
+        ->default_val("0");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
     app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
     app_->add_flag("--json", json_, "One JSON object per line");
@@ -125,8 +129,8 @@ class TrainCommand final : public Command {
     train::TrainSettings settings;
     settings.steps = bounded(steps_, "--steps", 1, 10'000'000);
     settings.batch = static_cast<std::size_t>(bounded(batch_, "--batch", 1, 65536));
-    settings.seq = seq_ ? static_cast<std::size_t>(bounded(*seq_, "--seq", 1,
-                                                           static_cast<std::int64_t>(config.block_size)))
+    settings.seq = seq_ ? static_cast<std::size_t>(bounded(
+                              *seq_, "--seq", 1, static_cast<std::int64_t>(config.block_size)))
                         : config.block_size;
     settings.learning_rate = static_cast<float>(finite_number(lr_, "--lr"));
     if (!(settings.learning_rate > 0 && settings.learning_rate <= 1)) {
@@ -137,11 +141,12 @@ class TrainCommand final : public Command {
     settings.seed = static_cast<std::uint64_t>(bounded(seed_, "--seed", 0, INT64_MAX));
     settings.zero = static_cast<int>(bounded(zero_, "--zero", 0, 3));
     if (settings.zero == 3) {
-      throw InvalidArgument("--zero 3 (parameters sharded and gathered per layer) is not built yet; use 0, 1 or 2");
+      throw InvalidArgument(
+          "--zero 3 (parameters sharded and gathered per layer) is not built yet; use 0, 1 or 2");
     }
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
-    const int threads = threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256))
-                                 : (ranks > 1 ? 1 : 0);
+    const int threads =
+        threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
     if (settings.batch % static_cast<std::size_t>(ranks) != 0) {
       throw InvalidArgument("--batch " + batch_ + " does not divide among the " +
                             std::to_string(ranks) + " ranks of the mesh");
@@ -171,21 +176,23 @@ class TrainCommand final : public Command {
     const bool hsdp = mesh.has_axis("fsdp") && mesh.has_axis("data");
     const Group group = hsdp ? group_along(mesh, {"fsdp"}, comm.rank())
                              : group_along(mesh, mesh.axis_names(), comm.rank());
-    const Group replicas = hsdp ? group_along(mesh, {"data"}, comm.rank())
-                                : Group{{comm.rank()}, group.axes};
+    const Group replicas =
+        hsdp ? group_along(mesh, {"data"}, comm.rank()) : Group{{comm.rank()}, group.axes};
     train::Trainer trainer(comm, group, replicas, model, corpus, settings);
     const std::size_t parameters = model.parameters().parameter_elements();
     if (speaks && !json_) {
       std::lock_guard lock(mutex);
-      out << "mesh " << mesh.to_string() << " (" << comm.size() << " rank" << (comm.size() > 1 ? "s" : "")
-          << ", " << comm.backend() << "), GPT " << config.n_layer << " layers x " << config.n_embd
-          << " wide, " << parameters << " parameters\n"
+      out << "mesh " << mesh.to_string() << " (" << comm.size() << " rank"
+          << (comm.size() > 1 ? "s" : "") << ", " << comm.backend() << "), GPT " << config.n_layer
+          << " layers x " << config.n_embd << " wide, " << parameters << " parameters\n"
           << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split along "
           << mesh.to_string() << "; parameters replicated"
-          << (settings.zero >= 1 ? ", optimizer state" : "") << (settings.zero >= 2 ? " and gradients" : "")
-          << (settings.zero >= 1 ? " sharded in " + std::to_string(group.size()) + " flat chunks along " +
-                                       group.axes + (hsdp ? ", replicated along data (HSDP)" : "")
-                                 : "")
+          << (settings.zero >= 1 ? ", optimizer state" : "")
+          << (settings.zero >= 2 ? " and gradients" : "")
+          << (settings.zero >= 1
+                  ? " sharded in " + std::to_string(group.size()) + " flat chunks along " +
+                        group.axes + (hsdp ? ", replicated along data (HSDP)" : "")
+                  : "")
           << "\n";
     }
     comm.counters().clear();
@@ -207,7 +214,8 @@ class TrainCommand final : public Command {
         out << line.dump() << '\n';
       } else {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-        const double eta = elapsed / static_cast<double>(s) * static_cast<double>(settings.steps - s);
+        const double eta =
+            elapsed / static_cast<double>(s) * static_cast<double>(settings.steps - s);
         out << "step " << std::setw(6) << s << "/" << settings.steps << "  loss " << std::fixed
             << std::setprecision(4) << stats.loss << (val ? "  val " : "")
             << (val ? std::to_string(*val).substr(0, 6) : "") << "  " << std::setprecision(0)
@@ -228,14 +236,18 @@ class TrainCommand final : public Command {
     comm.all_gather(mine, all.data(), 4, DType::kI64, world_group(comm.size()));
     if (!speaks) return;
     std::lock_guard lock(mutex);
-    const double tokens_per_s =
-        static_cast<double>(settings.batch * settings.seq * static_cast<std::size_t>(settings.steps)) / total;
+    const double tokens_per_s = static_cast<double>(settings.batch * settings.seq *
+                                                    static_cast<std::size_t>(settings.steps)) /
+                                total;
     if (json_) {
       nlohmann::json ranks = nlohmann::json::array();
       for (int r = 0; r < comm.size(); ++r) {
         const std::int64_t* b = all.data() + 4 * r;
-        ranks.push_back({{"rank", r}, {"params_bytes", b[0]}, {"grads_bytes", b[1]},
-                         {"optimizer_bytes", b[2]}, {"activations_peak_bytes", b[3]}});
+        ranks.push_back({{"rank", r},
+                         {"params_bytes", b[0]},
+                         {"grads_bytes", b[1]},
+                         {"optimizer_bytes", b[2]},
+                         {"activations_peak_bytes", b[3]}});
       }
       nlohmann::json comm_bytes = nlohmann::json::object();
       for (const auto& [axes, bytes] : per_axes) comm_bytes[axes] = bytes / settings.steps;

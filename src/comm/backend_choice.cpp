@@ -27,7 +27,11 @@ std::string names_text() {
 const BackendInfo& parse_backend(std::string_view text, std::string_view field) {
   if (const BackendInfo* backend = find_backend(text)) return *backend;
   std::string message(field);
-  message.append(": '").append(text).append("' is not a backend (").append(names_text()).append(")");
+  message.append(": '")
+      .append(text)
+      .append("' is not a backend (")
+      .append(names_text())
+      .append(")");
   throw InvalidArgument(message);
 }
 

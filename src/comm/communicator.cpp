@@ -74,9 +74,7 @@ int Communicator::size() const { return backend_->size(); }
 std::string Communicator::backend() const { return backend_->name(); }
 const std::vector<Rank>& Communicator::world_ranks() const { return backend_->world_ranks(); }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 namespace detail {
 
@@ -240,8 +238,8 @@ Work Communicator::iall_to_allv(const void* in, const BlockLayout& send, void* o
   if (!options.member_axes.empty() &&
       options.member_axes.size() != static_cast<std::size_t>(group.size())) {
     throw InvalidArgument("all_to_allv: member_axes has " +
-                          std::to_string(options.member_axes.size()) +
-                          " labels for a group of " + std::to_string(group.size()));
+                          std::to_string(options.member_axes.size()) + " labels for a group of " +
+                          std::to_string(group.size()));
   }
   OpRequest fresh;
   OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kAllToAllv, group, options);
@@ -320,7 +318,8 @@ Work Communicator::batch_isend_irecv(const std::vector<P2POp>& ops,
                                      const SendRecvOptions& options) {
   detail::check_options(options, "batch_isend_irecv");
   OpRequest fresh;
-  OpRequest& request = prepare(*scratch_, blocking_, fresh, CommOp::kSend, Group{{rank()}, options.axes}, options);
+  OpRequest& request =
+      prepare(*scratch_, blocking_, fresh, CommOp::kSend, Group{{rank()}, options.axes}, options);
   request.p2p_axes = options.axes;
   for (const P2POp& op : ops) {
     const bool sends = op.kind == P2POp::Kind::kSend;

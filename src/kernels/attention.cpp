@@ -16,8 +16,8 @@ int blas_int(std::size_t n) { return static_cast<int>(n); }
 // Per (sequence, head), on the BLAS: scores = q k^T (the masked half is computed and then
 // zeroed: a product on the BLAS beats the scalar loops that would skip it), a causal softmax
 // per row, out = weights v. q, k and v are strided views of qkv (row stride 3 channels).
-void attention_forward(float* out, float* att, const float* qkv, std::size_t batch,
-                       std::size_t seq, std::size_t channels, std::size_t heads) {
+void attention_forward(float* out, float* att, const float* qkv, std::size_t batch, std::size_t seq,
+                       std::size_t channels, std::size_t heads) {
   const std::size_t head_size = channels / heads;
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));

@@ -23,8 +23,8 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 }
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean,
-                        const float* rstd, std::size_t rows, std::size_t channels) {
+                        const float* inp, const float* weight, const float* mean, const float* rstd,
+                        std::size_t rows, std::size_t channels) {
   const auto n = static_cast<float>(channels);
   for (std::size_t r = 0; r < rows; ++r) {
     const float* x = inp + r * channels;

@@ -19,7 +19,18 @@ using train::ParameterSpec;
 
 // Per layer, in gpt_parameters order.
 enum LayerParam : std::size_t {
-  kLn1W, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB, kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB,
+  kLn1W,
+  kLn1B,
+  kQkvW,
+  kQkvB,
+  kAttProjW,
+  kAttProjB,
+  kLn2W,
+  kLn2B,
+  kFcW,
+  kFcB,
+  kFcProjW,
+  kFcProjB,
   kPerLayer
 };
 constexpr std::size_t kWte = 0;
@@ -37,14 +48,15 @@ GptConfig gpt_preset(const std::string& name, const std::string& field) {
   if (name == "tiny") return {4, 4, 128, 64, 256};
   if (name == "small") return {6, 6, 384, 256, 256};
   if (name == "gpt2") return {12, 12, 768, 1024, 256};
-  throw InvalidArgument(field + ": '" + name + "' is not a model (tiny, small, gpt2 or a JSON file)");
+  throw InvalidArgument(field + ": '" + name +
+                        "' is not a model (tiny, small, gpt2 or a JSON file)");
 }
 
 void validate(const GptConfig& c) {
   const auto check = [](std::size_t value, std::size_t most, const char* field) {
     if (value < 1 || value > most) {
-      throw InvalidArgument(std::string(field) + " is " + std::to_string(value) + "; expected 1 to " +
-                            std::to_string(most));
+      throw InvalidArgument(std::string(field) + " is " + std::to_string(value) +
+                            "; expected 1 to " + std::to_string(most));
     }
   };
   check(c.n_layer, kMaxLayers, "n_layer");
@@ -68,8 +80,16 @@ std::vector<ParameterSpec> gpt_parameters(const GptConfig& c) {
   const ParameterInit zeros{ParameterInit::Kind::kZeros, 0};
   const ParameterInit ones{ParameterInit::Kind::kOnes, 0};
   std::vector<ParameterSpec> specs{
-      {"transformer.wte.weight", {static_cast<std::int64_t>(c.vocab_size), C}, {"vocab", "embed"}, normal, true},
-      {"transformer.wpe.weight", {static_cast<std::int64_t>(c.block_size), C}, {"positions", "embed"}, normal, true},
+      {"transformer.wte.weight",
+       {static_cast<std::int64_t>(c.vocab_size), C},
+       {"vocab", "embed"},
+       normal,
+       true},
+      {"transformer.wpe.weight",
+       {static_cast<std::int64_t>(c.block_size), C},
+       {"positions", "embed"},
+       normal,
+       true},
   };
   for (std::size_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "transformer.h." + std::to_string(l) + ".";
@@ -110,7 +130,8 @@ void Gpt::size_activations(std::size_t batch, std::size_t seq) {
   const std::size_t L = config_.n_layer, C = config_.n_embd, V = config_.vocab_size;
   const std::size_t NH = config_.n_head, BT = batch * seq;
   encoded_.assign(BT * C, 0);
-  for (auto* v : {&ln1_, &atty_, &attproj_, &residual2_, &ln2_, &fcproj_, &residual3_}) v->assign(L * BT * C, 0);
+  for (auto* v : {&ln1_, &atty_, &attproj_, &residual2_, &ln2_, &fcproj_, &residual3_})
+    v->assign(L * BT * C, 0);
   for (auto* v : {&ln1_mean_, &ln1_rstd_, &ln2_mean_, &ln2_rstd_}) v->assign(L * BT, 0);
   qkv_.assign(L * BT * 3 * C, 0);
   att_.assign(L * batch * NH * seq * seq, 0);
@@ -131,11 +152,12 @@ void Gpt::size_activations(std::size_t batch, std::size_t seq) {
 
 std::size_t Gpt::activation_bytes() const {
   std::size_t floats = 0;
-  for (const auto* v : {&encoded_, &ln1_, &ln1_mean_, &ln1_rstd_, &qkv_, &atty_, &att_, &attproj_,
-                        &residual2_, &ln2_, &ln2_mean_, &ln2_rstd_, &fch_, &fch_gelu_, &fcproj_,
-                        &residual3_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_, &probs_, &losses_,
-                        &dresidual_, &dresidual2_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_,
-                        &dqkv_, &dlogits_}) {
+  for (const auto* v :
+       {&encoded_,  &ln1_,      &ln1_mean_,   &ln1_rstd_,  &qkv_,       &atty_,
+        &att_,      &attproj_,  &residual2_,  &ln2_,       &ln2_mean_,  &ln2_rstd_,
+        &fch_,      &fch_gelu_, &fcproj_,     &residual3_, &lnf_,       &lnf_mean_,
+        &lnf_rstd_, &logits_,   &probs_,      &losses_,    &dresidual_, &dresidual2_,
+        &dbranch_,  &dwide_,    &dwide_gelu_, &dnorm_,     &dqkv_,      &dlogits_}) {
     floats += v->size();
   }
   return floats * sizeof(float);
@@ -190,8 +212,8 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
     kernels::attention_forward(atty, att, qkv, batch, seq, C, NH);
     kernels::matmul_forward(attproj, atty, param(l, kAttProjW), param(l, kAttProjB), BT, C, C);
     kernels::residual_forward(residual2, residual, attproj, BT * C);
-    kernels::layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT,
-                               residual2, param(l, kLn2W), param(l, kLn2B), BT, C);
+    kernels::layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, residual2,
+                               param(l, kLn2W), param(l, kLn2B), BT, C);
     kernels::matmul_forward(fch, ln2, param(l, kFcW), param(l, kFcB), BT, C, 4 * C);
     kernels::gelu_forward(fch_gelu, fch, BT * 4 * C);
     kernels::matmul_forward(fcproj, fch_gelu, param(l, kFcProjW), param(l, kFcProjB), BT, 4 * C, C);
@@ -202,7 +224,8 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
   kernels::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual,
                              store_.value(index_[last]), store_.value(index_[last + 1]), BT, C);
   // The output head is the token embedding (tied weights).
-  kernels::matmul_forward(logits_.data(), lnf_.data(), store_.value(index_[kWte]), nullptr, BT, C, V);
+  kernels::matmul_forward(logits_.data(), lnf_.data(), store_.value(index_[kWte]), nullptr, BT, C,
+                          V);
   kernels::softmax_cross_entropy_forward(losses_.data(), probs_.data(), logits_.data(),
                                          targets_.data(), BT, V);
   double sum = 0;
@@ -230,12 +253,12 @@ void Gpt::backward(const train::GradientsReady& ready) {
   zero(dnorm_);
   kernels::matmul_backward(dnorm_.data(), store_.grad(index_[kWte]), nullptr, dlogits_.data(),
                            lnf_.data(), store_.value(index_[kWte]), BT, C, V);
-  const float* top = config_.n_layer > 0 ? residual3_.data() + (config_.n_layer - 1) * BT * C
-                                         : encoded_.data();
+  const float* top =
+      config_.n_layer > 0 ? residual3_.data() + (config_.n_layer - 1) * BT * C : encoded_.data();
   zero(dresidual_);
-  kernels::layernorm_backward(dresidual_.data(), store_.grad(index_[last]),
-                              store_.grad(index_[last + 1]), dnorm_.data(), top,
-                              store_.value(index_[last]), lnf_mean_.data(), lnf_rstd_.data(), BT, C);
+  kernels::layernorm_backward(
+      dresidual_.data(), store_.grad(index_[last]), store_.grad(index_[last + 1]), dnorm_.data(),
+      top, store_.value(index_[last]), lnf_mean_.data(), lnf_rstd_.data(), BT, C);
   // The range of parameters [first, last] (store indices, contiguous in gpt_parameters order).
   const auto tell = [&](std::size_t first, std::size_t last_index) {
     if (!ready) return;
@@ -258,9 +281,8 @@ void Gpt::backward(const train::GradientsReady& ready) {
     // residual3 = residual2 + fcproj: both get dresidual.
     dresidual2_ = dresidual_;
     zero(dwide_gelu_);
-    kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW),
-                             grad(l, kFcProjB), dresidual_.data(), fch_gelu, param(l, kFcProjW),
-                             BT, 4 * C, C);
+    kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW), grad(l, kFcProjB),
+                             dresidual_.data(), fch_gelu, param(l, kFcProjW), BT, 4 * C, C);
     zero(dwide_);
     kernels::gelu_backward(dwide_.data(), fch, dwide_gelu_.data(), BT * 4 * C);
     zero(dnorm_);

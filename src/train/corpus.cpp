@@ -1,8 +1,8 @@
 #include "shardwise/train/corpus.hpp"
 
+#include <sys/stat.h>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "detail/splitmix.hpp"
 #include "shardwise/core/error.hpp"
@@ -11,7 +11,6 @@ namespace shardwise::train {
 namespace {
 
 constexpr std::size_t kMaxFileBytes = std::size_t{64} << 20;
-
 
 }  // namespace
 
@@ -43,8 +42,8 @@ Corpus Corpus::from_file(const std::string& path, std::size_t seq) {
 
 Corpus Corpus::builtin(std::size_t seq) {
   // Counting sentences: regular enough to learn fast, varied enough that the loss shows it.
-  static const char* const kNames[] = {"one", "two", "three", "four", "five", "six", "seven",
-                                       "eight", "nine", "ten"};
+  static const char* const kNames[] = {"one", "two",   "three", "four", "five",
+                                       "six", "seven", "eight", "nine", "ten"};
   static const char* const kThings[] = {"cats", "ships", "stars", "bells", "trees"};
   std::string text;
   for (int round = 0; text.size() < 20 * seq + 60000; ++round) {
@@ -70,8 +69,8 @@ TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, st
   for (std::size_t s = first; s < first + count; ++s) {
     // Where sequence s of this step starts: the same on every rank and mesh.
     const std::uint64_t stream = split == Split::kTrain ? 0x7472ULL : 0x76616cULL;
-    const std::uint64_t draw = detail::splitmix64(detail::splitmix64(seed ^ stream) ^
-                                                  detail::splitmix64(step) ^ s);
+    const std::uint64_t draw =
+        detail::splitmix64(detail::splitmix64(seed ^ stream) ^ detail::splitmix64(step) ^ s);
     const std::size_t start = begin + static_cast<std::size_t>(draw % (length - seq));
     for (std::size_t t = 0; t < seq; ++t) {
       out.tokens.push_back(static_cast<unsigned char>(bytes_[start + t]));

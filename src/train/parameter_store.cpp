@@ -10,7 +10,6 @@
 namespace shardwise::train {
 namespace {
 
-
 std::uint64_t name_hash(const std::string& name) {  // FNV-1a: stable across platforms
   std::uint64_t h = 0xcbf29ce484222325ULL;
   for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
@@ -18,7 +17,9 @@ std::uint64_t name_hash(const std::string& name) {  // FNV-1a: stable across pla
 }
 
 // A uniform draw in (0, 1) from 53 random bits.
-double unit(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) / 9007199254740992.0; }
+double unit(std::uint64_t bits) {
+  return (static_cast<double>(bits >> 11) + 0.5) / 9007199254740992.0;
+}
 
 }  // namespace
 

@@ -26,13 +26,19 @@ Trainer::Trainer(Communicator& comm, const Group& group, Model& model, const Cor
 
 Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas, Model& model,
                  const Corpus& corpus, TrainSettings settings)
-    : comm_(comm), group_(shards), replicas_(replicas), model_(model), store_(model.parameters()),
-      corpus_(corpus), settings_(settings) {
+    : comm_(comm),
+      group_(shards),
+      replicas_(replicas),
+      model_(model),
+      store_(model.parameters()),
+      corpus_(corpus),
+      settings_(settings) {
   member_ = group_.index_of(comm_.rank());
   replica_ = replicas_.index_of(comm_.rank());
   if (member_ < 0 || replica_ < 0) {
-    throw InvalidArgument("rank " + std::to_string(comm_.rank()) + " is not in the trainer's groups " +
-                          group_.to_string() + " and " + replicas_.to_string());
+    throw InvalidArgument("rank " + std::to_string(comm_.rank()) +
+                          " is not in the trainer's groups " + group_.to_string() + " and " +
+                          replicas_.to_string());
   }
   const auto n = static_cast<std::size_t>(group_.size());
   const auto ranks = n * static_cast<std::size_t>(replicas_.size());
@@ -64,7 +70,8 @@ StepStats Trainer::step() {
   ParameterStore& store = store_;
   const auto n = static_cast<std::size_t>(group_.size());
   const std::size_t per_rank = settings_.batch / (n * static_cast<std::size_t>(replicas_.size()));
-  const std::size_t slot = static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
+  const std::size_t slot =
+      static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
   const TokenBatch batch =
       corpus_.batch(Corpus::Split::kTrain, settings_.seed, static_cast<std::uint64_t>(step),
                     slot * per_rank, per_rank, settings_.seq);
@@ -123,19 +130,22 @@ StepStats Trainer::step() {
     owned = grad_chunk_.data();
   }
   // The global norm: every rank sums the squares of a disjoint part, one sum over the group.
-  const std::size_t first = settings_.zero == 0 ? static_cast<std::size_t>(member_) * (store.size() / n) : 0;
+  const std::size_t first =
+      settings_.zero == 0 ? static_cast<std::size_t>(member_) * (store.size() / n) : 0;
   const std::size_t count = settings_.zero == 0 ? store.size() / n : chunk_end_ - chunk_begin_;
   const float* part = settings_.zero == 0 ? grads.data() + first : owned;
   double squares = 0;
   for (std::size_t i = 0; i < count; ++i) squares += static_cast<double>(part[i]) * part[i];
   comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
   const auto norm = static_cast<float>(std::sqrt(squares));
-  const float scale =
-      settings_.grad_clip > 0 && norm > settings_.grad_clip ? settings_.grad_clip / (norm + 1e-6F) : 1.0F;
+  const float scale = settings_.grad_clip > 0 && norm > settings_.grad_clip
+                          ? settings_.grad_clip / (norm + 1e-6F)
+                          : 1.0F;
   const float learning_rate = learning_rate_at(settings_, step);
   for (std::size_t i = 0; i < chunk_end_ - chunk_begin_; ++i) owned[i] *= scale;
   if (settings_.zero == 2) {
-    std::copy(grad_chunk_.begin(), grad_chunk_.end(), grads.begin() + static_cast<std::ptrdiff_t>(chunk_begin_));
+    std::copy(grad_chunk_.begin(), grad_chunk_.end(),
+              grads.begin() + static_cast<std::ptrdiff_t>(chunk_begin_));
   }
   update(learning_rate);
   if (settings_.zero > 0) {
@@ -175,7 +185,8 @@ void Trainer::average(float* data, std::size_t count) {
 float Trainer::validation_loss(std::size_t batches) {
   const auto n = static_cast<std::size_t>(group_.size());
   const std::size_t per_rank = settings_.batch / (n * static_cast<std::size_t>(replicas_.size()));
-  const std::size_t slot = static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
+  const std::size_t slot =
+      static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
   double sum = 0;
   for (std::size_t b = 0; b < batches; ++b) {
     const TokenBatch batch = corpus_.batch(Corpus::Split::kValidation, settings_.seed, b,
@@ -187,9 +198,7 @@ float Trainer::validation_loss(std::size_t batches) {
   return batches == 0 ? 0.0F : static_cast<float>(sum / static_cast<double>(batches));
 }
 
-std::size_t Trainer::params_bytes() const {
-  return store_.size() * sizeof(float);
-}
+std::size_t Trainer::params_bytes() const { return store_.size() * sizeof(float); }
 
 std::size_t Trainer::grads_bytes() const {
   return (store_.size() + grad_chunk_.size()) * sizeof(float);

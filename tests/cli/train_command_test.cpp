@@ -21,14 +21,17 @@ std::vector<nlohmann::json> json_lines(const std::string& text) {
 }
 
 std::vector<std::string> micro(std::vector<std::string> extra) {
-  std::vector<std::string> args{"train", "--model", source_path("examples/models/gpt_micro.json"),
-                                "--steps", "6", "--batch", "4", "--seed", "3", "--json"};
+  std::vector<std::string> args{"train",   "--model", source_path("examples/models/gpt_micro.json"),
+                                "--steps", "6",       "--batch",
+                                "4",       "--seed",  "3",
+                                "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
 TEST(TrainCommand, JsonLinesThenASummaryCountedFromTheBuffers) {
-  const testing::Result r = run_command(micro({"--mesh", "data=2", "--zero", "1", "--eval-every", "3"}));
+  const testing::Result r =
+      run_command(micro({"--mesh", "data=2", "--zero", "1", "--eval-every", "3"}));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 7U);
@@ -65,15 +68,19 @@ TEST(TrainCommand, EveryMeshSeesTheSameLossesAsOneRank) {
 
 TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--model", "huge"}, "--model: 'huge' is neither a model");
-  expect_bad_input({"train", "--zero", "3"}, "--zero 3 (parameters sharded and gathered per layer) is not built yet");
+  expect_bad_input({"train", "--zero", "3"},
+                   "--zero 3 (parameters sharded and gathered per layer) is not built yet");
   expect_bad_input({"train", "--zero", "5"}, "--zero is 5; expected 0 to 3");
-  expect_bad_input({"train", "--mesh", "model=2"}, "--mesh: axis 'model' is not one `shardwise train` runs yet");
-  expect_bad_input({"train", "--mesh", "data=3", "--batch", "8"}, "--batch 8 does not divide among the 3 ranks");
+  expect_bad_input({"train", "--mesh", "model=2"},
+                   "--mesh: axis 'model' is not one `shardwise train` runs yet");
+  expect_bad_input({"train", "--mesh", "data=3", "--batch", "8"},
+                   "--batch 8 does not divide among the 3 ranks");
   expect_bad_input({"train", "--lr", "nan"}, "--lr");
   expect_bad_input({"train", "--steps", "0"}, "--steps is 0; expected 1 to 10000000");
   expect_bad_input({"train", "--seq", "65"}, "--seq is 65; expected 1 to 64");
   expect_bad_input({"train", "--data", "/dev/zero"}, "--data: '/dev/zero' is not a regular file");
-  expect_bad_input({"train", "--data", "/nonexistent/file"}, "--data: cannot read '/nonexistent/file'");
+  expect_bad_input({"train", "--data", "/nonexistent/file"},
+                   "--data: cannot read '/nonexistent/file'");
 }
 
 }  // namespace

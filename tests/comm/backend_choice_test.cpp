@@ -118,10 +118,11 @@ TEST(BackendChoice, ARegisteredBackendRunsTheProgram) {
   const int before = tcp_runs.load();
   std::atomic<int> ranks{0};
   Arguments flag({"prog", "--backend=tcp"});
-  choose_backend(flag.argc(), flag.argv()).run(flag.argc(), flag.argv(), 3, [&](Communicator& comm) {
-    ++ranks;
-    EXPECT_EQ(comm.size(), 3);
-  });
+  choose_backend(flag.argc(), flag.argv())
+      .run(flag.argc(), flag.argv(), 3, [&](Communicator& comm) {
+        ++ranks;
+        EXPECT_EQ(comm.size(), 3);
+      });
   EXPECT_EQ(ranks.load(), 3);
   EXPECT_EQ(tcp_runs.load(), before + 1);
   // The built-in local backend is listed first, then registered ones in order.

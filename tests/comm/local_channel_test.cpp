@@ -20,8 +20,8 @@ namespace shardwise {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::error_of;
 using ::testing::AnyOf;
+using testing::error_of;
 using ::testing::HasSubstr;
 
 // Sizes on both sides of the eager limit (16 KiB of input per member).
@@ -95,8 +95,8 @@ TEST(LocalChannel, AnEagerAndADirectCallThatDisagreeFailAtOnce) {
       std::vector<float> data(count, 1.0F);
       AllReduceOptions options;
       options.timeout = 60s;
-      comm.all_reduce(data.data(), data.data(), count, DType::kF32, ReduceOp::kSum,
-                      world_group(2), options);
+      comm.all_reduce(data.data(), data.data(), count, DType::kF32, ReduceOp::kSum, world_group(2),
+                      options);
     });
   });
   EXPECT_THAT(message, HasSubstr("all_reduce of 8 f32 (sum)"));
@@ -150,8 +150,8 @@ TEST(LocalChannel, MembersThatGiveUpOnAnEagerRoundFailTheLateMember) {
       if (comm.rank() < 2) {
         options.timeout = 20ms;
         try {
-          comm.all_reduce(data.data(), data.data(), 16, DType::kF32, ReduceOp::kSum,
-                          world_group(3), options);
+          comm.all_reduce(data.data(), data.data(), 16, DType::kF32, ReduceOp::kSum, world_group(3),
+                          options);
         } catch (const CommError&) {
           ++gave_up;
           throw;
@@ -160,16 +160,16 @@ TEST(LocalChannel, MembersThatGiveUpOnAnEagerRoundFailTheLateMember) {
       }
       while (gave_up.load() < 1) std::this_thread::sleep_for(1ms);
       try {
-        comm.all_reduce(data.data(), data.data(), 16, DType::kF32, ReduceOp::kSum,
-                        world_group(3), options);
+        comm.all_reduce(data.data(), data.data(), 16, DType::kF32, ReduceOp::kSum, world_group(3),
+                        options);
       } catch (const CommError& e) {
         late_error = e.what();
         throw;
       }
     });
   });
-  EXPECT_THAT(message, AnyOf(HasSubstr("did not arrive within 20 ms"),
-                             HasSubstr("stopped waiting for it")));
+  EXPECT_THAT(message,
+              AnyOf(HasSubstr("did not arrive within 20 ms"), HasSubstr("stopped waiting for it")));
   EXPECT_THAT(late_error, AnyOf(HasSubstr("stopped waiting for it"), HasSubstr("aborted: rank")));
 }
 

@@ -133,7 +133,10 @@ TEST(GradientCheck, GeluAndResidual) {
     return weighted_sum(y, probe);
   };
   (void)loss();
-  EXPECT_NEAR(y[0], 0.5 * inp[0] * (1 + std::tanh(0.7978845608 * (inp[0] + 0.044715 * std::pow(inp[0], 3)))), 1e-5);
+  EXPECT_NEAR(
+      y[0],
+      0.5 * inp[0] * (1 + std::tanh(0.7978845608 * (inp[0] + 0.044715 * std::pow(inp[0], 3)))),
+      1e-5);
   std::vector<float> dinp(64);
   gelu_backward(dinp.data(), inp.data(), probe.data(), inp.size());
   expect_gradient(inp, dinp, loss, "gelu dinp", 1e-3F);
@@ -171,8 +174,8 @@ TEST(GradientCheck, SoftmaxCrossEntropy) {
   const std::vector<std::int32_t> targets{0, 6, 3, 3};
   std::vector<float> losses(rows), probs(logits.size());
   const auto loss = [&] {
-    softmax_cross_entropy_forward(losses.data(), probs.data(), logits.data(), targets.data(),
-                                  rows, vocab);
+    softmax_cross_entropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), rows,
+                                  vocab);
     double mean = 0;
     for (float l : losses) mean += l;
     return mean / static_cast<double>(rows);
@@ -180,8 +183,8 @@ TEST(GradientCheck, SoftmaxCrossEntropy) {
   (void)loss();
   const std::vector<float> dlosses(rows, 1.0F / static_cast<float>(rows));
   std::vector<float> dlogits(logits.size());
-  softmax_cross_entropy_backward(dlogits.data(), dlosses.data(), probs.data(), targets.data(),
-                                 rows, vocab);
+  softmax_cross_entropy_backward(dlogits.data(), dlosses.data(), probs.data(), targets.data(), rows,
+                                 vocab);
   expect_gradient(logits, dlogits, loss, "dlogits");
   // Uniform logits: the loss is log(vocab) and the probabilities 1 / vocab.
   const std::vector<float> flat(vocab, 0.25F);

@@ -14,12 +14,13 @@
 namespace shardwise::models {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 std::vector<std::int32_t> pattern(std::size_t count, std::size_t offset, std::size_t period) {
   std::vector<std::int32_t> tokens(count);
-  for (std::size_t i = 0; i < count; ++i) tokens[i] = static_cast<std::int32_t>((i + offset) % period);
+  for (std::size_t i = 0; i < count; ++i)
+    tokens[i] = static_cast<std::int32_t>((i + offset) % period);
   return tokens;
 }
 
@@ -143,7 +144,9 @@ TEST(Gpt, LearnsARepeatingPattern) {
 TEST(Gpt, BadInputIsNamed) {
   EXPECT_THAT(error_of([] { (void)gpt_preset("huge", "--model"); }),
               HasSubstr("--model: 'huge' is not a model"));
-  EXPECT_THAT(error_of([] { validate(GptConfig{2, 3, 8, 4, 16}); }),
+  EXPECT_THAT(error_of([] {
+                validate(GptConfig{2, 3, 8, 4, 16});
+              }),
               HasSubstr("n_embd 8 is not divisible by n_head 3"));
   EXPECT_THAT(error_of([] { validate(GptConfig{0, 1, 8, 4, 16}); }), HasSubstr("n_layer is 0"));
   const GptConfig config{1, 1, 4, 4, 8};

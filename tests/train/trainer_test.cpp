@@ -19,8 +19,8 @@
 namespace shardwise::train {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 const models::GptConfig kConfig{2, 2, 16, 16, 256};
 
@@ -57,9 +57,9 @@ TrainingRun train_on(int ranks, int zero) {
     if (comm.rank() == 0) {
       run.losses = losses;
       const auto values = model.parameters().values();
-      run.params.assign(values.begin(),
-                        values.begin() + static_cast<std::ptrdiff_t>(
-                                             model.parameters().parameter_elements()));
+      run.params.assign(
+          values.begin(),
+          values.begin() + static_cast<std::ptrdiff_t>(model.parameters().parameter_elements()));
     }
   });
   return run;
@@ -69,8 +69,8 @@ TEST(Trainer, EveryDataParallelLayoutMatchesOneRank) {
   const TrainingRun one = train_on(1, 0);
   ASSERT_EQ(one.losses.size(), 10U);
   EXPECT_LT(one.losses.back(), one.losses.front());
-  for (const auto& [ranks, zero] : std::vector<std::pair<int, int>>{
-           {2, 0}, {4, 0}, {2, 1}, {2, 2}, {4, 1}, {4, 2}}) {
+  for (const auto& [ranks, zero] :
+       std::vector<std::pair<int, int>>{{2, 0}, {4, 0}, {2, 1}, {2, 2}, {4, 1}, {4, 2}}) {
     const TrainingRun many = train_on(ranks, zero);
     double worst = 0;
     for (std::size_t s = 0; s < one.losses.size(); ++s) {
@@ -92,8 +92,9 @@ TEST(Trainer, EveryDataParallelLayoutMatchesOneRank) {
     }
     std::ostringstream deviation;
     deviation << std::scientific << worst << " (loss), " << largest << " (parameters)";
-    RecordProperty(std::to_string(ranks) + "_ranks_zero_" + std::to_string(zero) + "_worst_deviation",
-                   deviation.str());
+    RecordProperty(
+        std::to_string(ranks) + "_ranks_zero_" + std::to_string(zero) + "_worst_deviation",
+        deviation.str());
   }
 }
 
@@ -148,7 +149,8 @@ TEST(Trainer, HsdpShardsOverFsdpAndReplicatesOverData) {
       if (comm.rank() == 0) losses = mine;
     });
     for (std::size_t s = 0; s < one.losses.size(); ++s) {
-      EXPECT_NEAR(losses[s], one.losses[s], 1e-5 * one.losses[s]) << "zero " << zero << " step " << s + 1;
+      EXPECT_NEAR(losses[s], one.losses[s], 1e-5 * one.losses[s])
+          << "zero " << zero << " step " << s + 1;
     }
     for (std::size_t b : bytes) {
       if (zero == 0) {

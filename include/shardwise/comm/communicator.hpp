@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "shardwise/comm/byte_counters.hpp"
-#include "shardwise/comm/work.hpp"
 #include "shardwise/comm/group.hpp"
+#include "shardwise/comm/work.hpp"
 #include "shardwise/core/dtype.hpp"
 #include "shardwise/core/placement.hpp"
 
@@ -117,8 +117,8 @@ class Communicator {
   // Several buffers in one operation (a bucket of gradients): each as all_reduce does it.
   void all_reduce_coalesced(const std::vector<CoalescedBuffer>& buffers, DType dtype, ReduceOp op,
                             const Group& group, const AllReduceOptions& options = {});
-  [[nodiscard]] Work iall_reduce_coalesced(const std::vector<CoalescedBuffer>& buffers,
-                                           DType dtype, ReduceOp op, const Group& group,
+  [[nodiscard]] Work iall_reduce_coalesced(const std::vector<CoalescedBuffer>& buffers, DType dtype,
+                                           ReduceOp op, const Group& group,
                                            const AllReduceOptions& options = {});
 
   // out (count x group size) = every member's `count` elements, in group order.

@@ -34,7 +34,6 @@ class MpiSession {
   std::unique_ptr<Communicator> world_;
 };
 
-
 // Registers the MPI backend ("mpi": a rank per process, the default under mpirun) in the
 // backend registry; calling it again does nothing. Its run function starts MPI once per
 // process (finalised at exit) and ends the whole job when the rank fails.

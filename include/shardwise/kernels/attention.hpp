@@ -8,8 +8,8 @@
 
 namespace shardwise::kernels {
 
-void attention_forward(float* out, float* att, const float* qkv, std::size_t batch,
-                       std::size_t seq, std::size_t channels, std::size_t heads);
+void attention_forward(float* out, float* att, const float* qkv, std::size_t batch, std::size_t seq,
+                       std::size_t channels, std::size_t heads);
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
                         std::size_t batch, std::size_t seq, std::size_t channels,

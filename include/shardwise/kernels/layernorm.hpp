@@ -13,7 +13,7 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
                        const float* bias, std::size_t rows, std::size_t channels);
 
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                        const float* inp, const float* weight, const float* mean,
-                        const float* rstd, std::size_t rows, std::size_t channels);
+                        const float* inp, const float* weight, const float* mean, const float* rstd,
+                        std::size_t rows, std::size_t channels);
 
 }  // namespace shardwise::kernels

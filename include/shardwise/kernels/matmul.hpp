@@ -12,8 +12,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
                     std::size_t rows, std::size_t in, std::size_t out_features);
 
 // dinp += dout weight; dweight += dout^T inp; dbias += column sums of dout (dbias may be null).
-void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
-                     const float* inp, const float* weight, std::size_t rows, std::size_t in,
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, std::size_t rows, std::size_t in,
                      std::size_t out_features);
 
 // Threads the BLAS may use for one call (ranks that are threads of one process use one each).

@@ -72,9 +72,9 @@ class Gpt {
   std::vector<std::int32_t> tokens_;
   std::vector<std::int32_t> targets_;
   // Activations (llm.c's layout), one vector per kind, layers side by side.
-  std::vector<float> encoded_, ln1_, ln1_mean_, ln1_rstd_, qkv_, atty_, att_, attproj_,
-      residual2_, ln2_, ln2_mean_, ln2_rstd_, fch_, fch_gelu_, fcproj_, residual3_, lnf_,
-      lnf_mean_, lnf_rstd_, logits_, probs_, losses_;
+  std::vector<float> encoded_, ln1_, ln1_mean_, ln1_rstd_, qkv_, atty_, att_, attproj_, residual2_,
+      ln2_, ln2_mean_, ln2_rstd_, fch_, fch_gelu_, fcproj_, residual3_, lnf_, lnf_mean_, lnf_rstd_,
+      logits_, probs_, losses_;
   // Gradient scratch, reused layer by layer.
   std::vector<float> dresidual_, dresidual2_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_,
       dlogits_;

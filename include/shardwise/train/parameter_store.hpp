@@ -22,11 +22,11 @@ struct ParameterInit {
 };
 
 struct ParameterSpec {
-  std::string name;                       // "transformer.h.0.attn.c_attn.weight"
+  std::string name;  // "transformer.h.0.attn.c_attn.weight"
   Shape shape;
   std::vector<std::string> logical_axes;  // one per dimension ("embed", "mlp", ...), may be empty
   ParameterInit init;
-  bool weight_decay = true;               // false for norms and biases
+  bool weight_decay = true;  // false for norms and biases
 };
 
 class ParameterStore {

@@ -91,9 +91,9 @@ class Trainer {
   void average(float* data, std::size_t count);
 
   Communicator& comm_;
-  Group group_;     // the shards (the whole data-parallel group without HSDP)
-  Group replicas_;  // this rank's replicas of its shard (itself alone without HSDP)
-  int member_ = 0;  // index in group_
+  Group group_;      // the shards (the whole data-parallel group without HSDP)
+  Group replicas_;   // this rank's replicas of its shard (itself alone without HSDP)
+  int member_ = 0;   // index in group_
   int replica_ = 0;  // index in replicas_
   Model& model_;
   ParameterStore& store_;

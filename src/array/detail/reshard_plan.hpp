@@ -62,8 +62,7 @@ struct ReshardPlan {
 ReshardPlan compile_reshard(const ShardedArray& array, const NamedSharding& target);
 
 // Runs a plan: `out` is this rank's target block.
-void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& array,
-                 std::byte* out);
+void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& array, std::byte* out);
 
 // A plan of pieces (plan_transfers' output) for rank `me`: its own pieces, and the layouts of
 // one all_to_allv over the ranks that send or receive, labelled by the mesh axes each peer

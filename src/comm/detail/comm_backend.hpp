@@ -41,9 +41,10 @@ class CommBackend {
 
   virtual void abort(const std::string& reason) = 0;
 
-  virtual bool with_peer_buffers(const void* /*mine*/, const Group& /*group*/,
-                                 const std::function<void(const std::vector<const void*>&)>& /*work*/,
-                                 const CommOptions& /*options*/) {
+  virtual bool with_peer_buffers(
+      const void* /*mine*/, const Group& /*group*/,
+      const std::function<void(const std::vector<const void*>&)>& /*work*/,
+      const CommOptions& /*options*/) {
     return false;
   }
 };

@@ -36,8 +36,7 @@ struct LocalWorld::Round {
   [[nodiscard]] GroupChannel::Member& me() const { return channel.member(self); }
   [[nodiscard]] State state() const { return State::unpack(channel.state().load()); }
   [[nodiscard]] bool joined(std::size_t i) const {
-    return channel.member(i).published[parity].joined.load(std::memory_order_acquire) ==
-           round + 1;
+    return channel.member(i).published[parity].joined.load(std::memory_order_acquire) == round + 1;
   }
   [[nodiscard]] bool left_round() const {
     const State s = state();
@@ -96,8 +95,8 @@ bool LocalWorld::break_round(Round& r, const std::string& reason) {
     const State s = State::unpack(word);
     if (s.broken) return true;
     if (s.round != r.round) return false;  // every member arrived: it completed
-    if (r.channel.state().compare_exchange_weak(
-            word, State{true, r.member, r.round, s.arrived}.pack())) {
+    if (r.channel.state().compare_exchange_weak(word,
+                                                State{true, r.member, r.round, s.arrived}.pack())) {
       r.channel.wake();
       return true;
     }
@@ -180,9 +179,9 @@ std::optional<std::string> LocalWorld::reason_to_give_up(const Round& r) {
   }
   if (Clock::now() < r.deadline) return std::nullopt;
   return r.describe() + ": " +
-         (absent.empty() ? std::string("other members")
-                         : std::string(absent.size() > 1 ? "ranks " : "rank ") +
-                               rank_list(absent)) +
+         (absent.empty()
+              ? std::string("other members")
+              : std::string(absent.size() > 1 ? "ranks " : "rank ") + rank_list(absent)) +
          " did not arrive within " + std::to_string(r.timeout.count()) + " ms";
 }
 
@@ -214,8 +213,8 @@ void LocalWorld::confirm(Round& r) {
   // Every member has joined, so the last one's compare-and-swap is under way; a member that
   // gives up meanwhile breaks the round (what peers read is the channel's, so nothing is
   // freed under them).
-  if (const auto reason = await<true>(r.channel, [&] { return r.left_round(); },
-                                [&] { return reason_to_give_up(r); })) {
+  if (const auto reason = await<true>(
+          r.channel, [&] { return r.left_round(); }, [&] { return reason_to_give_up(r); })) {
     const std::string why = "rank " + std::to_string(r.channel.world_ranks()[r.self]) +
                             " stopped waiting for it: " + *reason;
     if (break_round(r, why)) throw CommError(*reason);
@@ -298,8 +297,9 @@ void LocalWorld::collective(GroupChannel& channel, const Group& group, int membe
                             const CollectiveCall& call, int phases,
                             std::chrono::milliseconds timeout, PhaseWork work,
                             std::optional<std::size_t> eager_bytes) {
-  Round r{channel, group, member, static_cast<std::size_t>(member), call,
-          Clock::now() + timeout, timeout, eager_bytes};
+  Round r{
+      channel, group,      member, static_cast<std::size_t>(member), call, Clock::now() + timeout,
+      timeout, eager_bytes};
   r.round = r.me().next_round;
   r.parity = r.round & 1;
   const bool last = arrive(r);

@@ -28,7 +28,8 @@ std::string call_text(const CollectiveCall& call) {
 std::uint64_t GroupChannel::State::pack() const {
   return (broken ? kBrokenBit : 0) |
          ((static_cast<std::uint64_t>(breaker) & kBreakerMask) << kBreakerShift) |
-         ((round & kRoundMask) << kRoundShift) | (static_cast<std::uint64_t>(arrived) & kArrivedMask);
+         ((round & kRoundMask) << kRoundShift) |
+         (static_cast<std::uint64_t>(arrived) & kArrivedMask);
 }
 
 GroupChannel::State GroupChannel::State::unpack(std::uint64_t word) {

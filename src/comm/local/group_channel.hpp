@@ -30,7 +30,11 @@ struct CollectiveCall {
   CollectiveCall() = default;
   CollectiveCall(std::string_view op_name, std::size_t element_count, DType element_type,
                  Rank root_rank, const void* input, void* output)
-      : op(op_name), count(element_count), dtype(element_type), root(root_rank), in(input),
+      : op(op_name),
+        count(element_count),
+        dtype(element_type),
+        root(root_rank),
+        in(input),
         out(output) {}
 
   std::string_view op;  // a string literal
@@ -82,12 +86,12 @@ class GroupChannel {
   // member itself touches lie on separate cache lines, so that writing one does not take the
   // others from the cores that read them. Fields marked "own" are written by that member only.
   struct alignas(64) Member {
-    std::atomic<std::uint64_t> phases_done{0};  // phases this member has finished, ever
-    std::atomic<std::uint64_t> failed_in{0};    // 1 + the last round its own part threw in
-    alignas(64) std::uint64_t next_round = 0;   // own
-    std::uint64_t phases = 0;                   // own: the count phases_done will reach
-    std::string breaking_reason;                // own: read once it broke the channel
-    Published published[2];                     // own: by round parity
+    std::atomic<std::uint64_t> phases_done{0};     // phases this member has finished, ever
+    std::atomic<std::uint64_t> failed_in{0};       // 1 + the last round its own part threw in
+    alignas(64) std::uint64_t next_round = 0;      // own
+    std::uint64_t phases = 0;                      // own: the count phases_done will reach
+    std::string breaking_reason;                   // own: read once it broke the channel
+    Published published[2];                        // own: by round parity
     alignas(64) std::vector<std::byte> staged[2];  // own: an eager round's input, by parity
   };
 
@@ -128,7 +132,8 @@ class CallView {
  public:
   CallView(GroupChannel& channel, std::size_t parity) : channel_(&channel), parity_(parity) {}
   [[nodiscard]] std::size_t size() const { return channel_->size(); }
-  const CollectiveCall& operator[](std::size_t i) const { return channel_->member(i).published[parity_].call;
+  const CollectiveCall& operator[](std::size_t i) const {
+    return channel_->member(i).published[parity_].call;
   }
 
   class Iterator {
@@ -158,12 +163,13 @@ class CallView {
 class PhaseWork {
  public:
   template <typename F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, PhaseWork>)
-  PhaseWork(F&& work)  // NOLINT(google-explicit-constructor): built at every call site
+  requires(!std::is_same_v<std::remove_cvref_t<F>, PhaseWork>)
+      PhaseWork(F&& work)  // NOLINT(google-explicit-constructor): built at every call site
       : object_(static_cast<const void*>(&work)),
-        run_([](const void* object, const CallView& calls, int member,
-                int phase) { (*static_cast<std::remove_reference_t<F>*>(
-                                 const_cast<void*>(object)))(calls, member, phase); }) {}
+        run_([](const void* object, const CallView& calls, int member, int phase) {
+          (*static_cast<std::remove_reference_t<F>*>(const_cast<void*>(object)))(calls, member,
+                                                                                 phase);
+        }) {}
 
   void operator()(const CallView& calls, int member, int phase) const {
     run_(object_, calls, member, phase);

@@ -185,8 +185,9 @@ class LocalBackend final : public detail::CommBackend {
     if (!share_buffers_) return false;
     wait_until_idle();
     const int member = group.index_of(index_);
-    collective(group, member, CollectiveCall("with_peer_buffers", 0, DType::kF32, -1, mine, nullptr),
-               1, options.timeout, [&](const detail::CallView& calls, int, int) {
+    collective(group, member,
+               CollectiveCall("with_peer_buffers", 0, DType::kF32, -1, mine, nullptr), 1,
+               options.timeout, [&](const detail::CallView& calls, int, int) {
                  std::vector<const void*> peers;
                  peers.reserve(calls.size());
                  for (const CollectiveCall& c : calls) peers.push_back(c.in);
@@ -299,8 +300,7 @@ class LocalBackend final : public detail::CommBackend {
       case CommOp::kBarrier:
         return collective(request.group, member,
                           CollectiveCall("barrier", 0, DType::kF32, -1, nullptr, nullptr), 0,
-                          request.options.timeout,
-                          [](const detail::CallView&, int, int) {});
+                          request.options.timeout, [](const detail::CallView&, int, int) {});
       case CommOp::kPpermute: return ppermute(request, member);
       case CommOp::kSend:
       case CommOp::kRecv: return receive(request);
@@ -312,9 +312,9 @@ class LocalBackend final : public detail::CommBackend {
     for (const P2POp& m : request.messages) {
       if (m.kind != P2POp::Kind::kRecv) continue;
       const std::size_t bytes = m.count * size_in_bytes(m.dtype);
-      const std::vector<std::byte> message = world_.take(
-          context_, members_[static_cast<std::size_t>(m.peer)], me, m.tag, bytes,
-          request.options.timeout);
+      const std::vector<std::byte> message =
+          world_.take(context_, members_[static_cast<std::size_t>(m.peer)], me, m.tag, bytes,
+                      request.options.timeout);
       copy_bytes(m.buffer, message.data(), bytes);
     }
   }
@@ -340,17 +340,16 @@ class LocalBackend final : public detail::CommBackend {
     if (buffers == 1 && request.buffers[0].count * element <= kEagerBytes) {
       // Each member reduces the whole buffer from every member's staged input.
       const CoalescedBuffer& buffer = request.buffers[0];
-      return eager_collective(request.group, member, reduction_call("all_reduce", request),
-                              buffer.count * element, request.options.timeout,
-                              [&](const detail::CallView& calls, int, int) {
-                                inputs_.clear();
-                                for (const CollectiveCall& c : calls) inputs_.push_back(c.in);
-                                detail::reduce_into(inputs_, buffer.out, buffer.count,
-                                                    request.dtype, request.reduce);
-                              });
+      return eager_collective(
+          request.group, member, reduction_call("all_reduce", request), buffer.count * element,
+          request.options.timeout, [&](const detail::CallView& calls, int, int) {
+            inputs_.clear();
+            for (const CollectiveCall& c : calls) inputs_.push_back(c.in);
+            detail::reduce_into(inputs_, buffer.out, buffer.count, request.dtype, request.reduce);
+          });
     }
-    collective(request.group, member, reduction_call("all_reduce", request), 2, request.options.timeout,
-               [&](const detail::CallView& calls, int m, int phase) {
+    collective(request.group, member, reduction_call("all_reduce", request), 2,
+               request.options.timeout, [&](const detail::CallView& calls, int m, int phase) {
                  const auto self = static_cast<std::size_t>(m);
                  for (std::size_t b = 0; b < buffers; ++b) {
                    const std::size_t count = request.buffers[b].count;
@@ -361,8 +360,8 @@ class LocalBackend final : public detail::CommBackend {
                      for (const CollectiveCall& c : calls) {
                        inputs.push_back(bytes_of((*c.buffers)[b].in) + begin * element);
                      }
-                     detail::reduce_into(inputs, out + begin * element, end - begin,
-                                         request.dtype, request.reduce);
+                     detail::reduce_into(inputs, out + begin * element, end - begin, request.dtype,
+                                         request.reduce);
                      continue;
                    }
                    for (std::size_t i = 0; i < n; ++i) {
@@ -401,20 +400,18 @@ class LocalBackend final : public detail::CommBackend {
       // Each member reduces its block from every member's staged input.
       const CoalescedBuffer& buffer = request.buffers[0];
       const std::size_t block = buffer.count * element;
-      return eager_collective(request.group, member, reduction_call("reduce_scatter", request),
-                              n * block, request.options.timeout,
-                              [&](const detail::CallView& calls, int m, int) {
-                                inputs_.clear();
-                                for (const CollectiveCall& c : calls) {
-                                  inputs_.push_back(bytes_of(c.in) +
-                                                    static_cast<std::size_t>(m) * block);
-                                }
-                                detail::reduce_into(inputs_, buffer.out, buffer.count,
-                                                    request.dtype, request.reduce);
-                              });
+      return eager_collective(
+          request.group, member, reduction_call("reduce_scatter", request), n * block,
+          request.options.timeout, [&](const detail::CallView& calls, int m, int) {
+            inputs_.clear();
+            for (const CollectiveCall& c : calls) {
+              inputs_.push_back(bytes_of(c.in) + static_cast<std::size_t>(m) * block);
+            }
+            detail::reduce_into(inputs_, buffer.out, buffer.count, request.dtype, request.reduce);
+          });
     }
-    collective(request.group, member, reduction_call("reduce_scatter", request), 1, request.options.timeout,
-               [&](const detail::CallView& calls, int m, int) {
+    collective(request.group, member, reduction_call("reduce_scatter", request), 1,
+               request.options.timeout, [&](const detail::CallView& calls, int m, int) {
                  for (std::size_t b = 0; b < buffers; ++b) {
                    const std::size_t count = request.buffers[b].count;
                    std::vector<const void*> inputs;
@@ -530,8 +527,8 @@ class LocalBackend final : public detail::CommBackend {
                    if (bytes > 0) std::memset(buffer.out, 0, bytes);
                    return;
                  }
-                 copy_bytes(buffer.out,
-                            calls[static_cast<std::size_t>(role.incoming->source)].in, bytes);
+                 copy_bytes(buffer.out, calls[static_cast<std::size_t>(role.incoming->source)].in,
+                            bytes);
                });
   }
 

@@ -17,7 +17,8 @@ std::string rank_list(const std::vector<Rank>& ranks) {
 
 LocalWorld::LocalWorld(int size)
     : size_(size),
-      oversubscribed_(static_cast<unsigned>(size) > std::max(1U, std::thread::hardware_concurrency())),
+      oversubscribed_(static_cast<unsigned>(size) >
+                      std::max(1U, std::thread::hardware_concurrency())),
       rank_finished_(std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(size))) {}
 
 GroupChannel& LocalWorld::channel(std::uint64_t context, const std::vector<Rank>& world_ranks) {
@@ -70,8 +71,7 @@ void LocalWorld::wait(std::unique_lock<std::mutex>& lock, Clock::time_point dead
   }
 }
 
-bool LocalWorld::spin_for_change(std::unique_lock<std::mutex>& lock,
-                                 Clock::time_point spin_until) {
+bool LocalWorld::spin_for_change(std::unique_lock<std::mutex>& lock, Clock::time_point spin_until) {
   // Spin first (yielding, so that oversubscribed ranks still run): a collective's members
   // usually arrive within microseconds of each other, far sooner than a sleeping thread
   // wakes. The spin has one budget per wait, so that ranks waiting long on a busy machine

@@ -19,10 +19,10 @@
 #include <tuple>
 #include <vector>
 
+#include "group_channel.hpp"
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/dtype.hpp"
-#include "group_channel.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::detail {
@@ -62,8 +62,8 @@ class LocalWorld {
   // Buffered point-to-point between world ranks, apart per communicator (`context`): post
   // never waits; take waits for the message.
   void post(std::uint64_t context, Rank from, Rank to, int tag, std::vector<std::byte> data);
-  std::vector<std::byte> take(std::uint64_t context, Rank from, Rank to, int tag,
-                              std::size_t bytes, std::chrono::milliseconds timeout);
+  std::vector<std::byte> take(std::uint64_t context, Rank from, Rank to, int tag, std::size_t bytes,
+                              std::chrono::milliseconds timeout);
 
   // Records that a rank failed (its message) or finished; wakes every waiting rank.
   void fail(Rank rank, std::string_view message);

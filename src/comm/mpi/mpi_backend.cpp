@@ -121,10 +121,10 @@ class MpiWorkState final : public WorkState {
       backend_.check(MPI_Test(&signature_request_, &done, MPI_STATUS_IGNORE), request_.name());
       if (!done) {
         if (Clock::now() > deadline_) {
-          const std::string message =
-              request_.name() + " over " + request_.group.to_string() + " on rank " +
-              std::to_string(backend_.rank_) + ": not every member arrived within " +
-              std::to_string(request_.options.timeout.count()) + " ms";
+          const std::string message = request_.name() + " over " + request_.group.to_string() +
+                                      " on rank " + std::to_string(backend_.rank_) +
+                                      ": not every member arrived within " +
+                                      std::to_string(request_.options.timeout.count()) + " ms";
           backend_.broken_ = "an earlier " + request_.name() + " over " +
                              request_.group.to_string() + " timed out";
           fail(message);
@@ -172,10 +172,10 @@ class MpiWorkState final : public WorkState {
   void post_signature() {
     const MpiSignature mine = signature_of(request_, member_);
     signatures_.resize(request_.group.ranks.size());
-    backend_.check(MPI_Iallgather(&mine, sizeof(MpiSignature), MPI_BYTE, signatures_.data(),
-                                  sizeof(MpiSignature), MPI_BYTE, comms_.signatures,
-                                  &signature_request_),
-                   request_.name());
+    backend_.check(
+        MPI_Iallgather(&mine, sizeof(MpiSignature), MPI_BYTE, signatures_.data(),
+                       sizeof(MpiSignature), MPI_BYTE, comms_.signatures, &signature_request_),
+        request_.name());
   }
 
   [[nodiscard]] bool all_in_place() const {
@@ -247,8 +247,8 @@ class MpiWorkState final : public WorkState {
               const int peer = static_cast<int>(j);
               add(MPI_Irecv(into, mpi_count(b.count), type, peer, kReduceScatterTag, comm,
                             &next_request()));
-              add(MPI_Isend(in + j * block, mpi_count(b.count), type, peer, kReduceScatterTag,
-                            comm, &next_request()));
+              add(MPI_Isend(in + j * block, mpi_count(b.count), type, peer, kReduceScatterTag, comm,
+                            &next_request()));
               reduction.inputs.push_back(into);
             }
             reductions_.push_back(std::move(reduction));
@@ -262,8 +262,8 @@ class MpiWorkState final : public WorkState {
       case CommOp::kAllGather: {
         const CoalescedBuffer& b = request_.buffers.front();
         const bool mine_in_place = signatures_[static_cast<std::size_t>(member_)].in_place != 0;
-        const void* in = in_place ? MPI_IN_PLACE
-                                  : (mine_in_place ? send_buffer(b.in, b.count * element) : b.in);
+        const void* in =
+            in_place ? MPI_IN_PLACE : (mine_in_place ? send_buffer(b.in, b.count * element) : b.in);
         add(MPI_Iallgather(in, mpi_count(b.count), type, b.out, mpi_count(b.count), type, comm,
                            &next_request()));
         return;
@@ -522,9 +522,9 @@ void MpiBackend::meet(const Group& group, const CommOptions& options, const std:
   int done = 0;
   Poller poller;
   while (true) {
-    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                      MPI_STATUSES_IGNORE),
-          op);
+    check(
+        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+        op);
     if (done) break;
     if (const auto& aborted = process_->aborted()) throw CommError(op + " aborted: " + *aborted);
     if (Clock::now() > deadline) {
