@@ -64,19 +64,6 @@ int parse_ranks(const std::string& text, std::string_view flag) {
 }
 
 // Refuses a benchmark whose buffers would take more than half of this machine's memory.
-void check_fits(std::int64_t bytes_needed, const std::string& what) {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return;
-  const auto memory = static_cast<double>(pages) * static_cast<double>(page);
-  if (static_cast<double>(bytes_needed) > memory / 2) {
-    throw InvalidArgument(what + " needs about " + with_thousands(bytes_needed) +
-                          " bytes of buffers; this machine has " +
-                          with_thousands(static_cast<std::int64_t>(memory)) +
-                          " bytes of memory, and a benchmark may use half");
-  }
-}
-
 std::string fixed(double value, int digits = 2) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(digits) << value;

@@ -1,6 +1,7 @@
 #include "text_table.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -46,6 +47,19 @@ std::string join_ints(const std::vector<std::int64_t>& values, const char* separ
     text += (i ? separator : "") + std::to_string(values[i]);
   }
   return text;
+}
+
+void check_fits(std::int64_t bytes_needed, const std::string& what) {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const auto memory = static_cast<double>(pages) * static_cast<double>(page);
+  if (static_cast<double>(bytes_needed) > memory / 2) {
+    throw InvalidArgument(what + " needs about " + with_thousands(bytes_needed) +
+                          " bytes of buffers; this machine has " +
+                          with_thousands(static_cast<std::int64_t>(memory)) +
+                          " bytes of memory, and a run may use half");
+  }
 }
 
 std::string read_file(const std::string& path, const std::string& option) {

@@ -3,7 +3,6 @@
 // object per line.
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <fstream>
 #include <iomanip>
 #include <map>
 #include <mutex>
@@ -21,6 +20,7 @@
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/train/trainer.hpp"
+#include "text_table.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -41,14 +41,9 @@ std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_
 models::GptConfig model_config(const std::string& model) {
   if (model == "tiny" || model == "small" || model == "gpt2")
     return models::gpt_preset(model, "--model");
-  std::ifstream in(model);
-  if (!in) {
-    throw InvalidArgument("--model: '" + model +
-                          "' is neither a model (tiny, small, gpt2) nor a readable JSON file");
-  }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(read_file(model, "--model"));
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument("--model: '" + model + "' is not JSON: " + e.what());
   }
@@ -70,6 +65,21 @@ models::GptConfig model_config(const std::string& model) {
   field("block_size", c.block_size);
   field("vocab_size", c.vocab_size);
   return c;
+}
+
+// About what one rank of the GPT holds, in bytes (in floating point: the sizes' product may
+// pass 2^64 for a hostile model file): values, gradients and Adam's moments of every parameter,
+// and the activations and their gradients for `sequences` sequences of `seq` tokens.
+double bytes_per_rank(const models::GptConfig& c, std::size_t sequences, std::size_t seq) {
+  const double C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layer);
+  const double V = static_cast<double>(c.vocab_size), T = static_cast<double>(seq);
+  const double BT = static_cast<double>(sequences) * T;
+  const double parameters =
+      V * C + static_cast<double>(c.block_size) * C + L * (12 * C * C + 13 * C) + 2 * C;
+  const double activations = L * (BT * (19 * C + 4) + static_cast<double>(sequences) *
+                                                          static_cast<double>(c.n_head) * T * T) +
+                             BT * (20 * C + 4 * V + 3);
+  return 4.0 * (4 * parameters + activations);
 }
 
 std::string bytes_text(std::size_t bytes) {
@@ -151,9 +161,15 @@ class TrainCommand final : public Command {
       throw InvalidArgument("--batch " + batch_ + " does not divide among the " +
                             std::to_string(ranks) + " ranks of the mesh");
     }
+    const BackendInfo& backend = backend_from(backend_);
+    const double per_rank =
+        bytes_per_rank(config, settings.batch / static_cast<std::size_t>(ranks), settings.seq);
+    const double in_process = per_rank * (backend.rank_per_process ? 1 : ranks);
+    check_fits(in_process > 9e18 ? INT64_MAX : static_cast<std::int64_t>(in_process),
+               "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) +
+                   " ranks");
     const train::Corpus corpus = data_ ? train::Corpus::from_file(*data_, settings.seq)
                                        : train::Corpus::builtin(settings.seq);
-    const BackendInfo& backend = backend_from(backend_);
     std::mutex mutex;
     backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
       if (comm.size() != ranks) {

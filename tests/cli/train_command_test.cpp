@@ -79,6 +79,12 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--steps", "0"}, "--steps is 0; expected 1 to 10000000");
   expect_bad_input({"train", "--seq", "65"}, "--seq is 65; expected 1 to 64");
   expect_bad_input({"train", "--data", "/dev/zero"}, "--data: '/dev/zero' is not a regular file");
+  expect_bad_input({"train", "--model", "gpt2", "--batch", "65536"},
+                   "--model gpt2 with --batch 65536 on 1 ranks needs about");
+  expect_bad_input({"train", "--model", "/tmp"}, "--model '/tmp' is a directory");
+  expect_bad_input({"train", "--model", "/dev/zero"}, "is not a regular file");
+  expect_bad_input({"train", "--steps", "9223372036854775808"},
+                   "expected an integer of at most 64 bits");
   expect_bad_input({"train", "--data", "/nonexistent/file"},
                    "--data: cannot read '/nonexistent/file'");
 }
