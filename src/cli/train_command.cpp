@@ -1,6 +1,7 @@
 // `shardwise train`: the GPT trained through the training layer, on one rank or a data x fsdp
 // mesh of ranks (threads, or processes under mpirun), printing progress for a person or one JSON
 // object per line.
+#include <sys/stat.h>
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <iomanip>
@@ -41,6 +42,11 @@ std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_
 models::GptConfig model_config(const std::string& model) {
   if (model == "tiny" || model == "small" || model == "gpt2")
     return models::gpt_preset(model, "--model");
+  struct stat info {};
+  if (::stat(model.c_str(), &info) != 0) {
+    throw InvalidArgument("--model: '" + model +
+                          "' is neither a model (tiny, small, gpt2) nor a readable JSON file");
+  }
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_file(model, "--model"));
