@@ -107,7 +107,10 @@ class TrainCommand final : public Command {
                                    "mesh, matching the one-rank run step for step")) {
     app_->add_option("--model", model_, "tiny, small, gpt2 or a JSON file")->default_val("tiny");
     app_->add_option("--mesh", mesh_, "Data-parallel mesh, e.g. data=2,fsdp=2 (one rank without)");
-    app_->add_option("--zero", zero_, "ZeRO stage: 0 (plain data parallel), 1 or 2")
+    app_->add_option(
+            "--zero", zero_,
+            "ZeRO stage: 0 (plain data parallel), 1 (optimizer state sharded), 2 (+ gradients) "
+            "or 3 (+ parameters, gathered per layer)")
         ->default_val("0");
     app_->add_option("--steps", steps_, "Training steps")->default_val("100");
     app_->add_option("--batch", batch_, "Global sequences per step")->default_val("8");
@@ -156,10 +159,6 @@ class TrainCommand final : public Command {
                               : std::min<std::int64_t>(10, settings.steps);
     settings.seed = static_cast<std::uint64_t>(bounded(seed_, "--seed", 0, INT64_MAX));
     settings.zero = static_cast<int>(bounded(zero_, "--zero", 0, 3));
-    if (settings.zero == 3) {
-      throw InvalidArgument(
-          "--zero 3 (parameters sharded and gathered per layer) is not built yet; use 0, 1 or 2");
-    }
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
@@ -208,14 +207,7 @@ class TrainCommand final : public Command {
           << (comm.size() > 1 ? "s" : "") << ", " << comm.backend() << "), GPT " << config.n_layer
           << " layers x " << config.n_embd << " wide, " << parameters << " parameters\n"
           << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split along "
-          << mesh.to_string() << "; parameters replicated"
-          << (settings.zero >= 1 ? ", optimizer state" : "")
-          << (settings.zero >= 2 ? " and gradients" : "")
-          << (settings.zero >= 1
-                  ? " sharded in " + std::to_string(group.size()) + " flat chunks along " +
-                        group.axes + (hsdp ? ", replicated along data (HSDP)" : "")
-                  : "")
-          << "\n";
+          << mesh.to_string() << "; " << sharding_plan(settings.zero, group, hsdp, model) << "\n";
     }
     comm.counters().clear();
     const auto start = Clock::now();
@@ -250,12 +242,14 @@ class TrainCommand final : public Command {
     std::map<std::string, std::int64_t> per_axes;
     for (const auto& [key, count] : comm.counters().entries()) per_axes[key.axes] += count.sent;
     // Every rank's bytes, to rank 0.
-    const std::int64_t mine[4] = {static_cast<std::int64_t>(trainer.params_bytes()),
-                                  static_cast<std::int64_t>(trainer.grads_bytes()),
-                                  static_cast<std::int64_t>(trainer.optimizer_bytes()),
-                                  static_cast<std::int64_t>(model.gpt().activation_bytes())};
-    std::vector<std::int64_t> all(4 * static_cast<std::size_t>(comm.size()));
-    comm.all_gather(mine, all.data(), 4, DType::kI64, world_group(comm.size()));
+    constexpr std::size_t kFields = 5;
+    const std::int64_t mine[kFields] = {static_cast<std::int64_t>(trainer.params_bytes()),
+                                        static_cast<std::int64_t>(trainer.grads_bytes()),
+                                        static_cast<std::int64_t>(trainer.optimizer_bytes()),
+                                        static_cast<std::int64_t>(model.gpt().activation_bytes()),
+                                        static_cast<std::int64_t>(trainer.gathered_peak_bytes())};
+    std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
+    comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
     if (!speaks) return;
     std::lock_guard lock(mutex);
     const double tokens_per_s = static_cast<double>(settings.batch * settings.seq *
@@ -264,12 +258,13 @@ class TrainCommand final : public Command {
     if (json_) {
       nlohmann::json ranks = nlohmann::json::array();
       for (int r = 0; r < comm.size(); ++r) {
-        const std::int64_t* b = all.data() + 4 * r;
+        const std::int64_t* b = all.data() + kFields * r;
         ranks.push_back({{"rank", r},
                          {"params_bytes", b[0]},
                          {"grads_bytes", b[1]},
                          {"optimizer_bytes", b[2]},
-                         {"activations_peak_bytes", b[3]}});
+                         {"activations_peak_bytes", b[3]},
+                         {"gathered_peak_bytes", b[4]}});
       }
       nlohmann::json comm_bytes = nlohmann::json::object();
       for (const auto& [axes, bytes] : per_axes) comm_bytes[axes] = bytes / settings.steps;
@@ -286,15 +281,39 @@ class TrainCommand final : public Command {
     out << "done: final loss " << std::fixed << std::setprecision(4) << loss << ", "
         << std::setprecision(0) << tokens_per_s << " tok/s\n";
     for (int r = 0; r < comm.size(); ++r) {
-      const std::int64_t* b = all.data() + 4 * r;
+      const std::int64_t* b = all.data() + kFields * r;
       out << "rank " << r << ": params " << bytes_text(static_cast<std::size_t>(b[0])) << ", grads "
           << bytes_text(static_cast<std::size_t>(b[1])) << ", optimizer "
           << bytes_text(static_cast<std::size_t>(b[2])) << ", activations "
-          << bytes_text(static_cast<std::size_t>(b[3])) << "\n";
+          << bytes_text(static_cast<std::size_t>(b[3]))
+          << (b[4] > 0 ? ", gathered units at most " + bytes_text(static_cast<std::size_t>(b[4]))
+                       : std::string())
+          << "\n";
     }
     for (const auto& [axes, bytes] : per_axes) {
       out << "rank 0 sent along " << axes << ": "
           << bytes_text(static_cast<std::size_t>(bytes / settings.steps)) << " per step\n";
+    }
+  }
+
+  // One line: what is replicated, what is sharded how and along which axes.
+  static std::string sharding_plan(int zero, const Group& group, bool hsdp,
+                                   models::GptModel& model) {
+    const std::string along =
+        " along " + group.axes + (hsdp ? ", replicated along data (HSDP)" : "");
+    switch (zero) {
+      case 0: return "parameters, gradients and optimizer state replicated";
+      case 1:
+        return "parameters and gradients replicated, optimizer state sharded in " +
+               std::to_string(group.size()) + " flat chunks" + along;
+      case 2:
+        return "parameters replicated, gradients and optimizer state sharded in " +
+               std::to_string(group.size()) + " flat chunks" + along;
+      default:
+        return "parameters, gradients and optimizer state sharded unit by unit (" +
+               std::to_string(model.parameters().units().size()) + " units, each 1/" +
+               std::to_string(group.size()) + " per rank)" + along +
+               "; a unit is gathered for its use and freed after";
     }
   }
 

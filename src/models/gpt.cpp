@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/attention.hpp"
@@ -84,30 +85,37 @@ std::vector<ParameterSpec> gpt_parameters(const GptConfig& c) {
        {static_cast<std::int64_t>(c.vocab_size), C},
        {"vocab", "embed"},
        normal,
-       true},
+       true,
+       "embeddings"},
       {"transformer.wpe.weight",
        {static_cast<std::int64_t>(c.block_size), C},
        {"positions", "embed"},
        normal,
-       true},
+       true,
+       "embeddings"},
   };
   for (std::size_t l = 0; l < c.n_layer; ++l) {
-    const std::string p = "transformer.h." + std::to_string(l) + ".";
-    specs.push_back({p + "ln_1.weight", {C}, {"norm"}, ones, false});
-    specs.push_back({p + "ln_1.bias", {C}, {"norm"}, zeros, false});
-    specs.push_back({p + "attn.c_attn.weight", {3 * C, C}, {"heads", "embed"}, normal, true});
-    specs.push_back({p + "attn.c_attn.bias", {3 * C}, {"heads"}, zeros, false});
-    specs.push_back({p + "attn.c_proj.weight", {C, C}, {"embed", "heads"}, residual, true});
-    specs.push_back({p + "attn.c_proj.bias", {C}, {"embed"}, zeros, false});
-    specs.push_back({p + "ln_2.weight", {C}, {"norm"}, ones, false});
-    specs.push_back({p + "ln_2.bias", {C}, {"norm"}, zeros, false});
-    specs.push_back({p + "mlp.c_fc.weight", {4 * C, C}, {"mlp", "embed"}, normal, true});
-    specs.push_back({p + "mlp.c_fc.bias", {4 * C}, {"mlp"}, zeros, false});
-    specs.push_back({p + "mlp.c_proj.weight", {C, 4 * C}, {"embed", "mlp"}, residual, true});
-    specs.push_back({p + "mlp.c_proj.bias", {C}, {"embed"}, zeros, false});
+    const std::string unit = "h." + std::to_string(l);
+    const std::string p = "transformer." + unit + ".";
+    const auto add = [&](const std::string& name, Shape shape, std::vector<std::string> axes,
+                         ParameterInit init, bool decay) {
+      specs.push_back({p + name, std::move(shape), std::move(axes), init, decay, unit});
+    };
+    add("ln_1.weight", {C}, {"norm"}, ones, false);
+    add("ln_1.bias", {C}, {"norm"}, zeros, false);
+    add("attn.c_attn.weight", {3 * C, C}, {"heads", "embed"}, normal, true);
+    add("attn.c_attn.bias", {3 * C}, {"heads"}, zeros, false);
+    add("attn.c_proj.weight", {C, C}, {"embed", "heads"}, residual, true);
+    add("attn.c_proj.bias", {C}, {"embed"}, zeros, false);
+    add("ln_2.weight", {C}, {"norm"}, ones, false);
+    add("ln_2.bias", {C}, {"norm"}, zeros, false);
+    add("mlp.c_fc.weight", {4 * C, C}, {"mlp", "embed"}, normal, true);
+    add("mlp.c_fc.bias", {4 * C}, {"mlp"}, zeros, false);
+    add("mlp.c_proj.weight", {C, 4 * C}, {"embed", "mlp"}, residual, true);
+    add("mlp.c_proj.bias", {C}, {"embed"}, zeros, false);
   }
-  specs.push_back({"transformer.ln_f.weight", {C}, {"norm"}, ones, false});
-  specs.push_back({"transformer.ln_f.bias", {C}, {"norm"}, zeros, false});
+  specs.push_back({"transformer.ln_f.weight", {C}, {"norm"}, ones, false, "ln_f"});
+  specs.push_back({"transformer.ln_f.bias", {C}, {"norm"}, zeros, false, "ln_f"});
   return specs;
 }
 
@@ -164,7 +172,7 @@ std::size_t Gpt::activation_bytes() const {
 }
 
 float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                   std::size_t batch, std::size_t seq) {
+                   std::size_t batch, std::size_t seq, bool backward_follows) {
   if (batch < 1 || seq < 1 || seq > config_.block_size) {
     throw InvalidArgument("a batch of " + std::to_string(batch) + " sequences of " +
                           std::to_string(seq) + " tokens; expected at least one sequence of 1 to " +
@@ -191,36 +199,36 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
   const auto param = [&](std::size_t layer, std::size_t which) {
     return store_.value(index_[2 + layer * kPerLayer + which]);
   };
+  head_held_ = false;
+  // Each unit is gathered just before its use and released after (no-ops unless a ZeRO-3
+  // trainer has sharded the store).
+  store_.gather(embeddings_unit());
   kernels::embedding_forward(encoded_.data(), tokens_.data(), store_.value(index_[kWte]),
                              store_.value(index_[kWpe]), batch, seq, C);
+  store_.release(embeddings_unit());
   const float* residual = encoded_.data();
   for (std::size_t l = 0; l < config_.n_layer; ++l) {
-    float* ln1 = ln1_.data() + l * BT * C;
-    float* qkv = qkv_.data() + l * BT * 3 * C;
-    float* atty = atty_.data() + l * BT * C;
-    float* att = att_.data() + l * batch * NH * seq * seq;
-    float* attproj = attproj_.data() + l * BT * C;
-    float* residual2 = residual2_.data() + l * BT * C;
-    float* ln2 = ln2_.data() + l * BT * C;
-    float* fch = fch_.data() + l * BT * 4 * C;
-    float* fch_gelu = fch_gelu_.data() + l * BT * 4 * C;
-    float* fcproj = fcproj_.data() + l * BT * C;
-    float* residual3 = residual3_.data() + l * BT * C;
-    kernels::layernorm_forward(ln1, ln1_mean_.data() + l * BT, ln1_rstd_.data() + l * BT, residual,
-                               param(l, kLn1W), param(l, kLn1B), BT, C);
-    kernels::matmul_forward(qkv, ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * C);
-    kernels::attention_forward(atty, att, qkv, batch, seq, C, NH);
-    kernels::matmul_forward(attproj, atty, param(l, kAttProjW), param(l, kAttProjB), BT, C, C);
-    kernels::residual_forward(residual2, residual, attproj, BT * C);
-    kernels::layernorm_forward(ln2, ln2_mean_.data() + l * BT, ln2_rstd_.data() + l * BT, residual2,
-                               param(l, kLn2W), param(l, kLn2B), BT, C);
-    kernels::matmul_forward(fch, ln2, param(l, kFcW), param(l, kFcB), BT, C, 4 * C);
-    kernels::gelu_forward(fch_gelu, fch, BT * 4 * C);
-    kernels::matmul_forward(fcproj, fch_gelu, param(l, kFcProjW), param(l, kFcProjB), BT, 4 * C, C);
-    kernels::residual_forward(residual3, residual2, fcproj, BT * C);
-    residual = residual3;
+    const LayerActivations a = layer(l);
+    store_.gather(layer_unit(l));
+    kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, residual, param(l, kLn1W),
+                               param(l, kLn1B), BT, C);
+    kernels::matmul_forward(a.qkv, a.ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * C);
+    kernels::attention_forward(a.atty, a.att, a.qkv, batch, seq, C, NH);
+    kernels::matmul_forward(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), BT, C, C);
+    kernels::residual_forward(a.residual2, residual, a.attproj, BT * C);
+    kernels::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, param(l, kLn2W),
+                               param(l, kLn2B), BT, C);
+    kernels::matmul_forward(a.fch, a.ln2, param(l, kFcW), param(l, kFcB), BT, C, 4 * C);
+    kernels::gelu_forward(a.fch_gelu, a.fch, BT * 4 * C);
+    kernels::matmul_forward(a.fcproj, a.fch_gelu, param(l, kFcProjW), param(l, kFcProjB), BT, 4 * C,
+                            C);
+    kernels::residual_forward(a.residual3, a.residual2, a.fcproj, BT * C);
+    store_.release(layer_unit(l));
+    residual = a.residual3;
   }
   const std::size_t last = 2 + config_.n_layer * kPerLayer;
+  store_.gather(final_norm_unit());
+  store_.gather(embeddings_unit());
   kernels::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual,
                              store_.value(index_[last]), store_.value(index_[last + 1]), BT, C);
   // The output head is the token embedding (tied weights).
@@ -228,9 +236,37 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
                           V);
   kernels::softmax_cross_entropy_forward(losses_.data(), probs_.data(), logits_.data(),
                                          targets_.data(), BT, V);
+  // Backward starts with the head and the final norm: where it follows, they stay gathered.
+  if (backward_follows) {
+    head_held_ = true;
+  } else {
+    store_.release(embeddings_unit());
+    store_.release(final_norm_unit());
+  }
   double sum = 0;
   for (float loss : losses_) sum += loss;
   return static_cast<float>(sum / static_cast<double>(BT));
+}
+
+Gpt::LayerActivations Gpt::layer(std::size_t l) {
+  const std::size_t C = config_.n_embd, BT = batch_ * seq_;
+  return {
+      ln1_.data() + l * BT * C,          ln1_mean_.data() + l * BT,
+      ln1_rstd_.data() + l * BT,         qkv_.data() + l * BT * 3 * C,
+      atty_.data() + l * BT * C,         att_.data() + l * batch_ * config_.n_head * seq_ * seq_,
+      attproj_.data() + l * BT * C,      residual2_.data() + l * BT * C,
+      ln2_.data() + l * BT * C,          ln2_mean_.data() + l * BT,
+      ln2_rstd_.data() + l * BT,         fch_.data() + l * BT * 4 * C,
+      fch_gelu_.data() + l * BT * 4 * C, fcproj_.data() + l * BT * C,
+      residual3_.data() + l * BT * C};
+}
+
+std::size_t Gpt::embeddings_unit() const { return store_.unit_of(index_[kWte]); }
+std::size_t Gpt::layer_unit(std::size_t l) const {
+  return store_.unit_of(index_[2 + l * kPerLayer]);
+}
+std::size_t Gpt::final_norm_unit() const {
+  return store_.unit_of(index_[2 + config_.n_layer * kPerLayer]);
 }
 
 void Gpt::backward(const train::GradientsReady& ready) {
@@ -245,6 +281,10 @@ void Gpt::backward(const train::GradientsReady& ready) {
     return store_.grad(index_[2 + layer * kPerLayer + which]);
   };
   const std::size_t last = 2 + config_.n_layer * kPerLayer;
+  if (!std::exchange(head_held_, false)) {
+    store_.gather(final_norm_unit());
+    store_.gather(embeddings_unit());
+  }
   // The mean loss: every row's loss counts 1 / BT.
   const std::vector<float> dlosses(BT, 1.0F / static_cast<float>(BT));
   zero(dlogits_);
@@ -253,6 +293,7 @@ void Gpt::backward(const train::GradientsReady& ready) {
   zero(dnorm_);
   kernels::matmul_backward(dnorm_.data(), store_.grad(index_[kWte]), nullptr, dlogits_.data(),
                            lnf_.data(), store_.value(index_[kWte]), BT, C, V);
+  store_.release(embeddings_unit());  // its gradients stay until the embedding's backward
   const float* top =
       config_.n_layer > 0 ? residual3_.data() + (config_.n_layer - 1) * BT * C : encoded_.data();
   zero(dresidual_);
@@ -266,45 +307,39 @@ void Gpt::backward(const train::GradientsReady& ready) {
           store_.offset(index_[last_index]) + store_.count(index_[last_index]));
   };
   tell(last, last + 1);
+  store_.release(final_norm_unit());
   // dresidual_ holds d(the residual stream after layer l) on entry to each iteration, and
   // d(before layer l) after it.
   for (std::size_t l = config_.n_layer; l-- > 0;) {
     const float* residual = l == 0 ? encoded_.data() : residual3_.data() + (l - 1) * BT * C;
-    const float* ln1 = ln1_.data() + l * BT * C;
-    const float* qkv = qkv_.data() + l * BT * 3 * C;
-    const float* atty = atty_.data() + l * BT * C;
-    const float* att = att_.data() + l * batch * NH * seq * seq;
-    const float* residual2 = residual2_.data() + l * BT * C;
-    const float* ln2 = ln2_.data() + l * BT * C;
-    const float* fch = fch_.data() + l * BT * 4 * C;
-    const float* fch_gelu = fch_gelu_.data() + l * BT * 4 * C;
+    const LayerActivations a = layer(l);
+    store_.gather(layer_unit(l));
     // residual3 = residual2 + fcproj: both get dresidual.
     dresidual2_ = dresidual_;
     zero(dwide_gelu_);
     kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW), grad(l, kFcProjB),
-                             dresidual_.data(), fch_gelu, param(l, kFcProjW), BT, 4 * C, C);
+                             dresidual_.data(), a.fch_gelu, param(l, kFcProjW), BT, 4 * C, C);
     zero(dwide_);
-    kernels::gelu_backward(dwide_.data(), fch, dwide_gelu_.data(), BT * 4 * C);
+    kernels::gelu_backward(dwide_.data(), a.fch, dwide_gelu_.data(), BT * 4 * C);
     zero(dnorm_);
-    kernels::matmul_backward(dnorm_.data(), grad(l, kFcW), grad(l, kFcB), dwide_.data(), ln2,
+    kernels::matmul_backward(dnorm_.data(), grad(l, kFcW), grad(l, kFcB), dwide_.data(), a.ln2,
                              param(l, kFcW), BT, C, 4 * C);
     kernels::layernorm_backward(dresidual2_.data(), grad(l, kLn2W), grad(l, kLn2B), dnorm_.data(),
-                                residual2, param(l, kLn2W), ln2_mean_.data() + l * BT,
-                                ln2_rstd_.data() + l * BT, BT, C);
+                                a.residual2, param(l, kLn2W), a.ln2_mean, a.ln2_rstd, BT, C);
     // residual2 = residual + attproj: both get dresidual2.
     dresidual_ = dresidual2_;
     zero(dbranch_);
     kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB),
-                             dresidual2_.data(), atty, param(l, kAttProjW), BT, C, C);
+                             dresidual2_.data(), a.atty, param(l, kAttProjW), BT, C, C);
     zero(dqkv_);
-    kernels::attention_backward(dqkv_.data(), dbranch_.data(), qkv, att, batch, seq, C, NH);
+    kernels::attention_backward(dqkv_.data(), dbranch_.data(), a.qkv, a.att, batch, seq, C, NH);
     zero(dnorm_);
-    kernels::matmul_backward(dnorm_.data(), grad(l, kQkvW), grad(l, kQkvB), dqkv_.data(), ln1,
+    kernels::matmul_backward(dnorm_.data(), grad(l, kQkvW), grad(l, kQkvB), dqkv_.data(), a.ln1,
                              param(l, kQkvW), BT, C, 3 * C);
     kernels::layernorm_backward(dresidual_.data(), grad(l, kLn1W), grad(l, kLn1B), dnorm_.data(),
-                                residual, param(l, kLn1W), ln1_mean_.data() + l * BT,
-                                ln1_rstd_.data() + l * BT, BT, C);
+                                residual, param(l, kLn1W), a.ln1_mean, a.ln1_rstd, BT, C);
     tell(2 + l * kPerLayer, 2 + l * kPerLayer + kPerLayer - 1);
+    store_.release(layer_unit(l));
   }
   kernels::embedding_backward(store_.grad(index_[kWte]), store_.grad(index_[kWpe]),
                               dresidual_.data(), tokens_.data(), batch, seq, C);
@@ -319,7 +354,7 @@ GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
 float GptModel::loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
                      std::size_t sequences, std::size_t seq, bool with_grads,
                      const train::GradientsReady& ready) {
-  const float mean = gpt_.forward(tokens, targets, sequences, seq);
+  const float mean = gpt_.forward(tokens, targets, sequences, seq, with_grads);
   if (with_grads) gpt_.backward(ready);
   return mean;
 }

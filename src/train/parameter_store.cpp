@@ -53,12 +53,29 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs) : specs_(std::m
     total += elements;
   }
   parameter_elements_ = total;
+  // Units: runs of consecutive parameters with the same unit name.
+  std::set<std::string> closed;
+  for (std::size_t p = 0; p < specs_.size(); ++p) {
+    const std::string& name = specs_[p].unit;
+    if (units_.empty() || units_.back().name != name) {
+      if (!units_.empty()) closed.insert(units_.back().name);
+      if (closed.count(name) != 0) {
+        throw InvalidArgument("parameter '" + specs_[p].name + "' is in unit '" + name +
+                              "', whose parameters are not consecutive");
+      }
+      units_.push_back({name, p, p, offsets_[p], 0});
+    }
+    units_.back().end = p + 1;
+    units_.back().count += counts_[p];
+    unit_of_.push_back(units_.size() - 1);
+  }
   values_.assign(total, 0.0F);
   grads_.assign(total, 0.0F);
 }
 
 void ParameterStore::pad_to_multiple(std::size_t n) {
   if (n < 1) throw InvalidArgument("pad_to_multiple: n is 0");
+  if (sharded_) throw InvalidArgument("pad_to_multiple: the store is sharded");
   const std::size_t padded = (parameter_elements_ + n - 1) / n * n;
   values_.resize(std::max(padded, parameter_elements_), 0.0F);
   grads_.resize(values_.size(), 0.0F);
@@ -71,7 +88,64 @@ std::size_t ParameterStore::index_of(const std::string& name) const {
   throw InvalidArgument("no parameter is called '" + name + "'");
 }
 
+float* ParameterStore::sharded_value(std::size_t index) {
+  const ParameterUnit& unit = units_[unit_of_[index]];
+  float* base = residency_ == nullptr ? nullptr : residency_->values(unit_of_[index]);
+  if (base == nullptr) {
+    throw InvalidArgument("parameter '" + specs_[index].name + "' was read while its unit '" +
+                          unit.name +
+                          "' is not gathered (a model gathers a unit before it uses it, "
+                          "and releases it after)");
+  }
+  return base + (offsets_[index] - unit.offset);
+}
+
+float* ParameterStore::sharded_grad(std::size_t index) {
+  const ParameterUnit& unit = units_[unit_of_[index]];
+  float* base = residency_ == nullptr ? nullptr : residency_->grads(unit_of_[index]);
+  if (base == nullptr) {
+    throw InvalidArgument("the gradients of parameter '" + specs_[index].name + "' (unit '" +
+                          unit.name + "') were used outside backward, or after they were reduced");
+  }
+  return base + (offsets_[index] - unit.offset);
+}
+
+void ParameterStore::gather(std::size_t unit) {
+  if (unit >= units_.size()) {
+    throw InvalidArgument("gather: unit " + std::to_string(unit) + " of " +
+                          std::to_string(units_.size()));
+  }
+  if (residency_ != nullptr) residency_->gather(unit);
+}
+
+void ParameterStore::release(std::size_t unit) {
+  if (unit >= units_.size()) {
+    throw InvalidArgument("release: unit " + std::to_string(unit) + " of " +
+                          std::to_string(units_.size()));
+  }
+  if (residency_ != nullptr) residency_->release(unit);
+}
+
+void ParameterStore::shard(UnitResidency* residency) {
+  residency_ = residency;
+  sharded_ = true;
+  values_ = {};
+  grads_ = {};
+}
+
+void ParameterStore::unshard(std::span<const float> values) {
+  if (values.size() != parameter_elements_) {
+    throw InvalidArgument("unshard: " + std::to_string(values.size()) + " values for " +
+                          std::to_string(parameter_elements_) + " parameter elements");
+  }
+  residency_ = nullptr;
+  sharded_ = false;
+  values_.assign(values.begin(), values.end());
+  grads_.assign(values_.size(), 0.0F);
+}
+
 void ParameterStore::initialize(std::uint64_t seed) {
+  if (sharded_) throw InvalidArgument("initialize: the store is sharded");
   for (std::size_t p = 0; p < specs_.size(); ++p) {
     const ParameterSpec& spec = specs_[p];
     float* out = value(p);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sharded_units.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
 
@@ -47,10 +48,17 @@ Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas,
                           " does not divide among the " + std::to_string(ranks) +
                           " data-parallel ranks");
   }
-  if (settings_.zero < 0 || settings_.zero > 2) {
-    throw InvalidArgument("--zero " + std::to_string(settings_.zero) + " is not 0, 1 or 2");
+  if (settings_.zero < 0 || settings_.zero > 3) {
+    throw InvalidArgument("--zero " + std::to_string(settings_.zero) + " is not 0, 1, 2 or 3");
   }
   ParameterStore& store = store_;
+  if (settings_.zero == 3) {
+    // Each rank keeps a slice of every unit; the store's full buffers go away.
+    units_ = std::make_unique<detail::ShardedUnits>(comm_, group_, store);
+    m_.assign(units_->values_slice().size(), 0.0F);
+    v_.assign(units_->values_slice().size(), 0.0F);
+    return;
+  }
   store.pad_to_multiple(n);
   const std::size_t chunk = store.size() / n;
   if (settings_.zero == 0) {
@@ -65,6 +73,26 @@ Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas,
   if (settings_.zero == 2) grad_chunk_.assign(chunk, 0.0F);
 }
 
+Trainer::~Trainer() = default;
+
+float Trainer::run_model(const TokenBatch& batch, std::size_t sequences, bool with_grads,
+                         const GradientsReady& ready) {
+  if (!units_) {
+    return model_.loss(batch.tokens, batch.targets, sequences, settings_.seq, with_grads, ready);
+  }
+  units_->begin_pass(with_grads);
+  try {
+    const float loss = model_.loss(
+        batch.tokens, batch.targets, sequences, settings_.seq, with_grads,
+        [&](std::size_t begin, std::size_t end) { units_->gradients_ready(begin, end); });
+    units_->end_pass();
+    return loss;
+  } catch (...) {
+    units_->abandon_pass();
+    throw;
+  }
+}
+
 StepStats Trainer::step() {
   const std::int64_t step = ++steps_done_;
   ParameterStore& store = store_;
@@ -75,6 +103,7 @@ StepStats Trainer::step() {
   const TokenBatch batch =
       corpus_.batch(Corpus::Split::kTrain, settings_.seed, static_cast<std::uint64_t>(step),
                     slot * per_rank, per_rank, settings_.seq);
+  if (units_) return step_units(step, batch, per_rank);
   store.zero_grads();
   std::span<float> grads = store.grads();
   // ZeRO 0 and 1 average every gradient over the group: each range's all-reduce starts as soon
@@ -94,7 +123,7 @@ StepStats Trainer::step() {
     reduce(begin, end);
     started.emplace_back(begin, end);
   };
-  float loss = model_.loss(batch.tokens, batch.targets, per_rank, settings_.seq, true, ready);
+  float loss = run_model(batch, per_rank, true, ready);
   if (settings_.zero != 2) {
     // What the model did not announce (a model without the hook announces nothing) is reduced
     // now; overlapping announcements are a model's bug.
@@ -134,15 +163,8 @@ StepStats Trainer::step() {
       settings_.zero == 0 ? static_cast<std::size_t>(member_) * (store.size() / n) : 0;
   const std::size_t count = settings_.zero == 0 ? store.size() / n : chunk_end_ - chunk_begin_;
   const float* part = settings_.zero == 0 ? grads.data() + first : owned;
-  double squares = 0;
-  for (std::size_t i = 0; i < count; ++i) squares += static_cast<double>(part[i]) * part[i];
-  comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
-  const auto norm = static_cast<float>(std::sqrt(squares));
-  const float scale = settings_.grad_clip > 0 && norm > settings_.grad_clip
-                          ? settings_.grad_clip / (norm + 1e-6F)
-                          : 1.0F;
+  const float norm = clip({part, count}, {owned, chunk_end_ - chunk_begin_});
   const float learning_rate = learning_rate_at(settings_, step);
-  for (std::size_t i = 0; i < chunk_end_ - chunk_begin_; ++i) owned[i] *= scale;
   if (settings_.zero == 2) {
     std::copy(grad_chunk_.begin(), grad_chunk_.end(),
               grads.begin() + static_cast<std::ptrdiff_t>(chunk_begin_));
@@ -155,6 +177,60 @@ StepStats Trainer::step() {
     comm_.all_gather(values.data() + chunk_begin_, values.data(), chunk, DType::kF32, group_);
   }
   return {step, loss, learning_rate, norm};
+}
+
+float Trainer::clip(std::span<const float> part, std::span<float> owned) {
+  double squares = 0;
+  for (float g : part) squares += static_cast<double>(g) * g;
+  comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
+  const auto norm = static_cast<float>(std::sqrt(squares));
+  const float scale = settings_.grad_clip > 0 && norm > settings_.grad_clip
+                          ? settings_.grad_clip / (norm + 1e-6F)
+                          : 1.0F;
+  for (float& g : owned) g *= scale;
+  return norm;
+}
+
+StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch, std::size_t per_rank) {
+  // Forward and backward gather each unit as the model uses it; each unit's gradients are
+  // reduce-scattered into this rank's slice as backward finishes them.
+  float loss = run_model(batch, per_rank, true, {});
+  std::span<float> grads = units_->grads_slice();
+  if (replicas_.size() > 1) {
+    comm_.all_reduce(grads.data(), grads.data(), grads.size(), DType::kF32, ReduceOp::kAvg,
+                     replicas_);
+  }
+  average(&loss, 1);
+  // The slices are disjoint over the shards (replicas hold the same ones).
+  const float norm = clip(grads, grads);
+  const float learning_rate = learning_rate_at(settings_, step);
+  update_units(learning_rate);
+  return {step, loss, learning_rate, norm};
+}
+
+void Trainer::update_units(float learning_rate) {
+  const ParameterStore& store = store_;
+  kernels::AdamWSettings adamw;
+  adamw.learning_rate = learning_rate;
+  adamw.beta1 = settings_.beta1;
+  adamw.beta2 = settings_.beta2;
+  float* values = units_->values_slice().data();
+  float* grads = units_->grads_slice().data();
+  for (std::size_t u = 0; u < store.units().size(); ++u) {
+    const ParameterUnit& unit = store.units()[u];
+    // This rank's part of the unit, in the unit's own element numbering.
+    const std::size_t mine = static_cast<std::size_t>(units_->member()) * units_->chunk(u);
+    const std::size_t mine_end = mine + units_->chunk(u);
+    for (std::size_t p = unit.first; p < unit.end; ++p) {
+      const std::size_t begin = std::max(store.offset(p) - unit.offset, mine);
+      const std::size_t end = std::min(store.offset(p) - unit.offset + store.count(p), mine_end);
+      if (begin >= end) continue;
+      adamw.weight_decay = store.specs()[p].weight_decay ? settings_.weight_decay : 0.0F;
+      const std::size_t at = units_->slice_offset(u) + (begin - mine);
+      kernels::adamw_update(values + at, grads + at, m_.data() + at, v_.data() + at, end - begin,
+                            adamw, steps_done_);
+    }
+  }
 }
 
 void Trainer::update(float learning_rate) {
@@ -191,17 +267,37 @@ float Trainer::validation_loss(std::size_t batches) {
   for (std::size_t b = 0; b < batches; ++b) {
     const TokenBatch batch = corpus_.batch(Corpus::Split::kValidation, settings_.seed, b,
                                            slot * per_rank, per_rank, settings_.seq);
-    float loss = model_.loss(batch.tokens, batch.targets, per_rank, settings_.seq, false);
+    float loss = run_model(batch, per_rank, false, {});
     average(&loss, 1);
     sum += loss;
   }
   return batches == 0 ? 0.0F : static_cast<float>(sum / static_cast<double>(batches));
 }
 
-std::size_t Trainer::params_bytes() const { return store_.size() * sizeof(float); }
+std::size_t Trainer::params_bytes() const {
+  return (units_ ? units_->slice_size() : store_.size()) * sizeof(float);
+}
 
 std::size_t Trainer::grads_bytes() const {
-  return (store_.size() + grad_chunk_.size()) * sizeof(float);
+  return (units_ ? units_->slice_size() : store_.size() + grad_chunk_.size()) * sizeof(float);
+}
+
+std::size_t Trainer::gathered_peak_bytes() const {
+  return units_ ? units_->peak_gathered_bytes() : 0;
+}
+
+std::pair<std::size_t, std::size_t> Trainer::gathers_prefetched_and_waited() const {
+  if (!units_) return {0, 0};
+  return {units_->prefetched_gathers(), units_->waiting_gathers()};
+}
+
+std::size_t Trainer::gathered_bytes() const { return units_ ? units_->gathered_bytes() : 0; }
+
+std::vector<float> Trainer::full_parameters() {
+  if (units_) return units_->full_values();
+  const std::span<const float> values = store_.values();
+  return {values.begin(),
+          values.begin() + static_cast<std::ptrdiff_t>(store_.parameter_elements())};
 }
 
 std::size_t Trainer::optimizer_bytes() const { return (m_.size() + v_.size()) * sizeof(float); }

@@ -50,12 +50,37 @@ TEST(TrainCommand, JsonLinesThenASummaryCountedFromTheBuffers) {
   EXPECT_GT(summary["comm_bytes_per_step"]["data"].get<std::int64_t>(), 0);
 }
 
+// ZeRO-3 on 4 ranks: parameters, gradients and optimizer state a quarter of one rank's each
+// (every unit rounded up to a multiple of 4 elements), and gathered units reported.
+TEST(TrainCommand, ZeroThreeReportsAQuarterOfTheState) {
+  const auto one = json_lines(run_command(micro({})).out).back()["summary"];
+  const testing::Result r = run_command(micro({"--mesh", "fsdp=4", "--zero", "3"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto summary = json_lines(r.out).back()["summary"];
+  ASSERT_EQ(summary["ranks"].size(), 4U);
+  const auto whole = one["ranks"][0];
+  for (const auto& rank : summary["ranks"]) {
+    for (const char* field : {"params_bytes", "grads_bytes", "optimizer_bytes"}) {
+      const auto quarter = rank[field].get<std::int64_t>();
+      const auto all = whole[field].get<std::int64_t>();
+      EXPECT_GE(4 * quarter, all) << field;
+      // The micro model's 2 layers make 4 units: at most 3 padding elements each.
+      const int copies = field == std::string("optimizer_bytes") ? 2 : 1;
+      EXPECT_LE(4 * quarter, all + copies * 4 * 3 * 4) << field;
+    }
+    EXPECT_GT(rank["gathered_peak_bytes"].get<std::int64_t>(), 0);
+  }
+  EXPECT_EQ(whole["gathered_peak_bytes"].get<std::int64_t>(), 0);
+}
+
 TEST(TrainCommand, EveryMeshSeesTheSameLossesAsOneRank) {
   const auto one = json_lines(run_command(micro({})).out);
   for (const std::vector<std::string>& mesh :
        {std::vector<std::string>{"--mesh", "data=2"},
         std::vector<std::string>{"--mesh", "data=2,fsdp=2", "--zero", "2"},
-        std::vector<std::string>{"--mesh", "fsdp=4", "--zero", "1"}}) {
+        std::vector<std::string>{"--mesh", "fsdp=4", "--zero", "1"},
+        std::vector<std::string>{"--mesh", "fsdp=4", "--zero", "3"},
+        std::vector<std::string>{"--mesh", "data=2,fsdp=2", "--zero", "3"}}) {
     const auto many = json_lines(run_command(micro(mesh)).out);
     ASSERT_EQ(many.size(), one.size()) << mesh[1];
     for (std::size_t s = 0; s + 1 < one.size(); ++s) {
@@ -68,8 +93,6 @@ TEST(TrainCommand, EveryMeshSeesTheSameLossesAsOneRank) {
 
 TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--model", "huge"}, "--model: 'huge' is neither a model");
-  expect_bad_input({"train", "--zero", "3"},
-                   "--zero 3 (parameters sharded and gathered per layer) is not built yet");
   expect_bad_input({"train", "--zero", "5"}, "--zero is 5; expected 0 to 3");
   expect_bad_input({"train", "--mesh", "model=2"},
                    "--mesh: axis 'model' is not one `shardwise train` runs yet");

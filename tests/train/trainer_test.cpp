@@ -39,27 +39,32 @@ TrainSettings settings_for(int zero) {
 struct TrainingRun {
   std::vector<float> losses;
   std::vector<float> params;  // rank 0's after the last step
+  std::vector<std::size_t> params_bytes;
+  std::vector<std::size_t> grads_bytes;
   std::vector<std::size_t> optimizer_bytes;
 };
 
 TrainingRun train_on(int ranks, int zero) {
   const Corpus corpus = Corpus::builtin(16);
   TrainingRun run;
-  run.optimizer_bytes.resize(static_cast<std::size_t>(ranks));
+  for (auto* bytes : {&run.params_bytes, &run.grads_bytes, &run.optimizer_bytes}) {
+    bytes->resize(static_cast<std::size_t>(ranks));
+  }
   std::mutex mutex;
   run_local(ranks, [&](Communicator& comm) {
     models::GptModel model(kConfig, 42);
     Trainer trainer(comm, world_group(ranks), model, corpus, settings_for(zero));
     std::vector<float> losses;
     for (int step = 0; step < 10; ++step) losses.push_back(trainer.step().loss);
+    std::vector<float> params = trainer.full_parameters();
     std::lock_guard lock(mutex);
-    run.optimizer_bytes[static_cast<std::size_t>(comm.rank())] = trainer.optimizer_bytes();
+    const auto r = static_cast<std::size_t>(comm.rank());
+    run.params_bytes[r] = trainer.params_bytes();
+    run.grads_bytes[r] = trainer.grads_bytes();
+    run.optimizer_bytes[r] = trainer.optimizer_bytes();
     if (comm.rank() == 0) {
       run.losses = losses;
-      const auto values = model.parameters().values();
-      run.params.assign(
-          values.begin(),
-          values.begin() + static_cast<std::ptrdiff_t>(model.parameters().parameter_elements()));
+      run.params = std::move(params);
     }
   });
   return run;
@@ -69,8 +74,8 @@ TEST(Trainer, EveryDataParallelLayoutMatchesOneRank) {
   const TrainingRun one = train_on(1, 0);
   ASSERT_EQ(one.losses.size(), 10U);
   EXPECT_LT(one.losses.back(), one.losses.front());
-  for (const auto& [ranks, zero] :
-       std::vector<std::pair<int, int>>{{2, 0}, {4, 0}, {2, 1}, {2, 2}, {4, 1}, {4, 2}}) {
+  for (const auto& [ranks, zero] : std::vector<std::pair<int, int>>{
+           {2, 0}, {4, 0}, {2, 1}, {2, 2}, {4, 1}, {4, 2}, {2, 3}, {4, 3}}) {
     const TrainingRun many = train_on(ranks, zero);
     double worst = 0;
     for (std::size_t s = 0; s < one.losses.size(); ++s) {
@@ -84,7 +89,7 @@ TEST(Trainer, EveryDataParallelLayoutMatchesOneRank) {
     }
     EXPECT_LT(largest, 1e-4) << ranks << " ranks, zero " << zero;
     // ZeRO shards the optimizer state: exactly a 1/ranks part of the padded buffer each.
-    if (zero > 0) {
+    if (zero > 0 && zero < 3) {
       for (std::size_t bytes : many.optimizer_bytes) {
         EXPECT_EQ(bytes * static_cast<std::size_t>(ranks) % 8, 0U);
         EXPECT_LE(bytes * static_cast<std::size_t>(ranks), one.optimizer_bytes[0] + 8 * 4 * 2);
@@ -136,7 +141,7 @@ TEST(Trainer, HsdpShardsOverFsdpAndReplicatesOverData) {
   const TrainingRun one = train_on(1, 0);
   const Corpus corpus = Corpus::builtin(16);
   const Mesh mesh({"data", "fsdp"}, {2, 2});
-  for (int zero : {0, 1, 2}) {
+  for (int zero : {0, 1, 2, 3}) {
     std::vector<float> losses;
     std::vector<std::size_t> bytes(4);
     run_local(4, [&](Communicator& comm) {
@@ -155,12 +160,156 @@ TEST(Trainer, HsdpShardsOverFsdpAndReplicatesOverData) {
     for (std::size_t b : bytes) {
       if (zero == 0) {
         EXPECT_EQ(b, one.optimizer_bytes[0]);
+      } else if (zero == 3) {  // each unit rounded up to an even count
+        EXPECT_LE(b * 2, one.optimizer_bytes[0] + (kConfig.n_layer + 2) * 4 * 2) << "zero 3";
+        EXPECT_GE(b * 2, one.optimizer_bytes[0]) << "zero 3";
       } else {
         EXPECT_LE(b * 2, one.optimizer_bytes[0] + 2 * 4 * 2) << "zero " << zero;
         EXPECT_GE(b * 2, one.optimizer_bytes[0]) << "zero " << zero;
       }
     }
   }
+}
+
+// ZeRO-3 keeps a 1/n slice of every unit: the bytes per rank are the one-rank bytes divided by
+// n, each unit rounded up to a multiple of n elements (the documented rounding), and nothing
+// gathered outlives a step.
+TEST(Trainer, ZeroThreeKeepsOneSliceOfEveryUnit) {
+  const TrainingRun one = train_on(1, 0);
+  const ParameterStore store(models::gpt_parameters(kConfig));
+  for (int ranks : {2, 4}) {
+    const auto n = static_cast<std::size_t>(ranks);
+    std::size_t slice = 0;
+    for (const ParameterUnit& unit : store.units()) slice += (unit.count + n - 1) / n;
+    const TrainingRun many = train_on(ranks, 3);
+    for (int r = 0; r < ranks; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      EXPECT_EQ(many.params_bytes[i], slice * sizeof(float)) << ranks << " ranks";
+      EXPECT_EQ(many.grads_bytes[i], slice * sizeof(float)) << ranks << " ranks";
+      EXPECT_EQ(many.optimizer_bytes[i], 2 * slice * sizeof(float)) << ranks << " ranks";
+      // At most n - 1 padding elements per unit above an exact 1/n.
+      EXPECT_LE(many.params_bytes[i] * n,
+                one.params_bytes[0] + store.units().size() * (n - 1) * sizeof(float));
+      EXPECT_GE(many.params_bytes[i] * n, one.params_bytes[0]);
+    }
+  }
+}
+
+TEST(Trainer, ZeroThreeGathersAheadAndFreesWhatItGathered) {
+  const Corpus corpus = Corpus::builtin(16);
+  const ParameterStore store(models::gpt_parameters(kConfig));
+  std::size_t largest_unit = 0;
+  for (const ParameterUnit& unit : store.units()) largest_unit = std::max(largest_unit, unit.count);
+  // Forward gathers the embeddings, every block, the final norm and the embeddings again (the
+  // tied head); backward every block again.
+  const std::size_t gathers = 2 * kConfig.n_layer + 3;
+  run_local(4, [&](Communicator& comm) {
+    models::GptModel model(kConfig, 42);
+    Trainer trainer(comm, world_group(4), model, corpus, settings_for(3));
+    (void)trainer.step();
+    // The first step records the order: every gather waits.
+    EXPECT_EQ(trainer.gathers_prefetched_and_waited(), std::make_pair(std::size_t{0}, gathers));
+    EXPECT_EQ(trainer.gathered_bytes(), 0U);
+    for (int step = 0; step < 3; ++step) {
+      (void)trainer.step();
+      // Then only the first waits; each gather started the next one.
+      EXPECT_EQ(trainer.gathers_prefetched_and_waited(),
+                std::make_pair(gathers - 1, std::size_t{1}));
+      EXPECT_EQ(trainer.gathered_bytes(), 0U);
+    }
+    // At most: the head's two units held for backward, a block in use, the next one arriving,
+    // and full gradients of the embeddings, the block in backward and two being reduced.
+    EXPECT_GT(trainer.gathered_peak_bytes(), 0U);
+    EXPECT_LE(trainer.gathered_peak_bytes(), 8 * (largest_unit + 4) * sizeof(float));
+    (void)trainer.validation_loss(2);
+    EXPECT_EQ(trainer.gathered_bytes(), 0U);
+  });
+}
+
+// A model that reads a parameter without gathering its unit is told which, on every rank.
+class CarelessModel final : public Model {
+ public:
+  CarelessModel() : store_({{"w", {8}, {}, {}, true, "layer"}}) {}
+  ParameterStore& parameters() override { return store_; }
+  float loss(std::span<const std::int32_t> /*tokens*/, std::span<const std::int32_t> /*targets*/,
+             std::size_t /*sequences*/, std::size_t /*seq*/, bool /*with_grads*/,
+             const GradientsReady& /*ready*/) override {
+    return *store_.value(0);
+  }
+
+ private:
+  ParameterStore store_;
+};
+
+TEST(Trainer, ZeroThreeNamesAParameterReadWithoutItsUnit) {
+  const Corpus corpus = Corpus::builtin(16);
+  EXPECT_THAT(error_of([&] {
+                run_local(2, [&](Communicator& comm) {
+                  CarelessModel model;
+                  Trainer trainer(comm, world_group(2), model, corpus, settings_for(3));
+                  (void)trainer.step();
+                });
+              }),
+              HasSubstr("parameter 'w' was read while its unit 'layer' is not gathered"));
+}
+
+// Rank 1's model fails in its second forward with units gathered and the next one's gather in
+// flight: every rank's run ends with that error, none waits for ever, and no buffer a peer may
+// still read is freed under it (ASan and TSan run this).
+class FailingGpt final : public Model {
+ public:
+  explicit FailingGpt(int rank) : inner_(kConfig, 42), rank_(rank) {}
+  ParameterStore& parameters() override { return inner_.parameters(); }
+  float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+             std::size_t sequences, std::size_t seq, bool with_grads,
+             const GradientsReady& ready) override {
+    if (rank_ == 1 && ++calls_ == 2) {
+      (void)inner_.gpt().forward(tokens, targets, sequences, seq, true);
+      throw std::runtime_error("rank 1's model failed");
+    }
+    return inner_.loss(tokens, targets, sequences, seq, with_grads, ready);
+  }
+
+ private:
+  models::GptModel inner_;
+  int rank_;
+  int calls_ = 0;
+};
+
+TEST(Trainer, ZeroThreeEndsEveryRankWhenOneFailsMidStep) {
+  const Corpus corpus = Corpus::builtin(16);
+  for (int zero : {2, 3}) {
+    EXPECT_THAT(error_of([&] {
+                  run_local(4, [&](Communicator& comm) {
+                    FailingGpt model(comm.rank());
+                    Trainer trainer(comm, world_group(4), model, corpus, settings_for(zero));
+                    for (int step = 0; step < 4; ++step) (void)trainer.step();
+                  });
+                }),
+                HasSubstr("rank 1's model failed"))
+        << "zero " << zero;
+  }
+}
+
+TEST(ParameterStore, UnitsAreRunsOfConsecutiveParameters) {
+  const ParameterStore store(models::gpt_parameters(kConfig));
+  ASSERT_EQ(store.units().size(), kConfig.n_layer + 2);
+  EXPECT_EQ(store.units()[0].name, "embeddings");
+  EXPECT_EQ(store.units()[1].name, "h.0");
+  EXPECT_EQ(store.units()[1].end - store.units()[1].first, 12U);
+  EXPECT_EQ(store.units().back().name, "ln_f");
+  std::size_t covered = 0;
+  for (const ParameterUnit& unit : store.units()) {
+    EXPECT_EQ(unit.offset, covered);
+    covered += unit.count;
+  }
+  EXPECT_EQ(covered, store.parameter_elements());
+  EXPECT_THAT(error_of([] {
+                ParameterStore split({{"a", {2}, {}, {}, true, "x"},
+                                      {"b", {2}, {}, {}, true, "y"},
+                                      {"c", {2}, {}, {}, true, "x"}});
+              }),
+              HasSubstr("parameter 'c' is in unit 'x', whose parameters are not consecutive"));
 }
 
 TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFloor) {
@@ -188,10 +337,10 @@ TEST(Trainer, BadSettingsAreNamed) {
   EXPECT_THAT(error_of([&] {
                 run_local(1, [&](Communicator& comm) {
                   models::GptModel model(kConfig, 1);
-                  Trainer trainer(comm, world_group(1), model, corpus, settings_for(3));
+                  Trainer trainer(comm, world_group(1), model, corpus, settings_for(4));
                 });
               }),
-              HasSubstr("--zero 3 is not 0, 1 or 2"));
+              HasSubstr("--zero 4 is not 0, 1, 2 or 3"));
   EXPECT_THAT(error_of([] { (void)Corpus("too short", 16); }),
               HasSubstr("the data has 9 bytes; sequences of 16 tokens need at least 170"));
 }

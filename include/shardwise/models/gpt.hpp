@@ -48,9 +48,11 @@ class Gpt {
 
   // The mean cross-entropy of predicting targets[b, t] from tokens[b, 0..t]; tokens and targets
   // are (batch, seq) with seq <= block_size and every token < vocab_size (InvalidArgument
-  // otherwise). Keeps what backward needs.
+  // otherwise). Keeps what backward needs. Each parameter unit is gathered just before its use
+  // and released after (see ParameterStore); where backward_follows, the final norm and the
+  // embeddings stay gathered for backward, which must then come next.
   float forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                std::size_t batch, std::size_t seq);
+                std::size_t batch, std::size_t seq, bool backward_follows = false);
 
   // Adds d(mean loss of the last forward) / d(parameters) into the store's gradients, telling
   // `ready` of each parameter range once its gradients are final: the final LayerNorm, each
@@ -62,11 +64,21 @@ class Gpt {
   [[nodiscard]] std::size_t activation_bytes() const;
 
  private:
+  // Layer l's saved activations (for the current batch shape).
+  struct LayerActivations {
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *residual2, *ln2, *ln2_mean,
+        *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
+  };
+  LayerActivations layer(std::size_t l);
+  [[nodiscard]] std::size_t embeddings_unit() const;
+  [[nodiscard]] std::size_t layer_unit(std::size_t l) const;
+  [[nodiscard]] std::size_t final_norm_unit() const;
   void size_activations(std::size_t batch, std::size_t seq);
 
   GptConfig config_;
   train::ParameterStore& store_;
   std::vector<std::size_t> index_;  // store index of each parameter, in gpt_parameters order
+  bool head_held_ = false;          // forward left the final norm and the embeddings gathered
   std::size_t batch_ = 0;
   std::size_t seq_ = 0;
   std::vector<std::int32_t> tokens_;

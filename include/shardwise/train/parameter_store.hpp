@@ -3,6 +3,10 @@
 // and a size. Gradients live in a second buffer of the same layout. Initial values depend only
 // on a parameter's name, the element's global index and the seed, so every layout of the same
 // model starts from the same global parameters.
+//
+// Parameters come in units (FSDP's units: a layer's parameters, used together). Under ZeRO-3 a
+// trainer shards the store: the full buffers go away, and a unit's values are readable only
+// between the model's gather(unit) and release(unit), its gradients only during backward.
 
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +31,32 @@ struct ParameterSpec {
   std::vector<std::string> logical_axes;  // one per dimension ("embed", "mlp", ...), may be empty
   ParameterInit init;
   bool weight_decay = true;  // false for norms and biases
+  // The unit it is gathered with under ZeRO-3 ("h.0"); consecutive parameters with the same
+  // name form one unit. Parameters without one form a unit together where they are consecutive.
+  std::string unit;
+};
+
+// A contiguous run of parameters [first, end), elements [offset, offset + count) of the flat
+// layout.
+struct ParameterUnit {
+  std::string name;
+  std::size_t first = 0;
+  std::size_t end = 0;
+  std::size_t offset = 0;
+  std::size_t count = 0;
+};
+
+// Where a sharded store's units are while they are gathered (a ZeRO-3 trainer provides it).
+class UnitResidency {
+ public:
+  virtual ~UnitResidency() = default;
+  // Makes the unit's values readable (nested: one release per gather).
+  virtual void gather(std::size_t unit) = 0;
+  virtual void release(std::size_t unit) = 0;
+  // The unit's gathered values (nullptr while it is not gathered) and its full gradients
+  // (created as zeros on first use in a pass; nullptr outside a pass with gradients).
+  virtual float* values(std::size_t unit) = 0;
+  virtual float* grads(std::size_t unit) = 0;
 };
 
 class ParameterStore {
@@ -48,19 +78,47 @@ class ParameterStore {
   [[nodiscard]] std::size_t offset(std::size_t index) const { return offsets_[index]; }
   [[nodiscard]] std::size_t count(std::size_t index) const { return counts_[index]; }
 
+  [[nodiscard]] const std::vector<ParameterUnit>& units() const { return units_; }
+  [[nodiscard]] std::size_t unit_of(std::size_t index) const { return unit_of_[index]; }
+
+  // The whole buffers (empty while sharded).
   [[nodiscard]] std::span<float> values() { return values_; }
   [[nodiscard]] std::span<const float> values() const { return values_; }
   [[nodiscard]] std::span<float> grads() { return grads_; }
   [[nodiscard]] std::span<const float> grads() const { return grads_; }
-  [[nodiscard]] float* value(std::size_t index) { return values_.data() + offsets_[index]; }
-  [[nodiscard]] float* grad(std::size_t index) { return grads_.data() + offsets_[index]; }
+  // One parameter's values and gradients. While sharded, an InvalidArgument names the parameter and
+  // its unit where that unit is not gathered (values) or not in backward (gradients).
+  [[nodiscard]] float* value(std::size_t index) {
+    return sharded_ ? sharded_value(index) : values_.data() + offsets_[index];
+  }
+  [[nodiscard]] float* grad(std::size_t index) {
+    return sharded_ ? sharded_grad(index) : grads_.data() + offsets_[index];
+  }
+
+  // What a model calls around its use of a unit (no-ops unless sharded).
+  void gather(std::size_t unit);
+  void release(std::size_t unit);
+
+  // Hands the values to `residency` (which has copied what it keeps) and frees both buffers;
+  // nullptr detaches it again, leaving the store without values until unshard().
+  void shard(UnitResidency* residency);
+  // Gives the store full buffers again, holding `values` (parameter_elements() of them).
+  void unshard(std::span<const float> values);
+  [[nodiscard]] bool sharded() const { return sharded_; }
 
   // Fills every parameter from its init rule, the seed and each element's global index.
   void initialize(std::uint64_t seed);
   void zero_grads();
 
  private:
+  float* sharded_value(std::size_t index);
+  float* sharded_grad(std::size_t index);
+
   std::vector<ParameterSpec> specs_;
+  std::vector<ParameterUnit> units_;
+  std::vector<std::size_t> unit_of_;
+  UnitResidency* residency_ = nullptr;
+  bool sharded_ = false;
   std::vector<std::size_t> offsets_;
   std::vector<std::size_t> counts_;
   std::size_t parameter_elements_ = 0;

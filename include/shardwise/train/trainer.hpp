@@ -1,15 +1,18 @@
 #pragma once
 // The training loop any model can use: data parallel over a group of ranks (the global batch
 // split equally), with ZeRO stage 1 (optimizer state sharded) or 2 (gradients reduce-scattered
-// too) over the flat parameter buffer, AdamW with decoupled weight decay (not on norms and
-// biases), global gradient-norm clipping, and a warm-up then cosine learning-rate schedule.
+// too) over the flat parameter buffer, or 3 (parameters sharded too, unit by unit, and gathered
+// only while the model uses a unit, as FSDP does), AdamW with decoupled weight decay (not on norms
+// and biases), global gradient-norm clipping, and a warm-up then cosine learning-rate schedule.
 // Every rank updates only the elements it owns; the global batch is the same on every mesh, so
 // every layout follows the one-rank run.
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "shardwise/comm/communicator.hpp"
@@ -17,6 +20,9 @@
 #include "shardwise/train/parameter_store.hpp"
 
 namespace shardwise::train {
+namespace detail {
+class ShardedUnits;
+}
 
 // Called during backward with a range [begin, end) of the flat gradient buffer whose values
 // are final, so that its reduction can start while backward goes on (DDP's bucket hooks).
@@ -24,7 +30,9 @@ using GradientsReady = std::function<void(std::size_t begin, std::size_t end)>;
 
 // What the trainer needs of a model: its parameters, and its mean loss over some sequences
 // (adding that loss's gradients into the parameters' gradients when asked, and telling `ready`
-// of each range as it becomes final; every parameter's range exactly once).
+// of each range as it becomes final; every parameter's range exactly once). Under ZeRO-3 the
+// model calls parameters().gather(unit) before it reads a unit's values and release(unit)
+// after, in forward and again in backward, and announces whole units to `ready`.
 class Model {
  public:
   virtual ~Model() = default;
@@ -45,7 +53,7 @@ struct TrainSettings {
   float beta2 = 0.95F;
   float weight_decay = 0.1F;
   float grad_clip = 1.0F;  // 0: no clipping
-  int zero = 0;            // 0: plain data parallel; 1 or 2
+  int zero = 0;            // 0: plain data parallel; 1, 2 or 3
   std::uint64_t seed = 1337;
 };
 
@@ -63,8 +71,9 @@ struct StepStats {
 class Trainer {
  public:
   // `group`: the data-parallel ranks of `comm` (every rank of it takes part; ZeRO shards over
-  // all of them); the batch must divide among them, and zero must be 0, 1 or 2
-  // (InvalidArgument naming the field otherwise).
+  // all of them); the batch must divide among them, and zero must be 0 to 3 (InvalidArgument
+  // naming the field otherwise). ZeRO-3 shards the model's parameter store: after the trainer
+  // is gone the store has no values (full_parameters() gathers them first).
   Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
           TrainSettings settings);
   // HSDP: ZeRO shards over `shards` (the fsdp axis) and every shard is replicated over
@@ -72,6 +81,9 @@ class Trainer {
   // shards and all-reduced across the replicas. The batch divides among shards x replicas.
   Trainer(Communicator& comm, const Group& shards, const Group& replicas, Model& model,
           const Corpus& corpus, TrainSettings settings);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
 
   // Runs the next step (collective over the group).
   StepStats step();
@@ -82,10 +94,26 @@ class Trainer {
   [[nodiscard]] std::size_t params_bytes() const;
   [[nodiscard]] std::size_t grads_bytes() const;
   [[nodiscard]] std::size_t optimizer_bytes() const;
+  // The most bytes of gathered parameters and full gradients held at once (ZeRO-3; 0 otherwise).
+  [[nodiscard]] std::size_t gathered_peak_bytes() const;
+  // Bytes of gathered parameters and full gradients held now: 0 between steps.
+  [[nodiscard]] std::size_t gathered_bytes() const;
+  // ZeRO-3: the gathers of the last step whose unit was prefetched, and those that waited.
+  [[nodiscard]] std::pair<std::size_t, std::size_t> gathers_prefetched_and_waited() const;
+  // Every parameter, in the store's flat layout (collective over the group under ZeRO-3).
+  [[nodiscard]] std::vector<float> full_parameters();
   [[nodiscard]] std::int64_t steps_done() const { return steps_done_; }
 
  private:
   void update(float learning_rate);
+  void update_units(float learning_rate);
+  StepStats step_units(std::int64_t step, const TokenBatch& batch, std::size_t per_rank);
+  // The global gradient norm from `part` (this rank's disjoint share, summed over the group),
+  // and `owned` scaled so that the norm is at most grad_clip.
+  float clip(std::span<const float> part, std::span<float> owned);
+  // One pass of the model; under ZeRO-3 bracketed by the units' pass, abandoned on failure.
+  float run_model(const TokenBatch& batch, std::size_t sequences, bool with_grads,
+                  const GradientsReady& ready);
 
   // Averages `count` elements in place over the shards, then over the replicas.
   void average(float* data, std::size_t count);
@@ -103,7 +131,8 @@ class Trainer {
   std::size_t chunk_end_ = 0;
   std::vector<float> m_;  // AdamW moments of the owned elements
   std::vector<float> v_;
-  std::vector<float> grad_chunk_;  // ZeRO-2: the reduce-scattered gradients
+  std::vector<float> grad_chunk_;                // ZeRO-2: the reduce-scattered gradients
+  std::unique_ptr<detail::ShardedUnits> units_;  // ZeRO-3
   std::int64_t steps_done_ = 0;
 };
 

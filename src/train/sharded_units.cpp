@@ -1,0 +1,251 @@
+#include "sharded_units.hpp"
+
+#include <algorithm>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::train::detail {
+namespace {
+
+// Reduce-scatters allowed in flight before the oldest is waited for: each holds a unit's full
+// gradients, so this bounds them (with the unit in backward) to three units.
+constexpr std::size_t kMaxReducing = 2;
+
+}  // namespace
+
+ShardedUnits::ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store)
+    : comm_(comm), group_(shards), store_(store), member_(shards.index_of(comm.rank())) {
+  if (member_ < 0) {
+    throw InvalidArgument("rank " + std::to_string(comm.rank()) + " is not in the shard group " +
+                          group_.to_string());
+  }
+  if (store.sharded()) throw InvalidArgument("the parameter store is already sharded");
+  const auto n = static_cast<std::size_t>(group_.size());
+  std::size_t total = 0;
+  for (const ParameterUnit& unit : store.units()) {
+    const std::size_t chunk = (unit.count + n - 1) / n;
+    chunks_.push_back(chunk);
+    slice_offsets_.push_back(total);
+    total += chunk;
+  }
+  values_slice_.assign(total, 0.0F);
+  grads_slice_.assign(total, 0.0F);
+  const std::span<const float> full = store.values();
+  for (std::size_t u = 0; u < store.units().size(); ++u) {
+    const ParameterUnit& unit = store.units()[u];
+    // Elements of the unit from member x chunk on, those past its end being padding (zeros).
+    const std::size_t first = std::min(unit.count, static_cast<std::size_t>(member_) * chunks_[u]);
+    const std::size_t last = std::min(unit.count, first + chunks_[u]);
+    std::copy(full.begin() + static_cast<std::ptrdiff_t>(unit.offset + first),
+              full.begin() + static_cast<std::ptrdiff_t>(unit.offset + last),
+              values_slice_.begin() + static_cast<std::ptrdiff_t>(slice_offsets_[u]));
+  }
+  units_.resize(store.units().size());
+  store.shard(this);
+}
+
+ShardedUnits::~ShardedUnits() {
+  abandon_pass();
+  store_.shard(nullptr);
+}
+
+std::size_t ShardedUnits::padded(std::size_t unit) const {
+  return chunks_[unit] * static_cast<std::size_t>(group_.size());
+}
+
+void ShardedUnits::allocate(std::vector<float>& buffer, std::size_t unit) {
+  buffer.assign(padded(unit), 0.0F);
+  gathered_bytes_ += buffer.size() * sizeof(float);
+  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
+}
+
+void ShardedUnits::free(std::vector<float>& buffer) {
+  gathered_bytes_ -= buffer.size() * sizeof(float);
+  std::vector<float>().swap(buffer);
+}
+
+void ShardedUnits::check_unit(std::size_t unit, const char* what) const {
+  if (unit >= units_.size()) {
+    throw InvalidArgument(std::string(what) + ": unit " + std::to_string(unit) + " of " +
+                          std::to_string(units_.size()));
+  }
+}
+
+void ShardedUnits::begin_pass(bool with_grads) {
+  if (in_pass_) throw InvalidArgument("a pass began inside another pass");
+  in_pass_ = true;
+  with_grads_ = with_grads;
+  following_ = true;
+  position_ = 0;
+  prefetched_gathers_ = 0;
+  waiting_gathers_ = 0;
+  for (Unit& unit : units_) unit.reduced = false;
+}
+
+void ShardedUnits::gather(std::size_t u) {
+  check_unit(u, "gather");
+  const auto kind = static_cast<std::size_t>(with_grads_);
+  std::vector<std::size_t>& order = order_[kind];
+  if (!recorded_[kind]) {
+    if (in_pass_) order.push_back(u);
+  } else {
+    following_ = following_ && position_ < order.size() && order[position_] == u;
+  }
+  ++position_;
+  Unit& unit = units_[u];
+  const std::size_t chunk = chunks_[u];
+  const float* slice = values_slice_.data() + slice_offsets_[u];
+  if (unit.users > 0) {
+    ++unit.users;
+  } else if (unit.prefetching) {
+    unit.prefetching = false;
+    unit.prefetch.wait();
+    unit.users = 1;
+    ++prefetched_gathers_;
+  } else {
+    ++waiting_gathers_;
+    allocate(unit.values, u);
+    comm_.all_gather(slice, unit.values.data(), chunk, DType::kF32, group_);
+    unit.users = 1;
+  }
+  // The unit that followed this one in the recorded order starts moving now.
+  if (in_pass_ && recorded_[kind] && following_ && position_ < order.size()) {
+    const std::size_t next = order[position_];
+    Unit& ahead = units_[next];
+    if (ahead.users == 0 && !ahead.prefetching) {
+      allocate(ahead.values, next);
+      ahead.prefetch = comm_.iall_gather(values_slice_.data() + slice_offsets_[next],
+                                         ahead.values.data(), chunks_[next], DType::kF32, group_);
+      ahead.prefetching = true;
+    }
+  }
+}
+
+void ShardedUnits::release(std::size_t u) {
+  check_unit(u, "release");
+  Unit& unit = units_[u];
+  if (unit.users == 0) {
+    throw InvalidArgument("unit '" + store_.units()[u].name + "' was released but not gathered");
+  }
+  if (--unit.users == 0) free(unit.values);
+}
+
+float* ShardedUnits::values(std::size_t u) {
+  return u < units_.size() && units_[u].users > 0 ? units_[u].values.data() : nullptr;
+}
+
+float* ShardedUnits::grads(std::size_t u) {
+  if (u >= units_.size() || !in_pass_ || !with_grads_ || units_[u].reduced) return nullptr;
+  Unit& unit = units_[u];
+  if (unit.grads.empty()) allocate(unit.grads, u);
+  return unit.grads.data();
+}
+
+void ShardedUnits::gradients_ready(std::size_t begin, std::size_t end) {
+  if (!in_pass_ || !with_grads_) {
+    throw InvalidArgument("gradients were announced outside backward");
+  }
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const ParameterUnit& unit = store_.units()[u];
+    const std::size_t first = unit.offset;
+    const std::size_t last = unit.offset + unit.count;
+    if (last <= begin || first >= end || unit.count == 0) continue;
+    if (first < begin || last > end) {
+      throw InvalidArgument("gradients of elements [" + std::to_string(begin) + ", " +
+                            std::to_string(end) + ") cover part of unit '" + unit.name + "' [" +
+                            std::to_string(first) + ", " + std::to_string(last) +
+                            "); under ZeRO-3 a model announces whole units");
+    }
+    if (units_[u].reduced) {
+      throw InvalidArgument("the gradients of unit '" + unit.name + "' were announced twice");
+    }
+    start_reduce(u);
+  }
+}
+
+void ShardedUnits::start_reduce(std::size_t u) {
+  Unit& unit = units_[u];
+  // A unit without gradients this pass still takes part (its slice becomes zeros), so every
+  // member makes the same calls.
+  if (unit.grads.empty()) allocate(unit.grads, u);
+  unit.reduced = true;
+  unit.reduce = comm_.ireduce_scatter(unit.grads.data(), grads_slice_.data() + slice_offsets_[u],
+                                      chunks_[u], DType::kF32, ReduceOp::kAvg, group_);
+  reducing_.push_back(u);
+  while (reducing_.size() > kMaxReducing) finish_oldest_reduce();
+}
+
+void ShardedUnits::finish_oldest_reduce() {
+  const std::size_t u = reducing_.front();
+  units_[u].reduce.wait();
+  reducing_.pop_front();
+  free(units_[u].grads);
+}
+
+void ShardedUnits::end_pass() {
+  if (!in_pass_) throw InvalidArgument("a pass ended that did not begin");
+  if (with_grads_) {
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (!units_[u].reduced) start_reduce(u);
+    }
+  }
+  while (!reducing_.empty()) finish_oldest_reduce();
+  std::string left;
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    Unit& unit = units_[u];
+    if (unit.prefetching) {  // prefetched, then not used: the model took another path
+      unit.prefetching = false;
+      unit.prefetch.wait();
+      free(unit.values);
+    }
+    if (unit.users > 0) {
+      if (left.empty()) left = store_.units()[u].name;
+      unit.users = 0;
+      free(unit.values);
+    }
+  }
+  const auto kind = static_cast<std::size_t>(with_grads_);
+  recorded_[kind] = true;
+  in_pass_ = false;
+  if (!left.empty()) {
+    throw InvalidArgument("unit '" + left + "' was gathered and not released by the end of a pass");
+  }
+}
+
+void ShardedUnits::abandon_pass() noexcept {
+  for (Unit& unit : units_) {
+    for (Work* work : {&unit.prefetch, &unit.reduce}) {
+      try {
+        work->wait();
+      } catch (...) {  // the pass failed already; its first error is what the caller sees
+      }
+      *work = Work();
+    }
+    unit.prefetching = false;
+    unit.users = 0;
+    free(unit.values);
+    free(unit.grads);
+  }
+  reducing_.clear();
+  if (in_pass_ && !recorded_[static_cast<std::size_t>(with_grads_)]) {
+    order_[static_cast<std::size_t>(with_grads_)].clear();
+  }
+  in_pass_ = false;
+}
+
+std::vector<float> ShardedUnits::full_values() {
+  if (in_pass_) throw InvalidArgument("full_values inside a pass");
+  std::vector<float> out(store_.parameter_elements());
+  std::vector<float> buffer;
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const ParameterUnit& unit = store_.units()[u];
+    buffer.resize(padded(u));
+    comm_.all_gather(values_slice_.data() + slice_offsets_[u], buffer.data(), chunks_[u],
+                     DType::kF32, group_);
+    std::copy(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(unit.count),
+              out.begin() + static_cast<std::ptrdiff_t>(unit.offset));
+  }
+  return out;
+}
+
+}  // namespace shardwise::train::detail

@@ -1,0 +1,110 @@
+#pragma once
+// ZeRO-3's parameter residency (FSDP's sharded units). Each rank keeps a 1/n slice of every
+// unit: its values and its averaged gradients (the trainer adds the optimizer state). A unit's
+// full values exist only between the model's gather and release, all-gathered over the shard
+// group; once the first pass of a kind has recorded the order in which the model gathers its
+// units, each gather starts the next unit's all-gather, so it moves while this unit computes.
+// A unit's full gradients exist from their first use in backward until their reduce-scatter
+// into this rank's slice has finished; at most two reduce-scatters are in flight.
+
+#include <cstddef>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "shardwise/comm/communicator.hpp"
+#include "shardwise/train/parameter_store.hpp"
+
+namespace shardwise::train::detail {
+
+class ShardedUnits final : public UnitResidency {
+ public:
+  // Copies this rank's slices out of `store`'s full values and shards the store.
+  ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store);
+  // Waits for what is still in flight (peers may still be reading this rank's slices) and
+  // detaches from the store, which is left without values.
+  ~ShardedUnits() override;
+  ShardedUnits(const ShardedUnits&) = delete;
+  ShardedUnits& operator=(const ShardedUnits&) = delete;
+
+  // One pass of the model: forward, and backward where with_grads.
+  void begin_pass(bool with_grads);
+  // Gradients of elements [begin, end) are final: the units inside start their reduce-scatter.
+  // A range that covers part of a unit, or a unit twice, is an InvalidArgument naming it.
+  void gradients_ready(std::size_t begin, std::size_t end);
+  // Reduce-scatters the units not announced (with gradients), waits for everything in flight
+  // and frees every gathered buffer. A unit the model left gathered is an InvalidArgument.
+  void end_pass();
+  // After a failure inside a pass: waits for what is in flight, ignoring its errors, and frees
+  // everything, so that a next pass starts clean.
+  void abandon_pass() noexcept;
+
+  void gather(std::size_t unit) override;
+  void release(std::size_t unit) override;
+  float* values(std::size_t unit) override;
+  float* grads(std::size_t unit) override;
+
+  // This rank's slices: unit u's chunk(u) elements start at slice_offset(u).
+  [[nodiscard]] std::span<float> values_slice() { return values_slice_; }
+  [[nodiscard]] std::span<float> grads_slice() { return grads_slice_; }
+  [[nodiscard]] std::size_t slice_offset(std::size_t unit) const { return slice_offsets_[unit]; }
+  [[nodiscard]] std::size_t chunk(std::size_t unit) const { return chunks_[unit]; }
+  [[nodiscard]] std::size_t slice_size() const { return values_slice_.size(); }
+  [[nodiscard]] int member() const { return member_; }
+
+  // Bytes of gathered values and full gradients held now, and the most held at once.
+  [[nodiscard]] std::size_t gathered_bytes() const { return gathered_bytes_; }
+  [[nodiscard]] std::size_t peak_gathered_bytes() const { return peak_gathered_bytes_; }
+
+  // Gathers of the last pass that found their unit prefetched, and that waited for a gather.
+  [[nodiscard]] std::size_t prefetched_gathers() const { return prefetched_gathers_; }
+  [[nodiscard]] std::size_t waiting_gathers() const { return waiting_gathers_; }
+
+  // Every parameter in the store's flat layout (collective over the shard group, outside a
+  // pass).
+  [[nodiscard]] std::vector<float> full_values();
+
+ private:
+  struct Unit {
+    std::vector<float> values;  // gathered (or being prefetched), padded; empty otherwise
+    Work prefetch;
+    bool prefetching = false;
+    int users = 0;
+    std::vector<float> grads;  // full, padded, during backward
+    Work reduce;
+    bool reduced = false;  // its reduce-scatter was started in this pass
+  };
+
+  [[nodiscard]] std::size_t padded(std::size_t unit) const;
+  void allocate(std::vector<float>& buffer, std::size_t unit);
+  void free(std::vector<float>& buffer);
+  void start_reduce(std::size_t unit);
+  void finish_oldest_reduce();
+  void check_unit(std::size_t unit, const char* what) const;
+
+  Communicator& comm_;
+  Group group_;
+  ParameterStore& store_;
+  int member_ = 0;
+  std::vector<std::size_t> chunks_;
+  std::vector<std::size_t> slice_offsets_;
+  std::vector<float> values_slice_;
+  std::vector<float> grads_slice_;
+  std::vector<Unit> units_;
+  std::deque<std::size_t> reducing_;
+
+  // The order of gathers of the first pass of each kind (index: with_grads).
+  std::vector<std::size_t> order_[2];
+  bool recorded_[2] = {false, false};
+  bool in_pass_ = false;
+  bool with_grads_ = false;
+  bool following_ = false;  // this pass has gathered in the recorded order so far
+  std::size_t position_ = 0;
+
+  std::size_t prefetched_gathers_ = 0;
+  std::size_t waiting_gathers_ = 0;
+  std::size_t gathered_bytes_ = 0;
+  std::size_t peak_gathered_bytes_ = 0;
+};
+
+}  // namespace shardwise::train::detail
