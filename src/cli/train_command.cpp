@@ -125,6 +125,9 @@ class TrainCommand final : public Command {
         ->default_val("0");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
     app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
+    app_->add_flag("--no-overlap", no_overlap_,
+                   "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
+                   "measure what overlap hides)");
     app_->add_flag("--json", json_, "One JSON object per line");
   }
 
@@ -159,6 +162,7 @@ class TrainCommand final : public Command {
                               : std::min<std::int64_t>(10, settings.steps);
     settings.seed = static_cast<std::uint64_t>(bounded(seed_, "--seed", 0, INT64_MAX));
     settings.zero = static_cast<int>(bounded(zero_, "--zero", 0, 3));
+    settings.overlap = !no_overlap_;
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
@@ -332,6 +336,7 @@ class TrainCommand final : public Command {
   std::optional<std::string> threads_;
   std::string backend_;
   bool json_ = false;
+  bool no_overlap_ = false;
 };
 
 }  // namespace

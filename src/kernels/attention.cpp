@@ -1,17 +1,12 @@
 #include "shardwise/kernels/attention.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "gemm.hpp"
+
 namespace shardwise::kernels {
-namespace {
-
-int blas_int(std::size_t n) { return static_cast<int>(n); }
-
-}  // namespace
 
 // Per (sequence, head), on the BLAS: scores = q k^T (the masked half is computed and then
 // zeroed: a product on the BLAS beats the scalar loops that would skip it), a causal softmax
@@ -27,9 +22,7 @@ void attention_forward(float* out, float* att, const float* qkv, std::size_t bat
       const float* k = q + channels;
       const float* v = q + 2 * channels;
       float* weights = att + (b * heads + h) * seq * seq;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(seq), blas_int(seq),
-                  blas_int(head_size), scale, q, blas_int(row), k, blas_int(row), 0.0F, weights,
-                  blas_int(seq));
+      detail::sgemm(false, true, seq, seq, head_size, scale, q, row, k, row, 0.0F, weights, seq);
       for (std::size_t t = 0; t < seq; ++t) {
         float* w = weights + t * seq;
         const float largest = *std::max_element(w, w + t + 1);
@@ -42,9 +35,8 @@ void attention_forward(float* out, float* att, const float* qkv, std::size_t bat
         for (std::size_t t2 = 0; t2 <= t; ++t2) w[t2] *= inverse;
         std::fill(w + t + 1, w + seq, 0.0F);
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(seq), blas_int(head_size),
-                  blas_int(seq), 1.0F, weights, blas_int(seq), v, blas_int(row), 0.0F,
-                  out + b * seq * channels + h * head_size, blas_int(channels));
+      detail::sgemm(false, false, seq, head_size, seq, 1.0F, weights, seq, v, row, 0.0F,
+                    out + b * seq * channels + h * head_size, channels);
     }
   }
 }
@@ -67,12 +59,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       const float* dy = dout + b * seq * channels + h * head_size;
       const float* weights = att + (b * heads + h) * seq * seq;
       // Through out = weights v.
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(seq), blas_int(head_size),
-                  blas_int(seq), 1.0F, weights, blas_int(seq), dy, blas_int(channels), 1.0F, dv,
-                  blas_int(row));
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(seq), blas_int(seq),
-                  blas_int(head_size), 1.0F, dy, blas_int(channels), v, blas_int(row), 0.0F,
-                  dweights.data(), blas_int(seq));
+      detail::sgemm(true, false, seq, head_size, seq, 1.0F, weights, seq, dy, channels, 1.0F, dv,
+                    row);
+      detail::sgemm(false, true, seq, seq, head_size, 1.0F, dy, channels, v, row, 0.0F,
+                    dweights.data(), seq);
       // Through the softmax: d scores = weights (d weights - sum weights d weights), scaled;
       // zero above the diagonal, where the weights are zero.
       for (std::size_t t = 0; t < seq; ++t) {
@@ -84,12 +74,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::fill(d + t + 1, d + seq, 0.0F);
       }
       // Through scores = q k^T.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(seq), blas_int(head_size),
-                  blas_int(seq), 1.0F, dweights.data(), blas_int(seq), k, blas_int(row), 1.0F, dq,
-                  blas_int(row));
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(seq), blas_int(head_size),
-                  blas_int(seq), 1.0F, dweights.data(), blas_int(seq), q, blas_int(row), 1.0F, dk,
-                  blas_int(row));
+      detail::sgemm(false, false, seq, head_size, seq, 1.0F, dweights.data(), seq, k, row, 1.0F, dq,
+                    row);
+      detail::sgemm(true, false, seq, head_size, seq, 1.0F, dweights.data(), seq, q, row, 1.0F, dk,
+                    row);
     }
   }
 }

@@ -13,8 +13,13 @@ constexpr std::size_t kMaxReducing = 2;
 
 }  // namespace
 
-ShardedUnits::ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store)
-    : comm_(comm), group_(shards), store_(store), member_(shards.index_of(comm.rank())) {
+ShardedUnits::ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store,
+                           bool prefetch)
+    : comm_(comm),
+      group_(shards),
+      store_(store),
+      member_(shards.index_of(comm.rank())),
+      prefetch_(prefetch) {
   if (member_ < 0) {
     throw InvalidArgument("rank " + std::to_string(comm.rank()) + " is not in the shard group " +
                           group_.to_string());
@@ -109,7 +114,7 @@ void ShardedUnits::gather(std::size_t u) {
     unit.users = 1;
   }
   // The unit that followed this one in the recorded order starts moving now.
-  if (in_pass_ && recorded_[kind] && following_ && position_ < order.size()) {
+  if (prefetch_ && in_pass_ && recorded_[kind] && following_ && position_ < order.size()) {
     const std::size_t next = order[position_];
     Unit& ahead = units_[next];
     if (ahead.users == 0 && !ahead.prefetching) {

@@ -19,8 +19,9 @@ namespace shardwise::train::detail {
 
 class ShardedUnits final : public UnitResidency {
  public:
-  // Copies this rank's slices out of `store`'s full values and shards the store.
-  ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store);
+  // Copies this rank's slices out of `store`'s full values and shards the store. Without
+  // `prefetch` every gather waits for its own all-gather.
+  ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store, bool prefetch);
   // Waits for what is still in flight (peers may still be reading this rank's slices) and
   // detaches from the store, which is left without values.
   ~ShardedUnits() override;
@@ -86,6 +87,7 @@ class ShardedUnits final : public UnitResidency {
   Group group_;
   ParameterStore& store_;
   int member_ = 0;
+  bool prefetch_ = true;
   std::vector<std::size_t> chunks_;
   std::vector<std::size_t> slice_offsets_;
   std::vector<float> values_slice_;

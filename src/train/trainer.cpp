@@ -54,7 +54,7 @@ Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas,
   ParameterStore& store = store_;
   if (settings_.zero == 3) {
     // Each rank keeps a slice of every unit; the store's full buffers go away.
-    units_ = std::make_unique<detail::ShardedUnits>(comm_, group_, store);
+    units_ = std::make_unique<detail::ShardedUnits>(comm_, group_, store, settings_.overlap);
     m_.assign(units_->values_slice().size(), 0.0F);
     v_.assign(units_->values_slice().size(), 0.0F);
     return;
@@ -82,9 +82,10 @@ float Trainer::run_model(const TokenBatch& batch, std::size_t sequences, bool wi
   }
   units_->begin_pass(with_grads);
   try {
-    const float loss = model_.loss(
-        batch.tokens, batch.targets, sequences, settings_.seq, with_grads,
-        [&](std::size_t begin, std::size_t end) { units_->gradients_ready(begin, end); });
+    const float loss = model_.loss(batch.tokens, batch.targets, sequences, settings_.seq,
+                                   with_grads, [&](std::size_t begin, std::size_t end) {
+                                     if (settings_.overlap) units_->gradients_ready(begin, end);
+                                   });
     units_->end_pass();
     return loss;
   } catch (...) {
@@ -119,7 +120,10 @@ StepStats Trainer::step() {
                                           DType::kF32, ReduceOp::kAvg, group_));
   };
   const GradientsReady ready = [&](std::size_t begin, std::size_t end) {
-    if (settings_.zero == 2 || end <= begin || end > store.parameter_elements()) return;
+    if (settings_.zero == 2 || !settings_.overlap || end <= begin ||
+        end > store.parameter_elements()) {
+      return;
+    }
     reduce(begin, end);
     started.emplace_back(begin, end);
   };

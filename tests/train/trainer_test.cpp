@@ -226,6 +226,30 @@ TEST(Trainer, ZeroThreeGathersAheadAndFreesWhatItGathered) {
   });
 }
 
+// Without overlap (the benchmark's baseline) the same losses, and every ZeRO-3 gather waits.
+TEST(Trainer, WithoutOverlapTheSameLossesAndNoGatherAhead) {
+  const Corpus corpus = Corpus::builtin(16);
+  for (int zero : {0, 3}) {
+    std::vector<float> losses[2];
+    for (bool overlap : {true, false}) {
+      run_local(2, [&](Communicator& comm) {
+        models::GptModel model(kConfig, 42);
+        TrainSettings settings = settings_for(zero);
+        settings.overlap = overlap;
+        Trainer trainer(comm, world_group(2), model, corpus, settings);
+        std::vector<float> mine;
+        for (int step = 0; step < 3; ++step) mine.push_back(trainer.step().loss);
+        if (zero == 3 && !overlap) {
+          EXPECT_EQ(trainer.gathers_prefetched_and_waited().first, 0U);
+        }
+        if (comm.rank() == 0) losses[overlap ? 0 : 1] = mine;
+      });
+    }
+    ASSERT_EQ(losses[0].size(), 3U);
+    for (std::size_t s = 0; s < 3; ++s) EXPECT_FLOAT_EQ(losses[0][s], losses[1][s]) << zero;
+  }
+}
+
 // A model that reads a parameter without gathering its unit is told which, on every rank.
 class CarelessModel final : public Model {
  public:

@@ -55,6 +55,9 @@ struct TrainSettings {
   float grad_clip = 1.0F;  // 0: no clipping
   int zero = 0;            // 0: plain data parallel; 1, 2 or 3
   std::uint64_t seed = 1337;
+  // false: gradients are reduced only after backward and ZeRO-3 gathers nothing ahead, so that
+  // a benchmark can measure how much communication the overlap hides.
+  bool overlap = true;
 };
 
 // The learning rate of step `step` (1 for the first): linear warm-up over `warmup` steps, then

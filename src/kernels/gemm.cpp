@@ -1,0 +1,36 @@
+#include "gemm.hpp"
+
+#include <dnnl.h>
+
+#include <string>
+
+#include "shardwise/core/error.hpp"
+#include "shardwise/kernels/matmul.hpp"
+
+// The OpenMP runtime oneDNN is built on (GCC's libgomp): its thread count is a setting of the
+// calling thread. Declared here so that a compiler with another OpenMP (clang's) builds this too.
+extern "C" void omp_set_num_threads(int threads);
+
+namespace shardwise::kernels {
+namespace detail {
+
+void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+           const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
+           std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  const auto dim = [](std::size_t v) { return static_cast<dnnl_dim_t>(v); };
+  const dnnl_status_t status =
+      dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dim(m), dim(n), dim(k), alpha, a,
+                 dim(lda), b, dim(ldb), beta, c, dim(ldc));
+  if (status != dnnl_success) {
+    throw Error("sgemm of " + std::to_string(m) + " x " + std::to_string(n) + " x " +
+                std::to_string(k) + " failed in oneDNN (status " +
+                std::to_string(static_cast<int>(status)) + ")");
+  }
+}
+
+}  // namespace detail
+
+void set_blas_threads(int threads) { omp_set_num_threads(threads); }
+
+}  // namespace shardwise::kernels
