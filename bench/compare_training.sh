@@ -34,3 +34,22 @@ done
 one=$("$bin" train --model tiny --batch 12 --steps 10 --threads 2 --json | median_tokens)
 two=$("$bin" train --model tiny --batch 12 --steps 10 --mesh data=2 --threads 1 --json | median_tokens)
 python3 -c "print(f'\ntiny, batch 12: data=2 (1 thread each) {float(\"$two\"):.0f} tok/s, one rank with 2 threads {float(\"$one\"):.0f} tok/s: ratio {float(\"$two\") / float(\"$one\"):.2f}')"
+# Model FLOP/s of small (batch 16, 2 threads) against the sgemm peak that bench/compare_blas.sh
+# measured on the same machine for oneDNN on small's own shapes (2 threads). Model FLOPs per
+# token as nanoGPT's estimate_mfu counts them: 6 N (N: parameters without the position
+# embedding) + 12 L H Q T (attention; Q = head size, T = context).
+small=$("$bin" train --model small --batch 16 --steps 8 --threads 2 --json)
+python3 - "$small" <<'PY'
+import json, re, statistics, sys
+lines = [json.loads(l) for l in sys.argv[1].splitlines()]
+tokens_per_s = statistics.median(x["tokens_per_s"] for x in lines if "step" in x)
+L, H, C, T, V = 6, 6, 384, 256, 256
+n = lines[-1]["summary"]["parameters"] - T * C
+flops = (6 * n + 12 * L * H * (C // H) * T) * tokens_per_s
+peak = None
+for row in open("bench/results/blas.txt"):
+    if "libdnnl" in row and "threads=2" in row and "preset=small" in row:
+        peak = float(re.search(r"step_gflops=([0-9.]+)", row).group(1)) * 1e9
+print(f"\nsmall, batch 16, 2 threads: {tokens_per_s:.0f} tok/s = {flops / 1e9:.1f} model GFLOP/s"
+      + (f", {flops / peak:.2f} of the measured sgemm peak {peak / 1e9:.1f} GFLOP/s" if peak else ""))
+PY

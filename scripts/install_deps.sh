@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libre2-dev pkg-config
   libopenmpi-dev openmpi-bin
-  libdnnl-dev
+  libdnnl-dev ocl-icd-opencl-dev
 )
 
 missing=()
