@@ -88,6 +88,16 @@ double bytes_per_rank(const models::GptConfig& c, std::size_t sequences, std::si
   return 4.0 * (4 * parameters + activations);
 }
 
+// The bytes of the --data file as the corpus, the file named in any error.
+train::Corpus corpus_from(const std::string& path, std::size_t seq) {
+  std::string text = read_file(path, "--data");
+  try {
+    return {std::move(text), seq};
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument("--data '" + path + "': " + e.what());
+  }
+}
+
 std::string bytes_text(std::size_t bytes) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(1);
@@ -177,8 +187,8 @@ class TrainCommand final : public Command {
     check_fits(in_process > 9e18 ? INT64_MAX : static_cast<std::int64_t>(in_process),
                "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) +
                    " ranks");
-    const train::Corpus corpus = data_ ? train::Corpus::from_file(*data_, settings.seq)
-                                       : train::Corpus::builtin(settings.seq);
+    const train::Corpus corpus =
+        data_ ? corpus_from(*data_, settings.seq) : train::Corpus::builtin(settings.seq);
     std::mutex mutex;
     backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
       if (comm.size() != ranks) {
@@ -213,12 +223,20 @@ class TrainCommand final : public Command {
           << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split along "
           << mesh.to_string() << "; " << sharding_plan(settings.zero, group, hsdp, model) << "\n";
     }
-    comm.counters().clear();
+    // What this rank sent along each axes in training steps (not in validation).
+    std::map<std::string, std::int64_t> per_axes;
+    const auto add_sent = [&](std::int64_t sign) {
+      for (const auto& [key, count] : comm.counters().entries()) {
+        per_axes[key.axes] += sign * count.sent;
+      }
+    };
     const auto start = Clock::now();
     float loss = 0;
     for (std::int64_t s = 1; s <= settings.steps; ++s) {
       const auto before = Clock::now();
+      add_sent(-1);
       const train::StepStats stats = trainer.step();
+      add_sent(+1);
       const double seconds = std::chrono::duration<double>(Clock::now() - before).count();
       const double tokens_per_s = static_cast<double>(settings.batch * settings.seq) / seconds;
       loss = stats.loss;
@@ -242,9 +260,6 @@ class TrainCommand final : public Command {
       out.flush();
     }
     const double total = std::chrono::duration<double>(Clock::now() - start).count();
-    // What rank 0 sent along each axes per step, before the summary's own gather.
-    std::map<std::string, std::int64_t> per_axes;
-    for (const auto& [key, count] : comm.counters().entries()) per_axes[key.axes] += count.sent;
     // Every rank's bytes, to rank 0.
     constexpr std::size_t kFields = 5;
     const std::int64_t mine[kFields] = {static_cast<std::int64_t>(trainer.params_bytes()),

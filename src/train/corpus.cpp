@@ -1,19 +1,9 @@
 #include "shardwise/train/corpus.hpp"
 
-#include <sys/stat.h>
-#include <fstream>
-#include <sstream>
-
 #include "detail/splitmix.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::train {
-namespace {
-
-constexpr std::size_t kMaxFileBytes = std::size_t{64} << 20;
-
-}  // namespace
-
 Corpus::Corpus(std::string text, std::size_t seq) : bytes_(std::move(text)) {
   split_ = bytes_.size() - bytes_.size() / 10;
   if (seq < 1 || split_ < seq + 1 || bytes_.size() - split_ < seq + 1) {
@@ -21,23 +11,6 @@ Corpus::Corpus(std::string text, std::size_t seq) : bytes_(std::move(text)) {
                           " bytes; sequences of " + std::to_string(seq) + " tokens need at least " +
                           std::to_string(10 * (seq + 1)) + " (a tenth is held out)");
   }
-}
-
-Corpus Corpus::from_file(const std::string& path, std::size_t seq) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) throw InvalidArgument("--data: cannot read '" + path + "'");
-  if (!S_ISREG(info.st_mode)) {
-    throw InvalidArgument("--data: '" + path + "' is not a regular file");
-  }
-  if (static_cast<std::size_t>(info.st_size) > kMaxFileBytes) {
-    throw InvalidArgument("--data: '" + path + "' has " + std::to_string(info.st_size) +
-                          " bytes; at most 64 MiB is read");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument("--data: cannot read '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return Corpus(text.str(), seq);
 }
 
 Corpus Corpus::builtin(std::size_t seq) {
@@ -61,6 +34,13 @@ TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, st
                          std::size_t count, std::size_t seq) const {
   const std::size_t begin = split == Split::kTrain ? 0 : split_;
   const std::size_t length = (split == Split::kTrain ? split_ : bytes_.size()) - begin;
+  // A sequence and its next token must fit in the split, with room to start at more than one
+  // place.
+  if (seq < 1 || length < seq + 1) {
+    throw InvalidArgument("sequences of " + std::to_string(seq) + " tokens do not fit in the " +
+                          std::to_string(length) + " bytes of the " +
+                          (split == Split::kTrain ? "training" : "held-out") + " data");
+  }
   TokenBatch out;
   out.sequences = count;
   out.seq = seq;

@@ -75,14 +75,13 @@ Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas,
 
 Trainer::~Trainer() = default;
 
-float Trainer::run_model(const TokenBatch& batch, std::size_t sequences, bool with_grads,
-                         const GradientsReady& ready) {
+float Trainer::run_model(const TokenBatch& batch, bool with_grads, const GradientsReady& ready) {
   if (!units_) {
-    return model_.loss(batch.tokens, batch.targets, sequences, settings_.seq, with_grads, ready);
+    return model_.loss(batch.tokens, batch.targets, batch.sequences, batch.seq, with_grads, ready);
   }
   units_->begin_pass(with_grads);
   try {
-    const float loss = model_.loss(batch.tokens, batch.targets, sequences, settings_.seq,
+    const float loss = model_.loss(batch.tokens, batch.targets, batch.sequences, batch.seq,
                                    with_grads, [&](std::size_t begin, std::size_t end) {
                                      if (settings_.overlap) units_->gradients_ready(begin, end);
                                    });
@@ -94,17 +93,20 @@ float Trainer::run_model(const TokenBatch& batch, std::size_t sequences, bool wi
   }
 }
 
-StepStats Trainer::step() {
-  const std::int64_t step = ++steps_done_;
-  ParameterStore& store = store_;
+TokenBatch Trainer::my_share(Corpus::Split split, std::uint64_t index) const {
   const auto n = static_cast<std::size_t>(group_.size());
   const std::size_t per_rank = settings_.batch / (n * static_cast<std::size_t>(replicas_.size()));
   const std::size_t slot =
       static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
-  const TokenBatch batch =
-      corpus_.batch(Corpus::Split::kTrain, settings_.seed, static_cast<std::uint64_t>(step),
-                    slot * per_rank, per_rank, settings_.seq);
-  if (units_) return step_units(step, batch, per_rank);
+  return corpus_.batch(split, settings_.seed, index, slot * per_rank, per_rank, settings_.seq);
+}
+
+StepStats Trainer::step() {
+  const std::int64_t step = ++steps_done_;
+  ParameterStore& store = store_;
+  const auto n = static_cast<std::size_t>(group_.size());
+  const TokenBatch batch = my_share(Corpus::Split::kTrain, static_cast<std::uint64_t>(step));
+  if (units_) return step_units(step, batch);
   store.zero_grads();
   std::span<float> grads = store.grads();
   // ZeRO 0 and 1 average every gradient over the group: each range's all-reduce starts as soon
@@ -127,7 +129,7 @@ StepStats Trainer::step() {
     reduce(begin, end);
     started.emplace_back(begin, end);
   };
-  float loss = run_model(batch, per_rank, true, ready);
+  float loss = run_model(batch, true, ready);
   if (settings_.zero != 2) {
     // What the model did not announce (a model without the hook announces nothing) is reduced
     // now; overlapping announcements are a model's bug.
@@ -195,10 +197,10 @@ float Trainer::clip(std::span<const float> part, std::span<float> owned) {
   return norm;
 }
 
-StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch, std::size_t per_rank) {
+StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch) {
   // Forward and backward gather each unit as the model uses it; each unit's gradients are
   // reduce-scattered into this rank's slice as backward finishes them.
-  float loss = run_model(batch, per_rank, true, {});
+  float loss = run_model(batch, true, {});
   std::span<float> grads = units_->grads_slice();
   if (replicas_.size() > 1) {
     comm_.all_reduce(grads.data(), grads.data(), grads.size(), DType::kF32, ReduceOp::kAvg,
@@ -263,15 +265,9 @@ void Trainer::average(float* data, std::size_t count) {
 }
 
 float Trainer::validation_loss(std::size_t batches) {
-  const auto n = static_cast<std::size_t>(group_.size());
-  const std::size_t per_rank = settings_.batch / (n * static_cast<std::size_t>(replicas_.size()));
-  const std::size_t slot =
-      static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
   double sum = 0;
   for (std::size_t b = 0; b < batches; ++b) {
-    const TokenBatch batch = corpus_.batch(Corpus::Split::kValidation, settings_.seed, b,
-                                           slot * per_rank, per_rank, settings_.seq);
-    float loss = run_model(batch, per_rank, false, {});
+    float loss = run_model(my_share(Corpus::Split::kValidation, b), false, {});
     average(&loss, 1);
     sum += loss;
   }

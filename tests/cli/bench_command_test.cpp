@@ -10,14 +10,8 @@ namespace shardwise::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::json_lines;
 using testing::run_command;
-
-std::vector<nlohmann::json> json_lines(const std::string& text) {
-  std::vector<nlohmann::json> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
 
 TEST(BenchCommand, CommRowsHaveEveryField) {
   const auto r = run_command({"bench", "comm", "--ranks", "2,3", "--sizes", "4K,12K", "--ops",

@@ -15,8 +15,8 @@
 namespace shardwise::cli {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::expect_bad_input;
+using ::testing::HasSubstr;
 using testing::run_command;
 
 // A file in the test's temporary directory with this content.
@@ -48,13 +48,12 @@ TEST(HostileInput, OverflowingSizesAreRefusedNotWrapped) {
       "unsigned.json", R"({"parameters": [{"name": "w", "shape": [18446744073709551615]}]})");
   expect_bad_input({"specs", "--model", unsigned_json, "--mesh", "data=2"},
                    "field 'parameters[0].shape[0]' is 18446744073709551615, beyond the largest");
-  const std::string head_dim =
-      temp_file("head_dim.json", llama_config(R"(, "num_hidden_layers": 2,
+  const std::string head_dim = temp_file("head_dim.json", llama_config(R"(, "num_hidden_layers": 2,
                                                  "head_dim": 4611686018427387904)"));
   expect_bad_input({"specs", "--model", head_dim, "--mesh", "data=2"},
                    "num_attention_heads x head_dim: 32 x 4611686018427387904 does not fit");
-  const std::string vocab = temp_file(
-      "vocab.json", R"({"model_type": "llama", "vocab_size": 4611686018427387904,
+  const std::string vocab =
+      temp_file("vocab.json", R"({"model_type": "llama", "vocab_size": 4611686018427387904,
           "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 2,
           "num_attention_heads": 32})");
   expect_bad_input({"specs", "--model", vocab, "--mesh", "data=2"},
@@ -73,8 +72,8 @@ TEST(HostileInput, ResourceExhaustionIsBounded) {
   expect_bad_input({"layout", "--mesh", "data=999999999", "--shape", "4"},
                    "has more than 1048576 devices");
   for (const char* layers : {"10000000", "1000000000000"}) {
-    const std::string path = temp_file(
-        "layers.json", llama_config(std::string(R"(, "num_hidden_layers": )") + layers));
+    const std::string path =
+        temp_file("layers.json", llama_config(std::string(R"(, "num_hidden_layers": )") + layers));
     expect_bad_input({"specs", "--model", path, "--mesh", "data=2"},
                      std::string("'num_hidden_layers' is ") + layers + "; at most 10000 layers");
   }
@@ -97,11 +96,12 @@ TEST(HostileInput, ResourceExhaustionIsBounded) {
 
 TEST(HostileInput, JsonNumbersBeyondADoubleAreBadInput) {
   // 1e999 anywhere, an ignored key of a config.json included.
-  const std::string path = temp_file(
-      "inf.json", llama_config(R"(, "num_hidden_layers": 2, "rope_theta": 1e999)"));
+  const std::string path =
+      temp_file("inf.json", llama_config(R"(, "num_hidden_layers": 2, "rope_theta": 1e999)"));
   expect_bad_input({"specs", "--model", path, "--mesh", "data=2"},
                    "invalid JSON in model description: number overflow parsing '1e999'");
-  const std::string rules = temp_file("rules.json", R"({"logical_axis_rules": [["a", "b", 1e999]]})");
+  const std::string rules =
+      temp_file("rules.json", R"({"logical_axis_rules": [["a", "b", 1e999]]})");
   expect_bad_input({"specs", "--model", path, "--mesh", "data=2", "--rules", rules},
                    "invalid JSON");
 }
@@ -125,9 +125,8 @@ TEST(HostileInput, AcceptedBadInputIsRefused) {
   expect_bad_input({"layout", "--mesh", "Mesh('data': 2, 'model': 2, devices=[3, 2, 1, 0])",
                     "--devices", "0,1,2,3", "--shape", "4"},
                    "--devices 0,1,2,3 disagrees with the device ids of --mesh");
-  const auto same = run_command({"layout", "--mesh",
-                                 "Mesh('data': 2, devices=[1, 0])", "--devices", "1,0", "--shape",
-                                 "4", "--json"});
+  const auto same = run_command({"layout", "--mesh", "Mesh('data': 2, devices=[1, 0])", "--devices",
+                                 "1,0", "--shape", "4", "--json"});
   EXPECT_EQ(same.status, 0) << same.err;
   expect_bad_input({"bench", "comm", "--ranks", "", "--sizes", "4K"}, "--ranks is ''");
   expect_bad_input({"schedule", "--stages", "4", "--microbatches", "8", "--virtual", "-3"},

@@ -72,13 +72,13 @@ TEST(ScheduleCommand, FractionalTimesDrawEvenCells) {
 }
 
 TEST(ScheduleCommand, HugeTimelinesAreSummarised) {
-  const auto r = run_command(
-      {"schedule", "--stages", "4", "--microbatches", "8", "--forward-time", "0.001"});
+  const auto r =
+      run_command({"schedule", "--stages", "4", "--microbatches", "8", "--forward-time", "0.001"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("timeline not drawn: 11011 time steps on 4 stages exceed the "
                                "drawing's 4096 steps and 256 stages; --json lists every pass\n"));
-  const auto json = run_command({"schedule", "--stages", "4", "--microbatches", "8",
-                                 "--forward-time", "0.001", "--json"});
+  const auto json = run_command(
+      {"schedule", "--stages", "4", "--microbatches", "8", "--forward-time", "0.001", "--json"});
   ASSERT_EQ(json.status, 0) << json.err;
   // The critical path: 8 micro-batches and 3 more stages, each a backward of 1 and a forward
   // of 0.001.
@@ -108,7 +108,8 @@ TEST(ScheduleCommand, BadInput) {
             "forward pass time is 1e-300; expected 1e-09 to 1e+09"},
            {{"--stages", "4", "--microbatches", "8", "--virtual", "-1"},
             "--virtual is -1; expected at least 1"},
-           {{"--stages", "4", "--microbatches", "8", "--virtual", "-3", "--schedule", "interleaved"},
+           {{"--stages", "4", "--microbatches", "8", "--virtual", "-3", "--schedule",
+             "interleaved"},
             "--virtual is -3"},
            {{"--stages", "4", "--microbatches", "8", "--virtual", "0"}, "--virtual is 0"},
            {{"--stages", "4", "--microbatches", "8", "--virtual", "1000000000", "--schedule",
@@ -116,7 +117,8 @@ TEST(ScheduleCommand, BadInput) {
             "virtual stages is 1000000000; expected 1 to 64"},
            {{"--stages", "4", "--microbatches", "1000000000"},
             "micro-batches is 1000000000; expected 1 to 65536"},
-           {{"--stages", "1000000", "--microbatches", "8"}, "stages is 1000000; expected 1 to 1024"},
+           {{"--stages", "1000000", "--microbatches", "8"},
+            "stages is 1000000; expected 1 to 1024"},
            {{"--stages", "12345678901234567890", "--microbatches", "8"},
             "--stages is '12345678901234567890'; expected an integer of at most 64 bits"},
            {{"--stages", "", "--microbatches", "8"}, "--stages is ''"},

@@ -13,9 +13,9 @@ using testing::run_command;
 using testing::source_path;
 
 TEST(SpecsCommand, ReportForAManifest) {
-  const auto r = run_command({"specs", "--model", source_path("examples/models/tiny_manifest.json"),
-                              "--mesh", "data=2,fsdp=2,model=2,pipeline=2",
-                              "--fsdp-min-weight-size", "0"});
+  const auto r =
+      run_command({"specs", "--model", source_path("examples/models/tiny_manifest.json"), "--mesh",
+                   "data=2,fsdp=2,model=2,pipeline=2", "--fsdp-min-weight-size", "0"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out,
             "mesh        Mesh('data': 2, 'fsdp': 2, 'model': 2, 'pipeline': 2)\n"
@@ -100,9 +100,8 @@ TEST(SpecsCommand, NotesSayWhatWasDropped) {
 
 TEST(SpecsCommand, GroupedQueryAttentionKeepsHeadsWholeOrRefuses) {
   // TinyLlama has 4 key/value heads of 64: 8 tensor-parallel ranks cannot split them.
-  const std::vector<std::string> args{"specs", "--model",
-                                      source_path("examples/models/tinyllama.json"), "--mesh",
-                                      "model=8"};
+  const std::vector<std::string> args{
+      "specs", "--model", source_path("examples/models/tinyllama.json"), "--mesh", "model=8"};
   const auto r = run_command(args);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("model.layers.0.self_attn.k_proj.weight: axis 'model' dropped: "

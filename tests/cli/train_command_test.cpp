@@ -10,15 +10,9 @@ namespace shardwise::cli {
 namespace {
 
 using testing::expect_bad_input;
+using testing::json_lines;
 using testing::run_command;
 using testing::source_path;
-
-std::vector<nlohmann::json> json_lines(const std::string& text) {
-  std::vector<nlohmann::json> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
-  return lines;
-}
 
 std::vector<std::string> micro(std::vector<std::string> extra) {
   std::vector<std::string> args{"train",   "--model", source_path("examples/models/gpt_micro.json"),
@@ -73,6 +67,19 @@ TEST(TrainCommand, ZeroThreeReportsAQuarterOfTheState) {
   EXPECT_EQ(whole["gathered_peak_bytes"].get<std::int64_t>(), 0);
 }
 
+// Bytes per step count the training steps only: validation passes move bytes too (their loss
+// averages, ZeRO-3's gathers) and must not change them.
+TEST(TrainCommand, BytesPerStepLeaveValidationOut) {
+  for (const char* zero : {"1", "3"}) {
+    const auto plain = json_lines(run_command(micro({"--mesh", "fsdp=2", "--zero", zero})).out);
+    const auto evaluated = json_lines(
+        run_command(micro({"--mesh", "fsdp=2", "--zero", zero, "--eval-every", "2"})).out);
+    const auto& bytes = plain.back()["summary"]["comm_bytes_per_step"];
+    EXPECT_GT(bytes["fsdp"].get<std::int64_t>(), 0) << zero;
+    EXPECT_EQ(evaluated.back()["summary"]["comm_bytes_per_step"], bytes) << zero;
+  }
+}
+
 TEST(TrainCommand, EveryMeshSeesTheSameLossesAsOneRank) {
   const auto one = json_lines(run_command(micro({})).out);
   for (const std::vector<std::string>& mesh :
@@ -101,15 +108,18 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--lr", "nan"}, "--lr");
   expect_bad_input({"train", "--steps", "0"}, "--steps is 0; expected 1 to 10000000");
   expect_bad_input({"train", "--seq", "65"}, "--seq is 65; expected 1 to 64");
-  expect_bad_input({"train", "--data", "/dev/zero"}, "--data: '/dev/zero' is not a regular file");
+  expect_bad_input({"train", "--data", "/dev/zero"}, "--data '/dev/zero' is not a regular file");
   expect_bad_input({"train", "--model", "gpt2", "--batch", "65536"},
                    "--model gpt2 with --batch 65536 on 1 ranks needs about");
   expect_bad_input({"train", "--model", "/tmp"}, "--model '/tmp' is a directory");
   expect_bad_input({"train", "--model", "/dev/zero"}, "is not a regular file");
   expect_bad_input({"train", "--steps", "9223372036854775808"},
                    "expected an integer of at most 64 bits");
+  expect_bad_input({"train", "--data", "/dev/null"}, "--data '/dev/null' is not a regular file");
+  expect_bad_input({"train", "--data", source_path("examples/models/gpt_micro.json")},
+                   "gpt_micro.json': the data has 79 bytes; sequences of 64 tokens need at least");
   expect_bad_input({"train", "--data", "/nonexistent/file"},
-                   "--data: cannot read '/nonexistent/file'");
+                   "cannot read --data '/nonexistent/file'");
 }
 
 }  // namespace

@@ -377,6 +377,10 @@ TEST(Corpus, BatchesDependOnStepAndSequenceOnly) {
   for (std::size_t i = 0; i + 1 < 8; ++i) EXPECT_EQ(whole.targets[i], whole.tokens[i + 1]);
   const TokenBatch other = corpus.batch(Corpus::Split::kTrain, 3, 8, 0, 4, 8);
   EXPECT_NE(other.tokens, whole.tokens);
+  // Longer sequences than the data holds are refused, not read past its end.
+  const Corpus small(std::string(200, 'a'), 8);
+  EXPECT_THAT(error_of([&] { (void)small.batch(Corpus::Split::kValidation, 1, 1, 0, 1, 20); }),
+              HasSubstr("sequences of 20 tokens do not fit in the 20 bytes of the held-out data"));
 }
 
 }  // namespace

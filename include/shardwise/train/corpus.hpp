@@ -22,8 +22,6 @@ class Corpus {
   // The bytes of `text`; InvalidArgument when it is too short for one sequence of `seq`
   // tokens in both splits.
   Corpus(std::string text, std::size_t seq);
-  // The file's bytes (a regular file of at most 64 MiB, as every input the project reads).
-  static Corpus from_file(const std::string& path, std::size_t seq);
   // A deterministic built-in text with structure a small model learns within a few hundred
   // steps.
   static Corpus builtin(std::size_t seq);
@@ -33,7 +31,8 @@ class Corpus {
 
   enum class Split { kTrain, kValidation };
   // Sequences [first, first + count) of the global batch of `step`: sequence s starts at a
-  // position drawn from (seed, split, step, s) alone.
+  // position drawn from (seed, split, step, s) alone. An InvalidArgument where `seq` tokens and
+  // their targets do not fit in the split.
   [[nodiscard]] TokenBatch batch(Split split, std::uint64_t seed, std::uint64_t step,
                                  std::size_t first, std::size_t count, std::size_t seq) const;
 

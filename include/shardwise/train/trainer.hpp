@@ -110,13 +110,14 @@ class Trainer {
  private:
   void update(float learning_rate);
   void update_units(float learning_rate);
-  StepStats step_units(std::int64_t step, const TokenBatch& batch, std::size_t per_rank);
+  StepStats step_units(std::int64_t step, const TokenBatch& batch);
+  // This rank's sequences of global batch `index` of the split.
+  [[nodiscard]] TokenBatch my_share(Corpus::Split split, std::uint64_t index) const;
   // The global gradient norm from `part` (this rank's disjoint share, summed over the group),
   // and `owned` scaled so that the norm is at most grad_clip.
   float clip(std::span<const float> part, std::span<float> owned);
   // One pass of the model; under ZeRO-3 bracketed by the units' pass, abandoned on failure.
-  float run_model(const TokenBatch& batch, std::size_t sequences, bool with_grads,
-                  const GradientsReady& ready);
+  float run_model(const TokenBatch& batch, bool with_grads, const GradientsReady& ready);
 
   // Averages `count` elements in place over the shards, then over the replicas.
   void average(float* data, std::size_t count);
