@@ -15,10 +15,15 @@ constexpr float kGeluCube = 0.044715F;
 // exponent set through the bits), written so that loops over it vectorise; std::tanh does not,
 // and GELU's tanh was a third of a GPT step.
 inline float fast_exp(float x) {
-  x = std::min(std::max(x, -87.0F), 88.0F);
-  // Rounds to the nearest integer by adding and taking away 1.5 x 2^23 (no call to floor).
+  x = std::min(std::max(x, -87.0F), 88.0F);  // NaN passes through: the result is NaN
+  // Rounds to the nearest integer by adding and taking away 1.5 x 2^23 (no call to floor); the
+  // integer is then the low bits of `shifted`, read without a float-to-int conversion, which
+  // would be undefined for NaN.
   constexpr float kRound = 12582912.0F;
-  const float n = (x * 1.44269504088896341F + kRound) - kRound;
+  const float shifted = x * 1.44269504088896341F + kRound;
+  const float n = shifted - kRound;
+  const std::uint32_t k =
+      std::bit_cast<std::uint32_t>(shifted) - std::bit_cast<std::uint32_t>(kRound);
   const float r = x - n * 0.693359375F + n * 2.12194440e-4F;
   float p = 1.9875691500E-4F;
   p = p * r + 1.3981999507E-3F;
@@ -27,7 +32,7 @@ inline float fast_exp(float x) {
   p = p * r + 1.6666665459E-1F;
   p = p * r + 5.0000001201E-1F;
   p = p * r * r + r + 1.0F;
-  return p * std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
+  return p * std::bit_cast<float>((k + 127U) << 23);
 }
 
 inline float fast_tanh(float u) { return 1.0F - 2.0F / (fast_exp(2.0F * u) + 1.0F); }

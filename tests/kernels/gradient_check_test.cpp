@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -140,6 +141,19 @@ TEST(GradientCheck, GeluAndResidual) {
   std::vector<float> dinp(64);
   gelu_backward(dinp.data(), inp.data(), probe.data(), inp.size());
   expect_gradient(inp, dinp, loss, "gelu dinp", 1e-3F);
+  // A diverged model's values: NaN stays NaN, huge values stay finite or infinite as GELU's
+  // limits say, and nothing is undefined (UBSan runs this).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> extreme{nan, -nan, 1e30F, -1e30F, 100.0F, -100.0F, inf};
+  std::vector<float> out(extreme.size());
+  gelu_forward(out.data(), extreme.data(), extreme.size());
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_TRUE(std::isnan(out[1]));
+  EXPECT_EQ(out[2], 1e30F);
+  EXPECT_EQ(out[4], 100.0F);
+  EXPECT_EQ(out[5], -0.0F);
+  EXPECT_EQ(out[6], inf);
 
   std::vector<float> a = random_values(16, 13), b = random_values(16, 14), sum(16);
   residual_forward(sum.data(), a.data(), b.data(), 16);
