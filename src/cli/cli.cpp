@@ -112,10 +112,10 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
 
   for (const auto& command : commands) {
     if (!command->app().parsed()) continue;
-    // Output is buffered so that a failure leaves stdout empty.
+    // Output is buffered, unless the command streams, so that a failure leaves stdout empty.
     std::ostringstream buffer;
     try {
-      command->run(buffer);
+      command->run(command->streams() ? out : buffer);
     } catch (const CommError& e) {
       err << "shardwise " << command->app().get_name() << ": " << one_line(e.what()) << '\n';
       return kRuntimeFailure;
@@ -127,7 +127,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
           << '\n';
       return kInternalFailure;
     }
-    out << buffer.str();
+    if (!command->streams()) out << buffer.str();
     out.flush();
     if (!out) {
       err << "shardwise " << command->app().get_name() << ": writing the output failed"

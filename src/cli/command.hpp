@@ -17,6 +17,10 @@ class Command {
   [[nodiscard]] virtual const CLI::App& app() const = 0;
   // Writes the result to `out`; throws shardwise::Error for bad input.
   virtual void run(std::ostream& out) const = 0;
+  // Whether it writes as it goes (a training run's progress) rather than all at the end. A
+  // command that does not is buffered, so that a failure leaves its output empty; one that does
+  // must find bad input before it writes anything.
+  [[nodiscard]] virtual bool streams() const { return false; }
 };
 
 std::unique_ptr<Command> add_bench_command(CLI::App& parent);

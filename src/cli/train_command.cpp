@@ -3,7 +3,9 @@
 // object per line.
 #include <sys/stat.h>
 #include <CLI/CLI.hpp>
+#include <bit>
 #include <chrono>
+#include <functional>
 #include <iomanip>
 #include <map>
 #include <mutex>
@@ -53,24 +55,77 @@ models::GptConfig model_config(const std::string& model) {
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument("--model: '" + model + "' is not JSON: " + e.what());
   }
+  const std::string named = "--model '" + model + "': ";
   models::GptConfig c;
   const auto field = [&](const char* key, std::size_t& into) {
-    if (!j.is_object() || !j.contains(key) || !j[key].is_number_unsigned()) {
-      throw InvalidArgument("--model: '" + model + "' needs \"" + key + "\" as a positive integer");
+    if (!j.is_object() || !j.contains(key)) {
+      throw InvalidArgument(named + "needs \"" + key + "\" (a positive integer)");
     }
-    const auto value = j[key].get<std::uint64_t>();
-    if (value > (std::uint64_t{1} << 20)) {
-      throw InvalidArgument("--model: \"" + std::string(key) + "\" is " + std::to_string(value) +
-                            "; expected at most 1048576");
+    // Larger than any bound validate() allows, so that it names the field with its value.
+    constexpr std::uint64_t kLargest = std::uint64_t{1} << 40;
+    if (!j[key].is_number_unsigned() || j[key].get<std::uint64_t>() > kLargest) {
+      throw InvalidArgument(named + "\"" + key + "\" is " + j[key].dump().substr(0, 40) +
+                            "; expected a positive integer");
     }
-    into = static_cast<std::size_t>(value);
+    into = static_cast<std::size_t>(j[key].get<std::uint64_t>());
   };
   field("n_layer", c.n_layer);
   field("n_head", c.n_head);
   field("n_embd", c.n_embd);
   field("block_size", c.block_size);
   field("vocab_size", c.vocab_size);
+  try {
+    models::validate(c);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(named + e.what());
+  }
   return c;
+}
+
+// --mesh: axes data and fsdp only, rank r on device r.
+Mesh train_mesh(const std::optional<std::string>& text) {
+  if (!text) return Mesh({"data"}, {1});
+  Mesh mesh({"data"}, {1});
+  try {
+    mesh = Mesh::parse(*text);
+  } catch (const Error& e) {  // a ParseError or an InvalidArgument
+    throw InvalidArgument(std::string("--mesh: ") + e.what());
+  }
+  for (const std::string& axis : mesh.axis_names()) {
+    if (axis != "data" && axis != "fsdp") {
+      throw InvalidArgument("--mesh: axis '" + axis +
+                            "' is not one `shardwise train` runs yet (data, fsdp)");
+    }
+  }
+  if (!mesh.has_default_device_ids()) {
+    throw InvalidArgument("--mesh: " + mesh.to_string() +
+                          " names devices; `shardwise train` runs rank r as device r, so give "
+                          "the axes only");
+  }
+  return mesh;
+}
+
+// Every rank of a run must train with the same flags and data: a rank with another seed or
+// learning rate would otherwise train a different model without any collective noticing (their
+// sizes agree). Each rank hashes each setting; rank 0's row is compared with every other.
+void check_ranks_agree(Communicator& comm,
+                       const std::vector<std::pair<const char*, std::string>>& settings) {
+  std::vector<std::int64_t> mine;
+  for (const auto& [flag, value] : settings) {
+    mine.push_back(static_cast<std::int64_t>(std::hash<std::string>{}(value)));
+  }
+  std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(mine.data(), all.data(), mine.size(), DType::kI64, world_group(comm.size()));
+  for (int r = 1; r < comm.size(); ++r) {
+    for (std::size_t f = 0; f < mine.size(); ++f) {
+      if (all[static_cast<std::size_t>(r) * mine.size() + f] != all[f]) {
+        throw InvalidArgument("rank " + std::to_string(r) + " runs with another " +
+                              settings[f].first +
+                              " than rank 0; every rank of a run needs the "
+                              "same flags and data");
+      }
+    }
+  }
 }
 
 // About what one rank of the GPT holds, in bytes (in floating point: the sizes' product may
@@ -142,21 +197,16 @@ class TrainCommand final : public Command {
   }
 
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
+  // Progress is printed as the run goes.
+  [[nodiscard]] bool streams() const override { return true; }
 
   void run(std::ostream& out) const override {
     const models::GptConfig config = model_config(model_);
-    models::validate(config);
     if (config.vocab_size < 256) {
       throw InvalidArgument("--model: vocab_size " + std::to_string(config.vocab_size) +
                             " is below 256, the byte tokens' vocabulary");
     }
-    const Mesh mesh = mesh_ ? Mesh::parse(*mesh_) : Mesh({"data"}, {1});
-    for (const std::string& axis : mesh.axis_names()) {
-      if (axis != "data" && axis != "fsdp") {
-        throw InvalidArgument("--mesh: axis '" + axis +
-                              "' is not one `shardwise train` runs yet (data, fsdp)");
-      }
-    }
+    const Mesh mesh = train_mesh(mesh_);
     const int ranks = static_cast<int>(mesh.size());
     train::TrainSettings settings;
     settings.steps = bounded(steps_, "--steps", 1, 10'000'000);
@@ -195,6 +245,22 @@ class TrainCommand final : public Command {
         throw InvalidArgument("--mesh " + mesh.to_string() + " has " + std::to_string(ranks) +
                               " devices but the job has " + std::to_string(comm.size()) + " ranks");
       }
+      check_ranks_agree(
+          comm,
+          {{"--model", std::to_string(config.n_layer) + "," + std::to_string(config.n_head) + "," +
+                           std::to_string(config.n_embd) + "," + std::to_string(config.block_size) +
+                           "," + std::to_string(config.vocab_size)},
+           {"--mesh", mesh.to_string()},
+           {"--zero", std::to_string(settings.zero)},
+           {"--steps", std::to_string(settings.steps)},
+           {"--batch", std::to_string(settings.batch)},
+           {"--seq", std::to_string(settings.seq)},
+           {"--lr", std::to_string(std::bit_cast<std::uint32_t>(settings.learning_rate))},
+           {"--warmup", std::to_string(settings.warmup)},
+           {"--seed", std::to_string(settings.seed)},
+           {"--data", std::to_string(corpus.fingerprint())},
+           {"--eval-every", std::to_string(eval_every)},
+           {"--no-overlap", settings.overlap ? "off" : "on"}});
       if (threads > 0) kernels::set_blas_threads(threads);
       train_rank(comm, mesh, config, settings, corpus, eval_every, out, mutex);
     });

@@ -13,6 +13,8 @@ Corpus::Corpus(std::string text, std::size_t seq) : bytes_(std::move(text)) {
   }
 }
 
+std::uint64_t Corpus::fingerprint() const { return detail::fnv1a(bytes_); }
+
 Corpus Corpus::builtin(std::size_t seq) {
   // Counting sentences: regular enough to learn fast, varied enough that the loss shows it.
   static const char* const kNames[] = {"one", "two",   "three", "four", "five",

@@ -10,12 +10,6 @@
 namespace shardwise::train {
 namespace {
 
-std::uint64_t name_hash(const std::string& name) {  // FNV-1a: stable across platforms
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 // A uniform draw in (0, 1) from 53 random bits.
 double unit(std::uint64_t bits) {
   return (static_cast<double>(bits >> 11) + 0.5) / 9007199254740992.0;
@@ -24,7 +18,7 @@ double unit(std::uint64_t bits) {
 }  // namespace
 
 float standard_normal_at(std::uint64_t seed, const std::string& name, std::uint64_t index) {
-  const std::uint64_t base = detail::splitmix64(seed ^ detail::splitmix64(name_hash(name)));
+  const std::uint64_t base = detail::splitmix64(seed ^ detail::splitmix64(detail::fnv1a(name)));
   const std::uint64_t a = detail::splitmix64(base ^ (2 * index));
   const std::uint64_t b = detail::splitmix64(base ^ (2 * index + 1));
   // Box-Muller, one of its two outputs.

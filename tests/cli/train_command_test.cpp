@@ -2,6 +2,7 @@
 // mesh, and one clear line for bad input.
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <sstream>
 
 #include "run_command.hpp"
@@ -118,6 +119,19 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--data", "/dev/null"}, "--data '/dev/null' is not a regular file");
   expect_bad_input({"train", "--data", source_path("examples/models/gpt_micro.json")},
                    "gpt_micro.json': the data has 79 bytes; sequences of 64 tokens need at least");
+  expect_bad_input({"train", "--mesh", "Mesh('data': 2, devices=[5, 7])"},
+                   "--mesh: Mesh('data': 2, devices=[5, 7]) names devices");
+  expect_bad_input({"train", "--mesh", "data=two"}, "--mesh: ");
+  const std::string zero_layers = ::testing::TempDir() + "zero_layers.json";
+  std::ofstream(zero_layers)
+      << R"({"n_layer": 0, "n_head": 2, "n_embd": 32, "block_size": 16, "vocab_size": 256})";
+  expect_bad_input({"train", "--model", zero_layers},
+                   "--model '" + zero_layers + "': n_layer is 0; expected 1 to 10000");
+  const std::string huge_layers = ::testing::TempDir() + "huge_layers.json";
+  std::ofstream(huge_layers) << R"({"n_layer": 18446744073709551616, "n_head": 2, "n_embd": 32,
+                                    "block_size": 16, "vocab_size": 256})";
+  expect_bad_input({"train", "--model", huge_layers},
+                   "\"n_layer\" is 1.8446744073709552e+19; expected a positive integer");
   expect_bad_input({"train", "--data", "/nonexistent/file"},
                    "cannot read --data '/nonexistent/file'");
 }

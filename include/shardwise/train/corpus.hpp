@@ -28,6 +28,8 @@ class Corpus {
 
   [[nodiscard]] std::size_t train_tokens() const { return split_; }
   [[nodiscard]] std::size_t val_tokens() const { return bytes_.size() - split_; }
+  // A hash of the text (FNV-1a), the same in every process that holds the same bytes.
+  [[nodiscard]] std::uint64_t fingerprint() const;
 
   enum class Split { kTrain, kValidation };
   // Sequences [first, first + count) of the global batch of `step`: sequence s starts at a

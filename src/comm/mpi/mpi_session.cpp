@@ -67,7 +67,11 @@ void register_mpi_backend() {
       line.push_back('\n');
       std::cout.flush();
       write_fully(STDERR_FILENO, line);
-      session.abort(1);
+      // mpirun exits with the abort's code: the command's statuses (docs/runtime.md), 2 for
+      // bad input, 3 for a failed runtime, 1 for anything else.
+      const bool runtime = dynamic_cast<const CommError*>(&e) != nullptr;
+      const bool bad_input = !runtime && dynamic_cast<const Error*>(&e) != nullptr;
+      session.abort(runtime ? 3 : bad_input ? 2 : 1);
     }
   };
   (void)register_backend(std::move(mpi));

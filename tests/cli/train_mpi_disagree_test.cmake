@@ -1,0 +1,33 @@
+# `shardwise train` under mpirun where the ranks were given different flags (MPMD launch):
+# every case ends at once with exit status 2 and a line naming the flag, never a run that trains
+# different models on different ranks, never a wait for the timeout.
+#   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -P train_mpi_disagree_test.cmake
+set(_common train --model ${MODEL} --steps 4 --batch 4 --json --backend mpi)
+
+# NP ranks run with the flags A, NP more with B.
+function(expect_disagreement flag np a b)
+  execute_process(COMMAND ${MPIEXEC} --oversubscribe -np ${np} ${COMMAND} ${_common} ${a}
+                          : -np ${np} ${COMMAND} ${_common} ${b}
+                  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+  if(NOT status EQUAL 2)
+    message(FATAL_ERROR "${flag}: expected exit status 2, got '${status}'\n${out}\n${err}")
+  endif()
+  if(NOT err MATCHES "runs with another ${flag} than rank 0")
+    message(FATAL_ERROR "${flag}: the error does not name ${flag}:\n${err}")
+  endif()
+  if(out MATCHES "\"step\"")
+    message(FATAL_ERROR "${flag}: a step ran before the disagreement was found:\n${out}")
+  endif()
+endfunction()
+
+expect_disagreement(--seed 1 "--mesh;fsdp=2;--seed;1" "--mesh;fsdp=2;--seed;2")
+expect_disagreement(--lr 1 "--mesh;data=2;--lr;1e-3" "--mesh;data=2;--lr;0.5")
+expect_disagreement(--mesh 2 "--mesh;data=2,fsdp=2;--zero;3" "--mesh;fsdp=4;--zero;3")
+
+# A mesh of 2 devices under -np 3: bad input, status 2.
+execute_process(COMMAND ${MPIEXEC} --oversubscribe -np 3 ${COMMAND} ${_common} --mesh fsdp=2
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+if(NOT status EQUAL 2 OR NOT err MATCHES "has 2 devices but the job has 3 ranks")
+  message(FATAL_ERROR "-np 3 on fsdp=2: status '${status}'\n${err}")
+endif()
+message(STATUS "disagreeing ranks end with status 2 and a line naming the flag")
