@@ -174,8 +174,8 @@ class TrainCommand final : public Command {
     app_->add_option("--mesh", mesh_, "Data-parallel mesh, e.g. data=2,fsdp=2 (one rank without)");
     app_->add_option(
             "--zero", zero_,
-            "ZeRO stage: 0 (plain data parallel), 1 (optimizer state sharded), 2 (+ gradients) "
-            "or 3 (+ parameters, gathered per layer)")
+            "ZeRO stage: 0 (plain data parallel), 1 (optimizer state sharded), 2 (+ gradients "
+            "reduce-scattered after backward) or 3 (+ parameters, gathered per layer)")
         ->default_val("0");
     app_->add_option("--steps", steps_, "Training steps")->default_val("100");
     app_->add_option("--batch", batch_, "Global sequences per step")->default_val("8");
