@@ -14,36 +14,23 @@ constexpr std::size_t kMaxReducing = 2;
 }  // namespace
 
 ShardedUnits::ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store,
-                           bool prefetch)
+                           const ParameterShardings& shardings, bool prefetch)
     : comm_(comm),
       group_(shards),
       store_(store),
       member_(shards.index_of(comm.rank())),
-      prefetch_(prefetch) {
+      prefetch_(prefetch),
+      shards_(store, shardings, shards.size()) {
   if (member_ < 0) {
     throw InvalidArgument("rank " + std::to_string(comm.rank()) + " is not in the shard group " +
                           group_.to_string());
   }
   if (store.sharded()) throw InvalidArgument("the parameter store is already sharded");
-  const auto n = static_cast<std::size_t>(group_.size());
-  std::size_t total = 0;
-  for (const ParameterUnit& unit : store.units()) {
-    const std::size_t chunk = (unit.count + n - 1) / n;
-    chunks_.push_back(chunk);
-    slice_offsets_.push_back(total);
-    total += chunk;
-  }
-  values_slice_.assign(total, 0.0F);
-  grads_slice_.assign(total, 0.0F);
+  values_slice_.assign(shards_.slice_size(), 0.0F);
+  grads_slice_.assign(shards_.slice_size(), 0.0F);
   const std::span<const float> full = store.values();
   for (std::size_t u = 0; u < store.units().size(); ++u) {
-    const ParameterUnit& unit = store.units()[u];
-    // Elements of the unit from member x chunk on, those past its end being padding (zeros).
-    const std::size_t first = std::min(unit.count, static_cast<std::size_t>(member_) * chunks_[u]);
-    const std::size_t last = std::min(unit.count, first + chunks_[u]);
-    std::copy(full.begin() + static_cast<std::ptrdiff_t>(unit.offset + first),
-              full.begin() + static_cast<std::ptrdiff_t>(unit.offset + last),
-              values_slice_.begin() + static_cast<std::ptrdiff_t>(slice_offsets_[u]));
+    shards_.pack(u, member_, full.data() + store.units()[u].offset, my_chunk(values_slice_, u));
   }
   units_.resize(store.units().size());
   store.shard(this);
@@ -54,14 +41,25 @@ ShardedUnits::~ShardedUnits() {
   store_.shard(nullptr);
 }
 
-std::size_t ShardedUnits::padded(std::size_t unit) const {
-  return chunks_[unit] * static_cast<std::size_t>(group_.size());
+std::size_t ShardedUnits::packed(std::size_t unit) const {
+  return shards_.chunk(unit) * static_cast<std::size_t>(group_.size());
 }
 
-void ShardedUnits::allocate(std::vector<float>& buffer, std::size_t unit) {
-  buffer.assign(padded(unit), 0.0F);
+float* ShardedUnits::my_chunk(std::vector<float>& slice, std::size_t unit) {
+  return slice.data() + shards_.chunk_offset(unit);
+}
+
+void ShardedUnits::allocate(std::vector<float>& buffer, std::size_t elements) {
+  buffer.assign(elements, 0.0F);
   gathered_bytes_ += buffer.size() * sizeof(float);
   peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
+}
+
+void ShardedUnits::finish_gather(std::size_t u) {
+  Unit& unit = units_[u];
+  allocate(unit.values, store_.units()[u].count);
+  shards_.unpack(u, unit.gathering.data(), unit.values.data());
+  free(unit.gathering);
 }
 
 void ShardedUnits::free(std::vector<float>& buffer) {
@@ -98,19 +96,20 @@ void ShardedUnits::gather(std::size_t u) {
   }
   ++position_;
   Unit& unit = units_[u];
-  const std::size_t chunk = chunks_[u];
-  const float* slice = values_slice_.data() + slice_offsets_[u];
   if (unit.users > 0) {
     ++unit.users;
   } else if (unit.prefetching) {
     unit.prefetching = false;
     unit.prefetch.wait();
+    finish_gather(u);
     unit.users = 1;
     ++prefetched_gathers_;
   } else {
     ++waiting_gathers_;
-    allocate(unit.values, u);
-    comm_.all_gather(slice, unit.values.data(), chunk, DType::kF32, group_);
+    allocate(unit.gathering, packed(u));
+    comm_.all_gather(my_chunk(values_slice_, u), unit.gathering.data(), shards_.chunk(u),
+                     DType::kF32, group_);
+    finish_gather(u);
     unit.users = 1;
   }
   // The unit that followed this one in the recorded order starts moving now.
@@ -118,9 +117,9 @@ void ShardedUnits::gather(std::size_t u) {
     const std::size_t next = order[position_];
     Unit& ahead = units_[next];
     if (ahead.users == 0 && !ahead.prefetching) {
-      allocate(ahead.values, next);
-      ahead.prefetch = comm_.iall_gather(values_slice_.data() + slice_offsets_[next],
-                                         ahead.values.data(), chunks_[next], DType::kF32, group_);
+      allocate(ahead.gathering, packed(next));
+      ahead.prefetch = comm_.iall_gather(my_chunk(values_slice_, next), ahead.gathering.data(),
+                                         shards_.chunk(next), DType::kF32, group_);
       ahead.prefetching = true;
     }
   }
@@ -142,7 +141,7 @@ float* ShardedUnits::values(std::size_t u) {
 float* ShardedUnits::grads(std::size_t u) {
   if (u >= units_.size() || !in_pass_ || !with_grads_ || units_[u].reduced) return nullptr;
   Unit& unit = units_[u];
-  if (unit.grads.empty()) allocate(unit.grads, u);
+  if (unit.grads.empty()) allocate(unit.grads, store_.units()[u].count);
   return unit.grads.data();
 }
 
@@ -172,10 +171,13 @@ void ShardedUnits::start_reduce(std::size_t u) {
   Unit& unit = units_[u];
   // A unit without gradients this pass still takes part (its slice becomes zeros), so every
   // member makes the same calls.
-  if (unit.grads.empty()) allocate(unit.grads, u);
+  if (unit.grads.empty()) allocate(unit.grads, store_.units()[u].count);
+  allocate(unit.reducing, packed(u));
+  shards_.pack_all(u, unit.grads.data(), unit.reducing.data());
+  free(unit.grads);
   unit.reduced = true;
-  unit.reduce = comm_.ireduce_scatter(unit.grads.data(), grads_slice_.data() + slice_offsets_[u],
-                                      chunks_[u], DType::kF32, ReduceOp::kAvg, group_);
+  unit.reduce = comm_.ireduce_scatter(unit.reducing.data(), my_chunk(grads_slice_, u),
+                                      shards_.chunk(u), DType::kF32, ReduceOp::kAvg, group_);
   reducing_.push_back(u);
   while (reducing_.size() > kMaxReducing) finish_oldest_reduce();
 }
@@ -184,7 +186,7 @@ void ShardedUnits::finish_oldest_reduce() {
   const std::size_t u = reducing_.front();
   units_[u].reduce.wait();
   reducing_.pop_front();
-  free(units_[u].grads);
+  free(units_[u].reducing);
 }
 
 void ShardedUnits::end_pass() {
@@ -201,7 +203,7 @@ void ShardedUnits::end_pass() {
     if (unit.prefetching) {  // prefetched, then not used: the model took another path
       unit.prefetching = false;
       unit.prefetch.wait();
-      free(unit.values);
+      free(unit.gathering);
     }
     if (unit.users > 0) {
       if (left.empty()) left = store_.units()[u].name;
@@ -228,8 +230,10 @@ void ShardedUnits::abandon_pass() noexcept {
     }
     unit.prefetching = false;
     unit.users = 0;
+    free(unit.gathering);
     free(unit.values);
     free(unit.grads);
+    free(unit.reducing);
   }
   reducing_.clear();
   if (in_pass_ && !recorded_[static_cast<std::size_t>(with_grads_)]) {
@@ -243,12 +247,10 @@ std::vector<float> ShardedUnits::full_values() {
   std::vector<float> out(store_.parameter_elements());
   std::vector<float> buffer;
   for (std::size_t u = 0; u < units_.size(); ++u) {
-    const ParameterUnit& unit = store_.units()[u];
-    buffer.resize(padded(u));
-    comm_.all_gather(values_slice_.data() + slice_offsets_[u], buffer.data(), chunks_[u],
-                     DType::kF32, group_);
-    std::copy(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(unit.count),
-              out.begin() + static_cast<std::ptrdiff_t>(unit.offset));
+    buffer.resize(packed(u));
+    comm_.all_gather(my_chunk(values_slice_, u), buffer.data(), shards_.chunk(u), DType::kF32,
+                     group_);
+    shards_.unpack(u, buffer.data(), out.data() + store_.units()[u].offset);
   }
   return out;
 }

@@ -1,8 +1,8 @@
 #pragma once
-// ZeRO-3's parameter residency (FSDP's sharded units). Each rank keeps a 1/n slice of every
-// unit: its values and its averaged gradients (the trainer adds the optimizer state). A unit's
-// full values exist only between the model's gather and release, all-gathered over the shard
-// group; once the first pass of a kind has recorded the order in which the model gathers its
+// ZeRO-3's parameter residency (FSDP's sharded units). Each rank keeps its blocks of every
+// parameter as the parameter shardings give them (UnitShards' slice): values and averaged
+// gradients (the trainer adds the optimizer state). A unit's full values exist only between the
+// model's gather and release, all-gathered over the shard group and unpacked; once the first pass of a kind has recorded the order in which the model gathers its
 // units, each gather starts the next unit's all-gather, so it moves while this unit computes.
 // A unit's full gradients exist from their first use in backward until their reduce-scatter
 // into this rank's slice has finished; at most two reduce-scatters are in flight.
@@ -13,15 +13,18 @@
 #include <vector>
 
 #include "shardwise/comm/communicator.hpp"
+#include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/parameter_store.hpp"
+#include "unit_shards.hpp"
 
 namespace shardwise::train::detail {
 
 class ShardedUnits final : public UnitResidency {
  public:
-  // Copies this rank's slices out of `store`'s full values and shards the store. Without
-  // `prefetch` every gather waits for its own all-gather.
-  ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store, bool prefetch);
+  // Copies this rank's blocks out of `store`'s full values and shards the store. Without
+  // `prefetch` every gather waits for its own all-gather. Throws what UnitShards throws.
+  ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store,
+               const ParameterShardings& shardings, bool prefetch);
   // Waits for what is still in flight (peers may still be reading this rank's slices) and
   // detaches from the store, which is left without values.
   ~ShardedUnits() override;
@@ -45,11 +48,10 @@ class ShardedUnits final : public UnitResidency {
   float* values(std::size_t unit) override;
   float* grads(std::size_t unit) override;
 
-  // This rank's slices: unit u's chunk(u) elements start at slice_offset(u).
+  // This rank's slices, laid out as shards() says.
   [[nodiscard]] std::span<float> values_slice() { return values_slice_; }
   [[nodiscard]] std::span<float> grads_slice() { return grads_slice_; }
-  [[nodiscard]] std::size_t slice_offset(std::size_t unit) const { return slice_offsets_[unit]; }
-  [[nodiscard]] std::size_t chunk(std::size_t unit) const { return chunks_[unit]; }
+  [[nodiscard]] const UnitShards& shards() const { return shards_; }
   [[nodiscard]] std::size_t slice_size() const { return values_slice_.size(); }
   [[nodiscard]] int member() const { return member_; }
 
@@ -67,17 +69,23 @@ class ShardedUnits final : public UnitResidency {
 
  private:
   struct Unit {
-    std::vector<float> values;  // gathered (or being prefetched), padded; empty otherwise
+    std::vector<float> gathering;  // every member's chunk, while its all-gather runs
+    std::vector<float> values;     // the full unit while gathered; empty otherwise
     Work prefetch;
     bool prefetching = false;
     int users = 0;
-    std::vector<float> grads;  // full, padded, during backward
+    std::vector<float> grads;     // the full unit's gradients during backward
+    std::vector<float> reducing;  // every member's chunk of them, while the reduce-scatter runs
     Work reduce;
     bool reduced = false;  // its reduce-scatter was started in this pass
   };
 
-  [[nodiscard]] std::size_t padded(std::size_t unit) const;
-  void allocate(std::vector<float>& buffer, std::size_t unit);
+  // Every member's chunk of the unit (what an all-gather or a reduce-scatter moves).
+  [[nodiscard]] std::size_t packed(std::size_t unit) const;
+  [[nodiscard]] float* my_chunk(std::vector<float>& slice, std::size_t unit);
+  void allocate(std::vector<float>& buffer, std::size_t elements);
+  // The gathered chunks of a unit, unpacked into its full values.
+  void finish_gather(std::size_t unit);
   void free(std::vector<float>& buffer);
   void start_reduce(std::size_t unit);
   void finish_oldest_reduce();
@@ -88,8 +96,7 @@ class ShardedUnits final : public UnitResidency {
   ParameterStore& store_;
   int member_ = 0;
   bool prefetch_ = true;
-  std::vector<std::size_t> chunks_;
-  std::vector<std::size_t> slice_offsets_;
+  UnitShards shards_;
   std::vector<float> values_slice_;
   std::vector<float> grads_slice_;
   std::vector<Unit> units_;

@@ -1,9 +1,11 @@
 #include "shardwise/train/trainer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "sharded_units.hpp"
+#include "unit_shards.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
 
@@ -24,6 +26,22 @@ float learning_rate_at(const TrainSettings& s, std::int64_t step) {
 Trainer::Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
                  TrainSettings settings)
     : Trainer(comm, group, Group{{comm.rank()}, group.axes}, model, corpus, settings) {}
+
+namespace {
+
+// The shard group's axis as a mesh axis name: its own name where it is one ("fsdp", "data"),
+// else "fsdp".
+std::string shard_axis_name(const Group& group) {
+  const std::string& axes = group.axes;
+  const bool identifier =
+      !axes.empty() && (std::isalpha(static_cast<unsigned char>(axes[0])) != 0 || axes[0] == '_') &&
+      std::all_of(axes.begin(), axes.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+      });
+  return identifier && axes != "world" ? axes : std::string("fsdp");
+}
+
+}  // namespace
 
 Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas, Model& model,
                  const Corpus& corpus, TrainSettings settings)
@@ -52,25 +70,33 @@ Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas,
     throw InvalidArgument("--zero " + std::to_string(settings_.zero) + " is not 0, 1, 2 or 3");
   }
   ParameterStore& store = store_;
-  if (settings_.zero == 3) {
-    // Each rank keeps a slice of every unit; the store's full buffers go away.
-    units_ = std::make_unique<detail::ShardedUnits>(comm_, group_, store, settings_.overlap);
-    m_.assign(units_->values_slice().size(), 0.0F);
-    v_.assign(units_->values_slice().size(), 0.0F);
+  if (settings_.zero == 0) {
+    m_.assign(store.size(), 0.0F);
+    v_.assign(store.size(), 0.0F);
     return;
   }
-  store.pad_to_multiple(n);
-  const std::size_t chunk = store.size() / n;
-  if (settings_.zero == 0) {
-    chunk_begin_ = 0;
-    chunk_end_ = store.size();
-  } else {
-    chunk_begin_ = static_cast<std::size_t>(member_) * chunk;
-    chunk_end_ = chunk_begin_ + chunk;
+  if (!settings_.shardings) {
+    settings_.shardings =
+        default_shardings(store.specs(), shard_axis_name(group_), static_cast<std::int64_t>(n));
   }
-  m_.assign(chunk_end_ - chunk_begin_, 0.0F);
-  v_.assign(chunk_end_ - chunk_begin_, 0.0F);
-  if (settings_.zero == 2) grad_chunk_.assign(chunk, 0.0F);
+  if (settings_.zero == 3) {
+    // Each rank keeps its blocks of every unit; the store's full buffers go away.
+    units_ = std::make_unique<detail::ShardedUnits>(comm_, group_, store, *settings_.shardings,
+                                                    settings_.overlap);
+  } else {
+    shards_ = std::make_unique<detail::UnitShards>(store, *settings_.shardings, group_.size());
+    if (settings_.zero == 2) grads_slice_.assign(shards_->slice_size(), 0.0F);
+  }
+  m_.assign(layout().slice_size(), 0.0F);
+  v_.assign(layout().slice_size(), 0.0F);
+}
+
+const detail::UnitShards& Trainer::layout() const {
+  return units_ ? units_->shards() : *shards_;
+}
+
+const ParameterShardings* Trainer::shardings() const {
+  return settings_.shardings ? &*settings_.shardings : nullptr;
 }
 
 Trainer::~Trainer() = default;
@@ -151,55 +177,102 @@ StepStats Trainer::step() {
                      ReduceOp::kAvg, replicas_);
   }
   average(&loss, 1);
+  if (settings_.zero == 2) reduce_scatter_grads();
 
-  // The averaged gradients of the owned elements: all of them (ZeRO 0 and 1) or this rank's
-  // chunk (ZeRO 2 reduce-scatters the buffer after backward).
-  float* owned = grads.data() + chunk_begin_;
-  if (settings_.zero == 2) {
-    comm_.reduce_scatter(grads.data(), grad_chunk_.data(), grad_chunk_.size(), DType::kF32,
-                         ReduceOp::kAvg, group_);
-    if (replicas_.size() > 1) {
-      comm_.all_reduce(grad_chunk_.data(), grad_chunk_.data(), grad_chunk_.size(), DType::kF32,
-                       ReduceOp::kAvg, replicas_);
-    }
-    owned = grad_chunk_.data();
-  }
   // The global norm: every rank sums the squares of a disjoint part, one sum over the group.
-  const std::size_t first =
-      settings_.zero == 0 ? static_cast<std::size_t>(member_) * (store.size() / n) : 0;
-  const std::size_t count = settings_.zero == 0 ? store.size() / n : chunk_end_ - chunk_begin_;
-  const float* part = settings_.zero == 0 ? grads.data() + first : owned;
-  const float norm = clip({part, count}, {owned, chunk_end_ - chunk_begin_});
+  double squares = 0;
+  if (settings_.zero == 0) {
+    const std::size_t total = store.parameter_elements();
+    const std::size_t part = (total + n - 1) / n;
+    const std::size_t first = std::min(total, static_cast<std::size_t>(member_) * part);
+    squares = sum_of_squares({grads.data() + first, std::min(total, first + part) - first});
+  } else {
+    squares = owned_squares();
+  }
+  const float norm = global_norm(squares);
   const float learning_rate = learning_rate_at(settings_, step);
-  if (settings_.zero == 2) {
-    std::copy(grad_chunk_.begin(), grad_chunk_.end(),
-              grads.begin() + static_cast<std::ptrdiff_t>(chunk_begin_));
-  }
-  update(learning_rate);
-  if (settings_.zero > 0) {
-    // Every rank's updated chunk to every rank.
-    const std::size_t chunk = chunk_end_ - chunk_begin_;
-    std::span<float> values = store.values();
-    comm_.all_gather(values.data() + chunk_begin_, values.data(), chunk, DType::kF32, group_);
-  }
+  update(learning_rate, clip_scale(norm));
+  if (settings_.zero > 0) gather_values();
   return {step, loss, learning_rate, norm};
 }
 
-float Trainer::clip(std::span<const float> part, std::span<float> owned) {
+double Trainer::sum_of_squares(std::span<const float> values) {
   double squares = 0;
-  for (float g : part) squares += static_cast<double>(g) * g;
+  for (float g : values) squares += static_cast<double>(g) * g;
+  return squares;
+}
+
+double Trainer::owned_squares() const {
+  const detail::UnitShards& shards = layout();
+  const ParameterStore& store = store_;
+  double squares = 0;
+  for (std::size_t p = 0; p < store.specs().size(); ++p) {
+    if (!shards.first_copy(p, member_)) continue;
+    if (settings_.zero == 1) {
+      const float* grads = store.grads().data() + store.offset(p);
+      shards.for_each_run(p, member_, [&](std::size_t from, std::size_t, std::size_t length) {
+        squares += sum_of_squares({grads + from, length});
+      });
+    } else {
+      const float* slice = owned_grads_slice();
+      squares += sum_of_squares({slice + shards.slice_offset(p), shards.block_elements(p, member_)});
+    }
+  }
+  return squares;
+}
+
+const float* Trainer::owned_grads_slice() const {
+  return units_ ? units_->grads_slice().data() : grads_slice_.data();
+}
+
+float Trainer::global_norm(double squares) {
   comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
-  const auto norm = static_cast<float>(std::sqrt(squares));
-  const float scale = settings_.grad_clip > 0 && norm > settings_.grad_clip
-                          ? settings_.grad_clip / (norm + 1e-6F)
-                          : 1.0F;
-  for (float& g : owned) g *= scale;
-  return norm;
+  return static_cast<float>(std::sqrt(squares));
+}
+
+float Trainer::clip_scale(float norm) const {
+  return settings_.grad_clip > 0 && norm > settings_.grad_clip
+             ? settings_.grad_clip / (norm + 1e-6F)
+             : 1.0F;
+}
+
+void Trainer::reduce_scatter_grads() {
+  // Unit by unit: every member's blocks packed one after the other, then one reduce-scatter
+  // leaves this rank its own, averaged.
+  const detail::UnitShards& shards = *shards_;
+  const ParameterStore& store = store_;
+  std::vector<float> packed;
+  for (std::size_t u = 0; u < store.units().size(); ++u) {
+    packed.resize(shards.chunk(u) * static_cast<std::size_t>(group_.size()));
+    shards.pack_all(u, store.grads().data() + store.units()[u].offset, packed.data());
+    comm_.reduce_scatter(packed.data(), grads_slice_.data() + shards.chunk_offset(u),
+                         shards.chunk(u), DType::kF32, ReduceOp::kAvg, group_);
+  }
+  if (replicas_.size() > 1) {
+    comm_.all_reduce(grads_slice_.data(), grads_slice_.data(), grads_slice_.size(), DType::kF32,
+                     ReduceOp::kAvg, replicas_);
+  }
+}
+
+void Trainer::gather_values() {
+  // Every rank's updated blocks to every rank, unit by unit.
+  const detail::UnitShards& shards = *shards_;
+  ParameterStore& store = store_;
+  std::vector<float> mine;
+  std::vector<float> packed;
+  for (std::size_t u = 0; u < store.units().size(); ++u) {
+    float* full = store.values().data() + store.units()[u].offset;
+    mine.resize(shards.chunk(u));
+    packed.resize(shards.chunk(u) * static_cast<std::size_t>(group_.size()));
+    shards.pack(u, member_, full, mine.data());
+    comm_.all_gather(mine.data(), packed.data(), shards.chunk(u), DType::kF32, group_);
+    shards.unpack(u, packed.data(), full);
+  }
 }
 
 StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch) {
   // Forward and backward gather each unit as the model uses it; each unit's gradients are
-  // reduce-scattered into this rank's slice as backward finishes them.
+  // reduce-scattered into this rank's blocks as backward finishes them.
   float loss = run_model(batch, true, {});
   std::span<float> grads = units_->grads_slice();
   if (replicas_.size() > 1) {
@@ -207,53 +280,54 @@ StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch) {
                      replicas_);
   }
   average(&loss, 1);
-  // The slices are disjoint over the shards (replicas hold the same ones).
-  const float norm = clip(grads, grads);
+  const float norm = global_norm(owned_squares());
   const float learning_rate = learning_rate_at(settings_, step);
-  update_units(learning_rate);
+  update(learning_rate, clip_scale(norm));
   return {step, loss, learning_rate, norm};
 }
 
-void Trainer::update_units(float learning_rate) {
-  const ParameterStore& store = store_;
-  kernels::AdamWSettings adamw;
-  adamw.learning_rate = learning_rate;
-  adamw.beta1 = settings_.beta1;
-  adamw.beta2 = settings_.beta2;
-  float* values = units_->values_slice().data();
-  float* grads = units_->grads_slice().data();
-  for (std::size_t u = 0; u < store.units().size(); ++u) {
-    const ParameterUnit& unit = store.units()[u];
-    // This rank's part of the unit, in the unit's own element numbering.
-    const std::size_t mine = static_cast<std::size_t>(units_->member()) * units_->chunk(u);
-    const std::size_t mine_end = mine + units_->chunk(u);
-    for (std::size_t p = unit.first; p < unit.end; ++p) {
-      const std::size_t begin = std::max(store.offset(p) - unit.offset, mine);
-      const std::size_t end = std::min(store.offset(p) - unit.offset + store.count(p), mine_end);
-      if (begin >= end) continue;
-      adamw.weight_decay = store.specs()[p].weight_decay ? settings_.weight_decay : 0.0F;
-      const std::size_t at = units_->slice_offset(u) + (begin - mine);
-      kernels::adamw_update(values + at, grads + at, m_.data() + at, v_.data() + at, end - begin,
-                            adamw, steps_done_);
-    }
-  }
-}
-
-void Trainer::update(float learning_rate) {
+void Trainer::update(float learning_rate, float grad_scale) {
   ParameterStore& store = store_;
   kernels::AdamWSettings adamw;
   adamw.learning_rate = learning_rate;
   adamw.beta1 = settings_.beta1;
   adamw.beta2 = settings_.beta2;
-  // Each parameter's part inside the owned range, with its own weight decay.
+  const auto scaled = [&](float* grads, std::size_t count) {
+    if (grad_scale != 1.0F) {
+      for (std::size_t i = 0; i < count; ++i) grads[i] *= grad_scale;
+    }
+    return grads;
+  };
+  if (settings_.zero == 0) {
+    for (std::size_t p = 0; p < store.specs().size(); ++p) {
+      adamw.weight_decay = store.specs()[p].weight_decay ? settings_.weight_decay : 0.0F;
+      const std::size_t at = store.offset(p);
+      kernels::adamw_update(store.values().data() + at, scaled(store.grads().data() + at, store.count(p)),
+                            m_.data() + at, v_.data() + at, store.count(p), adamw, steps_done_);
+    }
+    return;
+  }
+  // Each rank updates its blocks only: in its slices (ZeRO-3), or in the full values from its
+  // slice of gradients (ZeRO-2) or from the full gradients (ZeRO-1).
+  const detail::UnitShards& shards = layout();
+  float* values_slice = units_ ? units_->values_slice().data() : nullptr;
+  float* grads_slice = units_ ? units_->grads_slice().data() : grads_slice_.data();
   for (std::size_t p = 0; p < store.specs().size(); ++p) {
-    const std::size_t begin = std::max(store.offset(p), chunk_begin_);
-    const std::size_t end = std::min(store.offset(p) + store.count(p), chunk_end_);
-    if (begin >= end) continue;
     adamw.weight_decay = store.specs()[p].weight_decay ? settings_.weight_decay : 0.0F;
-    const std::size_t local = begin - chunk_begin_;
-    kernels::adamw_update(store.values().data() + begin, store.grads().data() + begin,
-                          m_.data() + local, v_.data() + local, end - begin, adamw, steps_done_);
+    const std::size_t at = shards.slice_offset(p);
+    if (units_) {
+      const std::size_t count = shards.block_elements(p, member_);
+      kernels::adamw_update(values_slice + at, scaled(grads_slice + at, count), m_.data() + at,
+                            v_.data() + at, count, adamw, steps_done_);
+      continue;
+    }
+    float* values = store.values().data() + store.offset(p);
+    float* full_grads = store.grads().data() + store.offset(p);
+    shards.for_each_run(p, member_, [&](std::size_t from, std::size_t to, std::size_t length) {
+      float* grads = settings_.zero == 1 ? full_grads + from : grads_slice + at + to;
+      kernels::adamw_update(values + from, scaled(grads, length), m_.data() + at + to,
+                            v_.data() + at + to, length, adamw, steps_done_);
+    });
   }
 }
 
@@ -279,7 +353,7 @@ std::size_t Trainer::params_bytes() const {
 }
 
 std::size_t Trainer::grads_bytes() const {
-  return (units_ ? units_->slice_size() : store_.size() + grad_chunk_.size()) * sizeof(float);
+  return (units_ ? units_->slice_size() : store_.size() + grads_slice_.size()) * sizeof(float);
 }
 
 std::size_t Trainer::gathered_peak_bytes() const {

@@ -1,8 +1,8 @@
 #pragma once
 // The training loop any model can use: data parallel over a group of ranks (the global batch
-// split equally), with ZeRO stage 1 (optimizer state sharded) or 2 (gradients reduce-scattered
-// too) over the flat parameter buffer, or 3 (parameters sharded too, unit by unit, and gathered
-// only while the model uses a unit, as FSDP does), AdamW with decoupled weight decay (not on norms
+// split equally), with ZeRO stage 1 (optimizer state sharded), 2 (gradients reduce-scattered
+// too) or 3 (parameters sharded too, and gathered unit by unit only while the model uses a unit,
+// as FSDP does), each parameter split as its ParameterShardings spec says, AdamW with decoupled weight decay (not on norms
 // and biases), global gradient-norm clipping, and a warm-up then cosine learning-rate schedule.
 // Every rank updates only the elements it owns; the global batch is the same on every mesh, so
 // every layout follows the one-rank run.
@@ -11,18 +11,21 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/train/corpus.hpp"
+#include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/parameter_store.hpp"
 
 namespace shardwise::train {
 namespace detail {
 class ShardedUnits;
-}
+class UnitShards;
+}  // namespace detail
 
 // Called during backward with a range [begin, end) of the flat gradient buffer whose values
 // are final, so that its reduction can start while backward goes on (DDP's bucket hooks).
@@ -58,6 +61,10 @@ struct TrainSettings {
   // false: gradients are reduced only after backward and ZeRO-3 gathers nothing ahead, so that
   // a benchmark can measure how much communication the overlap hides.
   bool overlap = true;
+  // How ZeRO (1 to 3) splits each parameter over the shard group; for as many ranks as the group
+  // has, naming no other axis. Absent: default_shardings over the group's axis (every parameter
+  // split along its first dimension the group divides, as FSDP2 does).
+  std::optional<ParameterShardings> shardings;
 };
 
 // The learning rate of step `step` (1 for the first): linear warm-up over `warmup` steps, then
@@ -106,16 +113,27 @@ class Trainer {
   // Every parameter, in the store's flat layout (collective over the group under ZeRO-3).
   [[nodiscard]] std::vector<float> full_parameters();
   [[nodiscard]] std::int64_t steps_done() const { return steps_done_; }
+  // The shardings ZeRO uses (nullptr at ZeRO 0).
+  [[nodiscard]] const ParameterShardings* shardings() const;
 
  private:
-  void update(float learning_rate);
-  void update_units(float learning_rate);
+  // AdamW on the elements this rank owns, its gradients first scaled by grad_scale.
+  void update(float learning_rate, float grad_scale);
   StepStats step_units(std::int64_t step, const TokenBatch& batch);
+  // ZeRO-2: each unit's averaged gradients to the ranks that own them.
+  void reduce_scatter_grads();
+  // ZeRO 1 and 2: every rank's updated blocks to every rank.
+  void gather_values();
+  [[nodiscard]] const detail::UnitShards& layout() const;
+  [[nodiscard]] const float* owned_grads_slice() const;
+  static double sum_of_squares(std::span<const float> values);
+  // The squares of this rank's blocks of the averaged gradients, first copies only.
+  [[nodiscard]] double owned_squares() const;
+  // The norm from every rank's disjoint sum of squares.
+  float global_norm(double squares);
+  [[nodiscard]] float clip_scale(float norm) const;
   // This rank's sequences of global batch `index` of the split.
   [[nodiscard]] TokenBatch my_share(Corpus::Split split, std::uint64_t index) const;
-  // The global gradient norm from `part` (this rank's disjoint share, summed over the group),
-  // and `owned` scaled so that the norm is at most grad_clip.
-  float clip(std::span<const float> part, std::span<float> owned);
   // One pass of the model; under ZeRO-3 bracketed by the units' pass, abandoned on failure.
   float run_model(const TokenBatch& batch, bool with_grads, const GradientsReady& ready);
 
@@ -131,11 +149,10 @@ class Trainer {
   ParameterStore& store_;
   const Corpus& corpus_;
   TrainSettings settings_;
-  std::size_t chunk_begin_ = 0;  // the elements this rank updates: [begin, end)
-  std::size_t chunk_end_ = 0;
-  std::vector<float> m_;  // AdamW moments of the owned elements
+  std::vector<float> m_;  // AdamW moments of the owned elements (laid out as the slices)
   std::vector<float> v_;
-  std::vector<float> grad_chunk_;                // ZeRO-2: the reduce-scattered gradients
+  std::vector<float> grads_slice_;               // ZeRO-2: this rank's averaged gradients
+  std::unique_ptr<detail::UnitShards> shards_;   // ZeRO 1 and 2
   std::unique_ptr<detail::ShardedUnits> units_;  // ZeRO-3
   std::int64_t steps_done_ = 0;
 };
