@@ -29,8 +29,8 @@ Trainer::Trainer(Communicator& comm, const Group& group, Model& model, const Cor
 
 namespace {
 
-// The shard group's axis as a mesh axis name: its own name where it is one ("fsdp", "data"),
-// else "fsdp".
+// The shard group's axis as a mesh axis name: its own name where it is one ("fsdp", "data",
+// "world"), else "fsdp" ("data+fsdp").
 std::string shard_axis_name(const Group& group) {
   const std::string& axes = group.axes;
   const bool identifier =
@@ -38,7 +38,7 @@ std::string shard_axis_name(const Group& group) {
       std::all_of(axes.begin(), axes.end(), [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
       });
-  return identifier && axes != "world" ? axes : std::string("fsdp");
+  return identifier ? axes : std::string("fsdp");
 }
 
 }  // namespace

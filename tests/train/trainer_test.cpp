@@ -1,6 +1,7 @@
 // Every data-parallel layout trains the same model as one rank: the same global batches, the
-// gradients averaged over the group, AdamW on the elements each rank owns (ZeRO 1 and 2 over
-// the flat buffer). Losses and final parameters are compared with the one-rank run.
+// gradients averaged over the group, AdamW on the elements each rank owns (under ZeRO, the
+// blocks its parameter shardings give it). Losses and final parameters are compared with the
+// one-rank run.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -44,7 +45,7 @@ struct TrainingRun {
   std::vector<std::size_t> optimizer_bytes;
 };
 
-TrainingRun train_on(int ranks, int zero) {
+TrainingRun train_on(int ranks, const TrainSettings& settings) {
   const Corpus corpus = Corpus::builtin(16);
   TrainingRun run;
   for (auto* bytes : {&run.params_bytes, &run.grads_bytes, &run.optimizer_bytes}) {
@@ -53,7 +54,7 @@ TrainingRun train_on(int ranks, int zero) {
   std::mutex mutex;
   run_local(ranks, [&](Communicator& comm) {
     models::GptModel model(kConfig, 42);
-    Trainer trainer(comm, world_group(ranks), model, corpus, settings_for(zero));
+    Trainer trainer(comm, world_group(ranks), model, corpus, settings);
     std::vector<float> losses;
     for (int step = 0; step < 10; ++step) losses.push_back(trainer.step().loss);
     std::vector<float> params = trainer.full_parameters();
@@ -70,6 +71,26 @@ TrainingRun train_on(int ranks, int zero) {
   return run;
 }
 
+TrainingRun train_on(int ranks, int zero) { return train_on(ranks, settings_for(zero)); }
+
+// The largest relative deviation of `many`'s losses from `one`'s.
+double worst_loss_deviation(const TrainingRun& one, const TrainingRun& many) {
+  double worst = 0;
+  for (std::size_t s = 0; s < one.losses.size(); ++s) {
+    worst = std::max(worst, std::abs(static_cast<double>(many.losses[s] - one.losses[s])) /
+                                std::abs(static_cast<double>(one.losses[s])));
+  }
+  return worst;
+}
+
+double largest_parameter_deviation(const TrainingRun& one, const TrainingRun& many) {
+  double largest = 0;
+  for (std::size_t i = 0; i < one.params.size(); ++i) {
+    largest = std::max(largest, static_cast<double>(std::abs(many.params[i] - one.params[i])));
+  }
+  return largest;
+}
+
 TEST(Trainer, EveryDataParallelLayoutMatchesOneRank) {
   const TrainingRun one = train_on(1, 0);
   ASSERT_EQ(one.losses.size(), 10U);
@@ -77,22 +98,15 @@ TEST(Trainer, EveryDataParallelLayoutMatchesOneRank) {
   for (const auto& [ranks, zero] : std::vector<std::pair<int, int>>{
            {2, 0}, {4, 0}, {2, 1}, {2, 2}, {4, 1}, {4, 2}, {2, 3}, {4, 3}}) {
     const TrainingRun many = train_on(ranks, zero);
-    double worst = 0;
-    for (std::size_t s = 0; s < one.losses.size(); ++s) {
-      const double relative = std::abs(many.losses[s] - one.losses[s]) / std::abs(one.losses[s]);
-      worst = std::max(worst, relative);
-      EXPECT_LT(relative, 1e-5) << ranks << " ranks, zero " << zero << ", step " << s + 1;
-    }
-    double largest = 0;
-    for (std::size_t i = 0; i < one.params.size(); ++i) {
-      largest = std::max(largest, static_cast<double>(std::abs(many.params[i] - one.params[i])));
-    }
+    const double worst = worst_loss_deviation(one, many);
+    EXPECT_LT(worst, 1e-5) << ranks << " ranks, zero " << zero;
+    const double largest = largest_parameter_deviation(one, many);
     EXPECT_LT(largest, 1e-4) << ranks << " ranks, zero " << zero;
-    // ZeRO shards the optimizer state: exactly a 1/ranks part of the padded buffer each.
-    if (zero > 0 && zero < 3) {
+    // ZeRO shards the optimizer state: every dimension 0 of the model divides by 2 and 4, so
+    // each rank keeps exactly a 1/ranks part.
+    if (zero > 0) {
       for (std::size_t bytes : many.optimizer_bytes) {
-        EXPECT_EQ(bytes * static_cast<std::size_t>(ranks) % 8, 0U);
-        EXPECT_LE(bytes * static_cast<std::size_t>(ranks), one.optimizer_bytes[0] + 8 * 4 * 2);
+        EXPECT_EQ(bytes * static_cast<std::size_t>(ranks), one.optimizer_bytes[0]);
       }
     }
     std::ostringstream deviation;
@@ -158,39 +172,64 @@ TEST(Trainer, HsdpShardsOverFsdpAndReplicatesOverData) {
           << "zero " << zero << " step " << s + 1;
     }
     for (std::size_t b : bytes) {
-      if (zero == 0) {
-        EXPECT_EQ(b, one.optimizer_bytes[0]);
-      } else if (zero == 3) {  // each unit rounded up to an even count
-        EXPECT_LE(b * 2, one.optimizer_bytes[0] + (kConfig.n_layer + 2) * 4 * 2) << "zero 3";
-        EXPECT_GE(b * 2, one.optimizer_bytes[0]) << "zero 3";
-      } else {
-        EXPECT_LE(b * 2, one.optimizer_bytes[0] + 2 * 4 * 2) << "zero " << zero;
-        EXPECT_GE(b * 2, one.optimizer_bytes[0]) << "zero " << zero;
-      }
+      EXPECT_EQ(zero == 0 ? b : b * 2, one.optimizer_bytes[0]) << "zero " << zero;
     }
   }
 }
 
-// ZeRO-3 keeps a 1/n slice of every unit: the bytes per rank are the one-rank bytes divided by
-// n, each unit rounded up to a multiple of n elements (the documented rounding), and nothing
-// gathered outlives a step.
-TEST(Trainer, ZeroThreeKeepsOneSliceOfEveryUnit) {
+// ZeRO-3 keeps its block of every parameter: the bytes per rank are the sum of the parameters'
+// shard shapes, here (every dimension 0 divisible) exactly the one-rank bytes divided by n, and
+// nothing gathered outlives a step.
+TEST(Trainer, ZeroThreeKeepsItsBlockOfEveryParameter) {
   const TrainingRun one = train_on(1, 0);
-  const ParameterStore store(models::gpt_parameters(kConfig));
+  const std::vector<ParameterSpec> specs = models::gpt_parameters(kConfig);
   for (int ranks : {2, 4}) {
     const auto n = static_cast<std::size_t>(ranks);
-    std::size_t slice = 0;
-    for (const ParameterUnit& unit : store.units()) slice += (unit.count + n - 1) / n;
+    const auto slice =
+        static_cast<std::size_t>(default_shardings(specs, "world", ranks).shard_elements(specs));
     const TrainingRun many = train_on(ranks, 3);
     for (int r = 0; r < ranks; ++r) {
       const auto i = static_cast<std::size_t>(r);
       EXPECT_EQ(many.params_bytes[i], slice * sizeof(float)) << ranks << " ranks";
       EXPECT_EQ(many.grads_bytes[i], slice * sizeof(float)) << ranks << " ranks";
       EXPECT_EQ(many.optimizer_bytes[i], 2 * slice * sizeof(float)) << ranks << " ranks";
-      // At most n - 1 padding elements per unit above an exact 1/n.
-      EXPECT_LE(many.params_bytes[i] * n,
-                one.params_bytes[0] + store.units().size() * (n - 1) * sizeof(float));
-      EXPECT_GE(many.params_bytes[i] * n, one.params_bytes[0]);
+      EXPECT_EQ(many.params_bytes[i] * n, one.params_bytes[0]) << ranks << " ranks";
+    }
+  }
+}
+
+// Shardings other than the default: FSDP's logical axes (dimension 1 of most weights, norms
+// and some biases replicated), and a group of 3 that divides few dimensions (dimension 0, else
+// 1, else replicated). Each stage still trains the one-rank model, and keeps exactly the bytes
+// the shardings' shard shapes add up to.
+TEST(Trainer, AnyShardingsOfTheStrategiesTrainTheOneRankModel) {
+  const std::vector<ParameterSpec> specs = models::gpt_parameters(kConfig);
+  const FSDPStrategy fsdp("world", std::nullopt, 1);
+  TrainSettings by_axes = settings_for(0);
+  by_axes.shardings = fsdp_shardings(specs, fsdp, 2, FsdpSplit::kLogicalAxes);
+  TrainSettings of_three = settings_for(0);
+  of_three.batch = 6;
+  of_three.shardings = default_shardings(specs, "world", 3);
+  for (const auto& [ranks, base] :
+       std::vector<std::pair<int, TrainSettings>>{{2, by_axes}, {3, of_three}}) {
+    TrainSettings single = base;
+    single.shardings.reset();
+    const TrainingRun one = train_on(1, single);
+    const auto slice = static_cast<std::size_t>(base.shardings->shard_elements(specs));
+    EXPECT_GT(slice * static_cast<std::size_t>(ranks), one.params_bytes[0] / sizeof(float))
+        << "some parameters are replicated";
+    for (int zero : {1, 2, 3}) {
+      TrainSettings settings = base;
+      settings.zero = zero;
+      const TrainingRun many = train_on(ranks, settings);
+      EXPECT_LT(worst_loss_deviation(one, many), 1e-5) << ranks << " ranks, zero " << zero;
+      EXPECT_LT(largest_parameter_deviation(one, many), 1e-4) << ranks << " ranks, zero " << zero;
+      for (std::size_t bytes : many.optimizer_bytes) {
+        EXPECT_EQ(bytes, 2 * slice * sizeof(float)) << ranks << " ranks, zero " << zero;
+      }
+      if (zero == 3) {
+        for (std::size_t bytes : many.params_bytes) EXPECT_EQ(bytes, slice * sizeof(float));
+      }
     }
   }
 }
@@ -365,6 +404,17 @@ TEST(Trainer, BadSettingsAreNamed) {
                 });
               }),
               HasSubstr("--zero 4 is not 0, 1, 2 or 3"));
+  // Shardings made for another group size.
+  TrainSettings for_four = settings_for(3);
+  for_four.shardings = default_shardings(models::gpt_parameters(kConfig), "fsdp", 4);
+  EXPECT_THAT(error_of([&] {
+                run_local(2, [&](Communicator& comm) {
+                  models::GptModel model(kConfig, 1);
+                  Trainer trainer(comm, world_group(2), model, corpus, for_four);
+                });
+              }),
+              HasSubstr("the parameter shardings are for 4 ranks along 'fsdp'; the shard group "
+                        "has 2"));
   EXPECT_THAT(error_of([] { (void)Corpus("too short", 16); }),
               HasSubstr("the data has 9 bytes; sequences of 16 tokens need at least 170"));
 }
