@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <sstream>
 
@@ -22,6 +23,9 @@
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/gpt.hpp"
+#include "shardwise/strategy/parallelism_config.hpp"
+#include "shardwise/strategy/sharding_rules.hpp"
+#include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/trainer.hpp"
 #include "text_table.hpp"
 
@@ -190,6 +194,11 @@ class TrainCommand final : public Command {
         ->default_val("0");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
     app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
+    app_->add_option("--param-sharding", param_sharding_,
+                     "How ZeRO splits each parameter: first-dim (FSDP's dimension 0, as FSDP2), "
+                     "logical-axes (FSDP's rules on the model's logical axes) or a rules file "
+                     "(as `shardwise specs --rules` reads)")
+        ->default_val("first-dim");
     app_->add_flag("--no-overlap", no_overlap_,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
                    "measure what overlap hides)");
@@ -237,6 +246,13 @@ class TrainCommand final : public Command {
     check_fits(in_process > 9e18 ? INT64_MAX : static_cast<std::int64_t>(in_process),
                "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) +
                    " ranks");
+    std::string sharding_source = param_sharding_;
+    if (settings.zero > 0) {
+      settings.shardings = shardings_for(config, mesh, sharding_source);
+    } else if (param_sharding_ != "first-dim") {
+      throw InvalidArgument("--param-sharding " + param_sharding_ +
+                            " needs --zero 1, 2 or 3 (with --zero 0 nothing is sharded)");
+    }
     const train::Corpus corpus =
         data_ ? corpus_from(*data_, settings.seq) : train::Corpus::builtin(settings.seq);
     std::mutex mutex;
@@ -260,7 +276,8 @@ class TrainCommand final : public Command {
            {"--seed", std::to_string(settings.seed)},
            {"--data", std::to_string(corpus.fingerprint())},
            {"--eval-every", std::to_string(eval_every)},
-           {"--no-overlap", settings.overlap ? "off" : "on"}});
+           {"--no-overlap", settings.overlap ? "off" : "on"},
+           {"--param-sharding", sharding_source}});
       if (threads > 0) kernels::set_blas_threads(threads);
       train_rank(comm, mesh, config, settings, corpus, eval_every, out, mutex);
     });
@@ -288,6 +305,9 @@ class TrainCommand final : public Command {
           << " layers x " << config.n_embd << " wide, " << parameters << " parameters\n"
           << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split along "
           << mesh.to_string() << "; " << sharding_plan(settings.zero, group, hsdp, model) << "\n";
+      if (const train::ParameterShardings* shardings = trainer.shardings()) {
+        out << parameter_plan(model.parameters().specs(), *shardings);
+      }
     }
     // What this rank sent along each axes in training steps (not in validation).
     std::map<std::string, std::int64_t> per_axes;
@@ -381,24 +401,78 @@ class TrainCommand final : public Command {
     }
   }
 
+  // The ZeRO shard group's axis of the mesh: fsdp with HSDP, else the mesh's one axis.
+  static std::string shard_axis(const Mesh& mesh) {
+    return mesh.has_axis("fsdp") ? "fsdp" : mesh.axis_names().front();
+  }
+
+  // The shardings --param-sharding asks for; `source` becomes what ranks compare (a file's
+  // name and a hash of its text).
+  static train::ParameterShardings shardings_for(const models::GptConfig& config,
+                                                 const Mesh& mesh, std::string& source) {
+    const std::vector<train::ParameterSpec> specs = models::gpt_parameters(config);
+    const std::string axis = shard_axis(mesh);
+    const std::int64_t size = mesh.axis_size(axis);
+    if (source == "first-dim") return train::default_shardings(specs, axis, size);
+    if (source == "logical-axes") {
+      const FSDPStrategy fsdp(axis, std::nullopt, 1, FsdpFallback::kShardOtherDimension);
+      return train::fsdp_shardings(specs, fsdp, size, train::FsdpSplit::kLogicalAxes);
+    }
+    struct stat info {};
+    if (::stat(source.c_str(), &info) != 0) {
+      throw InvalidArgument("--param-sharding: '" + source +
+                            "' is neither first-dim, logical-axes nor a readable rules file");
+    }
+    const std::string text = read_file(source, "--param-sharding");
+    try {
+      const ShardingRules rules = load_sharding_rules(text, ParallelismConfig::from_mesh(mesh));
+      train::ParameterShardings shardings =
+          train::rules_shardings(specs, mesh, axis, rules.axis_rules, rules.name_rules);
+      source += " " + std::to_string(std::hash<std::string>{}(text));
+      return shardings;
+    } catch (const Error& e) {
+      throw InvalidArgument("--param-sharding '" + source + "': " + e.what());
+    }
+  }
+
+  // One line per parameter of the first layer and per parameter outside the layers ("h.*"
+  // stands for every layer): its shape, its spec and why.
+  static std::string parameter_plan(const std::vector<train::ParameterSpec>& specs,
+                                    const train::ParameterShardings& shardings) {
+    std::vector<std::vector<std::string>> rows{{"parameter", "shape", "spec", "why"}};
+    std::set<std::string> shown;
+    for (std::size_t p = 0; p < specs.size(); ++p) {
+      std::string name = specs[p].name;
+      const std::size_t layer = name.find(".h.");
+      if (layer != std::string::npos) {
+        const std::size_t end = name.find('.', layer + 3);
+        name = name.substr(0, layer) + ".h.*" + name.substr(end);
+      }
+      if (!shown.insert(name).second) continue;
+      rows.push_back({"  " + name, to_string(specs[p].shape), shardings.specs[p].to_string(),
+                      shardings.reasons[p]});
+    }
+    std::string notes;
+    for (const std::string& note : shardings.notes) notes += "note: " + note + "\n";
+    return format_table(rows) + notes;
+  }
+
   // One line: what is replicated, what is sharded how and along which axes.
   static std::string sharding_plan(int zero, const Group& group, bool hsdp,
                                    models::GptModel& model) {
     const std::string along =
         " along " + group.axes + (hsdp ? ", replicated along data (HSDP)" : "");
+    const std::string blocks = "each rank's blocks of the parameters (below), " +
+                               std::to_string(group.size()) + " ranks" + along;
     switch (zero) {
       case 0: return "parameters, gradients and optimizer state replicated";
-      case 1:
-        return "parameters and gradients replicated, optimizer state sharded in " +
-               std::to_string(group.size()) + " flat chunks" + along;
+      case 1: return "parameters and gradients replicated, optimizer state sharded: " + blocks;
       case 2:
-        return "parameters replicated, gradients and optimizer state sharded in " +
-               std::to_string(group.size()) + " flat chunks" + along;
+        return "parameters replicated, gradients and optimizer state sharded: " + blocks;
       default:
-        return "parameters, gradients and optimizer state sharded unit by unit (" +
-               std::to_string(model.parameters().units().size()) + " units, each 1/" +
-               std::to_string(group.size()) + " per rank)" + along +
-               "; a unit is gathered for its use and freed after";
+        return "parameters, gradients and optimizer state sharded: " + blocks + "; each of " +
+               std::to_string(model.parameters().units().size()) +
+               " units is gathered for its use and freed after";
     }
   }
 
@@ -418,6 +492,7 @@ class TrainCommand final : public Command {
   std::string backend_;
   bool json_ = false;
   bool no_overlap_ = false;
+  std::string param_sharding_;
 };
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "run_command.hpp"
+#include "shardwise/models/gpt.hpp"
+#include "shardwise/train/parameter_shardings.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -38,15 +40,16 @@ TEST(TrainCommand, JsonLinesThenASummaryCountedFromTheBuffers) {
   EXPECT_FALSE(lines[3].contains("val_loss"));
   const auto& summary = lines[6]["summary"];
   EXPECT_EQ(summary["ranks"].size(), 2U);
-  // ZeRO-1 on 2 ranks: each keeps half of the (padded) optimizer state, Adam's two moments.
+  // ZeRO-1 on 2 ranks: each keeps half of every parameter's optimizer state (Adam's two
+  // moments), as every dimension 0 of the micro model is even.
   const auto parameters = summary["parameters"].get<std::int64_t>();
   const auto optimizer = summary["ranks"][0]["optimizer_bytes"].get<std::int64_t>();
-  EXPECT_EQ(optimizer, 2 * 4 * ((parameters + 1) / 2));
+  EXPECT_EQ(2 * optimizer, 2 * 4 * parameters);
   EXPECT_GT(summary["comm_bytes_per_step"]["data"].get<std::int64_t>(), 0);
 }
 
-// ZeRO-3 on 4 ranks: parameters, gradients and optimizer state a quarter of one rank's each
-// (every unit rounded up to a multiple of 4 elements), and gathered units reported.
+// ZeRO-3 on 4 ranks: parameters, gradients and optimizer state exactly a quarter of one rank's
+// each (every dimension 0 of the micro model divides by 4), and gathered units reported.
 TEST(TrainCommand, ZeroThreeReportsAQuarterOfTheState) {
   const auto one = json_lines(run_command(micro({})).out).back()["summary"];
   const testing::Result r = run_command(micro({"--mesh", "fsdp=4", "--zero", "3"}));
@@ -58,10 +61,7 @@ TEST(TrainCommand, ZeroThreeReportsAQuarterOfTheState) {
     for (const char* field : {"params_bytes", "grads_bytes", "optimizer_bytes"}) {
       const auto quarter = rank[field].get<std::int64_t>();
       const auto all = whole[field].get<std::int64_t>();
-      EXPECT_GE(4 * quarter, all) << field;
-      // The micro model's 2 layers make 4 units: at most 3 padding elements each.
-      const int copies = field == std::string("optimizer_bytes") ? 2 : 1;
-      EXPECT_LE(4 * quarter, all + copies * 4 * 3 * 4) << field;
+      EXPECT_EQ(4 * quarter, all) << field;
     }
     EXPECT_GT(rank["gathered_peak_bytes"].get<std::int64_t>(), 0);
   }
@@ -95,6 +95,48 @@ TEST(TrainCommand, EveryMeshSeesTheSameLossesAsOneRank) {
       const double a = one[s]["loss"].get<double>();
       const double b = many[s]["loss"].get<double>();
       EXPECT_NEAR(b, a, 1e-5 * a) << mesh[1] << " step " << s + 1;
+    }
+  }
+}
+
+// --param-sharding: FSDP's rules on the model's logical axes, and a rules file, give other
+// blocks (norms replicated); the losses stay the one-rank run's and each rank keeps exactly the
+// bytes of its shard shapes.
+TEST(TrainCommand, ParameterShardingsFromTheStrategyOrARulesFile) {
+  const auto one = json_lines(run_command(micro({})).out);
+  const std::string rules = ::testing::TempDir() + "train_rules.json";
+  std::ofstream(rules) << R"({"logical_axis_rules": [["embed", "fsdp"], ["mlp", "fsdp"]]})";
+  const std::vector<train::ParameterSpec> specs =
+      models::gpt_parameters(models::GptConfig{2, 2, 32, 16, 256});
+  const FSDPStrategy fsdp("fsdp", std::nullopt, 1);
+  const auto by_axes = 4 * train::fsdp_shardings(specs, fsdp, 2, train::FsdpSplit::kLogicalAxes)
+                               .shard_elements(specs);
+  const LogicalAxisRules file_rules({LogicalAxisRule{"embed", {"fsdp"}},
+                                     LogicalAxisRule{"mlp", {"fsdp"}}});
+  const auto by_file =
+      4 * train::rules_shardings(specs, Mesh({"data", "fsdp"}, {2, 2}), "fsdp", file_rules,
+                                 ParameterNameRules({}))
+              .shard_elements(specs);
+  const auto whole = one.back()["summary"]["ranks"][0]["params_bytes"].get<std::int64_t>();
+  EXPECT_GT(2 * by_axes, whole);
+  EXPECT_LT(by_file, by_axes);
+  for (const auto& [flags, expected] : std::vector<std::pair<std::vector<std::string>, std::int64_t>>{
+           {{"--mesh", "fsdp=2", "--zero", "3", "--param-sharding", "logical-axes"}, by_axes},
+           {{"--mesh", "data=2,fsdp=2", "--zero", "3", "--param-sharding", rules}, by_file},
+           {{"--mesh", "fsdp=2", "--zero", "2", "--param-sharding", "logical-axes"}, by_axes}}) {
+    const testing::Result r = run_command(micro(flags));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto many = json_lines(r.out);
+    ASSERT_EQ(many.size(), one.size());
+    for (std::size_t s = 0; s + 1 < one.size(); ++s) {
+      const double a = one[s]["loss"].get<double>();
+      EXPECT_NEAR(many[s]["loss"].get<double>(), a, 1e-5 * a) << flags[1] << " step " << s + 1;
+    }
+    for (const auto& rank : many.back()["summary"]["ranks"]) {
+      EXPECT_EQ(rank["optimizer_bytes"].get<std::int64_t>(), 2 * expected) << flags[1];
+      if (flags[3] == "3") {
+        EXPECT_EQ(rank["params_bytes"].get<std::int64_t>(), expected);
+      }
     }
   }
 }
@@ -134,6 +176,22 @@ TEST(TrainCommand, BadInput) {
                    "\"n_layer\" is 1.8446744073709552e+19; expected a positive integer");
   expect_bad_input({"train", "--data", "/nonexistent/file"},
                    "cannot read --data '/nonexistent/file'");
+  expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", "rows"},
+                   "--param-sharding: 'rows' is neither first-dim, logical-axes nor a readable "
+                   "rules file");
+  expect_bad_input({"train", "--param-sharding", "logical-axes"},
+                   "--param-sharding logical-axes needs --zero 1, 2 or 3");
+  expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", "/dev/zero"},
+                   "--param-sharding '/dev/zero' is not a regular file");
+  const std::string onto_data = ::testing::TempDir() + "onto_data.json";
+  std::ofstream(onto_data) << R"({"logical_axis_rules": [["embed", "data"]]})";
+  expect_bad_input({"train", "--mesh", "data=2,fsdp=2", "--zero", "3", "--param-sharding",
+                    onto_data},
+                   "is split over 'data'; ZeRO splits parameters over 'fsdp' only");
+  const std::string unknown = ::testing::TempDir() + "unknown_rules.json";
+  std::ofstream(unknown) << R"({"axis_rules": []})";
+  expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", unknown},
+                   "unknown field 'axis_rules'");
 }
 
 }  // namespace

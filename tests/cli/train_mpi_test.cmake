@@ -1,10 +1,12 @@
-# `shardwise train` under mpirun -np NP on MESH with ZeRO stage ZERO against one rank: the same
-# losses.
-#   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -DNP=2 -DMESH=data=2 -DZERO=2 -P train_mpi_test.cmake
+# `shardwise train` under mpirun -np NP on MESH with ZeRO stage ZERO (parameters split as
+# SHARDING says) against one rank: the same losses.
+#   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -DNP=2 -DMESH=data=2 -DZERO=2
+#         -DSHARDING=first-dim -P train_mpi_test.cmake
 set(_args train --model ${MODEL} --steps 6 --batch 4 --seed 3 --json)
 execute_process(COMMAND ${COMMAND} ${_args} RESULT_VARIABLE _one_status OUTPUT_VARIABLE _one
                 ERROR_VARIABLE _one_err TIMEOUT 120)
 execute_process(COMMAND ${MPIEXEC} -np ${NP} --oversubscribe ${COMMAND} ${_args} --mesh ${MESH} --zero ${ZERO}
+                        --param-sharding ${SHARDING}
                 RESULT_VARIABLE _mpi_status OUTPUT_VARIABLE _mpi ERROR_VARIABLE _mpi_err TIMEOUT 120)
 if(NOT _one_status EQUAL 0 OR NOT _mpi_status EQUAL 0)
   message(FATAL_ERROR "one rank: ${_one_status} ${_one_err}\nmpirun: ${_mpi_status} ${_mpi_err}")
@@ -35,4 +37,4 @@ foreach(i RANGE 5)
     message(FATAL_ERROR "step ${i}: one rank ${_a}, mpirun ${_b}")
   endif()
 endforeach()
-message(STATUS "6 steps, the same losses under mpirun -np ${NP} (${MESH}, ZeRO ${ZERO}) as on one rank")
+message(STATUS "6 steps, the same losses under mpirun -np ${NP} (${MESH}, ZeRO ${ZERO}, ${SHARDING}) as on one rank")
