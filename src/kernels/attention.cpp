@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gemm.hpp"
+#include "parallel.hpp"
 
 namespace shardwise::kernels {
 
@@ -16,12 +17,16 @@ void attention_forward(float* out, float* att, const float* qkv, std::size_t bat
   const std::size_t head_size = channels / heads;
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
-  for (std::size_t b = 0; b < batch; ++b) {
-    for (std::size_t h = 0; h < heads; ++h) {
+  // Every (sequence, head) on its own, the threads taking a share of them each (the products
+  // inside then run on one thread).
+  detail::parallel_for(batch * heads, 1, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const std::size_t b = i / heads;
+      const std::size_t h = i % heads;
       const float* q = qkv + b * seq * row + h * head_size;
       const float* k = q + channels;
       const float* v = q + 2 * channels;
-      float* weights = att + (b * heads + h) * seq * seq;
+      float* weights = att + i * seq * seq;
       detail::sgemm(false, true, seq, seq, head_size, scale, q, row, k, row, 0.0F, weights, seq);
       for (std::size_t t = 0; t < seq; ++t) {
         float* w = weights + t * seq;
@@ -38,7 +43,7 @@ void attention_forward(float* out, float* att, const float* qkv, std::size_t bat
       detail::sgemm(false, false, seq, head_size, seq, 1.0F, weights, seq, v, row, 0.0F,
                     out + b * seq * channels + h * head_size, channels);
     }
-  }
+  });
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
@@ -47,9 +52,11 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const std::size_t head_size = channels / heads;
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
-  std::vector<float> dweights(seq * seq);
-  for (std::size_t b = 0; b < batch; ++b) {
-    for (std::size_t h = 0; h < heads; ++h) {
+  detail::parallel_for(batch * heads, 1, [&](std::size_t first, std::size_t last) {
+    std::vector<float> dweights(seq * seq);
+    for (std::size_t i = first; i < last; ++i) {
+      const std::size_t b = i / heads;
+      const std::size_t h = i % heads;
       const float* q = qkv + b * seq * row + h * head_size;
       const float* k = q + channels;
       const float* v = q + 2 * channels;
@@ -57,7 +64,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       float* dk = dq + channels;
       float* dv = dq + 2 * channels;
       const float* dy = dout + b * seq * channels + h * head_size;
-      const float* weights = att + (b * heads + h) * seq * seq;
+      const float* weights = att + i * seq * seq;
       // Through out = weights v.
       detail::sgemm(true, false, seq, head_size, seq, 1.0F, weights, seq, dy, channels, 1.0F, dv,
                     row);
@@ -79,7 +86,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       detail::sgemm(true, false, seq, head_size, seq, 1.0F, dweights.data(), seq, q, row, 1.0F, dk,
                     row);
     }
-  }
+  });
 }
 
 }  // namespace shardwise::kernels

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "parallel.hpp"
+
 namespace shardwise::kernels {
 namespace {
 
@@ -48,8 +50,13 @@ inline float fast_tanh(float u) { return 1.0F - 2.0F / (fast_exp(2.0F * u) + 1.0
 #define SHARDWISE_CPU_CLONES
 #endif
 
+namespace {
+
+// Elements per thread at least: below this a team costs more than it saves.
+constexpr std::size_t kElementsPerThread = std::size_t{1} << 14;
+
 SHARDWISE_CPU_CLONES
-void gelu_forward(float* __restrict out, const float* __restrict inp, std::size_t count) {
+void gelu_forward_range(float* __restrict out, const float* __restrict inp, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
     const float x = inp[i];
     out[i] = 0.5F * x * (1.0F + fast_tanh(kGeluScale * (x + kGeluCube * x * x * x)));
@@ -57,8 +64,8 @@ void gelu_forward(float* __restrict out, const float* __restrict inp, std::size_
 }
 
 SHARDWISE_CPU_CLONES
-void gelu_backward(float* __restrict dinp, const float* __restrict inp,
-                   const float* __restrict dout, std::size_t count) {
+void gelu_backward_range(float* __restrict dinp, const float* __restrict inp,
+                         const float* __restrict dout, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
     const float x = inp[i];
     const float u = kGeluScale * (x + kGeluCube * x * x * x);
@@ -70,15 +77,33 @@ void gelu_backward(float* __restrict dinp, const float* __restrict inp,
   }
 }
 
+}  // namespace
+
+void gelu_forward(float* out, const float* inp, std::size_t count) {
+  detail::parallel_for(count, kElementsPerThread, [&](std::size_t first, std::size_t last) {
+    gelu_forward_range(out + first, inp + first, last - first);
+  });
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t count) {
+  detail::parallel_for(count, kElementsPerThread, [&](std::size_t first, std::size_t last) {
+    gelu_backward_range(dinp + first, inp + first, dout + first, last - first);
+  });
+}
+
 void residual_forward(float* out, const float* a, const float* b, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
+  detail::parallel_for(count, kElementsPerThread, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) out[i] = a[i] + b[i];
+  });
 }
 
 void residual_backward(float* da, float* db, const float* dout, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) {
-    da[i] += dout[i];
-    db[i] += dout[i];
-  }
+  detail::parallel_for(count, kElementsPerThread, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      da[i] += dout[i];
+      db[i] += dout[i];
+    }
+  });
 }
 
 }  // namespace shardwise::kernels

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gemm.hpp"
+#include "parallel.hpp"
 
 namespace shardwise::kernels {
 
@@ -10,8 +11,11 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
                     std::size_t rows, std::size_t in, std::size_t out_features) {
   if (rows == 0 || out_features == 0) return;
   if (bias != nullptr) {
-    for (std::size_t r = 0; r < rows; ++r)
-      std::copy(bias, bias + out_features, out + r * out_features);
+    detail::parallel_for(rows, 64, [&](std::size_t first, std::size_t last) {
+      for (std::size_t r = first; r < last; ++r) {
+        std::copy(bias, bias + out_features, out + r * out_features);
+      }
+    });
   }
   detail::sgemm(false, true, rows, out_features, in, 1.0F, inp, in, weight, in,
                 bias != nullptr ? 1.0F : 0.0F, out, out_features);
@@ -26,10 +30,13 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
   detail::sgemm(true, false, out_features, in, rows, 1.0F, dout, out_features, inp, in, 1.0F,
                 dweight, in);
   if (dbias != nullptr) {
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = dout + r * out_features;
-      for (std::size_t o = 0; o < out_features; ++o) dbias[o] += row[o];
-    }
+    // Column by column, each column's sum in row order whatever the threads.
+    detail::parallel_for(out_features, 32, [&](std::size_t first, std::size_t last) {
+      for (std::size_t r = 0; r < rows; ++r) {
+        const float* row = dout + r * out_features;
+        for (std::size_t o = first; o < last; ++o) dbias[o] += row[o];
+      }
+    });
   }
 }
 
