@@ -11,10 +11,11 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <ostream>
+#include <set>
 #include <sstream>
 
+#include "../detail/unique_keys.hpp"
 #include "backend_flag.hpp"
 #include "command.hpp"
 #include "number_text.hpp"
@@ -55,7 +56,7 @@ models::GptConfig model_config(const std::string& model) {
   }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(model, "--model"));
+    j = detail::UniqueKeys::parse(read_file(model, "--model"), "--model '" + model + "'");
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument("--model: '" + model + "' is not JSON: " + e.what());
   }
@@ -408,8 +409,8 @@ class TrainCommand final : public Command {
 
   // The shardings --param-sharding asks for; `source` becomes what ranks compare (a file's
   // name and a hash of its text).
-  static train::ParameterShardings shardings_for(const models::GptConfig& config,
-                                                 const Mesh& mesh, std::string& source) {
+  static train::ParameterShardings shardings_for(const models::GptConfig& config, const Mesh& mesh,
+                                                 std::string& source) {
     const std::vector<train::ParameterSpec> specs = models::gpt_parameters(config);
     const std::string axis = shard_axis(mesh);
     const std::int64_t size = mesh.axis_size(axis);
@@ -467,8 +468,7 @@ class TrainCommand final : public Command {
     switch (zero) {
       case 0: return "parameters, gradients and optimizer state replicated";
       case 1: return "parameters and gradients replicated, optimizer state sharded: " + blocks;
-      case 2:
-        return "parameters replicated, gradients and optimizer state sharded: " + blocks;
+      case 2: return "parameters replicated, gradients and optimizer state sharded: " + blocks;
       default:
         return "parameters, gradients and optimizer state sharded: " + blocks + "; each of " +
                std::to_string(model.parameters().units().size()) +

@@ -17,19 +17,19 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
                        const float* bias, std::size_t rows, std::size_t channels) {
   const auto n = static_cast<float>(channels);
   detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
-  for (std::size_t r = first; r < last; ++r) {
-    const float* x = inp + r * channels;
-    float sum = 0.0F;
-    for (std::size_t c = 0; c < channels; ++c) sum += x[c];
-    const float m = sum / n;
-    float var = 0.0F;
-    for (std::size_t c = 0; c < channels; ++c) var += (x[c] - m) * (x[c] - m);
-    const float s = 1.0F / std::sqrt(var / n + kLayerNormEps);
-    float* y = out + r * channels;
-    for (std::size_t c = 0; c < channels; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
-    mean[r] = m;
-    rstd[r] = s;
-  }
+    for (std::size_t r = first; r < last; ++r) {
+      const float* x = inp + r * channels;
+      float sum = 0.0F;
+      for (std::size_t c = 0; c < channels; ++c) sum += x[c];
+      const float m = sum / n;
+      float var = 0.0F;
+      for (std::size_t c = 0; c < channels; ++c) var += (x[c] - m) * (x[c] - m);
+      const float s = 1.0F / std::sqrt(var / n + kLayerNormEps);
+      float* y = out + r * channels;
+      for (std::size_t c = 0; c < channels; ++c) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+      mean[r] = m;
+      rstd[r] = s;
+    }
   });
 }
 

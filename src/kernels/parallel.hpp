@@ -22,8 +22,9 @@ template <class Body>
 void parallel_for(std::size_t count, std::size_t grain, Body&& body) {
 #if defined(_OPENMP)
   const std::size_t by_work = count / std::max<std::size_t>(grain, 1);
-  const int threads = static_cast<int>(std::min<std::size_t>(
-      static_cast<std::size_t>(std::max(omp_get_max_threads(), 1)), std::max<std::size_t>(by_work, 1)));
+  const int threads = static_cast<int>(
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(omp_get_max_threads(), 1)),
+                            std::max<std::size_t>(by_work, 1)));
   if (threads > 1 && omp_in_parallel() == 0) {
     std::exception_ptr failure;
 #pragma omp parallel num_threads(threads)

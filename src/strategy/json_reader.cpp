@@ -1,12 +1,13 @@
 #include "detail/json_reader.hpp"
 
+#include "detail/unique_keys.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::detail {
 
 nlohmann::json parse_json(std::string_view text, std::string_view what) {
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return UniqueKeys::parse(text, what);
   } catch (const nlohmann::json::exception& e) {
     // Syntax errors, and numbers beyond a double (1e999) anywhere in the text. nlohmann
     // prefixes "[json.exception.parse_error.101] "; keep the part a person reads.

@@ -95,9 +95,8 @@ ParameterShardings default_shardings(const std::vector<ParameterSpec>& parameter
   return fsdp_shardings(parameters, strategy, size, FsdpSplit::kFirstDimension);
 }
 
-ParameterShardings rules_shardings(const std::vector<ParameterSpec>& parameters,
-                                   const Mesh& mesh, const std::string& axis,
-                                   const LogicalAxisRules& axis_rules,
+ParameterShardings rules_shardings(const std::vector<ParameterSpec>& parameters, const Mesh& mesh,
+                                   const std::string& axis, const LogicalAxisRules& axis_rules,
                                    const ParameterNameRules& name_rules) {
   if (!mesh.has_axis(axis)) {
     throw InvalidArgument("the mesh " + mesh.to_string() + " has no axis '" + axis + "'");

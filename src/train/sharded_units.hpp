@@ -2,10 +2,11 @@
 // ZeRO-3's parameter residency (FSDP's sharded units). Each rank keeps its blocks of every
 // parameter as the parameter shardings give them (UnitShards' slice): values and averaged
 // gradients (the trainer adds the optimizer state). A unit's full values exist only between the
-// model's gather and release, all-gathered over the shard group and unpacked; once the first pass of a kind has recorded the order in which the model gathers its
-// units, each gather starts the next unit's all-gather, so it moves while this unit computes.
-// A unit's full gradients exist from their first use in backward until their reduce-scatter
-// into this rank's slice has finished; at most two reduce-scatters are in flight.
+// model's gather and release, all-gathered over the shard group and unpacked; once the first pass
+// of a kind has recorded the order in which the model gathers its units, each gather starts the
+// next unit's all-gather, so it moves while this unit computes. A unit's full gradients exist from
+// their first use in backward until their reduce-scatter into this rank's slice has finished; at
+// most two reduce-scatters are in flight.
 
 #include <cstddef>
 #include <deque>

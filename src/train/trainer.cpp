@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "sharded_units.hpp"
-#include "unit_shards.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
+#include "unit_shards.hpp"
 
 namespace shardwise::train {
 
@@ -91,9 +91,7 @@ Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas,
   v_.assign(layout().slice_size(), 0.0F);
 }
 
-const detail::UnitShards& Trainer::layout() const {
-  return units_ ? units_->shards() : *shards_;
-}
+const detail::UnitShards& Trainer::layout() const { return units_ ? units_->shards() : *shards_; }
 
 const ParameterShardings* Trainer::shardings() const {
   return settings_.shardings ? &*settings_.shardings : nullptr;
@@ -215,7 +213,8 @@ double Trainer::owned_squares() const {
       });
     } else {
       const float* slice = owned_grads_slice();
-      squares += sum_of_squares({slice + shards.slice_offset(p), shards.block_elements(p, member_)});
+      squares +=
+          sum_of_squares({slice + shards.slice_offset(p), shards.block_elements(p, member_)});
     }
   }
   return squares;
@@ -302,8 +301,9 @@ void Trainer::update(float learning_rate, float grad_scale) {
     for (std::size_t p = 0; p < store.specs().size(); ++p) {
       adamw.weight_decay = store.specs()[p].weight_decay ? settings_.weight_decay : 0.0F;
       const std::size_t at = store.offset(p);
-      kernels::adamw_update(store.values().data() + at, scaled(store.grads().data() + at, store.count(p)),
-                            m_.data() + at, v_.data() + at, store.count(p), adamw, steps_done_);
+      kernels::adamw_update(store.values().data() + at,
+                            scaled(store.grads().data() + at, store.count(p)), m_.data() + at,
+                            v_.data() + at, store.count(p), adamw, steps_done_);
     }
     return;
   }

@@ -53,10 +53,10 @@ class UnitShards {
 
  private:
   struct Split {
-    int dimension = -1;  // -1: replicated
-    std::size_t outer = 1;  // elements before the split dimension (product of sizes)
-    std::size_t inner = 1;  // elements of one index of it (product of the later sizes)
-    std::size_t length = 1;  // its size
+    int dimension = -1;              // -1: replicated
+    std::size_t outer = 1;           // elements before the split dimension (product of sizes)
+    std::size_t inner = 1;           // elements of one index of it (product of the later sizes)
+    std::size_t length = 1;          // its size
     std::vector<IndexRange> ranges;  // per member
   };
 

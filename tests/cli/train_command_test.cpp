@@ -109,18 +109,19 @@ TEST(TrainCommand, ParameterShardingsFromTheStrategyOrARulesFile) {
   const std::vector<train::ParameterSpec> specs =
       models::gpt_parameters(models::GptConfig{2, 2, 32, 16, 256});
   const FSDPStrategy fsdp("fsdp", std::nullopt, 1);
-  const auto by_axes = 4 * train::fsdp_shardings(specs, fsdp, 2, train::FsdpSplit::kLogicalAxes)
+  const auto by_axes =
+      4 *
+      train::fsdp_shardings(specs, fsdp, 2, train::FsdpSplit::kLogicalAxes).shard_elements(specs);
+  const LogicalAxisRules file_rules(
+      {LogicalAxisRule{"embed", {"fsdp"}}, LogicalAxisRule{"mlp", {"fsdp"}}});
+  const auto by_file = 4 * train::rules_shardings(specs, Mesh({"data", "fsdp"}, {2, 2}), "fsdp",
+                                                  file_rules, ParameterNameRules({}))
                                .shard_elements(specs);
-  const LogicalAxisRules file_rules({LogicalAxisRule{"embed", {"fsdp"}},
-                                     LogicalAxisRule{"mlp", {"fsdp"}}});
-  const auto by_file =
-      4 * train::rules_shardings(specs, Mesh({"data", "fsdp"}, {2, 2}), "fsdp", file_rules,
-                                 ParameterNameRules({}))
-              .shard_elements(specs);
   const auto whole = one.back()["summary"]["ranks"][0]["params_bytes"].get<std::int64_t>();
   EXPECT_GT(2 * by_axes, whole);
   EXPECT_LT(by_file, by_axes);
-  for (const auto& [flags, expected] : std::vector<std::pair<std::vector<std::string>, std::int64_t>>{
+  for (const auto& [flags, expected] :
+       std::vector<std::pair<std::vector<std::string>, std::int64_t>>{
            {{"--mesh", "fsdp=2", "--zero", "3", "--param-sharding", "logical-axes"}, by_axes},
            {{"--mesh", "data=2,fsdp=2", "--zero", "3", "--param-sharding", rules}, by_file},
            {{"--mesh", "fsdp=2", "--zero", "2", "--param-sharding", "logical-axes"}, by_axes}}) {
@@ -174,6 +175,10 @@ TEST(TrainCommand, BadInput) {
                                     "block_size": 16, "vocab_size": 256})";
   expect_bad_input({"train", "--model", huge_layers},
                    "\"n_layer\" is 1.8446744073709552e+19; expected a positive integer");
+  const std::string twice = ::testing::TempDir() + "twice.json";
+  std::ofstream(twice) << R"({"n_layer": 2, "n_head": 2, "n_embd": 32, "block_size": 16,
+                              "vocab_size": 256, "n_layer": 99})";
+  expect_bad_input({"train", "--model", twice}, "has the key \"n_layer\" twice in one object");
   expect_bad_input({"train", "--data", "/nonexistent/file"},
                    "cannot read --data '/nonexistent/file'");
   expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", "rows"},
@@ -185,9 +190,9 @@ TEST(TrainCommand, BadInput) {
                    "--param-sharding '/dev/zero' is not a regular file");
   const std::string onto_data = ::testing::TempDir() + "onto_data.json";
   std::ofstream(onto_data) << R"({"logical_axis_rules": [["embed", "data"]]})";
-  expect_bad_input({"train", "--mesh", "data=2,fsdp=2", "--zero", "3", "--param-sharding",
-                    onto_data},
-                   "is split over 'data'; ZeRO splits parameters over 'fsdp' only");
+  expect_bad_input(
+      {"train", "--mesh", "data=2,fsdp=2", "--zero", "3", "--param-sharding", onto_data},
+      "is split over 'data'; ZeRO splits parameters over 'fsdp' only");
   const std::string unknown = ::testing::TempDir() + "unknown_rules.json";
   std::ofstream(unknown) << R"({"axis_rules": []})";
   expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", unknown},

@@ -81,6 +81,18 @@ TEST(ModelManifest, HfConfigErrorsNameTheKey) {
               HasSubstr("model_type 't5' is not supported"));
   EXPECT_THAT(error_of([] { (void)manifest_from_hf_config(R"({"d_model": 3})"); }),
               HasSubstr("no 'model_type'"));
+  // JSON parsers keep the last of two equal keys; a model description refuses them.
+  EXPECT_THAT(error_of([] {
+                (void)manifest_from_hf_config(
+                    R"({"model_type": "gpt2", "n_layer": 1, "n_layer": 48, "n_embd": 8,
+                        "n_head": 2, "vocab_size": 16})");
+              }),
+              HasSubstr("has the key \"n_layer\" twice in one object"));
+  EXPECT_THAT(error_of([] {
+                (void)ModelManifest::from_json(
+                    R"({"parameters": [{"name": "w", "shape": [2], "shape": [4]}]})");
+              }),
+              HasSubstr("has the key \"shape\" twice"));
   EXPECT_THAT(error_of([] {
                 (void)manifest_from_hf_config(
                     R"({"vocab_size": 10, "n_embd": 5, "n_layer": 1, "n_head": 2})");

@@ -2,10 +2,10 @@
 // The training loop any model can use: data parallel over a group of ranks (the global batch
 // split equally), with ZeRO stage 1 (optimizer state sharded), 2 (gradients reduce-scattered
 // too) or 3 (parameters sharded too, and gathered unit by unit only while the model uses a unit,
-// as FSDP does), each parameter split as its ParameterShardings spec says, AdamW with decoupled weight decay (not on norms
-// and biases), global gradient-norm clipping, and a warm-up then cosine learning-rate schedule.
-// Every rank updates only the elements it owns; the global batch is the same on every mesh, so
-// every layout follows the one-rank run.
+// as FSDP does), each parameter split as its ParameterShardings spec says, AdamW with decoupled
+// weight decay (not on norms and biases), global gradient-norm clipping, and a warm-up then cosine
+// learning-rate schedule. Every rank updates only the elements it owns; the global batch is the
+// same on every mesh, so every layout follows the one-rank run.
 
 #include <cstddef>
 #include <cstdint>
