@@ -41,6 +41,8 @@ void parallel_for(std::size_t count, std::size_t grain, Body&& body) {
     if (failure) std::rethrow_exception(failure);
     return;
   }
+#else
+  (void)grain;
 #endif
   body(std::size_t{0}, count);
 }
