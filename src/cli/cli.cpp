@@ -66,6 +66,7 @@ int run(const std::vector<std::string>& args, std::ostream& out, std::ostream& e
   commands.push_back(add_schedule_command(app));
   commands.push_back(add_bench_command(app));
   commands.push_back(add_train_command(app));
+  commands.push_back(add_plan_command(app));
 
   // CLI11 reports an unknown command (or an option where a command belongs) as a missing one;
   // name the word instead.

@@ -28,5 +28,6 @@ std::unique_ptr<Command> add_layout_command(CLI::App& parent);
 std::unique_ptr<Command> add_schedule_command(CLI::App& parent);
 std::unique_ptr<Command> add_specs_command(CLI::App& parent);
 std::unique_ptr<Command> add_train_command(CLI::App& parent);
+std::unique_ptr<Command> add_plan_command(CLI::App& parent);
 
 }  // namespace shardwise::cli

@@ -1,0 +1,57 @@
+#pragma once
+// A training setup (batch, sequence, precision, optimizer, recompute) and a parallel layout of
+// it: data, fsdp, model (tensor) and pipeline degrees, ZeRO stage, micro-batches and schedule.
+
+#include <cstdint>
+#include <string>
+
+namespace shardwise::plan {
+
+enum class Precision { kFp32, kBf16Mixed };
+enum class Optimizer { kAdam, kSgd };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
+
+std::string to_string(Precision value);  // "fp32", "bf16-mixed"
+std::string to_string(Optimizer value);  // "adam", "sgd"
+std::string to_string(Recompute value);  // "none", "selective", "full"
+std::string to_string(Schedule value);   // "gpipe", "1f1b", "interleaved"
+// The inverses; InvalidArgument naming `flag` and the text otherwise.
+Precision parse_precision(const std::string& text, const std::string& flag);
+Optimizer parse_optimizer(const std::string& text, const std::string& flag);
+Recompute parse_recompute(const std::string& text, const std::string& flag);
+Schedule parse_schedule(const std::string& text, const std::string& flag);
+
+struct TrainingSetup {
+  std::int64_t global_batch = 1;  // sequences per step
+  std::int64_t seq = 1;
+  std::int64_t micro_batch = 1;  // sequences per micro-batch on a data-parallel rank
+  Precision precision = Precision::kBf16Mixed;
+  Optimizer optimizer = Optimizer::kAdam;
+  // The share of peak FLOP/s the matrix products reach, and the share of data-parallel and
+  // FSDP communication hidden behind compute (docs/planner.md states both).
+  double compute_efficiency = 0.5;
+  double overlap = 0.5;
+};
+
+struct Layout {
+  std::int64_t data = 1;
+  std::int64_t fsdp = 1;
+  std::int64_t model = 1;
+  std::int64_t pipeline = 1;
+  int zero = 0;
+  std::int64_t microbatches = 1;  // per step on each data-parallel rank (m)
+  Schedule schedule = Schedule::kOneFOneB;
+  std::int64_t virtual_stages = 1;  // V: model chunks per pipeline rank (interleaved)
+  Recompute recompute = Recompute::kNone;
+  bool sequence_parallel = false;
+
+  [[nodiscard]] std::int64_t devices() const { return data * fsdp * model * pipeline; }
+  // The ranks a batch is split over.
+  [[nodiscard]] std::int64_t data_parallel() const { return data * fsdp; }
+  // "data=8,fsdp=1,model=8,pipeline=2 zero 1, 16 micro-batches 1f1b".
+  [[nodiscard]] std::string to_string() const;
+  friend bool operator==(const Layout&, const Layout&) = default;
+};
+
+}  // namespace shardwise::plan

@@ -1,0 +1,53 @@
+#pragma once
+// What the planner's formulas need to know of a transformer: its exact parameter counts (from a
+// model manifest, whatever its source) and its dimensions (from the config, or read off the
+// manifest's shapes).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "shardwise/strategy/model_manifest.hpp"
+
+namespace shardwise::plan {
+
+struct ModelShape {
+  std::int64_t layers = 0;
+  std::int64_t hidden = 0;    // h
+  std::int64_t heads = 0;     // a (attention heads)
+  std::int64_t kv_heads = 0;  // key and value heads (a without grouped-query attention)
+  std::int64_t head_dim = 0;  // h / a for GPT-2 and most Llamas
+  std::int64_t ffn = 0;       // the MLP's inner width (4h for GPT-2)
+  std::int64_t vocab = 0;     // V
+  bool gated_mlp = false;     // Llama's SwiGLU: three matrices instead of two
+  // Exact counts from the manifest.
+  std::int64_t parameters = 0;        // every parameter
+  std::int64_t layer_parameters = 0;  // one transformer layer's (the largest layer)
+  std::int64_t layer_matmul_parameters =
+      0;                                  // of which in matrices (tensor parallelism splits them)
+  std::int64_t embedding_parameters = 0;  // outside the layers on the first stage
+  std::int64_t head_parameters = 0;       // outside the layers on the last stage (0 when tied)
+  // Parameters that take part in matrix products per token: the layers' matrices and the
+  // output head (the tied embedding where there is no head); not position embeddings.
+  std::int64_t matmul_parameters = 0;
+  DType dtype = DType::kF32;
+
+  // "12 layers, hidden 768, 12 heads, ffn 3072, vocab 50257, 124,439,808 parameters".
+  [[nodiscard]] std::string to_string() const;
+};
+
+// The manifest's counts and dimensions. Dimensions come from the embedding matrix (vocab x h),
+// the layers' MLP matrices (ffn) and the manifest's "heads" axis unit (the head dimension);
+// `heads` overrides the latter. Throws InvalidArgument naming what it could not find (no layers,
+// no embedding matrix, heads unknown or not dividing h).
+ModelShape shape_of(const ModelManifest& manifest,
+                    std::optional<std::int64_t> heads = std::nullopt);
+
+// A manifest from the header of a .safetensors file: `header` is the JSON after the 8-byte
+// length, `data_bytes` the bytes the file has after the header. Every tensor's dtype, shape and
+// data offsets are checked (offsets inside the data, their length the shape's bytes); any
+// violation is a ParseError naming the tensor.
+ModelManifest manifest_from_safetensors_header(std::string_view header, std::uint64_t data_bytes);
+
+}  // namespace shardwise::plan

@@ -1,0 +1,390 @@
+// `shardwise plan`: memory, traffic and step time of one layout, or the best layouts found by
+// searching every valid one, for a model on a cluster.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+#include "command.hpp"
+#include "number_text.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/core/mesh.hpp"
+#include "shardwise/kernels/matmul.hpp"
+#include "shardwise/models/gpt.hpp"
+#include "shardwise/plan/search.hpp"
+#include "text_table.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+// The largest .safetensors header read (the format's own limit is 100 MB).
+constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
+
+std::int64_t positive(const std::string& text, std::string_view flag, std::int64_t most) {
+  const std::int64_t value = integer(text, flag);
+  if (value < 1 || value > most) {
+    throw InvalidArgument(std::string(flag) + " is " + text + "; expected 1 to " +
+                          std::to_string(most));
+  }
+  return value;
+}
+
+ModelManifest safetensors_manifest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  struct stat info {};
+  if (!in || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+    throw InvalidArgument("--model '" + path + "' is not a readable regular file");
+  }
+  const auto size = static_cast<std::uint64_t>(info.st_size);
+  unsigned char length_bytes[8] = {};
+  if (size < 8 || !in.read(reinterpret_cast<char*>(length_bytes), 8)) {
+    throw InvalidArgument("--model '" + path + "' is shorter than a safetensors header");
+  }
+  std::uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
+  if (length > kMaxSafetensorsHeader || length > size - 8) {
+    throw InvalidArgument("--model '" + path + "': the safetensors header claims " +
+                          std::to_string(length) + " bytes; the file has " +
+                          std::to_string(size - 8) + " after the length (at most " +
+                          std::to_string(kMaxSafetensorsHeader) + ")");
+  }
+  std::string header(length, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(length))) {
+    throw InvalidArgument("--model '" + path + "': cannot read the safetensors header");
+  }
+  try {
+    return plan::manifest_from_safetensors_header(header, size - 8 - length);
+  } catch (const Error& e) {
+    throw InvalidArgument("--model '" + path + "': " + e.what());
+  }
+}
+
+ModelManifest model_manifest(const std::string& model) {
+  if (model == "tiny" || model == "small" || model == "gpt2") {
+    const models::GptConfig c = models::gpt_preset(model, "--model");
+    Gpt2Config config;
+    config.vocab_size = static_cast<std::int64_t>(c.vocab_size);
+    config.n_positions = static_cast<std::int64_t>(c.block_size);
+    config.n_embd = static_cast<std::int64_t>(c.n_embd);
+    config.n_layer = static_cast<std::int64_t>(c.n_layer);
+    config.n_head = static_cast<std::int64_t>(c.n_head);
+    return gpt2_manifest(config);
+  }
+  if (model.size() > 12 && model.substr(model.size() - 12) == ".safetensors") {
+    return safetensors_manifest(model);
+  }
+  try {
+    return load_model_description(read_file(model, "--model"));
+  } catch (const InvalidArgument&) {
+    throw;
+  } catch (const Error& e) {
+    throw InvalidArgument("--model '" + model + "': " + e.what());
+  }
+}
+
+// This machine: one device per rank, the measured fp32 matrix-product rate of the kernels on
+// every core, its memory, and memory bandwidth between in-process ranks.
+plan::Cluster this_machine(std::int64_t devices) {
+  plan::Cluster c;
+  c.name = "cpu";
+  c.devices = devices;
+  c.devices_per_node = devices;
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  c.memory_bytes = pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page / devices : 1;
+  constexpr std::size_t n = 384;
+  std::vector<float> a(n * n, 0.5F);
+  std::vector<float> b(n * n, 0.25F);
+  std::vector<float> out(n * n);
+  kernels::matmul_forward(out.data(), a.data(), b.data(), nullptr, n, n, n);  // warm up
+  const auto start = std::chrono::steady_clock::now();
+  int calls = 0;
+  double elapsed = 0;
+  while (elapsed < 0.2) {
+    kernels::matmul_forward(out.data(), a.data(), b.data(), nullptr, n, n, n);
+    ++calls;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  const double cores = static_cast<double>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  c.peak_flops_fp32 = 2.0 * n * n * n * calls / elapsed / cores;  // one core per rank
+  c.peak_flops_bf16 = c.peak_flops_fp32;
+  c.intra_node = {5e9, 5e-6};
+  c.inter_node = c.intra_node;
+  return c;
+}
+
+std::string gib_text(std::int64_t bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(bytes < (std::int64_t{10} << 30) ? 2 : 1)
+      << static_cast<double>(bytes) / (1 << 30) << " GiB";
+  return out.str();
+}
+
+nlohmann::json candidate_json(const plan::Prediction& p) {
+  const plan::Layout& l = p.layout;
+  nlohmann::json comm = nlohmann::json::object();
+  for (const auto& [axis, bytes] : p.comm_bytes_per_step) comm[axis] = bytes;
+  return {{"layout",
+           {{"data", l.data},
+            {"fsdp", l.fsdp},
+            {"model", l.model},
+            {"pipeline", l.pipeline},
+            {"zero", l.zero},
+            {"microbatches", l.microbatches},
+            {"schedule", plan::to_string(l.schedule)},
+            {"virtual_stages", l.virtual_stages},
+            {"recompute", plan::to_string(l.recompute)},
+            {"sequence_parallel", l.sequence_parallel}}},
+          {"memory_per_device",
+           {{"params", p.memory.params},
+            {"grads", p.memory.grads},
+            {"optimizer", p.memory.optimizer},
+            {"activations", p.memory.activations},
+            {"activations_per_layer", p.memory.activations_per_layer},
+            {"buffers", p.memory.buffers},
+            {"total", p.memory.total()}}},
+          {"comm_bytes_per_step", comm},
+          {"model_flops_per_step", p.model_flops_per_step},
+          {"hardware_flops_per_step", p.hardware_flops_per_step},
+          {"step_time_s", p.step_time_s},
+          {"mfu", p.mfu},
+          {"bubble_fraction", p.bubble_fraction},
+          {"fits", p.fits}};
+}
+
+// One line of 50 characters: each part of the device's memory in its own letter.
+std::string memory_bar(const plan::MemoryPerDevice& m, std::int64_t capacity) {
+  const std::int64_t scale = std::max(capacity, m.total());
+  std::string bar;
+  for (const auto& [bytes, letter] : {std::pair{m.params, 'P'},
+                                      {m.grads, 'G'},
+                                      {m.optimizer, 'O'},
+                                      {m.activations, 'A'},
+                                      {m.buffers, 'B'}}) {
+    bar += std::string(static_cast<std::size_t>(
+                           50.0 * static_cast<double>(bytes) / static_cast<double>(scale) + 0.5),
+                       letter);
+  }
+  if (bar.size() < 50) bar += std::string(50 - bar.size(), '.');
+  return "[" + bar + "]";
+}
+
+class PlanCommand final : public Command {
+ public:
+  explicit PlanCommand(CLI::App& parent)
+      : app_(parent.add_subcommand("plan",
+                                   "Predict memory, traffic and step time of parallel layouts "
+                                   "from published formulas, and search for the best")) {
+    app_->add_option("--model", model_,
+                     "tiny, small, gpt2, a config.json, a manifest or a .safetensors file")
+        ->required();
+    app_->add_option("--devices", devices_, "Devices in the cluster")->required();
+    app_->add_option("--devices-per-node", per_node_, "Devices per node")->default_val("8");
+    app_->add_option("--device", device_, "h100-80gb, a100-80gb, h200, cpu or a JSON file")
+        ->default_val("h100-80gb");
+    app_->add_option("--global-batch", batch_, "Sequences per step")->required();
+    app_->add_option("--seq", seq_, "Tokens per sequence")->required();
+    app_->add_option("--micro-batch", micro_, "Sequences per micro-batch")->default_val("1");
+    app_->add_option("--precision", precision_, "fp32 or bf16-mixed")->default_val("bf16-mixed");
+    app_->add_option("--optimizer", optimizer_, "adam or sgd")->default_val("adam");
+    app_->add_option("--recompute", recompute_, "none, selective or full")->default_val("none");
+    app_->add_flag("--sequence-parallel", sequence_parallel_,
+                   "Split LayerNorm and dropout activations over the model axis");
+    app_->add_option("--heads", heads_, "Attention heads, where the model file does not say");
+    app_->add_option("--efficiency", efficiency_, "Share of peak FLOP/s the products reach")
+        ->default_val("0.5");
+    app_->add_option("--overlap", overlap_,
+                     "Share of data-parallel and FSDP communication hidden by compute")
+        ->default_val("0.5");
+    app_->add_option("--layout", layout_,
+                     "Evaluate this layout: data=..,fsdp=..,model=..,pipeline=..");
+    app_->add_option("--zero", zero_, "ZeRO stage of --layout")->default_val("0");
+    app_->add_option("--microbatches", microbatches_,
+                     "Micro-batches per step of --layout (default: the batch's)");
+    app_->add_option("--schedule", schedule_, "gpipe, 1f1b or interleaved")->default_val("1f1b");
+    app_->add_option("--virtual-stages", virtual_, "Model chunks per pipeline rank")
+        ->default_val("1");
+    app_->add_option("--top", top_, "Layouts to show")->default_val("5");
+    app_->add_flag("--json", json_, "Print one JSON object");
+  }
+
+  [[nodiscard]] const CLI::App& app() const override { return *app_; }
+
+  void run(std::ostream& out) const override {
+    const std::int64_t devices = positive(devices_, "--devices", std::int64_t{1} << 24);
+    const std::int64_t per_node =
+        std::min(positive(per_node_, "--devices-per-node", std::int64_t{1} << 24), devices);
+    plan::TrainingSetup setup;
+    setup.global_batch = positive(batch_, "--global-batch", std::int64_t{1} << 32);
+    setup.seq = positive(seq_, "--seq", std::int64_t{1} << 24);
+    setup.micro_batch = positive(micro_, "--micro-batch", setup.global_batch);
+    setup.precision = plan::parse_precision(precision_, "--precision");
+    setup.optimizer = plan::parse_optimizer(optimizer_, "--optimizer");
+    setup.compute_efficiency = share(efficiency_, "--efficiency", false);
+    setup.overlap = share(overlap_, "--overlap", true);
+    const plan::Recompute recompute = plan::parse_recompute(recompute_, "--recompute");
+    std::optional<std::int64_t> heads;
+    if (heads_) heads = positive(*heads_, "--heads", std::int64_t{1} << 20);
+    const ModelManifest manifest = model_manifest(model_);
+    const plan::ModelShape shape = plan::shape_of(manifest, heads);
+    plan::Cluster cluster;
+    if (device_ == "cpu") {
+      cluster = this_machine(devices);
+    } else if (device_.find('.') != std::string::npos || device_.find('/') != std::string::npos) {
+      try {
+        cluster = plan::Cluster::from_json(read_file(device_, "--device"), devices);
+      } catch (const InvalidArgument&) {
+        throw;
+      } catch (const Error& e) {
+        throw InvalidArgument("--device '" + device_ + "': " + e.what());
+      }
+    } else {
+      cluster = plan::Cluster::preset(device_, devices, per_node);
+    }
+    std::vector<plan::RankedLayout> ranked;
+    std::size_t evaluated = 1;
+    if (layout_) {
+      ranked.push_back({plan::evaluate(shape, cluster, setup, layout_from(setup, recompute)), ""});
+    } else {
+      plan::SearchOptions options;
+      options.top = static_cast<std::size_t>(positive(top_, "--top", 1000));
+      options.recompute = recompute;
+      options.sequence_parallel = sequence_parallel_;
+      const plan::SearchResult result = plan::search_layouts(shape, cluster, setup, options);
+      if (result.ranked.empty()) {
+        throw InvalidArgument("no layout of " + std::to_string(devices) +
+                              " devices divides the model and the batch (heads " +
+                              std::to_string(shape.heads) + ", layers " +
+                              std::to_string(shape.layers) + ", --global-batch " + batch_ + ")");
+      }
+      ranked = result.ranked;
+      evaluated = result.evaluated;
+    }
+    if (json_) {
+      nlohmann::json candidates = nlohmann::json::array();
+      for (const plan::RankedLayout& r : ranked) candidates.push_back(candidate_json(r.prediction));
+      out << nlohmann::json{{"model", {{"parameters", shape.parameters}, {"layers", shape.layers}}},
+                            {"candidates", candidates},
+                            {"best", 0}}
+                 .dump()
+          << '\n';
+      return;
+    }
+    out << "model    " << shape.to_string() << "\n"
+        << "cluster  " << devices << " x " << cluster.name << " (" << cluster.devices_per_node
+        << " per node, " << gib_text(cluster.memory_bytes) << " each)\n"
+        << "setup    batch " << setup.global_batch << " x " << setup.seq << " tokens, "
+        << plan::to_string(setup.precision) << ", " << plan::to_string(setup.optimizer)
+        << ", efficiency " << setup.compute_efficiency << ", overlap " << setup.overlap << "\n"
+        << (layout_ ? std::string() : std::to_string(evaluated) + " valid layouts evaluated\n")
+        << "\n";
+    std::vector<std::vector<std::string>> rows{
+        {"#", "layout", "memory/device", "fits", "step", "MFU", "bubble", "why not first"}};
+    for (std::size_t i = 0; i < ranked.size(); ++i) {
+      const plan::Prediction& p = ranked[i].prediction;
+      std::ostringstream step;
+      step << std::setprecision(3) << p.step_time_s << " s";
+      std::ostringstream mfu;
+      mfu << std::fixed << std::setprecision(1) << 100 * p.mfu << "%";
+      std::ostringstream bubble;
+      bubble << std::fixed << std::setprecision(1) << 100 * p.bubble_fraction << "%";
+      rows.push_back({std::to_string(i + 1), p.layout.to_string(), gib_text(p.memory.total()),
+                      p.fits ? "yes" : "no", step.str(), mfu.str(), bubble.str(),
+                      ranked[i].why_not_best});
+    }
+    out << format_table(rows);
+    const plan::MemoryPerDevice& m = ranked.front().prediction.memory;
+    out << "\nmemory of the first's most loaded device, of " << gib_text(cluster.memory_bytes)
+        << ":\n"
+        << memory_bar(m, cluster.memory_bytes) << "\n"
+        << "P params " << gib_text(m.params) << ", G grads " << gib_text(m.grads)
+        << ", O optimizer " << gib_text(m.optimizer) << ", A activations "
+        << gib_text(m.activations) << ", B buffers " << gib_text(m.buffers) << "\n";
+  }
+
+ private:
+  static double share(const std::string& text, std::string_view flag, bool zero_allowed) {
+    const double value = finite_number(text, flag);
+    if (value > 1 || value < 0 || (!zero_allowed && value == 0)) {
+      throw InvalidArgument(std::string(flag) + " is " + text + "; expected " +
+                            (zero_allowed ? "0" : "more than 0") + " to 1");
+    }
+    return value;
+  }
+
+  plan::Layout layout_from(const plan::TrainingSetup& setup, plan::Recompute recompute) const {
+    const Mesh mesh = [&] {
+      try {
+        return Mesh::parse(*layout_);
+      } catch (const Error& e) {
+        throw InvalidArgument("--layout: " + std::string(e.what()));
+      }
+    }();
+    plan::Layout l;
+    for (std::size_t i = 0; i < mesh.num_axes(); ++i) {
+      const std::string& axis = mesh.axis_names()[i];
+      const std::int64_t size = mesh.axis_sizes()[i];
+      if (axis == "data") {
+        l.data = size;
+      } else if (axis == "fsdp") {
+        l.fsdp = size;
+      } else if (axis == "model") {
+        l.model = size;
+      } else if (axis == "pipeline") {
+        l.pipeline = size;
+      } else {
+        throw InvalidArgument("--layout: axis '" + axis + "' is not data, fsdp, model or pipeline");
+      }
+    }
+    l.zero = static_cast<int>(integer(zero_, "--zero"));
+    if (l.zero < 0 || l.zero > 3) throw InvalidArgument("--zero is " + zero_ + "; expected 0 to 3");
+    const std::int64_t per_step = l.data_parallel() * setup.micro_batch;
+    l.microbatches = microbatches_ ? positive(*microbatches_, "--microbatches", setup.global_batch)
+                                   : std::max<std::int64_t>(1, setup.global_batch / per_step);
+    l.schedule = plan::parse_schedule(schedule_, "--schedule");
+    l.virtual_stages = positive(virtual_, "--virtual-stages", 1 << 20);
+    l.recompute = recompute;
+    l.sequence_parallel = sequence_parallel_;
+    return l;
+  }
+
+  CLI::App* app_;
+  std::string model_;
+  std::string devices_;
+  std::string per_node_;
+  std::string device_;
+  std::string batch_;
+  std::string seq_;
+  std::string micro_;
+  std::string precision_;
+  std::string optimizer_;
+  std::string recompute_;
+  bool sequence_parallel_ = false;
+  std::optional<std::string> heads_;
+  std::string efficiency_;
+  std::string overlap_;
+  std::optional<std::string> layout_;
+  std::string zero_;
+  std::optional<std::string> microbatches_;
+  std::string schedule_;
+  std::string virtual_;
+  std::string top_;
+  bool json_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_plan_command(CLI::App& parent) {
+  return std::make_unique<PlanCommand>(parent);
+}
+
+}  // namespace shardwise::cli

@@ -1,0 +1,325 @@
+#include "shardwise/plan/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::plan {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Bytes per parameter of what a device keeps (Rajbhandari et al. 2020 for mixed precision:
+// 2 + 2 + K with K = 12 for Adam's fp32 weights, momentum and variance, 4 for SGD's fp32
+// weights; fp32 as shardwise's trainer keeps it: 4 + 4 + 8 for Adam's two moments).
+struct StateBytes {
+  std::int64_t params;
+  std::int64_t grads;
+  std::int64_t optimizer;
+};
+
+StateBytes state_bytes(const TrainingSetup& setup) {
+  const bool adam = setup.optimizer == Optimizer::kAdam;
+  if (setup.precision == Precision::kFp32) return {4, 4, adam ? 8 : 0};
+  return {2, 2, adam ? 12 : 4};
+}
+
+std::int64_t activation_element_bytes(const TrainingSetup& setup) {
+  return setup.precision == Precision::kFp32 ? 4 : 2;
+}
+
+// The mesh axes in device order, the model axis innermost (tensor parallelism inside a node).
+struct Axis {
+  const char* name;
+  std::int64_t size;
+  std::int64_t stride;
+};
+
+Link link_of(const Cluster& cluster, const Axis& axis) {
+  return axis.stride * axis.size > cluster.devices_per_node ? cluster.inter_node
+                                                            : cluster.intra_node;
+}
+
+// What a member sends: all-reduce 2 (n - 1) / n S, all-gather and reduce-scatter (n - 1) / n S
+// of the full size S (the runtime's counters and nccl-tests' bus bandwidth count the same).
+double all_reduce_sent(std::int64_t n, double bytes) {
+  return n > 1 ? 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes : 0.0;
+}
+double gather_sent(std::int64_t n, double bytes) {
+  return n > 1 ? static_cast<double>(n - 1) / static_cast<double>(n) * bytes : 0.0;
+}
+
+// The stage's parameters on one device after tensor parallelism splits the matrices.
+std::int64_t stage_parameters(const ModelShape& model, const Layout& layout, bool first,
+                              bool last) {
+  const std::int64_t layers = model.layers / layout.pipeline;
+  const std::int64_t matmul = ceil_div(model.layer_matmul_parameters, layout.model);
+  std::int64_t total = layers * (matmul + model.layer_parameters - model.layer_matmul_parameters);
+  if (first) total += ceil_div(model.embedding_parameters, layout.model);
+  if (last) total += ceil_div(model.head_parameters, layout.model);
+  return total;
+}
+
+// Activations of shardwise's fp32 trainer (no dropout): per layer 17 s h + a s^2 + 4 s floats
+// per sequence (LayerNorm outputs and statistics, q k v, attention weights and output, the MLP's
+// two wide tensors, residuals).
+std::int64_t trainer_layer_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
+  return b * (17 * seq * model.hidden + model.heads * seq * seq + 4 * seq);
+}
+
+// And outside the layers: the embedding output, final LayerNorm, logits and probabilities,
+// losses, and backward's scratch (4 + 8 + 3 widths of h and one of V per token).
+std::int64_t trainer_model_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
+  const std::int64_t tokens = b * seq;
+  return tokens * (2 * model.hidden + 2 + 2 * model.vocab + 1 + 15 * model.hidden + model.vocab);
+}
+
+}  // namespace
+
+std::int64_t activation_bytes_per_layer(const ModelShape& model, std::int64_t seq,
+                                        std::int64_t micro_batch, std::int64_t tensor,
+                                        bool sequence_parallel, Recompute recompute) {
+  const double s = static_cast<double>(seq);
+  const double b = static_cast<double>(micro_batch);
+  const double h = static_cast<double>(model.hidden);
+  const double a = static_cast<double>(model.heads);
+  const double t = static_cast<double>(tensor);
+  const double sbh = s * b * h;
+  if (recompute == Recompute::kFull) {
+    return static_cast<std::int64_t>(std::llround(sequence_parallel ? 2 * sbh / t : 2 * sbh));
+  }
+  // 24: q, k (4), v (2), the output projection's input (2), the MLP's wide output and its
+  // activation (8 + 8); scaled to other key/value head counts and MLP widths.
+  const double kv = static_cast<double>(model.kv_heads) / a;
+  const double wide = static_cast<double>(model.ffn) / (4 * h);
+  const double split = 2 + 2 * kv + 2 * kv + 2 + (model.gated_mlp ? 24 : 16) * wide;
+  // 10: the LayerNorms' inputs (4), the QKV and MLP inputs (4), two dropout masks (2).
+  const double unsplit = 10;
+  const double scores = recompute == Recompute::kSelective ? 0.0 : 5 * a * s / h;
+  const double per_sbh =
+      sequence_parallel ? (unsplit + split + scores) / t : unsplit + split / t + scores / t;
+  return static_cast<std::int64_t>(std::llround(sbh * per_sbh));
+}
+
+double model_flops(const ModelShape& model, std::int64_t tokens, std::int64_t seq) {
+  const double T = static_cast<double>(tokens);
+  const double attention = static_cast<double>(model.heads * model.head_dim);
+  return 6 * T * static_cast<double>(model.matmul_parameters) +
+         12 * static_cast<double>(model.layers) * static_cast<double>(seq) * attention * T;
+}
+
+double hardware_flops(const ModelShape& model, std::int64_t tokens, std::int64_t seq,
+                      Recompute recompute) {
+  const double T = static_cast<double>(tokens);
+  const double attention = 4 * static_cast<double>(model.layers) * static_cast<double>(seq) *
+                           static_cast<double>(model.heads * model.head_dim) * T;
+  double flops = model_flops(model, tokens, seq);
+  if (recompute == Recompute::kSelective) flops += attention;
+  if (recompute == Recompute::kFull) {
+    flops += 2 * T * static_cast<double>(model.layers * model.layer_matmul_parameters) + attention;
+  }
+  return flops;
+}
+
+std::optional<std::string> layout_problem(const ModelShape& model, const Cluster& cluster,
+                                          const TrainingSetup& setup, const Layout& l) {
+  for (const auto& [value, name] : {std::pair{l.data, "data"},
+                                    {l.fsdp, "fsdp"},
+                                    {l.model, "model"},
+                                    {l.pipeline, "pipeline"},
+                                    {l.microbatches, "microbatches"},
+                                    {l.virtual_stages, "virtual stages"}}) {
+    if (value < 1) return std::string(name) + " is " + std::to_string(value) + "; at least 1";
+  }
+  if (l.devices() != cluster.devices) {
+    return "data x fsdp x model x pipeline = " + std::to_string(l.devices()) + ", not the " +
+           std::to_string(cluster.devices) + " devices";
+  }
+  if (l.zero < 0 || l.zero > 3) return "zero " + std::to_string(l.zero) + " is not 0 to 3";
+  if (l.fsdp > 1 && l.zero == 0) return "an fsdp axis shards: zero 1, 2 or 3";
+  if (model.heads % l.model != 0 || model.kv_heads % l.model != 0) {
+    return "model " + std::to_string(l.model) + " does not divide the " +
+           std::to_string(model.heads) + " heads (" + std::to_string(model.kv_heads) +
+           " key/value)";
+  }
+  if (model.ffn % l.model != 0) {
+    return "model " + std::to_string(l.model) + " does not divide the MLP width " +
+           std::to_string(model.ffn);
+  }
+  if (model.layers % (l.pipeline * l.virtual_stages) != 0) {
+    return "pipeline x virtual stages = " + std::to_string(l.pipeline * l.virtual_stages) +
+           " does not divide the " + std::to_string(model.layers) + " layers";
+  }
+  const std::int64_t per_step = l.data_parallel() * setup.micro_batch;
+  if (setup.global_batch % per_step != 0 || setup.global_batch / per_step != l.microbatches) {
+    return "global batch " + std::to_string(setup.global_batch) + " is not " +
+           std::to_string(l.microbatches) + " micro-batches of " +
+           std::to_string(setup.micro_batch) + " on each of " + std::to_string(l.data_parallel()) +
+           " data-parallel ranks";
+  }
+  if (l.schedule == Schedule::kInterleaved) {
+    if (l.pipeline == 1 || l.virtual_stages < 2) {
+      return "the interleaved schedule needs pipeline > 1 and virtual stages >= 2";
+    }
+    if (l.microbatches % l.pipeline != 0) {
+      return "the interleaved schedule needs micro-batches (" + std::to_string(l.microbatches) +
+             ") divisible by pipeline (" + std::to_string(l.pipeline) + ")";
+    }
+  } else if (l.virtual_stages != 1) {
+    return "virtual stages need the interleaved schedule";
+  }
+  if (l.sequence_parallel && setup.seq % l.model != 0) {
+    return "sequence parallel needs seq " + std::to_string(setup.seq) + " divisible by model " +
+           std::to_string(l.model);
+  }
+  return std::nullopt;
+}
+
+Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
+                    const Layout& l) {
+  if (const auto problem = layout_problem(model, cluster, setup, l)) {
+    throw InvalidArgument("layout " + l.to_string() + ": " + *problem);
+  }
+  Prediction p;
+  p.layout = l;
+  const StateBytes bytes = state_bytes(setup);
+  const std::int64_t shards = l.zero == 0 ? 1 : (l.fsdp > 1 ? l.fsdp : l.data);
+  const std::int64_t replicas = l.zero == 0 ? 1 : (l.fsdp > 1 ? l.data : 1);
+  const std::int64_t per_stage_layers = model.layers / l.pipeline;
+
+  // The first and the last stage; the most loaded one is reported.
+  MemoryPerDevice best;
+  std::int64_t stage_elements = 0;
+  for (const bool first : {true, false}) {
+    const bool last = !first || l.pipeline == 1;
+    const std::int64_t elements = stage_parameters(model, l, first, last);
+    const std::int64_t sharded = ceil_div(elements, shards);
+    MemoryPerDevice m;
+    m.params = bytes.params * (l.zero >= 3 ? sharded : elements);
+    m.grads = bytes.grads * (l.zero >= 2 ? sharded : elements);
+    // shardwise's fp32 trainer reduce-scatters ZeRO-2's gradients after a full-buffer backward:
+    // it holds both.
+    if (setup.precision == Precision::kFp32 && l.zero == 2) m.grads += bytes.grads * elements;
+    m.optimizer = bytes.optimizer * (l.zero >= 1 ? sharded : elements);
+    const std::int64_t b = setup.micro_batch;
+    if (setup.precision == Precision::kFp32) {
+      m.activations_per_layer = 4 * trainer_layer_floats(model, setup.seq, b) / l.model;
+    } else {
+      m.activations_per_layer = activation_bytes_per_layer(model, setup.seq, b, l.model,
+                                                           l.sequence_parallel, l.recompute);
+    }
+    // Micro-batches whose activations a first stage holds at once (Korthikanti et al. 2022,
+    // section 4.2.3): all m with GPipe, p with 1F1B, and with V interleaved chunks the layers of
+    // 1 + (p - 1) / (p V) models.
+    double layers_held = static_cast<double>(per_stage_layers);
+    if (l.pipeline > 1) {
+      const double p_stages = static_cast<double>(l.pipeline);
+      const double in_flight = static_cast<double>(std::min(l.pipeline, l.microbatches));
+      if (l.schedule == Schedule::kGpipe) {
+        layers_held *= static_cast<double>(l.microbatches);
+      } else if (l.schedule == Schedule::kOneFOneB) {
+        layers_held *= in_flight;
+      } else {
+        layers_held = static_cast<double>(model.layers) *
+                      (1 + (p_stages - 1) / (p_stages * static_cast<double>(l.virtual_stages)));
+      }
+    }
+    if (!first) layers_held = static_cast<double>(per_stage_layers);  // the last stage: one
+    m.activations = static_cast<std::int64_t>(
+        std::llround(layers_held * static_cast<double>(m.activations_per_layer)));
+    if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
+      m.activations += activation_bytes_per_layer(model, setup.seq, b, l.model, l.sequence_parallel,
+                                                  Recompute::kNone);
+    }
+    if (setup.precision == Precision::kFp32 && last) {
+      m.activations += 4 * trainer_model_floats(model, setup.seq, b) / l.model;
+    }
+    if (l.zero == 3) {  // the layer in use and the next, gathered, and one layer's gradients
+      const std::int64_t layer = ceil_div(model.layer_parameters, l.model);
+      m.buffers = (2 * bytes.params + bytes.grads) * layer;
+    }
+    if (first || m.total() > best.total()) best = m;
+    if (first) stage_elements = elements;
+    if (l.pipeline == 1) break;
+  }
+  p.memory = best;
+  p.fits = best.total() <= cluster.memory_bytes;
+
+  // Bytes per step along each axis, sent by one device.
+  const double grad_bytes = static_cast<double>(bytes.grads * stage_elements);
+  const double param_bytes = static_cast<double>(bytes.params * stage_elements);
+  const double m = static_cast<double>(l.microbatches);
+  std::map<std::string, double> sent;
+  std::map<std::string, double> steps;  // ring steps, for latency
+  const std::string shard_axis = l.fsdp > 1 ? "fsdp" : "data";
+  const auto add = [&](const std::string& axis, double value, double ring_steps) {
+    if (value <= 0) return;
+    sent[axis] += value;
+    steps[axis] += ring_steps;
+  };
+  if (l.zero == 0) {
+    add("data", all_reduce_sent(l.data, grad_bytes), 2.0 * static_cast<double>(l.data - 1));
+  } else {
+    const double n = static_cast<double>(shards - 1);
+    if (l.zero == 1) {
+      add(shard_axis, all_reduce_sent(shards, grad_bytes), 2 * n);
+      add("data", replicas > 1 ? all_reduce_sent(replicas, grad_bytes) : 0,
+          2.0 * static_cast<double>(replicas - 1));
+    } else {
+      const double reductions = l.zero == 3 ? m : 1;
+      add(shard_axis, reductions * gather_sent(shards, grad_bytes), reductions * n);
+      add("data",
+          replicas > 1 ? all_reduce_sent(replicas, grad_bytes / static_cast<double>(shards)) : 0,
+          2.0 * static_cast<double>(replicas - 1));
+    }
+    const double gathers = l.zero == 3 ? 2 * m : 1;
+    add(shard_axis, gathers * gather_sent(shards, param_bytes), gathers * n);
+  }
+  const double act = static_cast<double>(activation_element_bytes(setup) * setup.micro_batch *
+                                         setup.seq * model.hidden);
+  if (l.model > 1) {  // Megatron: two all-reduces per layer forward, two backward
+    const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;
+    const double calls = per_layer * static_cast<double>(per_stage_layers) * m;
+    add("model", calls * all_reduce_sent(l.model, act),
+        calls * 2.0 * static_cast<double>(l.model - 1));
+  }
+  if (l.pipeline > 1) {  // activations forward, their gradients backward, per micro-batch
+    const double chunk = l.sequence_parallel ? act / static_cast<double>(l.model) : act;
+    const double messages = 2 * m * static_cast<double>(l.virtual_stages);
+    add("pipeline", messages * chunk, messages);
+  }
+  for (const auto& [axis, value] : sent) p.comm_bytes_per_step[axis] = std::llround(value);
+
+  // Time.
+  const std::int64_t tokens = setup.global_batch * setup.seq;
+  p.model_flops_per_step = model_flops(model, tokens, setup.seq);
+  p.hardware_flops_per_step = hardware_flops(model, tokens, setup.seq, l.recompute);
+  const double peak =
+      setup.precision == Precision::kFp32 ? cluster.peak_flops_fp32 : cluster.peak_flops_bf16;
+  p.compute_time_s = p.hardware_flops_per_step /
+                     (static_cast<double>(cluster.devices) * peak * setup.compute_efficiency);
+  if (l.pipeline > 1) {
+    p.bubble_fraction =
+        static_cast<double>(l.pipeline - 1) / (static_cast<double>(l.virtual_stages) * m);
+  }
+  p.bubble_time_s = p.compute_time_s * p.bubble_fraction;
+  const Axis axes[] = {{"model", l.model, 1},
+                       {"fsdp", l.fsdp, l.model},
+                       {"data", l.data, l.model * l.fsdp},
+                       {"pipeline", l.pipeline, l.model * l.fsdp * l.data}};
+  for (const Axis& axis : axes) {
+    const auto it = sent.find(axis.name);
+    if (it == sent.end()) continue;
+    const Link link = link_of(cluster, axis);
+    double time = it->second / link.bandwidth + steps[axis.name] * link.latency;
+    const bool hidden = std::string(axis.name) == "data" || std::string(axis.name) == "fsdp";
+    if (hidden) time *= 1 - setup.overlap;
+    p.comm_time_s += time;
+  }
+  p.step_time_s = p.compute_time_s + p.bubble_time_s + p.comm_time_s;
+  p.mfu = p.model_flops_per_step / (p.step_time_s * static_cast<double>(cluster.devices) * peak);
+  return p;
+}
+
+}  // namespace shardwise::plan

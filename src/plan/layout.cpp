@@ -1,0 +1,73 @@
+#include "shardwise/plan/layout.hpp"
+
+#include <sstream>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::plan {
+namespace {
+
+template <class Enum, std::size_t N>
+Enum parse_enum(const std::string& text, const std::string& flag,
+                const std::pair<const char*, Enum> (&names)[N]) {
+  std::string expected;
+  for (const auto& [name, value] : names) {
+    if (text == name) return value;
+    expected += (expected.empty() ? "" : ", ") + std::string(name);
+  }
+  throw InvalidArgument(flag + " is '" + text.substr(0, 40) + "'; expected " + expected);
+}
+
+constexpr std::pair<const char*, Precision> kPrecisions[] = {{"fp32", Precision::kFp32},
+                                                             {"bf16-mixed", Precision::kBf16Mixed}};
+constexpr std::pair<const char*, Optimizer> kOptimizers[] = {{"adam", Optimizer::kAdam},
+                                                             {"sgd", Optimizer::kSgd}};
+constexpr std::pair<const char*, Recompute> kRecomputes[] = {
+    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
+constexpr std::pair<const char*, Schedule> kSchedules[] = {{"gpipe", Schedule::kGpipe},
+                                                           {"1f1b", Schedule::kOneFOneB},
+                                                           {"interleaved", Schedule::kInterleaved}};
+
+template <class Enum, std::size_t N>
+std::string name_of(Enum value, const std::pair<const char*, Enum> (&names)[N]) {
+  for (const auto& [name, candidate] : names) {
+    if (candidate == value) return name;
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string to_string(Precision value) { return name_of(value, kPrecisions); }
+std::string to_string(Optimizer value) { return name_of(value, kOptimizers); }
+std::string to_string(Recompute value) { return name_of(value, kRecomputes); }
+std::string to_string(Schedule value) { return name_of(value, kSchedules); }
+
+Precision parse_precision(const std::string& text, const std::string& flag) {
+  return parse_enum(text, flag, kPrecisions);
+}
+Optimizer parse_optimizer(const std::string& text, const std::string& flag) {
+  return parse_enum(text, flag, kOptimizers);
+}
+Recompute parse_recompute(const std::string& text, const std::string& flag) {
+  return parse_enum(text, flag, kRecomputes);
+}
+Schedule parse_schedule(const std::string& text, const std::string& flag) {
+  return parse_enum(text, flag, kSchedules);
+}
+
+std::string Layout::to_string() const {
+  std::ostringstream out;
+  out << "data=" << data << ",fsdp=" << fsdp << ",model=" << model << ",pipeline=" << pipeline
+      << " zero " << zero << ", " << microbatches << " micro-batch"
+      << (microbatches == 1 ? "" : "es");
+  if (pipeline > 1) {
+    out << " " << plan::to_string(schedule);
+    if (schedule == Schedule::kInterleaved) out << " x" << virtual_stages;
+  }
+  if (recompute != Recompute::kNone) out << ", recompute " << plan::to_string(recompute);
+  if (sequence_parallel) out << ", sequence parallel";
+  return out.str();
+}
+
+}  // namespace shardwise::plan

@@ -1,0 +1,147 @@
+#include "shardwise/plan/model_shape.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "shardwise/core/checked_math.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/strategy/parameter_rules.hpp"
+
+namespace shardwise::plan {
+namespace {
+
+bool contains_any(const std::string& name, std::initializer_list<const char*> parts) {
+  return std::any_of(parts.begin(), parts.end(),
+                     [&](const char* part) { return name.find(part) != std::string::npos; });
+}
+
+bool is_token_embedding(const std::string& name) {
+  return contains_any(name, {"wte", "embed_tokens", "word_embeddings", "tok_embeddings"});
+}
+
+bool is_position_embedding(const std::string& name) {
+  return contains_any(name, {"wpe", "position"});
+}
+
+bool is_output_head(const std::string& name) {
+  return contains_any(name, {"lm_head", "output.weight", "logits"});
+}
+
+bool is_mlp(const std::string& name) {
+  return contains_any(name, {"mlp", "feed_forward", "ffn", ".fc", "up_proj", "gate_proj",
+                             "down_proj", ".w1", ".w2", ".w3"});
+}
+
+}  // namespace
+
+std::string ModelShape::to_string() const {
+  std::ostringstream out;
+  out << layers << " layers, hidden " << hidden << ", " << heads << " heads";
+  if (kv_heads != heads) out << " (" << kv_heads << " key/value)";
+  out << ", ffn " << ffn << (gated_mlp ? " (gated)" : "") << ", vocab " << vocab << ", "
+      << parameters << " parameters";
+  return out.str();
+}
+
+ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> heads) {
+  const ParameterNameRules names = ParameterNameRules::defaults();
+  ModelShape shape;
+  std::map<std::int64_t, std::int64_t> per_layer;
+  std::map<std::int64_t, std::int64_t> mlp_matrices;
+  std::map<std::int64_t, std::int64_t> per_layer_matmul;
+  const ParameterInfo* embedding = nullptr;
+  const ParameterInfo* largest_outside = nullptr;
+  const ParameterInfo* query = nullptr;
+  const ParameterInfo* key = nullptr;
+  bool has_head = false;
+  for (const ParameterInfo& p : manifest.parameters) {
+    const std::int64_t count = num_elements(p.shape);
+    shape.parameters = checked_add(shape.parameters, count, "parameters");
+    shape.dtype = p.dtype;
+    const std::optional<std::int64_t> layer = names.layer_index(p.name);
+    if (layer) {
+      per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
+      if (p.shape.size() == 2) {
+        shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
+        per_layer_matmul[*layer] += count;
+        if (is_mlp(p.name)) ++mlp_matrices[*layer];
+        if (contains_any(p.name, {"q_proj", ".wq"})) query = &p;
+        if (contains_any(p.name, {"k_proj", ".wk"})) key = &p;
+      }
+      continue;
+    }
+    if (is_output_head(p.name)) {
+      has_head = true;
+      shape.head_parameters = checked_add(shape.head_parameters, count, "parameters");
+      if (p.shape.size() == 2) {
+        shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
+      }
+      continue;
+    }
+    if (names.place_in_stage(p.name, {1, 1}).stage == 1) {
+      shape.head_parameters = checked_add(shape.head_parameters, count, "parameters");
+    } else {
+      shape.embedding_parameters = checked_add(shape.embedding_parameters, count, "parameters");
+    }
+    if (p.shape.size() == 2 && !is_position_embedding(p.name)) {
+      if (is_token_embedding(p.name)) embedding = &p;
+      if (largest_outside == nullptr || count > num_elements(largest_outside->shape)) {
+        largest_outside = &p;
+      }
+    }
+  }
+  if (per_layer.empty()) {
+    throw InvalidArgument(
+        "the model has no parameter with a layer index in its name (such as "
+        "'layers.7.' or 'h.7.'): the planner needs transformer layers");
+  }
+  if (embedding == nullptr) embedding = largest_outside;
+  if (embedding == nullptr) {
+    throw InvalidArgument(
+        "the model has no token embedding matrix (vocab x hidden) outside its "
+        "layers");
+  }
+  shape.layers = static_cast<std::int64_t>(per_layer.size());
+  for (const auto& [layer, count] : per_layer) {
+    shape.layer_parameters = std::max(shape.layer_parameters, count);
+    shape.layer_matmul_parameters =
+        std::max(shape.layer_matmul_parameters, per_layer_matmul[layer]);
+  }
+  shape.vocab = embedding->shape[0];
+  shape.hidden = embedding->shape[1];
+  if (!has_head) {  // the output head is the tied token embedding
+    shape.matmul_parameters =
+        checked_add(shape.matmul_parameters, num_elements(embedding->shape), "parameters");
+  }
+  // The MLP's width: its matrices' dimension that is not the hidden size.
+  for (const ParameterInfo& p : manifest.parameters) {
+    if (p.shape.size() != 2 || !names.layer_index(p.name) || !is_mlp(p.name)) continue;
+    for (std::int64_t d : p.shape) {
+      if (d != shape.hidden) shape.ffn = std::max(shape.ffn, d);
+    }
+  }
+  if (shape.ffn == 0) shape.ffn = shape.hidden;
+  shape.gated_mlp = !mlp_matrices.empty() && mlp_matrices.begin()->second == 3;
+  const auto unit = manifest.axis_units.find("heads");
+  if (heads) {
+    shape.heads = *heads;
+    shape.head_dim = *heads > 0 ? shape.hidden / *heads : 0;
+  } else if (unit != manifest.axis_units.end()) {
+    shape.head_dim = unit->second;
+    shape.heads = (query != nullptr ? query->shape[0] : shape.hidden) / shape.head_dim;
+  }
+  if (shape.heads <= 0 || shape.head_dim <= 0) {
+    throw InvalidArgument(
+        "the model does not say how many attention heads it has (a manifest's "
+        "\"axis_units\": {\"heads\": head_dim}, or --heads)");
+  }
+  if (heads && shape.hidden % *heads != 0) {
+    throw InvalidArgument("--heads " + std::to_string(*heads) +
+                          " does not divide the hidden size " + std::to_string(shape.hidden));
+  }
+  shape.kv_heads = key != nullptr ? key->shape[0] / shape.head_dim : shape.heads;
+  return shape;
+}
+
+}  // namespace shardwise::plan

@@ -1,0 +1,117 @@
+#include "shardwise/plan/search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace shardwise::plan {
+namespace {
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d * d <= n; ++d) {
+    if (n % d != 0) continue;
+    out.push_back(d);
+    if (d != n / d) out.push_back(n / d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string seconds(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g s", value);
+  return text;
+}
+
+std::string gib(std::int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
+}
+
+std::string why_slower(const Prediction& p, const Prediction& best) {
+  if (!p.fits) {
+    return "does not fit: " + gib(p.memory.total()) + " per device";
+  }
+  const double ratio = p.step_time_s / best.step_time_s;
+  if (ratio < 1.0005) {
+    return "the same step time, " + gib(p.memory.total()) + " per device against " +
+           gib(best.memory.total());
+  }
+  char head[48];
+  std::snprintf(head, sizeof head, "%.2fx the best's step time: ", ratio);
+  const double compute = p.compute_time_s - best.compute_time_s;
+  const double bubble = p.bubble_time_s - best.bubble_time_s;
+  const double comm = p.comm_time_s - best.comm_time_s;
+  if (bubble >= compute && bubble >= comm) {
+    return head + std::string("pipeline bubble ") + seconds(p.bubble_time_s) + " against " +
+           seconds(best.bubble_time_s);
+  }
+  if (comm >= compute) {
+    return head + std::string("exposed communication ") + seconds(p.comm_time_s) + " against " +
+           seconds(best.comm_time_s);
+  }
+  return head + std::string("compute (recomputation) ") + seconds(p.compute_time_s) + " against " +
+         seconds(best.compute_time_s);
+}
+
+}  // namespace
+
+SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
+                            const TrainingSetup& setup, const SearchOptions& options) {
+  std::vector<Prediction> all;
+  SearchResult result;
+  const std::int64_t n = cluster.devices;
+  for (std::int64_t t : divisors(n)) {
+    if (options.model_within_node && t > cluster.devices_per_node) continue;
+    for (std::int64_t p : divisors(n / t)) {
+      if (model.layers % p != 0) continue;
+      const std::int64_t dp = n / (t * p);
+      if (setup.global_batch % (dp * setup.micro_batch) != 0) continue;
+      const std::int64_t m = setup.global_batch / (dp * setup.micro_batch);
+      std::vector<std::pair<Schedule, std::int64_t>> schedules{{Schedule::kOneFOneB, 1}};
+      if (p > 1) {
+        schedules.emplace_back(Schedule::kGpipe, 1);
+        for (std::int64_t v : divisors(model.layers / p)) {
+          if (v >= 2 && m % p == 0) schedules.emplace_back(Schedule::kInterleaved, v);
+        }
+      }
+      for (std::int64_t fsdp : divisors(dp)) {
+        for (int zero = fsdp > 1 ? 1 : 0; zero <= 3; ++zero) {
+          for (const auto& [schedule, v] : schedules) {
+            Layout l{dp / fsdp,
+                     fsdp,
+                     t,
+                     p,
+                     zero,
+                     m,
+                     schedule,
+                     v,
+                     options.recompute,
+                     options.sequence_parallel && t > 1};
+            if (layout_problem(model, cluster, setup, l)) continue;
+            all.push_back(evaluate(model, cluster, setup, l));
+          }
+        }
+      }
+    }
+  }
+  result.evaluated = all.size();
+  result.fitting = static_cast<std::size_t>(
+      std::count_if(all.begin(), all.end(), [](const Prediction& p) { return p.fits; }));
+  std::stable_sort(all.begin(), all.end(), [](const Prediction& a, const Prediction& b) {
+    if (a.fits != b.fits) return a.fits;
+    if (!a.fits) return a.memory.total() < b.memory.total();
+    // Step times in buckets of 0.05%: within one, the layout with more memory to spare first.
+    const auto bucket = [](double seconds) { return std::floor(std::log(seconds) / 5e-4); };
+    if (bucket(a.step_time_s) != bucket(b.step_time_s)) return a.step_time_s < b.step_time_s;
+    return a.memory.total() < b.memory.total();
+  });
+  for (std::size_t i = 0; i < all.size() && i < options.top; ++i) {
+    result.ranked.push_back({all[i], i == 0 ? std::string() : why_slower(all[i], all[0])});
+  }
+  return result;
+}
+
+}  // namespace shardwise::plan

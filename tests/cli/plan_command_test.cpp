@@ -1,0 +1,92 @@
+// `shardwise plan` as a user runs it: one layout evaluated, a search ranked, the JSON object the
+// issue names, and one clear line for bad input.
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "run_command.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+using testing::expect_bad_input;
+using testing::run_command;
+
+std::string gpt2_config() {
+  const std::string path = ::testing::TempDir() + "plan_gpt2.json";
+  std::ofstream(path) << R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024,
+                             "n_embd": 768, "n_layer": 12, "n_head": 12})";
+  return path;
+}
+
+TEST(PlanCommand, OneLayoutAsJson) {
+  const testing::Result r =
+      run_command({"plan", "--model", gpt2_config(), "--devices", "8", "--global-batch", "64",
+                   "--seq", "1024", "--layout", "data=2,fsdp=4", "--zero", "3", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["parameters"], 124'439'808);
+  EXPECT_EQ(j["model"]["layers"], 12);
+  EXPECT_EQ(j["best"], 0);
+  ASSERT_EQ(j["candidates"].size(), 1U);
+  const auto& c = j["candidates"][0];
+  EXPECT_EQ(c["layout"]["fsdp"], 4);
+  EXPECT_EQ(c["layout"]["zero"], 3);
+  EXPECT_EQ(c["layout"]["microbatches"], 8);
+  EXPECT_EQ(c["layout"]["schedule"], "1f1b");
+  // ZeRO-3 over 4 fsdp ranks, bf16 with Adam: 16 bytes per parameter, a quarter each.
+  const auto& m = c["memory_per_device"];
+  EXPECT_EQ(m["params"].get<std::int64_t>() + m["grads"].get<std::int64_t>() +
+                m["optimizer"].get<std::int64_t>(),
+            16 * 124'439'808 / 4);
+  EXPECT_TRUE(m["total"].is_number_integer());
+  EXPECT_GT(c["comm_bytes_per_step"]["fsdp"].get<std::int64_t>(), 0);
+  EXPECT_GT(c["comm_bytes_per_step"]["data"].get<std::int64_t>(), 0);
+  EXPECT_TRUE(c["fits"].get<bool>());
+  EXPECT_GT(c["mfu"].get<double>(), 0);
+}
+
+TEST(PlanCommand, ASearchRanksLayoutsForAPerson) {
+  const testing::Result r = run_command({"plan", "--model", "small", "--devices", "16",
+                                         "--global-batch", "32", "--seq", "256", "--top", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("valid layouts evaluated"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n1  data="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n3  data="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("P params"), std::string::npos) << r.out;
+}
+
+TEST(PlanCommand, BadInput) {
+  const std::string model = gpt2_config();
+  const std::vector<std::string> base{"plan", "--model", model, "--global-batch",
+                                      "64",   "--seq",   "1024"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_bad_input(with({"--devices", "0"}), "--devices is 0; expected 1 to");
+  expect_bad_input(with({"--devices", "8", "--device", "tpu"}), "--device 'tpu' is not a preset");
+  expect_bad_input(with({"--devices", "8", "--precision", "fp8"}), "--precision is 'fp8'");
+  expect_bad_input(with({"--devices", "8", "--layout", "data=4"}), "= 4, not the 8 devices");
+  expect_bad_input(with({"--devices", "8", "--layout", "tensor=8"}), "--layout: axis 'tensor'");
+  expect_bad_input(with({"--devices", "8", "--efficiency", "nan"}), "--efficiency");
+  expect_bad_input(with({"--devices", "8", "--overlap", "1.5"}), "--overlap is 1.5");
+  expect_bad_input(with({"--devices", "7"}), "no layout of 7 devices");
+  expect_bad_input(
+      {"plan", "--model", "/dev/zero", "--devices", "8", "--global-batch", "8", "--seq", "8"},
+      "is not a regular file");
+  const std::string hostile = ::testing::TempDir() + "hostile.safetensors";
+  {
+    std::ofstream out(hostile, std::ios::binary);
+    const unsigned char length[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f};
+    out.write(reinterpret_cast<const char*>(length), 8);
+    out << "{}";
+  }
+  expect_bad_input(
+      {"plan", "--model", hostile, "--devices", "8", "--global-batch", "8", "--seq", "8"},
+      "the safetensors header claims 9223372036854775807 bytes");
+}
+
+}  // namespace
+}  // namespace shardwise::cli

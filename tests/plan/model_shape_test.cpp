@@ -1,0 +1,86 @@
+// Model descriptions to the shape the formulas need: exact parameter counts of GPT-2 and
+// Llama 3 8B from their config.json, and .safetensors headers, hostile ones refused.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "error_of.hpp"
+#include "shardwise/plan/model_shape.hpp"
+
+namespace shardwise::plan {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+
+TEST(ModelShape, Gpt2AndLlama3FromTheirConfigs) {
+  const ModelShape gpt2 = shape_of(manifest_from_hf_config(
+      R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
+          "n_layer": 12, "n_head": 12})"));
+  EXPECT_EQ(gpt2.parameters, 124'439'808);
+  EXPECT_EQ(gpt2.layers, 12);
+  EXPECT_EQ(gpt2.hidden, 768);
+  EXPECT_EQ(gpt2.heads, 12);
+  EXPECT_EQ(gpt2.ffn, 3072);
+  EXPECT_EQ(gpt2.vocab, 50257);
+  EXPECT_FALSE(gpt2.gated_mlp);
+  // Matrices of the layers and the tied head; not the position embedding.
+  EXPECT_EQ(gpt2.matmul_parameters, 12 * 12 * 768 * 768 + 50257 * 768);
+  const ModelShape llama = shape_of(manifest_from_hf_config(
+      R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+          "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+          "num_key_value_heads": 8})"));
+  EXPECT_EQ(llama.parameters, 8'030'261'248);
+  EXPECT_EQ(llama.heads, 32);
+  EXPECT_EQ(llama.kv_heads, 8);
+  EXPECT_EQ(llama.ffn, 14336);
+  EXPECT_TRUE(llama.gated_mlp);
+  EXPECT_EQ(llama.head_parameters, 128256 * 4096 + 4096);  // lm_head and the final norm
+}
+
+std::string header_of(const std::string& tensors) { return "{" + tensors + "}"; }
+
+TEST(ModelShape, SafetensorsHeaders) {
+  const std::string good = header_of(
+      R"("__metadata__": {"format": "pt"},
+         "transformer.wte.weight": {"dtype": "F32", "shape": [16, 8], "data_offsets": [0, 512]},
+         "transformer.h.0.mlp.c_fc.weight": {"dtype": "BF16", "shape": [8, 32],
+                                             "data_offsets": [512, 1024]})");
+  const ModelManifest manifest = manifest_from_safetensors_header(good, 1024);
+  ASSERT_EQ(manifest.parameters.size(), 2U);
+  EXPECT_EQ(shape_of(manifest, 2).ffn, 32);
+  EXPECT_THAT(error_of([&] { (void)shape_of(manifest); }), HasSubstr("--heads"));
+  for (const auto& [header, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"not json", "not JSON"},
+           {"[]", "not a JSON object"},
+           {"{}", "lists no tensors"},
+           {header_of(R"("w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "x": 1})"),
+            "needs exactly"},
+           {header_of(R"("w": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]})"),
+            "dtype 'F8_E4M3'"},
+           {header_of(R"("w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]})"),
+            "expected a non-negative integer"},
+           {header_of(R"("w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4096]})"),
+            "inside the file's 1024 data bytes"},
+           {header_of(R"("w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]})"),
+            "data_offsets [8, 0]"},
+           {header_of(R"("w": {"dtype": "F32", "shape": [4294967296, 4294967296, 4],
+                               "data_offsets": [0, 8]})"),
+            "does not fit in a 64-bit integer"},
+           {header_of(R"("w": {"dtype": "F32", "shape": [18446744073709551615],
+                               "data_offsets": [0, 8]})"),
+            "too large"},
+           {header_of(R"("w": {"dtype": "F32", "shape": [1e999], "data_offsets": [0, 8]})"),
+            "not JSON"},
+           {header_of(R"("w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                         "w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]})"),
+            "twice"}}) {
+    EXPECT_THAT(error_of([&] { (void)manifest_from_safetensors_header(header, 1024); }),
+                HasSubstr(expected))
+        << header;
+  }
+}
+
+}  // namespace
+}  // namespace shardwise::plan
