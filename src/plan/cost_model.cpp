@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/named_sharding.hpp"
+#include "shardwise/strategy/fsdp_strategy.hpp"
 
 namespace shardwise::plan {
 namespace {
@@ -41,15 +43,6 @@ Link link_of(const Cluster& cluster, const Axis& axis) {
                                                             : cluster.intra_node;
 }
 
-// What a member sends: all-reduce 2 (n - 1) / n S, all-gather and reduce-scatter (n - 1) / n S
-// of the full size S (the runtime's counters and nccl-tests' bus bandwidth count the same).
-double all_reduce_sent(std::int64_t n, double bytes) {
-  return n > 1 ? 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes : 0.0;
-}
-double gather_sent(std::int64_t n, double bytes) {
-  return n > 1 ? static_cast<double>(n - 1) / static_cast<double>(n) * bytes : 0.0;
-}
-
 // The stage's parameters on one device after tensor parallelism splits the matrices.
 std::int64_t stage_parameters(const ModelShape& model, const Layout& layout, bool first,
                               bool last) {
@@ -75,7 +68,70 @@ std::int64_t trainer_model_floats(const ModelShape& model, std::int64_t seq, std
   return tokens * (2 * model.hidden + 2 + 2 * model.vocab + 1 + 15 * model.hidden + model.vocab);
 }
 
+// One unit of a stage as ZeRO moves it: its elements on this device (after tensor
+// parallelism) and one member's chunk of them.
+struct ZeroUnit {
+  std::int64_t elements = 0;
+  std::int64_t chunk = 0;
+  bool layer = false;
+  bool tied_embedding = false;
+};
+
+// The units of the first or last stage. Without tensor parallelism each chunk is what the
+// trainer keeps (zero_chunks); with it, the unit's share of the model axis split evenly.
+std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l, bool first, bool last,
+                                  std::int64_t shards, const std::vector<std::int64_t>& chunks) {
+  const std::int64_t per_stage = model.layers / l.pipeline;
+  const std::int64_t stage = first ? 0 : l.pipeline - 1;
+  std::vector<ZeroUnit> out;
+  std::int64_t layer_index = 0;
+  for (std::size_t u = 0; u < model.units.size(); ++u) {
+    const ModelShape::Unit& unit = model.units[u];
+    if (unit.layer) {
+      const std::int64_t at = layer_index++;
+      if (at / per_stage != stage) continue;
+    } else if (u == 0 ? !first : !last) {
+      continue;
+    }
+    std::int64_t elements = 0;
+    for (const Shape& shape : unit.shapes) elements += num_elements(shape);
+    ZeroUnit z;
+    z.layer = unit.layer;
+    z.tied_embedding = u == 0 && !unit.layer && model.tied_embeddings;
+    if (l.model == 1) {
+      z.elements = elements;
+      z.chunk = chunks[u];
+    } else {
+      z.elements = ceil_div(elements, l.model);
+      z.chunk = ceil_div(z.elements, shards);
+    }
+    out.push_back(z);
+  }
+  return out;
+}
+
 }  // namespace
+
+std::int64_t zero_group(const Layout& layout) {
+  if (layout.zero == 0) return 1;
+  return layout.fsdp > 1 ? layout.fsdp : layout.data;
+}
+
+std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shards) {
+  // FSDP's rule with minimum size 1, the trainer's default (train::default_shardings).
+  const FSDPStrategy fsdp("fsdp", std::nullopt, 1, FsdpFallback::kShardOtherDimension);
+  const Mesh mesh({"fsdp"}, {shards});
+  std::vector<std::int64_t> chunks;
+  for (const ModelShape::Unit& unit : model.units) {
+    std::int64_t chunk = 0;
+    for (const Shape& shape : unit.shapes) {
+      const NamedSharding sharding(mesh, fsdp.decide(shape, shards).spec);
+      chunk += num_elements(sharding.shard_shape(shape));
+    }
+    chunks.push_back(chunk);
+  }
+  return chunks;
+}
 
 std::int64_t activation_bytes_per_layer(const ModelShape& model, std::int64_t seq,
                                         std::int64_t micro_batch, std::int64_t tensor,
@@ -178,8 +234,18 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
 
 Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
                     const Layout& l) {
+  return evaluate(model, cluster, setup, l, zero_chunks(model, zero_group(l)));
+}
+
+Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
+                    const Layout& l, const std::vector<std::int64_t>& chunks) {
   if (const auto problem = layout_problem(model, cluster, setup, l)) {
     throw InvalidArgument("layout " + l.to_string() + ": " + *problem);
+  }
+  if (model.units.empty() || chunks.size() != model.units.size()) {
+    throw InvalidArgument("the model shape lists " + std::to_string(model.units.size()) +
+                          " units and " + std::to_string(chunks.size()) +
+                          " chunks (shape_of and zero_chunks fill them)");
   }
   Prediction p;
   p.layout = l;
@@ -191,10 +257,13 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   // The first and the last stage; the most loaded one is reported.
   MemoryPerDevice best;
   std::int64_t stage_elements = 0;
+  std::vector<ZeroUnit> first_stage;
   for (const bool first : {true, false}) {
     const bool last = !first || l.pipeline == 1;
     const std::int64_t elements = stage_parameters(model, l, first, last);
-    const std::int64_t sharded = ceil_div(elements, shards);
+    const std::vector<ZeroUnit> units = stage_units(model, l, first, last, shards, chunks);
+    std::int64_t sharded = 0;
+    for (const ZeroUnit& unit : units) sharded += unit.chunk;
     MemoryPerDevice m;
     m.params = bytes.params * (l.zero >= 3 ? sharded : elements);
     m.grads = bytes.grads * (l.zero >= 2 ? sharded : elements);
@@ -240,15 +309,18 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
       m.buffers = (2 * bytes.params + bytes.grads) * layer;
     }
     if (first || m.total() > best.total()) best = m;
-    if (first) stage_elements = elements;
+    if (first) {
+      stage_elements = elements;
+      first_stage = units;
+    }
     if (l.pipeline == 1) break;
   }
   p.memory = best;
   p.fits = best.total() <= cluster.memory_bytes;
 
-  // Bytes per step along each axis, sent by one device.
-  const double grad_bytes = static_cast<double>(bytes.grads * stage_elements);
-  const double param_bytes = static_cast<double>(bytes.params * stage_elements);
+  // Bytes per step along each axis, sent by the first device of the first stage, collective
+  // by collective as shardwise's trainer issues them: gradients unit by unit, the loss averaged
+  // and the gradient norm summed once.
   const double m = static_cast<double>(l.microbatches);
   std::map<std::string, double> sent;
   std::map<std::string, double> steps;  // ring steps, for latency
@@ -258,31 +330,51 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     sent[axis] += value;
     steps[axis] += ring_steps;
   };
-  if (l.zero == 0) {
-    add("data", all_reduce_sent(l.data, grad_bytes), 2.0 * static_cast<double>(l.data - 1));
-  } else {
-    const double n = static_cast<double>(shards - 1);
-    if (l.zero == 1) {
-      add(shard_axis, all_reduce_sent(shards, grad_bytes), 2 * n);
-      add("data", replicas > 1 ? all_reduce_sent(replicas, grad_bytes) : 0,
-          2.0 * static_cast<double>(replicas - 1));
+  // Member 0 of n sends 2 (count - its chunk) of an all-reduce, its chunk floor(count / n).
+  const auto all_reduce = [&](const std::string& axis, std::int64_t n, std::int64_t count,
+                              double element, double times) {
+    if (n < 2) return;
+    add(axis, times * 2.0 * static_cast<double>(count - count / n) * element,
+        times * 2.0 * static_cast<double>(n - 1));
+  };
+  // An all-gather or reduce-scatter of `chunk` elements per member: n - 1 chunks.
+  const auto gather = [&](const std::string& axis, std::int64_t n, std::int64_t chunk,
+                          double element, double times) {
+    if (n < 2) return;
+    add(axis, times * static_cast<double>((n - 1) * chunk) * element,
+        times * static_cast<double>(n - 1));
+  };
+  const double grad = static_cast<double>(bytes.grads);
+  const double param = static_cast<double>(bytes.params);
+  const std::string group_axis = l.zero == 0 ? "data" : shard_axis;
+  const std::int64_t group = l.zero == 0 ? l.data : shards;
+  std::int64_t slice = 0;
+  for (const ZeroUnit& unit : first_stage) {
+    slice += unit.chunk;
+    if (l.zero <= 1) {
+      all_reduce(group_axis, group, unit.elements, grad, 1);
     } else {
-      const double reductions = l.zero == 3 ? m : 1;
-      add(shard_axis, reductions * gather_sent(shards, grad_bytes), reductions * n);
-      add("data",
-          replicas > 1 ? all_reduce_sent(replicas, grad_bytes / static_cast<double>(shards)) : 0,
-          2.0 * static_cast<double>(replicas - 1));
+      gather(shard_axis, shards, unit.chunk, grad, l.zero == 3 ? m : 1);
     }
-    const double gathers = l.zero == 3 ? 2 * m : 1;
-    add(shard_axis, gathers * gather_sent(shards, param_bytes), gathers * n);
+    if (l.zero == 1 || l.zero == 2) gather(shard_axis, shards, unit.chunk, param, 1);
+    if (l.zero == 3) {  // layers forward and again backward; the tied embedding for the head too
+      const double uses = unit.layer ? 2 : (unit.tied_embedding ? 2 : 1);
+      gather(shard_axis, shards, unit.chunk, param, uses * m);
+    }
   }
-  const double act = static_cast<double>(activation_element_bytes(setup) * setup.micro_batch *
-                                         setup.seq * model.hidden);
+  if (replicas > 1) {
+    all_reduce("data", replicas, l.zero == 1 ? stage_elements : slice, grad, 1);
+  }
+  all_reduce(group_axis, group, 1, 4, 1);  // the loss, averaged
+  all_reduce("data", replicas, 1, 4, 1);
+  all_reduce(group_axis, group, 1, 8, 1);  // the squared gradient norm, in double
+  const double element = static_cast<double>(activation_element_bytes(setup));
+  const std::int64_t tokens_per_micro_batch = setup.micro_batch * setup.seq;
+  const double act = element * static_cast<double>(tokens_per_micro_batch * model.hidden);
   if (l.model > 1) {  // Megatron: two all-reduces per layer forward, two backward
     const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;
-    const double calls = per_layer * static_cast<double>(per_stage_layers) * m;
-    add("model", calls * all_reduce_sent(l.model, act),
-        calls * 2.0 * static_cast<double>(l.model - 1));
+    all_reduce("model", l.model, tokens_per_micro_batch * model.hidden, element,
+               per_layer * static_cast<double>(per_stage_layers) * m);
   }
   if (l.pipeline > 1) {  // activations forward, their gradients backward, per micro-batch
     const double chunk = l.sequence_parallel ? act / static_cast<double>(l.model) : act;

@@ -55,12 +55,19 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   const ParameterInfo* query = nullptr;
   const ParameterInfo* key = nullptr;
   bool has_head = false;
+  ModelShape::Unit before{"embeddings", false, {}};
+  ModelShape::Unit after{"final", false, {}};
+  std::map<std::int64_t, ModelShape::Unit> layer_units;
   for (const ParameterInfo& p : manifest.parameters) {
     const std::int64_t count = num_elements(p.shape);
     shape.parameters = checked_add(shape.parameters, count, "parameters");
     shape.dtype = p.dtype;
     const std::optional<std::int64_t> layer = names.layer_index(p.name);
     if (layer) {
+      ModelShape::Unit& unit = layer_units[*layer];
+      unit.name = "layer " + std::to_string(*layer);
+      unit.layer = true;
+      unit.shapes.push_back(p.shape);
       per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
       if (p.shape.size() == 2) {
         shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
@@ -73,6 +80,7 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     }
     if (is_output_head(p.name)) {
       has_head = true;
+      after.shapes.push_back(p.shape);
       shape.head_parameters = checked_add(shape.head_parameters, count, "parameters");
       if (p.shape.size() == 2) {
         shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
@@ -81,8 +89,10 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     }
     if (names.place_in_stage(p.name, {1, 1}).stage == 1) {
       shape.head_parameters = checked_add(shape.head_parameters, count, "parameters");
+      after.shapes.push_back(p.shape);
     } else {
       shape.embedding_parameters = checked_add(shape.embedding_parameters, count, "parameters");
+      before.shapes.push_back(p.shape);
     }
     if (p.shape.size() == 2 && !is_position_embedding(p.name)) {
       if (is_token_embedding(p.name)) embedding = &p;
@@ -110,6 +120,10 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   }
   shape.vocab = embedding->shape[0];
   shape.hidden = embedding->shape[1];
+  if (!before.shapes.empty()) shape.units.push_back(std::move(before));
+  for (auto& [layer, unit] : layer_units) shape.units.push_back(std::move(unit));
+  if (!after.shapes.empty()) shape.units.push_back(std::move(after));
+  shape.tied_embeddings = !has_head;
   if (!has_head) {  // the output head is the tied token embedding
     shape.matmul_parameters =
         checked_add(shape.matmul_parameters, num_elements(embedding->shape), "parameters");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 namespace shardwise::plan {
 namespace {
@@ -62,6 +63,7 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
                             const TrainingSetup& setup, const SearchOptions& options) {
   std::vector<Prediction> all;
   SearchResult result;
+  std::map<std::int64_t, std::vector<std::int64_t>> chunks;  // by ZeRO group size
   const std::int64_t n = cluster.devices;
   for (std::int64_t t : divisors(n)) {
     if (options.model_within_node && t > cluster.devices_per_node) continue;
@@ -91,7 +93,12 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
                      options.recompute,
                      options.sequence_parallel && t > 1};
             if (layout_problem(model, cluster, setup, l)) continue;
-            all.push_back(evaluate(model, cluster, setup, l));
+            const std::int64_t group = zero_group(l);
+            auto found = chunks.find(group);
+            if (found == chunks.end()) {
+              found = chunks.emplace(group, zero_chunks(model, group)).first;
+            }
+            all.push_back(evaluate(model, cluster, setup, l, found->second));
           }
         }
       }

@@ -90,3 +90,50 @@ TEST(PlanCommand, BadInput) {
 
 }  // namespace
 }  // namespace shardwise::cli
+
+namespace shardwise::cli {
+namespace {
+
+// The planner against the trainer it describes: for tiny and every layout `shardwise train`
+// runs (data parallel, ZeRO 1 to 3 over fsdp or data, HSDP), the predicted parameter, gradient
+// and optimizer bytes equal rank 0's measured ones, and the predicted bytes per axis per step
+// equal the runtime's counters, exactly.
+TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
+  for (const auto& [mesh, zero, ranks] :
+       std::vector<std::tuple<std::string, std::string, int>>{{"data=2", "0", 2},
+                                                              {"data=2", "1", 2},
+                                                              {"data=4", "2", 4},
+                                                              {"fsdp=2", "1", 2},
+                                                              {"fsdp=2", "2", 2},
+                                                              {"fsdp=2", "3", 2},
+                                                              {"fsdp=4", "3", 4},
+                                                              {"data=2,fsdp=2", "1", 4},
+                                                              {"data=2,fsdp=2", "2", 4},
+                                                              {"data=2,fsdp=2", "3", 4}}) {
+    const testing::Result trained =
+        run_command({"train", "--model", "tiny", "--mesh", mesh, "--zero", zero, "--batch", "8",
+                     "--steps", "2", "--json"});
+    ASSERT_EQ(trained.status, 0) << trained.err;
+    const testing::Result planned = run_command(
+        {"plan", "--model", "tiny", "--devices", std::to_string(ranks), "--global-batch", "8",
+         "--seq", "64", "--micro-batch", std::to_string(8 / ranks), "--precision", "fp32",
+         "--layout", mesh, "--zero", zero, "--json"});
+    ASSERT_EQ(planned.status, 0) << planned.err;
+    const auto summary = testing::json_lines(trained.out).back()["summary"];
+    const auto candidate = nlohmann::json::parse(planned.out)["candidates"][0];
+    const std::string where = mesh + " zero " + zero;
+    const auto& rank0 = summary["ranks"][0];
+    const auto& memory = candidate["memory_per_device"];
+    EXPECT_EQ(rank0["params_bytes"], memory["params"]) << where;
+    EXPECT_EQ(rank0["grads_bytes"], memory["grads"]) << where;
+    EXPECT_EQ(rank0["optimizer_bytes"], memory["optimizer"]) << where;
+    nlohmann::json measured = nlohmann::json::object();
+    for (const auto& [axis, bytes] : summary["comm_bytes_per_step"].items()) {
+      if (bytes.get<std::int64_t>() != 0) measured[axis] = bytes;
+    }
+    EXPECT_EQ(measured, candidate["comm_bytes_per_step"]) << where;
+  }
+}
+
+}  // namespace
+}  // namespace shardwise::cli

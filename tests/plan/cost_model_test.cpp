@@ -31,6 +31,7 @@ ModelShape one_block(std::int64_t parameters) {
   m.layer_parameters = parameters;
   m.layer_matmul_parameters = parameters;
   m.matmul_parameters = parameters;
+  m.units = {{"layer 0", true, {Shape{parameters}}}};
   return m;
 }
 
@@ -49,6 +50,14 @@ ModelShape gpt3_175b() {
   m.matmul_parameters = m.layers * m.layer_matmul_parameters + m.vocab * m.hidden;
   m.embedding_parameters = m.vocab * m.hidden;
   m.parameters = m.layers * m.layer_parameters + m.embedding_parameters;
+  m.tied_embeddings = true;
+  const std::int64_t h = m.hidden;
+  m.units.push_back({"embeddings", false, {Shape{m.vocab, h}}});
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    m.units.push_back({"layer " + std::to_string(l),
+                       true,
+                       {Shape{3 * h, h}, Shape{h, h}, Shape{4 * h, h}, Shape{h, 4 * h}}});
+  }
   return m;
 }
 

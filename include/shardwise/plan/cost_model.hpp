@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "shardwise/plan/cluster.hpp"
 #include "shardwise/plan/layout.hpp"
@@ -54,6 +55,17 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
 // Throws InvalidArgument with layout_problem's reason.
 Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
                     const Layout& layout);
+// The same with zero_chunks(model, zero_group(layout)) computed once by the caller (a search
+// evaluates many layouts of one group size).
+Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
+                    const Layout& layout, const std::vector<std::int64_t>& chunks);
+
+// The ranks ZeRO shards over: fsdp where it is larger than 1, else data; 1 at ZeRO 0.
+std::int64_t zero_group(const Layout& layout);
+// Per unit of the model, the elements one of `shards` ranks keeps when ZeRO splits every
+// parameter as shardwise's trainer does by default: FSDPStrategy's rule (dimension 0, else a
+// later dimension the group divides, else whole) with minimum size 1, on the parameter's shape.
+std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shards);
 
 // Korthikanti et al. 2022, bytes of one transformer layer's activations for one micro-batch of
 // b sequences of s tokens with 16-bit activations: sbh (10 + 24/t + 5as/(ht)) without sequence

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "shardwise/strategy/model_manifest.hpp"
 
@@ -32,6 +33,15 @@ struct ModelShape {
   // output head (the tied embedding where there is no head); not position embeddings.
   std::int64_t matmul_parameters = 0;
   DType dtype = DType::kF32;
+  bool tied_embeddings = false;  // the output head is the token embedding
+  // FSDP's units, in the order a forward pass uses them: the parameters before the layers
+  // (embeddings), each layer, those after (final norm, head); each unit's parameter shapes.
+  struct Unit {
+    std::string name;
+    bool layer = false;
+    std::vector<Shape> shapes;
+  };
+  std::vector<Unit> units;
 
   // "12 layers, hidden 768, 12 heads, ffn 3072, vocab 50257, 124,439,808 parameters".
   [[nodiscard]] std::string to_string() const;
