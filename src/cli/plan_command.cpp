@@ -91,8 +91,8 @@ ModelManifest model_manifest(const std::string& model) {
   }
 }
 
-// This machine: one device per rank, the measured fp32 matrix-product rate of the kernels on
-// every core, its memory, and memory bandwidth between in-process ranks.
+// This machine shared by `devices` in-process ranks: each gets an equal share of the measured
+// fp32 matrix-product rate of the kernels on every core and of the memory.
 plan::Cluster this_machine(std::int64_t devices) {
   plan::Cluster c;
   c.name = "cpu";
@@ -114,8 +114,7 @@ plan::Cluster this_machine(std::int64_t devices) {
     ++calls;
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  const double cores = static_cast<double>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
-  c.peak_flops_fp32 = 2.0 * n * n * n * calls / elapsed / cores;  // one core per rank
+  c.peak_flops_fp32 = 2.0 * n * n * n * calls / elapsed / static_cast<double>(devices);
   c.peak_flops_bf16 = c.peak_flops_fp32;
   c.intra_node = {5e9, 5e-6};
   c.inter_node = c.intra_node;
@@ -220,7 +219,7 @@ class PlanCommand final : public Command {
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
 
   void run(std::ostream& out) const override {
-    const std::int64_t devices = positive(devices_, "--devices", std::int64_t{1} << 24);
+    const std::int64_t devices = positive(devices_, "--devices", std::int64_t{1} << 20);
     const std::int64_t per_node =
         std::min(positive(per_node_, "--devices-per-node", std::int64_t{1} << 24), devices);
     plan::TrainingSetup setup;
@@ -260,6 +259,9 @@ class PlanCommand final : public Command {
       options.recompute = recompute;
       options.sequence_parallel = sequence_parallel_;
       const plan::SearchResult result = plan::search_layouts(shape, cluster, setup, options);
+      if (result.ranked.empty() && !result.skipped.empty()) {
+        throw InvalidArgument("no layout can be evaluated: " + result.skipped);
+      }
       if (result.ranked.empty()) {
         throw InvalidArgument("no layout of " + std::to_string(devices) +
                               " devices divides the model and the batch (heads " +

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "shardwise/core/error.hpp"
-#include "shardwise/core/named_sharding.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
 
 namespace shardwise::plan {
@@ -25,6 +25,17 @@ StateBytes state_bytes(const TrainingSetup& setup) {
   const bool adam = setup.optimizer == Optimizer::kAdam;
   if (setup.precision == Precision::kFp32) return {4, 4, adam ? 8 : 0};
   return {2, 2, adam ? 12 : 4};
+}
+
+// Bytes the planner reports, at most an exabyte (no device holds more; a sum of five stays within
+// 64 bits): larger ones come from inputs no cluster runs, refused naming what they measure.
+constexpr double kMostBytes = 1e18;
+std::int64_t bytes_of(double value, const std::string& what) {
+  if (!(value >= 0 && value <= kMostBytes)) {
+    throw InvalidArgument(what + " would be " + std::to_string(value) +
+                          " bytes, more than the exabyte the planner counts to");
+  }
+  return static_cast<std::int64_t>(std::llround(value));
 }
 
 std::int64_t activation_element_bytes(const TrainingSetup& setup) {
@@ -57,15 +68,17 @@ std::int64_t stage_parameters(const ModelShape& model, const Layout& layout, boo
 // Activations of shardwise's fp32 trainer (no dropout): per layer 17 s h + a s^2 + 4 s floats
 // per sequence (LayerNorm outputs and statistics, q k v, attention weights and output, the MLP's
 // two wide tensors, residuals).
-std::int64_t trainer_layer_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
-  return b * (17 * seq * model.hidden + model.heads * seq * seq + 4 * seq);
+double trainer_layer_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
+  const double s = static_cast<double>(seq);
+  return static_cast<double>(b) * (17 * s * static_cast<double>(model.hidden) +
+                                   static_cast<double>(model.heads) * s * s + 4 * s);
 }
 
 // And outside the layers: the embedding output, final LayerNorm, logits and probabilities,
 // losses, and backward's scratch (4 + 8 + 3 widths of h and one of V per token).
-std::int64_t trainer_model_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
-  const std::int64_t tokens = b * seq;
-  return tokens * (2 * model.hidden + 2 + 2 * model.vocab + 1 + 15 * model.hidden + model.vocab);
+double trainer_model_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
+  const double tokens = static_cast<double>(b) * static_cast<double>(seq);
+  return tokens * static_cast<double>(17 * model.hidden + 3 * model.vocab + 3);
 }
 
 // One unit of a stage as ZeRO moves it: its elements on this device (after tensor
@@ -119,14 +132,21 @@ std::int64_t zero_group(const Layout& layout) {
 
 std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shards) {
   // FSDP's rule with minimum size 1, the trainer's default (train::default_shardings).
+  // The rule splits a dimension only where the group divides it (JAX's strict layout), so a
+  // split parameter's block is exactly its elements over the group. Shapes repeat from layer
+  // to layer: each is decided once.
   const FSDPStrategy fsdp("fsdp", std::nullopt, 1, FsdpFallback::kShardOtherDimension);
-  const Mesh mesh({"fsdp"}, {shards});
+  std::map<Shape, std::int64_t> decided;
   std::vector<std::int64_t> chunks;
   for (const ModelShape::Unit& unit : model.units) {
     std::int64_t chunk = 0;
     for (const Shape& shape : unit.shapes) {
-      const NamedSharding sharding(mesh, fsdp.decide(shape, shards).spec);
-      chunk += num_elements(sharding.shard_shape(shape));
+      auto found = decided.find(shape);
+      if (found == decided.end()) {
+        const bool split = fsdp.decide(shape, shards).spec.dimension_of("fsdp") >= 0;
+        found = decided.emplace(shape, num_elements(shape) / (split ? shards : 1)).first;
+      }
+      chunk += found->second;
     }
     chunks.push_back(chunk);
   }
@@ -143,7 +163,7 @@ std::int64_t activation_bytes_per_layer(const ModelShape& model, std::int64_t se
   const double t = static_cast<double>(tensor);
   const double sbh = s * b * h;
   if (recompute == Recompute::kFull) {
-    return static_cast<std::int64_t>(std::llround(sequence_parallel ? 2 * sbh / t : 2 * sbh));
+    return bytes_of(sequence_parallel ? 2 * sbh / t : 2 * sbh, "one layer's activations");
   }
   // 24: q, k (4), v (2), the output projection's input (2), the MLP's wide output and its
   // activation (8 + 8); scaled to other key/value head counts and MLP widths.
@@ -155,7 +175,7 @@ std::int64_t activation_bytes_per_layer(const ModelShape& model, std::int64_t se
   const double scores = recompute == Recompute::kSelective ? 0.0 : 5 * a * s / h;
   const double per_sbh =
       sequence_parallel ? (unsplit + split + scores) / t : unsplit + split / t + scores / t;
-  return static_cast<std::int64_t>(std::llround(sbh * per_sbh));
+  return bytes_of(sbh * per_sbh, "one layer's activations");
 }
 
 double model_flops(const ModelShape& model, std::int64_t tokens, std::int64_t seq) {
@@ -265,15 +285,23 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     std::int64_t sharded = 0;
     for (const ZeroUnit& unit : units) sharded += unit.chunk;
     MemoryPerDevice m;
-    m.params = bytes.params * (l.zero >= 3 ? sharded : elements);
-    m.grads = bytes.grads * (l.zero >= 2 ? sharded : elements);
+    const auto state = [&](std::int64_t per_parameter, std::int64_t count) {
+      return bytes_of(static_cast<double>(per_parameter) * static_cast<double>(count),
+                      "the model state on a device");
+    };
+    m.params = state(bytes.params, l.zero >= 3 ? sharded : elements);
+    m.grads = state(bytes.grads, l.zero >= 2 ? sharded : elements);
     // shardwise's fp32 trainer reduce-scatters ZeRO-2's gradients after a full-buffer backward:
     // it holds both.
-    if (setup.precision == Precision::kFp32 && l.zero == 2) m.grads += bytes.grads * elements;
-    m.optimizer = bytes.optimizer * (l.zero >= 1 ? sharded : elements);
+    if (setup.precision == Precision::kFp32 && l.zero == 2) {
+      m.grads = state(bytes.grads, sharded + elements);
+    }
+    m.optimizer = state(bytes.optimizer, l.zero >= 1 ? sharded : elements);
     const std::int64_t b = setup.micro_batch;
     if (setup.precision == Precision::kFp32) {
-      m.activations_per_layer = 4 * trainer_layer_floats(model, setup.seq, b) / l.model;
+      m.activations_per_layer =
+          bytes_of(4 * trainer_layer_floats(model, setup.seq, b) / static_cast<double>(l.model),
+                   "one layer's activations");
     } else {
       m.activations_per_layer = activation_bytes_per_layer(model, setup.seq, b, l.model,
                                                            l.sequence_parallel, l.recompute);
@@ -295,18 +323,25 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
       }
     }
     if (!first) layers_held = static_cast<double>(per_stage_layers);  // the last stage: one
-    m.activations = static_cast<std::int64_t>(
-        std::llround(layers_held * static_cast<double>(m.activations_per_layer)));
+    m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
+                             "the activations on a device");
     if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
-      m.activations += activation_bytes_per_layer(model, setup.seq, b, l.model, l.sequence_parallel,
-                                                  Recompute::kNone);
+      m.activations = bytes_of(
+          static_cast<double>(m.activations) +
+              static_cast<double>(activation_bytes_per_layer(model, setup.seq, b, l.model,
+                                                             l.sequence_parallel,
+                                                             Recompute::kNone)),
+          "the activations on a device");
     }
     if (setup.precision == Precision::kFp32 && last) {
-      m.activations += 4 * trainer_model_floats(model, setup.seq, b) / l.model;
+      m.activations = bytes_of(static_cast<double>(m.activations) +
+                                   4 * trainer_model_floats(model, setup.seq, b) /
+                                       static_cast<double>(l.model),
+                               "the activations on a device");
     }
     if (l.zero == 3) {  // the layer in use and the next, gathered, and one layer's gradients
       const std::int64_t layer = ceil_div(model.layer_parameters, l.model);
-      m.buffers = (2 * bytes.params + bytes.grads) * layer;
+      m.buffers = state(2 * bytes.params + bytes.grads, layer);
     }
     if (first || m.total() > best.total()) best = m;
     if (first) {
@@ -381,7 +416,9 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     const double messages = 2 * m * static_cast<double>(l.virtual_stages);
     add("pipeline", messages * chunk, messages);
   }
-  for (const auto& [axis, value] : sent) p.comm_bytes_per_step[axis] = std::llround(value);
+  for (const auto& [axis, value] : sent) {
+    p.comm_bytes_per_step[axis] = bytes_of(value, "the bytes sent along " + axis);
+  }
 
   // Time.
   const std::int64_t tokens = setup.global_batch * setup.seq;

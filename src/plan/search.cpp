@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "shardwise/core/error.hpp"
 #include <map>
 
 namespace shardwise::plan {
@@ -98,7 +100,11 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
             if (found == chunks.end()) {
               found = chunks.emplace(group, zero_chunks(model, group)).first;
             }
-            all.push_back(evaluate(model, cluster, setup, l, found->second));
+            try {
+              all.push_back(evaluate(model, cluster, setup, l, found->second));
+            } catch (const InvalidArgument& e) {  // beyond what the planner counts: skipped
+              if (result.skipped.empty()) result.skipped = e.what();
+            }
           }
         }
       }

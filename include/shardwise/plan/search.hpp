@@ -28,6 +28,9 @@ struct SearchResult {
   std::vector<RankedLayout> ranked;  // at most `top`, best first
   std::size_t evaluated = 0;         // valid layouts
   std::size_t fitting = 0;
+  // The first reason a valid layout could not be evaluated (its bytes beyond what the planner
+  // counts), if any was skipped.
+  std::string skipped;
 };
 
 SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
