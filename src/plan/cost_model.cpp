@@ -326,18 +326,17 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
                              "the activations on a device");
     if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
-      m.activations = bytes_of(
-          static_cast<double>(m.activations) +
-              static_cast<double>(activation_bytes_per_layer(model, setup.seq, b, l.model,
-                                                             l.sequence_parallel,
-                                                             Recompute::kNone)),
-          "the activations on a device");
+      m.activations =
+          bytes_of(static_cast<double>(m.activations) +
+                       static_cast<double>(activation_bytes_per_layer(
+                           model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone)),
+                   "the activations on a device");
     }
     if (setup.precision == Precision::kFp32 && last) {
-      m.activations = bytes_of(static_cast<double>(m.activations) +
-                                   4 * trainer_model_floats(model, setup.seq, b) /
-                                       static_cast<double>(l.model),
-                               "the activations on a device");
+      m.activations =
+          bytes_of(static_cast<double>(m.activations) +
+                       4 * trainer_model_floats(model, setup.seq, b) / static_cast<double>(l.model),
+                   "the activations on a device");
     }
     if (l.zero == 3) {  // the layer in use and the next, gathered, and one layer's gradients
       const std::int64_t layer = ceil_div(model.layer_parameters, l.model);

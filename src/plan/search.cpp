@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "shardwise/core/error.hpp"
 #include <map>
+#include "shardwise/core/error.hpp"
 
 namespace shardwise::plan {
 namespace {
