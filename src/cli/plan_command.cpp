@@ -141,6 +141,8 @@ nlohmann::json candidate_json(const plan::Prediction& p) {
   const plan::Layout& l = p.layout;
   nlohmann::json comm = nlohmann::json::object();
   for (const auto& [axis, bytes] : p.comm_bytes_per_step) comm[axis] = bytes;
+  nlohmann::json kinds = nlohmann::json::object();
+  for (const auto& [kind, bytes] : p.comm_bytes_per_kind) kinds[kind] = bytes;
   return {{"layout",
            {{"data", l.data},
             {"fsdp", l.fsdp},
@@ -161,6 +163,7 @@ nlohmann::json candidate_json(const plan::Prediction& p) {
             {"buffers", p.memory.buffers},
             {"total", p.memory.total()}}},
           {"comm_bytes_per_step", comm},
+          {"comm_bytes_per_kind", kinds},
           {"model_flops_per_step", p.model_flops_per_step},
           {"hardware_flops_per_step", p.hardware_flops_per_step},
           {"step_time_s", p.step_time_s},

@@ -357,63 +357,72 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   // and the gradient norm summed once.
   const double m = static_cast<double>(l.microbatches);
   std::map<std::string, double> sent;
+  std::map<std::string, double> by_kind;
   std::map<std::string, double> steps;  // ring steps, for latency
   const std::string shard_axis = l.fsdp > 1 ? "fsdp" : "data";
-  const auto add = [&](const std::string& axis, double value, double ring_steps) {
+  const auto add = [&](const std::string& axis, const char* kind, double value, double ring_steps) {
     if (value <= 0) return;
     sent[axis] += value;
+    by_kind[kind] += value;
     steps[axis] += ring_steps;
   };
   // Member 0 of n sends 2 (count - its chunk) of an all-reduce, its chunk floor(count / n).
-  const auto all_reduce = [&](const std::string& axis, std::int64_t n, std::int64_t count,
-                              double element, double times) {
+  const auto all_reduce = [&](const std::string& axis, std::int64_t n, double count, double element,
+                              double times) {
     if (n < 2) return;
-    add(axis, times * 2.0 * static_cast<double>(count - count / n) * element,
+    const double chunk = std::floor(count / static_cast<double>(n));
+    add(axis, "all_reduce", times * 2.0 * (count - chunk) * element,
         times * 2.0 * static_cast<double>(n - 1));
   };
   // An all-gather or reduce-scatter of `chunk` elements per member: n - 1 chunks.
-  const auto gather = [&](const std::string& axis, std::int64_t n, std::int64_t chunk,
-                          double element, double times) {
+  const auto gather = [&](const std::string& axis, const char* kind, std::int64_t n,
+                          std::int64_t chunk, double element, double times) {
     if (n < 2) return;
-    add(axis, times * static_cast<double>((n - 1) * chunk) * element,
+    add(axis, kind, times * static_cast<double>(n - 1) * static_cast<double>(chunk) * element,
         times * static_cast<double>(n - 1));
   };
   const double grad = static_cast<double>(bytes.grads);
   const double param = static_cast<double>(bytes.params);
   const std::string group_axis = l.zero == 0 ? "data" : shard_axis;
   const std::int64_t group = l.zero == 0 ? l.data : shards;
-  std::int64_t slice = 0;
+  double slice = 0;
   for (const ZeroUnit& unit : first_stage) {
-    slice += unit.chunk;
+    slice += static_cast<double>(unit.chunk);
     if (l.zero <= 1) {
-      all_reduce(group_axis, group, unit.elements, grad, 1);
+      all_reduce(group_axis, group, static_cast<double>(unit.elements), grad, 1);
     } else {
-      gather(shard_axis, shards, unit.chunk, grad, l.zero == 3 ? m : 1);
+      gather(shard_axis, "reduce_scatter", shards, unit.chunk, grad, l.zero == 3 ? m : 1);
     }
-    if (l.zero == 1 || l.zero == 2) gather(shard_axis, shards, unit.chunk, param, 1);
+    if (l.zero == 1 || l.zero == 2) gather(shard_axis, "all_gather", shards, unit.chunk, param, 1);
     if (l.zero == 3) {  // layers forward and again backward; the tied embedding for the head too
       const double uses = unit.layer ? 2 : (unit.tied_embedding ? 2 : 1);
-      gather(shard_axis, shards, unit.chunk, param, uses * m);
+      gather(shard_axis, "all_gather", shards, unit.chunk, param, uses * m);
     }
   }
   if (replicas > 1) {
-    all_reduce("data", replicas, l.zero == 1 ? stage_elements : slice, grad, 1);
+    all_reduce("data", replicas, l.zero == 1 ? static_cast<double>(stage_elements) : slice, grad,
+               1);
   }
   all_reduce(group_axis, group, 1, 4, 1);  // the loss, averaged
   all_reduce("data", replicas, 1, 4, 1);
   all_reduce(group_axis, group, 1, 8, 1);  // the squared gradient norm, in double
   const double element = static_cast<double>(activation_element_bytes(setup));
-  const std::int64_t tokens_per_micro_batch = setup.micro_batch * setup.seq;
-  const double act = element * static_cast<double>(tokens_per_micro_batch * model.hidden);
+  const double micro_batch_activation = static_cast<double>(setup.micro_batch) *
+                                        static_cast<double>(setup.seq) *
+                                        static_cast<double>(model.hidden);
   if (l.model > 1) {  // Megatron: two all-reduces per layer forward, two backward
     const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;
-    all_reduce("model", l.model, tokens_per_micro_batch * model.hidden, element,
+    all_reduce("model", l.model, micro_batch_activation, element,
                per_layer * static_cast<double>(per_stage_layers) * m);
   }
   if (l.pipeline > 1) {  // activations forward, their gradients backward, per micro-batch
-    const double chunk = l.sequence_parallel ? act / static_cast<double>(l.model) : act;
+    const double chunk = element * micro_batch_activation /
+                         (l.sequence_parallel ? static_cast<double>(l.model) : 1.0);
     const double messages = 2 * m * static_cast<double>(l.virtual_stages);
-    add("pipeline", messages * chunk, messages);
+    add("pipeline", "send", messages * chunk, messages);
+  }
+  for (const auto& [kind, value] : by_kind) {
+    p.comm_bytes_per_kind[kind] = bytes_of(value, std::string("the bytes sent by ") + kind);
   }
   for (const auto& [axis, value] : sent) {
     p.comm_bytes_per_step[axis] = bytes_of(value, "the bytes sent along " + axis);

@@ -44,6 +44,18 @@ TEST(PlanCommand, OneLayoutAsJson) {
   EXPECT_GT(c["comm_bytes_per_step"]["data"].get<std::int64_t>(), 0);
   EXPECT_TRUE(c["fits"].get<bool>());
   EXPECT_GT(c["mfu"].get<double>(), 0);
+  // The same bytes by collective kind: ZeRO-3 gathers and reduce-scatters over fsdp, HSDP
+  // all-reduces over data.
+  std::int64_t by_axis = 0;
+  std::int64_t by_kind = 0;
+  for (const auto& [axis, bytes] : c["comm_bytes_per_step"].items())
+    by_axis += bytes.get<std::int64_t>();
+  for (const auto& [kind, bytes] : c["comm_bytes_per_kind"].items())
+    by_kind += bytes.get<std::int64_t>();
+  EXPECT_NEAR(static_cast<double>(by_kind), static_cast<double>(by_axis), 4.0);
+  EXPECT_GT(c["comm_bytes_per_kind"]["all_gather"].get<std::int64_t>(), 0);
+  EXPECT_GT(c["comm_bytes_per_kind"]["reduce_scatter"].get<std::int64_t>(), 0);
+  EXPECT_GT(c["comm_bytes_per_kind"]["all_reduce"].get<std::int64_t>(), 0);
 }
 
 TEST(PlanCommand, ASearchRanksLayoutsForAPerson) {

@@ -35,6 +35,8 @@ struct Prediction {
   MemoryPerDevice memory;  // of the most loaded device (the first pipeline stage)
   // Bytes a device sends per step along each mesh axis ("data", "fsdp", "model", "pipeline").
   std::map<std::string, std::int64_t> comm_bytes_per_step;
+  // The same bytes by collective: "all_reduce", "all_gather", "reduce_scatter", "send".
+  std::map<std::string, std::int64_t> comm_bytes_per_kind;
   double model_flops_per_step = 0;
   double hardware_flops_per_step = 0;
   double compute_time_s = 0;  // without the bubble
