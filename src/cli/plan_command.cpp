@@ -70,14 +70,7 @@ ModelManifest safetensors_manifest(const std::string& path) {
 
 ModelManifest model_manifest(const std::string& model) {
   if (model == "tiny" || model == "small" || model == "gpt2") {
-    const models::GptConfig c = models::gpt_preset(model, "--model");
-    Gpt2Config config;
-    config.vocab_size = static_cast<std::int64_t>(c.vocab_size);
-    config.n_positions = static_cast<std::int64_t>(c.block_size);
-    config.n_embd = static_cast<std::int64_t>(c.n_embd);
-    config.n_layer = static_cast<std::int64_t>(c.n_layer);
-    config.n_head = static_cast<std::int64_t>(c.n_head);
-    return gpt2_manifest(config);
+    return models::gpt2_manifest_of(models::gpt_preset(model, "--model"));
   }
   if (model.size() > 12 && model.substr(model.size() - 12) == ".safetensors") {
     return safetensors_manifest(model);

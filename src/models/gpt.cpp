@@ -71,6 +71,17 @@ void validate(const GptConfig& c) {
   }
 }
 
+ModelManifest gpt2_manifest_of(const GptConfig& c) {
+  validate(c);
+  Gpt2Config config;
+  config.vocab_size = static_cast<std::int64_t>(c.vocab_size);
+  config.n_positions = static_cast<std::int64_t>(c.block_size);
+  config.n_embd = static_cast<std::int64_t>(c.n_embd);
+  config.n_layer = static_cast<std::int64_t>(c.n_layer);
+  config.n_head = static_cast<std::int64_t>(c.n_head);
+  return gpt2_manifest(config);
+}
+
 std::vector<ParameterSpec> gpt_parameters(const GptConfig& c) {
   validate(c);
   const auto C = static_cast<std::int64_t>(c.n_embd);

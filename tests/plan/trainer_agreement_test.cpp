@@ -18,15 +18,7 @@ namespace {
 
 const models::GptConfig kTiny{4, 4, 128, 64, 256};
 
-ModelShape tiny_shape() {
-  Gpt2Config c;
-  c.vocab_size = static_cast<std::int64_t>(kTiny.vocab_size);
-  c.n_positions = static_cast<std::int64_t>(kTiny.block_size);
-  c.n_embd = static_cast<std::int64_t>(kTiny.n_embd);
-  c.n_layer = static_cast<std::int64_t>(kTiny.n_layer);
-  c.n_head = static_cast<std::int64_t>(kTiny.n_head);
-  return shape_of(gpt2_manifest(c));
-}
+ModelShape tiny_shape() { return shape_of(models::gpt2_manifest_of(kTiny)); }
 
 struct Measured {
   std::size_t params = 0;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/train/parameter_store.hpp"
 #include "shardwise/train/trainer.hpp"
 
@@ -32,6 +33,10 @@ struct GptConfig {
 // Checks the sizes (positive, n_embd divisible by n_head, bounded); an InvalidArgument names
 // the field and the value.
 void validate(const GptConfig& config);
+
+// The same model as a Hugging Face GPT-2 manifest (transformer.wte.weight, ...; the head tied),
+// with exactly its parameter counts: what `shardwise plan` and `shardwise specs` read.
+[[nodiscard]] ModelManifest gpt2_manifest_of(const GptConfig& config);
 
 // The parameters in nanoGPT's order, names and initialisation (normal(0, 0.02), residual
 // projections scaled by 1/sqrt(2 n_layer), biases zero, LayerNorm weights one); weight decay on
