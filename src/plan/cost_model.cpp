@@ -54,17 +54,6 @@ Link link_of(const Cluster& cluster, const Axis& axis) {
                                                             : cluster.intra_node;
 }
 
-// The stage's parameters on one device after tensor parallelism splits the matrices.
-std::int64_t stage_parameters(const ModelShape& model, const Layout& layout, bool first,
-                              bool last) {
-  const std::int64_t layers = model.layers / layout.pipeline;
-  const std::int64_t matmul = ceil_div(model.layer_matmul_parameters, layout.model);
-  std::int64_t total = layers * (matmul + model.layer_parameters - model.layer_matmul_parameters);
-  if (first) total += ceil_div(model.embedding_parameters, layout.model);
-  if (last) total += ceil_div(model.head_parameters, layout.model);
-  return total;
-}
-
 // Activations of shardwise's fp32 trainer (no dropout): per layer 17 s h + a s^2 + 4 s floats
 // per sequence (LayerNorm outputs and statistics, q k v, attention weights and output, the MLP's
 // two wide tensors, residuals).
@@ -280,10 +269,13 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   std::vector<ZeroUnit> first_stage;
   for (const bool first : {true, false}) {
     const bool last = !first || l.pipeline == 1;
-    const std::int64_t elements = stage_parameters(model, l, first, last);
     const std::vector<ZeroUnit> units = stage_units(model, l, first, last, shards, chunks);
+    std::int64_t elements = 0;
     std::int64_t sharded = 0;
-    for (const ZeroUnit& unit : units) sharded += unit.chunk;
+    for (const ZeroUnit& unit : units) {
+      elements += unit.elements;
+      sharded += unit.chunk;
+    }
     MemoryPerDevice m;
     const auto state = [&](std::int64_t per_parameter, std::int64_t count) {
       return bytes_of(static_cast<double>(per_parameter) * static_cast<double>(count),
