@@ -1,11 +1,13 @@
-// Model descriptions to the shape the formulas need: exact parameter counts of GPT-2 and
-// Llama 3 8B from their config.json, and .safetensors headers, hostile ones refused.
+// The planner's inputs: model descriptions to the shape the formulas need (exact parameter
+// counts of GPT-2 and Llama 3 8B from their config.json, .safetensors headers with hostile ones
+// refused), and clusters (presets, JSON files with bad values named).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "error_of.hpp"
+#include "shardwise/plan/cluster.hpp"
 #include "shardwise/plan/model_shape.hpp"
 
 namespace shardwise::plan {
@@ -79,6 +81,51 @@ TEST(ModelShape, SafetensorsHeaders) {
     EXPECT_THAT(error_of([&] { (void)manifest_from_safetensors_header(header, 1024); }),
                 HasSubstr(expected))
         << header;
+  }
+}
+
+}  // namespace
+}  // namespace shardwise::plan
+
+namespace shardwise::plan {
+namespace {
+
+TEST(Cluster, PresetsAndFilesWithTheirErrorsNamed) {
+  const Cluster h100 = Cluster::preset("h100-80gb", 16, 8);
+  EXPECT_EQ(h100.memory_bytes, std::int64_t{80} << 30);
+  EXPECT_DOUBLE_EQ(h100.peak_flops_bf16, 989.4e12);
+  EXPECT_THAT(error_of([] { (void)Cluster::preset("h100-80gb", 12, 8); }),
+              HasSubstr("devices 12 is not a whole number of nodes of 8"));
+  EXPECT_THAT(error_of([] { (void)Cluster::preset("v100", 8, 8); }),
+              HasSubstr("'v100' is not a preset"));
+  const std::string good = R"({"name": "mine", "devices_per_node": 4, "memory_bytes": 1000,
+      "peak_flops_fp32": 1e12, "peak_flops_bf16": 2e12,
+      "intra_node": {"bandwidth": 1e11, "latency": 1e-6},
+      "inter_node": {"bandwidth": 1e10, "latency": 0}})";
+  const Cluster mine = Cluster::from_json(good, 8);
+  EXPECT_EQ(mine.devices, 8);
+  EXPECT_EQ(mine.devices_per_node, 4);
+  EXPECT_DOUBLE_EQ(mine.inter_node.bandwidth, 1e10);
+  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"[]", "not a JSON object"},
+           {"{", "not JSON"},
+           {R"({"devices": 8})", "unknown key \"devices\""},
+           {R"({"devices_per_node": 2.5})", "\"devices_per_node\" is 2.5"},
+           {R"({"devices_per_node": 1e300})", "expected a positive integer"},
+           {R"({"devices_per_node": 4, "memory_bytes": 1000, "peak_flops_fp32": -1,
+                "peak_flops_bf16": 1, "intra_node": {"bandwidth": 1, "latency": 0},
+                "inter_node": {"bandwidth": 1, "latency": 0}})",
+            "peak_flops_fp32 is -1"},
+           {R"({"devices_per_node": 4, "memory_bytes": 1000, "peak_flops_fp32": 1,
+                "peak_flops_bf16": 1, "intra_node": {"bandwidth": 1, "latency": -1},
+                "inter_node": {"bandwidth": 1, "latency": 0}})",
+            "intra_node latency is -1"},
+           {R"({"devices_per_node": 4, "memory_bytes": 1000, "peak_flops_fp32": 1,
+                "peak_flops_bf16": 1, "intra_node": {"bandwidth": 1, "latency": 0, "x": 1},
+                "inter_node": {"bandwidth": 1, "latency": 0}})",
+            "unknown key \"x\""},
+           {R"({"devices_per_node": 4, "devices_per_node": 8})", "twice"}}) {
+    EXPECT_THAT(error_of([&] { (void)Cluster::from_json(text, 8); }), HasSubstr(expected)) << text;
   }
 }
 
