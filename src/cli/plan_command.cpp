@@ -255,6 +255,15 @@ class PlanCommand final : public Command {
     } else {
       cluster = plan::Cluster::preset(device_, devices, per_node);
     }
+    if (!layout_) {  // what only a given layout takes would be lost on a search
+      for (const char* flag : {"--zero", "--microbatches", "--schedule", "--virtual-stages"}) {
+        if (app_->get_option(flag)->count() > 0) {
+          throw InvalidArgument(std::string(flag) +
+                                " describes the layout given with --layout; a search (without "
+                                "--layout) tries every value");
+        }
+      }
+    }
     std::vector<plan::RankedLayout> ranked;
     std::size_t evaluated = 1;
     if (layout_) {

@@ -85,6 +85,8 @@ TEST(PlanCommand, BadInput) {
   expect_bad_input(with({"--devices", "8", "--efficiency", "nan"}), "--efficiency");
   expect_bad_input(with({"--devices", "8", "--overlap", "1.5"}), "--overlap is 1.5");
   expect_bad_input(with({"--devices", "7"}), "no layout of 7 devices");
+  expect_bad_input(with({"--devices", "8", "--zero", "3"}),
+                   "--zero describes the layout given with --layout");
   expect_bad_input(
       {"plan", "--model", "/dev/zero", "--devices", "8", "--global-batch", "8", "--seq", "8"},
       "is not a regular file");
