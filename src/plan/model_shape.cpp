@@ -71,7 +71,7 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
       if (p.shape.size() == 2) {
         shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
-        per_layer_matmul[*layer] += count;
+        per_layer_matmul[*layer] = checked_add(per_layer_matmul[*layer], count, "layer parameters");
         if (is_mlp(p.name)) ++mlp_matrices[*layer];
         if (contains_any(p.name, {"q_proj", ".wq"})) query = &p;
         if (contains_any(p.name, {"k_proj", ".wk"})) key = &p;
@@ -120,6 +120,11 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   }
   shape.vocab = embedding->shape[0];
   shape.hidden = embedding->shape[1];
+  if (shape.vocab < 1 || shape.hidden < 1) {
+    throw InvalidArgument("the token embedding '" + embedding->name + "' has shape " +
+                          to_string(embedding->shape) +
+                          "; expected vocab x hidden, both at least 1");
+  }
   if (!before.shapes.empty()) shape.units.push_back(std::move(before));
   for (auto& [layer, unit] : layer_units) shape.units.push_back(std::move(unit));
   if (!after.shapes.empty()) shape.units.push_back(std::move(after));

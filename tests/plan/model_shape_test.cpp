@@ -53,6 +53,18 @@ TEST(ModelShape, SafetensorsHeaders) {
   ASSERT_EQ(manifest.parameters.size(), 2U);
   EXPECT_EQ(shape_of(manifest, 2).ffn, 32);
   EXPECT_THAT(error_of([&] { (void)shape_of(manifest); }), HasSubstr("--heads"));
+  EXPECT_THAT(error_of([&] { (void)shape_of(manifest, 3); }),
+              HasSubstr("--heads 3 does not divide the hidden size 8"));
+  const ModelManifest empty_embedding = manifest_from_safetensors_header(
+      header_of(R"("wte": {"dtype": "F32", "shape": [0, 8], "data_offsets": [0, 0]},
+                   "h.0.mlp.fc": {"dtype": "F32", "shape": [8, 8], "data_offsets": [0, 256]})"),
+      1024);
+  EXPECT_THAT(error_of([&] { (void)shape_of(empty_embedding, 2); }),
+              HasSubstr("expected vocab x hidden, both at least 1"));
+  const ModelManifest no_layers = manifest_from_safetensors_header(
+      header_of(R"("wte": {"dtype": "F32", "shape": [4, 8], "data_offsets": [0, 128]})"), 1024);
+  EXPECT_THAT(error_of([&] { (void)shape_of(no_layers, 2); }),
+              HasSubstr("no parameter with a layer index"));
   for (const auto& [header, expected] : std::vector<std::pair<std::string, std::string>>{
            {"not json", "not JSON"},
            {"[]", "not a JSON object"},
