@@ -245,6 +245,10 @@ class PlanCommand final : public Command {
     if (device_ == "cpu") {
       cluster = this_machine(devices);
     } else if (device_.find('.') != std::string::npos || device_.find('/') != std::string::npos) {
+      if (app_->get_option("--devices-per-node")->count() > 0) {
+        throw InvalidArgument("--devices-per-node: the cluster file '" + device_ +
+                              "' gives devices_per_node itself");
+      }
       try {
         cluster = plan::Cluster::from_json(read_file(device_, "--device"), devices);
       } catch (const InvalidArgument&) {

@@ -85,6 +85,9 @@ TEST(PlanCommand, BadInput) {
   expect_bad_input(with({"--devices", "8", "--efficiency", "nan"}), "--efficiency");
   expect_bad_input(with({"--devices", "8", "--overlap", "1.5"}), "--overlap is 1.5");
   expect_bad_input(with({"--devices", "7"}), "no layout of 7 devices");
+  expect_bad_input(with({"--devices", "8", "--device", model, "--devices-per-node", "4"}),
+                   "gives devices_per_node itself");
+  expect_bad_input(with({"--devices", "8", "--device", model}), "unknown key");
   expect_bad_input(with({"--devices", "8", "--zero", "3"}),
                    "--zero describes the layout given with --layout");
   expect_bad_input(
