@@ -38,12 +38,11 @@ std::string why_slower(const Prediction& p, const Prediction& best) {
     return "does not fit: " + gib(p.memory.total()) + " per device";
   }
   const double ratio = p.step_time_s / best.step_time_s;
-  if (ratio < 1.0005) {
-    return "the same step time, " + gib(p.memory.total()) + " per device against " +
-           gib(best.memory.total());
+  if (ratio <= 1 + 5e-4) {
+    return "as fast, " + gib(p.memory.total()) + " per device against " + gib(best.memory.total());
   }
   char head[48];
-  std::snprintf(head, sizeof head, "%.2fx the best's step time: ", ratio);
+  std::snprintf(head, sizeof head, "%.2g%% slower: ", (ratio - 1) * 100);
   const double compute = p.compute_time_s - best.compute_time_s;
   const double bubble = p.bubble_time_s - best.bubble_time_s;
   const double comm = p.comm_time_s - best.comm_time_s;
@@ -116,11 +115,19 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
   std::stable_sort(all.begin(), all.end(), [](const Prediction& a, const Prediction& b) {
     if (a.fits != b.fits) return a.fits;
     if (!a.fits) return a.memory.total() < b.memory.total();
-    // Step times in buckets of 0.05%: within one, the layout with more memory to spare first.
-    const auto bucket = [](double seconds) { return std::floor(std::log(seconds) / 5e-4); };
-    if (bucket(a.step_time_s) != bucket(b.step_time_s)) return a.step_time_s < b.step_time_s;
-    return a.memory.total() < b.memory.total();
+    return a.step_time_s < b.step_time_s;
   });
+  // Those within 0.05% of the best's step time are as fast: the one with more memory to spare
+  // first among them.
+  if (!all.empty() && all.front().fits) {
+    const double limit = all.front().step_time_s * (1 + 5e-4);
+    const auto tied = std::find_if(all.begin(), all.end(), [&](const Prediction& p) {
+      return !p.fits || p.step_time_s > limit;
+    });
+    std::stable_sort(all.begin(), tied, [](const Prediction& a, const Prediction& b) {
+      return a.memory.total() < b.memory.total();
+    });
+  }
   for (std::size_t i = 0; i < all.size() && i < options.top; ++i) {
     result.ranked.push_back({all[i], i == 0 ? std::string() : why_slower(all[i], all[0])});
   }
