@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -24,6 +25,7 @@
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/gpt.hpp"
+#include "shardwise/plan/cost_model.hpp"
 #include "shardwise/strategy/parallelism_config.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
@@ -136,16 +138,29 @@ void check_ranks_agree(Communicator& comm,
 // About what one rank of the GPT holds, in bytes (in floating point: the sizes' product may
 // pass 2^64 for a hostile model file): values, gradients and Adam's moments of every parameter,
 // and the activations and their gradients for `sequences` sequences of `seq` tokens.
-double bytes_per_rank(const models::GptConfig& c, std::size_t sequences, std::size_t seq) {
-  const double C = static_cast<double>(c.n_embd), L = static_cast<double>(c.n_layer);
-  const double V = static_cast<double>(c.vocab_size), T = static_cast<double>(seq);
-  const double BT = static_cast<double>(sequences) * T;
-  const double parameters =
-      V * C + static_cast<double>(c.block_size) * C + L * (12 * C * C + 13 * C) + 2 * C;
-  const double activations = L * (BT * (19 * C + 4) + static_cast<double>(sequences) *
-                                                          static_cast<double>(c.n_head) * T * T) +
-                             BT * (20 * C + 4 * V + 3);
-  return 4.0 * (4 * parameters + activations);
+// What one rank holds, as the planner predicts it for this run (the trainer's fp32 state after
+// ZeRO, its activations and gathered units): one count for the planner and this check.
+double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
+                      const train::TrainSettings& settings) {
+  const auto ranks = static_cast<std::int64_t>(mesh.size());
+  plan::Layout layout;
+  layout.zero = settings.zero;
+  // At ZeRO 0 an fsdp axis is one more data axis.
+  layout.fsdp = settings.zero > 0 && mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1;
+  layout.data = ranks / layout.fsdp;
+  plan::TrainingSetup setup;
+  setup.global_batch = static_cast<std::int64_t>(settings.batch);
+  setup.seq = static_cast<std::int64_t>(settings.seq);
+  setup.micro_batch = setup.global_batch / ranks;
+  setup.precision = plan::Precision::kFp32;
+  plan::Cluster cluster;  // only the memory counts here
+  cluster.devices = ranks;
+  cluster.devices_per_node = ranks;
+  cluster.memory_bytes = std::numeric_limits<std::int64_t>::max();
+  cluster.peak_flops_fp32 = cluster.peak_flops_bf16 = 1;
+  cluster.intra_node = cluster.inter_node = {1, 0};
+  const plan::ModelShape shape = plan::shape_of(models::gpt2_manifest_of(config));
+  return static_cast<double>(plan::evaluate(shape, cluster, setup, layout).memory.total());
 }
 
 // The bytes of the --data file as the corpus, the file named in any error.
@@ -241,12 +256,16 @@ class TrainCommand final : public Command {
                             std::to_string(ranks) + " ranks of the mesh");
     }
     const BackendInfo& backend = backend_from(backend_);
-    const double per_rank =
-        bytes_per_rank(config, settings.batch / static_cast<std::size_t>(ranks), settings.seq);
+    const std::string run_text =
+        "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) + " ranks";
+    double per_rank = 0;
+    try {
+      per_rank = bytes_per_rank(config, mesh, settings);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(run_text + ": " + e.what());
+    }
     const double in_process = per_rank * (backend.rank_per_process ? 1 : ranks);
-    check_fits(in_process > 9e18 ? INT64_MAX : static_cast<std::int64_t>(in_process),
-               "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) +
-                   " ranks");
+    check_fits(in_process > 9e18 ? INT64_MAX : static_cast<std::int64_t>(in_process), run_text);
     std::string sharding_source = param_sharding_;
     if (settings.zero > 0) {
       settings.shardings = shardings_for(config, mesh, sharding_source);
