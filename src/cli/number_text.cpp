@@ -32,4 +32,14 @@ std::int64_t integer(const std::string& text, std::string_view flag) {
   return value;
 }
 
+std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_t least,
+                     std::int64_t most) {
+  const std::int64_t value = integer(text, flag);
+  if (value < least || value > most) {
+    throw InvalidArgument(std::string(flag) + " is " + text + "; expected " +
+                          std::to_string(least) + " to " + std::to_string(most));
+  }
+  return value;
+}
+
 }  // namespace shardwise::cli

@@ -15,4 +15,9 @@ double finite_number(const std::string& text, std::string_view flag);
 // for anything else, including values beyond 64 bits.
 std::int64_t integer(const std::string& text, std::string_view flag);
 
+// integer(), and between `least` and `most`; otherwise an InvalidArgument quoting the flag, the
+// text and the range.
+std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_t least,
+                     std::int64_t most);
+
 }  // namespace shardwise::cli

@@ -29,15 +29,6 @@ namespace {
 // The largest .safetensors header read (the format's own limit is 100 MB).
 constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 
-std::int64_t positive(const std::string& text, std::string_view flag, std::int64_t most) {
-  const std::int64_t value = integer(text, flag);
-  if (value < 1 || value > most) {
-    throw InvalidArgument(std::string(flag) + " is " + text + "; expected 1 to " +
-                          std::to_string(most));
-  }
-  return value;
-}
-
 ModelManifest safetensors_manifest(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   struct stat info {};
@@ -99,6 +90,7 @@ plan::Cluster this_machine(std::int64_t devices) {
   // `shardwise train` gives each rank (all cores for one rank, one each for several).
   const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
   const std::int64_t threads = devices == 1 ? cores : 1;
+  const int caller_threads = kernels::blas_threads();
   kernels::set_blas_threads(static_cast<int>(threads));
   constexpr std::size_t n = 1024;
   std::vector<float> a(n * n, 0.5F);
@@ -114,6 +106,7 @@ plan::Cluster this_machine(std::int64_t devices) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best = std::max(best, 2 * 2.0 * n * n * n / seconds);
   }
+  kernels::set_blas_threads(caller_threads);  // the command runs inside other programs too
   // Ranks beyond the cores share them.
   c.peak_flops_fp32 =
       best * std::min(1.0, static_cast<double>(cores) / static_cast<double>(devices * threads));
@@ -224,13 +217,13 @@ class PlanCommand final : public Command {
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
 
   void run(std::ostream& out) const override {
-    const std::int64_t devices = positive(devices_, "--devices", std::int64_t{1} << 20);
+    const std::int64_t devices = bounded(devices_, "--devices", 1, std::int64_t{1} << 20);
     const std::int64_t per_node =
-        std::min(positive(per_node_, "--devices-per-node", std::int64_t{1} << 24), devices);
+        std::min(bounded(per_node_, "--devices-per-node", 1, std::int64_t{1} << 24), devices);
     plan::TrainingSetup setup;
-    setup.global_batch = positive(batch_, "--global-batch", std::int64_t{1} << 32);
-    setup.seq = positive(seq_, "--seq", std::int64_t{1} << 24);
-    setup.micro_batch = positive(micro_, "--micro-batch", setup.global_batch);
+    setup.global_batch = bounded(batch_, "--global-batch", 1, std::int64_t{1} << 32);
+    setup.seq = bounded(seq_, "--seq", 1, std::int64_t{1} << 24);
+    setup.micro_batch = bounded(micro_, "--micro-batch", 1, setup.global_batch);
     setup.precision = plan::parse_precision(precision_, "--precision");
     setup.optimizer = plan::parse_optimizer(optimizer_, "--optimizer");
     setup.compute_efficiency =
@@ -238,7 +231,7 @@ class PlanCommand final : public Command {
     setup.overlap = share(overlap_, "--overlap", true);
     const plan::Recompute recompute = plan::parse_recompute(recompute_, "--recompute");
     std::optional<std::int64_t> heads;
-    if (heads_) heads = positive(*heads_, "--heads", std::int64_t{1} << 20);
+    if (heads_) heads = bounded(*heads_, "--heads", 1, std::int64_t{1} << 20);
     const ModelManifest manifest = model_manifest(model_);
     const plan::ModelShape shape = plan::shape_of(manifest, heads);
     plan::Cluster cluster;
@@ -274,7 +267,7 @@ class PlanCommand final : public Command {
       ranked.push_back({plan::evaluate(shape, cluster, setup, layout_from(setup, recompute)), ""});
     } else {
       plan::SearchOptions options;
-      options.top = static_cast<std::size_t>(positive(top_, "--top", 1000));
+      options.top = static_cast<std::size_t>(bounded(top_, "--top", 1, 1000));
       options.recompute = recompute;
       options.sequence_parallel = sequence_parallel_;
       const plan::SearchResult result = plan::search_layouts(shape, cluster, setup, options);
@@ -373,10 +366,11 @@ class PlanCommand final : public Command {
     l.zero = static_cast<int>(integer(zero_, "--zero"));
     if (l.zero < 0 || l.zero > 3) throw InvalidArgument("--zero is " + zero_ + "; expected 0 to 3");
     const std::int64_t per_step = l.data_parallel() * setup.micro_batch;
-    l.microbatches = microbatches_ ? positive(*microbatches_, "--microbatches", setup.global_batch)
-                                   : std::max<std::int64_t>(1, setup.global_batch / per_step);
+    l.microbatches = microbatches_
+                         ? bounded(*microbatches_, "--microbatches", 1, setup.global_batch)
+                         : std::max<std::int64_t>(1, setup.global_batch / per_step);
     l.schedule = plan::parse_schedule(schedule_, "--schedule");
-    l.virtual_stages = positive(virtual_, "--virtual-stages", 1 << 20);
+    l.virtual_stages = bounded(virtual_, "--virtual-stages", 1, 1 << 20);
     l.recompute = recompute;
     l.sequence_parallel = sequence_parallel_;
     return l;

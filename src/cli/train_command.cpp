@@ -37,16 +37,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_t least,
-                     std::int64_t most) {
-  const std::int64_t value = integer(text, flag);
-  if (value < least || value > most) {
-    throw InvalidArgument(std::string(flag) + " is " + text + "; expected " +
-                          std::to_string(least) + " to " + std::to_string(most));
-  }
-  return value;
-}
-
 // A preset's name, or a JSON file with n_layer, n_head, n_embd, block_size, vocab_size.
 models::GptConfig model_config(const std::string& model) {
   if (model == "tiny" || model == "small" || model == "gpt2")
@@ -266,9 +256,12 @@ class TrainCommand final : public Command {
     }
     const double in_process = per_rank * (backend.rank_per_process ? 1 : ranks);
     check_fits(in_process > 9e18 ? INT64_MAX : static_cast<std::int64_t>(in_process), run_text);
-    std::string sharding_source = param_sharding_;
+    // What ranks compare: the specs every parameter gets, however they were asked for.
+    std::string sharding_specs;
     if (settings.zero > 0) {
-      settings.shardings = shardings_for(config, mesh, sharding_source);
+      settings.shardings = shardings_for(config, mesh, param_sharding_);
+      for (const PartitionSpec& spec : settings.shardings->specs)
+        sharding_specs += spec.to_string();
     } else if (param_sharding_ != "first-dim") {
       throw InvalidArgument("--param-sharding " + param_sharding_ +
                             " needs --zero 1, 2 or 3 (with --zero 0 nothing is sharded)");
@@ -297,7 +290,7 @@ class TrainCommand final : public Command {
            {"--data", std::to_string(corpus.fingerprint())},
            {"--eval-every", std::to_string(eval_every)},
            {"--no-overlap", settings.overlap ? "off" : "on"},
-           {"--param-sharding", sharding_source}});
+           {"--param-sharding", sharding_specs}});
       if (threads > 0) kernels::set_blas_threads(threads);
       train_rank(comm, mesh, config, settings, corpus, eval_every, out, mutex);
     });
@@ -426,17 +419,16 @@ class TrainCommand final : public Command {
     return mesh.has_axis("fsdp") ? "fsdp" : mesh.axis_names().front();
   }
 
-  // The shardings --param-sharding asks for; `source` becomes what ranks compare (a file's
-  // name and a hash of its text).
+  // The shardings --param-sharding asks for.
   static train::ParameterShardings shardings_for(const models::GptConfig& config, const Mesh& mesh,
-                                                 std::string& source) {
+                                                 const std::string& source) {
     const std::vector<train::ParameterSpec> specs = models::gpt_parameters(config);
     const std::string axis = shard_axis(mesh);
     const std::int64_t size = mesh.axis_size(axis);
     if (source == "first-dim") return train::default_shardings(specs, axis, size);
     if (source == "logical-axes") {
-      const FSDPStrategy fsdp(axis, std::nullopt, 1, FsdpFallback::kShardOtherDimension);
-      return train::fsdp_shardings(specs, fsdp, size, train::FsdpSplit::kLogicalAxes);
+      return train::fsdp_shardings(specs, FSDPStrategy::splitting_every_parameter(axis), size,
+                                   train::FsdpSplit::kLogicalAxes);
     }
     struct stat info {};
     if (::stat(source.c_str(), &info) != 0) {
@@ -446,10 +438,7 @@ class TrainCommand final : public Command {
     const std::string text = read_file(source, "--param-sharding");
     try {
       const ShardingRules rules = load_sharding_rules(text, ParallelismConfig::from_mesh(mesh));
-      train::ParameterShardings shardings =
-          train::rules_shardings(specs, mesh, axis, rules.axis_rules, rules.name_rules);
-      source += " " + std::to_string(std::hash<std::string>{}(text));
-      return shardings;
+      return train::rules_shardings(specs, mesh, axis, rules.axis_rules, rules.name_rules);
     } catch (const Error& e) {
       throw InvalidArgument("--param-sharding '" + source + "': " + e.what());
     }

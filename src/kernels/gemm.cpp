@@ -10,6 +10,7 @@
 // The OpenMP runtime oneDNN is built on (GCC's libgomp): its thread count is a setting of the
 // calling thread. Declared here so that a compiler with another OpenMP (clang's) builds this too.
 extern "C" void omp_set_num_threads(int threads);
+extern "C" int omp_get_max_threads();
 
 namespace shardwise::kernels {
 namespace detail {
@@ -32,5 +33,7 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
 }  // namespace detail
 
 void set_blas_threads(int threads) { omp_set_num_threads(threads); }
+
+int blas_threads() { return omp_get_max_threads(); }
 
 }  // namespace shardwise::kernels

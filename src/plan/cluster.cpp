@@ -4,7 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "detail/unique_keys.hpp"
+#include "detail/json_reader.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::plan {
@@ -103,12 +103,7 @@ Cluster Cluster::preset(std::string_view name, std::int64_t devices,
 }
 
 Cluster Cluster::from_json(std::string_view text, std::int64_t devices) {
-  nlohmann::json json;
-  try {
-    json = detail::UniqueKeys::parse(text, "the cluster file");
-  } catch (const nlohmann::json::exception& e) {
-    throw ParseError(std::string("the cluster file is not JSON: ") + e.what());
-  }
+  const nlohmann::json json = detail::parse_json(text, "the cluster file");
   if (!json.is_object()) throw ParseError("the cluster file is not a JSON object");
   static const char* const kKeys[] = {
       "name",       "devices_per_node", "memory_bytes", "peak_flops_fp32", "peak_flops_bf16",

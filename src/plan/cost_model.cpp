@@ -95,8 +95,7 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l, bool
     } else if (u == 0 ? !first : !last) {
       continue;
     }
-    std::int64_t elements = 0;
-    for (const Shape& shape : unit.shapes) elements += num_elements(shape);
+    const std::int64_t elements = unit.elements();
     ZeroUnit z;
     z.layer = unit.layer;
     z.tied_embedding = u == 0 && !unit.layer && model.tied_embeddings;
@@ -124,7 +123,7 @@ std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shar
   // The rule splits a dimension only where the group divides it (JAX's strict layout), so a
   // split parameter's block is exactly its elements over the group. Shapes repeat from layer
   // to layer: each is decided once.
-  const FSDPStrategy fsdp("fsdp", std::nullopt, 1, FsdpFallback::kShardOtherDimension);
+  const FSDPStrategy fsdp = FSDPStrategy::splitting_every_parameter("fsdp");
   std::map<Shape, std::int64_t> decided;
   std::vector<std::int64_t> chunks;
   for (const ModelShape::Unit& unit : model.units) {

@@ -35,6 +35,12 @@ bool is_mlp(const std::string& name) {
 
 }  // namespace
 
+std::int64_t ModelShape::Unit::elements() const {
+  std::int64_t total = 0;
+  for (const Shape& shape : shapes) total = checked_add(total, num_elements(shape), "parameters");
+  return total;
+}
+
 std::string ModelShape::to_string() const {
   std::ostringstream out;
   out << layers << " layers, hidden " << hidden << ", " << heads << " heads";
@@ -61,7 +67,6 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   for (const ParameterInfo& p : manifest.parameters) {
     const std::int64_t count = num_elements(p.shape);
     shape.parameters = checked_add(shape.parameters, count, "parameters");
-    shape.dtype = p.dtype;
     const std::optional<std::int64_t> layer = names.layer_index(p.name);
     if (layer) {
       ModelShape::Unit& unit = layer_units[*layer];
@@ -81,19 +86,12 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     if (is_output_head(p.name)) {
       has_head = true;
       after.shapes.push_back(p.shape);
-      shape.head_parameters = checked_add(shape.head_parameters, count, "parameters");
       if (p.shape.size() == 2) {
         shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
       }
       continue;
     }
-    if (names.place_in_stage(p.name, {1, 1}).stage == 1) {
-      shape.head_parameters = checked_add(shape.head_parameters, count, "parameters");
-      after.shapes.push_back(p.shape);
-    } else {
-      shape.embedding_parameters = checked_add(shape.embedding_parameters, count, "parameters");
-      before.shapes.push_back(p.shape);
-    }
+    (names.place_in_stage(p.name, {1, 1}).stage == 1 ? after : before).shapes.push_back(p.shape);
     if (p.shape.size() == 2 && !is_position_embedding(p.name)) {
       if (is_token_embedding(p.name)) embedding = &p;
       if (largest_outside == nullptr || count > num_elements(largest_outside->shape)) {

@@ -2,7 +2,7 @@
 // [begin, end]}, ..., "__metadata__": {...}}, offsets relative to the data after the header.
 #include <nlohmann/json.hpp>
 
-#include "detail/unique_keys.hpp"
+#include "detail/json_reader.hpp"
 #include "shardwise/core/checked_math.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/plan/model_shape.hpp"
@@ -33,14 +33,7 @@ std::uint64_t unsigned_at(const nlohmann::json& value, const std::string& what) 
 }  // namespace
 
 ModelManifest manifest_from_safetensors_header(std::string_view header, std::uint64_t data_bytes) {
-  nlohmann::json json;
-  try {
-    json = detail::UniqueKeys::parse(header, "the safetensors header");
-  } catch (const nlohmann::json::exception& e) {
-    std::string message = e.what();
-    if (auto pos = message.find("] "); pos != std::string::npos) message = message.substr(pos + 2);
-    throw ParseError("the safetensors header is not JSON: " + message.substr(0, 200));
-  }
+  const nlohmann::json json = detail::parse_json(header, "the safetensors header");
   if (!json.is_object()) throw ParseError("the safetensors header is not a JSON object");
   if (json.size() > static_cast<std::size_t>(kMaxManifestParameters)) {
     throw ParseError("the safetensors header lists " + std::to_string(json.size()) +

@@ -1,5 +1,7 @@
 #include "shardwise/strategy/fsdp_strategy.hpp"
 
+#include <utility>
+
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {
@@ -35,7 +37,10 @@ bool FSDPStrategy::should_shard_weight(const Shape& shape) const {
 std::vector<AxisClaim> FSDPStrategy::axis_claims() const {
   std::vector<AxisClaim> claims{{"batch", {axis_name()}, ClaimPriority::kFsdp}};
   for (const char* name : kWeightNames) {
-    claims.push_back({name, {axis_name()}, ClaimPriority::kFsdp, min_weight_size_,
+    claims.push_back({name,
+                      {axis_name()},
+                      ClaimPriority::kFsdp,
+                      min_weight_size_,
                       fallback_ == FsdpFallback::kShardOtherDimension});
   }
   return claims;
@@ -43,6 +48,10 @@ std::vector<AxisClaim> FSDPStrategy::axis_claims() const {
 
 PartitionSpec FSDPStrategy::get_gradient_partition_spec(const LogicalAxes& dim_names) const {
   return get_partition_spec(dim_names);
+}
+
+FSDPStrategy FSDPStrategy::splitting_every_parameter(std::string axis_name) {
+  return FSDPStrategy(std::move(axis_name), std::nullopt, 1, FsdpFallback::kShardOtherDimension);
 }
 
 FsdpDecision FSDPStrategy::decide(const Shape& shape, std::int64_t axis_size) const {
@@ -60,8 +69,7 @@ FsdpDecision FSDPStrategy::decide(const Shape& shape, std::int64_t axis_size) co
   const Mesh mesh({axis_name()}, {axis_size});
   ResolveOptions options;
   options.shape = shape;
-  const PartitionSpec spec =
-      trimmed(logical_axis_rules().resolve("", names, mesh, options).spec);
+  const PartitionSpec spec = trimmed(logical_axis_rules().resolve("", names, mesh, options).spec);
   const int split = spec.dimension_of(axis_name());
   if (split == 0) return {spec, split_text};
   const std::string not_divisible = "dimension 0 has " + std::to_string(shape[0]) +

@@ -91,8 +91,8 @@ ParameterShardings fsdp_shardings(const std::vector<ParameterSpec>& parameters,
 
 ParameterShardings default_shardings(const std::vector<ParameterSpec>& parameters,
                                      const std::string& axis, std::int64_t size) {
-  const FSDPStrategy strategy(axis, std::nullopt, 1, FsdpFallback::kShardOtherDimension);
-  return fsdp_shardings(parameters, strategy, size, FsdpSplit::kFirstDimension);
+  return fsdp_shardings(parameters, FSDPStrategy::splitting_every_parameter(axis), size,
+                        FsdpSplit::kFirstDimension);
 }
 
 ParameterShardings rules_shardings(const std::vector<ParameterSpec>& parameters, const Mesh& mesh,

@@ -67,14 +67,6 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs) : specs_(std::m
   grads_.assign(total, 0.0F);
 }
 
-void ParameterStore::pad_to_multiple(std::size_t n) {
-  if (n < 1) throw InvalidArgument("pad_to_multiple: n is 0");
-  if (sharded_) throw InvalidArgument("pad_to_multiple: the store is sharded");
-  const std::size_t padded = (parameter_elements_ + n - 1) / n * n;
-  values_.resize(std::max(padded, parameter_elements_), 0.0F);
-  grads_.resize(values_.size(), 0.0F);
-}
-
 std::size_t ParameterStore::index_of(const std::string& name) const {
   for (std::size_t i = 0; i < specs_.size(); ++i) {
     if (specs_[i].name == name) return i;

@@ -1,9 +1,9 @@
 #include "shardwise/train/trainer.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 
+#include "detail/text_scanner.hpp"
 #include "sharded_units.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
@@ -32,13 +32,7 @@ namespace {
 // The shard group's axis as a mesh axis name: its own name where it is one ("fsdp", "data",
 // "world"), else "fsdp" ("data+fsdp").
 std::string shard_axis_name(const Group& group) {
-  const std::string& axes = group.axes;
-  const bool identifier =
-      !axes.empty() && (std::isalpha(static_cast<unsigned char>(axes[0])) != 0 || axes[0] == '_') &&
-      std::all_of(axes.begin(), axes.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
-      });
-  return identifier ? axes : std::string("fsdp");
+  return shardwise::detail::is_identifier(group.axes) ? group.axes : std::string("fsdp");
 }
 
 }  // namespace
@@ -240,7 +234,7 @@ void Trainer::reduce_scatter_grads() {
   // leaves this rank its own, averaged.
   const detail::UnitShards& shards = *shards_;
   const ParameterStore& store = store_;
-  std::vector<float> packed;
+  std::vector<float>& packed = packed_;
   for (std::size_t u = 0; u < store.units().size(); ++u) {
     packed.resize(shards.chunk(u) * static_cast<std::size_t>(group_.size()));
     shards.pack_all(u, store.grads().data() + store.units()[u].offset, packed.data());
@@ -257,15 +251,15 @@ void Trainer::gather_values() {
   // Every rank's updated blocks to every rank, unit by unit.
   const detail::UnitShards& shards = *shards_;
   ParameterStore& store = store_;
-  std::vector<float> mine;
-  std::vector<float> packed;
   for (std::size_t u = 0; u < store.units().size(); ++u) {
     float* full = store.values().data() + store.units()[u].offset;
-    mine.resize(shards.chunk(u));
-    packed.resize(shards.chunk(u) * static_cast<std::size_t>(group_.size()));
-    shards.pack(u, member_, full, mine.data());
-    comm_.all_gather(mine.data(), packed.data(), shards.chunk(u), DType::kF32, group_);
-    shards.unpack(u, packed.data(), full);
+    const std::size_t chunk = shards.chunk(u);
+    // This rank's chunk, then every member's after it, in one buffer kept from step to step.
+    packed_.resize(chunk * (static_cast<std::size_t>(group_.size()) + 1));
+    float* mine = packed_.data() + chunk * static_cast<std::size_t>(group_.size());
+    shards.pack(u, member_, full, mine);
+    comm_.all_gather(mine, packed_.data(), chunk, DType::kF32, group_);
+    shards.unpack(u, packed_.data(), full);
   }
 }
 

@@ -48,8 +48,7 @@ ModelShape gpt3_175b() {
   m.layer_matmul_parameters = 12 * m.hidden * m.hidden;
   m.layer_parameters = m.layer_matmul_parameters;
   m.matmul_parameters = m.layers * m.layer_matmul_parameters + m.vocab * m.hidden;
-  m.embedding_parameters = m.vocab * m.hidden;
-  m.parameters = m.layers * m.layer_parameters + m.embedding_parameters;
+  m.parameters = m.layers * m.layer_parameters + m.vocab * m.hidden;
   m.tied_embeddings = true;
   const std::int64_t h = m.hidden;
   m.units.push_back({"embeddings", false, {Shape{m.vocab, h}}});

@@ -38,7 +38,7 @@ TEST(ModelShape, Gpt2AndLlama3FromTheirConfigs) {
   EXPECT_EQ(llama.kv_heads, 8);
   EXPECT_EQ(llama.ffn, 14336);
   EXPECT_TRUE(llama.gated_mlp);
-  EXPECT_EQ(llama.head_parameters, 128256 * 4096 + 4096);  // lm_head and the final norm
+  EXPECT_EQ(llama.units.back().elements(), 128256 * 4096 + 4096);  // lm_head and the final norm
 }
 
 std::string header_of(const std::string& tensors) { return "{" + tensors + "}"; }
@@ -66,7 +66,7 @@ TEST(ModelShape, SafetensorsHeaders) {
   EXPECT_THAT(error_of([&] { (void)shape_of(no_layers, 2); }),
               HasSubstr("no parameter with a layer index"));
   for (const auto& [header, expected] : std::vector<std::pair<std::string, std::string>>{
-           {"not json", "not JSON"},
+           {"not json", "invalid JSON in the safetensors header"},
            {"[]", "not a JSON object"},
            {"{}", "lists no tensors"},
            {header_of(R"("w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "x": 1})"),
@@ -86,7 +86,7 @@ TEST(ModelShape, SafetensorsHeaders) {
                                "data_offsets": [0, 8]})"),
             "too large"},
            {header_of(R"("w": {"dtype": "F32", "shape": [1e999], "data_offsets": [0, 8]})"),
-            "not JSON"},
+            "invalid JSON in the safetensors header"},
            {header_of(R"("w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
                          "w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]})"),
             "twice"}}) {
@@ -120,7 +120,7 @@ TEST(Cluster, PresetsAndFilesWithTheirErrorsNamed) {
   EXPECT_DOUBLE_EQ(mine.inter_node.bandwidth, 1e10);
   for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
            {"[]", "not a JSON object"},
-           {"{", "not JSON"},
+           {"{", "invalid JSON in the cluster file"},
            {R"({"devices": 8})", "unknown key \"devices\""},
            {R"({"devices_per_node": 2.5})", "\"devices_per_node\" is 2.5"},
            {R"({"devices_per_node": 1e300})", "expected a positive integer"},

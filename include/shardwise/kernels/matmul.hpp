@@ -18,5 +18,7 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
 
 // Threads the BLAS may use for one call (ranks that are threads of one process use one each).
 void set_blas_threads(int threads);
+// The calling thread's setting.
+int blas_threads();
 
 }  // namespace shardwise::kernels

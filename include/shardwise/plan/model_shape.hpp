@@ -26,13 +26,10 @@ struct ModelShape {
   std::int64_t parameters = 0;        // every parameter
   std::int64_t layer_parameters = 0;  // one transformer layer's (the largest layer)
   std::int64_t layer_matmul_parameters =
-      0;                                  // of which in matrices (tensor parallelism splits them)
-  std::int64_t embedding_parameters = 0;  // outside the layers on the first stage
-  std::int64_t head_parameters = 0;       // outside the layers on the last stage (0 when tied)
+      0;  // of which in matrices (tensor parallelism splits them)
   // Parameters that take part in matrix products per token: the layers' matrices and the
   // output head (the tied embedding where there is no head); not position embeddings.
   std::int64_t matmul_parameters = 0;
-  DType dtype = DType::kF32;
   bool tied_embeddings = false;  // the output head is the token embedding
   // FSDP's units, in the order a forward pass uses them: the parameters before the layers
   // (embeddings), each layer, those after (final norm, head); each unit's parameter shapes.
@@ -40,6 +37,7 @@ struct ModelShape {
     std::string name;
     bool layer = false;
     std::vector<Shape> shapes;
+    [[nodiscard]] std::int64_t elements() const;
   };
   std::vector<Unit> units;
 

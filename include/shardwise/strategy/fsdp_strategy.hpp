@@ -27,6 +27,11 @@ class FSDPStrategy final : public ShardingStrategy {
                         std::int64_t min_weight_size = 1024,
                         FsdpFallback fallback = FsdpFallback::kReplicate);
 
+  // FSDP that splits every parameter it can, as PyTorch FSDP2 does: minimum weight size 1, and
+  // a dimension 0 the axis does not divide gives way to a later dimension it divides. The
+  // trainer's default ZeRO layout, and what the planner counts with.
+  static FSDPStrategy splitting_every_parameter(std::string axis_name);
+
   [[nodiscard]] StrategyKind kind() const override { return StrategyKind::kFsdp; }
   [[nodiscard]] std::int64_t min_weight_size() const { return min_weight_size_; }
   [[nodiscard]] FsdpFallback fallback() const { return fallback_; }

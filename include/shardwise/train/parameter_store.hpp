@@ -66,12 +66,9 @@ class ParameterStore {
   explicit ParameterStore(std::vector<ParameterSpec> specs);
 
   [[nodiscard]] const std::vector<ParameterSpec>& specs() const { return specs_; }
-  // Elements of all parameters, and of the buffers (with the padding pad_to_multiple adds).
+  // Elements of all parameters, and of the buffers (none while sharded).
   [[nodiscard]] std::size_t parameter_elements() const { return parameter_elements_; }
   [[nodiscard]] std::size_t size() const { return values_.size(); }
-  // Pads both buffers with zeros to a multiple of `n` elements, so that n ranks can own equal
-  // contiguous chunks (ZeRO's flat partition). The padding belongs to no parameter.
-  void pad_to_multiple(std::size_t n);
 
   // The parameter called `name` (an InvalidArgument naming it where there is none).
   [[nodiscard]] std::size_t index_of(const std::string& name) const;

@@ -151,8 +151,10 @@ class Trainer {
   TrainSettings settings_;
   std::vector<float> m_;  // AdamW moments of the owned elements (laid out as the slices)
   std::vector<float> v_;
-  std::vector<float> grads_slice_;               // ZeRO-2: this rank's averaged gradients
-  std::unique_ptr<detail::UnitShards> shards_;   // ZeRO 1 and 2
+  std::vector<float> grads_slice_;              // ZeRO-2: this rank's averaged gradients
+  std::unique_ptr<detail::UnitShards> shards_;  // ZeRO 1 and 2
+  // ZeRO 1 and 2: packed units on their way to or from the group, reused from step to step.
+  std::vector<float> packed_;
   std::unique_ptr<detail::ShardedUnits> units_;  // ZeRO-3
   std::int64_t steps_done_ = 0;
 };
