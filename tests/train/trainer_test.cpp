@@ -388,6 +388,34 @@ TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFloor) {
   EXPECT_FLOAT_EQ(learning_rate_at(s, 20), 0.1F);
 }
 
+// Ranks given different shardings move chunks of different sizes: the runtime refuses the
+// mismatched collective on every rank (an error, never a hang or a wrong model).
+TEST(Trainer, RanksWithDifferentShardingsEndWithAnError) {
+  const Corpus corpus = Corpus::builtin(16);
+  const std::vector<ParameterSpec> specs = models::gpt_parameters(kConfig);
+  for (int zero : {1, 2, 3}) {
+    std::vector<std::string> errors(2);
+    run_local(2, [&](Communicator& comm) {
+      TrainSettings settings = settings_for(zero);
+      settings.shardings =
+          comm.rank() == 0 ? default_shardings(specs, "world", 2)
+                           : fsdp_shardings(specs, FSDPStrategy::splitting_every_parameter("world"),
+                                            2, FsdpSplit::kLogicalAxes);
+      models::GptModel model(kConfig, 42);
+      try {
+        Trainer trainer(comm, world_group(2), model, corpus, settings);
+        (void)trainer.step();
+      } catch (const Error& e) {
+        errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+    });
+    for (const std::string& error : errors) {
+      EXPECT_THAT(error, HasSubstr(" where rank ")) << "zero " << zero;
+    }
+    RecordProperty("zero_" + std::to_string(zero) + "_error", errors[0]);
+  }
+}
+
 TEST(Trainer, BadSettingsAreNamed) {
   const Corpus corpus = Corpus::builtin(16);
   EXPECT_THAT(error_of([&] {
