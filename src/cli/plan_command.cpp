@@ -30,11 +30,13 @@ namespace {
 constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 
 ModelManifest safetensors_manifest(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  // Checked before it is opened: opening a pipe would wait for a writer.
   struct stat info {};
-  if (!in || ::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
     throw InvalidArgument("--model '" + path + "' is not a readable regular file");
   }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidArgument("--model '" + path + "' is not a readable regular file");
   const auto size = static_cast<std::uint64_t>(info.st_size);
   unsigned char length_bytes[8] = {};
   if (size < 8 || !in.read(reinterpret_cast<char*>(length_bytes), 8)) {

@@ -2,6 +2,9 @@
 // issue names, and one clear line for bad input.
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 
 #include "run_command.hpp"
@@ -93,6 +96,13 @@ TEST(PlanCommand, BadInput) {
   expect_bad_input(
       {"plan", "--model", "/dev/zero", "--devices", "8", "--global-batch", "8", "--seq", "8"},
       "is not a regular file");
+  // A pipe named like a checkpoint: refused before it is opened (opening waits for a writer).
+  const std::string pipe = ::testing::TempDir() + "pipe.safetensors";
+  ::unlink(pipe.c_str());
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  expect_bad_input({"plan", "--model", pipe, "--devices", "8", "--global-batch", "8", "--seq", "8"},
+                   "is not a readable regular file");
+  ::unlink(pipe.c_str());
   const std::string hostile = ::testing::TempDir() + "hostile.safetensors";
   {
     std::ofstream out(hostile, std::ios::binary);
