@@ -87,14 +87,14 @@ bool compile_all_gather(ReshardPlan& plan, const ShardedArray& array, const Name
   if (!gathered || !in_mesh_order(source.mesh(), *gathered)) return false;
   plan.kind = ReshardKind::kAllGather;
   plan.group = group_along(source.mesh(), *gathered, array.rank());
-  for (Rank member : plan.group.ranks) {
+  for (Rank member : plan.group.ranks()) {
     plan.send_boxes.push_back(source.device_index(array.global_shape(), member));
   }
   // Member blocks follow one another in the target when no dimension before d is cut.
   plan.direct = true;
   for (std::size_t e = 0; e < d; ++e) plan.direct = plan.direct && plan.target_index[e].size() == 1;
   if (!plan.direct) {
-    plan.staging_out.resize(element_count(plan.source_index) * plan.group.ranks.size() *
+    plan.staging_out.resize(element_count(plan.source_index) * plan.group.ranks().size() *
                             size_in_bytes(array.dtype()));
   }
   return true;
@@ -137,7 +137,7 @@ bool compile_all_to_all(ReshardPlan& plan, const ShardedArray& array, const Name
     const Shape& shape = array.global_shape();
     std::vector<ShardIndex> sends;
     std::vector<ShardIndex> receives;
-    for (Rank member : group.ranks) {
+    for (Rank member : group.ranks()) {
       sends.push_back(intersect(plan.source_index, target.device_index(shape, member)));
       receives.push_back(intersect(plan.target_index, source.device_index(shape, member)));
     }
@@ -151,10 +151,10 @@ bool compile_all_to_all(ReshardPlan& plan, const ShardedArray& array, const Name
     plan.unpack = !lie_in_order(plan.target_index, receives);
     plan.send_boxes = std::move(sends);
     plan.receive_boxes = std::move(receives);
-    for (Rank member : group.ranks) {
+    for (Rank member : group.ranks()) {
       plan.member_source_index.push_back(source.device_index(shape, member));
     }
-    const std::size_t bytes = piece * group.ranks.size() * size_in_bytes(array.dtype());
+    const std::size_t bytes = piece * group.ranks().size() * size_in_bytes(array.dtype());
     if (plan.pack) plan.staging_in.resize(bytes);
     if (plan.unpack) plan.staging_out.resize(bytes);
     return true;

@@ -14,7 +14,7 @@ std::size_t element_count(const ShardIndex& box) {
 // ranks do not share memory counts it.
 void count_pieces(Communicator& comm, const ReshardPlan& plan, std::size_t element) {
   const Rank me = comm.rank();
-  const auto n = plan.group.ranks.size();
+  const auto n = plan.group.ranks().size();
   std::vector<std::int64_t> sent(n, 0);
   std::vector<std::int64_t> received(n, 0);
   for (const Transfer& t : plan.transfers) {
@@ -142,7 +142,7 @@ void run_reshard(Communicator& comm, ReshardPlan& plan, const ShardedArray& arra
       return;
     }
     case ReshardKind::kReduceScatter: {
-      const auto n = static_cast<std::int64_t>(plan.group.ranks.size());
+      const auto n = static_cast<std::int64_t>(plan.group.ranks().size());
       const ShardIndex& index = plan.source_index;
       const std::byte* in = source;
       if (plan.pack) {

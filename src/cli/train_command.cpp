@@ -308,7 +308,7 @@ class TrainCommand final : public Command {
     const Group group = hsdp ? group_along(mesh, {"fsdp"}, comm.rank())
                              : group_along(mesh, mesh.axis_names(), comm.rank());
     const Group replicas =
-        hsdp ? group_along(mesh, {"data"}, comm.rank()) : Group{{comm.rank()}, group.axes};
+        hsdp ? group_along(mesh, {"data"}, comm.rank()) : Group({comm.rank()}, group.axes());
     train::Trainer trainer(comm, group, replicas, model, corpus, settings);
     const std::size_t parameters = model.parameters().parameter_elements();
     if (speaks && !json_) {
@@ -470,7 +470,7 @@ class TrainCommand final : public Command {
   static std::string sharding_plan(int zero, const Group& group, bool hsdp,
                                    models::GptModel& model) {
     const std::string along =
-        " along " + group.axes + (hsdp ? ", replicated along data (HSDP)" : "");
+        " along " + group.axes() + (hsdp ? ", replicated along data (HSDP)" : "");
     const std::string blocks = "each rank's blocks of the parameters (below), " +
                                std::to_string(group.size()) + " ranks" + along;
     switch (zero) {

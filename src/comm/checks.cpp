@@ -7,18 +7,11 @@
 namespace shardwise::detail {
 
 int member_index(const Group& group, Rank rank, int world_size, const char* op) {
-  for (std::size_t i = 0; i < group.ranks.size(); ++i) {
-    const Rank r = group.ranks[i];
-    if (r < 0 || r >= world_size) {
-      throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
-                            std::to_string(r) + " outside 0.." + std::to_string(world_size - 1));
-    }
-    for (std::size_t j = 0; j < i; ++j) {
-      if (group.ranks[j] == r) {
-        throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
-                              std::to_string(r) + " twice");
-      }
-    }
+  // Ranks are distinct and non-negative by construction (Group checks them once).
+  if (group.max_rank() >= world_size) {
+    throw InvalidArgument(std::string(op) + ": group " + group.to_string() + " names rank " +
+                          std::to_string(group.max_rank()) + " outside 0.." +
+                          std::to_string(world_size - 1));
   }
   const int member = group.index_of(rank);
   if (member < 0) {

@@ -28,8 +28,7 @@ void reset(OpRequest& request, CommOp op, const Group& group, const CommOptions&
   request.send.offsets.clear();
   request.receive.counts.clear();
   request.receive.offsets.clear();
-  request.group.ranks.assign(group.ranks.begin(), group.ranks.end());
-  request.group.axes = group.axes;
+  request.group = group;
   request.options = options;
   request.messages.clear();
   request.payloads.clear();
@@ -365,22 +364,25 @@ std::unique_ptr<Communicator> Communicator::split(const Mesh& mesh,
                                                   const CommOptions& options) {
   detail::check_options(options, "split");
   const Group group = group_along(mesh, axes, rank());
-  for (Rank r : group.ranks) (void)detail::member_index(world_group(size()), r, size(), "split");
-  auto child = backend_->split(group.ranks, "split " + mesh_axes_text(mesh, axes), options);
+  (void)detail::member_index(group, rank(), size(), "split");
+  auto child = backend_->split(group.ranks(), "split " + mesh_axes_text(mesh, axes), options);
   return std::make_unique<Communicator>(std::move(child));
 }
 
 std::unique_ptr<Communicator> Communicator::new_group(const std::vector<Rank>& ranks,
                                                       const CommOptions& options) {
   detail::check_options(options, "new_group");
-  const Group group{ranks, "group"};
-  std::string text = "new_group";
-  for (Rank r : ranks) {
-    (void)detail::member_index(world_group(size()), r, size(), "new_group");
-    text += " " + std::to_string(r);
-  }
   if (ranks.empty()) throw InvalidArgument("new_group: the group has no ranks");
-  (void)detail::member_index(group, ranks.front(), size(), "new_group");  // no repeats
+  const Group group = [&] {
+    try {
+      return Group(ranks, "group");
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(std::string("new_group: ") + e.what());
+    }
+  }();
+  (void)detail::member_index(group, ranks.front(), size(), "new_group");  // every rank exists
+  std::string text = "new_group";
+  for (Rank r : ranks) text += " " + std::to_string(r);
   const bool member = group.index_of(rank()) >= 0;
   auto child = backend_->split(member ? std::optional(ranks) : std::nullopt, text, options);
   return child ? std::make_unique<Communicator>(std::move(child)) : nullptr;

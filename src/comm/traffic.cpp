@@ -17,7 +17,7 @@ void traffic_of(const OpRequest& request, int member, std::vector<TrafficRecord>
   records.clear();
   const auto n = static_cast<std::size_t>(request.group.size());
   const auto self = static_cast<std::size_t>(member);
-  const std::string& axes = request.group.axes;
+  const std::string& axes = request.group.axes();
   const DType dtype = request.dtype;
   switch (request.op) {
     case CommOp::kSend:
@@ -55,7 +55,7 @@ void traffic_of(const OpRequest& request, int member, std::vector<TrafficRecord>
         received += bytes((n - 1) * count, dtype);
         break;
       case CommOp::kBroadcast: {
-        const bool root = request.group.ranks[self] == request.root;
+        const bool root = request.group[self] == request.root;
         sent += root ? bytes((n - 1) * count, dtype) : 0;
         received += root ? 0 : bytes(count, dtype);
         break;

@@ -229,7 +229,7 @@ std::vector<std::int64_t> Mesh::coords_of(DeviceId device) const {
   return coords_at(position_of_device(device));
 }
 
-std::vector<std::vector<DeviceId>> Mesh::groups(const std::vector<std::string>& axes) const {
+std::vector<bool> Mesh::axes_mask(const std::vector<std::string>& axes) const {
   std::vector<bool> in_group(num_axes(), false);
   for (const std::string& name : axes) {
     std::size_t a = axis_index(name);
@@ -238,6 +238,35 @@ std::vector<std::vector<DeviceId>> Mesh::groups(const std::vector<std::string>& 
     }
     in_group[a] = true;
   }
+  return in_group;
+}
+
+std::vector<DeviceId> Mesh::group_of(const std::vector<std::string>& axes,
+                                     DeviceId device) const {
+  const std::vector<bool> in_group = axes_mask(axes);
+  std::vector<std::int64_t> coords = coords_of(device);
+  std::vector<std::size_t> along;  // the group's axes, in mesh order
+  for (std::size_t a = 0; a < num_axes(); ++a) {
+    if (!in_group[a]) continue;
+    along.push_back(a);
+    coords[a] = 0;
+  }
+  // Row-major over the group's axes, the others fixed at the device's coordinates: mesh order.
+  std::vector<DeviceId> members;
+  while (true) {
+    members.push_back(device_ids_[static_cast<std::size_t>(position_of(coords))]);
+    std::size_t k = along.size();
+    for (; k > 0; --k) {
+      const std::size_t a = along[k - 1];
+      if (++coords[a] < axis_sizes_[a]) break;
+      coords[a] = 0;
+    }
+    if (k == 0) return members;
+  }
+}
+
+std::vector<std::vector<DeviceId>> Mesh::groups(const std::vector<std::string>& axes) const {
+  const std::vector<bool> in_group = axes_mask(axes);
   std::int64_t group_size = 1;
   for (std::size_t a = 0; a < num_axes(); ++a) {
     if (in_group[a]) group_size *= axis_sizes_[a];

@@ -25,14 +25,14 @@ float learning_rate_at(const TrainSettings& s, std::int64_t step) {
 
 Trainer::Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
                  TrainSettings settings)
-    : Trainer(comm, group, Group{{comm.rank()}, group.axes}, model, corpus, settings) {}
+    : Trainer(comm, group, Group({comm.rank()}, group.axes()), model, corpus, settings) {}
 
 namespace {
 
 // The shard group's axis as a mesh axis name: its own name where it is one ("fsdp", "data",
 // "world"), else "fsdp" ("data+fsdp").
 std::string shard_axis_name(const Group& group) {
-  return shardwise::detail::is_identifier(group.axes) ? group.axes : std::string("fsdp");
+  return shardwise::detail::is_identifier(group.axes()) ? group.axes() : std::string("fsdp");
 }
 
 }  // namespace

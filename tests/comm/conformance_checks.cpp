@@ -218,11 +218,11 @@ void check_mesh_axis_groups(Communicator& comm) {
     std::int32_t sum = 0;
     comm.all_reduce(&rank_value, &sum, 1, DType::kI32, ReduceOp::kSum, group);
     std::int32_t expected = 0;
-    for (Rank r : group.ranks) expected += r;
+    for (Rank r : group.ranks()) expected += r;
     EXPECT_EQ(sum, expected) << "rank " << comm.rank() << " along " << axis;
     std::vector<std::int32_t> gathered(static_cast<std::size_t>(group.size()));
     comm.all_gather(&rank_value, gathered.data(), 1, DType::kI32, group);
-    EXPECT_EQ(std::vector<std::int32_t>(group.ranks.begin(), group.ranks.end()), gathered);
+    EXPECT_EQ(std::vector<std::int32_t>(group.ranks().begin(), group.ranks().end()), gathered);
   }
 }
 

@@ -161,17 +161,17 @@ void check_sub_communicators(Communicator& comm) {
   ASSERT_EQ(model->size(), n / 2);
   EXPECT_EQ(model->rank(), expected.index_of(comm.rank()));
   std::vector<Rank> world_of_members;
-  for (Rank r : expected.ranks) {
+  for (Rank r : expected.ranks()) {
     world_of_members.push_back(comm.world_ranks().at(static_cast<std::size_t>(r)));
   }
   EXPECT_EQ(model->world_ranks(), world_of_members);
   std::vector<std::int64_t> sums(16, comm.rank());
-  Group along{{}, "model"};
-  for (Rank r = 0; r < model->size(); ++r) along.ranks.push_back(r);
+  const Group along = world_group(model->size()).relabeled("model");
   model->counters().clear();
   model->all_reduce(sums.data(), sums.data(), sums.size(), DType::kI64, ReduceOp::kSum, along);
   for (std::int64_t sum : sums) {
-    EXPECT_EQ(sum, std::accumulate(expected.ranks.begin(), expected.ranks.end(), std::int64_t{0}));
+    EXPECT_EQ(sum, std::accumulate(expected.ranks().begin(), expected.ranks().end(),
+                               std::int64_t{0}));
   }
   if (n > 2) {
     EXPECT_GT(model->counters().for_axes("model").sent, 0);

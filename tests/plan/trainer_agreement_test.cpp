@@ -43,7 +43,7 @@ std::vector<Measured> train_one_step(const Layout& layout, std::size_t batch) {
     const Group group = hsdp ? group_along(mesh, {"fsdp"}, comm.rank())
                              : group_along(mesh, {"data", "fsdp"}, comm.rank());
     const Group replicas =
-        hsdp ? group_along(mesh, {"data"}, comm.rank()) : Group{{comm.rank()}, group.axes};
+        hsdp ? group_along(mesh, {"data"}, comm.rank()) : Group({comm.rank()}, group.axes());
     train::Trainer trainer(comm, group, replicas, model, corpus, settings);
     (void)trainer.step();
     measured[static_cast<std::size_t>(comm.rank())] = {

@@ -61,6 +61,10 @@ class Mesh {
   // one group of every device. Throws for an unknown or repeated axis.
   [[nodiscard]] std::vector<std::vector<DeviceId>> groups(
       const std::vector<std::string>& axes) const;
+  // The one of groups(axes) that holds `device`, in time linear in its size. Throws
+  // InvalidArgument for an unknown or repeated axis or a device not in the mesh.
+  [[nodiscard]] std::vector<DeviceId> group_of(const std::vector<std::string>& axes,
+                                               DeviceId device) const;
 
   // "Mesh('data': 2, 'model': 4)", with ", devices=[...]" when the ids are not 0..n-1.
   [[nodiscard]] std::string to_string() const;
@@ -69,6 +73,8 @@ class Mesh {
 
  private:
   [[nodiscard]] std::optional<std::int64_t> find_position(DeviceId device) const;
+  // Which axes `axes` names; throws for an unknown or repeated one.
+  [[nodiscard]] std::vector<bool> axes_mask(const std::vector<std::string>& axes) const;
 
   std::vector<std::string> axis_names_;
   std::vector<std::int64_t> axis_sizes_;

@@ -44,7 +44,7 @@ struct LocalWorld::Round {
   }
   // Built only for an error: a small collective takes microseconds.
   [[nodiscard]] std::string describe() const {
-    return std::string(call.op) + " over " + Group{channel.world_ranks(), group.axes}.to_string();
+    return std::string(call.op) + " over " + Group(channel.world_ranks(), group.axes()).to_string();
   }
 };
 

@@ -252,15 +252,15 @@ class LocalBackend final : public detail::CommBackend {
 
   // The channel of `group` (ranks of this communicator), looked up once per group.
   detail::GroupChannel& channel_of(const Group& group) {
-    if (last_channel_ != nullptr && last_group_ == group.ranks) return *last_channel_;
-    auto it = channels_.find(group.ranks);
+    if (last_channel_ != nullptr && last_group_.same_ranks(group)) return *last_channel_;
+    auto it = channels_.find(group.ranks());
     if (it == channels_.end()) {
       std::vector<Rank> world;
-      world.reserve(group.ranks.size());
-      for (Rank r : group.ranks) world.push_back(members_[static_cast<std::size_t>(r)]);
-      it = channels_.emplace(group.ranks, &world_.channel(context_, world)).first;
+      world.reserve(group.ranks().size());
+      for (Rank r : group.ranks()) world.push_back(members_[static_cast<std::size_t>(r)]);
+      it = channels_.emplace(group.ranks(), &world_.channel(context_, world)).first;
     }
-    last_group_ = it->first;
+    last_group_ = group;
     last_channel_ = it->second;
     return *last_channel_;
   }
@@ -482,9 +482,9 @@ class LocalBackend final : public detail::CommBackend {
                    const BlockLayout& theirs = *calls[i].send_layout;
                    if (theirs.counts[self] != receive.counts[i]) {
                      mismatch = "all_to_allv over " + request.group.to_string() + ": rank " +
-                                std::to_string(request.group.ranks[self]) + " expects " +
+                                std::to_string(request.group.ranks()[self]) + " expects " +
                                 std::to_string(receive.counts[i]) + " elements from rank " +
-                                std::to_string(request.group.ranks[i]) + ", which sends " +
+                                std::to_string(request.group.ranks()[i]) + ", which sends " +
                                 std::to_string(theirs.counts[self]);
                      continue;
                    }
@@ -540,7 +540,7 @@ class LocalBackend final : public detail::CommBackend {
   std::vector<const void*> inputs_;  // reused by eager reductions (one runs at a time)
   bool share_buffers_ = true;
   std::map<std::vector<Rank>, detail::GroupChannel*> channels_;
-  std::vector<Rank> last_group_;  // the group of the last collective, and its channel
+  Group last_group_;  // the group of the last collective, and its channel
   detail::GroupChannel* last_channel_ = nullptr;
 
   std::mutex queue_mutex_;

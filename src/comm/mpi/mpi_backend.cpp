@@ -171,7 +171,7 @@ class MpiWorkState final : public WorkState {
 
   void post_signature() {
     const MpiSignature mine = signature_of(request_, member_);
-    signatures_.resize(request_.group.ranks.size());
+    signatures_.resize(request_.group.ranks().size());
     backend_.check(
         MPI_Iallgather(&mine, sizeof(MpiSignature), MPI_BYTE, signatures_.data(),
                        sizeof(MpiSignature), MPI_BYTE, comms_.signatures, &signature_request_),
@@ -488,30 +488,30 @@ void MpiBackend::progress() {
 
 MpiBackend::GroupComms& MpiBackend::comms_for(const Group& group, const CommOptions& options,
                                               const std::string& op) {
-  auto it = comms_.find(group.ranks);
+  auto it = comms_.find(group.ranks());
   if (it != comms_.end()) return it->second;
   meet(group, options, op);
   MPI_Group all = MPI_GROUP_NULL;
   MPI_Group members = MPI_GROUP_NULL;
   MPI_Comm_group(comm_, &all);
-  check(MPI_Group_incl(all, group.size(), group.ranks.data(), &members), op);
+  check(MPI_Group_incl(all, group.size(), group.ranks().data(), &members), op);
   GroupComms comms;
   check(MPI_Comm_create_group(comm_, members, 0, &comms.data), op);
   MPI_Comm_set_errhandler(comms.data, MPI_ERRORS_RETURN);
   check(MPI_Comm_dup(comms.data, &comms.signatures), op);
   MPI_Group_free(&members);
   MPI_Group_free(&all);
-  return comms_[group.ranks] = comms;
+  return comms_[group.ranks()] = comms;
 }
 
 void MpiBackend::meet(const Group& group, const CommOptions& options, const std::string& op) {
   std::uint64_t key = 1469598103934665603ULL;
-  for (Rank r : group.ranks) key = (key ^ static_cast<std::uint64_t>(r)) * 1099511628211ULL;
+  for (Rank r : group.ranks()) key = (key ^ static_cast<std::uint64_t>(r)) * 1099511628211ULL;
   const int tag = 1 + static_cast<int>(key % 30000);
   std::vector<MPI_Request> requests;
-  std::vector<std::uint64_t> received(group.ranks.size());
-  for (std::size_t i = 0; i < group.ranks.size(); ++i) {
-    const Rank peer = group.ranks[i];
+  std::vector<std::uint64_t> received(group.ranks().size());
+  for (std::size_t i = 0; i < group.ranks().size(); ++i) {
+    const Rank peer = group.ranks()[i];
     if (peer == rank_) continue;
     requests.emplace_back();
     check(MPI_Isend(&key, 1, MPI_UINT64_T, peer, tag, meeting_, &requests.back()), op);
@@ -534,10 +534,10 @@ void MpiBackend::meet(const Group& group, const CommOptions& options, const std:
     }
     poller.pause();
   }
-  for (std::size_t i = 0; i < group.ranks.size(); ++i) {
-    if (group.ranks[i] != rank_ && received[i] != key) {
+  for (std::size_t i = 0; i < group.ranks().size(); ++i) {
+    if (group.ranks()[i] != rank_ && received[i] != key) {
       throw CommError(op + " over " + group.to_string() + ": rank " +
-                      std::to_string(group.ranks[i]) + " joined a different group");
+                      std::to_string(group.ranks()[i]) + " joined a different group");
     }
   }
 }

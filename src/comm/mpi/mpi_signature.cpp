@@ -89,8 +89,8 @@ std::optional<std::string> mismatch(const std::vector<MpiSignature>& signatures,
     const bool pairs_differ = s.op == first.op && s.count == first.count &&
                               s.digest != first.digest &&
                               first.op == static_cast<std::uint8_t>(CommOp::kPpermute);
-    return operation + " over " + group.to_string() + ": rank " + std::to_string(group.ranks[i]) +
-           " called " + describe(s) + " where rank " + std::to_string(group.ranks[0]) +
+    return operation + " over " + group.to_string() + ": rank " + std::to_string(group.ranks()[i]) +
+           " called " + describe(s) + " where rank " + std::to_string(group.ranks()[0]) +
            " called " + describe(first) + (pairs_differ ? " with other pairs" : "");
   }
   return std::nullopt;
