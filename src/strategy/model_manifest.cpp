@@ -155,8 +155,9 @@ std::int64_t ModelManifest::num_bytes() const {
   return bytes;
 }
 
-ModelManifest ModelManifest::from_json(std::string_view text) {
-  const nlohmann::json json = detail::parse_json(text, "model manifest");
+namespace {
+
+ModelManifest manifest_of_json(const nlohmann::json& json) {
   detail::JsonObjectReader reader(json, "");
   const nlohmann::json& list = reader.required("parameters");
   const nlohmann::json* units = reader.optional("axis_units");
@@ -182,6 +183,12 @@ ModelManifest ModelManifest::from_json(std::string_view text) {
   if (units != nullptr) manifest.axis_units = axis_units_from_json(*units);
   (void)manifest.num_bytes();  // the model's bytes must be countable too
   return manifest;
+}
+
+}  // namespace
+
+ModelManifest ModelManifest::from_json(std::string_view text) {
+  return manifest_of_json(detail::parse_json(text, "model manifest"));
 }
 
 std::string ModelManifest::to_json() const {
@@ -306,8 +313,9 @@ ModelManifest llama_manifest(const LlamaConfig& c) {
   return checked_manifest(std::move(manifest), "Llama");
 }
 
-ModelManifest manifest_from_hf_config(std::string_view text) {
-  const nlohmann::json json = detail::parse_json(text, "config.json");
+namespace {
+
+ModelManifest manifest_of_hf_config(const nlohmann::json& json) {
   if (!json.is_object()) {
     throw ParseError("config.json must be a JSON object, not " + detail::json_type_name(json));
   }
@@ -362,10 +370,16 @@ ModelManifest manifest_from_hf_config(std::string_view text) {
                    "' is not supported; expected gpt2, llama, mistral or qwen2");
 }
 
+}  // namespace
+
+ModelManifest manifest_from_hf_config(std::string_view text) {
+  return manifest_of_hf_config(detail::parse_json(text, "config.json"));
+}
+
 ModelManifest load_model_description(std::string_view text) {
   const nlohmann::json json = detail::parse_json(text, "model description");
-  if (json.is_object() && json.contains("parameters")) return ModelManifest::from_json(text);
-  return manifest_from_hf_config(text);
+  if (json.is_object() && json.contains("parameters")) return manifest_of_json(json);
+  return manifest_of_hf_config(json);
 }
 
 }  // namespace shardwise

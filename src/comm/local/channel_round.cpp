@@ -66,12 +66,17 @@ std::optional<std::string> LocalWorld::await(GroupChannel& channel, const Ready&
   // A sleeper that can give up also wakes for the world's failure, which give_up() reports; one
   // that waits whatever happens (a phase barrier) does not spin on it.
   const auto ready_or_failed = [&] { return ready() || (CanGiveUp && failed_.load()); };
+  // Every change a waiter waits for wakes it; the slices only bound how late it notices a
+  // deadline. They grow, so that thousands of ranks waiting on two cores do not spend them
+  // waking each other to look.
+  auto slice = kSleepSlice;
   while (!ready()) {
     if (auto reason = give_up()) return reason;
     if (Clock::now() < spin_until) {
       std::this_thread::yield();
     } else {
-      channel.sleep(ready_or_failed, kSleepSlice);
+      channel.sleep(ready_or_failed, slice);
+      slice = std::min(slice * 2, kLongestSleepSlice);
     }
   }
   return std::nullopt;
@@ -156,7 +161,8 @@ bool LocalWorld::arrive(Round& r) {
       }
     }
     if (r.channel.state().compare_exchange_weak(word, next.pack())) {
-      r.channel.wake();
+      // Sleepers wait for the round to complete or break, not for each arrival.
+      if (last || next.broken) r.channel.wake();
       if (next.broken) throw CommError(r.describe() + ": " + me.breaking_reason);
       return last;
     }
@@ -165,6 +171,8 @@ bool LocalWorld::arrive(Round& r) {
 
 std::optional<std::string> LocalWorld::reason_to_give_up(const Round& r) {
   if (failed_.load()) return aborted_error(r).what();
+  const bool past_deadline = Clock::now() >= r.deadline;
+  if (finished_count_.load() == 0 && !past_deadline) return std::nullopt;
   const std::vector<Rank>& ranks = r.channel.world_ranks();
   std::vector<Rank> absent;
   bool all_finished = true;
@@ -177,7 +185,7 @@ std::optional<std::string> LocalWorld::reason_to_give_up(const Round& r) {
     return r.describe() + " cannot complete: rank" + (absent.size() > 1 ? "s " : " ") +
            rank_list(absent) + " finished without joining it";
   }
-  if (Clock::now() < r.deadline) return std::nullopt;
+  if (!past_deadline) return std::nullopt;
   return r.describe() + ": " +
          (absent.empty()
               ? std::string("other members")
@@ -264,15 +272,9 @@ void LocalWorld::run_phases(Round& r, int phases, PhaseWork work) {
         me.failed_in.store(r.round + 1);
       }
     }
-    const std::uint64_t target = ++me.phases;
-    me.phases_done.store(target);
-    r.channel.wake();
-    const auto everyone_done = [&] {
-      for (std::size_t i = 0; i < n; ++i) {
-        if (r.channel.member(i).phases_done.load() < target) return false;
-      }
-      return true;
-    };
+    const std::uint64_t everyone = ++me.phases * n;
+    if (r.channel.phase_arrivals().fetch_add(1) + 1 == everyone) r.channel.wake();
+    const auto everyone_done = [&] { return r.channel.phase_arrivals().load() >= everyone; };
     (void)await<false>(r.channel, everyone_done, [] { return std::optional<std::string>(); });
     past_deadline = past_deadline || Clock::now() > r.deadline;
   }

@@ -86,10 +86,9 @@ class GroupChannel {
   // member itself touches lie on separate cache lines, so that writing one does not take the
   // others from the cores that read them. Fields marked "own" are written by that member only.
   struct alignas(64) Member {
-    std::atomic<std::uint64_t> phases_done{0};     // phases this member has finished, ever
     std::atomic<std::uint64_t> failed_in{0};       // 1 + the last round its own part threw in
     alignas(64) std::uint64_t next_round = 0;      // own
-    std::uint64_t phases = 0;                      // own: the count phases_done will reach
+    std::uint64_t phases = 0;                      // own: phases this member has finished, ever
     std::string breaking_reason;                   // own: read once it broke the channel
     Published published[2];                        // own: by round parity
     alignas(64) std::vector<std::byte> staged[2];  // own: an eager round's input, by parity
@@ -102,6 +101,11 @@ class GroupChannel {
   Member& member(std::size_t index) { return members_[index]; }
 
   std::atomic<std::uint64_t>& state() { return state_; }
+  // Phases finished by all members together, ever. Every member runs the same phases, so
+  // after each one the count is a multiple of the size: waiters poll one word, and only the
+  // member that completes a phase wakes the sleepers (not every member: with n sleepers that
+  // would be n^2 wake-ups per phase).
+  std::atomic<std::uint64_t>& phase_arrivals() { return phase_arrivals_; }
 
   // Sleeping waiters: a member that changes the channel wakes them (cheap when there are
   // none); the world wakes them when a rank fails or finishes.
@@ -121,6 +125,7 @@ class GroupChannel {
   std::vector<Rank> world_ranks_;
   std::unique_ptr<Member[]> members_;
   alignas(64) std::atomic<std::uint64_t> state_{0};
+  alignas(64) std::atomic<std::uint64_t> phase_arrivals_{0};
   alignas(64) std::atomic<int> sleepers_{0};
   std::mutex mutex_;
   std::condition_variable woken_;

@@ -89,6 +89,12 @@ std::pair<std::size_t, std::size_t> chunk(std::size_t count, std::size_t n, std:
 // staged in the channel and no barrier follows (two cache-line round trips fewer, which is
 // most of a small collective's time).
 constexpr std::size_t kEagerBytes = 16 * 1024;
+// An eager all-reduce has every member reduce every member's whole input: it reads the group
+// size times the buffer, where the two-phase one reads each input once among all members. It
+// runs eagerly only while that is at most this many bytes per member (any buffer up to
+// kEagerBytes for groups of up to 16), so that thousands of ranks do not read a quadratic
+// amount.
+constexpr std::size_t kEagerReduceReadBytes = 16 * kEagerBytes;
 
 // A context for a communicator split from `parent`: the same on every member, since every
 // member splits in the same order.
@@ -337,7 +343,8 @@ class LocalBackend final : public detail::CommBackend {
     const std::size_t element = size_in_bytes(request.dtype);
     const auto n = static_cast<std::size_t>(request.group.size());
     const std::size_t buffers = request.buffers.size();
-    if (buffers == 1 && request.buffers[0].count * element <= kEagerBytes) {
+    if (buffers == 1 && request.buffers[0].count * element <= kEagerBytes &&
+        n * request.buffers[0].count * element <= kEagerReduceReadBytes) {
       // Each member reduces the whole buffer from every member's staged input.
       const CoalescedBuffer& buffer = request.buffers[0];
       return eager_collective(

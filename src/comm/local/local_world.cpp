@@ -151,7 +151,7 @@ void LocalWorld::abort(Rank rank, std::string_view reason) {
 
 void LocalWorld::finish(Rank rank) {
   std::unique_lock lock(mutex_);
-  finished_.insert(rank);
+  if (finished_.insert(rank).second) ++finished_count_;
   rank_finished_[static_cast<std::size_t>(rank)] = true;
   announce();
   wake_channels();

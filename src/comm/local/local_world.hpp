@@ -125,8 +125,10 @@ class LocalWorld {
   // How long a waiter in a channel spins on pause instructions before it yields, unless the
   // ranks outnumber the cores (then the rank it waits for may need its core).
   static constexpr std::chrono::microseconds kPauseSpin{5};
-  // The longest a waiter in a channel sleeps before it looks again (for deadlines).
+  // How long a waiter in a channel first sleeps before it looks again (for deadlines), and the
+  // most it sleeps at once as the slices double.
   static constexpr std::chrono::microseconds kSleepSlice{2000};
+  static constexpr std::chrono::microseconds kLongestSleepSlice{64000};
   // Pause instructions spun before the first yield (a few microseconds).
   static constexpr int kPauseSpins = 2000;
 
@@ -140,6 +142,9 @@ class LocalWorld {
   // Set with failure_, read without the mutex by waiters in channels.
   std::atomic<bool> failed_{false};
   std::unique_ptr<std::atomic<bool>[]> rank_finished_;
+  // How many ranks have finished: while none has, a waiter need not look at its peers (a scan
+  // per wake-up is quadratic in the group's size).
+  std::atomic<int> finished_count_{0};
   std::map<std::tuple<std::uint64_t, Rank, Rank, int>, std::deque<std::vector<std::byte>>>
       mailboxes_;
   std::optional<std::string> failure_;
