@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "model_argument.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
@@ -25,57 +26,6 @@
 
 namespace shardwise::cli {
 namespace {
-
-// The largest .safetensors header read (the format's own limit is 100 MB).
-constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
-
-ModelManifest safetensors_manifest(const std::string& path) {
-  // Checked before it is opened: opening a pipe would wait for a writer.
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
-    throw InvalidArgument("--model '" + path + "' is not a readable regular file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument("--model '" + path + "' is not a readable regular file");
-  const auto size = static_cast<std::uint64_t>(info.st_size);
-  unsigned char length_bytes[8] = {};
-  if (size < 8 || !in.read(reinterpret_cast<char*>(length_bytes), 8)) {
-    throw InvalidArgument("--model '" + path + "' is shorter than a safetensors header");
-  }
-  std::uint64_t length = 0;
-  for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
-  if (length > kMaxSafetensorsHeader || length > size - 8) {
-    throw InvalidArgument("--model '" + path + "': the safetensors header claims " +
-                          std::to_string(length) + " bytes; the file has " +
-                          std::to_string(size - 8) + " after the length (at most " +
-                          std::to_string(kMaxSafetensorsHeader) + ")");
-  }
-  std::string header(length, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(length))) {
-    throw InvalidArgument("--model '" + path + "': cannot read the safetensors header");
-  }
-  try {
-    return plan::manifest_from_safetensors_header(header, size - 8 - length);
-  } catch (const Error& e) {
-    throw InvalidArgument("--model '" + path + "': " + e.what());
-  }
-}
-
-ModelManifest model_manifest(const std::string& model) {
-  if (model == "tiny" || model == "small" || model == "gpt2") {
-    return models::gpt2_manifest_of(models::gpt_preset(model, "--model"));
-  }
-  if (model.size() > 12 && model.substr(model.size() - 12) == ".safetensors") {
-    return safetensors_manifest(model);
-  }
-  try {
-    return load_model_description(read_file(model, "--model"));
-  } catch (const InvalidArgument&) {
-    throw;
-  } catch (const Error& e) {
-    throw InvalidArgument("--model '" + model + "': " + e.what());
-  }
-}
 
 // This machine shared by `devices` in-process ranks: each gets the fp32 matrix-product rate the
 // kernels measure on its share of the cores, and an equal share of the memory.
@@ -234,7 +184,7 @@ class PlanCommand final : public Command {
     const plan::Recompute recompute = plan::parse_recompute(recompute_, "--recompute");
     std::optional<std::int64_t> heads;
     if (heads_) heads = bounded(*heads_, "--heads", 1, std::int64_t{1} << 20);
-    const ModelManifest manifest = model_manifest(model_);
+    const ModelManifest manifest = read_model_argument(model_, "--model").manifest;
     const plan::ModelShape shape = plan::shape_of(manifest, heads);
     plan::Cluster cluster;
     if (device_ == "cpu") {

@@ -16,9 +16,9 @@
 #include <set>
 #include <sstream>
 
-#include "../detail/unique_keys.hpp"
 #include "backend_flag.hpp"
 #include "command.hpp"
+#include "model_argument.hpp"
 #include "number_text.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/error.hpp"
@@ -37,46 +37,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A preset's name, or a JSON file with n_layer, n_head, n_embd, block_size, vocab_size.
+// A preset's name, or the trainer's model file (n_layer, n_head, n_embd, block_size,
+// vocab_size), read as `shardwise plan` reads it.
 models::GptConfig model_config(const std::string& model) {
-  if (model == "tiny" || model == "small" || model == "gpt2")
-    return models::gpt_preset(model, "--model");
-  struct stat info {};
-  if (::stat(model.c_str(), &info) != 0) {
-    throw InvalidArgument("--model: '" + model +
-                          "' is neither a model (tiny, small, gpt2) nor a readable JSON file");
+  ModelArgument argument = read_model_argument(model, "--model");
+  if (!argument.gpt) {
+    throw InvalidArgument("--model '" + model +
+                          "' describes parameters, not a GPT the trainer can build; give "
+                          "tiny, small, gpt2 or a JSON file with n_layer, n_head, n_embd, "
+                          "block_size and vocab_size");
   }
-  nlohmann::json j;
-  try {
-    j = detail::UniqueKeys::parse(read_file(model, "--model"), "--model '" + model + "'");
-  } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument("--model: '" + model + "' is not JSON: " + e.what());
-  }
-  const std::string named = "--model '" + model + "': ";
-  models::GptConfig c;
-  const auto field = [&](const char* key, std::size_t& into) {
-    if (!j.is_object() || !j.contains(key)) {
-      throw InvalidArgument(named + "needs \"" + key + "\" (a positive integer)");
-    }
-    // Larger than any bound validate() allows, so that it names the field with its value.
-    constexpr std::uint64_t kLargest = std::uint64_t{1} << 40;
-    if (!j[key].is_number_unsigned() || j[key].get<std::uint64_t>() > kLargest) {
-      throw InvalidArgument(named + "\"" + key + "\" is " + j[key].dump().substr(0, 40) +
-                            "; expected a positive integer");
-    }
-    into = static_cast<std::size_t>(j[key].get<std::uint64_t>());
-  };
-  field("n_layer", c.n_layer);
-  field("n_head", c.n_head);
-  field("n_embd", c.n_embd);
-  field("block_size", c.block_size);
-  field("vocab_size", c.vocab_size);
-  try {
-    models::validate(c);
-  } catch (const InvalidArgument& e) {
-    throw InvalidArgument(named + e.what());
-  }
-  return c;
+  return *argument.gpt;
 }
 
 // --mesh: axes data and fsdp only, rank r on device r.

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "detail/json_reader.hpp"
+#include "detail/model_description_json.hpp"
 #include "shardwise/core/checked_math.hpp"
 #include "shardwise/core/error.hpp"
 
@@ -376,10 +377,13 @@ ModelManifest manifest_from_hf_config(std::string_view text) {
   return manifest_of_hf_config(detail::parse_json(text, "config.json"));
 }
 
-ModelManifest load_model_description(std::string_view text) {
-  const nlohmann::json json = detail::parse_json(text, "model description");
+ModelManifest detail::model_description_of(const nlohmann::json& json) {
   if (json.is_object() && json.contains("parameters")) return manifest_of_json(json);
   return manifest_of_hf_config(json);
+}
+
+ModelManifest load_model_description(std::string_view text) {
+  return detail::model_description_of(detail::parse_json(text, "model description"));
 }
 
 }  // namespace shardwise

@@ -7,7 +7,9 @@
 
 #include <fstream>
 
+#include "model_argument.hpp"
 #include "run_command.hpp"
+#include "shardwise/core/shape.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -159,6 +161,87 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
       if (bytes.get<std::int64_t>() != 0) measured[axis] = bytes;
     }
     EXPECT_EQ(measured, candidate["comm_bytes_per_step"]) << where;
+  }
+}
+
+}  // namespace
+}  // namespace shardwise::cli
+
+namespace shardwise::cli {
+namespace {
+
+// One reader for a model file: `shardwise plan` counts exactly the parameters `shardwise train`
+// builds, for the presets and for every trainer model file (the plan used to read such a file
+// as a GPT-2 config.json, ignore block_size and take 1024 positions).
+TEST(PlanCommand, CountsTheParametersTheTrainerBuildsForEveryModelFileItAccepts) {
+  std::vector<std::string> models{"tiny", "small", "gpt2",
+                                  testing::source_path("examples/models/gpt_micro.json")};
+  int made = 0;
+  for (const char* text : {R"({"n_layer": 4, "n_head": 4, "n_embd": 128, "block_size": 64,
+                               "vocab_size": 256})",
+                           R"({"vocab_size": 300, "block_size": 7, "n_embd": 48, "n_head": 3,
+                               "n_layer": 3})",
+                           R"({"n_layer": 1, "n_head": 1, "n_embd": 8, "block_size": 1,
+                               "vocab_size": 256})"}) {
+    const std::string path = ::testing::TempDir() + "trainer_model_" + std::to_string(made++) +
+                             ".json";
+    std::ofstream(path) << text;
+    models.push_back(path);
+  }
+  for (const std::string& model : models) {
+    const testing::Result planned =
+        run_command({"plan", "--model", model, "--devices", "1", "--global-batch", "1", "--seq",
+                     "1", "--layout", "data=1", "--json"});
+    ASSERT_EQ(planned.status, 0) << model << ": " << planned.err;
+    const std::int64_t plan_count = nlohmann::json::parse(planned.out)["model"]["parameters"];
+    std::int64_t built = 0;
+    const models::GptConfig config = read_model_argument(model, "--model").gpt.value();
+    for (const train::ParameterSpec& p : models::gpt_parameters(config)) {
+      built += static_cast<std::int64_t>(num_elements(p.shape));
+    }
+    EXPECT_EQ(plan_count, built) << model;
+    if (model == "gpt2" || model == "small") continue;  // built above; too large to train here
+    const testing::Result trained = run_command(
+        {"train", "--model", model, "--steps", "1", "--batch", "1", "--seq", "1", "--json"});
+    ASSERT_EQ(trained.status, 0) << model << ": " << trained.err;
+    EXPECT_EQ(testing::json_lines(trained.out).back()["summary"]["parameters"], plan_count)
+        << model;
+  }
+  // The case that differed most: ZeRO-3 over 5 ranks, state bytes per rank.
+  const std::string tiny = models[4];
+  const testing::Result trained =
+      run_command({"train", "--model", tiny, "--mesh", "fsdp=5", "--zero", "3", "--batch", "5",
+                   "--steps", "1", "--json"});
+  ASSERT_EQ(trained.status, 0) << trained.err;
+  const testing::Result planned = run_command(
+      {"plan", "--model", tiny, "--devices", "5", "--global-batch", "5", "--seq", "64",
+       "--precision", "fp32", "--layout", "fsdp=5", "--zero", "3", "--json"});
+  ASSERT_EQ(planned.status, 0) << planned.err;
+  const auto rank0 = testing::json_lines(trained.out).back()["summary"]["ranks"][0];
+  const auto memory = nlohmann::json::parse(planned.out)["candidates"][0]["memory_per_device"];
+  EXPECT_EQ(rank0["params_bytes"], memory["params"]);
+  EXPECT_EQ(rank0["grads_bytes"], memory["grads"]);
+  EXPECT_EQ(rank0["optimizer_bytes"], memory["optimizer"]);
+}
+
+TEST(PlanCommand, RefusesWhatTheTrainerRefusesInAModelFile) {
+  const auto file = [](const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::string extra = file("extra_key.json", R"({"n_layer": 2, "n_head": 2, "n_embd": 8,
+      "block_size": 8, "vocab_size": 256, "n_positions": 1024})");
+  const std::string odd = file("odd_heads.json", R"({"n_layer": 2, "n_head": 3, "n_embd": 8,
+      "block_size": 8, "vocab_size": 256})");
+  for (const std::string command : {"train", "plan"}) {
+    std::vector<std::string> rest{"--steps", "1"};
+    if (command == "plan") rest = {"--devices", "1", "--global-batch", "1", "--seq", "1"};
+    std::vector<std::string> args{command, "--model", extra};
+    args.insert(args.end(), rest.begin(), rest.end());
+    expect_bad_input(args, "\"n_positions\" is not a field of the model");
+    args[2] = odd;
+    expect_bad_input(args, "n_embd 8 is not divisible by n_head 3");
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardwise/strategy/model_manifest.hpp"
@@ -30,6 +31,11 @@ struct GptConfig {
 // "tiny" (nanoGPT's CPU configuration), "small" (shakespeare-char) or "gpt2"; anything else is
 // an InvalidArgument naming `field` and the value.
 [[nodiscard]] GptConfig gpt_preset(const std::string& name, const std::string& field);
+// The trainer's model file, {"n_layer", "n_head", "n_embd", "block_size", "vocab_size"}:
+// exactly these keys, each a positive integer within validate()'s bounds; an InvalidArgument
+// (or a ParseError for text that is not JSON) starting with `what` otherwise. `shardwise train`
+// and `shardwise plan` both read a model file through it.
+[[nodiscard]] GptConfig gpt_config_from_json(std::string_view text, const std::string& what);
 // Checks the sizes (positive, n_embd divisible by n_head, bounded); an InvalidArgument names
 // the field and the value.
 void validate(const GptConfig& config);

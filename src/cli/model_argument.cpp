@@ -1,0 +1,85 @@
+#include "model_argument.hpp"
+
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "../models/detail/gpt_config_json.hpp"
+#include "../strategy/detail/json_reader.hpp"
+#include "../strategy/detail/model_description_json.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/plan/model_shape.hpp"
+#include "text_table.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+// The largest .safetensors header read (the format's own limit is 100 MB).
+constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
+
+ModelManifest safetensors_manifest(const std::string& path, const std::string& flag) {
+  const std::string named = flag + " '" + path + "'";
+  // Checked before it is opened: opening a pipe would wait for a writer.
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+    throw InvalidArgument(named + " is not a readable regular file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidArgument(named + " is not a readable regular file");
+  const auto size = static_cast<std::uint64_t>(info.st_size);
+  unsigned char length_bytes[8] = {};
+  if (size < 8 || !in.read(reinterpret_cast<char*>(length_bytes), 8)) {
+    throw InvalidArgument(named + " is shorter than a safetensors header");
+  }
+  std::uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
+  if (length > kMaxSafetensorsHeader || length > size - 8) {
+    throw InvalidArgument(named + ": the safetensors header claims " + std::to_string(length) +
+                          " bytes; the file has " + std::to_string(size - 8) +
+                          " after the length (at most " + std::to_string(kMaxSafetensorsHeader) +
+                          ")");
+  }
+  std::string header(length, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(length))) {
+    throw InvalidArgument(named + ": cannot read the safetensors header");
+  }
+  try {
+    return plan::manifest_from_safetensors_header(header, size - 8 - length);
+  } catch (const Error& e) {
+    throw InvalidArgument(named + ": " + e.what());
+  }
+}
+
+ModelArgument of_gpt(const models::GptConfig& config) {
+  return {config, models::gpt2_manifest_of(config)};
+}
+
+}  // namespace
+
+ModelArgument read_model_argument(const std::string& value, const std::string& flag) {
+  if (value == "tiny" || value == "small" || value == "gpt2") {
+    return of_gpt(models::gpt_preset(value, flag));
+  }
+  if (value.size() > 12 && value.substr(value.size() - 12) == ".safetensors") {
+    return {std::nullopt, safetensors_manifest(value, flag)};
+  }
+  struct stat info {};
+  if (::stat(value.c_str(), &info) != 0) {
+    throw InvalidArgument(flag + ": '" + echo_input(value) +
+                          "' is neither a model (tiny, small, gpt2) nor a readable file");
+  }
+  const std::string named = flag + " '" + value + "'";
+  const std::string text = read_file(value, flag);
+  try {
+    const nlohmann::json json = shardwise::detail::parse_json(text, named);
+    if (models::detail::is_gpt_config(json)) return of_gpt(models::detail::gpt_config_of(json, named));
+    return {std::nullopt, shardwise::detail::model_description_of(json)};
+  } catch (const Error& e) {
+    // Messages of the readers below name the file themselves or not at all.
+    const std::string message = e.what();
+    throw InvalidArgument(message.find(named) != std::string::npos ? message
+                                                                   : named + ": " + message);
+  }
+}
+
+}  // namespace shardwise::cli
