@@ -179,8 +179,9 @@ class PlanCommand final : public Command {
     setup.precision = plan::parse_precision(precision_, "--precision");
     setup.optimizer = plan::parse_optimizer(optimizer_, "--optimizer");
     setup.compute_efficiency =
-        efficiency_ ? share(*efficiency_, "--efficiency", false) : (device_ == "cpu" ? 0.75 : 0.5);
-    setup.overlap = share(overlap_, "--overlap", true);
+        efficiency_ ? share(*efficiency_, "--efficiency", plan::TrainingSetup::kLeastEfficiency)
+                    : (device_ == "cpu" ? 0.75 : 0.5);
+    setup.overlap = share(overlap_, "--overlap", 0);
     const plan::Recompute recompute = plan::parse_recompute(recompute_, "--recompute");
     std::optional<std::int64_t> heads;
     if (heads_) heads = bounded(*heads_, "--heads", 1, std::int64_t{1} << 20);
@@ -204,6 +205,16 @@ class PlanCommand final : public Command {
     } else {
       cluster = plan::Cluster::preset(device_, devices, per_node);
     }
+    const auto top = static_cast<std::size_t>(bounded(top_, "--top", 1, 1000));
+    if (layout_ && app_->get_option("--top")->count() > 0) {
+      throw InvalidArgument("--top ranks the layouts a search finds; with --layout one layout is "
+                            "evaluated");
+    }
+    if (shape.context > 0 && setup.seq > shape.context) {
+      throw InvalidArgument("--seq " + seq_ + " is longer than the model's context of " +
+                            std::to_string(shape.context) +
+                            " positions (the rows of its position embedding)");
+    }
     if (!layout_) {  // what only a given layout takes would be lost on a search
       for (const char* flag : {"--zero", "--microbatches", "--schedule", "--virtual-stages"}) {
         if (app_->get_option(flag)->count() > 0) {
@@ -219,7 +230,7 @@ class PlanCommand final : public Command {
       ranked.push_back({plan::evaluate(shape, cluster, setup, layout_from(setup, recompute)), ""});
     } else {
       plan::SearchOptions options;
-      options.top = static_cast<std::size_t>(bounded(top_, "--top", 1, 1000));
+      options.top = top;
       options.recompute = recompute;
       options.sequence_parallel = sequence_parallel_;
       const plan::SearchResult result = plan::search_layouts(shape, cluster, setup, options);
@@ -282,11 +293,13 @@ class PlanCommand final : public Command {
   }
 
  private:
-  static double share(const std::string& text, std::string_view flag, bool zero_allowed) {
+  // A number from `least` to 1.
+  static double share(const std::string& text, std::string_view flag, double least) {
     const double value = finite_number(text, flag);
-    if (value > 1 || value < 0 || (!zero_allowed && value == 0)) {
-      throw InvalidArgument(std::string(flag) + " is " + text + "; expected " +
-                            (zero_allowed ? "0" : "more than 0") + " to 1");
+    if (!(value >= least && value <= 1)) {
+      std::ostringstream bounds;
+      bounds << least << " to 1";
+      throw InvalidArgument(std::string(flag) + " is " + text + "; expected " + bounds.str());
     }
     return value;
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "detail/json_reader.hpp"
@@ -12,10 +14,26 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-void require_positive(double value, const std::string& field) {
-  if (!(value > 0) || !std::isfinite(value)) {
-    throw InvalidArgument("cluster " + field + " is " + std::to_string(value) +
-                          "; expected a positive finite number");
+// Bounds on a device and its links, wide enough for any hardware, narrow enough that every
+// product and quotient the cost model forms stays a finite double (a bandwidth of 5e-324 gave
+// a step of "inf s").
+constexpr double kLeastFlops = 1e6;   // a microcontroller
+constexpr double kMostFlops = 1e18;   // an exaflop per device
+constexpr double kLeastBandwidth = 1e3;
+constexpr double kMostBandwidth = 1e15;  // a petabyte per second
+constexpr double kMostLatency = 10;      // seconds per step of a collective
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << std::setprecision(6) << value;
+  return out.str();
+}
+
+void require_within(double value, double least, double most, const std::string& field,
+                    const char* unit) {
+  if (!(value >= least && value <= most)) {
+    throw InvalidArgument("cluster " + field + " is " + number_text(value) + "; expected " +
+                          number_text(least) + " to " + number_text(most) + " " + unit);
   }
 }
 
@@ -53,17 +71,23 @@ void Cluster::validate() const {
     throw InvalidArgument("cluster devices " + std::to_string(devices) +
                           " is not a whole number of nodes of " + std::to_string(devices_per_node));
   }
-  require_positive(static_cast<double>(memory_bytes), "memory_bytes");
-  require_positive(peak_flops_fp32, "peak_flops_fp32");
-  require_positive(peak_flops_bf16, "peak_flops_bf16");
-  require_positive(intra_node.bandwidth, "intra_node bandwidth");
-  require_positive(inter_node.bandwidth, "inter_node bandwidth");
-  for (const auto& [latency, field] : {std::pair{intra_node.latency, "intra_node latency"},
-                                       std::pair{inter_node.latency, "inter_node latency"}}) {
-    if (!(latency >= 0) || !std::isfinite(latency)) {
-      throw InvalidArgument(std::string("cluster ") + field + " is " + std::to_string(latency) +
-                            "; expected a finite number of seconds, at least 0");
-    }
+  if (memory_bytes < 1) {
+    throw InvalidArgument("cluster memory_bytes is " + std::to_string(memory_bytes) +
+                          "; expected a positive integer");
+  }
+  require_within(peak_flops_fp32, kLeastFlops, kMostFlops, "peak_flops_fp32", "FLOP/s");
+  require_within(peak_flops_bf16, kLeastFlops, kMostFlops, "peak_flops_bf16", "FLOP/s");
+  require_within(intra_node.bandwidth, kLeastBandwidth, kMostBandwidth, "intra_node bandwidth",
+                 "bytes/s");
+  require_within(inter_node.bandwidth, kLeastBandwidth, kMostBandwidth, "inter_node bandwidth",
+                 "bytes/s");
+  require_within(intra_node.latency, 0, kMostLatency, "intra_node latency", "seconds");
+  require_within(inter_node.latency, 0, kMostLatency, "inter_node latency", "seconds");
+  if (name.size() > kMaxNameLength ||
+      std::any_of(name.begin(), name.end(), [](char c) { return c < 0x20 || c == 0x7f; })) {
+    throw InvalidArgument("cluster name '" + echo_input(name, 40) + "' is not " +
+                          std::to_string(kMaxNameLength) +
+                          " or fewer printable characters (it is printed in reports)");
   }
 }
 
@@ -114,8 +138,8 @@ Cluster Cluster::from_json(std::string_view text, std::int64_t devices) {
     }
   }
   Cluster c;
-  c.name = json.contains("name") && json["name"].is_string() ? json["name"].get<std::string>()
-                                                             : "custom";
+  c.name = "custom";
+  if (json.contains("name")) c.name = detail::json_string(json["name"], "cluster name");
   const auto integer = [&](const char* key) {
     const double value = number_at(json, key, "");
     if (!(value >= 1 && value <= 9.0e15) || value != std::floor(value)) {

@@ -250,6 +250,13 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   if (const auto problem = layout_problem(model, cluster, setup, l)) {
     throw InvalidArgument("layout " + l.to_string() + ": " + *problem);
   }
+  if (!(setup.compute_efficiency >= TrainingSetup::kLeastEfficiency && setup.compute_efficiency <= 1)) {
+    throw InvalidArgument("the compute efficiency is " + std::to_string(setup.compute_efficiency) +
+                          "; expected " + std::to_string(TrainingSetup::kLeastEfficiency) + " to 1");
+  }
+  if (!(setup.overlap >= 0 && setup.overlap <= 1)) {
+    throw InvalidArgument("the overlap is " + std::to_string(setup.overlap) + "; expected 0 to 1");
+  }
   if (model.units.empty() || chunks.size() != model.units.size()) {
     throw InvalidArgument("the model shape lists " + std::to_string(model.units.size()) +
                           " units and " + std::to_string(chunks.size()) +
@@ -447,6 +454,13 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   }
   p.step_time_s = p.compute_time_s + p.bubble_time_s + p.comm_time_s;
   p.mfu = p.model_flops_per_step / (p.step_time_s * static_cast<double>(cluster.devices) * peak);
+  // The inputs' bounds keep every figure finite; a prediction that is not is never reported.
+  if (!std::isfinite(p.step_time_s) || !std::isfinite(p.mfu) || !(p.step_time_s > 0)) {
+    throw InvalidArgument("layout " + l.to_string() + ": the predicted step time is " +
+                          std::to_string(p.step_time_s) +
+                          " s, not a positive finite number (the model, cluster or setup is out "
+                          "of range)");
+  }
   return p;
 }
 

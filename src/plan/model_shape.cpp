@@ -92,6 +92,9 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       continue;
     }
     (names.place_in_stage(p.name, {1, 1}).stage == 1 ? after : before).shapes.push_back(p.shape);
+    if (p.shape.size() == 2 && is_position_embedding(p.name)) {
+      shape.context = std::max(shape.context, p.shape[0]);
+    }
     if (p.shape.size() == 2 && !is_position_embedding(p.name)) {
       if (is_token_embedding(p.name)) embedding = &p;
       if (largest_outside == nullptr || count > num_elements(largest_outside->shape)) {
@@ -140,23 +143,35 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   }
   if (shape.ffn == 0) shape.ffn = shape.hidden;
   shape.gated_mlp = !mlp_matrices.empty() && mlp_matrices.begin()->second == 3;
-  const auto unit = manifest.axis_units.find("heads");
-  if (heads) {
-    shape.heads = *heads;
-    shape.head_dim = *heads > 0 ? shape.hidden / *heads : 0;
-  } else if (unit != manifest.axis_units.end()) {
+  std::optional<std::int64_t> stated;  // the manifest's own count of heads
+  if (const auto unit = manifest.axis_units.find("heads"); unit != manifest.axis_units.end()) {
+    const std::int64_t width = query != nullptr ? query->shape[0] : shape.hidden;
+    if (unit->second > width || width % unit->second != 0) {
+      throw InvalidArgument("the model's head size (axis_units.heads) " +
+                            std::to_string(unit->second) + " does not divide its query width " +
+                            std::to_string(width));
+    }
     shape.head_dim = unit->second;
-    shape.heads = (query != nullptr ? query->shape[0] : shape.hidden) / shape.head_dim;
+    stated = width / unit->second;
   }
-  if (shape.heads <= 0 || shape.head_dim <= 0) {
+  if (heads) {
+    if (*heads > shape.hidden || shape.hidden % *heads != 0) {
+      throw InvalidArgument("--heads " + std::to_string(*heads) +
+                            " does not divide the hidden size " + std::to_string(shape.hidden));
+    }
+    if (stated && *stated != *heads) {
+      throw InvalidArgument("--heads " + std::to_string(*heads) + ": the model has " +
+                            std::to_string(*stated) + " heads");
+    }
+    if (!stated) shape.head_dim = shape.hidden / *heads;
+    stated = heads;
+  }
+  if (!stated) {
     throw InvalidArgument(
         "the model does not say how many attention heads it has (a manifest's "
         "\"axis_units\": {\"heads\": head_dim}, or --heads)");
   }
-  if (heads && shape.hidden % *heads != 0) {
-    throw InvalidArgument("--heads " + std::to_string(*heads) +
-                          " does not divide the hidden size " + std::to_string(shape.hidden));
-  }
+  shape.heads = *stated;
   shape.kv_heads = key != nullptr ? key->shape[0] / shape.head_dim : shape.heads;
   return shape;
 }

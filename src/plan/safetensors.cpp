@@ -1,6 +1,9 @@
 // The header of a .safetensors file: {"name": {"dtype": "BF16", "shape": [..], "data_offsets":
 // [begin, end]}, ..., "__metadata__": {...}}, offsets relative to the data after the header.
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <vector>
 
 #include "detail/json_reader.hpp"
 #include "shardwise/core/checked_math.hpp"
@@ -40,6 +43,8 @@ ModelManifest manifest_from_safetensors_header(std::string_view header, std::uin
                      " tensors; at most " + std::to_string(kMaxManifestParameters));
   }
   ModelManifest manifest;
+  // Each tensor's bytes, [begin, end) in the data, with its index in the manifest.
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::size_t>> extents;
   for (const auto& [name, tensor] : json.items()) {
     if (name == "__metadata__") continue;
     const std::string what = "safetensors tensor '" + name.substr(0, 200) + "'";
@@ -75,9 +80,25 @@ ModelManifest manifest_from_safetensors_header(std::string_view header, std::uin
                        std::to_string(end) + "]; its shape needs " + std::to_string(bytes) +
                        " bytes inside the file's " + std::to_string(data_bytes) + " data bytes");
     }
+    extents.emplace_back(begin, end, manifest.parameters.size());
     manifest.parameters.push_back({name, std::move(shape), dtype, std::nullopt});
   }
   if (manifest.parameters.empty()) throw ParseError("the safetensors header lists no tensors");
+  // Two tensors sharing bytes would be read as one another's (the safetensors library refuses
+  // such files too).
+  std::sort(extents.begin(), extents.end());
+  std::size_t reach = 0;  // the extent that reaches furthest so far
+  for (std::size_t i = 1; i < extents.size(); ++i) {
+    const auto& [begin, end, index] = extents[i];
+    const auto& [far_begin, far_end, far] = extents[reach];
+    if (begin < far_end && end > begin) {
+      throw ParseError("safetensors tensors '" + manifest.parameters[far].name.substr(0, 200) +
+                       "' [" + std::to_string(far_begin) + ", " + std::to_string(far_end) +
+                       ") and '" + manifest.parameters[index].name.substr(0, 200) + "' [" +
+                       std::to_string(begin) + ", " + std::to_string(end) + ") overlap");
+    }
+    if (end > far_end) reach = i;
+  }
   return manifest;
 }
 

@@ -117,6 +117,53 @@ TEST(PlanCommand, BadInput) {
       "the safetensors header claims 9223372036854775807 bytes");
 }
 
+// What a hostile audit found: numbers whose predictions are not finite, flags that disagree
+// with the model or are ignored, tensors sharing bytes.
+TEST(PlanCommand, RefusesWhatWouldBeIgnoredContradictedOrNotFinite) {
+  const std::vector<std::string> tiny{"plan", "--model", "tiny", "--devices", "2",
+                                      "--global-batch", "2"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = tiny;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_bad_input(with({"--seq", "64", "--efficiency", "1e-300"}),
+                   "--efficiency is 1e-300; expected 0.01 to 1");
+  expect_bad_input(with({"--seq", "64", "--heads", "1000"}),
+                   "--heads 1000 does not divide the hidden size 128");
+  expect_bad_input(with({"--seq", "64", "--heads", "8"}), "--heads 8: the model has 4 heads");
+  expect_bad_input(with({"--seq", "64", "--layout", "data=2", "--top", "0"}), "--top is 0");
+  expect_bad_input(with({"--seq", "64", "--layout", "data=2", "--top", "3"}),
+                   "--top ranks the layouts a search finds");
+  expect_bad_input(with({"--seq", "16777216"}),
+                   "--seq 16777216 is longer than the model's context of 64 positions");
+  EXPECT_EQ(run_command(with({"--seq", "64", "--heads", "4", "--layout", "data=2"})).status, 0);
+  const auto file = [](const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  };
+  const std::string wide_heads = file("wide_heads.json", R"({"parameters": [
+      {"name": "wte.weight", "shape": [256, 64], "dtype": "f32"},
+      {"name": "layers.0.mlp.up.weight", "shape": [256, 64], "dtype": "f32"}],
+      "axis_units": {"heads": 128}})");
+  expect_bad_input({"plan", "--model", wide_heads, "--devices", "1", "--global-batch", "1",
+                    "--seq", "8"},
+                   "the model's head size (axis_units.heads) 128 does not divide its query "
+                   "width 64");
+  // Two tensors claiming the same bytes.
+  const std::string header =
+      R"({"wte": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]},)"
+      R"( "h.0.mlp.c_fc.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [16, 32]}})";
+  std::string bytes(8, '\0');
+  for (std::size_t i = 0; i < 8; ++i) bytes[i] = static_cast<char>(header.size() >> (8 * i));
+  const std::string overlapping =
+      file("overlap.safetensors", bytes + header + std::string(32, '\0'));
+  expect_bad_input({"plan", "--model", overlapping, "--devices", "1", "--global-batch", "1",
+                    "--seq", "8"},
+                   "safetensors tensors 'wte' [0, 32) and 'h.0.mlp.c_fc.weight' [16, 32) overlap");
+}
+
 }  // namespace
 }  // namespace shardwise::cli
 

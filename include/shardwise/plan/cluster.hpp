@@ -3,6 +3,7 @@
 // FLOP/s, and the links between them (bandwidth as nccl-tests' bus bandwidth, latency per
 // step of a ring).
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,6 +18,8 @@ struct Link {
 };
 
 struct Cluster {
+  static constexpr std::size_t kMaxNameLength = 100;
+
   std::string name;
   std::int64_t devices = 1;
   std::int64_t devices_per_node = 1;
@@ -27,8 +30,9 @@ struct Cluster {
   Link inter_node;
 
   // Throws InvalidArgument naming the field: counts below 1, devices_per_node not dividing
-  // devices (when there are several nodes), memory, FLOP/s or bandwidth not positive and finite,
-  // latency negative or not finite.
+  // devices (when there are several nodes), memory below 1 byte, peak FLOP/s outside 1e6 to
+  // 1e18, bandwidth outside 1e3 to 1e15 bytes/s, latency outside 0 to 10 s (so that every
+  // prediction is a finite number), a name of control characters or over kMaxNameLength.
   void validate() const;
 
   // h100-80gb, a100-80gb, h200 (SXM, NVLink in a node, 400 or 200 Gb/s InfiniBand per device

@@ -23,13 +23,18 @@ Recompute parse_recompute(const std::string& text, const std::string& flag);
 Schedule parse_schedule(const std::string& text, const std::string& flag);
 
 struct TrainingSetup {
+  // The least compute efficiency a prediction takes (below it a step would take 100x its FLOPs'
+  // time at peak: not a plan anyone runs).
+  static constexpr double kLeastEfficiency = 0.01;
+
   std::int64_t global_batch = 1;  // sequences per step
   std::int64_t seq = 1;
   std::int64_t micro_batch = 1;  // sequences per micro-batch on a data-parallel rank
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdam;
   // The share of peak FLOP/s the matrix products reach, and the share of data-parallel and
-  // FSDP communication hidden behind compute (docs/planner.md states both).
+  // FSDP communication hidden behind compute (docs/planner.md states both): kLeastEfficiency
+  // to 1, and 0 to 1.
   double compute_efficiency = 0.5;
   double overlap = 0.5;
 };

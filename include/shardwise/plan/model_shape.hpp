@@ -31,6 +31,9 @@ struct ModelShape {
   // output head (the tied embedding where there is no head); not position embeddings.
   std::int64_t matmul_parameters = 0;
   bool tied_embeddings = false;  // the output head is the token embedding
+  // The longest sequence the model takes: the rows of its learned position embedding; 0 where
+  // it has none (rotary positions, as Llama's, take any length).
+  std::int64_t context = 0;
   // FSDP's units, in the order a forward pass uses them: the parameters before the layers
   // (embeddings), each layer, those after (final norm, head); each unit's parameter shapes.
   struct Unit {
@@ -47,15 +50,16 @@ struct ModelShape {
 
 // The manifest's counts and dimensions. Dimensions come from the embedding matrix (vocab x h),
 // the layers' MLP matrices (ffn) and the manifest's "heads" axis unit (the head dimension);
-// `heads` overrides the latter. Throws InvalidArgument naming what it could not find (no layers,
-// no embedding matrix, heads unknown or not dividing h).
+// `heads` gives the count where the manifest does not. Throws InvalidArgument naming what it
+// could not find or what disagrees: no layers, no embedding matrix, heads unknown, `heads` not
+// dividing h or differing from the manifest's, a head dimension not dividing the query width.
 ModelShape shape_of(const ModelManifest& manifest,
                     std::optional<std::int64_t> heads = std::nullopt);
 
 // A manifest from the header of a .safetensors file: `header` is the JSON after the 8-byte
 // length, `data_bytes` the bytes the file has after the header. Every tensor's dtype, shape and
-// data offsets are checked (offsets inside the data, their length the shape's bytes); any
-// violation is a ParseError naming the tensor.
+// data offsets are checked (offsets inside the data, their length the shape's bytes, no two
+// tensors' bytes overlapping); any violation is a ParseError naming the tensor.
 ModelManifest manifest_from_safetensors_header(std::string_view header, std::uint64_t data_bytes);
 
 }  // namespace shardwise::plan
