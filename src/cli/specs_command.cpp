@@ -1,8 +1,11 @@
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <ostream>
 
 #include "command.hpp"
+#include "model_argument.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
+#include "shardwise/train/parameter_shardings.hpp"
 #include "specs_render.hpp"
 #include "text_table.hpp"
 
@@ -17,7 +20,8 @@ class SpecsCommand final : public Command {
             "Show how every parameter of a model is sharded on a mesh: logical axes, "
             "partition spec, shard shape, pipeline stage, and bytes per device")) {
     app_->add_option("--model", model_,
-                     "A model manifest (JSON with \"parameters\") or a Hugging Face config.json")
+                     "tiny, small, gpt2, the trainer's model file, a model manifest (JSON with "
+                     "\"parameters\"), a Hugging Face config.json or a .safetensors file")
         ->required();
     app_->add_option("--mesh", mesh_, "Mesh axes and sizes, e.g. data=2,fsdp=2,model=2,pipeline=2")
         ->required();
@@ -43,7 +47,11 @@ class SpecsCommand final : public Command {
 
   void run(std::ostream& out) const override {
     const Mesh mesh = Mesh::parse(mesh_);
-    const ModelManifest manifest = load_model_description(read_file(model_, "--model"));
+    // The trainer's GPT is laid out as the trainer holds it: its names, (out, in) shapes and
+    // declared logical axes.
+    const ModelArgument model = read_model_argument(model_, "--model");
+    const ModelManifest manifest =
+        model.gpt ? train::manifest_of(models::gpt_parameters(*model.gpt)) : model.manifest;
     ParallelismConfig config = ParallelismConfig::from_mesh(mesh, fsdp_on_data_);
     config.sharding_config.fsdp_min_weight_size = fsdp_min_weight_size_;
     config.validate();
@@ -53,8 +61,14 @@ class SpecsCommand final : public Command {
     LayoutOptions options;
     options.evenness = uneven_ ? Evenness::kUneven : Evenness::kStrict;
     options.strict = strict_;
-    const ModelLayout layout =
-        layout_model(manifest, mesh, rules.axis_rules, rules.name_rules, options);
+    ModelLayout layout = layout_model(manifest, mesh, rules.axis_rules, rules.name_rules, options);
+    if (rules.gives_parameter_rules &&
+        std::all_of(manifest.parameters.begin(), manifest.parameters.end(),
+                    [](const ParameterInfo& p) { return p.logical_axes.has_value(); })) {
+      layout.notes.push_back(
+          "parameter_rules are not used: every parameter of the model declares its logical "
+          "axes");
+    }
     out << (json_ ? render_specs_json(layout) + "\n" : render_specs_text(layout));
   }
 

@@ -409,6 +409,18 @@ class TrainCommand final : public Command {
     const std::string text = read_file(source, "--param-sharding");
     try {
       const ShardingRules rules = load_sharding_rules(text, ParallelismConfig::from_mesh(mesh));
+      // The GPT declares every parameter's logical axes, so name rules would decide nothing;
+      // it has no pipeline yet, so stage rules would place nothing.
+      if (rules.gives_parameter_rules) {
+        throw InvalidArgument(
+            "parameter_rules give logical axes to parameters that declare none, and every "
+            "parameter of the GPT declares its own (`shardwise specs --model tiny` shows them); "
+            "map its logical axes with logical_axis_rules instead");
+      }
+      if (rules.gives_stage_rules) {
+        throw InvalidArgument("stage_rules place parameters in pipeline stages, and "
+                              "`shardwise train` has no pipeline axis");
+      }
       return train::rules_shardings(specs, mesh, axis, rules.axis_rules, rules.name_rules);
     } catch (const Error& e) {
       throw InvalidArgument("--param-sharding '" + source + "': " + e.what());

@@ -1,7 +1,9 @@
 #include "shardwise/strategy/logical_axis_rules.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include "detail/config_json.hpp"
 #include "detail/json_reader.hpp"
@@ -19,6 +21,7 @@ std::string rule_text(const LogicalAxisRule& rule) {
 }  // namespace
 
 LogicalAxisRules::LogicalAxisRules(std::vector<LogicalAxisRule> rules) : rules_(std::move(rules)) {
+  std::map<std::tuple<std::string, std::vector<std::string>, std::int64_t, bool>, std::size_t> seen;
   for (std::size_t i = 0; i < rules_.size(); ++i) {
     const LogicalAxisRule& rule = rules_[i];
     if (rule.logical_name.empty()) {
@@ -34,6 +37,14 @@ LogicalAxisRules::LogicalAxisRules(std::vector<LogicalAxisRule> rules) : rules_(
         throw InvalidArgument("logical axis rule " + rule_text(rule) + " names mesh axis '" +
                               rule.mesh_axes[a] + "' twice");
       }
+    }
+    // A second rule equal to an earlier one can never apply: whatever the first skips, it
+    // skips too. It is a mistake in the rules, not a rule.
+    const auto [earlier, fresh] = seen.emplace(
+        std::tuple(rule.logical_name, rule.mesh_axes, rule.min_size, rule.relocatable), i);
+    if (!fresh) {
+      throw InvalidArgument("logical axis rule " + std::to_string(i) + " " + rule_text(rule) +
+                            " repeats rule " + std::to_string(earlier->second));
     }
   }
 }

@@ -25,7 +25,7 @@ ShardingRules load_sharding_rules(std::string_view text, const ParallelismConfig
   return {axis_rules != nullptr
               ? detail::logical_axis_rules_from_json(*axis_rules, "logical_axis_rules")
               : default_logical_axis_rules(config),
-          std::move(name_rules)};
+          std::move(name_rules), parameter_rules != nullptr, stage_rules != nullptr};
 }
 
 }  // namespace shardwise

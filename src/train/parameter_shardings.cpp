@@ -95,19 +95,23 @@ ParameterShardings default_shardings(const std::vector<ParameterSpec>& parameter
                         FsdpSplit::kFirstDimension);
 }
 
-ParameterShardings rules_shardings(const std::vector<ParameterSpec>& parameters, const Mesh& mesh,
-                                   const std::string& axis, const LogicalAxisRules& axis_rules,
-                                   const ParameterNameRules& name_rules) {
-  if (!mesh.has_axis(axis)) {
-    throw InvalidArgument("the mesh " + mesh.to_string() + " has no axis '" + axis + "'");
-  }
+ModelManifest manifest_of(const std::vector<ParameterSpec>& parameters) {
   ModelManifest manifest;
   for (const ParameterSpec& parameter : parameters) {
     ParameterInfo info{parameter.name, parameter.shape, DType::kF32, std::nullopt};
     if (!parameter.logical_axes.empty()) info.logical_axes = parameter.logical_axes;
     manifest.parameters.push_back(std::move(info));
   }
-  const ModelLayout layout = layout_model(manifest, mesh, axis_rules, name_rules);
+  return manifest;
+}
+
+ParameterShardings rules_shardings(const std::vector<ParameterSpec>& parameters, const Mesh& mesh,
+                                   const std::string& axis, const LogicalAxisRules& axis_rules,
+                                   const ParameterNameRules& name_rules) {
+  if (!mesh.has_axis(axis)) {
+    throw InvalidArgument("the mesh " + mesh.to_string() + " has no axis '" + axis + "'");
+  }
+  const ModelLayout layout = layout_model(manifest_of(parameters), mesh, axis_rules, name_rules);
   ParameterShardings out;
   out.axis = axis;
   out.size = mesh.axis_size(axis);

@@ -99,7 +99,7 @@ TEST(HostileInput, JsonNumbersBeyondADoubleAreBadInput) {
   const std::string path =
       temp_file("inf.json", llama_config(R"(, "num_hidden_layers": 2, "rope_theta": 1e999)"));
   expect_bad_input({"specs", "--model", path, "--mesh", "data=2"},
-                   "invalid JSON in model description: number overflow parsing '1e999'");
+                   "inf.json': number overflow parsing '1e999'");
   const std::string rules =
       temp_file("rules.json", R"({"logical_axis_rules": [["a", "b", 1e999]]})");
   expect_bad_input({"specs", "--model", path, "--mesh", "data=2", "--rules", rules},

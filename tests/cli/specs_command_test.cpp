@@ -115,7 +115,7 @@ TEST(SpecsCommand, GroupedQueryAttentionKeepsHeadsWholeOrRefuses) {
 TEST(SpecsCommand, BadInput) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--model", "/nonexistent.json", "--mesh", "data=2"},
-            "cannot read --model '/nonexistent.json'"},
+            "--model: '/nonexistent.json' is neither a model (tiny, small, gpt2) nor a readable file"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "expert=2"},
             "mesh axis 'expert' is not one of data, fsdp, model, pipeline"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "pipeline=16"},
@@ -124,7 +124,7 @@ TEST(SpecsCommand, BadInput) {
              source_path("examples/models/gpt2.json")},
             "unknown field 'activation_function'"},
            {{"--model", source_path("CMakeLists.txt"), "--mesh", "data=2"},
-            "invalid JSON in model description"},
+            "invalid JSON in --model"},
        }) {
     std::vector<std::string> full{"specs"};
     full.insert(full.end(), args.begin(), args.end());

@@ -199,5 +199,38 @@ TEST(TrainCommand, BadInput) {
                    "unknown field 'axis_rules'");
 }
 
+// A rules file is read as `shardwise specs --rules` reads it, and what the trainer cannot use is
+// an error, not ignored.
+TEST(TrainCommand, ARulesFileIsReadWholeAndWhatCannotApplyIsRefused) {
+  const auto rules = [](const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const auto both = [](const std::string& path, const std::string& message) {
+    expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", path},
+                     message);
+    expect_bad_input({"specs", "--model", "tiny", "--mesh", "fsdp=2", "--rules", path}, message);
+  };
+  both(rules("repeated_rule.json", R"({"logical_axis_rules": [["embed", "fsdp"], ["mlp", null],
+                                         ["embed", "fsdp"]]})"),
+       "logical axis rule 2 ('embed', ('fsdp')) repeats rule 0");
+  both(rules("same_axis_twice.json", R"({"logical_axis_rules": [["embed", ["fsdp", "fsdp"]]]})"),
+       "names mesh axis 'fsdp' twice");
+  const std::string names = rules("name_rules.json", R"({"parameter_rules": [
+      {"pattern": "wte", "logical_axes": ["vocab", "embed", "extra"]}]})");
+  expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", names},
+                   "parameter_rules give logical axes to parameters that declare none");
+  const std::string stages = rules("stage_rules.json", R"({"stage_rules": {}})");
+  expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", stages},
+                   "stage_rules place parameters in pipeline stages");
+  // specs says the same of the name rules: not an error there (a manifest may need them), a note.
+  const testing::Result shown =
+      run_command({"specs", "--model", "tiny", "--mesh", "fsdp=2", "--rules", names});
+  ASSERT_EQ(shown.status, 0) << shown.err;
+  EXPECT_THAT(shown.out, ::testing::HasSubstr("parameter_rules are not used: every parameter of "
+                                              "the model declares its logical axes"));
+}
+
 }  // namespace
 }  // namespace shardwise::cli

@@ -44,8 +44,8 @@ struct LogicalAxisRule {
 class LogicalAxisRules {
  public:
   LogicalAxisRules() = default;
-  // Throws InvalidArgument for an empty logical name, a rule that repeats a mesh axis or a
-  // negative min_size.
+  // Throws InvalidArgument for an empty logical name, a rule that repeats a mesh axis, a
+  // negative min_size, or a rule equal to an earlier one (it could never apply).
   explicit LogicalAxisRules(std::vector<LogicalAxisRule> rules);
 
   [[nodiscard]] const std::vector<LogicalAxisRule>& rules() const { return rules_; }

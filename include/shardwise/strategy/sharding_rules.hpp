@@ -12,6 +12,10 @@ namespace shardwise {
 struct ShardingRules {
   LogicalAxisRules axis_rules;
   ParameterNameRules name_rules;
+  // Which parts a rules file gave (the others are the defaults), so that a command that cannot
+  // use a part can say so instead of ignoring it.
+  bool gives_parameter_rules = false;
+  bool gives_stage_rules = false;
 };
 
 // The defaults: default_logical_axis_rules(config) and ParameterNameRules::defaults().

@@ -12,6 +12,7 @@
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
+#include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/logical_axis_rules.hpp"
 #include "shardwise/strategy/parameter_rules.hpp"
 #include "shardwise/train/parameter_store.hpp"
@@ -56,6 +57,10 @@ enum class FsdpSplit {
 // size 1; a dimension 0 the group does not divide gives way to a later dimension it divides).
 [[nodiscard]] ParameterShardings default_shardings(const std::vector<ParameterSpec>& parameters,
                                                    const std::string& axis, std::int64_t size);
+
+// The parameters as layout_model reads them: names, shapes, fp32, and the logical axes they
+// declare (none where they declare none).
+[[nodiscard]] ModelManifest manifest_of(const std::vector<ParameterSpec>& parameters);
 
 // The layout `shardwise specs` shows (layout_model) of the parameters on `mesh`, logical axes from
 // the parameters or else from the name rules, restricted to `axis`: a spec naming another axis
