@@ -172,8 +172,9 @@ class BenchCommand final : public Command {
     const BackendInfo& backend = backend_from(backend_);
     for (const std::int64_t size : sizes) {
       // Input, output and the memcpy baseline's two buffers, on every rank of this process.
-      const int most_ranks =
-          backend.rank_per_process ? 1 : *std::max_element(ranks.begin(), ranks.end());
+      const int most_ranks = backend.rank_per_process
+                                 ? processes_on_this_node()
+                                 : *std::max_element(ranks.begin(), ranks.end());
       check_fits(4 * size * most_ranks, "--sizes " + with_thousands(size));
     }
     const auto measured = on_each_world<CommBenchRow>(
@@ -220,7 +221,8 @@ class BenchCommand final : public Command {
     }
     const BackendInfo& backend = backend_from(backend_);
     // Every rank holds the host array, its source and target blocks and a memcpy baseline.
-    check_fits(3 * bytes * (backend.rank_per_process ? 1 : ranks), "--bytes " + reshard_bytes_);
+    check_fits(3 * bytes * (backend.rank_per_process ? processes_on_this_node() : ranks),
+               "--bytes " + reshard_bytes_);
     const auto measured = on_each_world<ReshardBenchRow>(
         backend, {ranks}, [&](Communicator& comm, bool) { return bench_reshards(comm, bytes); });
     if (!measured) return;

@@ -20,6 +20,7 @@
 #include "command.hpp"
 #include "model_argument.hpp"
 #include "number_text.hpp"
+#include "shardwise/comm/backend_choice.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
@@ -225,8 +226,15 @@ class TrainCommand final : public Command {
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(run_text + ": " + e.what());
     }
-    const double in_process = per_rank * (backend.rank_per_process ? 1 : ranks);
-    check_fits(in_process > 9e18 ? INT64_MAX : static_cast<std::int64_t>(in_process), run_text);
+    // Every rank on this machine counts: the threads of this process, or the processes the
+    // launcher started here.
+    const double on_this_node =
+        per_rank * (backend.rank_per_process ? processes_on_this_node() : ranks);
+    check_fits(on_this_node > 9e18 ? INT64_MAX : static_cast<std::int64_t>(on_this_node),
+               run_text + (backend.rank_per_process && processes_on_this_node() > 1
+                               ? " (" + std::to_string(processes_on_this_node()) +
+                                     " processes on this machine)"
+                               : std::string()));
     // What ranks compare: the specs every parameter gets, however they were asked for.
     std::string sharding_specs;
     if (settings.zero > 0) {
@@ -261,7 +269,10 @@ class TrainCommand final : public Command {
            {"--data", std::to_string(corpus.fingerprint())},
            {"--eval-every", std::to_string(eval_every)},
            {"--no-overlap", settings.overlap ? "off" : "on"},
-           {"--param-sharding", sharding_specs}});
+           {"--param-sharding", sharding_specs},
+           {"--backend", backend.name},
+           {"--threads", std::to_string(threads)},
+           {"--json", json_ ? "on" : "off"}});
       if (threads > 0) kernels::set_blas_threads(threads);
       train_rank(comm, mesh, config, settings, corpus, eval_every, out, mutex);
     });

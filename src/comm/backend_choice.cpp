@@ -1,5 +1,6 @@
 #include "shardwise/comm/backend_choice.hpp"
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -38,6 +39,21 @@ const BackendInfo& parse_backend(std::string_view text, std::string_view field) 
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
          std::getenv("PMIX_RANK") != nullptr;
+}
+
+int processes_on_this_node() {
+  for (const char* variable : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* value = std::getenv(variable);
+    if (value == nullptr) continue;
+    char* end = nullptr;
+    errno = 0;
+    const long count = std::strtol(value, &end, 10);
+    // A launcher's own variable; anything unreadable is treated as absent.
+    if (errno == 0 && end != value && *end == '\0' && count >= 1 && count <= (1L << 20)) {
+      return static_cast<int>(count);
+    }
+  }
+  return 1;
 }
 
 const BackendInfo& choose_backend(int* argc, char*** argv) {

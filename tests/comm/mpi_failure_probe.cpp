@@ -5,6 +5,11 @@
 //              16, all-reduce vs all-gather, all-gather counts, f64 vs i64, max vs sum): every
 //              rank must fail at once with an error naming both calls and ranks, not hang or
 //              return mixed data.
+//   clean-*   - the end of a job as `shardwise` ends it under mpirun (end_mpi_job), without
+//               MPI_Abort: clean-throw (rank 1 throws while rank 0 waits: one line, rank 1's),
+//               clean-both (both throw their own errors at once: one line, rank 0's),
+//               clean-hang (rank 0 throws, rank 1 is busy for 30 s: rank 0 stops waiting for
+//               it after 2 s and ends the job with its own line).
 #include <chrono>
 #include <string>
 #include <thread>
@@ -13,8 +18,42 @@
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/core/error.hpp"
 
+namespace {
+
+void clean_part(const std::string& mode, shardwise::Communicator& comm) {
+  using namespace shardwise;
+  const Group world = world_group(comm.size());
+  BarrierOptions patient;
+  patient.timeout = std::chrono::seconds(60);
+  if (mode == "clean-throw") {
+    if (comm.rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      throw InvalidArgument("boom");
+    }
+    comm.barrier(world, patient);
+  } else if (mode == "clean-both") {
+    throw InvalidArgument(comm.rank() == 0 ? "zero failed" : "one failed");
+  } else if (mode == "clean-hang") {
+    if (comm.rank() == 0) throw CommError("boom");
+    std::this_thread::sleep_for(std::chrono::seconds(30));
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode.rfind("clean-", 0) == 0) {
+    shardwise::Communicator& comm = shardwise::mpi_session(&argc, &argv).world();
+    shardwise::ProcessResult result;
+    try {
+      clean_part(mode, comm);
+    } catch (const std::exception& e) {
+      result = {shardwise::exit_status_of(e), "probe", e.what()};
+    }
+    return shardwise::end_mpi_job(
+        result, mode == "clean-hang" ? std::chrono::seconds(2) : std::chrono::seconds(60));
+  }
   return shardwise::run_spmd(&argc, &argv, 2, [&](shardwise::Communicator& comm) {
     const shardwise::Group world = shardwise::world_group(comm.size());
     if (mode == "throw") {

@@ -16,6 +16,11 @@ namespace shardwise {
 // True when this process was started by mpirun (OpenMPI's or a PMI launcher's environment).
 [[nodiscard]] bool launched_by_mpirun();
 
+// How many processes of this job the launcher started on this machine (OpenMPI's
+// OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS); 1 where no launcher says. Memory checks
+// share the machine among them.
+[[nodiscard]] int processes_on_this_node();
+
 // `--backend=NAME` or `--backend NAME` in argv (removed from argv, as MPI_Init removes its own
 // arguments), else SHARDWISE_BACKEND, else the first registered backend whose launcher started
 // this process, else local.

@@ -1,5 +1,8 @@
 #include "mpi_process.hpp"
 
+#include <algorithm>
+#include <thread>
+
 namespace shardwise::detail {
 namespace {
 
@@ -12,6 +15,8 @@ MpiProcess::MpiProcess() {
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
   MPI_Comm_dup(MPI_COMM_WORLD, &channel_);
   MPI_Comm_set_errhandler(channel_, MPI_ERRORS_RETURN);
+  MPI_Comm_dup(MPI_COMM_WORLD, &outcomes_);
+  MPI_Comm_set_errhandler(outcomes_, MPI_ERRORS_RETURN);
 }
 
 MpiProcess::~MpiProcess() {
@@ -25,10 +30,13 @@ MpiProcess::~MpiProcess() {
     }
   }
   MPI_Comm_free(&channel_);
+  MPI_Comm_free(&outcomes_);
 }
 
 void MpiProcess::abort(const std::string& reason) {
   if (!aborted_) aborted_ = "rank " + std::to_string(world_rank_) + " aborted: " + reason;
+  if (told_peers_) return;  // every rank has the message already
+  told_peers_ = true;
   messages_.push_back(std::make_unique<std::string>(*aborted_));
   const std::string& text = *messages_.back();
   for (int r = 0; r < world_size_; ++r) {
@@ -52,8 +60,29 @@ const std::optional<std::string>& MpiProcess::aborted() {
     MPI_Recv(text.data(), length, MPI_CHAR, status.MPI_SOURCE, kAbortTag, channel_,
              MPI_STATUS_IGNORE);
     aborted_ = std::move(text);
+    aborted_by_peer_ = true;
   }
   return aborted_;
+}
+
+std::optional<std::vector<int>> MpiProcess::exchange_outcomes(
+    int status, bool own_failure, std::chrono::steady_clock::time_point deadline) {
+  const int mine[2] = {status, own_failure ? 1 : 0};
+  std::vector<int> all(2 * static_cast<std::size_t>(world_size_));
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Iallgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, outcomes_, &request) !=
+      MPI_SUCCESS) {
+    return std::nullopt;
+  }
+  for (auto pause = std::chrono::microseconds(1);;
+       pause = std::min(pause * 2, std::chrono::microseconds(20000))) {
+    int done = 0;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return std::nullopt;
+    if (done) return all;
+    // The request stays posted: the job ends with MPI_Abort next.
+    if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 }  // namespace shardwise::detail
