@@ -91,10 +91,14 @@ std::pair<std::size_t, std::size_t> chunk(std::size_t count, std::size_t n, std:
 constexpr std::size_t kEagerBytes = 16 * 1024;
 // An eager all-reduce has every member reduce every member's whole input: it reads the group
 // size times the buffer, where the two-phase one reads each input once among all members. It
-// runs eagerly only while that is at most this many bytes per member (any buffer up to
-// kEagerBytes for groups of up to 16), so that thousands of ranks do not read a quadratic
-// amount.
+// runs eagerly only for groups of at most kEagerReduceMembers and while that is at most
+// kEagerReduceReadBytes per member (any buffer up to kEagerBytes for groups of up to 16), so
+// that thousands of ranks do not each read every other's input (a quadratic number of cache
+// misses, even for one float).
 constexpr std::size_t kEagerReduceReadBytes = 16 * kEagerBytes;
+constexpr std::size_t kEagerReduceMembers = 64;
+// The least a member reduces of a two-phase all-reduce, in elements (see all_reduce).
+constexpr std::size_t kLeastReduceChunk = 256;
 
 // A context for a communicator split from `parent`: the same on every member, since every
 // member splits in the same order.
@@ -343,7 +347,8 @@ class LocalBackend final : public detail::CommBackend {
     const std::size_t element = size_in_bytes(request.dtype);
     const auto n = static_cast<std::size_t>(request.group.size());
     const std::size_t buffers = request.buffers.size();
-    if (buffers == 1 && request.buffers[0].count * element <= kEagerBytes &&
+    if (buffers == 1 && n <= kEagerReduceMembers &&
+        request.buffers[0].count * element <= kEagerBytes &&
         n * request.buffers[0].count * element <= kEagerReduceReadBytes) {
       // Each member reduces the whole buffer from every member's staged input.
       const CoalescedBuffer& buffer = request.buffers[0];
@@ -361,8 +366,17 @@ class LocalBackend final : public detail::CommBackend {
                  for (std::size_t b = 0; b < buffers; ++b) {
                    const std::size_t count = request.buffers[b].count;
                    std::byte* out = bytes_of(request.buffers[b].out);
+                   // The first `reducers` members each reduce a chunk of at least
+                   // kLeastReduceChunk elements (all members, unless the buffer is small for
+                   // the group), and every member copies the others' chunks: with thousands of
+                   // members and a small buffer, chunks of a few elements each would be n^2
+                   // pieces to move.
+                   const std::size_t reducers =
+                       std::min(n, std::max<std::size_t>(1, count / kLeastReduceChunk));
                    if (phase == 0) {
-                     const auto [begin, end] = chunk(count, n, self);
+                     if (self >= reducers) continue;
+                     const auto [begin, end] = chunk(count, reducers, self);
+                     if (begin == end) continue;
                      std::vector<const void*> inputs;
                      for (const CollectiveCall& c : calls) {
                        inputs.push_back(bytes_of((*c.buffers)[b].in) + begin * element);
@@ -371,9 +385,9 @@ class LocalBackend final : public detail::CommBackend {
                                          request.reduce);
                      continue;
                    }
-                   for (std::size_t i = 0; i < n; ++i) {
-                     if (i == self) continue;
-                     const auto [begin, end] = chunk(count, n, i);
+                   for (std::size_t i = 0; i < reducers; ++i) {
+                     const auto [begin, end] = chunk(count, reducers, i);
+                     if (i == self || begin == end) continue;
                      copy_bytes(out + begin * element,
                                 bytes_of((*calls[i].buffers)[b].out) + begin * element,
                                 (end - begin) * element);
