@@ -142,17 +142,5 @@ TEST(HostileInput, AFailedWriteExitsNonZero) {
   EXPECT_THAT(err.str(), HasSubstr("writing the output failed"));
 }
 
-TEST(HostileInput, OnlyTheFirstMpiRankPrintsErrors) {
-  ASSERT_EQ(setenv("OMPI_COMM_WORLD_RANK", "1", 1), 0);
-  const auto quiet = run_command({"--bogus"});
-  ASSERT_EQ(setenv("OMPI_COMM_WORLD_RANK", "0", 1), 0);
-  const auto loud = run_command({"--bogus"});
-  unsetenv("OMPI_COMM_WORLD_RANK");
-  EXPECT_EQ(quiet.status, 2);
-  EXPECT_EQ(quiet.err, "");
-  EXPECT_EQ(loud.status, 2);
-  EXPECT_THAT(loud.err, HasSubstr("unknown option '--bogus'"));
-}
-
 }  // namespace
 }  // namespace shardwise::cli
