@@ -29,6 +29,7 @@
 #include "shardwise/plan/cost_model.hpp"
 #include "shardwise/strategy/parallelism_config.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
+#include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/trainer.hpp"
 #include "text_table.hpp"
@@ -284,14 +285,8 @@ class TrainCommand final : public Command {
                   std::int64_t eval_every, std::ostream& out, std::mutex& mutex) const {
     const bool speaks = comm.rank() == 0;
     models::GptModel model(config, settings.seed);
-    // With an fsdp axis, ZeRO shards over it and the shards are replicated over data (HSDP);
-    // otherwise it shards over every rank.
-    const bool hsdp = mesh.has_axis("fsdp") && mesh.has_axis("data");
-    const Group group = hsdp ? group_along(mesh, {"fsdp"}, comm.rank())
-                             : group_along(mesh, mesh.axis_names(), comm.rank());
-    const Group replicas =
-        hsdp ? group_along(mesh, {"data"}, comm.rank()) : Group({comm.rank()}, group.axes());
-    train::Trainer trainer(comm, group, replicas, model, corpus, settings);
+    train::ParallelContext context(comm, mesh);
+    train::Trainer trainer(context, model, corpus, settings);
     const std::size_t parameters = model.parameters().parameter_elements();
     if (speaks && !json_) {
       std::lock_guard lock(mutex);
@@ -299,7 +294,7 @@ class TrainCommand final : public Command {
           << (comm.size() > 1 ? "s" : "") << ", " << comm.backend() << "), GPT " << config.n_layer
           << " layers x " << config.n_embd << " wide, " << parameters << " parameters\n"
           << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split along "
-          << mesh.to_string() << "; " << sharding_plan(settings.zero, group, hsdp, model) << "\n";
+          << mesh.to_string() << "; " << sharding_plan(settings.zero, context, model) << "\n";
       if (const train::ParameterShardings* shardings = trainer.shardings()) {
         out << parameter_plan(model.parameters().specs(), *shardings);
       }
@@ -307,9 +302,7 @@ class TrainCommand final : public Command {
     // What this rank sent along each axes in training steps (not in validation).
     std::map<std::string, std::int64_t> per_axes;
     const auto add_sent = [&](std::int64_t sign) {
-      for (const auto& [key, count] : comm.counters().entries()) {
-        per_axes[key.axes] += sign * count.sent;
-      }
+      for (const auto& [axes, sent] : context.bytes_sent_by_axes()) per_axes[axes] += sign * sent;
     };
     const auto start = Clock::now();
     float loss = 0;
@@ -396,16 +389,12 @@ class TrainCommand final : public Command {
     }
   }
 
-  // The ZeRO shard group's axis of the mesh: fsdp with HSDP, else the mesh's one axis.
-  static std::string shard_axis(const Mesh& mesh) {
-    return mesh.has_axis("fsdp") ? "fsdp" : mesh.axis_names().front();
-  }
 
   // The shardings --param-sharding asks for.
   static train::ParameterShardings shardings_for(const models::GptConfig& config, const Mesh& mesh,
                                                  const std::string& source) {
     const std::vector<train::ParameterSpec> specs = models::gpt_parameters(config);
-    const std::string axis = shard_axis(mesh);
+    const std::string axis = train::ParallelContext::shard_axis_of(mesh);
     const std::int64_t size = mesh.axis_size(axis);
     if (source == "first-dim") return train::default_shardings(specs, axis, size);
     if (source == "logical-axes") {
@@ -461,12 +450,14 @@ class TrainCommand final : public Command {
   }
 
   // One line: what is replicated, what is sharded how and along which axes.
-  static std::string sharding_plan(int zero, const Group& group, bool hsdp,
+  static std::string sharding_plan(int zero, const train::ParallelContext& context,
                                    models::GptModel& model) {
+    const std::string& axis = context.shard_axis();
     const std::string along =
-        " along " + group.axes() + (hsdp ? ", replicated along data (HSDP)" : "");
+        " along " + axis +
+        (context.replica_axis().empty() ? "" : ", replicated along data (HSDP)");
     const std::string blocks = "each rank's blocks of the parameters (below), " +
-                               std::to_string(group.size()) + " ranks" + along;
+                               std::to_string(context.degree(axis)) + " ranks" + along;
     switch (zero) {
       case 0: return "parameters, gradients and optimizer state replicated";
       case 1: return "parameters and gradients replicated, optimizer state sharded: " + blocks;

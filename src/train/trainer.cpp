@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "detail/text_scanner.hpp"
 #include "sharded_units.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
@@ -23,36 +22,29 @@ float learning_rate_at(const TrainSettings& s, std::int64_t step) {
   return floor + static_cast<float>(cosine) * (s.learning_rate - floor);
 }
 
-Trainer::Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
-                 TrainSettings settings)
-    : Trainer(comm, group, Group({comm.rank()}, group.axes()), model, corpus, settings) {}
-
 namespace {
 
-// The shard group's axis as a mesh axis name: its own name where it is one ("fsdp", "data",
-// "world"), else "fsdp" ("data+fsdp").
-std::string shard_axis_name(const Group& group) {
-  return shardwise::detail::is_identifier(group.axes()) ? group.axes() : std::string("fsdp");
+// The label of an axis the mesh lacks: nothing is sent along it (its groups are one rank).
+std::string axis_or(const std::string& axis, const char* absent) {
+  return axis.empty() ? std::string(absent) : axis;
 }
 
 }  // namespace
 
-Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas, Model& model,
-                 const Corpus& corpus, TrainSettings settings)
-    : comm_(comm),
-      group_(shards),
-      replicas_(replicas),
+Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
+                 TrainSettings settings)
+    : context_(context),
+      shards_comm_(context.communicator(axis_or(context.shard_axis(), "fsdp"))),
+      group_(context.group(axis_or(context.shard_axis(), "fsdp"))),
+      replicas_comm_(context.replica_axis().empty() ? context.alone()
+                                                    : context.communicator("data")),
+      replicas_(context.replica_axis().empty() ? Group({0}, "data") : context.group("data")),
       model_(model),
       store_(model.parameters()),
       corpus_(corpus),
       settings_(settings) {
-  member_ = group_.index_of(comm_.rank());
-  replica_ = replicas_.index_of(comm_.rank());
-  if (member_ < 0 || replica_ < 0) {
-    throw InvalidArgument("rank " + std::to_string(comm_.rank()) +
-                          " is not in the trainer's groups " + group_.to_string() + " and " +
-                          replicas_.to_string());
-  }
+  member_ = shards_comm_.rank();
+  replica_ = replicas_comm_.rank();
   const auto n = static_cast<std::size_t>(group_.size());
   const auto ranks = n * static_cast<std::size_t>(replicas_.size());
   if (settings_.batch == 0 || settings_.batch % ranks != 0) {
@@ -70,13 +62,13 @@ Trainer::Trainer(Communicator& comm, const Group& shards, const Group& replicas,
     return;
   }
   if (!settings_.shardings) {
-    settings_.shardings =
-        default_shardings(store.specs(), shard_axis_name(group_), static_cast<std::int64_t>(n));
+    settings_.shardings = default_shardings(store.specs(), axis_or(context_.shard_axis(), "fsdp"),
+                                            static_cast<std::int64_t>(n));
   }
   if (settings_.zero == 3) {
     // Each rank keeps its blocks of every unit; the store's full buffers go away.
-    units_ = std::make_unique<detail::ShardedUnits>(comm_, group_, store, *settings_.shardings,
-                                                    settings_.overlap);
+    units_ = std::make_unique<detail::ShardedUnits>(shards_comm_, group_, store,
+                                                    *settings_.shardings, settings_.overlap);
   } else {
     shards_ = std::make_unique<detail::UnitShards>(store, *settings_.shardings, group_.size());
     if (settings_.zero == 2) grads_slice_.assign(shards_->slice_size(), 0.0F);
@@ -136,8 +128,9 @@ StepStats Trainer::step() {
   // so that two operations never work on one range at once.
   const auto reduce = [&](std::size_t begin, std::size_t end) {
     if (group_.size() == 1) return;
-    in_flight.push_back(comm_.iall_reduce(grads.data() + begin, grads.data() + begin, end - begin,
-                                          DType::kF32, ReduceOp::kAvg, group_));
+    in_flight.push_back(shards_comm_.iall_reduce(grads.data() + begin, grads.data() + begin,
+                                                 end - begin, DType::kF32, ReduceOp::kAvg,
+                                                 group_));
   };
   const GradientsReady ready = [&](std::size_t begin, std::size_t end) {
     if (settings_.zero == 2 || !settings_.overlap || end <= begin ||
@@ -165,8 +158,8 @@ StepStats Trainer::step() {
   }
   for (Work& work : in_flight) work.wait();
   if (settings_.zero != 2 && replicas_.size() > 1) {
-    comm_.all_reduce(grads.data(), grads.data(), store.parameter_elements(), DType::kF32,
-                     ReduceOp::kAvg, replicas_);
+    replicas_comm_.all_reduce(grads.data(), grads.data(), store.parameter_elements(), DType::kF32,
+                              ReduceOp::kAvg, replicas_);
   }
   average(&loss, 1);
   if (settings_.zero == 2) reduce_scatter_grads();
@@ -219,7 +212,7 @@ const float* Trainer::owned_grads_slice() const {
 }
 
 float Trainer::global_norm(double squares) {
-  comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
+  shards_comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
   return static_cast<float>(std::sqrt(squares));
 }
 
@@ -238,12 +231,12 @@ void Trainer::reduce_scatter_grads() {
   for (std::size_t u = 0; u < store.units().size(); ++u) {
     packed.resize(shards.chunk(u) * static_cast<std::size_t>(group_.size()));
     shards.pack_all(u, store.grads().data() + store.units()[u].offset, packed.data());
-    comm_.reduce_scatter(packed.data(), grads_slice_.data() + shards.chunk_offset(u),
-                         shards.chunk(u), DType::kF32, ReduceOp::kAvg, group_);
+    shards_comm_.reduce_scatter(packed.data(), grads_slice_.data() + shards.chunk_offset(u),
+                                shards.chunk(u), DType::kF32, ReduceOp::kAvg, group_);
   }
   if (replicas_.size() > 1) {
-    comm_.all_reduce(grads_slice_.data(), grads_slice_.data(), grads_slice_.size(), DType::kF32,
-                     ReduceOp::kAvg, replicas_);
+    replicas_comm_.all_reduce(grads_slice_.data(), grads_slice_.data(), grads_slice_.size(),
+                              DType::kF32, ReduceOp::kAvg, replicas_);
   }
 }
 
@@ -258,7 +251,7 @@ void Trainer::gather_values() {
     packed_.resize(chunk * (static_cast<std::size_t>(group_.size()) + 1));
     float* mine = packed_.data() + chunk * static_cast<std::size_t>(group_.size());
     shards.pack(u, member_, full, mine);
-    comm_.all_gather(mine, packed_.data(), chunk, DType::kF32, group_);
+    shards_comm_.all_gather(mine, packed_.data(), chunk, DType::kF32, group_);
     shards.unpack(u, packed_.data(), full);
   }
 }
@@ -269,8 +262,8 @@ StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch) {
   float loss = run_model(batch, true, {});
   std::span<float> grads = units_->grads_slice();
   if (replicas_.size() > 1) {
-    comm_.all_reduce(grads.data(), grads.data(), grads.size(), DType::kF32, ReduceOp::kAvg,
-                     replicas_);
+    replicas_comm_.all_reduce(grads.data(), grads.data(), grads.size(), DType::kF32,
+                              ReduceOp::kAvg, replicas_);
   }
   average(&loss, 1);
   const float norm = global_norm(owned_squares());
@@ -327,8 +320,11 @@ void Trainer::update(float learning_rate, float grad_scale) {
 
 void Trainer::average(float* data, std::size_t count) {
   // Within the shards, then across the replicas: equal counts, so the mean of means is the mean.
-  for (const Group* g : {&group_, &replicas_}) {
-    if (g->size() > 1) comm_.all_reduce(data, data, count, DType::kF32, ReduceOp::kAvg, *g);
+  if (group_.size() > 1) {
+    shards_comm_.all_reduce(data, data, count, DType::kF32, ReduceOp::kAvg, group_);
+  }
+  if (replicas_.size() > 1) {
+    replicas_comm_.all_reduce(data, data, count, DType::kF32, ReduceOp::kAvg, replicas_);
   }
 }
 

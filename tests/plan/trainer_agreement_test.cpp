@@ -39,12 +39,8 @@ std::vector<Measured> train_one_step(const Layout& layout, std::size_t batch) {
   std::vector<Measured> measured(static_cast<std::size_t>(ranks));
   run_local(ranks, [&](Communicator& comm) {
     models::GptModel model(kTiny, 1);
-    const bool hsdp = layout.data > 1 && layout.fsdp > 1;
-    const Group group = hsdp ? group_along(mesh, {"fsdp"}, comm.rank())
-                             : group_along(mesh, {"data", "fsdp"}, comm.rank());
-    const Group replicas =
-        hsdp ? group_along(mesh, {"data"}, comm.rank()) : Group({comm.rank()}, group.axes());
-    train::Trainer trainer(comm, group, replicas, model, corpus, settings);
+    train::ParallelContext context(comm, mesh);
+    train::Trainer trainer(context, model, corpus, settings);
     (void)trainer.step();
     measured[static_cast<std::size_t>(comm.rank())] = {
         trainer.params_bytes(), trainer.grads_bytes(), trainer.optimizer_bytes(),

@@ -54,7 +54,8 @@ TrainingRun train_on(int ranks, const TrainSettings& settings) {
   std::mutex mutex;
   run_local(ranks, [&](Communicator& comm) {
     models::GptModel model(kConfig, 42);
-    Trainer trainer(comm, world_group(ranks), model, corpus, settings);
+    ParallelContext context(comm, Mesh({"data"}, {ranks}));
+    Trainer trainer(context, model, corpus, settings);
     std::vector<float> losses;
     for (int step = 0; step < 10; ++step) losses.push_back(trainer.step().loss);
     std::vector<float> params = trainer.full_parameters();
@@ -140,7 +141,8 @@ TEST(Trainer, AModelWithoutTheBackwardHookTrainsTheSame) {
       models::GptModel gpt(kConfig, 42);
       SilentGpt quiet;
       Model& model = use_hook ? static_cast<Model&>(gpt) : static_cast<Model&>(quiet);
-      Trainer trainer(comm, world_group(2), model, corpus, settings_for(0));
+      ParallelContext context(comm, Mesh({"data"}, {2}));
+      Trainer trainer(context, model, corpus, settings_for(0));
       std::vector<float> losses;
       for (int step = 0; step < 4; ++step) losses.push_back(trainer.step().loss);
       if (comm.rank() == 0) (use_hook ? hooked : silent) = losses;
@@ -160,8 +162,8 @@ TEST(Trainer, HsdpShardsOverFsdpAndReplicatesOverData) {
     std::vector<std::size_t> bytes(4);
     run_local(4, [&](Communicator& comm) {
       models::GptModel model(kConfig, 42);
-      Trainer trainer(comm, group_along(mesh, {"fsdp"}, comm.rank()),
-                      group_along(mesh, {"data"}, comm.rank()), model, corpus, settings_for(zero));
+      ParallelContext context(comm, mesh);
+      Trainer trainer(context, model, corpus, settings_for(zero));
       std::vector<float> mine;
       for (int step = 0; step < 10; ++step) mine.push_back(trainer.step().loss);
       bytes[static_cast<std::size_t>(comm.rank())] = trainer.optimizer_bytes();
@@ -244,7 +246,8 @@ TEST(Trainer, ZeroThreeGathersAheadAndFreesWhatItGathered) {
   const std::size_t gathers = 2 * kConfig.n_layer + 3;
   run_local(4, [&](Communicator& comm) {
     models::GptModel model(kConfig, 42);
-    Trainer trainer(comm, world_group(4), model, corpus, settings_for(3));
+    ParallelContext context(comm, Mesh({"data"}, {4}));
+    Trainer trainer(context, model, corpus, settings_for(3));
     (void)trainer.step();
     // The first step records the order: every gather waits.
     EXPECT_EQ(trainer.gathers_prefetched_and_waited(), std::make_pair(std::size_t{0}, gathers));
@@ -275,7 +278,8 @@ TEST(Trainer, WithoutOverlapTheSameLossesAndNoGatherAhead) {
         models::GptModel model(kConfig, 42);
         TrainSettings settings = settings_for(zero);
         settings.overlap = overlap;
-        Trainer trainer(comm, world_group(2), model, corpus, settings);
+        ParallelContext context(comm, Mesh({"data"}, {2}));
+        Trainer trainer(context, model, corpus, settings);
         std::vector<float> mine;
         for (int step = 0; step < 3; ++step) mine.push_back(trainer.step().loss);
         if (zero == 3 && !overlap) {
@@ -309,7 +313,8 @@ TEST(Trainer, ZeroThreeNamesAParameterReadWithoutItsUnit) {
   EXPECT_THAT(error_of([&] {
                 run_local(2, [&](Communicator& comm) {
                   CarelessModel model;
-                  Trainer trainer(comm, world_group(2), model, corpus, settings_for(3));
+                  ParallelContext context(comm, Mesh({"data"}, {2}));
+                  Trainer trainer(context, model, corpus, settings_for(3));
                   (void)trainer.step();
                 });
               }),
@@ -345,7 +350,8 @@ TEST(Trainer, ZeroThreeEndsEveryRankWhenOneFailsMidStep) {
     EXPECT_THAT(error_of([&] {
                   run_local(4, [&](Communicator& comm) {
                     FailingGpt model(comm.rank());
-                    Trainer trainer(comm, world_group(4), model, corpus, settings_for(zero));
+                    ParallelContext context(comm, Mesh({"data"}, {4}));
+                    Trainer trainer(context, model, corpus, settings_for(zero));
                     for (int step = 0; step < 4; ++step) (void)trainer.step();
                   });
                 }),
@@ -403,7 +409,8 @@ TEST(Trainer, RanksWithDifferentShardingsEndWithAnError) {
                                             2, FsdpSplit::kLogicalAxes);
       models::GptModel model(kConfig, 42);
       try {
-        Trainer trainer(comm, world_group(2), model, corpus, settings);
+        ParallelContext context(comm, Mesh({"data"}, {2}));
+        Trainer trainer(context, model, corpus, settings);
         (void)trainer.step();
       } catch (const Error& e) {
         errors[static_cast<std::size_t>(comm.rank())] = e.what();
@@ -421,14 +428,16 @@ TEST(Trainer, BadSettingsAreNamed) {
   EXPECT_THAT(error_of([&] {
                 run_local(3, [&](Communicator& comm) {
                   models::GptModel model(kConfig, 1);
-                  Trainer trainer(comm, world_group(3), model, corpus, settings_for(0));
+                  ParallelContext context(comm, Mesh({"data"}, {3}));
+                  Trainer trainer(context, model, corpus, settings_for(0));
                 });
               }),
               HasSubstr("--batch 8 does not divide among the 3 data-parallel ranks"));
   EXPECT_THAT(error_of([&] {
                 run_local(1, [&](Communicator& comm) {
                   models::GptModel model(kConfig, 1);
-                  Trainer trainer(comm, world_group(1), model, corpus, settings_for(4));
+                  ParallelContext context(comm, Mesh({"data"}, {1}));
+                  Trainer trainer(context, model, corpus, settings_for(4));
                 });
               }),
               HasSubstr("--zero 4 is not 0, 1, 2 or 3"));
@@ -438,7 +447,8 @@ TEST(Trainer, BadSettingsAreNamed) {
   EXPECT_THAT(error_of([&] {
                 run_local(2, [&](Communicator& comm) {
                   models::GptModel model(kConfig, 1);
-                  Trainer trainer(comm, world_group(2), model, corpus, for_four);
+                  ParallelContext context(comm, Mesh({"data"}, {2}));
+                  Trainer trainer(context, model, corpus, for_four);
                 });
               }),
               HasSubstr("the parameter shardings are for 4 ranks along 'fsdp'; the shard group "

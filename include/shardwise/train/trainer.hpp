@@ -18,6 +18,7 @@
 
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/train/corpus.hpp"
+#include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/parameter_store.hpp"
 
@@ -80,17 +81,14 @@ struct StepStats {
 
 class Trainer {
  public:
-  // `group`: the data-parallel ranks of `comm` (every rank of it takes part; ZeRO shards over
-  // all of them); the batch must divide among them, and zero must be 0 to 3 (InvalidArgument
-  // naming the field otherwise). ZeRO-3 shards the model's parameter store: after the trainer
-  // is gone the store has no values (full_parameters() gathers them first).
-  Trainer(Communicator& comm, const Group& group, Model& model, const Corpus& corpus,
-          TrainSettings settings);
-  // HSDP: ZeRO shards over `shards` (the fsdp axis) and every shard is replicated over
-  // `replicas` (the data axis): gradients are reduce-scattered (or all-reduced) within the
-  // shards and all-reduced across the replicas. The batch divides among shards x replicas.
-  Trainer(Communicator& comm, const Group& shards, const Group& replicas, Model& model,
-          const Corpus& corpus, TrainSettings settings);
+  // Trains on every rank of `context` (collective over its world). The global batch is split
+  // among the data-parallel ranks (data x fsdp) and must divide among them; zero must be 0 to 3
+  // (InvalidArgument naming the field otherwise). ZeRO shards over the context's shard axis
+  // (fsdp, else data); with both axes the shards are replicated over data (HSDP): gradients
+  // are reduce-scattered (or all-reduced) within the shards and all-reduced across the
+  // replicas. ZeRO-3 shards the model's parameter store: after the trainer is gone the store
+  // has no values (full_parameters() gathers them first).
+  Trainer(ParallelContext& context, Model& model, const Corpus& corpus, TrainSettings settings);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -140,9 +138,11 @@ class Trainer {
   // Averages `count` elements in place over the shards, then over the replicas.
   void average(float* data, std::size_t count);
 
-  Communicator& comm_;
-  Group group_;      // the shards (the whole data-parallel group without HSDP)
-  Group replicas_;   // this rank's replicas of its shard (itself alone without HSDP)
+  ParallelContext& context_;
+  Communicator& shards_comm_;    // the ranks ZeRO shards over (the data-parallel ranks
+  Group group_;                  // without HSDP), and all of them as a group
+  Communicator& replicas_comm_;  // this rank's replicas of its shard (itself alone without
+  Group replicas_;               // HSDP), and all of them
   int member_ = 0;   // index in group_
   int replica_ = 0;  // index in replicas_
   Model& model_;

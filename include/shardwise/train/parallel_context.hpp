@@ -1,0 +1,87 @@
+#pragma once
+// Where a rank of a training run sits: the mesh (its axes among data, fsdp, model and
+// pipeline), this rank's coordinate on each axis, and one communicator per axis, split from the
+// world once (as Megatron-LM's parallel_state makes every process group in one place). The
+// trainer, the models' layers and `shardwise train` all take it; none builds groups of its own.
+// Each axis has its own communicator, so collectives of different axes never wait in one queue
+// (tensor-parallel traffic does not queue behind FSDP's).
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardwise/comm/communicator.hpp"
+#include "shardwise/core/mesh.hpp"
+
+namespace shardwise::train {
+
+class ParallelContext {
+ public:
+  // The axes a training mesh may have, in the order a layout names them.
+  static constexpr std::array<std::string_view, 4> kAxes{"data", "fsdp", "model", "pipeline"};
+
+  // Collective over `world` (every rank constructs it with the same mesh, in the same order
+  // among its collectives). Throws InvalidArgument for an axis not among kAxes, a mesh of
+  // another size than the world, or device ids other than 0..n-1 in mesh order (rank r is
+  // device r).
+  ParallelContext(Communicator& world, Mesh mesh);
+  ~ParallelContext();
+  ParallelContext(const ParallelContext&) = delete;
+  ParallelContext& operator=(const ParallelContext&) = delete;
+
+  // Throws what the constructor throws for `mesh`, without a communicator (a command checks its
+  // --mesh before it starts any rank).
+  static void validate(const Mesh& mesh, int world_size);
+  // ZeRO's axes on `mesh`: parameters, gradients and optimizer state are sharded over fsdp where
+  // it splits (size > 1, or there is no data axis), else over data (empty: neither axis); the
+  // shards are replicated over data where both split (HSDP; empty otherwise). The planner's
+  // rule (plan::Layout) to the letter.
+  [[nodiscard]] static std::string shard_axis_of(const Mesh& mesh);
+  [[nodiscard]] static std::string replica_axis_of(const Mesh& mesh);
+
+  [[nodiscard]] const Mesh& mesh() const { return mesh_; }
+  [[nodiscard]] Communicator& world() const { return world_; }
+  [[nodiscard]] Rank rank() const { return world_.rank(); }
+
+  // This rank's coordinate along `axis` and the axis' size: 0 and 1 where the mesh has no such
+  // axis. InvalidArgument for a name not among kAxes.
+  [[nodiscard]] int coordinate(std::string_view axis) const;
+  [[nodiscard]] int degree(std::string_view axis) const;
+
+  // The communicator of this rank's group along `axis` (the ranks that share its coordinates on
+  // every other axis); where the mesh has no such axis, one of this rank alone.
+  [[nodiscard]] Communicator& communicator(std::string_view axis) const;
+  // A communicator of this rank alone.
+  [[nodiscard]] Communicator& alone() const { return *alone_; }
+  // Every member of communicator(axis), counted under `axis` in its byte counters.
+  [[nodiscard]] Group group(std::string_view axis) const;
+  // The world ranks of that group, in group order.
+  [[nodiscard]] std::vector<Rank> ranks_along(std::string_view axis) const;
+
+  [[nodiscard]] const std::string& shard_axis() const { return shard_axis_; }
+  [[nodiscard]] const std::string& replica_axis() const { return replica_axis_; }
+  // The ranks among which the global batch is split (data x fsdp), and this rank's place.
+  [[nodiscard]] int data_parallel_size() const;
+  [[nodiscard]] int data_parallel_index() const;
+
+  // Bytes this rank has sent, by the axes label they were counted under, in every communicator
+  // of the context (the world's included).
+  [[nodiscard]] std::map<std::string, std::int64_t> bytes_sent_by_axes() const;
+
+ private:
+  [[nodiscard]] std::size_t axis_slot(std::string_view axis) const;
+
+  Communicator& world_;
+  Mesh mesh_;
+  std::string shard_axis_;
+  std::string replica_axis_;
+  // One per entry of kAxes: the axis' communicator, or nullptr where the mesh lacks the axis.
+  std::array<std::unique_ptr<Communicator>, kAxes.size()> along_;
+  std::unique_ptr<Communicator> alone_;
+};
+
+}  // namespace shardwise::train
