@@ -362,9 +362,10 @@ GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
   store_.initialize(seed);
 }
 
-float GptModel::loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                     std::size_t sequences, std::size_t seq, bool with_grads,
-                     const train::GradientsReady& ready) {
+float GptModel::forward_backward(std::span<const std::int32_t> tokens,
+                                 std::span<const std::int32_t> targets, std::size_t sequences,
+                                 std::size_t seq, bool with_grads,
+                                 const train::GradientsReady& ready) {
   const float mean = gpt_.forward(tokens, targets, sequences, seq, with_grads);
   if (with_grads) gpt_.backward(ready);
   return mean;

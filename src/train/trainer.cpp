@@ -87,14 +87,16 @@ Trainer::~Trainer() = default;
 
 float Trainer::run_model(const TokenBatch& batch, bool with_grads, const GradientsReady& ready) {
   if (!units_) {
-    return model_.loss(batch.tokens, batch.targets, batch.sequences, batch.seq, with_grads, ready);
+    return model_.forward_backward(batch.tokens, batch.targets, batch.sequences, batch.seq,
+                                   with_grads, ready);
   }
   units_->begin_pass(with_grads);
   try {
-    const float loss = model_.loss(batch.tokens, batch.targets, batch.sequences, batch.seq,
-                                   with_grads, [&](std::size_t begin, std::size_t end) {
-                                     if (settings_.overlap) units_->gradients_ready(begin, end);
-                                   });
+    const float loss =
+        model_.forward_backward(batch.tokens, batch.targets, batch.sequences, batch.seq, with_grads,
+                                [&](std::size_t begin, std::size_t end) {
+                                  if (settings_.overlap) units_->gradients_ready(begin, end);
+                                });
     units_->end_pass();
     return loss;
   } catch (...) {
@@ -112,11 +114,16 @@ TokenBatch Trainer::my_share(Corpus::Split split, std::uint64_t index) const {
 }
 
 StepStats Trainer::step() {
-  const std::int64_t step = ++steps_done_;
+  // The step counts once it has happened: a step that fails leaves the count as it was.
+  const std::int64_t step = steps_done_ + 1;
   ParameterStore& store = store_;
   const auto n = static_cast<std::size_t>(group_.size());
   const TokenBatch batch = my_share(Corpus::Split::kTrain, static_cast<std::uint64_t>(step));
-  if (units_) return step_units(step, batch);
+  if (units_) {
+    const StepStats stats = step_units(step, batch);
+    steps_done_ = step;
+    return stats;
+  }
   store.zero_grads();
   std::span<float> grads = store.grads();
   // ZeRO 0 and 1 average every gradient over the group: each range's all-reduce starts as soon
@@ -129,8 +136,7 @@ StepStats Trainer::step() {
   const auto reduce = [&](std::size_t begin, std::size_t end) {
     if (group_.size() == 1) return;
     in_flight.push_back(shards_comm_.iall_reduce(grads.data() + begin, grads.data() + begin,
-                                                 end - begin, DType::kF32, ReduceOp::kAvg,
-                                                 group_));
+                                                 end - begin, DType::kF32, ReduceOp::kAvg, group_));
   };
   const GradientsReady ready = [&](std::size_t begin, std::size_t end) {
     if (settings_.zero == 2 || !settings_.overlap || end <= begin ||
@@ -140,27 +146,23 @@ StepStats Trainer::step() {
     reduce(begin, end);
     started.emplace_back(begin, end);
   };
-  float loss = run_model(batch, true, ready);
-  if (settings_.zero != 2) {
-    // What the model did not announce (a model without the hook announces nothing) is reduced
-    // now; overlapping announcements are a model's bug.
-    std::sort(started.begin(), started.end());
-    std::size_t covered = 0;
-    for (const auto& [begin, end] : started) {
-      if (begin < covered) {
-        throw InvalidArgument("the model announced gradients [" + std::to_string(begin) + ", " +
-                              std::to_string(end) + ") twice");
+  float loss = 0;
+  try {
+    loss = run_model(batch, true, ready);
+    reduce_unannounced(started, reduce);
+    for (Work& work : in_flight) work.wait();
+  } catch (...) {
+    // Peers may still be reading this rank's gradients for the reductions already started:
+    // none is dropped before it has finished, or failed, everywhere.
+    for (Work& work : in_flight) {
+      try {
+        work.wait();
+      } catch (...) {  // the failure that matters is being thrown already
       }
-      if (begin > covered) reduce(covered, begin);
-      covered = end;
     }
-    if (covered < store.parameter_elements()) reduce(covered, store.parameter_elements());
+    throw;
   }
-  for (Work& work : in_flight) work.wait();
-  if (settings_.zero != 2 && replicas_.size() > 1) {
-    replicas_comm_.all_reduce(grads.data(), grads.data(), store.parameter_elements(), DType::kF32,
-                              ReduceOp::kAvg, replicas_);
-  }
+  if (settings_.zero != 2) average_over_replicas(grads.first(store.parameter_elements()));
   average(&loss, 1);
   if (settings_.zero == 2) reduce_scatter_grads();
 
@@ -176,8 +178,9 @@ StepStats Trainer::step() {
   }
   const float norm = global_norm(squares);
   const float learning_rate = learning_rate_at(settings_, step);
-  update(learning_rate, clip_scale(norm));
+  update(learning_rate, clip_scale(norm), step);
   if (settings_.zero > 0) gather_values();
+  steps_done_ = step;
   return {step, loss, learning_rate, norm};
 }
 
@@ -234,10 +237,7 @@ void Trainer::reduce_scatter_grads() {
     shards_comm_.reduce_scatter(packed.data(), grads_slice_.data() + shards.chunk_offset(u),
                                 shards.chunk(u), DType::kF32, ReduceOp::kAvg, group_);
   }
-  if (replicas_.size() > 1) {
-    replicas_comm_.all_reduce(grads_slice_.data(), grads_slice_.data(), grads_slice_.size(),
-                              DType::kF32, ReduceOp::kAvg, replicas_);
-  }
+  average_over_replicas(grads_slice_);
 }
 
 void Trainer::gather_values() {
@@ -260,19 +260,15 @@ StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch) {
   // Forward and backward gather each unit as the model uses it; each unit's gradients are
   // reduce-scattered into this rank's blocks as backward finishes them.
   float loss = run_model(batch, true, {});
-  std::span<float> grads = units_->grads_slice();
-  if (replicas_.size() > 1) {
-    replicas_comm_.all_reduce(grads.data(), grads.data(), grads.size(), DType::kF32,
-                              ReduceOp::kAvg, replicas_);
-  }
+  average_over_replicas(units_->grads_slice());
   average(&loss, 1);
   const float norm = global_norm(owned_squares());
   const float learning_rate = learning_rate_at(settings_, step);
-  update(learning_rate, clip_scale(norm));
+  update(learning_rate, clip_scale(norm), step);
   return {step, loss, learning_rate, norm};
 }
 
-void Trainer::update(float learning_rate, float grad_scale) {
+void Trainer::update(float learning_rate, float grad_scale, std::int64_t step) {
   ParameterStore& store = store_;
   kernels::AdamWSettings adamw;
   adamw.learning_rate = learning_rate;
@@ -290,7 +286,7 @@ void Trainer::update(float learning_rate, float grad_scale) {
       const std::size_t at = store.offset(p);
       kernels::adamw_update(store.values().data() + at,
                             scaled(store.grads().data() + at, store.count(p)), m_.data() + at,
-                            v_.data() + at, store.count(p), adamw, steps_done_);
+                            v_.data() + at, store.count(p), adamw, step);
     }
     return;
   }
@@ -305,7 +301,7 @@ void Trainer::update(float learning_rate, float grad_scale) {
     if (units_) {
       const std::size_t count = shards.block_elements(p, member_);
       kernels::adamw_update(values_slice + at, scaled(grads_slice + at, count), m_.data() + at,
-                            v_.data() + at, count, adamw, steps_done_);
+                            v_.data() + at, count, adamw, step);
       continue;
     }
     float* values = store.values().data() + store.offset(p);
@@ -313,7 +309,7 @@ void Trainer::update(float learning_rate, float grad_scale) {
     shards.for_each_run(p, member_, [&](std::size_t from, std::size_t to, std::size_t length) {
       float* grads = settings_.zero == 1 ? full_grads + from : grads_slice + at + to;
       kernels::adamw_update(values + from, scaled(grads, length), m_.data() + at + to,
-                            v_.data() + at + to, length, adamw, steps_done_);
+                            v_.data() + at + to, length, adamw, step);
     });
   }
 }
@@ -323,9 +319,33 @@ void Trainer::average(float* data, std::size_t count) {
   if (group_.size() > 1) {
     shards_comm_.all_reduce(data, data, count, DType::kF32, ReduceOp::kAvg, group_);
   }
+  average_over_replicas({data, count});
+}
+
+void Trainer::average_over_replicas(std::span<float> values) {
   if (replicas_.size() > 1) {
-    replicas_comm_.all_reduce(data, data, count, DType::kF32, ReduceOp::kAvg, replicas_);
+    replicas_comm_.all_reduce(values.data(), values.data(), values.size(), DType::kF32,
+                              ReduceOp::kAvg, replicas_);
   }
+}
+
+void Trainer::reduce_unannounced(std::vector<std::pair<std::size_t, std::size_t>>& started,
+                                 const std::function<void(std::size_t, std::size_t)>& reduce) {
+  if (settings_.zero == 2) return;
+  // What the model did not announce (a model without the hook announces nothing) is reduced
+  // now; overlapping announcements are a model's bug.
+  std::sort(started.begin(), started.end());
+  std::size_t covered = 0;
+  for (const auto& [begin, end] : started) {
+    if (begin < covered) {
+      throw InvalidArgument("the model announced gradients [" + std::to_string(begin) + ", " +
+                            std::to_string(end) + ") twice");
+    }
+    if (begin > covered) reduce(covered, begin);
+    covered = end;
+  }
+  const std::size_t total = store_.parameter_elements();
+  if (covered < total) reduce(covered, total);
 }
 
 float Trainer::validation_loss(std::size_t batches) {

@@ -123,10 +123,11 @@ class SilentGpt final : public Model {
  public:
   SilentGpt() : inner_(kConfig, 42) {}
   ParameterStore& parameters() override { return inner_.parameters(); }
-  float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-             std::size_t sequences, std::size_t seq, bool with_grads,
-             const GradientsReady& /*ready*/) override {
-    return inner_.loss(tokens, targets, sequences, seq, with_grads);
+  float forward_backward(std::span<const std::int32_t> tokens,
+                         std::span<const std::int32_t> targets, std::size_t sequences,
+                         std::size_t seq, bool with_grads,
+                         const GradientsReady& /*ready*/) override {
+    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads);
   }
 
  private:
@@ -298,9 +299,10 @@ class CarelessModel final : public Model {
  public:
   CarelessModel() : store_({{"w", {8}, {}, {}, true, "layer"}}) {}
   ParameterStore& parameters() override { return store_; }
-  float loss(std::span<const std::int32_t> /*tokens*/, std::span<const std::int32_t> /*targets*/,
-             std::size_t /*sequences*/, std::size_t /*seq*/, bool /*with_grads*/,
-             const GradientsReady& /*ready*/) override {
+  float forward_backward(std::span<const std::int32_t> /*tokens*/,
+                         std::span<const std::int32_t> /*targets*/, std::size_t /*sequences*/,
+                         std::size_t /*seq*/, bool /*with_grads*/,
+                         const GradientsReady& /*ready*/) override {
     return *store_.value(0);
   }
 
@@ -328,14 +330,14 @@ class FailingGpt final : public Model {
  public:
   explicit FailingGpt(int rank) : inner_(kConfig, 42), rank_(rank) {}
   ParameterStore& parameters() override { return inner_.parameters(); }
-  float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-             std::size_t sequences, std::size_t seq, bool with_grads,
-             const GradientsReady& ready) override {
+  float forward_backward(std::span<const std::int32_t> tokens,
+                         std::span<const std::int32_t> targets, std::size_t sequences,
+                         std::size_t seq, bool with_grads, const GradientsReady& ready) override {
     if (rank_ == 1 && ++calls_ == 2) {
       (void)inner_.gpt().forward(tokens, targets, sequences, seq, true);
       throw std::runtime_error("rank 1's model failed");
     }
-    return inner_.loss(tokens, targets, sequences, seq, with_grads, ready);
+    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, ready);
   }
 
  private:
@@ -357,6 +359,57 @@ TEST(Trainer, ZeroThreeEndsEveryRankWhenOneFailsMidStep) {
                 }),
                 HasSubstr("rank 1's model failed"))
         << "zero " << zero;
+  }
+}
+
+// Rank 1's backward fails after announcing gradients whose all-reduces are in flight, which
+// peers read from its buffers: the trainer waits for them before it lets the failure unwind (and
+// the buffers go), and every rank ends with the error (ASan and TSan run this).
+class FailingInBackwardGpt final : public Model {
+ public:
+  explicit FailingInBackwardGpt(int rank) : inner_(kConfig, 42), rank_(rank) {}
+  ParameterStore& parameters() override { return inner_.parameters(); }
+  float forward_backward(std::span<const std::int32_t> tokens,
+                         std::span<const std::int32_t> targets, std::size_t sequences,
+                         std::size_t seq, bool with_grads, const GradientsReady& ready) override {
+    int announced = 0;
+    const bool fails = rank_ == 1 && ++calls_ == 2;
+    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads,
+                                   [&](std::size_t begin, std::size_t end) {
+                                     if (ready) ready(begin, end);
+                                     if (fails && ++announced == 2) {
+                                       throw std::runtime_error("rank 1's backward failed");
+                                     }
+                                   });
+  }
+
+ private:
+  models::GptModel inner_;
+  int rank_;
+  int calls_ = 0;
+};
+
+TEST(Trainer, ABackwardFailingWithReductionsInFlightEndsEveryRank) {
+  const Corpus corpus = Corpus::builtin(16);
+  for (int zero : {0, 1}) {
+    std::vector<std::int64_t> steps_done(4, -1);
+    EXPECT_THAT(error_of([&] {
+                  run_local(4, [&](Communicator& comm) {
+                    FailingInBackwardGpt model(comm.rank());
+                    ParallelContext context(comm, Mesh({"data"}, {4}));
+                    Trainer trainer(context, model, corpus, settings_for(zero));
+                    try {
+                      for (int step = 0; step < 4; ++step) (void)trainer.step();
+                    } catch (...) {
+                      steps_done[static_cast<std::size_t>(comm.rank())] = trainer.steps_done();
+                      throw;
+                    }
+                  });
+                }),
+                HasSubstr("rank 1's backward failed"))
+        << "zero " << zero;
+    // The failed second step is not counted, on the rank that failed or on its peers.
+    for (std::int64_t done : steps_done) EXPECT_EQ(done, 1) << "zero " << zero;
   }
 }
 

@@ -111,9 +111,10 @@ class GptModel final : public train::Model {
   GptModel& operator=(const GptModel&) = delete;
 
   train::ParameterStore& parameters() override { return store_; }
-  float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-             std::size_t sequences, std::size_t seq, bool with_grads,
-             const train::GradientsReady& ready = {}) override;
+  float forward_backward(std::span<const std::int32_t> tokens,
+                         std::span<const std::int32_t> targets, std::size_t sequences,
+                         std::size_t seq, bool with_grads,
+                         const train::GradientsReady& ready = {}) override;
   [[nodiscard]] Gpt& gpt() { return gpt_; }
 
  private:

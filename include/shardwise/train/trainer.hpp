@@ -32,18 +32,20 @@ class UnitShards;
 // are final, so that its reduction can start while backward goes on (DDP's bucket hooks).
 using GradientsReady = std::function<void(std::size_t begin, std::size_t end)>;
 
-// What the trainer needs of a model: its parameters, and its mean loss over some sequences
-// (adding that loss's gradients into the parameters' gradients when asked, and telling `ready`
-// of each range as it becomes final; every parameter's range exactly once). Under ZeRO-3 the
-// model calls parameters().gather(unit) before it reads a unit's values and release(unit)
-// after, in forward and again in backward, and announces whole units to `ready`.
+// What the trainer needs of a model: its parameters, and one pass over some sequences: forward
+// (returning their mean loss) and, where with_grads, backward too (adding that loss's gradients
+// into the parameters' gradients, and telling `ready` of each range as it becomes final; every
+// parameter's range exactly once). Under ZeRO-3 the model calls parameters().gather(unit)
+// before it reads a unit's values and release(unit) after, in forward and again in backward,
+// and announces whole units to `ready`.
 class Model {
  public:
   virtual ~Model() = default;
   virtual ParameterStore& parameters() = 0;
-  virtual float loss(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                     std::size_t sequences, std::size_t seq, bool with_grads,
-                     const GradientsReady& ready = {}) = 0;
+  virtual float forward_backward(std::span<const std::int32_t> tokens,
+                                 std::span<const std::int32_t> targets, std::size_t sequences,
+                                 std::size_t seq, bool with_grads,
+                                 const GradientsReady& ready = {}) = 0;
 };
 
 struct TrainSettings {
@@ -115,8 +117,8 @@ class Trainer {
   [[nodiscard]] const ParameterShardings* shardings() const;
 
  private:
-  // AdamW on the elements this rank owns, its gradients first scaled by grad_scale.
-  void update(float learning_rate, float grad_scale);
+  // AdamW step `step` on the elements this rank owns, its gradients first scaled by grad_scale.
+  void update(float learning_rate, float grad_scale, std::int64_t step);
   StepStats step_units(std::int64_t step, const TokenBatch& batch);
   // ZeRO-2: each unit's averaged gradients to the ranks that own them.
   void reduce_scatter_grads();
@@ -137,14 +139,20 @@ class Trainer {
 
   // Averages `count` elements in place over the shards, then over the replicas.
   void average(float* data, std::size_t count);
+  // Averages in place over the replicas of this rank's shard (HSDP; nothing without).
+  void average_over_replicas(std::span<float> values);
+  // ZeRO 0 and 1: reduces the gradients backward did not announce (`started` holds the ranges
+  // it did), with `reduce`; an announcement that overlaps another is an InvalidArgument.
+  void reduce_unannounced(std::vector<std::pair<std::size_t, std::size_t>>& started,
+                          const std::function<void(std::size_t, std::size_t)>& reduce);
 
   ParallelContext& context_;
   Communicator& shards_comm_;    // the ranks ZeRO shards over (the data-parallel ranks
   Group group_;                  // without HSDP), and all of them as a group
   Communicator& replicas_comm_;  // this rank's replicas of its shard (itself alone without
   Group replicas_;               // HSDP), and all of them
-  int member_ = 0;   // index in group_
-  int replica_ = 0;  // index in replicas_
+  int member_ = 0;               // index in group_
+  int replica_ = 0;              // index in replicas_
   Model& model_;
   ParameterStore& store_;
   const Corpus& corpus_;
