@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "shardwise/core/error.hpp"
+#include "unit_gather.hpp"
 
 namespace shardwise::train::detail {
 namespace {
@@ -107,8 +108,8 @@ void ShardedUnits::gather(std::size_t u) {
   } else {
     ++waiting_gathers_;
     allocate(unit.gathering, packed(u));
-    comm_.all_gather(my_chunk(values_slice_, u), unit.gathering.data(), shards_.chunk(u),
-                     DType::kF32, group_);
+    start_unit_gather(comm_, group_, shards_, u, my_chunk(values_slice_, u), unit.gathering.data())
+        .wait();
     finish_gather(u);
     unit.users = 1;
   }
@@ -118,8 +119,8 @@ void ShardedUnits::gather(std::size_t u) {
     Unit& ahead = units_[next];
     if (ahead.users == 0 && !ahead.prefetching) {
       allocate(ahead.gathering, packed(next));
-      ahead.prefetch = comm_.iall_gather(my_chunk(values_slice_, next), ahead.gathering.data(),
-                                         shards_.chunk(next), DType::kF32, group_);
+      ahead.prefetch = start_unit_gather(comm_, group_, shards_, next,
+                                         my_chunk(values_slice_, next), ahead.gathering.data());
       ahead.prefetching = true;
     }
   }
@@ -248,9 +249,8 @@ std::vector<float> ShardedUnits::full_values() {
   std::vector<float> buffer;
   for (std::size_t u = 0; u < units_.size(); ++u) {
     buffer.resize(packed(u));
-    comm_.all_gather(my_chunk(values_slice_, u), buffer.data(), shards_.chunk(u), DType::kF32,
-                     group_);
-    shards_.unpack(u, buffer.data(), out.data() + store_.units()[u].offset);
+    gather_unit(comm_, group_, shards_, u, my_chunk(values_slice_, u), buffer.data(),
+                out.data() + store_.units()[u].offset);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include "sharded_units.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
+#include "unit_gather.hpp"
 #include "unit_shards.hpp"
 
 namespace shardwise::train {
@@ -251,8 +252,7 @@ void Trainer::gather_values() {
     packed_.resize(chunk * (static_cast<std::size_t>(group_.size()) + 1));
     float* mine = packed_.data() + chunk * static_cast<std::size_t>(group_.size());
     shards.pack(u, member_, full, mine);
-    shards_comm_.all_gather(mine, packed_.data(), chunk, DType::kF32, group_);
-    shards.unpack(u, packed_.data(), full);
+    gather_unit(shards_comm_, group_, shards, u, mine, packed_.data(), full);
   }
 }
 
