@@ -57,7 +57,7 @@ ModelArgument of_gpt(const models::GptConfig& config) {
 }  // namespace
 
 ModelArgument read_model_argument(const std::string& value, const std::string& flag) {
-  if (value == "tiny" || value == "small" || value == "gpt2") {
+  if (models::is_gpt_preset(value)) {
     return of_gpt(models::gpt_preset(value, flag));
   }
   if (value.size() > 12 && value.substr(value.size() - 12) == ".safetensors") {
@@ -72,7 +72,8 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
   const std::string text = read_file(value, flag);
   try {
     const nlohmann::json json = shardwise::detail::parse_json(text, named);
-    if (models::detail::is_gpt_config(json)) return of_gpt(models::detail::gpt_config_of(json, named));
+    if (models::detail::is_gpt_config(json))
+      return of_gpt(models::detail::gpt_config_of(json, named));
     return {std::nullopt, shardwise::detail::model_description_of(json)};
   } catch (const Error& e) {
     // Messages of the readers below name the file themselves or not at all.

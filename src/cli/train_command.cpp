@@ -214,10 +214,8 @@ class TrainCommand final : public Command {
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
-    if (settings.batch % static_cast<std::size_t>(ranks) != 0) {
-      throw InvalidArgument("--batch " + batch_ + " does not divide among the " +
-                            std::to_string(ranks) + " ranks of the mesh");
-    }
+    train::check_settings(
+        settings, static_cast<std::size_t>(train::ParallelContext::data_parallel_size_of(mesh)));
     const BackendInfo& backend = backend_from(backend_);
     const std::string run_text =
         "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) + " ranks";
@@ -389,7 +387,6 @@ class TrainCommand final : public Command {
     }
   }
 
-
   // The shardings --param-sharding asks for.
   static train::ParameterShardings shardings_for(const models::GptConfig& config, const Mesh& mesh,
                                                  const std::string& source) {
@@ -418,8 +415,9 @@ class TrainCommand final : public Command {
             "map its logical axes with logical_axis_rules instead");
       }
       if (rules.gives_stage_rules) {
-        throw InvalidArgument("stage_rules place parameters in pipeline stages, and "
-                              "`shardwise train` has no pipeline axis");
+        throw InvalidArgument(
+            "stage_rules place parameters in pipeline stages, and "
+            "`shardwise train` has no pipeline axis");
       }
       return train::rules_shardings(specs, mesh, axis, rules.axis_rules, rules.name_rules);
     } catch (const Error& e) {
@@ -454,8 +452,7 @@ class TrainCommand final : public Command {
                                    models::GptModel& model) {
     const std::string& axis = context.shard_axis();
     const std::string along =
-        " along " + axis +
-        (context.replica_axis().empty() ? "" : ", replicated along data (HSDP)");
+        " along " + axis + (context.replica_axis().empty() ? "" : ", replicated along data (HSDP)");
     const std::string blocks = "each rank's blocks of the parameters (below), " +
                                std::to_string(context.degree(axis)) + " ranks" + along;
     switch (zero) {

@@ -45,12 +45,25 @@ void zero(std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0F); }
 
 }  // namespace
 
+namespace {
+
+const std::pair<const char*, GptConfig> kPresets[] = {{"tiny", {4, 4, 128, 64, 256}},
+                                                      {"small", {6, 6, 384, 256, 256}},
+                                                      {"gpt2", {12, 12, 768, 1024, 256}}};
+
+}  // namespace
+
 GptConfig gpt_preset(const std::string& name, const std::string& field) {
-  if (name == "tiny") return {4, 4, 128, 64, 256};
-  if (name == "small") return {6, 6, 384, 256, 256};
-  if (name == "gpt2") return {12, 12, 768, 1024, 256};
-  throw InvalidArgument(field + ": '" + name +
+  for (const auto& [preset, config] : kPresets) {
+    if (name == preset) return config;
+  }
+  throw InvalidArgument(field + ": '" + echo_input(name) +
                         "' is not a model (tiny, small, gpt2 or a JSON file)");
+}
+
+bool is_gpt_preset(const std::string& name) {
+  return std::any_of(std::begin(kPresets), std::end(kPresets),
+                     [&](const auto& preset) { return name == preset.first; });
 }
 
 void validate(const GptConfig& c) {

@@ -90,7 +90,15 @@ std::vector<Rank> ParallelContext::ranks_along(std::string_view axis) const {
   return communicator(axis).world_ranks();
 }
 
-int ParallelContext::data_parallel_size() const { return degree("data") * degree("fsdp"); }
+int ParallelContext::data_parallel_size_of(const Mesh& mesh) {
+  int size = 1;
+  for (const char* axis : {"data", "fsdp"}) {
+    if (mesh.has_axis(axis)) size *= static_cast<int>(mesh.axis_size(axis));
+  }
+  return size;
+}
+
+int ParallelContext::data_parallel_size() const { return data_parallel_size_of(mesh_); }
 
 int ParallelContext::data_parallel_index() const {
   return coordinate("data") * degree("fsdp") + coordinate("fsdp");

@@ -11,6 +11,18 @@
 
 namespace shardwise::train {
 
+void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks) {
+  if (settings.batch == 0 || data_parallel_ranks == 0 ||
+      settings.batch % data_parallel_ranks != 0) {
+    throw InvalidArgument("--batch " + std::to_string(settings.batch) +
+                          " does not divide among the " + std::to_string(data_parallel_ranks) +
+                          " data-parallel ranks (data x fsdp)");
+  }
+  if (settings.zero < 0 || settings.zero > 3) {
+    throw InvalidArgument("--zero " + std::to_string(settings.zero) + " is not 0, 1, 2 or 3");
+  }
+}
+
 float learning_rate_at(const TrainSettings& s, std::int64_t step) {
   if (s.warmup > 0 && step <= s.warmup) {
     return s.learning_rate * static_cast<float>(step) / static_cast<float>(s.warmup);
@@ -47,15 +59,7 @@ Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
   member_ = shards_comm_.rank();
   replica_ = replicas_comm_.rank();
   const auto n = static_cast<std::size_t>(group_.size());
-  const auto ranks = n * static_cast<std::size_t>(replicas_.size());
-  if (settings_.batch == 0 || settings_.batch % ranks != 0) {
-    throw InvalidArgument("--batch " + std::to_string(settings_.batch) +
-                          " does not divide among the " + std::to_string(ranks) +
-                          " data-parallel ranks");
-  }
-  if (settings_.zero < 0 || settings_.zero > 3) {
-    throw InvalidArgument("--zero " + std::to_string(settings_.zero) + " is not 0, 1, 2 or 3");
-  }
+  check_settings(settings_, n * static_cast<std::size_t>(replicas_.size()));
   ParameterStore& store = store_;
   if (settings_.zero == 0) {
     m_.assign(store.size(), 0.0F);

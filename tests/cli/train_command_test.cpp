@@ -148,7 +148,7 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--mesh", "model=2"},
                    "--mesh: axis 'model' is not one `shardwise train` runs yet");
   expect_bad_input({"train", "--mesh", "data=3", "--batch", "8"},
-                   "--batch 8 does not divide among the 3 ranks");
+                   "--batch 8 does not divide among the 3 data-parallel ranks");
   expect_bad_input({"train", "--lr", "nan"}, "--lr");
   expect_bad_input({"train", "--steps", "0"}, "--steps is 0; expected 1 to 10000000");
   expect_bad_input({"train", "--seq", "65"}, "--seq is 65; expected 1 to 64");

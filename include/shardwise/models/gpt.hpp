@@ -31,6 +31,8 @@ struct GptConfig {
 // "tiny" (nanoGPT's CPU configuration), "small" (shakespeare-char) or "gpt2"; anything else is
 // an InvalidArgument naming `field` and the value.
 [[nodiscard]] GptConfig gpt_preset(const std::string& name, const std::string& field);
+// Whether `name` is one of those presets.
+[[nodiscard]] bool is_gpt_preset(const std::string& name);
 // The trainer's model file, {"n_layer", "n_head", "n_embd", "block_size", "vocab_size"}:
 // exactly these keys, each a positive integer within validate()'s bounds; an InvalidArgument
 // (or a ParseError for text that is not JSON) starting with `what` otherwise. `shardwise train`

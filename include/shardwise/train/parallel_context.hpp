@@ -42,6 +42,8 @@ class ParallelContext {
   // rule (plan::Layout) to the letter.
   [[nodiscard]] static std::string shard_axis_of(const Mesh& mesh);
   [[nodiscard]] static std::string replica_axis_of(const Mesh& mesh);
+  // The ranks among which the global batch is split on `mesh` (data x fsdp).
+  [[nodiscard]] static int data_parallel_size_of(const Mesh& mesh);
 
   [[nodiscard]] const Mesh& mesh() const { return mesh_; }
   [[nodiscard]] Communicator& world() const { return world_; }

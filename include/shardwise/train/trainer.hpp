@@ -70,6 +70,11 @@ struct TrainSettings {
   std::optional<ParameterShardings> shardings;
 };
 
+// Throws InvalidArgument naming the field where the settings cannot train on
+// `data_parallel_ranks` ranks (data x fsdp): a batch they do not divide, a ZeRO stage not 0 to 3.
+// The trainer checks them; a command checks them before it starts any rank.
+void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks);
+
 // The learning rate of step `step` (1 for the first): linear warm-up over `warmup` steps, then
 // cosine decay to min_learning_rate_ratio x learning_rate at the last step.
 [[nodiscard]] float learning_rate_at(const TrainSettings& settings, std::int64_t step);
