@@ -127,8 +127,10 @@ std::vector<ParameterSpec> gpt_parameters(const GptConfig& c) {
     };
     add("ln_1.weight", {C}, {"norm"}, ones, false);
     add("ln_1.bias", {C}, {"norm"}, zeros, false);
-    add("attn.c_attn.weight", {3 * C, C}, {"heads", "embed"}, normal, true);
-    add("attn.c_attn.bias", {3 * C}, {"heads"}, zeros, false);
+    // Q, K and V stacked: (3, C, C), so that splitting the heads (dimension 1) gives each rank
+    // whole heads of all three, as a (3C / t, C) matrix whose products are its q, k and v.
+    add("attn.c_attn.weight", {3, C, C}, {"qkv", "heads", "embed"}, normal, true);
+    add("attn.c_attn.bias", {3, C}, {"qkv", "heads"}, zeros, false);
     add("attn.c_proj.weight", {C, C}, {"embed", "heads"}, residual, true);
     add("attn.c_proj.bias", {C}, {"embed"}, zeros, false);
     add("ln_2.weight", {C}, {"norm"}, ones, false);

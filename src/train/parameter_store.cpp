@@ -15,6 +15,51 @@ double unit(std::uint64_t bits) {
   return (static_cast<double>(bits >> 11) + 0.5) / 9007199254740992.0;
 }
 
+void check_block(const ParameterSpec& spec) {
+  if (spec.block.empty()) return;
+  const auto named = [&](const std::string& what) {
+    return InvalidArgument("parameter '" + spec.name + "': " + what);
+  };
+  if (spec.block.size() != spec.global_shape.size() || spec.shape.size() != spec.block.size()) {
+    throw named("its block has " + std::to_string(spec.block.size()) + " ranges for a shape " +
+                to_string(spec.shape) + " of a whole " + to_string(spec.global_shape));
+  }
+  for (std::size_t d = 0; d < spec.block.size(); ++d) {
+    const IndexRange& range = spec.block[d];
+    if (range.start < 0 || range.stop > spec.global_shape[d] ||
+        range.size() != spec.shape[d] || range.stop < range.start) {
+      throw named("its block [" + std::to_string(range.start) + ", " +
+                  std::to_string(range.stop) + ") along dimension " + std::to_string(d) +
+                  " does not fit the whole " + to_string(spec.global_shape) +
+                  " or its shape " + to_string(spec.shape));
+    }
+  }
+}
+
+// Each element's index in the whole parameter, in the block's row-major order.
+template <class Visit>
+void for_each_whole_index(const ParameterSpec& spec, Visit&& visit) {
+  const auto count = static_cast<std::size_t>(num_elements(spec.shape));
+  if (spec.block.empty()) {
+    for (std::size_t i = 0; i < count; ++i) visit(i, static_cast<std::uint64_t>(i));
+    return;
+  }
+  const std::size_t rank = spec.shape.size();
+  std::vector<std::int64_t> at(rank, 0);  // the element's index within the block
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint64_t whole = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      whole = whole * static_cast<std::uint64_t>(spec.global_shape[d]) +
+              static_cast<std::uint64_t>(spec.block[d].start + at[d]);
+    }
+    visit(i, whole);
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++at[d] < spec.shape[d]) break;
+      at[d] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 float standard_normal_at(std::uint64_t seed, const std::string& name, std::uint64_t index) {
@@ -38,6 +83,7 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs) : specs_(std::m
                             std::to_string(spec.logical_axes.size()) + " logical axes for " +
                             std::to_string(spec.shape.size()) + " dimensions");
     }
+    check_block(spec);
     const auto elements = static_cast<std::size_t>(num_elements(spec.shape));  // checked
     offsets_.push_back(total);
     counts_.push_back(elements);
@@ -139,9 +185,9 @@ void ParameterStore::initialize(std::uint64_t seed) {
       case ParameterInit::Kind::kZeros: std::fill(out, out + counts_[p], 0.0F); break;
       case ParameterInit::Kind::kOnes: std::fill(out, out + counts_[p], 1.0F); break;
       case ParameterInit::Kind::kNormal:
-        for (std::size_t i = 0; i < counts_[p]; ++i) {
-          out[i] = spec.init.std * standard_normal_at(seed, spec.name, i);
-        }
+        for_each_whole_index(spec, [&](std::size_t i, std::uint64_t whole) {
+          out[i] = spec.init.std * standard_normal_at(seed, spec.name, whole);
+        });
         break;
     }
   }

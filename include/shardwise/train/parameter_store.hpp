@@ -34,6 +34,14 @@ struct ParameterSpec {
   // The unit it is gathered with under ZeRO-3 ("h.0"); consecutive parameters with the same
   // name form one unit. Parameters without one form a unit together where they are consecutive.
   std::string unit;
+  // Where this rank's part lies in the whole parameter, when a layout splits it for good
+  // (tensor parallelism): the whole's shape, and one range per dimension; `shape` (and
+  // `logical_axes`) are then the part's. Empty: the rank holds the whole parameter.
+  Shape global_shape = {};
+  ShardIndex block = {};
+
+  // The whole parameter's shape: global_shape where a block is set, else shape.
+  [[nodiscard]] const Shape& whole_shape() const { return block.empty() ? shape : global_shape; }
 };
 
 // A contiguous run of parameters [first, end), elements [offset, offset + count) of the flat
@@ -61,8 +69,9 @@ class UnitResidency {
 
 class ParameterStore {
  public:
-  // Lays the parameters out in order. Names must be unique and shapes non-negative with a
-  // checked element count; otherwise an InvalidArgument naming the parameter.
+  // Lays the parameters out in order. Names must be unique, shapes non-negative with a checked
+  // element count, and a block (where set) one range per dimension of the whole shape, inside
+  // it and of `shape`'s sizes; otherwise an InvalidArgument naming the parameter.
   explicit ParameterStore(std::vector<ParameterSpec> specs);
 
   [[nodiscard]] const std::vector<ParameterSpec>& specs() const { return specs_; }
@@ -103,7 +112,8 @@ class ParameterStore {
   void unshard(std::span<const float> values);
   [[nodiscard]] bool sharded() const { return sharded_; }
 
-  // Fills every parameter from its init rule, the seed and each element's global index.
+  // Fills every parameter from its init rule, the seed and each element's index in the whole
+  // parameter (so a rank holding a block draws exactly the whole's values there).
   void initialize(std::uint64_t seed);
   void zero_grads();
 
