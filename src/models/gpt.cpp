@@ -11,6 +11,7 @@
 #include "shardwise/kernels/embedding.hpp"
 #include "shardwise/kernels/layernorm.hpp"
 #include "shardwise/kernels/matmul.hpp"
+#include "shardwise/train/placement.hpp"
 
 namespace shardwise::models {
 namespace {
@@ -145,43 +146,112 @@ std::vector<ParameterSpec> gpt_parameters(const GptConfig& c) {
   return specs;
 }
 
-Gpt::Gpt(GptConfig config, train::ParameterStore& store) : config_(config), store_(store) {
-  for (const ParameterSpec& spec : gpt_parameters(config_)) {
+std::vector<PartitionSpec> gpt_model_placements(const GptConfig& c, int degree) {
+  std::vector<ParameterSpec> specs = gpt_parameters(c);
+  std::vector<PartitionSpec> placements(specs.size());
+  if (degree == 1) return placements;
+  const auto t = static_cast<std::size_t>(degree);
+  for (const auto& [size, what] :
+       {std::pair{c.n_head, std::string("attention heads (n_head)")},
+        {4 * c.n_embd, "MLP width (4 x n_embd)"},
+        {c.vocab_size, "vocabulary (vocab_size; Megatron-LM pads it, shardwise does not)"}}) {
+    if (degree < 1 || size % t != 0) {
+      throw InvalidArgument("the model degree " + std::to_string(degree) + " does not divide the " +
+                            std::to_string(size) + " " + what);
+    }
+  }
+  const PartitionSpec rows{"model"};           // column-parallel, and the vocabulary
+  const PartitionSpec columns{None, "model"};  // row-parallel, and Q, K, V's heads
+  placements[kWte] = rows;
+  for (std::size_t l = 0; l < c.n_layer; ++l) {
+    const std::size_t at = 2 + l * kPerLayer;
+    placements[at + kQkvW] = columns;
+    placements[at + kQkvB] = columns;
+    placements[at + kAttProjW] = columns;
+    placements[at + kFcW] = rows;
+    placements[at + kFcB] = rows;
+    placements[at + kFcProjW] = columns;
+  }
+  return placements;
+}
+
+std::vector<ParameterSpec> gpt_local_parameters(const GptConfig& config,
+                                                const train::ParallelContext& context,
+                                                const std::vector<PartitionSpec>& placements) {
+  const std::vector<ParameterSpec> whole = gpt_parameters(config);
+  const std::vector<PartitionSpec> needed =
+      gpt_model_placements(config, context.degree(train::kModelAxis));
+  if (placements.size() != whole.size()) {
+    throw InvalidArgument(std::to_string(placements.size()) + " placements for the GPT's " +
+                          std::to_string(whole.size()) + " parameters");
+  }
+  for (std::size_t p = 0; p < whole.size(); ++p) {
+    if (placements[p] != needed[p]) {
+      throw InvalidArgument("parameter '" + whole[p].name + "' would be split over 'model' by " +
+                            placements[p].to_string() + "; the GPT's layers split it by " +
+                            needed[p].to_string() +
+                            " (Megatron-LM's column- and row-parallel layers)");
+    }
+  }
+  return train::local_parameters(whole, context.mesh(), context.rank(), placements);
+}
+
+Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel tensor_parallel)
+    : config_(config), store_(store), tp_(tensor_parallel) {
+  const auto t = static_cast<std::size_t>(tp_.degree());
+  const std::vector<PartitionSpec> placements = gpt_model_placements(config_, tp_.degree());
+  const std::vector<ParameterSpec> whole = gpt_parameters(config_);
+  for (std::size_t p = 0; p < whole.size(); ++p) {
+    const ParameterSpec& spec = whole[p];
     const std::size_t i = store_.index_of(spec.name);
-    if (store_.specs()[i].shape != spec.shape) {
-      throw InvalidArgument("parameter '" + spec.name + "' has shape " +
-                            to_string(store_.specs()[i].shape) + "; the model needs " +
-                            to_string(spec.shape));
+    const ParameterSpec& held = store_.specs()[i];
+    Shape local = spec.shape;
+    for (std::size_t d = 0; d < placements[p].size(); ++d) {
+      if (!placements[p].entry(d).is_replicated()) local[d] /= static_cast<std::int64_t>(t);
+    }
+    if (held.whole_shape() != spec.shape || held.shape != local) {
+      throw InvalidArgument("parameter '" + spec.name + "' has shape " + to_string(held.shape) +
+                            " of " + to_string(held.whole_shape()) + "; the model needs " +
+                            to_string(local) + " of " + to_string(spec.shape));
     }
     index_.push_back(i);
   }
+  channels_ = config_.n_embd / t;
+  heads_ = config_.n_head / t;
+  width_ = 4 * config_.n_embd / t;
+  vocab_ = config_.vocab_size / t;
+  vocab_start_ = static_cast<std::size_t>(tp_.rank()) * vocab_;
 }
 
 void Gpt::size_activations(std::size_t batch, std::size_t seq) {
   if (batch == batch_ && seq == seq_) return;
   batch_ = batch;
   seq_ = seq;
-  const std::size_t L = config_.n_layer, C = config_.n_embd, V = config_.vocab_size;
-  const std::size_t NH = config_.n_head, BT = batch * seq;
+  // Under tensor parallelism the widths inside attention, the MLP and the head are this
+  // rank's: channels_ (C / t), width_ (4C / t), vocab_ (V / t).
+  const std::size_t L = config_.n_layer, C = config_.n_embd, BT = batch * seq;
   encoded_.assign(BT * C, 0);
-  for (auto* v : {&ln1_, &atty_, &attproj_, &residual2_, &ln2_, &fcproj_, &residual3_})
+  for (auto* v : {&ln1_, &attproj_, &residual2_, &ln2_, &fcproj_, &residual3_}) {
     v->assign(L * BT * C, 0);
+  }
+  atty_.assign(L * BT * channels_, 0);
   for (auto* v : {&ln1_mean_, &ln1_rstd_, &ln2_mean_, &ln2_rstd_}) v->assign(L * BT, 0);
-  qkv_.assign(L * BT * 3 * C, 0);
-  att_.assign(L * batch * NH * seq * seq, 0);
-  fch_.assign(L * BT * 4 * C, 0);
-  fch_gelu_.assign(L * BT * 4 * C, 0);
+  qkv_.assign(L * BT * 3 * channels_, 0);
+  att_.assign(L * batch * heads_ * seq * seq, 0);
+  fch_.assign(L * BT * width_, 0);
+  fch_gelu_.assign(L * BT * width_, 0);
   lnf_.assign(BT * C, 0);
   lnf_mean_.assign(BT, 0);
   lnf_rstd_.assign(BT, 0);
-  logits_.assign(BT * V, 0);
-  probs_.assign(BT * V, 0);
+  logits_.assign(BT * vocab_, 0);
+  probs_.assign(BT * vocab_, 0);
   losses_.assign(BT, 0);
-  for (auto* v : {&dresidual_, &dresidual2_, &dbranch_, &dnorm_}) v->assign(BT * C, 0);
-  dwide_.assign(BT * 4 * C, 0);
-  dwide_gelu_.assign(BT * 4 * C, 0);
-  dqkv_.assign(BT * 3 * C, 0);
-  dlogits_.assign(BT * V, 0);
+  for (auto* v : {&dresidual_, &dresidual2_, &dnorm_}) v->assign(BT * C, 0);
+  dbranch_.assign(BT * channels_, 0);
+  dwide_.assign(BT * width_, 0);
+  dwide_gelu_.assign(BT * width_, 0);
+  dqkv_.assign(BT * 3 * channels_, 0);
+  dlogits_.assign(BT * vocab_, 0);
 }
 
 std::size_t Gpt::activation_bytes() const {
@@ -220,7 +290,7 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
   size_activations(batch, seq);
   tokens_.assign(tokens.begin(), tokens.end());
   targets_.assign(targets.begin(), targets.end());
-  const std::size_t C = config_.n_embd, V = config_.vocab_size, NH = config_.n_head;
+  const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
   const std::size_t BT = batch * seq;
   const auto param = [&](std::size_t layer, std::size_t which) {
     return store_.value(index_[2 + layer * kPerLayer + which]);
@@ -229,8 +299,8 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
   // Each unit is gathered just before its use and released after (no-ops unless a ZeRO-3
   // trainer has sharded the store).
   store_.gather(embeddings_unit());
-  kernels::embedding_forward(encoded_.data(), tokens_.data(), store_.value(index_[kWte]),
-                             store_.value(index_[kWpe]), batch, seq, C);
+  tp_.embedding_forward(encoded_.data(), tokens_.data(), store_.value(index_[kWte]),
+                        store_.value(index_[kWpe]), batch, seq, C, vocab_start_, vocab_);
   store_.release(embeddings_unit());
   const float* residual = encoded_.data();
   for (std::size_t l = 0; l < config_.n_layer; ++l) {
@@ -238,16 +308,18 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
     store_.gather(layer_unit(l));
     kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, residual, param(l, kLn1W),
                                param(l, kLn1B), BT, C);
-    kernels::matmul_forward(a.qkv, a.ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * C);
-    kernels::attention_forward(a.atty, a.att, a.qkv, batch, seq, C, NH);
-    kernels::matmul_forward(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), BT, C, C);
+    // Column-parallel Q, K and V of this rank's heads; row-parallel output projection.
+    kernels::matmul_forward(a.qkv, a.ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * Cl);
+    kernels::attention_forward(a.atty, a.att, a.qkv, batch, seq, Cl, heads_);
+    tp_.row_parallel_forward(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), BT, Cl,
+                             C);
     kernels::residual_forward(a.residual2, residual, a.attproj, BT * C);
     kernels::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, param(l, kLn2W),
                                param(l, kLn2B), BT, C);
-    kernels::matmul_forward(a.fch, a.ln2, param(l, kFcW), param(l, kFcB), BT, C, 4 * C);
-    kernels::gelu_forward(a.fch_gelu, a.fch, BT * 4 * C);
-    kernels::matmul_forward(a.fcproj, a.fch_gelu, param(l, kFcProjW), param(l, kFcProjB), BT, 4 * C,
-                            C);
+    kernels::matmul_forward(a.fch, a.ln2, param(l, kFcW), param(l, kFcB), BT, C, W);
+    kernels::gelu_forward(a.fch_gelu, a.fch, BT * W);
+    tp_.row_parallel_forward(a.fcproj, a.fch_gelu, param(l, kFcProjW), param(l, kFcProjB), BT, W,
+                             C);
     kernels::residual_forward(a.residual3, a.residual2, a.fcproj, BT * C);
     store_.release(layer_unit(l));
     residual = a.residual3;
@@ -257,11 +329,12 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
   store_.gather(embeddings_unit());
   kernels::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual,
                              store_.value(index_[last]), store_.value(index_[last + 1]), BT, C);
-  // The output head is the token embedding (tied weights).
+  // The output head is the token embedding (tied weights): this rank's logits are those of
+  // its rows of the vocabulary.
   kernels::matmul_forward(logits_.data(), lnf_.data(), store_.value(index_[kWte]), nullptr, BT, C,
-                          V);
-  kernels::softmax_cross_entropy_forward(losses_.data(), probs_.data(), logits_.data(),
-                                         targets_.data(), BT, V);
+                          vocab_);
+  tp_.cross_entropy_forward(losses_.data(), probs_.data(), logits_.data(), targets_.data(), BT,
+                            vocab_, vocab_start_);
   // Backward starts with the head and the final norm: where it follows, they stay gathered.
   if (backward_follows) {
     head_held_ = true;
@@ -276,15 +349,14 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
 
 Gpt::LayerActivations Gpt::layer(std::size_t l) {
   const std::size_t C = config_.n_embd, BT = batch_ * seq_;
-  return {
-      ln1_.data() + l * BT * C,          ln1_mean_.data() + l * BT,
-      ln1_rstd_.data() + l * BT,         qkv_.data() + l * BT * 3 * C,
-      atty_.data() + l * BT * C,         att_.data() + l * batch_ * config_.n_head * seq_ * seq_,
-      attproj_.data() + l * BT * C,      residual2_.data() + l * BT * C,
-      ln2_.data() + l * BT * C,          ln2_mean_.data() + l * BT,
-      ln2_rstd_.data() + l * BT,         fch_.data() + l * BT * 4 * C,
-      fch_gelu_.data() + l * BT * 4 * C, fcproj_.data() + l * BT * C,
-      residual3_.data() + l * BT * C};
+  return {ln1_.data() + l * BT * C,           ln1_mean_.data() + l * BT,
+          ln1_rstd_.data() + l * BT,          qkv_.data() + l * BT * 3 * channels_,
+          atty_.data() + l * BT * channels_,  att_.data() + l * batch_ * heads_ * seq_ * seq_,
+          attproj_.data() + l * BT * C,       residual2_.data() + l * BT * C,
+          ln2_.data() + l * BT * C,           ln2_mean_.data() + l * BT,
+          ln2_rstd_.data() + l * BT,          fch_.data() + l * BT * width_,
+          fch_gelu_.data() + l * BT * width_, fcproj_.data() + l * BT * C,
+          residual3_.data() + l * BT * C};
 }
 
 std::size_t Gpt::embeddings_unit() const { return store_.unit_of(index_[kWte]); }
@@ -298,7 +370,7 @@ std::size_t Gpt::final_norm_unit() const {
 void Gpt::backward(const train::GradientsReady& ready) {
   if (batch_ == 0) throw InvalidArgument("backward before any forward");
   const std::size_t batch = batch_, seq = seq_;
-  const std::size_t C = config_.n_embd, V = config_.vocab_size, NH = config_.n_head;
+  const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
   const std::size_t BT = batch * seq;
   const auto param = [&](std::size_t layer, std::size_t which) {
     return store_.value(index_[2 + layer * kPerLayer + which]);
@@ -314,11 +386,12 @@ void Gpt::backward(const train::GradientsReady& ready) {
   // The mean loss: every row's loss counts 1 / BT.
   const std::vector<float> dlosses(BT, 1.0F / static_cast<float>(BT));
   zero(dlogits_);
-  kernels::softmax_cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(),
-                                          targets_.data(), BT, V);
+  tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(), targets_.data(), BT,
+                             vocab_, vocab_start_);
   zero(dnorm_);
   kernels::matmul_backward(dnorm_.data(), store_.grad(index_[kWte]), nullptr, dlogits_.data(),
-                           lnf_.data(), store_.value(index_[kWte]), BT, C, V);
+                           lnf_.data(), store_.value(index_[kWte]), BT, C, vocab_);
+  tp_.sum(dnorm_.data(), BT * C);     // each rank's vocabulary adds its part
   store_.release(embeddings_unit());  // its gradients stay until the embedding's backward
   const float* top =
       config_.n_layer > 0 ? residual3_.data() + (config_.n_layer - 1) * BT * C : encoded_.data();
@@ -344,36 +417,50 @@ void Gpt::backward(const train::GradientsReady& ready) {
     dresidual2_ = dresidual_;
     zero(dwide_gelu_);
     kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW), grad(l, kFcProjB),
-                             dresidual_.data(), a.fch_gelu, param(l, kFcProjW), BT, 4 * C, C);
+                             dresidual_.data(), a.fch_gelu, param(l, kFcProjW), BT, W, C);
     zero(dwide_);
-    kernels::gelu_backward(dwide_.data(), a.fch, dwide_gelu_.data(), BT * 4 * C);
+    kernels::gelu_backward(dwide_.data(), a.fch, dwide_gelu_.data(), BT * W);
     zero(dnorm_);
     kernels::matmul_backward(dnorm_.data(), grad(l, kFcW), grad(l, kFcB), dwide_.data(), a.ln2,
-                             param(l, kFcW), BT, C, 4 * C);
+                             param(l, kFcW), BT, C, W);
+    tp_.sum(dnorm_.data(), BT * C);  // the column-parallel layer's input gradient
     kernels::layernorm_backward(dresidual2_.data(), grad(l, kLn2W), grad(l, kLn2B), dnorm_.data(),
                                 a.residual2, param(l, kLn2W), a.ln2_mean, a.ln2_rstd, BT, C);
     // residual2 = residual + attproj: both get dresidual2.
     dresidual_ = dresidual2_;
     zero(dbranch_);
     kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB),
-                             dresidual2_.data(), a.atty, param(l, kAttProjW), BT, C, C);
+                             dresidual2_.data(), a.atty, param(l, kAttProjW), BT, Cl, C);
     zero(dqkv_);
-    kernels::attention_backward(dqkv_.data(), dbranch_.data(), a.qkv, a.att, batch, seq, C, NH);
+    kernels::attention_backward(dqkv_.data(), dbranch_.data(), a.qkv, a.att, batch, seq, Cl,
+                                heads_);
     zero(dnorm_);
     kernels::matmul_backward(dnorm_.data(), grad(l, kQkvW), grad(l, kQkvB), dqkv_.data(), a.ln1,
-                             param(l, kQkvW), BT, C, 3 * C);
+                             param(l, kQkvW), BT, C, 3 * Cl);
+    tp_.sum(dnorm_.data(), BT * C);
     kernels::layernorm_backward(dresidual_.data(), grad(l, kLn1W), grad(l, kLn1B), dnorm_.data(),
                                 residual, param(l, kLn1W), a.ln1_mean, a.ln1_rstd, BT, C);
     tell(2 + l * kPerLayer, 2 + l * kPerLayer + kPerLayer - 1);
     store_.release(layer_unit(l));
   }
-  kernels::embedding_backward(store_.grad(index_[kWte]), store_.grad(index_[kWpe]),
-                              dresidual_.data(), tokens_.data(), batch, seq, C);
+  tp_.embedding_backward(store_.grad(index_[kWte]), store_.grad(index_[kWpe]), dresidual_.data(),
+                         tokens_.data(), batch, seq, C, vocab_start_, vocab_);
   tell(kWte, kWpe);
 }
 
 GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
     : store_(gpt_parameters(config)), gpt_(config, store_) {
+  store_.initialize(seed);
+}
+
+GptModel::GptModel(const GptConfig& config, std::uint64_t seed,
+                   const train::ParallelContext& context,
+                   const std::optional<std::vector<PartitionSpec>>& placements)
+    : store_(gpt_local_parameters(
+          config, context,
+          placements ? *placements
+                     : gpt_model_placements(config, context.degree(train::kModelAxis)))),
+      gpt_(config, store_, train::TensorParallel(context)) {
   store_.initialize(seed);
 }
 

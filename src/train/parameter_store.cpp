@@ -26,12 +26,11 @@ void check_block(const ParameterSpec& spec) {
   }
   for (std::size_t d = 0; d < spec.block.size(); ++d) {
     const IndexRange& range = spec.block[d];
-    if (range.start < 0 || range.stop > spec.global_shape[d] ||
-        range.size() != spec.shape[d] || range.stop < range.start) {
-      throw named("its block [" + std::to_string(range.start) + ", " +
-                  std::to_string(range.stop) + ") along dimension " + std::to_string(d) +
-                  " does not fit the whole " + to_string(spec.global_shape) +
-                  " or its shape " + to_string(spec.shape));
+    if (range.start < 0 || range.stop > spec.global_shape[d] || range.size() != spec.shape[d] ||
+        range.stop < range.start) {
+      throw named("its block [" + std::to_string(range.start) + ", " + std::to_string(range.stop) +
+                  ") along dimension " + std::to_string(d) + " does not fit the whole " +
+                  to_string(spec.global_shape) + " or its shape " + to_string(spec.shape));
     }
   }
 }

@@ -6,6 +6,7 @@
 #include "sharded_units.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
+#include "shardwise/train/placement.hpp"
 #include "unit_gather.hpp"
 #include "unit_shards.hpp"
 
@@ -177,7 +178,14 @@ StepStats Trainer::step() {
     const std::size_t total = store.parameter_elements();
     const std::size_t part = (total + n - 1) / n;
     const std::size_t first = std::min(total, static_cast<std::size_t>(member_) * part);
-    squares = sum_of_squares({grads.data() + first, std::min(total, first + part) - first});
+    const std::size_t last = std::min(total, first + part);
+    for (std::size_t p = 0; p < store.specs().size(); ++p) {
+      const std::size_t begin = std::max(first, store.offset(p));
+      const std::size_t end = std::min(last, store.offset(p) + store.count(p));
+      if (begin < end && counted_over_model(p)) {
+        squares += sum_of_squares({grads.data() + begin, end - begin});
+      }
+    }
   } else {
     squares = owned_squares();
   }
@@ -200,7 +208,7 @@ double Trainer::owned_squares() const {
   const ParameterStore& store = store_;
   double squares = 0;
   for (std::size_t p = 0; p < store.specs().size(); ++p) {
-    if (!shards.first_copy(p, member_)) continue;
+    if (!shards.first_copy(p, member_) || !counted_over_model(p)) continue;
     if (settings_.zero == 1) {
       const float* grads = store.grads().data() + store.offset(p);
       shards.for_each_run(p, member_, [&](std::size_t from, std::size_t, std::size_t length) {
@@ -219,8 +227,16 @@ const float* Trainer::owned_grads_slice() const {
   return units_ ? units_->grads_slice().data() : grads_slice_.data();
 }
 
+bool Trainer::counted_over_model(std::size_t parameter) const {
+  return context_.coordinate(kModelAxis) == 0 || !store_.specs()[parameter].block.empty();
+}
+
 float Trainer::global_norm(double squares) {
   shards_comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
+  if (context_.degree(kModelAxis) > 1) {
+    context_.communicator(kModelAxis)
+        .all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, context_.group(kModelAxis));
+  }
   return static_cast<float>(std::sqrt(squares));
 }
 

@@ -16,8 +16,8 @@
 namespace shardwise::train {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 TEST(ParallelContext, EveryAxisHasTheRanksThatShareTheOtherCoordinates) {
   const Mesh mesh({"data", "fsdp", "model"}, {2, 3, 2});

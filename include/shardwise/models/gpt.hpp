@@ -7,13 +7,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
+#include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/tensor_parallel.hpp"
 #include "shardwise/train/trainer.hpp"
 
 namespace shardwise::models {
@@ -51,11 +55,29 @@ void validate(const GptConfig& config);
 // the matrices and embeddings only.
 [[nodiscard]] std::vector<train::ParameterSpec> gpt_parameters(const GptConfig& config);
 
+// The split over the model axis the GPT's layers compute with (Megatron-LM's): Q, K and V and
+// the MLP's first layer column-parallel with whole heads per rank, the attention's output and
+// the MLP's second layer row-parallel, the token embedding (and the tied head) split by
+// vocabulary; everything else whole. P() for every parameter where `degree` is 1. An
+// InvalidArgument names the sizes a degree above 1 does not divide (heads, the MLP's width,
+// the vocabulary).
+[[nodiscard]] std::vector<PartitionSpec> gpt_model_placements(const GptConfig& config, int degree);
+
+// The parameters this rank of `context` holds: gpt_parameters split as `placements` say (the
+// rules' model_placements, which must equal gpt_model_placements: an InvalidArgument names the
+// first parameter they split otherwise).
+[[nodiscard]] std::vector<train::ParameterSpec> gpt_local_parameters(
+    const GptConfig& config, const train::ParallelContext& context,
+    const std::vector<PartitionSpec>& placements);
+
 class Gpt {
  public:
   // Takes the parameters from `store` (laid out by gpt_parameters(config)); activations are
   // sized on the first forward of each batch shape.
-  Gpt(GptConfig config, train::ParameterStore& store);
+  // Over `tensor_parallel`'s model axis, the store holding this rank's blocks
+  // (gpt_local_parameters); degree 1: the whole model.
+  Gpt(GptConfig config, train::ParameterStore& store,
+      train::TensorParallel tensor_parallel = train::TensorParallel());
 
   [[nodiscard]] const GptConfig& config() const { return config_; }
 
@@ -90,6 +112,10 @@ class Gpt {
 
   GptConfig config_;
   train::ParameterStore& store_;
+  train::TensorParallel tp_;
+  // This rank's widths: attention channels and heads, the MLP's width, the vocabulary and where
+  // its rows start.
+  std::size_t channels_ = 0, heads_ = 0, width_ = 0, vocab_ = 0, vocab_start_ = 0;
   std::vector<std::size_t> index_;  // store index of each parameter, in gpt_parameters order
   bool head_held_ = false;          // forward left the final norm and the embeddings gathered
   std::size_t batch_ = 0;
@@ -108,7 +134,13 @@ class Gpt {
 // The GPT as the trainer sees it: its parameters (initialised from the seed) and the model.
 class GptModel final : public train::Model {
  public:
+  // One rank: the whole model.
   GptModel(const GptConfig& config, std::uint64_t seed);
+  // This rank's part of the model on `context`: its blocks of the parameters split over the
+  // model axis as `placements` say (gpt_model_placements where not given), initialised from the
+  // whole model's values.
+  GptModel(const GptConfig& config, std::uint64_t seed, const train::ParallelContext& context,
+           const std::optional<std::vector<PartitionSpec>>& placements = std::nullopt);
   GptModel(const GptModel&) = delete;
   GptModel& operator=(const GptModel&) = delete;
 

@@ -12,8 +12,8 @@
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
-#include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/logical_axis_rules.hpp"
+#include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/parameter_rules.hpp"
 #include "shardwise/train/parameter_store.hpp"
 

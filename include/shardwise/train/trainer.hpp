@@ -134,8 +134,12 @@ class Trainer {
   static double sum_of_squares(std::span<const float> values);
   // The squares of this rank's blocks of the averaged gradients, first copies only.
   [[nodiscard]] double owned_squares() const;
-  // The norm from every rank's disjoint sum of squares.
+  // The norm from every rank's disjoint sum of squares (over the shards, and over the model axis
+  // where tensor parallelism splits parameters).
   float global_norm(double squares);
+  // Whether this rank counts the parameter in the norm: a block split over the model axis is
+  // its own; a parameter every model rank holds whole counts on the first only.
+  [[nodiscard]] bool counted_over_model(std::size_t parameter) const;
   [[nodiscard]] float clip_scale(float norm) const;
   // This rank's sequences of global batch `index` of the split.
   [[nodiscard]] TokenBatch my_share(Corpus::Split split, std::uint64_t index) const;

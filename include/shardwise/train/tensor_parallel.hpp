@@ -1,0 +1,69 @@
+#pragma once
+// Megatron-LM's tensor-parallel layers over the model axis of a ParallelContext, for any model:
+//  - column-parallel linear (weight split by output features): a plain product on each rank's
+//    block; the gradient of the shared input is summed over the axis (sum()) once every
+//    column-parallel layer reading it has added its part;
+//  - row-parallel linear (weight split by input features): the partial products summed over the
+//    axis, then the bias added once (row_parallel_forward); backward is the plain product's;
+//  - vocabulary-parallel embedding: each rank looks up the tokens its rows hold, the lookups
+//    summed over the axis;
+//  - vocabulary-parallel cross-entropy: each rank holds the logits of its part of the
+//    vocabulary; the softmax takes a max and two sums over the axis, and no rank ever holds the
+//    whole logits.
+// Degree 1 (no model axis) runs the plain kernels and communicates nothing.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shardwise/comm/communicator.hpp"
+#include "shardwise/train/parallel_context.hpp"
+
+namespace shardwise::train {
+
+class TensorParallel {
+ public:
+  // Degree 1.
+  TensorParallel() = default;
+  // Over `context`'s model axis.
+  explicit TensorParallel(const ParallelContext& context);
+
+  [[nodiscard]] int degree() const { return degree_; }
+  [[nodiscard]] int rank() const { return rank_; }
+
+  // Sums `count` values over the axis, in place.
+  void sum(float* values, std::size_t count) const;
+
+  // out (rows x out_features) = (sum over the axis of inp weight^T) + bias, where inp is rows x
+  // in_local and weight out_features x in_local (this rank's columns); bias may be null.
+  void row_parallel_forward(float* out, const float* inp, const float* weight, const float* bias,
+                            std::size_t rows, std::size_t in_local, std::size_t out_features) const;
+
+  // out (batch x seq x channels) = the token embedding of each token (this rank holds rows
+  // [vocab_start, vocab_start + vocab_local)) + its position's embedding.
+  void embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
+                         std::size_t batch, std::size_t seq, std::size_t channels,
+                         std::size_t vocab_start, std::size_t vocab_local) const;
+  // Adds into this rank's rows of the token embedding and into the position embedding.
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                          std::size_t batch, std::size_t seq, std::size_t channels,
+                          std::size_t vocab_start, std::size_t vocab_local) const;
+
+  // The cross-entropy of every row over the whole vocabulary, from this rank's logits (rows x
+  // vocab_local, columns [vocab_start, ...)): losses per row; probs keeps this rank's part of
+  // the softmax for backward.
+  void cross_entropy_forward(float* losses, float* probs, const float* logits,
+                             const std::int32_t* targets, std::size_t rows, std::size_t vocab_local,
+                             std::size_t vocab_start) const;
+  // dlogits (this rank's columns) += (probs - onehot(target)) * dlosses[row].
+  void cross_entropy_backward(float* dlogits, const float* dlosses, const float* probs,
+                              const std::int32_t* targets, std::size_t rows,
+                              std::size_t vocab_local, std::size_t vocab_start) const;
+
+ private:
+  Communicator* comm_ = nullptr;
+  Group group_;
+  int degree_ = 1;
+  int rank_ = 0;
+};
+
+}  // namespace shardwise::train

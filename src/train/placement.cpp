@@ -1,0 +1,91 @@
+#include "shardwise/train/placement.hpp"
+
+#include "shardwise/core/error.hpp"
+#include "shardwise/core/named_sharding.hpp"
+#include "shardwise/strategy/model_layout.hpp"
+#include "shardwise/train/parameter_shardings.hpp"
+
+namespace shardwise::train {
+namespace {
+
+// The entries of `spec` naming the model axis, the others replicated.
+PartitionSpec model_part(const PartitionSpec& spec) {
+  std::vector<SpecEntry> entries;
+  for (const SpecEntry& entry : spec.entries()) {
+    bool splits = false;
+    for (const std::string& axis : entry.axes()) splits = splits || axis == kModelAxis;
+    entries.push_back(splits ? SpecEntry(std::string(kModelAxis)) : SpecEntry());
+  }
+  while (!entries.empty() && entries.back().is_replicated()) entries.pop_back();
+  return PartitionSpec(std::move(entries));
+}
+
+}  // namespace
+
+std::vector<PartitionSpec> model_placements(const std::vector<ParameterSpec>& parameters,
+                                            const Mesh& mesh, const LogicalAxisRules& axis_rules,
+                                            const ParameterNameRules& name_rules) {
+  if (!mesh.has_axis(kModelAxis)) return std::vector<PartitionSpec>(parameters.size());
+  const ModelLayout layout = layout_model(manifest_of(parameters), mesh, axis_rules, name_rules);
+  std::vector<PartitionSpec> placements;
+  for (const ParameterLayout& placed : layout.parameters) {
+    placements.push_back(model_part(placed.spec));
+  }
+  return placements;
+}
+
+std::vector<ParameterSpec> local_parameters(const std::vector<ParameterSpec>& parameters,
+                                            const Mesh& mesh, DeviceId device,
+                                            const std::vector<PartitionSpec>& placements) {
+  if (placements.size() != parameters.size()) {
+    throw InvalidArgument(std::to_string(placements.size()) + " placements for " +
+                          std::to_string(parameters.size()) + " parameters");
+  }
+  std::vector<ParameterSpec> local;
+  for (std::size_t p = 0; p < parameters.size(); ++p) {
+    const ParameterSpec& whole = parameters[p];
+    const PartitionSpec& placement = placements[p];
+    for (const std::string& axis : placement.all_axes()) {
+      if (axis != kModelAxis) {
+        throw InvalidArgument("parameter '" + whole.name + "' is placed by " +
+                              placement.to_string() + "; only '" + std::string(kModelAxis) +
+                              "' splits a parameter for good");
+      }
+    }
+    if (placement.all_axes().empty() || !mesh.has_axis(kModelAxis)) {
+      local.push_back(whole);
+      continue;
+    }
+    ShardIndex block;
+    try {
+      block = NamedSharding(mesh, placement).device_index(whole.shape, device);
+    } catch (const Error& e) {
+      throw InvalidArgument("parameter '" + whole.name + "' of shape " + to_string(whole.shape) +
+                            " cannot be placed by " + placement.to_string() + " on " +
+                            mesh.to_string() + ": " + e.what());
+    }
+    ParameterSpec part = whole;
+    part.global_shape = whole.shape;
+    part.block = block;
+    for (std::size_t d = 0; d < block.size(); ++d) part.shape[d] = block[d].size();
+    local.push_back(std::move(part));
+  }
+  return local;
+}
+
+PartitionSpec whole_mesh_placement(const PartitionSpec& model, const PartitionSpec& zero,
+                                   std::size_t rank) {
+  std::vector<SpecEntry> entries;
+  for (std::size_t d = 0; d < rank; ++d) {
+    std::vector<std::string> axes;
+    for (const PartitionSpec* part : {&model, &zero}) {
+      if (d >= part->size()) continue;
+      for (const std::string& axis : part->entry(d).axes()) axes.push_back(axis);
+    }
+    entries.emplace_back(std::move(axes));
+  }
+  while (!entries.empty() && entries.back().is_replicated()) entries.pop_back();
+  return PartitionSpec(std::move(entries));
+}
+
+}  // namespace shardwise::train

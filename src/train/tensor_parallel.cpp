@@ -1,0 +1,145 @@
+#include "shardwise/train/tensor_parallel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "shardwise/kernels/cross_entropy.hpp"
+#include "shardwise/kernels/embedding.hpp"
+#include "shardwise/kernels/matmul.hpp"
+#include "shardwise/train/placement.hpp"
+
+namespace shardwise::train {
+
+TensorParallel::TensorParallel(const ParallelContext& context)
+    : comm_(&context.communicator(kModelAxis)),
+      group_(context.group(kModelAxis)),
+      degree_(context.degree(kModelAxis)),
+      rank_(context.coordinate(kModelAxis)) {}
+
+void TensorParallel::sum(float* values, std::size_t count) const {
+  if (degree_ == 1 || count == 0) return;
+  comm_->all_reduce(values, values, count, DType::kF32, ReduceOp::kSum, group_);
+}
+
+void TensorParallel::row_parallel_forward(float* out, const float* inp, const float* weight,
+                                          const float* bias, std::size_t rows, std::size_t in_local,
+                                          std::size_t out_features) const {
+  if (degree_ == 1) {
+    kernels::matmul_forward(out, inp, weight, bias, rows, in_local, out_features);
+    return;
+  }
+  kernels::matmul_forward(out, inp, weight, nullptr, rows, in_local, out_features);
+  sum(out, rows * out_features);
+  if (bias == nullptr) return;
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* y = out + r * out_features;
+    for (std::size_t c = 0; c < out_features; ++c) y[c] += bias[c];
+  }
+}
+
+void TensorParallel::embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
+                                       const float* wpe, std::size_t batch, std::size_t seq,
+                                       std::size_t channels, std::size_t vocab_start,
+                                       std::size_t vocab_local) const {
+  if (degree_ == 1) {
+    kernels::embedding_forward(out, tokens, wte, wpe, batch, seq, channels);
+    return;
+  }
+  const std::size_t rows = batch * seq;
+  for (std::size_t i = 0; i < rows; ++i) {
+    float* y = out + i * channels;
+    const auto token = static_cast<std::size_t>(tokens[i]);
+    if (token >= vocab_start && token < vocab_start + vocab_local) {
+      const float* row = wte + (token - vocab_start) * channels;
+      std::copy(row, row + channels, y);
+    } else {
+      std::fill(y, y + channels, 0.0F);
+    }
+  }
+  sum(out, rows * channels);  // exactly one rank holds each token's row
+  for (std::size_t i = 0; i < rows; ++i) {
+    const float* position = wpe + (i % seq) * channels;
+    float* y = out + i * channels;
+    for (std::size_t c = 0; c < channels; ++c) y[c] += position[c];
+  }
+}
+
+void TensorParallel::embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                        const std::int32_t* tokens, std::size_t batch,
+                                        std::size_t seq, std::size_t channels,
+                                        std::size_t vocab_start, std::size_t vocab_local) const {
+  if (degree_ == 1) {
+    kernels::embedding_backward(dwte, dwpe, dout, tokens, batch, seq, channels);
+    return;
+  }
+  for (std::size_t i = 0; i < batch * seq; ++i) {
+    const float* dy = dout + i * channels;
+    float* dposition = dwpe + (i % seq) * channels;
+    for (std::size_t c = 0; c < channels; ++c) dposition[c] += dy[c];
+    const auto token = static_cast<std::size_t>(tokens[i]);
+    if (token < vocab_start || token >= vocab_start + vocab_local) continue;
+    float* dtoken = dwte + (token - vocab_start) * channels;
+    for (std::size_t c = 0; c < channels; ++c) dtoken[c] += dy[c];
+  }
+}
+
+void TensorParallel::cross_entropy_forward(float* losses, float* probs, const float* logits,
+                                           const std::int32_t* targets, std::size_t rows,
+                                           std::size_t vocab_local, std::size_t vocab_start) const {
+  if (degree_ == 1) {
+    kernels::softmax_cross_entropy_forward(losses, probs, logits, targets, rows, vocab_local);
+    return;
+  }
+  // The largest logit of each row over every rank, then the sum of exponentials and the
+  // target's logit (held by one rank), summed over the axis in one all-reduce.
+  std::vector<float> largest(rows, -std::numeric_limits<float>::infinity());
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* x = logits + r * vocab_local;
+    largest[r] = *std::max_element(x, x + vocab_local);
+  }
+  comm_->all_reduce(largest.data(), largest.data(), rows, DType::kF32, ReduceOp::kMax, group_);
+  std::vector<float> sums(2 * rows, 0.0F);  // per row: the sum of exponentials, the target logit
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* x = logits + r * vocab_local;
+    float* p = probs + r * vocab_local;
+    float sum = 0.0F;
+    for (std::size_t v = 0; v < vocab_local; ++v) {
+      p[v] = std::exp(x[v] - largest[r]);
+      sum += p[v];
+    }
+    sums[2 * r] = sum;
+    const auto target = static_cast<std::size_t>(targets[r]);
+    if (target >= vocab_start && target < vocab_start + vocab_local) {
+      sums[2 * r + 1] = x[target - vocab_start];
+    }
+  }
+  sum(sums.data(), sums.size());
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* p = probs + r * vocab_local;
+    for (std::size_t v = 0; v < vocab_local; ++v) p[v] /= sums[2 * r];
+    losses[r] = std::log(sums[2 * r]) + largest[r] - sums[2 * r + 1];
+  }
+}
+
+void TensorParallel::cross_entropy_backward(float* dlogits, const float* dlosses,
+                                            const float* probs, const std::int32_t* targets,
+                                            std::size_t rows, std::size_t vocab_local,
+                                            std::size_t vocab_start) const {
+  if (degree_ == 1) {
+    kernels::softmax_cross_entropy_backward(dlogits, dlosses, probs, targets, rows, vocab_local);
+    return;
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* p = probs + r * vocab_local;
+    float* d = dlogits + r * vocab_local;
+    const float scale = dlosses[r];
+    const auto target = static_cast<std::size_t>(targets[r]);
+    for (std::size_t v = 0; v < vocab_local; ++v) {
+      d[v] += (p[v] - (vocab_start + v == target ? 1.0F : 0.0F)) * scale;
+    }
+  }
+}
+
+}  // namespace shardwise::train

@@ -1,0 +1,179 @@
+// Tensor parallelism (Megatron-LM's column- and row-parallel layers, the vocabulary-parallel
+// embedding and cross-entropy) trains the same GPT as one rank, alone and with data parallelism,
+// FSDP and ZeRO 1 to 3: every step's loss, and every parameter after the last step assembled
+// from the ranks' blocks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+#include <sstream>
+
+#include "error_of.hpp"
+#include "shardwise/comm/run_local.hpp"
+#include "shardwise/models/gpt.hpp"
+#include "shardwise/strategy/sharding_rules.hpp"
+#include "shardwise/train/placement.hpp"
+#include "shardwise/train/trainer.hpp"
+
+namespace shardwise::train {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+
+// Heads, MLP width and vocabulary divide by 2 and 4.
+const models::GptConfig kConfig{2, 4, 32, 16, 256};
+
+TrainSettings settings_for(int zero) {
+  TrainSettings s;
+  s.batch = 8;
+  s.seq = 16;
+  s.steps = 10;
+  s.warmup = 2;
+  s.learning_rate = 3e-3F;
+  s.zero = zero;
+  s.seed = 5;
+  return s;
+}
+
+struct LayoutRun {
+  std::vector<float> losses;                   // rank 0's
+  std::vector<std::vector<float>> parameters;  // every parameter whole, after the last step
+  std::vector<std::size_t> stored;             // each rank's parameter elements
+};
+
+// Trains 10 steps on `mesh` and puts every parameter back together from the ranks' blocks.
+LayoutRun train_on(const Mesh& mesh, int zero) {
+  const Corpus corpus = Corpus::builtin(16);
+  const std::vector<ParameterSpec> whole = models::gpt_parameters(kConfig);
+  LayoutRun run;
+  for (const ParameterSpec& p : whole) {
+    run.parameters.emplace_back(static_cast<std::size_t>(num_elements(p.shape)));
+  }
+  run.stored.resize(static_cast<std::size_t>(mesh.size()));
+  std::mutex mutex;
+  run_local(static_cast<int>(mesh.size()), [&](Communicator& comm) {
+    ParallelContext context(comm, mesh);
+    models::GptModel model(kConfig, 42, context);
+    Trainer trainer(context, model, corpus, settings_for(zero));
+    std::vector<float> losses;
+    for (int step = 0; step < 10; ++step) losses.push_back(trainer.step().loss);
+    const std::vector<float> mine = trainer.full_parameters();
+    const ParameterStore& store = model.parameters();
+    std::lock_guard lock(mutex);
+    run.stored[static_cast<std::size_t>(comm.rank())] = store.parameter_elements();
+    if (comm.rank() == 0) run.losses = losses;
+    for (std::size_t p = 0; p < whole.size(); ++p) {
+      const ParameterSpec& held = store.specs()[p];
+      const float* values = mine.data() + store.offset(p);
+      std::vector<float>& out = run.parameters[p];
+      if (held.block.empty()) {
+        std::copy(values, values + store.count(p), out.begin());
+        continue;
+      }
+      // Row-major block of a 1-, 2- or 3-dimensional whole.
+      const Shape& shape = held.shape;
+      const Shape& full = held.global_shape;
+      const std::size_t rank = shape.size();
+      std::vector<std::int64_t> at(rank, 0);
+      for (std::size_t i = 0; i < store.count(p); ++i) {
+        std::int64_t index = 0;
+        for (std::size_t d = 0; d < rank; ++d)
+          index = index * full[d] + held.block[d].start + at[d];
+        out[static_cast<std::size_t>(index)] = values[i];
+        for (std::size_t d = rank; d-- > 0;) {
+          if (++at[d] < shape[d]) break;
+          at[d] = 0;
+        }
+      }
+    }
+  });
+  return run;
+}
+
+TEST(TensorParallel, EveryLayoutWithAModelAxisMatchesOneRank) {
+  const LayoutRun one = train_on(Mesh::parse("data=1"), 0);
+  ASSERT_EQ(one.losses.size(), 10U);
+  EXPECT_LT(one.losses.back(), one.losses.front());
+  double worst_loss = 0;
+  double worst_parameter = 0;
+  for (const auto& [mesh, zero] :
+       std::vector<std::pair<std::string, int>>{{"model=2", 0},
+                                                {"model=4", 0},
+                                                {"data=2,model=2", 0},
+                                                {"data=2,model=2", 1},
+                                                {"fsdp=2,model=2", 1},
+                                                {"fsdp=2,model=2", 2},
+                                                {"fsdp=2,model=2", 3},
+                                                {"data=2,fsdp=2,model=2", 3}}) {
+    const LayoutRun many = train_on(Mesh::parse(mesh), zero);
+    const std::string where = mesh + " zero " + std::to_string(zero);
+    for (std::size_t s = 0; s < one.losses.size(); ++s) {
+      const double deviation =
+          std::abs(static_cast<double>(many.losses[s] - one.losses[s])) / one.losses[s];
+      worst_loss = std::max(worst_loss, deviation);
+      EXPECT_LT(deviation, 1e-5) << where << ", step " << s + 1;
+    }
+    for (std::size_t p = 0; p < one.parameters.size(); ++p) {
+      for (std::size_t i = 0; i < one.parameters[p].size(); ++i) {
+        const double deviation = std::abs(many.parameters[p][i] - one.parameters[p][i]);
+        worst_parameter = std::max(worst_parameter, deviation);
+        ASSERT_LT(deviation, 1e-4) << where << ", parameter " << p << " element " << i;
+      }
+    }
+  }
+  std::ostringstream text;
+  text << std::scientific << worst_loss << " (loss), " << worst_parameter << " (parameters)";
+  RecordProperty("worst_deviation", text.str());
+}
+
+TEST(TensorParallel, EachRankStoresOnlyItsBlocks) {
+  const std::vector<ParameterSpec> whole = models::gpt_parameters(kConfig);
+  std::int64_t split = 0;
+  std::int64_t kept = 0;
+  const std::vector<PartitionSpec> placements = models::gpt_model_placements(kConfig, 2);
+  for (std::size_t p = 0; p < whole.size(); ++p) {
+    (placements[p].all_axes().empty() ? kept : split) += num_elements(whole[p].shape);
+  }
+  const LayoutRun run = train_on(Mesh::parse("model=2"), 0);
+  for (std::size_t stored : run.stored) {
+    EXPECT_EQ(static_cast<std::int64_t>(stored), kept + split / 2);
+  }
+}
+
+TEST(TensorParallel, TheRulesPlaceTheGptAsItsLayersSplitIt) {
+  // The default rules (from the strategies) give exactly the layers' split: whole heads of Q, K
+  // and V per rank (the stacked (3, C, C) split along its heads), never a contiguous cut of 3C.
+  const Mesh mesh = Mesh::parse("data=2,model=2");
+  const std::vector<ParameterSpec> whole = models::gpt_parameters(kConfig);
+  const ShardingRules rules = default_sharding_rules(ParallelismConfig::from_mesh(mesh));
+  EXPECT_EQ(model_placements(whole, mesh, rules.axis_rules, rules.name_rules),
+            models::gpt_model_placements(kConfig, 2));
+  const std::size_t qkv = 2 + 2;  // the first layer's c_attn.weight
+  EXPECT_EQ(whole[qkv].name, "transformer.h.0.attn.c_attn.weight");
+  EXPECT_EQ(models::gpt_model_placements(kConfig, 2)[qkv], (PartitionSpec{None, "model"}));
+}
+
+TEST(TensorParallel, SizesTheDegreeDoesNotDivideAndOtherSplitsAreRefused) {
+  EXPECT_THAT(error_of([] {
+                (void)models::gpt_model_placements({2, 4, 32, 16, 256}, 3);
+              }),
+              HasSubstr("the model degree 3 does not divide the 4 attention heads (n_head)"));
+  EXPECT_THAT(error_of([] {
+                (void)models::gpt_model_placements({2, 4, 32, 16, 258}, 4);
+              }),
+              HasSubstr("does not divide the 258 vocabulary"));
+  run_local(2, [](Communicator& comm) {
+    ParallelContext context(comm, Mesh::parse("model=2"));
+    std::vector<PartitionSpec> placements = models::gpt_model_placements(kConfig, 2);
+    placements[2 + 8] = PartitionSpec{None, "model"};  // the MLP's first layer, by input
+    EXPECT_THAT(error_of([&] { models::GptModel model(kConfig, 1, context, placements); }),
+                HasSubstr("parameter 'transformer.h.0.mlp.c_fc.weight' would be split over "
+                          "'model' by P(None, 'model'); the GPT's layers split it by "
+                          "P('model')"));
+  });
+}
+
+}  // namespace
+}  // namespace shardwise::train
