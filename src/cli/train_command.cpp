@@ -24,6 +24,7 @@
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
+#include "shardwise/core/named_sharding.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/plan/cost_model.hpp"
@@ -31,6 +32,7 @@
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
+#include "shardwise/train/placement.hpp"
 #include "shardwise/train/trainer.hpp"
 #include "text_table.hpp"
 
@@ -62,9 +64,9 @@ Mesh train_mesh(const std::optional<std::string>& text) {
     throw InvalidArgument(std::string("--mesh: ") + e.what());
   }
   for (const std::string& axis : mesh.axis_names()) {
-    if (axis != "data" && axis != "fsdp") {
+    if (axis != "data" && axis != "fsdp" && axis != "model") {
       throw InvalidArgument("--mesh: axis '" + axis +
-                            "' is not one `shardwise train` runs yet (data, fsdp)");
+                            "' is not one `shardwise train` runs yet (data, fsdp, model)");
     }
   }
   if (!mesh.has_default_device_ids()) {
@@ -110,11 +112,12 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
   layout.zero = settings.zero;
   // At ZeRO 0 an fsdp axis is one more data axis.
   layout.fsdp = settings.zero > 0 && mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1;
-  layout.data = ranks / layout.fsdp;
+  layout.model = mesh.has_axis("model") ? mesh.axis_size("model") : 1;
+  layout.data = ranks / (layout.fsdp * layout.model);
   plan::TrainingSetup setup;
   setup.global_batch = static_cast<std::int64_t>(settings.batch);
   setup.seq = static_cast<std::int64_t>(settings.seq);
-  setup.micro_batch = setup.global_batch / ranks;
+  setup.micro_batch = setup.global_batch / (layout.data * layout.fsdp);
   setup.precision = plan::Precision::kFp32;
   plan::Cluster cluster;  // only the memory counts here
   cluster.devices = ranks;
@@ -219,6 +222,25 @@ class TrainCommand final : public Command {
     const BackendInfo& backend = backend_from(backend_);
     const std::string run_text =
         "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) + " ranks";
+    // Where every parameter goes: the model axis splits it for good (from the rules: those of
+    // a rules file, else the strategies'), ZeRO splits the block further as --param-sharding
+    // says. What ranks compare is every spec, however it was asked for.
+    const std::optional<ShardingRules> file_rules = rules_file(mesh);
+    const ShardingRules defaults = default_sharding_rules(ParallelismConfig::from_mesh(mesh));
+    const ShardingRules& rules = file_rules ? *file_rules : defaults;
+    const std::vector<train::ParameterSpec> whole = models::gpt_parameters(config);
+    std::vector<PartitionSpec> placements;
+    std::vector<train::ParameterSpec> blocks;
+    try {
+      placements = train::model_placements(whole, mesh, rules.axis_rules, rules.name_rules);
+      // Every model rank's blocks have the same shapes; ZeRO splits them alike.
+      blocks = train::local_parameters(whole, mesh, 0, placements);
+      models::check_model_placements(
+          config, mesh.has_axis("model") ? static_cast<int>(mesh.axis_size("model")) : 1,
+          placements);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument("--mesh " + mesh.to_string() + ": " + e.what());
+    }
     double per_rank = 0;
     try {
       per_rank = bytes_per_rank(config, mesh, settings);
@@ -234,10 +256,11 @@ class TrainCommand final : public Command {
                                ? " (" + std::to_string(processes_on_this_node()) +
                                      " processes on this machine)"
                                : std::string()));
-    // What ranks compare: the specs every parameter gets, however they were asked for.
     std::string sharding_specs;
+    for (const PartitionSpec& spec : placements) sharding_specs += spec.to_string();
     if (settings.zero > 0) {
-      settings.shardings = shardings_for(config, mesh, param_sharding_);
+      settings.shardings = shardings_for(blocks, mesh, file_rules);
+      sharding_specs += "|";
       for (const PartitionSpec& spec : settings.shardings->specs)
         sharding_specs += spec.to_string();
     } else if (param_sharding_ != "first-dim") {
@@ -273,29 +296,37 @@ class TrainCommand final : public Command {
            {"--threads", std::to_string(threads)},
            {"--json", json_ ? "on" : "off"}});
       if (threads > 0) kernels::set_blas_threads(threads);
-      train_rank(comm, mesh, config, settings, corpus, eval_every, out, mutex);
+      train_rank(comm, mesh, config, placements, settings, corpus, eval_every, out, mutex);
     });
   }
 
  private:
   void train_rank(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
+                  const std::vector<PartitionSpec>& placements,
                   const train::TrainSettings& settings, const train::Corpus& corpus,
                   std::int64_t eval_every, std::ostream& out, std::mutex& mutex) const {
     const bool speaks = comm.rank() == 0;
-    models::GptModel model(config, settings.seed);
     train::ParallelContext context(comm, mesh);
+    models::GptModel model(config, settings.seed, context, placements);
     train::Trainer trainer(context, model, corpus, settings);
-    const std::size_t parameters = model.parameters().parameter_elements();
+    std::size_t parameters = 0;  // the whole model's, not this rank's blocks
+    for (const train::ParameterSpec& spec : model.parameters().specs()) {
+      parameters += static_cast<std::size_t>(num_elements(spec.whole_shape()));
+    }
     if (speaks && !json_) {
       std::lock_guard lock(mutex);
       out << "mesh " << mesh.to_string() << " (" << comm.size() << " rank"
           << (comm.size() > 1 ? "s" : "") << ", " << comm.backend() << "), GPT " << config.n_layer
           << " layers x " << config.n_embd << " wide, " << parameters << " parameters\n"
-          << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split along "
-          << mesh.to_string() << "; " << sharding_plan(settings.zero, context, model) << "\n";
-      if (const train::ParameterShardings* shardings = trainer.shardings()) {
-        out << parameter_plan(model.parameters().specs(), *shardings);
-      }
+          << "plan: batch " << settings.batch << " x " << settings.seq << " tokens split among "
+          << context.data_parallel_size() << " data-parallel rank"
+          << (context.data_parallel_size() > 1 ? "s" : "") << " (data x fsdp)"
+          << (context.degree("model") > 1
+                  ? ", each layer split over " + std::to_string(context.degree("model")) +
+                        " model ranks (tensor parallel)"
+                  : std::string())
+          << "; " << sharding_plan(settings.zero, context, model) << "\n";
+      out << parameter_plan(model.parameters().specs(), placements, trainer.shardings());
     }
     // What this rank sent along each axes in training steps (not in validation).
     std::map<std::string, std::int64_t> per_axes;
@@ -387,17 +418,10 @@ class TrainCommand final : public Command {
     }
   }
 
-  // The shardings --param-sharding asks for.
-  static train::ParameterShardings shardings_for(const models::GptConfig& config, const Mesh& mesh,
-                                                 const std::string& source) {
-    const std::vector<train::ParameterSpec> specs = models::gpt_parameters(config);
-    const std::string axis = train::ParallelContext::shard_axis_of(mesh);
-    const std::int64_t size = mesh.axis_size(axis);
-    if (source == "first-dim") return train::default_shardings(specs, axis, size);
-    if (source == "logical-axes") {
-      return train::fsdp_shardings(specs, FSDPStrategy::splitting_every_parameter(axis), size,
-                                   train::FsdpSplit::kLogicalAxes);
-    }
+  // The rules file --param-sharding names, read once (nullopt for first-dim and logical-axes).
+  std::optional<ShardingRules> rules_file(const Mesh& mesh) const {
+    const std::string& source = param_sharding_;
+    if (source == "first-dim" || source == "logical-axes") return std::nullopt;
     struct stat info {};
     if (::stat(source.c_str(), &info) != 0) {
       throw InvalidArgument("--param-sharding: '" + source +
@@ -405,7 +429,7 @@ class TrainCommand final : public Command {
     }
     const std::string text = read_file(source, "--param-sharding");
     try {
-      const ShardingRules rules = load_sharding_rules(text, ParallelismConfig::from_mesh(mesh));
+      ShardingRules rules = load_sharding_rules(text, ParallelismConfig::from_mesh(mesh));
       // The GPT declares every parameter's logical axes, so name rules would decide nothing;
       // it has no pipeline yet, so stage rules would place nothing.
       if (rules.gives_parameter_rules) {
@@ -419,17 +443,41 @@ class TrainCommand final : public Command {
             "stage_rules place parameters in pipeline stages, and "
             "`shardwise train` has no pipeline axis");
       }
-      return train::rules_shardings(specs, mesh, axis, rules.axis_rules, rules.name_rules);
+      return rules;
     } catch (const Error& e) {
       throw InvalidArgument("--param-sharding '" + source + "': " + e.what());
     }
   }
 
+  // How ZeRO splits each parameter's block (`blocks`: what a rank holds after the model axis),
+  // as --param-sharding asks.
+  train::ParameterShardings shardings_for(const std::vector<train::ParameterSpec>& blocks,
+                                          const Mesh& mesh,
+                                          const std::optional<ShardingRules>& rules) const {
+    const std::string shard_axis = train::ParallelContext::shard_axis_of(mesh);
+    const std::string axis = shard_axis.empty() ? "fsdp" : shard_axis;
+    const std::int64_t size = shard_axis.empty() ? 1 : mesh.axis_size(axis);
+    if (!rules) {
+      if (param_sharding_ == "first-dim") return train::default_shardings(blocks, axis, size);
+      return train::fsdp_shardings(blocks, FSDPStrategy::splitting_every_parameter(axis), size,
+                                   train::FsdpSplit::kLogicalAxes);
+    }
+    try {
+      // ZeRO's layout is the rules' over the data-parallel axes, applied to the blocks.
+      const Mesh zero_mesh = shard_axis.empty() ? Mesh({axis}, {1}) : mesh;
+      return train::rules_shardings(blocks, zero_mesh, axis, rules->axis_rules, rules->name_rules);
+    } catch (const Error& e) {
+      throw InvalidArgument("--param-sharding '" + param_sharding_ + "': " + e.what());
+    }
+  }
+
   // One line per parameter of the first layer and per parameter outside the layers ("h.*"
-  // stands for every layer): its shape, its spec and why.
+  // stands for every layer): its shape, the block a rank holds, its placement over the whole
+  // mesh (the model axis' split, then ZeRO's of the block) and why ZeRO split it so.
   static std::string parameter_plan(const std::vector<train::ParameterSpec>& specs,
-                                    const train::ParameterShardings& shardings) {
-    std::vector<std::vector<std::string>> rows{{"parameter", "shape", "spec", "why"}};
+                                    const std::vector<PartitionSpec>& placements,
+                                    const train::ParameterShardings* shardings) {
+    std::vector<std::vector<std::string>> rows{{"parameter", "shape", "block", "placement", "why"}};
     std::set<std::string> shown;
     for (std::size_t p = 0; p < specs.size(); ++p) {
       std::string name = specs[p].name;
@@ -439,17 +487,32 @@ class TrainCommand final : public Command {
         name = name.substr(0, layer) + ".h.*" + name.substr(end);
       }
       if (!shown.insert(name).second) continue;
-      rows.push_back({"  " + name, to_string(specs[p].shape), shardings.specs[p].to_string(),
-                      shardings.reasons[p]});
+      const PartitionSpec zero = shardings != nullptr ? shardings->specs[p] : PartitionSpec();
+      Shape block = specs[p].shape;
+      if (shardings != nullptr) {
+        block = NamedSharding(Mesh({shardings->axis}, {shardings->size}), zero, Evenness::kUneven)
+                    .shard_shape(specs[p].shape);
+      }
+      const std::string why = shardings != nullptr ? shardings->reasons[p] : std::string("ZeRO 0");
+      rows.push_back(
+          {"  " + name, to_string(specs[p].whole_shape()), to_string(block),
+           train::whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string(),
+           why});
     }
     std::string notes;
-    for (const std::string& note : shardings.notes) notes += "note: " + note + "\n";
+    if (shardings != nullptr) {
+      for (const std::string& note : shardings->notes) notes += "note: " + note + "\n";
+    }
     return format_table(rows) + notes;
   }
 
   // One line: what is replicated, what is sharded how and along which axes.
   static std::string sharding_plan(int zero, const train::ParallelContext& context,
                                    models::GptModel& model) {
+    if (context.shard_axis().empty()) {
+      return "parameters, gradients and optimizer state replicated over the data-parallel ranks "
+             "(the mesh has none)";
+    }
     const std::string& axis = context.shard_axis();
     const std::string along =
         " along " + axis + (context.replica_axis().empty() ? "" : ", replicated along data (HSDP)");

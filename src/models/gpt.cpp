@@ -175,12 +175,10 @@ std::vector<PartitionSpec> gpt_model_placements(const GptConfig& c, int degree) 
   return placements;
 }
 
-std::vector<ParameterSpec> gpt_local_parameters(const GptConfig& config,
-                                                const train::ParallelContext& context,
-                                                const std::vector<PartitionSpec>& placements) {
+void check_model_placements(const GptConfig& config, int degree,
+                            const std::vector<PartitionSpec>& placements) {
   const std::vector<ParameterSpec> whole = gpt_parameters(config);
-  const std::vector<PartitionSpec> needed =
-      gpt_model_placements(config, context.degree(train::kModelAxis));
+  const std::vector<PartitionSpec> needed = gpt_model_placements(config, degree);
   if (placements.size() != whole.size()) {
     throw InvalidArgument(std::to_string(placements.size()) + " placements for the GPT's " +
                           std::to_string(whole.size()) + " parameters");
@@ -193,7 +191,14 @@ std::vector<ParameterSpec> gpt_local_parameters(const GptConfig& config,
                             " (Megatron-LM's column- and row-parallel layers)");
     }
   }
-  return train::local_parameters(whole, context.mesh(), context.rank(), placements);
+}
+
+std::vector<ParameterSpec> gpt_local_parameters(const GptConfig& config,
+                                                const train::ParallelContext& context,
+                                                const std::vector<PartitionSpec>& placements) {
+  check_model_placements(config, context.degree(train::kModelAxis), placements);
+  return train::local_parameters(gpt_parameters(config), context.mesh(), context.rank(),
+                                 placements);
 }
 
 Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel tensor_parallel)

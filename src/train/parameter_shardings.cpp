@@ -121,7 +121,17 @@ ParameterShardings rules_shardings(const std::vector<ParameterSpec>& parameters,
     for (const std::string& name : placed.logical_axes) {
       axes += (axes.empty() ? "" : ", ") + (name.empty() ? std::string("None") : name);
     }
-    out.specs.push_back(placed.spec);
+    // The model axis split the parameters already (these are its blocks): ZeRO keeps the rest.
+    std::vector<SpecEntry> entries;
+    for (const SpecEntry& entry : placed.spec.entries()) {
+      std::vector<std::string> kept;
+      for (const std::string& name : entry.axes()) {
+        if (name != "model") kept.push_back(name);
+      }
+      entries.emplace_back(std::move(kept));
+    }
+    while (!entries.empty() && entries.back().is_replicated()) entries.pop_back();
+    out.specs.emplace_back(std::move(entries));
     out.reasons.push_back("the rules for logical axes (" + axes + ")");
   }
   out.validate(parameters);

@@ -145,8 +145,10 @@ TEST(TrainCommand, ParameterShardingsFromTheStrategyOrARulesFile) {
 TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--model", "huge"}, "--model: 'huge' is neither a model");
   expect_bad_input({"train", "--zero", "5"}, "--zero is 5; expected 0 to 3");
-  expect_bad_input({"train", "--mesh", "model=2"},
-                   "--mesh: axis 'model' is not one `shardwise train` runs yet");
+  expect_bad_input({"train", "--mesh", "pipeline=2"},
+                   "--mesh: axis 'pipeline' is not one `shardwise train` runs yet");
+  expect_bad_input({"train", "--mesh", "model=3"},
+                   "the model degree 3 does not divide the 4 attention heads (n_head)");
   expect_bad_input({"train", "--mesh", "data=3", "--batch", "8"},
                    "--batch 8 does not divide among the 3 data-parallel ranks");
   expect_bad_input({"train", "--lr", "nan"}, "--lr");

@@ -63,6 +63,11 @@ void validate(const GptConfig& config);
 // the vocabulary).
 [[nodiscard]] std::vector<PartitionSpec> gpt_model_placements(const GptConfig& config, int degree);
 
+// Throws InvalidArgument naming the first parameter `placements` split otherwise than
+// gpt_model_placements(config, degree) (and what that throws).
+void check_model_placements(const GptConfig& config, int degree,
+                            const std::vector<PartitionSpec>& placements);
+
 // The parameters this rank of `context` holds: gpt_parameters split as `placements` say (the
 // rules' model_placements, which must equal gpt_model_placements: an InvalidArgument names the
 // first parameter they split otherwise).

@@ -63,7 +63,8 @@ enum class FsdpSplit {
 [[nodiscard]] ModelManifest manifest_of(const std::vector<ParameterSpec>& parameters);
 
 // The layout `shardwise specs` shows (layout_model) of the parameters on `mesh`, logical axes from
-// the parameters or else from the name rules, restricted to `axis`: a spec naming another axis
+// the parameters or else from the name rules, restricted to `axis`: the model axis' entries are
+// left out (`parameters` are the blocks it gives a rank already), and a spec naming another axis
 // of the mesh is an InvalidArgument (the trainer replicates parameters over the other axes).
 [[nodiscard]] ParameterShardings rules_shardings(const std::vector<ParameterSpec>& parameters,
                                                  const Mesh& mesh, const std::string& axis,
