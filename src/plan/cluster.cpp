@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "detail/json_reader.hpp"
 #include "shardwise/core/error.hpp"
@@ -17,8 +17,8 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Bounds on a device and its links, wide enough for any hardware, narrow enough that every
 // product and quotient the cost model forms stays a finite double (a bandwidth of 5e-324 gave
 // a step of "inf s").
-constexpr double kLeastFlops = 1e6;   // a microcontroller
-constexpr double kMostFlops = 1e18;   // an exaflop per device
+constexpr double kLeastFlops = 1e6;  // a microcontroller
+constexpr double kMostFlops = 1e18;  // an exaflop per device
 constexpr double kLeastBandwidth = 1e3;
 constexpr double kMostBandwidth = 1e15;  // a petabyte per second
 constexpr double kMostLatency = 10;      // seconds per step of a collective

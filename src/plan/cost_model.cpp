@@ -79,8 +79,8 @@ struct ZeroUnit {
   bool tied_embedding = false;
 };
 
-// The units of the first or last stage. Without tensor parallelism each chunk is what the
-// trainer keeps (zero_chunks); with it, the unit's share of the model axis split evenly.
+// The units of the first or last stage: the elements a model rank holds of each, and the chunk
+// ZeRO leaves it (zero_chunks for the layout's model degree).
 std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l, bool first, bool last,
                                   std::int64_t shards, const std::vector<std::int64_t>& chunks) {
   const std::int64_t per_stage = model.layers / l.pipeline;
@@ -99,13 +99,10 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l, bool
     ZeroUnit z;
     z.layer = unit.layer;
     z.tied_embedding = u == 0 && !unit.layer && model.tied_embeddings;
-    if (l.model == 1) {
-      z.elements = elements;
-      z.chunk = chunks[u];
-    } else {
-      z.elements = ceil_div(elements, l.model);
-      z.chunk = ceil_div(z.elements, shards);
-    }
+    (void)elements;
+    (void)shards;
+    z.elements = unit.elements(l.model);
+    z.chunk = chunks[u];
     out.push_back(z);
   }
   return out;
@@ -118,7 +115,8 @@ std::int64_t zero_group(const Layout& layout) {
   return layout.fsdp > 1 ? layout.fsdp : layout.data;
 }
 
-std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shards) {
+std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shards,
+                                      std::int64_t model_degree) {
   // FSDP's rule with minimum size 1, the trainer's default (train::default_shardings).
   // The rule splits a dimension only where the group divides it (JAX's strict layout), so a
   // split parameter's block is exactly its elements over the group. Shapes repeat from layer
@@ -128,7 +126,14 @@ std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shar
   std::vector<std::int64_t> chunks;
   for (const ModelShape::Unit& unit : model.units) {
     std::int64_t chunk = 0;
-    for (const Shape& shape : unit.shapes) {
+    for (std::size_t i = 0; i < unit.shapes.size(); ++i) {
+      // The block a model rank holds: ZeRO splits it further.
+      Shape shape = unit.shapes[i];
+      if (i < unit.model_split.size() && unit.model_split[i] >= 0) {
+        shape[static_cast<std::size_t>(unit.model_split[i])] /= model_degree;
+      } else if (unit.model_split.empty() && model_degree > 1) {
+        shape = {ceil_div(num_elements(shape), model_degree)};  // split evenly, as a vector
+      }
       auto found = decided.find(shape);
       if (found == decided.end()) {
         const bool split = fsdp.decide(shape, shards).spec.dimension_of("fsdp") >= 0;
@@ -207,6 +212,10 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
            std::to_string(model.heads) + " heads (" + std::to_string(model.kv_heads) +
            " key/value)";
   }
+  if (model.vocab % l.model != 0) {
+    return "model " + std::to_string(l.model) + " does not divide the vocabulary " +
+           std::to_string(model.vocab) + " (the embedding and head are split by vocabulary)";
+  }
   if (model.ffn % l.model != 0) {
     return "model " + std::to_string(l.model) + " does not divide the MLP width " +
            std::to_string(model.ffn);
@@ -242,7 +251,7 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
 
 Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
                     const Layout& l) {
-  return evaluate(model, cluster, setup, l, zero_chunks(model, zero_group(l)));
+  return evaluate(model, cluster, setup, l, zero_chunks(model, zero_group(l), l.model));
 }
 
 Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
@@ -250,9 +259,11 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   if (const auto problem = layout_problem(model, cluster, setup, l)) {
     throw InvalidArgument("layout " + l.to_string() + ": " + *problem);
   }
-  if (!(setup.compute_efficiency >= TrainingSetup::kLeastEfficiency && setup.compute_efficiency <= 1)) {
+  if (!(setup.compute_efficiency >= TrainingSetup::kLeastEfficiency &&
+        setup.compute_efficiency <= 1)) {
     throw InvalidArgument("the compute efficiency is " + std::to_string(setup.compute_efficiency) +
-                          "; expected " + std::to_string(TrainingSetup::kLeastEfficiency) + " to 1");
+                          "; expected " + std::to_string(TrainingSetup::kLeastEfficiency) +
+                          " to 1");
   }
   if (!(setup.overlap >= 0 && setup.overlap <= 1)) {
     throw InvalidArgument("the overlap is " + std::to_string(setup.overlap) + "; expected 0 to 1");
@@ -412,6 +423,18 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;
     all_reduce("model", l.model, micro_batch_activation, element,
                per_layer * static_cast<double>(per_stage_layers) * m);
+    // The vocabulary-parallel embedding's lookups forward and the head's input gradient
+    // backward, and the cross-entropy's largest logit and its two sums (sum of exponentials,
+    // the target's logit) per row, in fp32; the first stage holds the embedding, the last the
+    // head (one stage: both). The squared gradient norm is summed over the axis too.
+    const double rows = static_cast<double>(setup.micro_batch) * static_cast<double>(setup.seq);
+    all_reduce("model", l.model, micro_batch_activation, element, m);
+    if (l.pipeline == 1) {
+      all_reduce("model", l.model, micro_batch_activation, element, m);
+      all_reduce("model", l.model, rows, 4, m);
+      all_reduce("model", l.model, 2 * rows, 4, m);
+    }
+    all_reduce("model", l.model, 1, 8, 1);
   }
   if (l.pipeline > 1) {  // activations forward, their gradients backward, per micro-batch
     const double chunk = element * micro_batch_activation /

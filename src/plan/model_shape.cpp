@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "shardwise/core/checked_math.hpp"
@@ -35,9 +36,19 @@ bool is_mlp(const std::string& name) {
 
 }  // namespace
 
-std::int64_t ModelShape::Unit::elements() const {
+std::int64_t ModelShape::Unit::elements() const { return elements(1); }
+
+std::int64_t ModelShape::Unit::elements(std::int64_t degree) const {
   std::int64_t total = 0;
-  for (const Shape& shape : shapes) total = checked_add(total, num_elements(shape), "parameters");
+  if (model_split.empty()) {
+    for (const Shape& shape : shapes) total = checked_add(total, num_elements(shape), "parameters");
+    return (total + degree - 1) / degree;
+  }
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const std::int64_t count = num_elements(shapes[i]);
+    const bool split = i < model_split.size() && model_split[i] >= 0;
+    total = checked_add(total, split ? count / degree : count, "parameters");
+  }
   return total;
 }
 
@@ -61,8 +72,10 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   const ParameterInfo* query = nullptr;
   const ParameterInfo* key = nullptr;
   bool has_head = false;
-  ModelShape::Unit before{"embeddings", false, {}};
-  ModelShape::Unit after{"final", false, {}};
+  ModelShape::Unit before{"embeddings", false, {}, {}};
+  ModelShape::Unit after{"final", false, {}, {}};
+  // Shapes that tensor parallelism never splits (position embeddings), by unit name and index.
+  std::set<std::pair<std::string, std::size_t>> whole_for_good;
   std::map<std::int64_t, ModelShape::Unit> layer_units;
   for (const ParameterInfo& p : manifest.parameters) {
     const std::int64_t count = num_elements(p.shape);
@@ -91,7 +104,9 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       }
       continue;
     }
-    (names.place_in_stage(p.name, {1, 1}).stage == 1 ? after : before).shapes.push_back(p.shape);
+    ModelShape::Unit& outside = names.place_in_stage(p.name, {1, 1}).stage == 1 ? after : before;
+    if (is_position_embedding(p.name)) whole_for_good.emplace(outside.name, outside.shapes.size());
+    outside.shapes.push_back(p.shape);
     if (p.shape.size() == 2 && is_position_embedding(p.name)) {
       shape.context = std::max(shape.context, p.shape[0]);
     }
@@ -129,6 +144,18 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   if (!before.shapes.empty()) shape.units.push_back(std::move(before));
   for (auto& [layer, unit] : layer_units) shape.units.push_back(std::move(unit));
   if (!after.shapes.empty()) shape.units.push_back(std::move(after));
+  for (ModelShape::Unit& unit : shape.units) {
+    for (std::size_t i = 0; i < unit.shapes.size(); ++i) {
+      const Shape& dims = unit.shapes[i];
+      int split = -1;
+      if (dims.size() == 2 && whole_for_good.count({unit.name, i}) == 0) {
+        split = dims[0] != shape.hidden || dims[1] == shape.hidden ? 0 : 1;
+      } else if (dims.size() == 1 && dims[0] != shape.hidden) {
+        split = 0;
+      }
+      unit.model_split.push_back(split);
+    }
+  }
   shape.tied_embeddings = !has_head;
   if (!has_head) {  // the output head is the tied token embedding
     shape.matmul_parameters =

@@ -64,7 +64,8 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
                             const TrainingSetup& setup, const SearchOptions& options) {
   std::vector<Prediction> all;
   SearchResult result;
-  std::map<std::int64_t, std::vector<std::int64_t>> chunks;  // by ZeRO group size
+  // By ZeRO group size and model degree.
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> chunks;
   const std::int64_t n = cluster.devices;
   for (std::int64_t t : divisors(n)) {
     if (options.model_within_node && t > cluster.devices_per_node) continue;
@@ -95,9 +96,9 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
                      options.sequence_parallel && t > 1};
             if (layout_problem(model, cluster, setup, l)) continue;
             const std::int64_t group = zero_group(l);
-            auto found = chunks.find(group);
+            auto found = chunks.find({group, t});
             if (found == chunks.end()) {
-              found = chunks.emplace(group, zero_chunks(model, group)).first;
+              found = chunks.emplace(std::pair{group, t}, zero_chunks(model, group, t)).first;
             }
             try {
               all.push_back(evaluate(model, cluster, setup, l, found->second));

@@ -120,8 +120,8 @@ TEST(PlanCommand, BadInput) {
 // What a hostile audit found: numbers whose predictions are not finite, flags that disagree
 // with the model or are ignored, tensors sharing bytes.
 TEST(PlanCommand, RefusesWhatWouldBeIgnoredContradictedOrNotFinite) {
-  const std::vector<std::string> tiny{"plan", "--model", "tiny", "--devices", "2",
-                                      "--global-batch", "2"};
+  const std::vector<std::string> tiny{"plan", "--model",        "tiny", "--devices",
+                                      "2",    "--global-batch", "2"};
   const auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = tiny;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -147,10 +147,10 @@ TEST(PlanCommand, RefusesWhatWouldBeIgnoredContradictedOrNotFinite) {
       {"name": "wte.weight", "shape": [256, 64], "dtype": "f32"},
       {"name": "layers.0.mlp.up.weight", "shape": [256, 64], "dtype": "f32"}],
       "axis_units": {"heads": 128}})");
-  expect_bad_input({"plan", "--model", wide_heads, "--devices", "1", "--global-batch", "1",
-                    "--seq", "8"},
-                   "the model's head size (axis_units.heads) 128 does not divide its query "
-                   "width 64");
+  expect_bad_input(
+      {"plan", "--model", wide_heads, "--devices", "1", "--global-batch", "1", "--seq", "8"},
+      "the model's head size (axis_units.heads) 128 does not divide its query "
+      "width 64");
   // Two tensors claiming the same bytes.
   const std::string header =
       R"({"wte": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]},)"
@@ -159,9 +159,9 @@ TEST(PlanCommand, RefusesWhatWouldBeIgnoredContradictedOrNotFinite) {
   for (std::size_t i = 0; i < 8; ++i) bytes[i] = static_cast<char>(header.size() >> (8 * i));
   const std::string overlapping =
       file("overlap.safetensors", bytes + header + std::string(32, '\0'));
-  expect_bad_input({"plan", "--model", overlapping, "--devices", "1", "--global-batch", "1",
-                    "--seq", "8"},
-                   "safetensors tensors 'wte' [0, 32) and 'h.0.mlp.c_fc.weight' [16, 32) overlap");
+  expect_bad_input(
+      {"plan", "--model", overlapping, "--devices", "1", "--global-batch", "1", "--seq", "8"},
+      "safetensors tensors 'wte' [0, 32) and 'h.0.mlp.c_fc.weight' [16, 32) overlap");
 }
 
 }  // namespace
@@ -171,7 +171,8 @@ namespace shardwise::cli {
 namespace {
 
 // The planner against the trainer it describes: for tiny and every layout `shardwise train`
-// runs (data parallel, ZeRO 1 to 3 over fsdp or data, HSDP), the predicted parameter, gradient
+// runs (data parallel, ZeRO 1 to 3 over fsdp or data, HSDP, tensor parallel alone and with
+// them), the predicted parameter, gradient
 // and optimizer bytes equal rank 0's measured ones, and the predicted bytes per axis per step
 // equal the runtime's counters, exactly.
 TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
@@ -185,14 +186,25 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
                                                               {"fsdp=4", "3", 4},
                                                               {"data=2,fsdp=2", "1", 4},
                                                               {"data=2,fsdp=2", "2", 4},
-                                                              {"data=2,fsdp=2", "3", 4}}) {
+                                                              {"data=2,fsdp=2", "3", 4},
+                                                              {"model=2", "0", 2},
+                                                              {"model=4", "0", 4},
+                                                              {"data=2,model=2", "0", 4},
+                                                              {"data=2,model=2", "1", 4},
+                                                              {"fsdp=2,model=2", "1", 4},
+                                                              {"fsdp=2,model=2", "2", 4},
+                                                              {"fsdp=2,model=2", "3", 4},
+                                                              {"data=2,fsdp=2,model=2", "3", 8}}) {
+    const int model = mesh.find("model=") == std::string::npos
+                          ? 1
+                          : std::stoi(mesh.substr(mesh.find("model=") + 6));
     const testing::Result trained =
         run_command({"train", "--model", "tiny", "--mesh", mesh, "--zero", zero, "--batch", "8",
                      "--steps", "2", "--json"});
     ASSERT_EQ(trained.status, 0) << trained.err;
     const testing::Result planned = run_command(
         {"plan", "--model", "tiny", "--devices", std::to_string(ranks), "--global-batch", "8",
-         "--seq", "64", "--micro-batch", std::to_string(8 / ranks), "--precision", "fp32",
+         "--seq", "64", "--micro-batch", std::to_string(8 / (ranks / model)), "--precision", "fp32",
          "--layout", mesh, "--zero", zero, "--json"});
     ASSERT_EQ(planned.status, 0) << planned.err;
     const auto summary = testing::json_lines(trained.out).back()["summary"];
@@ -230,8 +242,8 @@ TEST(PlanCommand, CountsTheParametersTheTrainerBuildsForEveryModelFileItAccepts)
                                "n_layer": 3})",
                            R"({"n_layer": 1, "n_head": 1, "n_embd": 8, "block_size": 1,
                                "vocab_size": 256})"}) {
-    const std::string path = ::testing::TempDir() + "trainer_model_" + std::to_string(made++) +
-                             ".json";
+    const std::string path =
+        ::testing::TempDir() + "trainer_model_" + std::to_string(made++) + ".json";
     std::ofstream(path) << text;
     models.push_back(path);
   }
@@ -261,9 +273,9 @@ TEST(PlanCommand, CountsTheParametersTheTrainerBuildsForEveryModelFileItAccepts)
       run_command({"train", "--model", tiny, "--mesh", "fsdp=5", "--zero", "3", "--batch", "5",
                    "--steps", "1", "--json"});
   ASSERT_EQ(trained.status, 0) << trained.err;
-  const testing::Result planned = run_command(
-      {"plan", "--model", tiny, "--devices", "5", "--global-batch", "5", "--seq", "64",
-       "--precision", "fp32", "--layout", "fsdp=5", "--zero", "3", "--json"});
+  const testing::Result planned =
+      run_command({"plan", "--model", tiny, "--devices", "5", "--global-batch", "5", "--seq", "64",
+                   "--precision", "fp32", "--layout", "fsdp=5", "--zero", "3", "--json"});
   ASSERT_EQ(planned.status, 0) << planned.err;
   const auto rank0 = testing::json_lines(trained.out).back()["summary"]["ranks"][0];
   const auto memory = nlohmann::json::parse(planned.out)["candidates"][0]["memory_per_device"];

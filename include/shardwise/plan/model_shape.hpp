@@ -40,7 +40,15 @@ struct ModelShape {
     std::string name;
     bool layer = false;
     std::vector<Shape> shapes;
+    // Per shape: the dimension tensor parallelism splits (Megatron-LM's layers: every matrix
+    // but a position embedding, along its dimension that is not the hidden size, the first
+    // where both are; every vector that is not hidden-sized: the column-parallel biases), or
+    // -1 where each model rank holds it whole (norms, the row-parallel layers' biases). Empty:
+    // unknown, the unit taken as split evenly (a shape written by hand).
+    std::vector<int> model_split = {};
     [[nodiscard]] std::int64_t elements() const;
+    // The elements one of `degree` model ranks holds (rounded up where split evenly).
+    [[nodiscard]] std::int64_t elements(std::int64_t degree) const;
   };
   std::vector<Unit> units;
 
