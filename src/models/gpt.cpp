@@ -201,8 +201,13 @@ std::vector<ParameterSpec> gpt_local_parameters(const GptConfig& config,
                                  placements);
 }
 
-Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel tensor_parallel)
-    : config_(config), store_(store), tp_(tensor_parallel) {
+Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel tensor_parallel,
+         bool sequence_parallel)
+    : config_(config), store_(store), tp_(tensor_parallel), sequence_parallel_(sequence_parallel) {
+  if (sequence_parallel_ && tp_.degree() == 1) {
+    throw InvalidArgument(
+        "sequence parallelism splits the sequence over the model axis; the mesh has none");
+  }
   const auto t = static_cast<std::size_t>(tp_.degree());
   const std::vector<PartitionSpec> placements = gpt_model_placements(config_, tp_.degree());
   const std::vector<ParameterSpec> whole = gpt_parameters(config_);
@@ -233,40 +238,53 @@ void Gpt::size_activations(std::size_t batch, std::size_t seq) {
   batch_ = batch;
   seq_ = seq;
   // Under tensor parallelism the widths inside attention, the MLP and the head are this
-  // rank's: channels_ (C / t), width_ (4C / t), vocab_ (V / t).
+  // rank's: channels_ (C / t), width_ (4C / t), vocab_ (V / t). Under sequence parallelism the
+  // residual stream, the LayerNorms' statistics and the row-parallel outputs hold this rank's
+  // positions only (R rows of the BT); the LayerNorms' gathered outputs are whole.
   const std::size_t L = config_.n_layer, C = config_.n_embd, BT = batch * seq;
-  encoded_.assign(BT * C, 0);
-  for (auto* v : {&ln1_, &attproj_, &residual2_, &ln2_, &fcproj_, &residual3_}) {
-    v->assign(L * BT * C, 0);
-  }
+  const std::size_t R = local_rows();
+  encoded_.assign(R * C, 0);
+  for (auto* v : {&ln1_, &ln2_}) v->assign(L * BT * C, 0);
+  for (auto* v : {&attproj_, &residual2_, &fcproj_, &residual3_}) v->assign(L * R * C, 0);
   atty_.assign(L * BT * channels_, 0);
-  for (auto* v : {&ln1_mean_, &ln1_rstd_, &ln2_mean_, &ln2_rstd_}) v->assign(L * BT, 0);
+  for (auto* v : {&ln1_mean_, &ln1_rstd_, &ln2_mean_, &ln2_rstd_}) v->assign(L * R, 0);
   qkv_.assign(L * BT * 3 * channels_, 0);
   att_.assign(L * batch * heads_ * seq * seq, 0);
   fch_.assign(L * BT * width_, 0);
   fch_gelu_.assign(L * BT * width_, 0);
   lnf_.assign(BT * C, 0);
-  lnf_mean_.assign(BT, 0);
-  lnf_rstd_.assign(BT, 0);
+  lnf_mean_.assign(R, 0);
+  lnf_rstd_.assign(R, 0);
   logits_.assign(BT * vocab_, 0);
   probs_.assign(BT * vocab_, 0);
   losses_.assign(BT, 0);
-  for (auto* v : {&dresidual_, &dresidual2_, &dnorm_}) v->assign(BT * C, 0);
+  for (auto* v : {&dresidual_, &dresidual2_, &dnorm_local_}) v->assign(R * C, 0);
+  dnorm_.assign(BT * C, 0);
   dbranch_.assign(BT * channels_, 0);
   dwide_.assign(BT * width_, 0);
   dwide_gelu_.assign(BT * width_, 0);
   dqkv_.assign(BT * 3 * channels_, 0);
   dlogits_.assign(BT * vocab_, 0);
+  if (sequence_parallel_) {
+    norm_local_.assign(R * C, 0);
+    partial_.assign(BT * C, 0);
+    dfull_.assign(BT * C, 0);
+  }
+}
+
+std::size_t Gpt::local_rows() const {
+  return sequence_parallel_ ? batch_ * seq_ / static_cast<std::size_t>(tp_.degree())
+                            : batch_ * seq_;
 }
 
 std::size_t Gpt::activation_bytes() const {
   std::size_t floats = 0;
   for (const auto* v :
-       {&encoded_,  &ln1_,      &ln1_mean_,   &ln1_rstd_,  &qkv_,       &atty_,
-        &att_,      &attproj_,  &residual2_,  &ln2_,       &ln2_mean_,  &ln2_rstd_,
-        &fch_,      &fch_gelu_, &fcproj_,     &residual3_, &lnf_,       &lnf_mean_,
-        &lnf_rstd_, &logits_,   &probs_,      &losses_,    &dresidual_, &dresidual2_,
-        &dbranch_,  &dwide_,    &dwide_gelu_, &dnorm_,     &dqkv_,      &dlogits_}) {
+       {&encoded_, &ln1_,       &ln1_mean_,    &ln1_rstd_,   &qkv_,      &atty_,       &att_,
+        &attproj_, &residual2_, &ln2_,         &ln2_mean_,   &ln2_rstd_, &fch_,        &fch_gelu_,
+        &fcproj_,  &residual3_, &lnf_,         &lnf_mean_,   &lnf_rstd_, &logits_,     &probs_,
+        &losses_,  &dresidual_, &dresidual2_,  &dbranch_,    &dwide_,    &dwide_gelu_, &dnorm_,
+        &dqkv_,    &dlogits_,   &dnorm_local_, &norm_local_, &partial_,  &dfull_}) {
     floats += v->size();
   }
   return floats * sizeof(float);
@@ -292,48 +310,85 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
       }
     }
   }
+  if (sequence_parallel_ && seq % static_cast<std::size_t>(tp_.degree()) != 0) {
+    throw InvalidArgument("sequence parallelism splits each sequence over the " +
+                          std::to_string(tp_.degree()) + " model ranks; " + std::to_string(seq) +
+                          " tokens do not divide among them");
+  }
   size_activations(batch, seq);
   tokens_.assign(tokens.begin(), tokens.end());
   targets_.assign(targets.begin(), targets.end());
   const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
-  const std::size_t BT = batch * seq;
+  const std::size_t BT = batch * seq, R = local_rows();
   const auto param = [&](std::size_t layer, std::size_t which) {
     return store_.value(index_[2 + layer * kPerLayer + which]);
+  };
+  // A LayerNorm over this rank's rows of the residual stream, whole in `out` (gathered along the
+  // sequence under sequence parallelism).
+  const auto layernorm = [&](float* out, float* mean, float* rstd, const float* inp,
+                             const float* weight, const float* bias) {
+    float* local = sequence_parallel_ ? norm_local_.data() : out;
+    kernels::layernorm_forward(local, mean, rstd, inp, weight, bias, R, C);
+    if (sequence_parallel_) tp_.gather_sequence(out, local, batch, seq, C);
+  };
+  // A row-parallel layer's output, this rank's rows: summed over the model axis (reduce-
+  // scattered along the sequence under sequence parallelism), then its bias added once.
+  const auto row_parallel = [&](float* out, const float* inp, const float* weight,
+                                const float* bias, std::size_t in_local) {
+    if (!sequence_parallel_) {
+      tp_.row_parallel_forward(out, inp, weight, bias, BT, in_local, C);
+      return;
+    }
+    kernels::matmul_forward(partial_.data(), inp, weight, nullptr, BT, in_local, C);
+    tp_.reduce_scatter_sequence(out, partial_.data(), batch, seq, C);
+    for (std::size_t r = 0; r < R; ++r) {
+      for (std::size_t c = 0; c < C; ++c) out[r * C + c] += bias[c];
+    }
   };
   head_held_ = false;
   // Each unit is gathered just before its use and released after (no-ops unless a ZeRO-3
   // trainer has sharded the store).
   store_.gather(embeddings_unit());
-  tp_.embedding_forward(encoded_.data(), tokens_.data(), store_.value(index_[kWte]),
-                        store_.value(index_[kWpe]), batch, seq, C, vocab_start_, vocab_);
+  if (!sequence_parallel_) {
+    tp_.embedding_forward(encoded_.data(), tokens_.data(), store_.value(index_[kWte]),
+                          store_.value(index_[kWpe]), batch, seq, C, vocab_start_, vocab_);
+  } else {
+    // Each rank's rows of the token embedding, summed and scattered along the sequence; then
+    // the positions this rank holds.
+    tp_.lookup(partial_.data(), tokens_.data(), store_.value(index_[kWte]), BT, C, vocab_start_,
+               vocab_);
+    tp_.reduce_scatter_sequence(encoded_.data(), partial_.data(), batch, seq, C);
+    const std::size_t positions = seq / static_cast<std::size_t>(tp_.degree());
+    const float* wpe =
+        store_.value(index_[kWpe]) + static_cast<std::size_t>(tp_.rank()) * positions * C;
+    for (std::size_t r = 0; r < R; ++r) {
+      for (std::size_t c = 0; c < C; ++c) encoded_[r * C + c] += wpe[(r % positions) * C + c];
+    }
+  }
   store_.release(embeddings_unit());
   const float* residual = encoded_.data();
   for (std::size_t l = 0; l < config_.n_layer; ++l) {
     const LayerActivations a = layer(l);
     store_.gather(layer_unit(l));
-    kernels::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, residual, param(l, kLn1W),
-                               param(l, kLn1B), BT, C);
+    layernorm(a.ln1, a.ln1_mean, a.ln1_rstd, residual, param(l, kLn1W), param(l, kLn1B));
     // Column-parallel Q, K and V of this rank's heads; row-parallel output projection.
     kernels::matmul_forward(a.qkv, a.ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * Cl);
     kernels::attention_forward(a.atty, a.att, a.qkv, batch, seq, Cl, heads_);
-    tp_.row_parallel_forward(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), BT, Cl,
-                             C);
-    kernels::residual_forward(a.residual2, residual, a.attproj, BT * C);
-    kernels::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, param(l, kLn2W),
-                               param(l, kLn2B), BT, C);
+    row_parallel(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), Cl);
+    kernels::residual_forward(a.residual2, residual, a.attproj, R * C);
+    layernorm(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, param(l, kLn2W), param(l, kLn2B));
     kernels::matmul_forward(a.fch, a.ln2, param(l, kFcW), param(l, kFcB), BT, C, W);
     kernels::gelu_forward(a.fch_gelu, a.fch, BT * W);
-    tp_.row_parallel_forward(a.fcproj, a.fch_gelu, param(l, kFcProjW), param(l, kFcProjB), BT, W,
-                             C);
-    kernels::residual_forward(a.residual3, a.residual2, a.fcproj, BT * C);
+    row_parallel(a.fcproj, a.fch_gelu, param(l, kFcProjW), param(l, kFcProjB), W);
+    kernels::residual_forward(a.residual3, a.residual2, a.fcproj, R * C);
     store_.release(layer_unit(l));
     residual = a.residual3;
   }
   const std::size_t last = 2 + config_.n_layer * kPerLayer;
   store_.gather(final_norm_unit());
   store_.gather(embeddings_unit());
-  kernels::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual,
-                             store_.value(index_[last]), store_.value(index_[last + 1]), BT, C);
+  layernorm(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, store_.value(index_[last]),
+            store_.value(index_[last + 1]));
   // The output head is the token embedding (tied weights): this rank's logits are those of
   // its rows of the vocabulary.
   kernels::matmul_forward(logits_.data(), lnf_.data(), store_.value(index_[kWte]), nullptr, BT, C,
@@ -353,15 +408,17 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
 }
 
 Gpt::LayerActivations Gpt::layer(std::size_t l) {
-  const std::size_t C = config_.n_embd, BT = batch_ * seq_;
-  return {ln1_.data() + l * BT * C,           ln1_mean_.data() + l * BT,
-          ln1_rstd_.data() + l * BT,          qkv_.data() + l * BT * 3 * channels_,
+  // The LayerNorms' outputs, Q, K and V, attention and the MLP's inside are whole (BT rows);
+  // the statistics, the row-parallel outputs and the residual stream are this rank's R rows.
+  const std::size_t C = config_.n_embd, BT = batch_ * seq_, R = local_rows();
+  return {ln1_.data() + l * BT * C,           ln1_mean_.data() + l * R,
+          ln1_rstd_.data() + l * R,           qkv_.data() + l * BT * 3 * channels_,
           atty_.data() + l * BT * channels_,  att_.data() + l * batch_ * heads_ * seq_ * seq_,
-          attproj_.data() + l * BT * C,       residual2_.data() + l * BT * C,
-          ln2_.data() + l * BT * C,           ln2_mean_.data() + l * BT,
-          ln2_rstd_.data() + l * BT,          fch_.data() + l * BT * width_,
-          fch_gelu_.data() + l * BT * width_, fcproj_.data() + l * BT * C,
-          residual3_.data() + l * BT * C};
+          attproj_.data() + l * R * C,        residual2_.data() + l * R * C,
+          ln2_.data() + l * BT * C,           ln2_mean_.data() + l * R,
+          ln2_rstd_.data() + l * R,           fch_.data() + l * BT * width_,
+          fch_gelu_.data() + l * BT * width_, fcproj_.data() + l * R * C,
+          residual3_.data() + l * R * C};
 }
 
 std::size_t Gpt::embeddings_unit() const { return store_.unit_of(index_[kWte]); }
@@ -376,12 +433,50 @@ void Gpt::backward(const train::GradientsReady& ready) {
   if (batch_ == 0) throw InvalidArgument("backward before any forward");
   const std::size_t batch = batch_, seq = seq_;
   const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
-  const std::size_t BT = batch * seq;
+  const std::size_t BT = batch * seq, R = local_rows();
   const auto param = [&](std::size_t layer, std::size_t which) {
     return store_.value(index_[2 + layer * kPerLayer + which]);
   };
   const auto grad = [&](std::size_t layer, std::size_t which) {
     return store_.grad(index_[2 + layer * kPerLayer + which]);
+  };
+  // A column-parallel layer's input gradient (dnorm_, whole, this rank's part): summed over the
+  // model axis; this rank's rows of it (reduce-scattered along the sequence under sequence
+  // parallelism).
+  const auto column_input_grad = [&]() -> const float* {
+    if (!sequence_parallel_) {
+      tp_.sum(dnorm_.data(), BT * C);
+      return dnorm_.data();
+    }
+    tp_.reduce_scatter_sequence(dnorm_local_.data(), dnorm_.data(), batch, seq, C);
+    return dnorm_local_.data();
+  };
+  // A row-parallel layer's output gradient, whole (gathered along the sequence under sequence
+  // parallelism).
+  const auto whole_output_grad = [&](const float* local) -> const float* {
+    if (!sequence_parallel_) return local;
+    tp_.gather_sequence(dfull_.data(), local, batch, seq, C);
+    return dfull_.data();
+  };
+  // A LayerNorm's backward over this rank's rows. Under sequence parallelism its parameters'
+  // gradients come from this rank's positions only: they are summed over the model axis (in a
+  // scratch first, so that only this pass's part is summed).
+  std::vector<float> norm_grads(sequence_parallel_ ? 2 * C : 0);
+  const auto layernorm_backward = [&](float* dinp, float* dweight, float* dbias, const float* dout,
+                                      const float* inp, const float* weight, const float* mean,
+                                      const float* rstd) {
+    if (!sequence_parallel_) {
+      kernels::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, R, C);
+      return;
+    }
+    std::fill(norm_grads.begin(), norm_grads.end(), 0.0F);
+    kernels::layernorm_backward(dinp, norm_grads.data(), norm_grads.data() + C, dout, inp, weight,
+                                mean, rstd, R, C);
+    tp_.sum(norm_grads.data(), 2 * C);
+    for (std::size_t c = 0; c < C; ++c) {
+      dweight[c] += norm_grads[c];
+      dbias[c] += norm_grads[C + c];
+    }
   };
   const std::size_t last = 2 + config_.n_layer * kPerLayer;
   if (!std::exchange(head_held_, false)) {
@@ -396,14 +491,13 @@ void Gpt::backward(const train::GradientsReady& ready) {
   zero(dnorm_);
   kernels::matmul_backward(dnorm_.data(), store_.grad(index_[kWte]), nullptr, dlogits_.data(),
                            lnf_.data(), store_.value(index_[kWte]), BT, C, vocab_);
-  tp_.sum(dnorm_.data(), BT * C);     // each rank's vocabulary adds its part
-  store_.release(embeddings_unit());  // its gradients stay until the embedding's backward
+  const float* dlnf = column_input_grad();  // each rank's vocabulary adds its part
+  store_.release(embeddings_unit());        // its gradients stay until the embedding's backward
   const float* top =
-      config_.n_layer > 0 ? residual3_.data() + (config_.n_layer - 1) * BT * C : encoded_.data();
+      config_.n_layer > 0 ? residual3_.data() + (config_.n_layer - 1) * R * C : encoded_.data();
   zero(dresidual_);
-  kernels::layernorm_backward(
-      dresidual_.data(), store_.grad(index_[last]), store_.grad(index_[last + 1]), dnorm_.data(),
-      top, store_.value(index_[last]), lnf_mean_.data(), lnf_rstd_.data(), BT, C);
+  layernorm_backward(dresidual_.data(), store_.grad(index_[last]), store_.grad(index_[last + 1]),
+                     dlnf, top, store_.value(index_[last]), lnf_mean_.data(), lnf_rstd_.data());
   // The range of parameters [first, last] (store indices, contiguous in gpt_parameters order).
   const auto tell = [&](std::size_t first, std::size_t last_index) {
     if (!ready) return;
@@ -413,43 +507,61 @@ void Gpt::backward(const train::GradientsReady& ready) {
   tell(last, last + 1);
   store_.release(final_norm_unit());
   // dresidual_ holds d(the residual stream after layer l) on entry to each iteration, and
-  // d(before layer l) after it.
+  // d(before layer l) after it (this rank's rows).
   for (std::size_t l = config_.n_layer; l-- > 0;) {
-    const float* residual = l == 0 ? encoded_.data() : residual3_.data() + (l - 1) * BT * C;
+    const float* residual = l == 0 ? encoded_.data() : residual3_.data() + (l - 1) * R * C;
     const LayerActivations a = layer(l);
     store_.gather(layer_unit(l));
     // residual3 = residual2 + fcproj: both get dresidual.
     dresidual2_ = dresidual_;
+    const float* dmlp = whole_output_grad(dresidual_.data());
     zero(dwide_gelu_);
-    kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW), grad(l, kFcProjB),
-                             dresidual_.data(), a.fch_gelu, param(l, kFcProjW), BT, W, C);
+    kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW), grad(l, kFcProjB), dmlp,
+                             a.fch_gelu, param(l, kFcProjW), BT, W, C);
     zero(dwide_);
     kernels::gelu_backward(dwide_.data(), a.fch, dwide_gelu_.data(), BT * W);
     zero(dnorm_);
     kernels::matmul_backward(dnorm_.data(), grad(l, kFcW), grad(l, kFcB), dwide_.data(), a.ln2,
                              param(l, kFcW), BT, C, W);
-    tp_.sum(dnorm_.data(), BT * C);  // the column-parallel layer's input gradient
-    kernels::layernorm_backward(dresidual2_.data(), grad(l, kLn2W), grad(l, kLn2B), dnorm_.data(),
-                                a.residual2, param(l, kLn2W), a.ln2_mean, a.ln2_rstd, BT, C);
+    layernorm_backward(dresidual2_.data(), grad(l, kLn2W), grad(l, kLn2B), column_input_grad(),
+                       a.residual2, param(l, kLn2W), a.ln2_mean, a.ln2_rstd);
     // residual2 = residual + attproj: both get dresidual2.
     dresidual_ = dresidual2_;
+    const float* dattention = whole_output_grad(dresidual2_.data());
     zero(dbranch_);
-    kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB),
-                             dresidual2_.data(), a.atty, param(l, kAttProjW), BT, Cl, C);
+    kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB), dattention,
+                             a.atty, param(l, kAttProjW), BT, Cl, C);
     zero(dqkv_);
     kernels::attention_backward(dqkv_.data(), dbranch_.data(), a.qkv, a.att, batch, seq, Cl,
                                 heads_);
     zero(dnorm_);
     kernels::matmul_backward(dnorm_.data(), grad(l, kQkvW), grad(l, kQkvB), dqkv_.data(), a.ln1,
                              param(l, kQkvW), BT, C, 3 * Cl);
-    tp_.sum(dnorm_.data(), BT * C);
-    kernels::layernorm_backward(dresidual_.data(), grad(l, kLn1W), grad(l, kLn1B), dnorm_.data(),
-                                residual, param(l, kLn1W), a.ln1_mean, a.ln1_rstd, BT, C);
+    layernorm_backward(dresidual_.data(), grad(l, kLn1W), grad(l, kLn1B), column_input_grad(),
+                       residual, param(l, kLn1W), a.ln1_mean, a.ln1_rstd);
     tell(2 + l * kPerLayer, 2 + l * kPerLayer + kPerLayer - 1);
     store_.release(layer_unit(l));
   }
-  tp_.embedding_backward(store_.grad(index_[kWte]), store_.grad(index_[kWpe]), dresidual_.data(),
-                         tokens_.data(), batch, seq, C, vocab_start_, vocab_);
+  if (!sequence_parallel_) {
+    tp_.embedding_backward(store_.grad(index_[kWte]), store_.grad(index_[kWpe]), dresidual_.data(),
+                           tokens_.data(), batch, seq, C, vocab_start_, vocab_);
+  } else {
+    // The positions this rank holds, summed over the axis (in a scratch: this pass's part);
+    // the token embedding's rows from the whole gradient.
+    const std::size_t positions = seq / static_cast<std::size_t>(tp_.degree());
+    const std::size_t first = static_cast<std::size_t>(tp_.rank()) * positions;
+    std::vector<float> dpositions(seq * C, 0.0F);
+    for (std::size_t r = 0; r < R; ++r) {
+      for (std::size_t c = 0; c < C; ++c) {
+        dpositions[(first + r % positions) * C + c] += dresidual_[r * C + c];
+      }
+    }
+    tp_.sum(dpositions.data(), dpositions.size());
+    float* dwpe = store_.grad(index_[kWpe]);
+    for (std::size_t i = 0; i < dpositions.size(); ++i) dwpe[i] += dpositions[i];
+    tp_.lookup_backward(store_.grad(index_[kWte]), whole_output_grad(dresidual_.data()),
+                        tokens_.data(), BT, C, vocab_start_, vocab_);
+  }
   tell(kWte, kWpe);
 }
 
@@ -460,12 +572,13 @@ GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
 
 GptModel::GptModel(const GptConfig& config, std::uint64_t seed,
                    const train::ParallelContext& context,
-                   const std::optional<std::vector<PartitionSpec>>& placements)
+                   const std::optional<std::vector<PartitionSpec>>& placements,
+                   bool sequence_parallel)
     : store_(gpt_local_parameters(
           config, context,
           placements ? *placements
                      : gpt_model_placements(config, context.degree(train::kModelAxis)))),
-      gpt_(config, store_, train::TensorParallel(context)) {
+      gpt_(config, store_, train::TensorParallel(context), sequence_parallel) {
   store_.initialize(seed);
 }
 

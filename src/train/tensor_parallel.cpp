@@ -39,15 +39,45 @@ void TensorParallel::row_parallel_forward(float* out, const float* inp, const fl
   }
 }
 
-void TensorParallel::embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
-                                       const float* wpe, std::size_t batch, std::size_t seq,
-                                       std::size_t channels, std::size_t vocab_start,
-                                       std::size_t vocab_local) const {
+void TensorParallel::gather_sequence(float* full, const float* local, std::size_t batch,
+                                     std::size_t seq, std::size_t channels) const {
+  const auto t = static_cast<std::size_t>(degree_);
+  const std::size_t part = seq / t * channels;  // one sequence's positions on one rank
   if (degree_ == 1) {
-    kernels::embedding_forward(out, tokens, wte, wpe, batch, seq, channels);
+    std::copy(local, local + batch * seq * channels, full);
     return;
   }
-  const std::size_t rows = batch * seq;
+  staging_.resize(batch * seq * channels);
+  comm_->all_gather(local, staging_.data(), batch * part, DType::kF32, group_);
+  for (std::size_t r = 0; r < t; ++r) {
+    for (std::size_t b = 0; b < batch; ++b) {
+      const float* from = staging_.data() + (r * batch + b) * part;
+      std::copy(from, from + part, full + (b * t + r) * part);
+    }
+  }
+}
+
+void TensorParallel::reduce_scatter_sequence(float* local, const float* full, std::size_t batch,
+                                             std::size_t seq, std::size_t channels) const {
+  const auto t = static_cast<std::size_t>(degree_);
+  const std::size_t part = seq / t * channels;
+  if (degree_ == 1) {
+    std::copy(full, full + batch * seq * channels, local);
+    return;
+  }
+  staging_.resize(batch * seq * channels);
+  for (std::size_t r = 0; r < t; ++r) {
+    for (std::size_t b = 0; b < batch; ++b) {
+      const float* from = full + (b * t + r) * part;
+      std::copy(from, from + part, staging_.data() + (r * batch + b) * part);
+    }
+  }
+  comm_->reduce_scatter(staging_.data(), local, batch * part, DType::kF32, ReduceOp::kSum, group_);
+}
+
+void TensorParallel::lookup(float* out, const std::int32_t* tokens, const float* wte,
+                            std::size_t rows, std::size_t channels, std::size_t vocab_start,
+                            std::size_t vocab_local) const {
   for (std::size_t i = 0; i < rows; ++i) {
     float* y = out + i * channels;
     const auto token = static_cast<std::size_t>(tokens[i]);
@@ -58,6 +88,30 @@ void TensorParallel::embedding_forward(float* out, const std::int32_t* tokens, c
       std::fill(y, y + channels, 0.0F);
     }
   }
+}
+
+void TensorParallel::lookup_backward(float* dwte, const float* dout, const std::int32_t* tokens,
+                                     std::size_t rows, std::size_t channels,
+                                     std::size_t vocab_start, std::size_t vocab_local) const {
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto token = static_cast<std::size_t>(tokens[i]);
+    if (token < vocab_start || token >= vocab_start + vocab_local) continue;
+    const float* dy = dout + i * channels;
+    float* dtoken = dwte + (token - vocab_start) * channels;
+    for (std::size_t c = 0; c < channels; ++c) dtoken[c] += dy[c];
+  }
+}
+
+void TensorParallel::embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
+                                       const float* wpe, std::size_t batch, std::size_t seq,
+                                       std::size_t channels, std::size_t vocab_start,
+                                       std::size_t vocab_local) const {
+  if (degree_ == 1) {
+    kernels::embedding_forward(out, tokens, wte, wpe, batch, seq, channels);
+    return;
+  }
+  const std::size_t rows = batch * seq;
+  lookup(out, tokens, wte, rows, channels, vocab_start, vocab_local);
   sum(out, rows * channels);  // exactly one rank holds each token's row
   for (std::size_t i = 0; i < rows; ++i) {
     const float* position = wpe + (i % seq) * channels;
@@ -78,11 +132,8 @@ void TensorParallel::embedding_backward(float* dwte, float* dwpe, const float* d
     const float* dy = dout + i * channels;
     float* dposition = dwpe + (i % seq) * channels;
     for (std::size_t c = 0; c < channels; ++c) dposition[c] += dy[c];
-    const auto token = static_cast<std::size_t>(tokens[i]);
-    if (token < vocab_start || token >= vocab_start + vocab_local) continue;
-    float* dtoken = dwte + (token - vocab_start) * channels;
-    for (std::size_t c = 0; c < channels; ++c) dtoken[c] += dy[c];
   }
+  lookup_backward(dwte, dout, tokens, batch * seq, channels, vocab_start, vocab_local);
 }
 
 void TensorParallel::cross_entropy_forward(float* losses, float* probs, const float* logits,

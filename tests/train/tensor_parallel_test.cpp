@@ -44,7 +44,7 @@ struct LayoutRun {
 };
 
 // Trains 10 steps on `mesh` and puts every parameter back together from the ranks' blocks.
-LayoutRun train_on(const Mesh& mesh, int zero) {
+LayoutRun train_on(const Mesh& mesh, int zero, bool sequence_parallel = false) {
   const Corpus corpus = Corpus::builtin(16);
   const std::vector<ParameterSpec> whole = models::gpt_parameters(kConfig);
   LayoutRun run;
@@ -55,7 +55,7 @@ LayoutRun train_on(const Mesh& mesh, int zero) {
   std::mutex mutex;
   run_local(static_cast<int>(mesh.size()), [&](Communicator& comm) {
     ParallelContext context(comm, mesh);
-    models::GptModel model(kConfig, 42, context);
+    models::GptModel model(kConfig, 42, context, std::nullopt, sequence_parallel);
     Trainer trainer(context, model, corpus, settings_for(zero));
     std::vector<float> losses;
     for (int step = 0; step < 10; ++step) losses.push_back(trainer.step().loss);
@@ -92,23 +92,29 @@ LayoutRun train_on(const Mesh& mesh, int zero) {
   return run;
 }
 
-TEST(TensorParallel, EveryLayoutWithAModelAxisMatchesOneRank) {
+TEST(TensorParallel, EveryLayoutWithAModelAxisMatchesOneRankWithAndWithoutSequenceParallelism) {
   const LayoutRun one = train_on(Mesh::parse("data=1"), 0);
   ASSERT_EQ(one.losses.size(), 10U);
   EXPECT_LT(one.losses.back(), one.losses.front());
   double worst_loss = 0;
   double worst_parameter = 0;
-  for (const auto& [mesh, zero] :
-       std::vector<std::pair<std::string, int>>{{"model=2", 0},
-                                                {"model=4", 0},
-                                                {"data=2,model=2", 0},
-                                                {"data=2,model=2", 1},
-                                                {"fsdp=2,model=2", 1},
-                                                {"fsdp=2,model=2", 2},
-                                                {"fsdp=2,model=2", 3},
-                                                {"data=2,fsdp=2,model=2", 3}}) {
-    const LayoutRun many = train_on(Mesh::parse(mesh), zero);
-    const std::string where = mesh + " zero " + std::to_string(zero);
+  for (const auto& [mesh, zero, sequence_parallel] :
+       std::vector<std::tuple<std::string, int, bool>>{{"model=2", 0, false},
+                                                       {"model=4", 0, false},
+                                                       {"data=2,model=2", 0, false},
+                                                       {"data=2,model=2", 1, false},
+                                                       {"fsdp=2,model=2", 1, false},
+                                                       {"fsdp=2,model=2", 2, false},
+                                                       {"fsdp=2,model=2", 3, false},
+                                                       {"data=2,fsdp=2,model=2", 3, false},
+                                                       {"model=2", 0, true},
+                                                       {"model=4", 0, true},
+                                                       {"fsdp=2,model=2", 1, true},
+                                                       {"fsdp=2,model=2", 2, true},
+                                                       {"data=2,fsdp=2,model=2", 3, true}}) {
+    const LayoutRun many = train_on(Mesh::parse(mesh), zero, sequence_parallel);
+    const std::string where =
+        mesh + " zero " + std::to_string(zero) + (sequence_parallel ? " sequence parallel" : "");
     for (std::size_t s = 0; s < one.losses.size(); ++s) {
       const double deviation =
           std::abs(static_cast<double>(many.losses[s] - one.losses[s])) / one.losses[s];

@@ -81,8 +81,12 @@ class Gpt {
   // sized on the first forward of each batch shape.
   // Over `tensor_parallel`'s model axis, the store holding this rank's blocks
   // (gpt_local_parameters); degree 1: the whole model.
+  // With sequence_parallel (tensor parallelism only), the residual stream, the LayerNorms and
+  // the row-parallel outputs hold this rank's positions of each sequence (Korthikanti et al.
+  // 2022); a batch's sequence length must then divide by the degree.
   Gpt(GptConfig config, train::ParameterStore& store,
-      train::TensorParallel tensor_parallel = train::TensorParallel());
+      train::TensorParallel tensor_parallel = train::TensorParallel(),
+      bool sequence_parallel = false);
 
   [[nodiscard]] const GptConfig& config() const { return config_; }
 
@@ -121,6 +125,10 @@ class Gpt {
   // This rank's widths: attention channels and heads, the MLP's width, the vocabulary and where
   // its rows start.
   std::size_t channels_ = 0, heads_ = 0, width_ = 0, vocab_ = 0, vocab_start_ = 0;
+  bool sequence_parallel_ = false;
+  // Rows of the residual stream this rank holds: batch x seq, or its positions' under
+  // sequence parallelism.
+  [[nodiscard]] std::size_t local_rows() const;
   std::vector<std::size_t> index_;  // store index of each parameter, in gpt_parameters order
   bool head_held_ = false;          // forward left the final norm and the embeddings gathered
   std::size_t batch_ = 0;
@@ -134,6 +142,12 @@ class Gpt {
   // Gradient scratch, reused layer by layer.
   std::vector<float> dresidual_, dresidual2_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_,
       dlogits_;
+  // A column-parallel layer's input gradient, this rank's rows (the sum's part under sequence
+  // parallelism; dnorm_ itself otherwise).
+  std::vector<float> dnorm_local_;
+  // Sequence parallelism's scratch: a LayerNorm's rows before they are gathered, a row-parallel
+  // product before it is reduce-scattered, and an output gradient gathered.
+  std::vector<float> norm_local_, partial_, dfull_;
 };
 
 // The GPT as the trainer sees it: its parameters (initialised from the seed) and the model.
@@ -145,7 +159,8 @@ class GptModel final : public train::Model {
   // model axis as `placements` say (gpt_model_placements where not given), initialised from the
   // whole model's values.
   GptModel(const GptConfig& config, std::uint64_t seed, const train::ParallelContext& context,
-           const std::optional<std::vector<PartitionSpec>>& placements = std::nullopt);
+           const std::optional<std::vector<PartitionSpec>>& placements = std::nullopt,
+           bool sequence_parallel = false);
   GptModel(const GptModel&) = delete;
   GptModel& operator=(const GptModel&) = delete;
 

@@ -10,10 +10,17 @@
 //  - vocabulary-parallel cross-entropy: each rank holds the logits of its part of the
 //    vocabulary; the softmax takes a max and two sums over the axis, and no rank ever holds the
 //    whole logits.
+// Sequence parallelism (Korthikanti et al. 2022) splits the activations between those layers along
+// the sequence over the same axis: an all-gather along the sequence before each column-parallel
+// layer and a reduce-scatter after each row-parallel one replace the all-reduces
+// (gather_sequence, reduce_scatter_sequence). A rank's part of a (batch, seq, channels)
+// activation is (batch, seq / t, channels): positions [r seq / t, (r + 1) seq / t) of every
+// sequence.
 // Degree 1 (no model axis) runs the plain kernels and communicates nothing.
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/train/parallel_context.hpp"
@@ -37,6 +44,25 @@ class TensorParallel {
   // in_local and weight out_features x in_local (this rank's columns); bias may be null.
   void row_parallel_forward(float* out, const float* inp, const float* weight, const float* bias,
                             std::size_t rows, std::size_t in_local, std::size_t out_features) const;
+
+  // full (batch, seq, channels) = every rank's `local` (batch, seq / t, channels) in sequence
+  // order; degree 1 copies.
+  void gather_sequence(float* full, const float* local, std::size_t batch, std::size_t seq,
+                       std::size_t channels) const;
+  // local (batch, seq / t, channels) = this rank's positions of the sum over the axis of every
+  // rank's `full` (batch, seq, channels); degree 1 copies.
+  void reduce_scatter_sequence(float* local, const float* full, std::size_t batch, std::size_t seq,
+                               std::size_t channels) const;
+
+  // out (rows x channels) = this rank's rows of the token embedding for each token it holds,
+  // zeros for the others: the part of the lookups that sum() or reduce_scatter_sequence()
+  // completes.
+  void lookup(float* out, const std::int32_t* tokens, const float* wte, std::size_t rows,
+              std::size_t channels, std::size_t vocab_start, std::size_t vocab_local) const;
+  // Adds into this rank's rows of the token embedding.
+  void lookup_backward(float* dwte, const float* dout, const std::int32_t* tokens, std::size_t rows,
+                       std::size_t channels, std::size_t vocab_start,
+                       std::size_t vocab_local) const;
 
   // out (batch x seq x channels) = the token embedding of each token (this rank holds rows
   // [vocab_start, vocab_start + vocab_local)) + its position's embedding.
@@ -62,6 +88,7 @@ class TensorParallel {
  private:
   Communicator* comm_ = nullptr;
   Group group_;
+  mutable std::vector<float> staging_;  // every rank's part of a sequence gather or scatter
   int degree_ = 1;
   int rank_ = 0;
 };
