@@ -106,7 +106,7 @@ void check_ranks_agree(Communicator& comm,
 // What one rank holds, as the planner predicts it for this run (the trainer's fp32 state after
 // ZeRO, its activations and gathered units): one count for the planner and this check.
 double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
-                      const train::TrainSettings& settings) {
+                      const train::TrainSettings& settings, bool sequence_parallel) {
   const auto ranks = static_cast<std::int64_t>(mesh.size());
   plan::Layout layout;
   layout.zero = settings.zero;
@@ -114,6 +114,7 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
   layout.fsdp = settings.zero > 0 && mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1;
   layout.model = mesh.has_axis("model") ? mesh.axis_size("model") : 1;
   layout.data = ranks / (layout.fsdp * layout.model);
+  layout.sequence_parallel = sequence_parallel;
   plan::TrainingSetup setup;
   setup.global_batch = static_cast<std::int64_t>(settings.batch);
   setup.seq = static_cast<std::int64_t>(settings.seq);
@@ -181,6 +182,10 @@ class TrainCommand final : public Command {
                      "logical-axes (FSDP's rules on the model's logical axes) or a rules file "
                      "(as `shardwise specs --rules` reads)")
         ->default_val("first-dim");
+    app_->add_flag("--sequence-parallel", sequence_parallel_,
+                   "Split LayerNorm and residual activations along the sequence over the model "
+                   "axis (Korthikanti et al.): all-gathers and reduce-scatters replace its "
+                   "all-reduces");
     app_->add_flag("--no-overlap", no_overlap_,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
                    "measure what overlap hides)");
@@ -219,6 +224,16 @@ class TrainCommand final : public Command {
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
     train::check_settings(
         settings, static_cast<std::size_t>(train::ParallelContext::data_parallel_size_of(mesh)));
+    const std::int64_t model_degree = mesh.has_axis("model") ? mesh.axis_size("model") : 1;
+    if (sequence_parallel_ && model_degree == 1) {
+      throw InvalidArgument("--sequence-parallel splits the sequence over the model axis; --mesh " +
+                            mesh.to_string() + " has none");
+    }
+    if (sequence_parallel_ && settings.seq % static_cast<std::size_t>(model_degree) != 0) {
+      throw InvalidArgument("--sequence-parallel: --seq " + std::to_string(settings.seq) +
+                            " does not divide among the " + std::to_string(model_degree) +
+                            " model ranks");
+    }
     const BackendInfo& backend = backend_from(backend_);
     const std::string run_text =
         "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) + " ranks";
@@ -243,7 +258,7 @@ class TrainCommand final : public Command {
     }
     double per_rank = 0;
     try {
-      per_rank = bytes_per_rank(config, mesh, settings);
+      per_rank = bytes_per_rank(config, mesh, settings, sequence_parallel_);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(run_text + ": " + e.what());
     }
@@ -291,6 +306,7 @@ class TrainCommand final : public Command {
            {"--data", std::to_string(corpus.fingerprint())},
            {"--eval-every", std::to_string(eval_every)},
            {"--no-overlap", settings.overlap ? "off" : "on"},
+           {"--sequence-parallel", sequence_parallel_ ? "on" : "off"},
            {"--param-sharding", sharding_specs},
            {"--backend", backend.name},
            {"--threads", std::to_string(threads)},
@@ -307,7 +323,7 @@ class TrainCommand final : public Command {
                   std::int64_t eval_every, std::ostream& out, std::mutex& mutex) const {
     const bool speaks = comm.rank() == 0;
     train::ParallelContext context(comm, mesh);
-    models::GptModel model(config, settings.seed, context, placements);
+    models::GptModel model(config, settings.seed, context, placements, sequence_parallel_);
     train::Trainer trainer(context, model, corpus, settings);
     std::size_t parameters = 0;  // the whole model's, not this rank's blocks
     for (const train::ParameterSpec& spec : model.parameters().specs()) {
@@ -323,7 +339,8 @@ class TrainCommand final : public Command {
           << (context.data_parallel_size() > 1 ? "s" : "") << " (data x fsdp)"
           << (context.degree("model") > 1
                   ? ", each layer split over " + std::to_string(context.degree("model")) +
-                        " model ranks (tensor parallel)"
+                        " model ranks (tensor parallel" +
+                        (sequence_parallel_ ? ", sequence parallel" : "") + ")"
                   : std::string())
           << "; " << sharding_plan(settings.zero, context, model) << "\n";
       out << parameter_plan(model.parameters().specs(), placements, trainer.shardings());
@@ -545,6 +562,7 @@ class TrainCommand final : public Command {
   std::string backend_;
   bool json_ = false;
   bool no_overlap_ = false;
+  bool sequence_parallel_ = false;
   std::string param_sharding_;
 };
 

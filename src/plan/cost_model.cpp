@@ -419,7 +419,35 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   const double micro_batch_activation = static_cast<double>(setup.micro_batch) *
                                         static_cast<double>(setup.seq) *
                                         static_cast<double>(model.hidden);
-  if (l.model > 1) {  // Megatron: two all-reduces per layer forward, two backward
+  const double rows = static_cast<double>(setup.micro_batch) * static_cast<double>(setup.seq);
+  const double layers = static_cast<double>(per_stage_layers);
+  if (l.model > 1 && l.sequence_parallel) {
+    // Korthikanti et al.: each layer's two all-reduces forward and two backward become an
+    // all-gather along the sequence and a reduce-scatter each (a recomputed layer's forward
+    // runs them again), of a 1/t chunk of the layer's activation; the LayerNorms' parameter
+    // gradients, computed from each rank's positions, are summed over the axis (two vectors of h
+    // each).
+    const auto chunk =
+        static_cast<std::int64_t>(micro_batch_activation / static_cast<double>(l.model));
+    const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;  // of each kind
+    gather("model", "all_gather", l.model, chunk, element, per_layer * layers * m);
+    gather("model", "reduce_scatter", l.model, chunk, element, per_layer * layers * m);
+    all_reduce("model", l.model, 2 * static_cast<double>(model.hidden), 4, 2 * layers * m);
+    // The embedding's lookups scattered and the residual stream's gradient gathered for its
+    // rows; the position embedding's gradient summed; the final norm's output gathered for the
+    // head, its gradient scattered, its parameters' gradients summed (one stage: all of it).
+    gather("model", "reduce_scatter", l.model, chunk, element, m);
+    gather("model", "all_gather", l.model, chunk, element, m);
+    all_reduce("model", l.model, static_cast<double>(setup.seq * model.hidden), 4, m);
+    if (l.pipeline == 1) {
+      gather("model", "all_gather", l.model, chunk, element, m);
+      gather("model", "reduce_scatter", l.model, chunk, element, m);
+      all_reduce("model", l.model, 2 * static_cast<double>(model.hidden), 4, m);
+      all_reduce("model", l.model, rows, 4, m);
+      all_reduce("model", l.model, 2 * rows, 4, m);
+    }
+    all_reduce("model", l.model, 1, 8, 1);
+  } else if (l.model > 1) {  // Megatron: two all-reduces per layer forward, two backward
     const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;
     all_reduce("model", l.model, micro_batch_activation, element,
                per_layer * static_cast<double>(per_stage_layers) * m);
@@ -427,7 +455,6 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     // backward, and the cross-entropy's largest logit and its two sums (sum of exponentials,
     // the target's logit) per row, in fp32; the first stage holds the embedding, the last the
     // head (one stage: both). The squared gradient norm is summed over the axis too.
-    const double rows = static_cast<double>(setup.micro_batch) * static_cast<double>(setup.seq);
     all_reduce("model", l.model, micro_batch_activation, element, m);
     if (l.pipeline == 1) {
       all_reduce("model", l.model, micro_batch_activation, element, m);

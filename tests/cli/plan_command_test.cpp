@@ -176,36 +176,62 @@ namespace {
 // and optimizer bytes equal rank 0's measured ones, and the predicted bytes per axis per step
 // equal the runtime's counters, exactly.
 TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
-  for (const auto& [mesh, zero, ranks] :
-       std::vector<std::tuple<std::string, std::string, int>>{{"data=2", "0", 2},
-                                                              {"data=2", "1", 2},
-                                                              {"data=4", "2", 4},
-                                                              {"fsdp=2", "1", 2},
-                                                              {"fsdp=2", "2", 2},
-                                                              {"fsdp=2", "3", 2},
-                                                              {"fsdp=4", "3", 4},
-                                                              {"data=2,fsdp=2", "1", 4},
-                                                              {"data=2,fsdp=2", "2", 4},
-                                                              {"data=2,fsdp=2", "3", 4},
-                                                              {"model=2", "0", 2},
-                                                              {"model=4", "0", 4},
-                                                              {"data=2,model=2", "0", 4},
-                                                              {"data=2,model=2", "1", 4},
-                                                              {"fsdp=2,model=2", "1", 4},
-                                                              {"fsdp=2,model=2", "2", 4},
-                                                              {"fsdp=2,model=2", "3", 4},
-                                                              {"data=2,fsdp=2,model=2", "3", 8}}) {
-    const int model = mesh.find("model=") == std::string::npos
+  for (const auto& [mesh, zero, ranks] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"data=2", "0", 2},
+           {"data=2", "1", 2},
+           {"data=4", "2", 4},
+           {"fsdp=2", "1", 2},
+           {"fsdp=2", "2", 2},
+           {"fsdp=2", "3", 2},
+           {"fsdp=4", "3", 4},
+           {"data=2,fsdp=2", "1", 4},
+           {"data=2,fsdp=2", "2", 4},
+           {"data=2,fsdp=2", "3", 4},
+           {"model=2", "0", 2},
+           {"model=4", "0", 4},
+           {"data=2,model=2", "0", 4},
+           {"data=2,model=2", "1", 4},
+           {"fsdp=2,model=2", "1", 4},
+           {"fsdp=2,model=2", "2", 4},
+           {"fsdp=2,model=2", "3", 4},
+           {"data=2,fsdp=2,model=2", "3", 8},
+           // with sequence parallelism
+           {"model=2 sp", "0", 2},
+           {"model=4 sp", "0", 4},
+           {"fsdp=2,model=2 sp", "1", 4},
+           {"data=2,fsdp=2,model=2 sp", "3", 8}}) {
+    const bool sequence_parallel = mesh.ends_with(" sp");
+    const std::string axes = mesh.substr(0, mesh.find(' '));
+    const int model = axes.find("model=") == std::string::npos
                           ? 1
-                          : std::stoi(mesh.substr(mesh.find("model=") + 6));
-    const testing::Result trained =
-        run_command({"train", "--model", "tiny", "--mesh", mesh, "--zero", zero, "--batch", "8",
-                     "--steps", "2", "--json"});
+                          : std::stoi(axes.substr(axes.find("model=") + 6));
+    std::vector<std::string> train{"train", "--model", "tiny", "--mesh",  axes, "--zero",
+                                   zero,    "--batch", "8",    "--steps", "2",  "--json"};
+    std::vector<std::string> plan{"plan",
+                                  "--model",
+                                  "tiny",
+                                  "--devices",
+                                  std::to_string(ranks),
+                                  "--global-batch",
+                                  "8",
+                                  "--seq",
+                                  "64",
+                                  "--micro-batch",
+                                  std::to_string(8 / (ranks / model)),
+                                  "--precision",
+                                  "fp32",
+                                  "--layout",
+                                  axes,
+                                  "--zero",
+                                  zero,
+                                  "--json"};
+    if (sequence_parallel) {
+      train.push_back("--sequence-parallel");
+      plan.push_back("--sequence-parallel");
+    }
+    const testing::Result trained = run_command(train);
     ASSERT_EQ(trained.status, 0) << trained.err;
-    const testing::Result planned = run_command(
-        {"plan", "--model", "tiny", "--devices", std::to_string(ranks), "--global-batch", "8",
-         "--seq", "64", "--micro-batch", std::to_string(8 / (ranks / model)), "--precision", "fp32",
-         "--layout", mesh, "--zero", zero, "--json"});
+    const testing::Result planned = run_command(plan);
     ASSERT_EQ(planned.status, 0) << planned.err;
     const auto summary = testing::json_lines(trained.out).back()["summary"];
     const auto candidate = nlohmann::json::parse(planned.out)["candidates"][0];

@@ -149,6 +149,11 @@ TEST(TrainCommand, BadInput) {
                    "--mesh: axis 'pipeline' is not one `shardwise train` runs yet");
   expect_bad_input({"train", "--mesh", "model=3"},
                    "the model degree 3 does not divide the 4 attention heads (n_head)");
+  expect_bad_input({"train", "--mesh", "data=2", "--sequence-parallel"},
+                   "--sequence-parallel splits the sequence over the model axis; --mesh "
+                   "Mesh('data': 2) has none");
+  expect_bad_input({"train", "--mesh", "model=2", "--sequence-parallel", "--seq", "63"},
+                   "--sequence-parallel: --seq 63 does not divide among the 2 model ranks");
   expect_bad_input({"train", "--mesh", "data=3", "--batch", "8"},
                    "--batch 8 does not divide among the 3 data-parallel ranks");
   expect_bad_input({"train", "--lr", "nan"}, "--lr");

@@ -6,7 +6,7 @@ set(_args train --model ${MODEL} --steps 6 --batch 4 --seed 3 --json)
 execute_process(COMMAND ${COMMAND} ${_args} RESULT_VARIABLE _one_status OUTPUT_VARIABLE _one
                 ERROR_VARIABLE _one_err TIMEOUT 120)
 execute_process(COMMAND ${MPIEXEC} -np ${NP} --oversubscribe ${COMMAND} ${_args} --mesh ${MESH} --zero ${ZERO}
-                        --param-sharding ${SHARDING}
+                        --param-sharding ${SHARDING} ${EXTRA}
                 RESULT_VARIABLE _mpi_status OUTPUT_VARIABLE _mpi ERROR_VARIABLE _mpi_err TIMEOUT 120)
 if(NOT _one_status EQUAL 0 OR NOT _mpi_status EQUAL 0)
   message(FATAL_ERROR "one rank: ${_one_status} ${_one_err}\nmpirun: ${_mpi_status} ${_mpi_err}")
