@@ -183,3 +183,52 @@ TEST(TensorParallel, SizesTheDegreeDoesNotDivideAndOtherSplitsAreRefused) {
 
 }  // namespace
 }  // namespace shardwise::train
+
+namespace shardwise::train {
+namespace {
+
+// Rank 1 fails in the middle of its second step, between two of the model axis' collectives
+// (its forward has run, its backward has not), while its model peer waits in one and its data
+// peer in the gradients' reduction: every rank ends with its error at every ZeRO stage, none
+// waits for ever, and nothing a peer may still read is freed (ASan and TSan run this).
+class FailingTensorParallelGpt final : public Model {
+ public:
+  FailingTensorParallelGpt(const ParallelContext& context, bool sequence_parallel)
+      : inner_(kConfig, 42, context, std::nullopt, sequence_parallel), rank_(context.rank()) {}
+  ParameterStore& parameters() override { return inner_.parameters(); }
+  float forward_backward(std::span<const std::int32_t> tokens,
+                         std::span<const std::int32_t> targets, std::size_t sequences,
+                         std::size_t seq, bool with_grads, const GradientsReady& ready) override {
+    if (rank_ == 1 && ++calls_ == 2) {
+      (void)inner_.gpt().forward(tokens, targets, sequences, seq, true);
+      throw std::runtime_error("rank 1's model failed");
+    }
+    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, ready);
+  }
+
+ private:
+  models::GptModel inner_;
+  Rank rank_;
+  int calls_ = 0;
+};
+
+TEST(TensorParallel, ARankFailingMidStepEndsEveryRankAtEveryZeroStage) {
+  const Corpus corpus = Corpus::builtin(16);
+  for (const bool sequence_parallel : {false, true}) {
+    for (int zero : {0, 1, 2, 3}) {
+      EXPECT_THAT(error_of([&] {
+                    run_local(4, [&](Communicator& comm) {
+                      ParallelContext context(comm, Mesh::parse("fsdp=2,model=2"));
+                      FailingTensorParallelGpt model(context, sequence_parallel);
+                      Trainer trainer(context, model, corpus, settings_for(zero));
+                      for (int step = 0; step < 4; ++step) (void)trainer.step();
+                    });
+                  }),
+                  HasSubstr("rank 1's model failed"))
+          << "zero " << zero << (sequence_parallel ? ", sequence parallel" : "");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shardwise::train
