@@ -567,7 +567,7 @@ void Gpt::backward(const train::GradientsReady& ready) {
 
 GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
     : store_(gpt_parameters(config)), gpt_(config, store_) {
-  store_.initialize(seed);
+  store_.initialize_on_use(seed);
 }
 
 GptModel::GptModel(const GptConfig& config, std::uint64_t seed,
@@ -579,7 +579,8 @@ GptModel::GptModel(const GptConfig& config, std::uint64_t seed,
           placements ? *placements
                      : gpt_model_placements(config, context.degree(train::kModelAxis)))),
       gpt_(config, store_, train::TensorParallel(context), sequence_parallel) {
-  store_.initialize(seed);
+  // Drawn when first used: a ZeRO-3 trainer draws only this rank's slices.
+  store_.initialize_on_use(seed);
 }
 
 float GptModel::forward_backward(std::span<const std::int32_t> tokens,

@@ -35,28 +35,19 @@ void check_block(const ParameterSpec& spec) {
   }
 }
 
-// Each element's index in the whole parameter, in the block's row-major order.
-template <class Visit>
-void for_each_whole_index(const ParameterSpec& spec, Visit&& visit) {
-  const auto count = static_cast<std::size_t>(num_elements(spec.shape));
-  if (spec.block.empty()) {
-    for (std::size_t i = 0; i < count; ++i) visit(i, static_cast<std::uint64_t>(i));
-    return;
+// The index in the whole parameter of element `local` (row-major) of the rank's block.
+std::uint64_t whole_index(const ParameterSpec& spec, std::size_t local) {
+  if (spec.block.empty()) return static_cast<std::uint64_t>(local);
+  std::uint64_t whole = 0;
+  std::uint64_t stride = 1;
+  for (std::size_t d = spec.shape.size(); d-- > 0;) {
+    const auto size = static_cast<std::uint64_t>(spec.shape[d]);
+    const std::uint64_t at = size == 0 ? 0 : local % size;
+    local = size == 0 ? 0 : local / size;
+    whole += (static_cast<std::uint64_t>(spec.block[d].start) + at) * stride;
+    stride *= static_cast<std::uint64_t>(spec.global_shape[d]);
   }
-  const std::size_t rank = spec.shape.size();
-  std::vector<std::int64_t> at(rank, 0);  // the element's index within the block
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t whole = 0;
-    for (std::size_t d = 0; d < rank; ++d) {
-      whole = whole * static_cast<std::uint64_t>(spec.global_shape[d]) +
-              static_cast<std::uint64_t>(spec.block[d].start + at[d]);
-    }
-    visit(i, whole);
-    for (std::size_t d = rank; d-- > 0;) {
-      if (++at[d] < spec.shape[d]) break;
-      at[d] = 0;
-    }
-  }
+  return whole;
 }
 
 }  // namespace
@@ -108,8 +99,44 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs) : specs_(std::m
     units_.back().count += counts_[p];
     unit_of_.push_back(units_.size() - 1);
   }
-  values_.assign(total, 0.0F);
-  grads_.assign(total, 0.0F);
+  }
+
+void ParameterStore::materialize() const {
+  if (sharded_ || !values_.empty() || parameter_elements_ == 0) return;
+  values_.assign(parameter_elements_, 0.0F);
+  grads_.assign(parameter_elements_, 0.0F);
+  ever_allocated_ = true;
+  if (!pending_seed_) return;
+  for (std::size_t p = 0; p < specs_.size(); ++p) {
+    initial_values(p, 0, counts_[p], values_.data() + offsets_[p]);
+  }
+}
+
+void ParameterStore::initialize_on_use(std::uint64_t seed) {
+  if (sharded_) throw InvalidArgument("initialize: the store is sharded");
+  values_ = {};
+  grads_ = {};
+  pending_seed_ = seed;
+}
+
+void ParameterStore::initial_values(std::size_t p, std::size_t from, std::size_t count,
+                                    float* out) const {
+  if (!pending_seed_) throw InvalidArgument("initial_values: no initialisation is pending");
+  const ParameterSpec& spec = specs_[p];
+  if (from > counts_[p] || count > counts_[p] - from) {
+    throw InvalidArgument("initial_values: elements [" + std::to_string(from) + ", " +
+                          std::to_string(from + count) + ") of parameter '" + spec.name +
+                          "' of " + std::to_string(counts_[p]));
+  }
+  switch (spec.init.kind) {
+    case ParameterInit::Kind::kZeros: std::fill(out, out + count, 0.0F); return;
+    case ParameterInit::Kind::kOnes: std::fill(out, out + count, 1.0F); return;
+    case ParameterInit::Kind::kNormal: break;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    out[i] = spec.init.std * standard_normal_at(*pending_seed_, spec.name,
+                                                whole_index(spec, from + i));
+  }
 }
 
 std::size_t ParameterStore::index_of(const std::string& name) const {
@@ -173,25 +200,17 @@ void ParameterStore::unshard(std::span<const float> values) {
   sharded_ = false;
   values_.assign(values.begin(), values.end());
   grads_.assign(values_.size(), 0.0F);
+  pending_seed_.reset();
 }
 
 void ParameterStore::initialize(std::uint64_t seed) {
-  if (sharded_) throw InvalidArgument("initialize: the store is sharded");
-  for (std::size_t p = 0; p < specs_.size(); ++p) {
-    const ParameterSpec& spec = specs_[p];
-    float* out = value(p);
-    switch (spec.init.kind) {
-      case ParameterInit::Kind::kZeros: std::fill(out, out + counts_[p], 0.0F); break;
-      case ParameterInit::Kind::kOnes: std::fill(out, out + counts_[p], 1.0F); break;
-      case ParameterInit::Kind::kNormal:
-        for_each_whole_index(spec, [&](std::size_t i, std::uint64_t whole) {
-          out[i] = spec.init.std * standard_normal_at(seed, spec.name, whole);
-        });
-        break;
-    }
-  }
+  initialize_on_use(seed);
+  materialize();
 }
 
-void ParameterStore::zero_grads() { std::fill(grads_.begin(), grads_.end(), 0.0F); }
+void ParameterStore::zero_grads() {
+  materialize();
+  std::fill(grads_.begin(), grads_.end(), 0.0F);
+}
 
 }  // namespace shardwise::train

@@ -29,9 +29,21 @@ ShardedUnits::ShardedUnits(Communicator& comm, const Group& shards, ParameterSto
   if (store.sharded()) throw InvalidArgument("the parameter store is already sharded");
   values_slice_.assign(shards_.slice_size(), 0.0F);
   grads_slice_.assign(shards_.slice_size(), 0.0F);
-  const std::span<const float> full = store.values();
-  for (std::size_t u = 0; u < store.units().size(); ++u) {
-    shards_.pack(u, member_, full.data() + store.units()[u].offset, my_chunk(values_slice_, u));
+  if (store.initialization_pending()) {
+    // Each block drawn straight into the slice: the store's buffers are never allocated.
+    for (std::size_t u = 0; u < store.units().size(); ++u) {
+      float* chunk = my_chunk(values_slice_, u);
+      for (std::size_t p = store.units()[u].first; p < store.units()[u].end; ++p) {
+        shards_.for_each_run(p, member_, [&](std::size_t from, std::size_t to, std::size_t n) {
+          store.initial_values(p, from, n, chunk + shards_.slot(p) + to);
+        });
+      }
+    }
+  } else {
+    const std::span<const float> full = store.values();
+    for (std::size_t u = 0; u < store.units().size(); ++u) {
+      shards_.pack(u, member_, full.data() + store.units()[u].offset, my_chunk(values_slice_, u));
+    }
   }
   units_.resize(store.units().size());
   store.shard(this);

@@ -148,6 +148,22 @@ TEST(TensorParallel, EachRankStoresOnlyItsBlocks) {
   }
 }
 
+// No rank ever holds the whole model: under tensor parallelism it allocates its blocks only, and
+// under ZeRO-3 it draws its slice of them straight from the initialisation rule, the store's
+// buffers never allocated.
+TEST(TensorParallel, AtZeroThreeNoRankEverAllocatesMoreThanItsSlices) {
+  const Corpus corpus = Corpus::builtin(16);
+  std::vector<int> allocated(4, -1);
+  run_local(4, [&](Communicator& comm) {
+    ParallelContext context(comm, Mesh::parse("fsdp=2,model=2"));
+    models::GptModel model(kConfig, 42, context);
+    Trainer trainer(context, model, corpus, settings_for(3));
+    (void)trainer.step();
+    allocated[static_cast<std::size_t>(comm.rank())] = model.parameters().ever_allocated();
+  });
+  EXPECT_EQ(allocated, (std::vector<int>{0, 0, 0, 0}));
+}
+
 TEST(TensorParallel, TheRulesPlaceTheGptAsItsLayersSplitIt) {
   // The default rules (from the strategies) give exactly the layers' split: whole heads of Q, K
   // and V per rank (the stacked (3, C, C) split along its heads), never a contiguous cut of 3C.

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -77,7 +78,7 @@ class ParameterStore {
   [[nodiscard]] const std::vector<ParameterSpec>& specs() const { return specs_; }
   // Elements of all parameters, and of the buffers (none while sharded).
   [[nodiscard]] std::size_t parameter_elements() const { return parameter_elements_; }
-  [[nodiscard]] std::size_t size() const { return values_.size(); }
+  [[nodiscard]] std::size_t size() const { return sharded_ ? 0 : parameter_elements_; }
 
   // The parameter called `name` (an InvalidArgument naming it where there is none).
   [[nodiscard]] std::size_t index_of(const std::string& name) const;
@@ -88,17 +89,33 @@ class ParameterStore {
   [[nodiscard]] std::size_t unit_of(std::size_t index) const { return unit_of_[index]; }
 
   // The whole buffers (empty while sharded).
-  [[nodiscard]] std::span<float> values() { return values_; }
-  [[nodiscard]] std::span<const float> values() const { return values_; }
-  [[nodiscard]] std::span<float> grads() { return grads_; }
-  [[nodiscard]] std::span<const float> grads() const { return grads_; }
+  [[nodiscard]] std::span<float> values() {
+    materialize();
+    return values_;
+  }
+  [[nodiscard]] std::span<const float> values() const {
+    materialize();
+    return values_;
+  }
+  [[nodiscard]] std::span<float> grads() {
+    materialize();
+    return grads_;
+  }
+  [[nodiscard]] std::span<const float> grads() const {
+    materialize();
+    return grads_;
+  }
   // One parameter's values and gradients. While sharded, an InvalidArgument names the parameter and
   // its unit where that unit is not gathered (values) or not in backward (gradients).
   [[nodiscard]] float* value(std::size_t index) {
-    return sharded_ ? sharded_value(index) : values_.data() + offsets_[index];
+    if (sharded_) return sharded_value(index);
+    materialize();
+    return values_.data() + offsets_[index];
   }
   [[nodiscard]] float* grad(std::size_t index) {
-    return sharded_ ? sharded_grad(index) : grads_.data() + offsets_[index];
+    if (sharded_) return sharded_grad(index);
+    materialize();
+    return grads_.data() + offsets_[index];
   }
 
   // What a model calls around its use of a unit (no-ops unless sharded).
@@ -115,11 +132,24 @@ class ParameterStore {
   // Fills every parameter from its init rule, the seed and each element's index in the whole
   // parameter (so a rank holding a block draws exactly the whole's values there).
   void initialize(std::uint64_t seed);
+  // The same, done when the buffers are first used; a ZeRO-3 trainer that shards the store
+  // first draws its slices alone (initial_values), so no rank ever holds all its parameters.
+  void initialize_on_use(std::uint64_t seed);
+  // Whether the full buffers were ever allocated (a ZeRO-3 trainer that draws its slices alone
+  // never allocates them).
+  [[nodiscard]] bool ever_allocated() const { return ever_allocated_; }
+  // Whether the values are still to be drawn (initialize_on_use, buffers not used yet).
+  [[nodiscard]] bool initialization_pending() const { return pending_seed_ && values_.empty(); }
+  // Elements [from, from + count) of parameter p as initialize_on_use's seed draws them, into
+  // `out` (InvalidArgument without a pending initialisation).
+  void initial_values(std::size_t p, std::size_t from, std::size_t count, float* out) const;
   void zero_grads();
 
  private:
   float* sharded_value(std::size_t index);
   float* sharded_grad(std::size_t index);
+  // Allocates the buffers on first use (and draws the values where initialisation is pending).
+  void materialize() const;
 
   std::vector<ParameterSpec> specs_;
   std::vector<ParameterUnit> units_;
@@ -129,8 +159,11 @@ class ParameterStore {
   std::vector<std::size_t> offsets_;
   std::vector<std::size_t> counts_;
   std::size_t parameter_elements_ = 0;
-  std::vector<float> values_;
-  std::vector<float> grads_;
+  // Allocated on first use; mutable so that a const view can be the first.
+  mutable std::vector<float> values_;
+  mutable std::vector<float> grads_;
+  std::optional<std::uint64_t> pending_seed_;
+  mutable bool ever_allocated_ = false;
 };
 
 // The value a normal(0, 1) draw takes for element `index` of parameter `name` under `seed`:
