@@ -51,7 +51,7 @@ ModelManifest safetensors_manifest(const std::string& path, const std::string& f
 }
 
 ModelArgument of_gpt(const models::GptConfig& config) {
-  return {config, models::gpt2_manifest_of(config)};
+  return {config, models::gpt_manifest(config)};
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ struct ModelArgument {
   // The GPT the trainer builds: a preset (tiny, small, gpt2) or the trainer's model file
   // (n_layer, n_head, n_embd, block_size, vocab_size). Absent for other descriptions.
   std::optional<models::GptConfig> gpt;
-  // Every parameter's name, shape and dtype: the GPT's as gpt2_manifest_of gives them, else
+  // Every parameter's name, shape and dtype: the GPT's as gpt_manifest gives them, else
   // the manifest, config.json or .safetensors header the file holds.
   ModelManifest manifest;
 };

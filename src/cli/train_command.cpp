@@ -126,7 +126,7 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
   cluster.memory_bytes = std::numeric_limits<std::int64_t>::max();
   cluster.peak_flops_fp32 = cluster.peak_flops_bf16 = 1;
   cluster.intra_node = cluster.inter_node = {1, 0};
-  const plan::ModelShape shape = plan::shape_of(models::gpt2_manifest_of(config));
+  const plan::ModelShape shape = plan::shape_of(models::gpt_manifest(config));
   return static_cast<double>(plan::evaluate(shape, cluster, setup, layout).memory.total());
 }
 

@@ -11,6 +11,7 @@
 #include "shardwise/kernels/embedding.hpp"
 #include "shardwise/kernels/layernorm.hpp"
 #include "shardwise/kernels/matmul.hpp"
+#include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/placement.hpp"
 
 namespace shardwise::models {
@@ -85,15 +86,10 @@ void validate(const GptConfig& c) {
   }
 }
 
-ModelManifest gpt2_manifest_of(const GptConfig& c) {
-  validate(c);
-  Gpt2Config config;
-  config.vocab_size = static_cast<std::int64_t>(c.vocab_size);
-  config.n_positions = static_cast<std::int64_t>(c.block_size);
-  config.n_embd = static_cast<std::int64_t>(c.n_embd);
-  config.n_layer = static_cast<std::int64_t>(c.n_layer);
-  config.n_head = static_cast<std::int64_t>(c.n_head);
-  return gpt2_manifest(config);
+ModelManifest gpt_manifest(const GptConfig& c) {
+  ModelManifest manifest = train::manifest_of(gpt_parameters(c));
+  manifest.axis_units = {{"heads", static_cast<std::int64_t>(c.n_embd / c.n_head)}};
+  return manifest;
 }
 
 std::vector<ParameterSpec> gpt_parameters(const GptConfig& c) {

@@ -136,8 +136,11 @@ std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shar
       }
       auto found = decided.find(shape);
       if (found == decided.end()) {
-        const bool split = fsdp.decide(shape, shards).spec.dimension_of("fsdp") >= 0;
-        found = decided.emplace(shape, num_elements(shape) / (split ? shards : 1)).first;
+        const FsdpDecision decision = fsdp.decide(shape, shards);
+        const Shape block =
+            NamedSharding(Mesh({"fsdp"}, {shards}), decision.spec, decision.evenness)
+                .shard_shape(shape);
+        found = decided.emplace(shape, num_elements(block)).first;
       }
       chunk += found->second;
     }

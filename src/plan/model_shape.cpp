@@ -72,6 +72,21 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   const ParameterInfo* query = nullptr;
   const ParameterInfo* key = nullptr;
   bool has_head = false;
+  // Per unit name and shape index, the dimension a parameter's declared logical axes give
+  // tensor parallelism (the strategies' rules: heads, kv_heads, mlp and vocab to the model
+  // axis), or -1 where its axes name none of them.
+  std::map<std::pair<std::string, std::size_t>, int> declared_split;
+  const auto record_axes = [&](const ParameterInfo& p, const ModelShape::Unit& unit) {
+    if (!p.logical_axes) return;
+    int split = -1;
+    for (std::size_t d = 0; d < p.logical_axes->size() && split < 0; ++d) {
+      const std::string& axis = (*p.logical_axes)[d];
+      if (axis == "heads" || axis == "kv_heads" || axis == "mlp" || axis == "vocab") {
+        split = static_cast<int>(d);
+      }
+    }
+    declared_split[{unit.name, unit.shapes.size()}] = split;
+  };
   ModelShape::Unit before{"embeddings", false, {}, {}};
   ModelShape::Unit after{"final", false, {}, {}};
   // Shapes that tensor parallelism never splits (position embeddings), by unit name and index.
@@ -85,9 +100,10 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       ModelShape::Unit& unit = layer_units[*layer];
       unit.name = "layer " + std::to_string(*layer);
       unit.layer = true;
+      record_axes(p, unit);
       unit.shapes.push_back(p.shape);
       per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
-      if (p.shape.size() == 2) {
+      if (p.shape.size() >= 2) {  // a matrix, or matrices stacked (Q, K and V)
         shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
         per_layer_matmul[*layer] = checked_add(per_layer_matmul[*layer], count, "layer parameters");
         if (is_mlp(p.name)) ++mlp_matrices[*layer];
@@ -98,6 +114,7 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     }
     if (is_output_head(p.name)) {
       has_head = true;
+      record_axes(p, after);
       after.shapes.push_back(p.shape);
       if (p.shape.size() == 2) {
         shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
@@ -106,6 +123,7 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     }
     ModelShape::Unit& outside = names.place_in_stage(p.name, {1, 1}).stage == 1 ? after : before;
     if (is_position_embedding(p.name)) whole_for_good.emplace(outside.name, outside.shapes.size());
+    record_axes(p, outside);
     outside.shapes.push_back(p.shape);
     if (p.shape.size() == 2 && is_position_embedding(p.name)) {
       shape.context = std::max(shape.context, p.shape[0]);
@@ -148,7 +166,10 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     for (std::size_t i = 0; i < unit.shapes.size(); ++i) {
       const Shape& dims = unit.shapes[i];
       int split = -1;
-      if (dims.size() == 2 && whole_for_good.count({unit.name, i}) == 0) {
+      if (const auto declared = declared_split.find({unit.name, i});
+          declared != declared_split.end()) {
+        split = declared->second;
+      } else if (dims.size() == 2 && whole_for_good.count({unit.name, i}) == 0) {
         split = dims[0] != shape.hidden || dims[1] == shape.hidden ? 0 : 1;
       } else if (dims.size() == 1 && dims[0] != shape.hidden) {
         split = 0;

@@ -41,7 +41,7 @@ std::vector<AxisClaim> FSDPStrategy::axis_claims() const {
                       {axis_name()},
                       ClaimPriority::kFsdp,
                       min_weight_size_,
-                      fallback_ == FsdpFallback::kShardOtherDimension});
+                      fallback_ != FsdpFallback::kReplicate});
   }
   return claims;
 }
@@ -51,7 +51,8 @@ PartitionSpec FSDPStrategy::get_gradient_partition_spec(const LogicalAxes& dim_n
 }
 
 FSDPStrategy FSDPStrategy::splitting_every_parameter(std::string axis_name) {
-  return FSDPStrategy(std::move(axis_name), std::nullopt, 1, FsdpFallback::kShardOtherDimension);
+  return FSDPStrategy(std::move(axis_name), std::nullopt, 1,
+                      FsdpFallback::kShardOtherDimensionElseUneven);
 }
 
 FsdpDecision FSDPStrategy::decide(const Shape& shape, std::int64_t axis_size) const {
@@ -78,11 +79,22 @@ FsdpDecision FSDPStrategy::decide(const Shape& shape, std::int64_t axis_size) co
   if (split > 0) {
     return {spec, not_divisible + ": dimension " + std::to_string(split) + " split instead"};
   }
+  if (fallback_ == FsdpFallback::kShardOtherDimensionElseUneven) {
+    const std::int64_t rows = (shape[0] + axis_size - 1) / axis_size;
+    return {P{axis_name()},
+            not_divisible + ", nor any other dimension: dimension 0 split unevenly (blocks of " +
+                std::to_string(rows) + " rows, the last ones smaller or empty)",
+            Evenness::kUneven};
+  }
   return {spec, not_divisible + ": replicated"};
 }
 
 NamedSharding FSDPStrategy::apply_sharding(const Shape& shape, const Mesh& mesh) const {
-  return sharding_for(mesh, decide(shape, axis_size_in(mesh)).spec, shape);
+  const FsdpDecision decision = decide(shape, axis_size_in(mesh));
+  if (decision.evenness == Evenness::kUneven) {
+    return NamedSharding(mesh, decision.spec, Evenness::kUneven);
+  }
+  return sharding_for(mesh, decision.spec, shape);
 }
 
 }  // namespace shardwise

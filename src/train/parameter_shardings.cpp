@@ -41,7 +41,7 @@ void ParameterShardings::validate(const std::vector<ParameterSpec>& parameters) 
       }
     }
     try {
-      NamedSharding(mesh, specs[p]).validate(parameters[p].shape);
+      NamedSharding(mesh, specs[p], evenness).validate(parameters[p].shape);
     } catch (const Error& error) {
       throw InvalidArgument(describe(parameters[p], specs[p]) + " does not fit " +
                             mesh.to_string() + ": " + error.what());
@@ -54,7 +54,7 @@ std::int64_t ParameterShardings::shard_elements(
   const Mesh mesh = group_mesh(axis, size);
   std::int64_t total = 0;
   for (std::size_t p = 0; p < parameters.size(); ++p) {
-    const Shape shard = NamedSharding(mesh, specs[p]).shard_shape(parameters[p].shape);
+    const Shape shard = NamedSharding(mesh, specs[p], evenness).shard_shape(parameters[p].shape);
     total = checked_add(total, num_elements(shard), "shard elements");
   }
   return total;
@@ -82,6 +82,7 @@ ParameterShardings fsdp_shardings(const std::vector<ParameterSpec>& parameters,
       continue;
     }
     FsdpDecision decision = strategy.decide(parameter.shape, size);
+    if (decision.evenness == Evenness::kUneven) out.evenness = Evenness::kUneven;
     out.specs.push_back(std::move(decision.spec));
     out.reasons.push_back(std::move(decision.reason));
   }

@@ -99,7 +99,7 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs) : specs_(std::m
     units_.back().count += counts_[p];
     unit_of_.push_back(units_.size() - 1);
   }
-  }
+}
 
 void ParameterStore::materialize() const {
   if (sharded_ || !values_.empty() || parameter_elements_ == 0) return;
@@ -125,8 +125,8 @@ void ParameterStore::initial_values(std::size_t p, std::size_t from, std::size_t
   const ParameterSpec& spec = specs_[p];
   if (from > counts_[p] || count > counts_[p] - from) {
     throw InvalidArgument("initial_values: elements [" + std::to_string(from) + ", " +
-                          std::to_string(from + count) + ") of parameter '" + spec.name +
-                          "' of " + std::to_string(counts_[p]));
+                          std::to_string(from + count) + ") of parameter '" + spec.name + "' of " +
+                          std::to_string(counts_[p]));
   }
   switch (spec.init.kind) {
     case ParameterInit::Kind::kZeros: std::fill(out, out + count, 0.0F); return;
@@ -134,8 +134,8 @@ void ParameterStore::initial_values(std::size_t p, std::size_t from, std::size_t
     case ParameterInit::Kind::kNormal: break;
   }
   for (std::size_t i = 0; i < count; ++i) {
-    out[i] = spec.init.std * standard_normal_at(*pending_seed_, spec.name,
-                                                whole_index(spec, from + i));
+    out[i] =
+        spec.init.std * standard_normal_at(*pending_seed_, spec.name, whole_index(spec, from + i));
   }
 }
 

@@ -22,7 +22,7 @@ UnitShards::UnitShards(const ParameterStore& store, const ParameterShardings& sh
   std::vector<std::size_t> capacity(parameters.size());
   for (std::size_t p = 0; p < parameters.size(); ++p) {
     const Shape& shape = parameters[p].shape;
-    const NamedSharding sharding(mesh, shardings.specs[p]);
+    const NamedSharding sharding(mesh, shardings.specs[p], shardings.evenness);
     Split split;
     split.dimension = shardings.specs[p].dimension_of(shardings.axis);
     if (split.dimension >= 0) {

@@ -293,21 +293,39 @@ TEST(PlanCommand, CountsTheParametersTheTrainerBuildsForEveryModelFileItAccepts)
     EXPECT_EQ(testing::json_lines(trained.out).back()["summary"]["parameters"], plan_count)
         << model;
   }
-  // The case that differed most: ZeRO-3 over 5 ranks, state bytes per rank.
+  // Groups that divide none of tiny's sizes (uneven torch.chunk blocks): state bytes per rank
+  // and bytes per axis, ZeRO 1 to 3, alone, with HSDP and with tensor parallelism.
   const std::string tiny = models[4];
-  const testing::Result trained =
-      run_command({"train", "--model", tiny, "--mesh", "fsdp=5", "--zero", "3", "--batch", "5",
-                   "--steps", "1", "--json"});
-  ASSERT_EQ(trained.status, 0) << trained.err;
-  const testing::Result planned =
-      run_command({"plan", "--model", tiny, "--devices", "5", "--global-batch", "5", "--seq", "64",
-                   "--precision", "fp32", "--layout", "fsdp=5", "--zero", "3", "--json"});
-  ASSERT_EQ(planned.status, 0) << planned.err;
-  const auto rank0 = testing::json_lines(trained.out).back()["summary"]["ranks"][0];
-  const auto memory = nlohmann::json::parse(planned.out)["candidates"][0]["memory_per_device"];
-  EXPECT_EQ(rank0["params_bytes"], memory["params"]);
-  EXPECT_EQ(rank0["grads_bytes"], memory["grads"]);
-  EXPECT_EQ(rank0["optimizer_bytes"], memory["optimizer"]);
+  for (const auto& [mesh, zero, ranks, batch] :
+       std::vector<std::tuple<std::string, std::string, int, int>>{{"fsdp=5", "3", 5, 5},
+                                                                   {"fsdp=3", "1", 3, 6},
+                                                                   {"fsdp=3", "2", 3, 6},
+                                                                   {"data=2,fsdp=3", "3", 6, 6},
+                                                                   {"fsdp=3,model=2", "3", 6, 6}}) {
+    const int model = mesh.find("model=2") == std::string::npos ? 1 : 2;
+    const testing::Result trained =
+        run_command({"train", "--model", tiny, "--mesh", mesh, "--zero", zero, "--batch",
+                     std::to_string(batch), "--steps", "1", "--json"});
+    ASSERT_EQ(trained.status, 0) << trained.err;
+    const testing::Result planned =
+        run_command({"plan", "--model", tiny, "--devices", std::to_string(ranks), "--global-batch",
+                     std::to_string(batch), "--seq", "64", "--micro-batch",
+                     std::to_string(batch / (ranks / model)), "--precision", "fp32", "--layout",
+                     mesh, "--zero", zero, "--json"});
+    ASSERT_EQ(planned.status, 0) << planned.err;
+    const auto summary = testing::json_lines(trained.out).back()["summary"];
+    const auto candidate = nlohmann::json::parse(planned.out)["candidates"][0];
+    const auto& rank0 = summary["ranks"][0];
+    const auto& memory = candidate["memory_per_device"];
+    EXPECT_EQ(rank0["params_bytes"], memory["params"]) << mesh << " zero " << zero;
+    EXPECT_EQ(rank0["grads_bytes"], memory["grads"]) << mesh << " zero " << zero;
+    EXPECT_EQ(rank0["optimizer_bytes"], memory["optimizer"]) << mesh << " zero " << zero;
+    nlohmann::json measured = nlohmann::json::object();
+    for (const auto& [axis, bytes] : summary["comm_bytes_per_step"].items()) {
+      if (bytes.get<std::int64_t>() != 0) measured[axis] = bytes;
+    }
+    EXPECT_EQ(measured, candidate["comm_bytes_per_step"]) << mesh << " zero " << zero;
+  }
 }
 
 TEST(PlanCommand, RefusesWhatTheTrainerRefusesInAModelFile) {

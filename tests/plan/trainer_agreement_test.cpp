@@ -18,7 +18,7 @@ namespace {
 
 const models::GptConfig kTiny{4, 4, 128, 64, 256};
 
-ModelShape tiny_shape() { return shape_of(models::gpt2_manifest_of(kTiny)); }
+ModelShape tiny_shape() { return shape_of(models::gpt_manifest(kTiny)); }
 
 struct Measured {
   std::size_t params = 0;

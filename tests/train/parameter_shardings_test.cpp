@@ -26,8 +26,8 @@ TEST(ParameterShardings, TheDefaultSplitsEveryParameterAlongItsFirstDimension) {
     // The stacked Q, K and V (3, C, C) give way to their next dimension.
     const bool stacked = specs[p].shape.front() == 3;
     EXPECT_EQ(shardings.specs[p].dimension_of("fsdp"), stacked ? 1 : 0) << specs[p].name;
-    EXPECT_THAT(shardings.reasons[p], HasSubstr(stacked ? "dimension 1 split instead"
-                                                        : "dimension 0 split over 'fsdp'"));
+    EXPECT_THAT(shardings.reasons[p],
+                HasSubstr(stacked ? "dimension 1 split instead" : "dimension 0 split over 'fsdp'"));
   }
   // Every parameter of tiny has a dimension 4 divides: exactly a quarter of the elements.
   const ParameterStore store(specs);
@@ -35,22 +35,25 @@ TEST(ParameterShardings, TheDefaultSplitsEveryParameterAlongItsFirstDimension) {
             static_cast<std::int64_t>(store.parameter_elements()));
 }
 
-TEST(ParameterShardings, AGroupThatDoesNotDivideDimensionZeroSplitsALaterOneOrNone) {
-  // Three ranks: tiny's 128-wide dimensions do not divide, 3 x 128 = 384 does.
+TEST(ParameterShardings, AGroupThatDividesNoDimensionSplitsDimensionZeroUnevenly) {
+  // Five ranks divide none of tiny's sizes (128, 256, 384, 512, 3, 64): every parameter is
+  // split anyway, along dimension 0 in torch.chunk blocks (FSDP2's), never kept whole; three
+  // ranks divide the stacked Q, K and V's 3.
   const std::vector<ParameterSpec> specs = models::gpt_parameters(kTiny);
-  const ParameterShardings shardings = default_shardings(specs, "fsdp", 3);
-  for (std::size_t p = 0; p < specs.size(); ++p) {
-    const Shape& shape = specs[p].shape;
-    const int split = shardings.specs[p].dimension_of("fsdp");
-    if (shape[0] % 3 == 0) {
-      EXPECT_EQ(split, 0) << specs[p].name;
-    } else if (shape.size() > 1 && shape[1] % 3 == 0) {
-      EXPECT_EQ(split, 1) << specs[p].name;
-      EXPECT_THAT(shardings.reasons[p], HasSubstr("dimension 1 split instead"));
-    } else {
-      EXPECT_EQ(split, -1) << specs[p].name;
-      EXPECT_THAT(shardings.reasons[p], HasSubstr("replicated"));
+  for (const std::int64_t ranks : {3, 5}) {
+    const ParameterShardings shardings = default_shardings(specs, "fsdp", ranks);
+    EXPECT_EQ(shardings.evenness, Evenness::kUneven);
+    std::int64_t kept = 0;
+    for (std::size_t p = 0; p < specs.size(); ++p) {
+      const Shape& shape = specs[p].shape;
+      EXPECT_EQ(shardings.specs[p].dimension_of("fsdp"), 0) << specs[p].name;
+      if (shape[0] % ranks != 0) {
+        EXPECT_THAT(shardings.reasons[p], HasSubstr("dimension 0 split unevenly"));
+      }
+      // A rank's slot is ceil(rows / ranks) rows.
+      kept += (shape[0] + ranks - 1) / ranks * num_elements(shape) / shape[0];
     }
+    EXPECT_EQ(shardings.shard_elements(specs), kept);
   }
 }
 

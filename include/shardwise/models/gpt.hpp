@@ -46,9 +46,11 @@ struct GptConfig {
 // the field and the value.
 void validate(const GptConfig& config);
 
-// The same model as a Hugging Face GPT-2 manifest (transformer.wte.weight, ...; the head tied),
-// with exactly its parameter counts: what `shardwise plan` and `shardwise specs` read.
-[[nodiscard]] ModelManifest gpt2_manifest_of(const GptConfig& config);
+// The model's parameters as a manifest, exactly as the trainer holds them (names, (out, in)
+// shapes, the stacked (3, C, C) Q, K and V, declared logical axes, fp32) with its head size as
+// the "heads" axis unit: what `shardwise plan` and `shardwise specs` read, so that both count
+// the parameters, blocks and ZeRO chunks the trainer has.
+[[nodiscard]] ModelManifest gpt_manifest(const GptConfig& config);
 
 // The parameters in nanoGPT's order, names and initialisation (normal(0, 0.02), residual
 // projections scaled by 1/sqrt(2 n_layer), biases zero, LayerNorm weights one); weight decay on

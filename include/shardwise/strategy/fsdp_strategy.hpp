@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "shardwise/core/named_sharding.hpp"
 #include "shardwise/strategy/sharding_strategy.hpp"
 
 namespace shardwise {
@@ -13,12 +14,17 @@ namespace shardwise {
 enum class FsdpFallback {
   kReplicate,            // keep it whole on every rank (the default)
   kShardOtherDimension,  // shard the first later dimension the axis divides, else replicate
+  // As kShardOtherDimension, and where the axis divides no dimension, dimension 0 in uneven
+  // blocks (torch.chunk: ceil(rows / n) each, the last ones smaller or empty), as FSDP2 does.
+  kShardOtherDimensionElseUneven,
 };
 
 // Where FSDP puts one parameter, and why, in words.
 struct FsdpDecision {
   PartitionSpec spec;
   std::string reason;
+  // kUneven where the split does not divide the dimension (FsdpFallback's last resort).
+  Evenness evenness = Evenness::kStrict;
 };
 
 class FSDPStrategy final : public ShardingStrategy {
@@ -27,9 +33,10 @@ class FSDPStrategy final : public ShardingStrategy {
                         std::int64_t min_weight_size = 1024,
                         FsdpFallback fallback = FsdpFallback::kReplicate);
 
-  // FSDP that splits every parameter it can, as PyTorch FSDP2 does: minimum weight size 1, and
-  // a dimension 0 the axis does not divide gives way to a later dimension it divides. The
-  // trainer's default ZeRO layout, and what the planner counts with.
+  // FSDP that splits every parameter it can, as PyTorch FSDP2 does: minimum weight size 1, a
+  // dimension 0 the axis does not divide gives way to a later dimension it divides, and where
+  // it divides none, dimension 0 is split unevenly. The trainer's default ZeRO layout, and what
+  // the planner counts with.
   static FSDPStrategy splitting_every_parameter(std::string axis_name);
 
   [[nodiscard]] StrategyKind kind() const override { return StrategyKind::kFsdp; }

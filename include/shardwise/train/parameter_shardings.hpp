@@ -25,6 +25,9 @@ struct ParameterShardings {
   std::int64_t size = 1;
   // One per parameter, in the store's order; they name no axis but `axis`.
   std::vector<PartitionSpec> specs;
+  // kUneven where a spec splits a dimension the group does not divide (FSDP2's torch.chunk
+  // blocks; a divided dimension's blocks are the same either way).
+  Evenness evenness = Evenness::kStrict;
   // One per parameter: why it got its spec, in words.
   std::vector<std::string> reasons;
   // What the rules asked for and the layout could not do (rules_shardings), in words.
