@@ -231,6 +231,13 @@ TEST(TrainCommand, ARulesFileIsReadWholeAndWhatCannotApplyIsRefused) {
   const std::string stages = rules("stage_rules.json", R"({"stage_rules": {}})");
   expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", stages},
                    "stage_rules place parameters in pipeline stages");
+  // A rules file that splits a dimension over the model axis that the GPT's layers do not.
+  
+  expect_bad_input({"train", "--mesh", "fsdp=2,model=2", "--zero", "1", "--param-sharding",
+                    rules("embed_on_model.json", R"({"logical_axis_rules": [["embed", "model"],
+                                                     ["heads", "model"]]})")},
+                   "parameter 'transformer.wte.weight' would be split over 'model' by P(None, "
+                   "'model'); the GPT's layers split it by P('model')");
   // specs says the same of the name rules: not an error there (a manifest may need them), a note.
   const testing::Result shown =
       run_command({"specs", "--model", "tiny", "--mesh", "fsdp=2", "--rules", names});
