@@ -35,6 +35,7 @@
 #include "shardwise/train/placement.hpp"
 #include "shardwise/train/trainer.hpp"
 #include "text_table.hpp"
+#include "train_layout.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -54,7 +55,7 @@ models::GptConfig model_config(const std::string& model) {
   return *argument.gpt;
 }
 
-// --mesh: axes data and fsdp only, rank r on device r.
+// --mesh: axes data, fsdp and model, rank r on device r.
 Mesh train_mesh(const std::optional<std::string>& text) {
   if (!text) return Mesh({"data"}, {1});
   Mesh mesh({"data"}, {1});
@@ -100,9 +101,6 @@ void check_ranks_agree(Communicator& comm,
   }
 }
 
-// About what one rank of the GPT holds, in bytes (in floating point: the sizes' product may
-// pass 2^64 for a hostile model file): values, gradients and Adam's moments of every parameter,
-// and the activations and their gradients for `sequences` sequences of `seq` tokens.
 // What one rank holds, as the planner predicts it for this run (the trainer's fp32 state after
 // ZeRO, its activations and gathered units): one count for the planner and this check.
 double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
@@ -240,7 +238,8 @@ class TrainCommand final : public Command {
     // Where every parameter goes: the model axis splits it for good (from the rules: those of
     // a rules file, else the strategies'), ZeRO splits the block further as --param-sharding
     // says. What ranks compare is every spec, however it was asked for.
-    const std::optional<ShardingRules> file_rules = rules_file(mesh);
+    const std::optional<ShardingRules> file_rules =
+        read_param_sharding_rules(param_sharding_, mesh);
     const ShardingRules defaults = default_sharding_rules(ParallelismConfig::from_mesh(mesh));
     const ShardingRules& rules = file_rules ? *file_rules : defaults;
     const std::vector<train::ParameterSpec> whole = models::gpt_parameters(config);
@@ -274,7 +273,7 @@ class TrainCommand final : public Command {
     std::string sharding_specs;
     for (const PartitionSpec& spec : placements) sharding_specs += spec.to_string();
     if (settings.zero > 0) {
-      settings.shardings = shardings_for(blocks, mesh, file_rules);
+      settings.shardings = zero_shardings(param_sharding_, blocks, mesh, file_rules);
       sharding_specs += "|";
       for (const PartitionSpec& spec : settings.shardings->specs)
         sharding_specs += spec.to_string();
@@ -342,7 +341,8 @@ class TrainCommand final : public Command {
                         " model ranks (tensor parallel" +
                         (sequence_parallel_ ? ", sequence parallel" : "") + ")"
                   : std::string())
-          << "; " << sharding_plan(settings.zero, context, model) << "\n";
+          << "; " << sharding_plan(settings.zero, context, model.parameters().units().size())
+          << "\n";
       out << parameter_plan(model.parameters().specs(), placements, trainer.shardings());
     }
     // What this rank sent along each axes in training steps (not in validation).
@@ -432,117 +432,6 @@ class TrainCommand final : public Command {
     for (const auto& [axes, bytes] : per_axes) {
       out << "rank 0 sent along " << axes << ": "
           << bytes_text(static_cast<std::size_t>(bytes / settings.steps)) << " per step\n";
-    }
-  }
-
-  // The rules file --param-sharding names, read once (nullopt for first-dim and logical-axes).
-  std::optional<ShardingRules> rules_file(const Mesh& mesh) const {
-    const std::string& source = param_sharding_;
-    if (source == "first-dim" || source == "logical-axes") return std::nullopt;
-    struct stat info {};
-    if (::stat(source.c_str(), &info) != 0) {
-      throw InvalidArgument("--param-sharding: '" + source +
-                            "' is neither first-dim, logical-axes nor a readable rules file");
-    }
-    const std::string text = read_file(source, "--param-sharding");
-    try {
-      ShardingRules rules = load_sharding_rules(text, ParallelismConfig::from_mesh(mesh));
-      // The GPT declares every parameter's logical axes, so name rules would decide nothing;
-      // it has no pipeline yet, so stage rules would place nothing.
-      if (rules.gives_parameter_rules) {
-        throw InvalidArgument(
-            "parameter_rules give logical axes to parameters that declare none, and every "
-            "parameter of the GPT declares its own (`shardwise specs --model tiny` shows them); "
-            "map its logical axes with logical_axis_rules instead");
-      }
-      if (rules.gives_stage_rules) {
-        throw InvalidArgument(
-            "stage_rules place parameters in pipeline stages, and "
-            "`shardwise train` has no pipeline axis");
-      }
-      return rules;
-    } catch (const Error& e) {
-      throw InvalidArgument("--param-sharding '" + source + "': " + e.what());
-    }
-  }
-
-  // How ZeRO splits each parameter's block (`blocks`: what a rank holds after the model axis),
-  // as --param-sharding asks.
-  train::ParameterShardings shardings_for(const std::vector<train::ParameterSpec>& blocks,
-                                          const Mesh& mesh,
-                                          const std::optional<ShardingRules>& rules) const {
-    const std::string shard_axis = train::ParallelContext::shard_axis_of(mesh);
-    const std::string axis = shard_axis.empty() ? "fsdp" : shard_axis;
-    const std::int64_t size = shard_axis.empty() ? 1 : mesh.axis_size(axis);
-    if (!rules) {
-      if (param_sharding_ == "first-dim") return train::default_shardings(blocks, axis, size);
-      return train::fsdp_shardings(blocks, FSDPStrategy::splitting_every_parameter(axis), size,
-                                   train::FsdpSplit::kLogicalAxes);
-    }
-    try {
-      // ZeRO's layout is the rules' over the data-parallel axes, applied to the blocks.
-      const Mesh zero_mesh = shard_axis.empty() ? Mesh({axis}, {1}) : mesh;
-      return train::rules_shardings(blocks, zero_mesh, axis, rules->axis_rules, rules->name_rules);
-    } catch (const Error& e) {
-      throw InvalidArgument("--param-sharding '" + param_sharding_ + "': " + e.what());
-    }
-  }
-
-  // One line per parameter of the first layer and per parameter outside the layers ("h.*"
-  // stands for every layer): its shape, the block a rank holds, its placement over the whole
-  // mesh (the model axis' split, then ZeRO's of the block) and why ZeRO split it so.
-  static std::string parameter_plan(const std::vector<train::ParameterSpec>& specs,
-                                    const std::vector<PartitionSpec>& placements,
-                                    const train::ParameterShardings* shardings) {
-    std::vector<std::vector<std::string>> rows{{"parameter", "shape", "block", "placement", "why"}};
-    std::set<std::string> shown;
-    for (std::size_t p = 0; p < specs.size(); ++p) {
-      std::string name = specs[p].name;
-      const std::size_t layer = name.find(".h.");
-      if (layer != std::string::npos) {
-        const std::size_t end = name.find('.', layer + 3);
-        name = name.substr(0, layer) + ".h.*" + name.substr(end);
-      }
-      if (!shown.insert(name).second) continue;
-      const PartitionSpec zero = shardings != nullptr ? shardings->specs[p] : PartitionSpec();
-      Shape block = specs[p].shape;
-      if (shardings != nullptr) {
-        block = NamedSharding(Mesh({shardings->axis}, {shardings->size}), zero, Evenness::kUneven)
-                    .shard_shape(specs[p].shape);
-      }
-      const std::string why = shardings != nullptr ? shardings->reasons[p] : std::string("ZeRO 0");
-      rows.push_back(
-          {"  " + name, to_string(specs[p].whole_shape()), to_string(block),
-           train::whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string(),
-           why});
-    }
-    std::string notes;
-    if (shardings != nullptr) {
-      for (const std::string& note : shardings->notes) notes += "note: " + note + "\n";
-    }
-    return format_table(rows) + notes;
-  }
-
-  // One line: what is replicated, what is sharded how and along which axes.
-  static std::string sharding_plan(int zero, const train::ParallelContext& context,
-                                   models::GptModel& model) {
-    if (context.shard_axis().empty()) {
-      return "parameters, gradients and optimizer state replicated over the data-parallel ranks "
-             "(the mesh has none)";
-    }
-    const std::string& axis = context.shard_axis();
-    const std::string along =
-        " along " + axis + (context.replica_axis().empty() ? "" : ", replicated along data (HSDP)");
-    const std::string blocks = "each rank's blocks of the parameters (below), " +
-                               std::to_string(context.degree(axis)) + " ranks" + along;
-    switch (zero) {
-      case 0: return "parameters, gradients and optimizer state replicated";
-      case 1: return "parameters and gradients replicated, optimizer state sharded: " + blocks;
-      case 2: return "parameters replicated, gradients and optimizer state sharded: " + blocks;
-      default:
-        return "parameters, gradients and optimizer state sharded: " + blocks + "; each of " +
-               std::to_string(model.parameters().units().size()) +
-               " units is gathered for its use and freed after";
     }
   }
 

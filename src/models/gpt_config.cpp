@@ -23,8 +23,9 @@ bool is_gpt_config(const nlohmann::json& json) {
 GptConfig gpt_config_of(const nlohmann::json& json, const std::string& what) {
   const std::string named = what + ": ";
   if (!json.is_object()) {
-    throw InvalidArgument(named + "expected a JSON object with n_layer, n_head, n_embd, "
-                                  "block_size and vocab_size, not " +
+    throw InvalidArgument(named +
+                          "expected a JSON object with n_layer, n_head, n_embd, "
+                          "block_size and vocab_size, not " +
                           shardwise::detail::json_type_name(json));
   }
   for (const auto& [key, value] : json.items()) {
