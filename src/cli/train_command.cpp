@@ -1,7 +1,6 @@
 // `shardwise train`: the GPT trained through the training layer, on one rank or a data x fsdp
 // mesh of ranks (threads, or processes under mpirun), printing progress for a person or one JSON
 // object per line.
-#include <sys/stat.h>
 #include <CLI/CLI.hpp>
 #include <bit>
 #include <chrono>
@@ -13,7 +12,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
-#include <set>
 #include <sstream>
 
 #include "backend_flag.hpp"
@@ -24,7 +22,6 @@
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
-#include "shardwise/core/named_sharding.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/plan/cost_model.hpp"
