@@ -125,14 +125,13 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
   return static_cast<double>(plan::evaluate(shape, cluster, setup, layout).memory.total());
 }
 
-// The bytes of the --data file as the corpus, the file named in any error.
-train::Corpus corpus_from(const std::string& path, std::size_t seq) {
-  std::string text = read_file(path, "--data");
-  try {
-    return {std::move(text), seq};
-  } catch (const InvalidArgument& e) {
-    throw InvalidArgument("--data '" + path + "': " + e.what());
-  }
+// The --data file (and --val-data, in the same format) as the corpus: read where batches need
+// it, never whole, every id checked against the model's vocabulary as it is drawn.
+train::Corpus corpus_from(const std::string& data, const std::optional<std::string>& val_data,
+                          train::TokenFormat format, std::size_t seq, std::size_t vocab) {
+  auto train = train::file_source(data, format, "--data");
+  auto held_out = val_data ? train::file_source(*val_data, format, "--val-data") : nullptr;
+  return {std::move(train), std::move(held_out), seq, vocab};
 }
 
 std::string bytes_text(std::size_t bytes) {
@@ -167,7 +166,14 @@ class TrainCommand final : public Command {
     app_->add_option("--seed", seed_, "Seed of the initialisation and of the batches")
         ->default_val("1337");
     app_->add_option("--data", data_,
-                     "A text file (its bytes are the tokens); default: a built-in corpus");
+                     "Training data of any size: a text file (its bytes are the tokens) or a "
+                     "token file (--data-format); default: a built-in corpus");
+    app_->add_option("--data-format", data_format_,
+                     "text (bytes), tokens-u16 or tokens-u32 (nanoGPT's train.bin: little-endian "
+                     "ids, checked against the vocabulary)")
+        ->default_val("text");
+    app_->add_option("--val-data", val_data_,
+                     "Held-out data in the same format (default: the last tenth of --data)");
     app_->add_option("--eval-every", eval_every_, "Validation loss every K steps (0: never)")
         ->default_val("0");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
@@ -193,9 +199,15 @@ class TrainCommand final : public Command {
 
   void run(std::ostream& out) const override {
     const models::GptConfig config = model_config(model_);
-    if (config.vocab_size < 256) {
+    const train::TokenFormat format = train::parse_token_format(data_format_, "--data-format");
+    if (format == train::TokenFormat::kText && config.vocab_size < 256) {
       throw InvalidArgument("--model: vocab_size " + std::to_string(config.vocab_size) +
                             " is below 256, the byte tokens' vocabulary");
+    }
+    if (!data_ && (val_data_ || app_->get_option("--data-format")->count() > 0)) {
+      throw InvalidArgument(std::string(val_data_ ? "--val-data" : "--data-format") +
+                            " describes --data, which is not given (the built-in corpus is "
+                            "text)");
     }
     const Mesh mesh = train_mesh(mesh_);
     const int ranks = static_cast<int>(mesh.size());
@@ -279,40 +291,71 @@ class TrainCommand final : public Command {
                             " needs --zero 1, 2 or 3 (with --zero 0 nothing is sharded)");
     }
     const train::Corpus corpus =
-        data_ ? corpus_from(*data_, settings.seq) : train::Corpus::builtin(settings.seq);
+        data_ ? corpus_from(*data_, val_data_, format, settings.seq, config.vocab_size)
+              : train::Corpus::builtin(settings.seq);
     std::mutex mutex;
-    backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
-      if (comm.size() != ranks) {
-        throw InvalidArgument("--mesh " + mesh.to_string() + " has " + std::to_string(ranks) +
-                              " devices but the job has " + std::to_string(comm.size()) + " ranks");
-      }
-      check_ranks_agree(
-          comm,
-          {{"--model", std::to_string(config.n_layer) + "," + std::to_string(config.n_head) + "," +
-                           std::to_string(config.n_embd) + "," + std::to_string(config.block_size) +
-                           "," + std::to_string(config.vocab_size)},
-           {"--mesh", mesh.to_string()},
-           {"--zero", std::to_string(settings.zero)},
-           {"--steps", std::to_string(settings.steps)},
-           {"--batch", std::to_string(settings.batch)},
-           {"--seq", std::to_string(settings.seq)},
-           {"--lr", std::to_string(std::bit_cast<std::uint32_t>(settings.learning_rate))},
-           {"--warmup", std::to_string(settings.warmup)},
-           {"--seed", std::to_string(settings.seed)},
-           {"--data", std::to_string(corpus.fingerprint())},
-           {"--eval-every", std::to_string(eval_every)},
-           {"--no-overlap", settings.overlap ? "off" : "on"},
-           {"--sequence-parallel", sequence_parallel_ ? "on" : "off"},
-           {"--param-sharding", sharding_specs},
-           {"--backend", backend.name},
-           {"--threads", std::to_string(threads)},
-           {"--json", json_ ? "on" : "off"}});
-      if (threads > 0) kernels::set_blas_threads(threads);
-      train_rank(comm, mesh, config, placements, settings, corpus, eval_every, out, mutex);
-    });
+    // Input found bad on a rank (a token file's id outside the vocabulary, drawn at step 900)
+    // stays the user's error, not the runtime's: the first such message, with its rank.
+    std::optional<std::string> input_error;
+    try {
+      backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
+        try {
+          train_process(comm, mesh, config, placements, settings, corpus, eval_every, threads,
+                        sharding_specs, backend.name, out, mutex);
+        } catch (const InvalidArgument& e) {
+          const std::lock_guard lock(mutex);
+          if (!input_error) {
+            input_error = (ranks > 1 && !backend.rank_per_process
+                               ? "rank " + std::to_string(comm.rank()) + ": "
+                               : std::string()) +
+                          e.what();
+          }
+          throw;
+        }
+      });
+    } catch (const CommError&) {
+      if (input_error) throw InvalidArgument(*input_error);
+      throw;
+    }
   }
 
  private:
+  // One rank's run: the settings every process must share compared, then its training.
+  void train_process(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
+                     const std::vector<PartitionSpec>& placements,
+                     const train::TrainSettings& settings, const train::Corpus& corpus,
+                     std::int64_t eval_every, int threads, const std::string& sharding_specs,
+                     const std::string& backend_name, std::ostream& out, std::mutex& mutex) const {
+    const int ranks = static_cast<int>(mesh.size());
+    if (comm.size() != ranks) {
+      throw InvalidArgument("--mesh " + mesh.to_string() + " has " + std::to_string(ranks) +
+                            " devices but the job has " + std::to_string(comm.size()) + " ranks");
+    }
+    check_ranks_agree(
+        comm,
+        {{"--model", std::to_string(config.n_layer) + "," + std::to_string(config.n_head) + "," +
+                         std::to_string(config.n_embd) + "," + std::to_string(config.block_size) +
+                         "," + std::to_string(config.vocab_size)},
+         {"--mesh", mesh.to_string()},
+         {"--zero", std::to_string(settings.zero)},
+         {"--steps", std::to_string(settings.steps)},
+         {"--batch", std::to_string(settings.batch)},
+         {"--seq", std::to_string(settings.seq)},
+         {"--lr", std::to_string(std::bit_cast<std::uint32_t>(settings.learning_rate))},
+         {"--warmup", std::to_string(settings.warmup)},
+         {"--seed", std::to_string(settings.seed)},
+         {"--data", std::to_string(corpus.fingerprint())},
+         {"--eval-every", std::to_string(eval_every)},
+         {"--no-overlap", settings.overlap ? "off" : "on"},
+         {"--sequence-parallel", sequence_parallel_ ? "on" : "off"},
+         {"--param-sharding", sharding_specs},
+         {"--backend", backend_name},
+         {"--threads", std::to_string(threads)},
+         {"--json", json_ ? "on" : "off"}});
+    if (threads > 0) kernels::set_blas_threads(threads);
+    train_rank(comm, mesh, config, placements, settings, corpus, eval_every, out, mutex);
+  }
+
   void train_rank(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
                   const std::vector<PartitionSpec>& placements,
                   const train::TrainSettings& settings, const train::Corpus& corpus,
@@ -443,6 +486,8 @@ class TrainCommand final : public Command {
   std::optional<std::string> warmup_;
   std::string seed_;
   std::optional<std::string> data_;
+  std::string data_format_;
+  std::optional<std::string> val_data_;
   std::string eval_every_;
   std::optional<std::string> threads_;
   std::string backend_;

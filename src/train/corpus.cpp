@@ -1,19 +1,58 @@
 #include "shardwise/train/corpus.hpp"
 
+#include <limits>
+
 #include "detail/splitmix.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::train {
-Corpus::Corpus(std::string text, std::size_t seq) : bytes_(std::move(text)) {
-  split_ = bytes_.size() - bytes_.size() / 10;
-  if (seq < 1 || split_ < seq + 1 || bytes_.size() - split_ < seq + 1) {
-    throw InvalidArgument("the data has " + std::to_string(bytes_.size()) +
-                          " bytes; sequences of " + std::to_string(seq) + " tokens need at least " +
-                          std::to_string(10 * (seq + 1)) + " (a tenth is held out)");
+
+Corpus::Corpus(std::shared_ptr<const TokenSource> data,
+               std::shared_ptr<const TokenSource> validation, std::size_t seq, std::size_t vocab)
+    : train_(std::move(data)), val_(std::move(validation)), vocab_(vocab) {
+  if (!train_) throw InvalidArgument("a corpus needs its training data");
+  const std::size_t total = train_->size();
+  if (val_) {
+    train_end_ = total;
+    val_begin_ = 0;
+    val_end_ = val_->size();
+  } else {
+    val_ = train_;
+    train_end_ = total - total / 10;
+    val_begin_ = train_end_;
+    val_end_ = total;
+  }
+  const auto too_short = [&](const TokenSource& source, std::size_t tokens, std::size_t needed) {
+    return InvalidArgument(source.name() + " has " + std::to_string(tokens) +
+                           " tokens; sequences of " + std::to_string(seq) +
+                           " tokens need at least " + std::to_string(needed) +
+                           (val_ == train_ ? " (a tenth is held out, and each part needs one "
+                                             "sequence and its targets)"
+                                           : " (one sequence and its targets)"));
+  };
+  if (seq < 1 || seq == std::numeric_limits<std::size_t>::max()) {
+    throw InvalidArgument("sequences of " + std::to_string(seq) + " tokens cannot be drawn");
+  }
+  if (val_ == train_) {
+    if (val_end_ - val_begin_ < seq + 1) {
+      const std::size_t needed = (seq + 1) > std::numeric_limits<std::size_t>::max() / 10
+                                     ? std::numeric_limits<std::size_t>::max()
+                                     : 10 * (seq + 1);
+      throw too_short(*train_, total, needed);
+    }
+  } else {
+    if (train_end_ < seq + 1) throw too_short(*train_, train_end_, seq + 1);
+    if (val_end_ < seq + 1) throw too_short(*val_, val_end_, seq + 1);
   }
 }
 
-std::uint64_t Corpus::fingerprint() const { return detail::fnv1a(bytes_); }
+Corpus::Corpus(std::string text, std::size_t seq)
+    : Corpus(bytes_source(std::move(text), "the data"), nullptr, seq, 256) {}
+
+std::uint64_t Corpus::fingerprint() const {
+  const std::uint64_t train = train_->fingerprint();
+  return val_ == train_ ? train : detail::splitmix64(train ^ (val_->fingerprint() << 1));
+}
 
 Corpus Corpus::builtin(std::size_t seq) {
   // Counting sentences: regular enough to learn fast, varied enough that the loss shows it.
@@ -29,18 +68,19 @@ Corpus Corpus::builtin(std::size_t seq) {
       text += n == 9 ? ".\n" : ", ";
     }
   }
-  return Corpus(text, seq);
+  return Corpus(bytes_source(std::move(text), "the built-in corpus"), nullptr, seq, 256);
 }
 
 TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, std::size_t first,
                          std::size_t count, std::size_t seq) const {
-  const std::size_t begin = split == Split::kTrain ? 0 : split_;
-  const std::size_t length = (split == Split::kTrain ? split_ : bytes_.size()) - begin;
+  const TokenSource& source = split == Split::kTrain ? *train_ : *val_;
+  const std::size_t begin = split == Split::kTrain ? 0 : val_begin_;
+  const std::size_t length = (split == Split::kTrain ? train_end_ : val_end_) - begin;
   // A sequence and its next token must fit in the split, with room to start at more than one
   // place.
   if (seq < 1 || length < seq + 1) {
     throw InvalidArgument("sequences of " + std::to_string(seq) + " tokens do not fit in the " +
-                          std::to_string(length) + " bytes of the " +
+                          std::to_string(length) + " tokens of the " +
                           (split == Split::kTrain ? "training" : "held-out") + " data");
   }
   TokenBatch out;
@@ -48,16 +88,26 @@ TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, st
   out.seq = seq;
   out.tokens.reserve(count * seq);
   out.targets.reserve(count * seq);
+  std::vector<std::int32_t> window(seq + 1);
   for (std::size_t s = first; s < first + count; ++s) {
     // Where sequence s of this step starts: the same on every rank and mesh.
     const std::uint64_t stream = split == Split::kTrain ? 0x7472ULL : 0x76616cULL;
     const std::uint64_t draw =
         detail::splitmix64(detail::splitmix64(seed ^ stream) ^ detail::splitmix64(step) ^ s);
     const std::size_t start = begin + static_cast<std::size_t>(draw % (length - seq));
-    for (std::size_t t = 0; t < seq; ++t) {
-      out.tokens.push_back(static_cast<unsigned char>(bytes_[start + t]));
-      out.targets.push_back(static_cast<unsigned char>(bytes_[start + t + 1]));
+    source.read(start, seq + 1, window.data());
+    for (std::size_t t = 0; t <= seq; ++t) {
+      if (window[t] < 0 || static_cast<std::size_t>(window[t]) >= vocab_) {
+        throw InvalidArgument(
+            source.name() + ": token " + std::to_string(start + t) + " (byte " +
+            std::to_string(source.byte_of(start + t)) + ") is the id " +
+            (window[t] < 0 ? std::string("above 2^31") : std::to_string(window[t])) +
+            ", outside the model's vocabulary 0.." + std::to_string(vocab_ - 1));
+      }
     }
+    out.tokens.insert(out.tokens.end(), window.begin(),
+                      window.begin() + static_cast<std::ptrdiff_t>(seq));
+    out.targets.insert(out.targets.end(), window.begin() + 1, window.end());
   }
   return out;
 }

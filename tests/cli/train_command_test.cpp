@@ -168,7 +168,7 @@ TEST(TrainCommand, BadInput) {
                    "expected an integer of at most 64 bits");
   expect_bad_input({"train", "--data", "/dev/null"}, "--data '/dev/null' is not a regular file");
   expect_bad_input({"train", "--data", source_path("examples/models/gpt_micro.json")},
-                   "gpt_micro.json': the data has 79 bytes; sequences of 64 tokens need at least");
+                   "gpt_micro.json' has 79 tokens; sequences of 64 tokens need at least 650");
   expect_bad_input({"train", "--mesh", "Mesh('data': 2, devices=[5, 7])"},
                    "--mesh: Mesh('data': 2, devices=[5, 7]) names devices");
   expect_bad_input({"train", "--mesh", "data=two"}, "--mesh: ");

@@ -507,7 +507,7 @@ TEST(Trainer, BadSettingsAreNamed) {
               HasSubstr("the parameter shardings are for 4 ranks along 'fsdp'; the shard group "
                         "has 2"));
   EXPECT_THAT(error_of([] { (void)Corpus("too short", 16); }),
-              HasSubstr("the data has 9 bytes; sequences of 16 tokens need at least 170"));
+              HasSubstr("the data has 9 tokens; sequences of 16 tokens need at least 170"));
 }
 
 TEST(Corpus, BatchesDependOnStepAndSequenceOnly) {
@@ -521,7 +521,7 @@ TEST(Corpus, BatchesDependOnStepAndSequenceOnly) {
   // Longer sequences than the data holds are refused, not read past its end.
   const Corpus small(std::string(200, 'a'), 8);
   EXPECT_THAT(error_of([&] { (void)small.batch(Corpus::Split::kValidation, 1, 1, 0, 1, 20); }),
-              HasSubstr("sequences of 20 tokens do not fit in the 20 bytes of the held-out data"));
+              HasSubstr("sequences of 20 tokens do not fit in the 20 tokens of the held-out data"));
 }
 
 }  // namespace

@@ -1,12 +1,17 @@
 #pragma once
-// Byte-level training data: the bytes of a text are its tokens (vocabulary 256). The last tenth
-// is held out for validation. Batches are a function of the step, the seed and the split alone,
-// so every mesh trains on the same tokens; a rank takes its part of the global batch.
+// Training data: tokens from a TokenSource (bytes of a text, or a token file of any size), the
+// held-out part either a validation source of its own or the last tenth. Batches are a function
+// of the step, the seed and the split alone, so every mesh trains on the same tokens; a rank
+// takes its part of the global batch. Every id a batch draws is checked against the model's
+// vocabulary, naming where it lies: a token file of tens of GiB is never read whole.
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "shardwise/train/token_source.hpp"
 
 namespace shardwise::train {
 
@@ -19,28 +24,37 @@ struct TokenBatch {
 
 class Corpus {
  public:
-  // The bytes of `text`; InvalidArgument when it is too short for one sequence of `seq`
-  // tokens in both splits.
+  // Training tokens from `data`, held-out ones from `validation` (or, where it is null, the last
+  // tenth of `data`), ids below `vocab`. InvalidArgument naming the source when a split is too
+  // short for one sequence of `seq` tokens and its targets.
+  Corpus(std::shared_ptr<const TokenSource> data, std::shared_ptr<const TokenSource> validation,
+         std::size_t seq, std::size_t vocab);
+  // The bytes of `text`, a tenth held out, vocabulary 256.
   Corpus(std::string text, std::size_t seq);
   // A deterministic built-in text with structure a small model learns within a few hundred
   // steps.
   static Corpus builtin(std::size_t seq);
 
-  [[nodiscard]] std::size_t train_tokens() const { return split_; }
-  [[nodiscard]] std::size_t val_tokens() const { return bytes_.size() - split_; }
-  // A hash of the text (FNV-1a), the same in every process that holds the same bytes.
+  [[nodiscard]] std::size_t train_tokens() const { return train_end_; }
+  [[nodiscard]] std::size_t val_tokens() const { return val_end_ - val_begin_; }
+  // The same in every process that holds the same data (TokenSource::fingerprint of each source).
   [[nodiscard]] std::uint64_t fingerprint() const;
 
   enum class Split { kTrain, kValidation };
   // Sequences [first, first + count) of the global batch of `step`: sequence s starts at a
   // position drawn from (seed, split, step, s) alone. An InvalidArgument where `seq` tokens and
-  // their targets do not fit in the split.
+  // their targets do not fit in the split, or an id is outside the vocabulary (naming the
+  // source, the token's index and its byte).
   [[nodiscard]] TokenBatch batch(Split split, std::uint64_t seed, std::uint64_t step,
                                  std::size_t first, std::size_t count, std::size_t seq) const;
 
  private:
-  std::string bytes_;
-  std::size_t split_ = 0;  // where the held-out tail starts
+  std::shared_ptr<const TokenSource> train_;
+  std::shared_ptr<const TokenSource> val_;  // train_ itself when the tail is held out
+  std::size_t train_end_ = 0;               // training tokens: [0, train_end_) of train_
+  std::size_t val_begin_ = 0;               // held-out tokens: [val_begin_, val_end_) of val_
+  std::size_t val_end_ = 0;
+  std::size_t vocab_ = 256;
 };
 
 }  // namespace shardwise::train
