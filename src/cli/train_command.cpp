@@ -30,9 +30,11 @@
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/placement.hpp"
+#include "shardwise/train/run_log.hpp"
 #include "shardwise/train/trainer.hpp"
 #include "text_table.hpp"
 #include "train_layout.hpp"
+#include "train_log.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -191,6 +193,10 @@ class TrainCommand final : public Command {
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
                    "measure what overlap hides)");
     app_->add_flag("--json", json_, "One JSON object per line");
+    app_->add_option("--log-dir", log_dir_,
+                     "Keep the run's logs in this folder (rank 0 writes): TensorBoard event files "
+                     "(tensorboard --logdir DIR), metrics.jsonl with the same numbers, and "
+                     "config.json, every setting resolved");
   }
 
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
@@ -351,15 +357,18 @@ class TrainCommand final : public Command {
          {"--param-sharding", sharding_specs},
          {"--backend", backend_name},
          {"--threads", std::to_string(threads)},
-         {"--json", json_ ? "on" : "off"}});
+         {"--json", json_ ? "on" : "off"},
+         {"--log-dir", log_dir_ ? "given" : "not given"}});
     if (threads > 0) kernels::set_blas_threads(threads);
-    train_rank(comm, mesh, config, placements, settings, corpus, eval_every, out, mutex);
+    train_rank(comm, mesh, config, placements, settings, corpus, eval_every, out, mutex,
+               backend_name, threads);
   }
 
   void train_rank(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
                   const std::vector<PartitionSpec>& placements,
                   const train::TrainSettings& settings, const train::Corpus& corpus,
-                  std::int64_t eval_every, std::ostream& out, std::mutex& mutex) const {
+                  std::int64_t eval_every, std::ostream& out, std::mutex& mutex,
+                  const std::string& backend_name, int threads) const {
     const bool speaks = comm.rank() == 0;
     train::ParallelContext context(comm, mesh);
     models::GptModel model(config, settings.seed, context, placements, sequence_parallel_);
@@ -368,8 +377,33 @@ class TrainCommand final : public Command {
     for (const train::ParameterSpec& spec : model.parameters().specs()) {
       parameters += static_cast<std::size_t>(num_elements(spec.whole_shape()));
     }
+    std::unique_ptr<train::RunLog> log;
+    if (log_dir_ && speaks) {
+      TrainRunDescription run{
+          model_,
+          config,
+          &mesh,
+          backend_name,
+          threads,
+          settings,
+          eval_every,
+          sequence_parallel_,
+          json_,
+          param_sharding_,
+          data_ ? *data_ : "built-in",
+          data_format_,
+          val_data_,
+          corpus.train_tokens(),
+          corpus.val_tokens(),
+          corpus.fingerprint(),
+          sharding_plan(settings.zero, context, model.parameters().units().size()),
+          parameter_plan_rows(model.parameters().specs(), placements, trainer.shardings()),
+          trainer.shardings() != nullptr ? trainer.shardings()->notes : std::vector<std::string>{}};
+      log = std::make_unique<train::RunLog>(*log_dir_, run_config_json(run));
+    }
     if (speaks && !json_) {
       std::lock_guard lock(mutex);
+      if (log) out << "logs: " << *log_dir_ << " (tensorboard --logdir " << *log_dir_ << ")\n";
       out << "mesh " << mesh.to_string() << " (" << comm.size() << " rank"
           << (comm.size() > 1 ? "s" : "") << ", " << comm.backend() << "), GPT " << config.n_layer
           << " layers x " << config.n_embd << " wide, " << parameters << " parameters\n"
@@ -385,6 +419,7 @@ class TrainCommand final : public Command {
           << "\n";
       out << parameter_plan(model.parameters().specs(), placements, trainer.shardings());
     }
+    std::vector<RankMemory> memory(static_cast<std::size_t>(comm.size()));
     // What this rank sent along each axes in training steps (not in validation).
     std::map<std::string, std::int64_t> per_axes;
     const auto add_sent = [&](std::int64_t sign) {
@@ -402,6 +437,15 @@ class TrainCommand final : public Command {
       loss = stats.loss;
       std::optional<float> val;
       if (eval_every > 0 && s % eval_every == 0) val = trainer.validation_loss(4);
+      if (log_dir_) {
+        const RankMemory mine{
+            static_cast<std::int64_t>(trainer.params_bytes() + trainer.grads_bytes() +
+                                      trainer.optimizer_bytes() + model.gpt().activation_bytes() +
+                                      trainer.gathered_peak_bytes()),
+            resident_bytes()};
+        comm.all_gather(&mine, memory.data(), 2, DType::kI64, world_group(comm.size()));
+        if (log) log->record(s, step_scalars(stats, seconds, tokens_per_s, val, memory));
+      }
       if (!speaks) continue;
       std::lock_guard lock(mutex);
       if (json_) {
@@ -491,6 +535,7 @@ class TrainCommand final : public Command {
   std::string eval_every_;
   std::optional<std::string> threads_;
   std::string backend_;
+  std::optional<std::string> log_dir_;
   bool json_ = false;
   bool no_overlap_ = false;
   bool sequence_parallel_ = false;

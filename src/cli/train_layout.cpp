@@ -64,10 +64,10 @@ train::ParameterShardings zero_shardings(const std::string& source,
   }
 }
 
-std::string parameter_plan(const std::vector<train::ParameterSpec>& specs,
-                           const std::vector<PartitionSpec>& placements,
-                           const train::ParameterShardings* shardings) {
-  std::vector<std::vector<std::string>> rows{{"parameter", "shape", "block", "placement", "why"}};
+std::vector<ParameterPlanRow> parameter_plan_rows(const std::vector<train::ParameterSpec>& specs,
+                                                  const std::vector<PartitionSpec>& placements,
+                                                  const train::ParameterShardings* shardings) {
+  std::vector<ParameterPlanRow> rows;
   std::set<std::string> shown;
   for (std::size_t p = 0; p < specs.size(); ++p) {
     std::string name = specs[p].name;
@@ -83,16 +83,27 @@ std::string parameter_plan(const std::vector<train::ParameterSpec>& specs,
       block = NamedSharding(Mesh({shardings->axis}, {shardings->size}), zero, Evenness::kUneven)
                   .shard_shape(specs[p].shape);
     }
-    const std::string why = shardings != nullptr ? shardings->reasons[p] : std::string("ZeRO 0");
     rows.push_back(
-        {"  " + name, to_string(specs[p].whole_shape()), to_string(block),
-         train::whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string(), why});
+        {name, specs[p].whole_shape(), block,
+         train::whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string(),
+         shardings != nullptr ? shardings->reasons[p] : std::string("ZeRO 0")});
+  }
+  return rows;
+}
+
+std::string parameter_plan(const std::vector<train::ParameterSpec>& specs,
+                           const std::vector<PartitionSpec>& placements,
+                           const train::ParameterShardings* shardings) {
+  std::vector<std::vector<std::string>> table{{"parameter", "shape", "block", "placement", "why"}};
+  for (const ParameterPlanRow& row : parameter_plan_rows(specs, placements, shardings)) {
+    table.push_back(
+        {"  " + row.name, to_string(row.shape), to_string(row.block), row.placement, row.why});
   }
   std::string notes;
   if (shardings != nullptr) {
     for (const std::string& note : shardings->notes) notes += "note: " + note + "\n";
   }
-  return format_table(rows) + notes;
+  return format_table(table) + notes;
 }
 
 std::string sharding_plan(int zero, const train::ParallelContext& context, std::size_t units) {

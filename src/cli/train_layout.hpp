@@ -9,6 +9,7 @@
 
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/core/partition_spec.hpp"
+#include "shardwise/core/shape.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
@@ -26,9 +27,23 @@ train::ParameterShardings zero_shardings(const std::string& source,
                                          const Mesh& mesh,
                                          const std::optional<ShardingRules>& rules);
 
-// One line per parameter of the first layer and per parameter outside the layers ("h.*" stands
-// for every layer): its shape, the block a rank holds, its placement over the whole mesh (the
-// model axis' split, then ZeRO's of the block) and why ZeRO split it so.
+// What the plan says of one parameter ("h.*" in its name standing for every layer): its shape,
+// the block a rank holds, its placement over the whole mesh (the model axis' split, then ZeRO's
+// of the block) and why ZeRO split it so.
+struct ParameterPlanRow {
+  std::string name;
+  Shape shape;
+  Shape block;
+  std::string placement;
+  std::string why;
+};
+
+// A row per parameter of the first layer and per parameter outside the layers.
+std::vector<ParameterPlanRow> parameter_plan_rows(const std::vector<train::ParameterSpec>& specs,
+                                                  const std::vector<PartitionSpec>& placements,
+                                                  const train::ParameterShardings* shardings);
+
+// parameter_plan_rows as a table, then ZeRO's notes.
 std::string parameter_plan(const std::vector<train::ParameterSpec>& specs,
                            const std::vector<PartitionSpec>& placements,
                            const train::ParameterShardings* shardings);

@@ -1,6 +1,7 @@
 // `shardwise train --data` as a user points it at prepared data: a text file and a token file
 // holding the same ids train to the same losses, a validation file of its own replaces the
 // held-out tenth, and bad data is named.
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -134,6 +135,49 @@ TEST(TrainData, BadDataIsNamed) {
   expect_bad_input({"train", "--model", micro, "--data", ids, "--val-data", "/dev/null",
                     "--data-format", "tokens-u16"},
                    "--val-data '/dev/null' is not a regular file");
+}
+
+// --log-dir: metrics.jsonl holds the losses the run printed (as TensorBoard's 32-bit floats),
+// config.json the run's settings, and a folder holding a run is refused before anything runs.
+TEST(TrainLogs, TheLogsHoldWhatTheRunPrinted) {
+  const std::string folder = ::testing::TempDir() + "train_logs";
+  std::filesystem::remove_all(folder);
+  const auto printed = train({"--mesh", "fsdp=2", "--zero", "3", "--log-dir", folder});
+  std::ifstream metrics(folder + "/metrics.jsonl");
+  std::vector<nlohmann::json> logged;
+  for (std::string line; std::getline(metrics, line);)
+    logged.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(logged.size(), 4U);
+  const std::vector<double> losses = values(printed, "loss");
+  const std::vector<double> val_losses = values(printed, "val_loss");
+  for (std::size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(logged[s]["step"], s + 1);
+    EXPECT_EQ(static_cast<float>(logged[s]["train/loss"].get<double>()),
+              static_cast<float>(losses[s]));
+    EXPECT_EQ(logged[s].contains("val/loss"), s % 2 == 1);
+    EXPECT_GT(logged[s]["memory/rank_1/held_bytes"].get<double>(), 0);
+    EXPECT_GT(logged[s]["train/grad_norm"].get<double>(), 0);
+  }
+  EXPECT_EQ(static_cast<float>(logged[3]["val/loss"].get<double>()),
+            static_cast<float>(val_losses[1]));
+  const auto config = nlohmann::json::parse(std::ifstream(folder + "/config.json"));
+  EXPECT_EQ(config["settings"]["zero"], 3);
+  EXPECT_EQ(config["settings"]["learning_rate"], 1e-3);
+  EXPECT_EQ(config["mesh"]["text"], "Mesh('fsdp': 2)");
+  EXPECT_EQ(config["data"]["train"]["path"], "built-in");
+  EXPECT_FALSE(config["placements"]["parameters"].empty());
+  std::size_t event_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) {
+      ++event_files;
+      EXPECT_GT(entry.file_size(), 4 * 100U);
+    }
+  }
+  EXPECT_EQ(event_files, 1U);
+  expect_bad_input({"train", "--steps", "1", "--log-dir", folder},
+                   "--log-dir '" + folder + "' already holds a run's logs");
+  expect_bad_input({"train", "--steps", "1", "--log-dir", "/dev/null"},
+                   "--log-dir '/dev/null' is not a folder");
 }
 
 }  // namespace
