@@ -7,7 +7,7 @@ packages=(
   build-essential cmake g++ clang libclang-rt-14-dev ccache git python3
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libre2-dev pkg-config
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin iproute2
   libdnnl-dev ocl-icd-opencl-dev
 )
 

@@ -69,6 +69,15 @@ class SpecsCommand final : public Command {
           "parameter_rules are not used: every parameter of the model declares its logical "
           "axes");
     }
+    const std::string fsdp_axis = config.sharding_config.fsdp_axis_name();
+    if (rules_.empty() && mesh.has_axis(fsdp_axis) && mesh.axis_size(fsdp_axis) > 1 &&
+        std::none_of(
+            layout.parameters.begin(), layout.parameters.end(),
+            [&](const ParameterLayout& p) { return p.spec.dimension_of(fsdp_axis) >= 0; })) {
+      layout.axis_notes.push_back("FSDP leaves whole every dimension below --fsdp-min-weight-size (" +
+                             std::to_string(fsdp_min_weight_size_) +
+                             "): give a smaller size to shard this model over '" + fsdp_axis + "'");
+    }
     out << (json_ ? render_specs_json(layout) + "\n" : render_specs_text(layout));
   }
 

@@ -62,9 +62,10 @@ std::string render_specs_text(const ModelLayout& layout) {
                      std::to_string(p.stage)});
   }
   out << format_table(table);
-  if (!layout.notes.empty()) {
+  if (!layout.notes.empty() || !layout.axis_notes.empty()) {
     out << "\nnotes\n";
     for (const std::string& note : layout.notes) out << "  " << note << '\n';
+    for (const std::string& note : layout.axis_notes) out << "  " << note << '\n';
   }
   out << "\nparameter bytes per device\n";
   const std::vector<std::int64_t> by_stage = layout.max_bytes_by_stage();
@@ -103,6 +104,7 @@ std::string render_specs_json(const ModelLayout& layout) {
         {"by_stage", layout.max_bytes_by_stage()},
         {"by_device", std::move(by_device)}}},
       {"notes", layout.notes},
+      {"axis_notes", layout.axis_notes},
   };
   return result.dump();
 }

@@ -1,6 +1,7 @@
 #include "shardwise/strategy/model_layout.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "shardwise/core/checked_math.hpp"
 #include "shardwise/core/error.hpp"
@@ -38,6 +39,59 @@ std::vector<std::int64_t> ModelLayout::max_bytes_by_stage() const {
   return out;
 }
 
+namespace {
+
+// A note for a mesh axis of more than one device whose rules name dimensions the parameters have
+// but that splits none of them, saying why: every such dimension is below its rule's min_size
+// (FSDP's min_weight_size), or the axis divides none. An axis no rule maps a parameter's
+// dimension onto (data parallelism's 'data', which splits the batch) replicates by design.
+std::optional<std::string> why_axis_splits_nothing(const ModelLayout& layout,
+                                                   const LogicalAxisRules& rules,
+                                                   const std::string& axis) {
+  const std::string head = "mesh axis '" + axis + "' (" +
+                           std::to_string(layout.mesh.axis_size(axis)) +
+                           " devices) splits no parameter: every device along it holds the same "
+                           "bytes; ";
+  std::vector<const LogicalAxisRule*> onto;
+  for (const LogicalAxisRule& rule : rules.rules()) {
+    if (std::find(rule.mesh_axes.begin(), rule.mesh_axes.end(), axis) != rule.mesh_axes.end()) {
+      onto.push_back(&rule);
+    }
+  }
+
+  std::string names;
+  std::int64_t largest_below = -1;  // the largest named dimension a min_size left whole
+  std::int64_t min_size = 0;
+  bool named = false;
+  bool large_enough = false;  // a named dimension at least its rule's min_size
+  for (const LogicalAxisRule* rule : onto) {
+    names += (names.empty() ? "" : ", ") + rule->logical_name;
+    for (const ParameterLayout& entry : layout.parameters) {
+      for (std::size_t d = 0; d < entry.logical_axes.size(); ++d) {
+        if (entry.logical_axes[d] != rule->logical_name) continue;
+        named = true;
+        if (entry.parameter.shape[d] < rule->min_size) {
+          largest_below = std::max(largest_below, entry.parameter.shape[d]);
+          min_size = std::max(min_size, rule->min_size);
+        } else {
+          large_enough = true;
+        }
+      }
+    }
+  }
+  if (!named) return std::nullopt;
+  if (!large_enough) {
+    return head + "its rules split dimensions named " + names + " only where they have at least " +
+           std::to_string(min_size) + " elements (the rule's min_size, FSDP's min_weight_size), " +
+           "and the largest such dimension has " + std::to_string(largest_below) +
+           " (a smaller min_size splits it)";
+  }
+  return head + "its rules split dimensions named " + names +
+         ", which it does not divide (see the notes above)";
+}
+
+}  // namespace
+
 ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
                          const LogicalAxisRules& axis_rules, const ParameterNameRules& name_rules,
                          const LayoutOptions& options) {
@@ -49,6 +103,7 @@ ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
                      stage_layers(manifest, name_rules, stages),
                      {},
                      std::vector<std::int64_t>(static_cast<std::size_t>(mesh.size()), 0),
+                     {},
                      {}};
   ResolveOptions resolve_options;
   resolve_options.units = manifest.axis_units;
@@ -96,6 +151,17 @@ ModelLayout layout_model(const ModelManifest& manifest, const Mesh& mesh,
                          "parameter bytes of a device");
     }
     layout.parameters.push_back(std::move(entry));
+  }
+  for (std::size_t a = 0; a < mesh.num_axes(); ++a) {
+    const std::string& axis = mesh.axis_names()[a];
+    if (mesh.axis_sizes()[a] == 1 || (pipelined && axis == options.pipeline_axis)) continue;
+    if (std::any_of(layout.parameters.begin(), layout.parameters.end(),
+                    [&](const ParameterLayout& e) { return e.spec.dimension_of(axis) >= 0; })) {
+      continue;
+    }
+    if (auto note = why_axis_splits_nothing(layout, axis_rules, axis)) {
+      layout.axis_notes.push_back(std::move(*note));
+    }
   }
   return layout;
 }

@@ -9,6 +9,7 @@ namespace shardwise::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::run_command;
 using testing::source_path;
 
@@ -98,6 +99,21 @@ TEST(SpecsCommand, NotesSayWhatWasDropped) {
                                "(vocab) has size 50257, not divisible by 2 shards of ('model')\n"));
 }
 
+// GPT-2 on fsdp=8 with the reference's min_weight_size 1024 shards nothing: said, with the flag
+// that changes it; with that flag, it shards.
+TEST(SpecsCommand, AnFsdpAxisThatShardsNothingNamesTheFlag) {
+  const auto r = run_command({"specs", "--model", "gpt2", "--mesh", "fsdp=8"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("mesh axis 'fsdp' (8 devices) splits no parameter"));
+  EXPECT_THAT(r.out, HasSubstr("FSDP leaves whole every dimension below --fsdp-min-weight-size "
+                               "(1024): give a smaller size to shard this model over 'fsdp'"));
+  const auto lower = run_command(
+      {"specs", "--model", "gpt2", "--mesh", "fsdp=8", "--fsdp-min-weight-size", "768"});
+  ASSERT_EQ(lower.status, 0) << lower.err;
+  EXPECT_THAT(lower.out, Not(HasSubstr("splits no parameter")));
+  EXPECT_THAT(lower.out, Not(HasSubstr("--fsdp-min-weight-size")));
+}
+
 TEST(SpecsCommand, GroupedQueryAttentionKeepsHeadsWholeOrRefuses) {
   // TinyLlama has 4 key/value heads of 64: 8 tensor-parallel ranks cannot split them.
   const std::vector<std::string> args{
@@ -115,7 +131,8 @@ TEST(SpecsCommand, GroupedQueryAttentionKeepsHeadsWholeOrRefuses) {
 TEST(SpecsCommand, BadInput) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--model", "/nonexistent.json", "--mesh", "data=2"},
-            "--model: '/nonexistent.json' is neither a model (tiny, small, gpt2) nor a readable file"},
+            "--model: '/nonexistent.json' is neither a model (tiny, small, gpt2) nor a readable "
+            "file"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "expert=2"},
             "mesh axis 'expert' is not one of data, fsdp, model, pipeline"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "pipeline=16"},

@@ -9,10 +9,12 @@
 namespace shardwise {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using testing::error_of;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const ParameterLayout& find(const ModelLayout& layout, const std::string& name) {
   for (const ParameterLayout& p : layout.parameters) {
@@ -110,10 +112,31 @@ TEST(ModelLayout, FsdpLeavesDimensionsBelowItsMinimumWhole) {
   EXPECT_EQ(find(all, "transformer.h.0.mlp.c_fc.weight").spec, (P{"fsdp", "model"}));
 }
 
+// An axis whose rules name dimensions the model has, but that splits none of them, is noted with
+// the reason; the data axis, which splits batches and no parameter, is not.
+TEST(ModelLayout, AnAxisThatSplitsNoParameterSaysWhy) {
+  const ModelManifest manifest = gpt2_manifest(Gpt2Config{.n_layer = 1});
+  const ModelLayout layout =
+      layout_with_defaults(manifest, Mesh::parse("fsdp=8"), Evenness::kStrict, 1024);
+  EXPECT_THAT(layout.axis_notes,
+              Contains(AllOf(HasSubstr("mesh axis 'fsdp' (8 devices) splits no parameter"),
+                             HasSubstr("only where they have at least 1024 elements"),
+                             HasSubstr("the largest such dimension has 768"))));
+  EXPECT_THAT(
+      layout_with_defaults(manifest, Mesh::parse("fsdp=8"), Evenness::kStrict, 768).axis_notes,
+      Not(Contains(HasSubstr("splits no parameter"))));
+  // 7 divides no dimension of the model: dropped everywhere, and said so once more in sum.
+  EXPECT_THAT(layout_with_defaults(manifest, Mesh::parse("fsdp=7")).axis_notes,
+              Contains(AllOf(HasSubstr("mesh axis 'fsdp' (7 devices) splits no parameter"),
+                             HasSubstr("which it does not divide"))));
+  EXPECT_THAT(layout_with_defaults(manifest, Mesh::parse("data=8")).axis_notes,
+              Not(Contains(HasSubstr("splits no parameter"))));
+}
+
 TEST(ModelLayout, ManifestAxesWinAndUnnamedParametersAreReported) {
   const ModelManifest manifest{{{"custom", {8, 8}, DType::kBF16, LogicalAxes{"", "mlp"}},
                                 {"mystery", {8}, DType::kF32, std::nullopt}},
-                                {}};
+                               {}};
   const Mesh mesh = Mesh::parse("model=4");
   const ModelLayout layout = layout_with_defaults(manifest, mesh);
   EXPECT_EQ(find(layout, "custom").spec, (P{None, "model"}));

@@ -36,6 +36,10 @@ struct ModelLayout {
   // dropped from dimensions they do not divide, parameters no rule named (replicated), and
   // parameters no stage rule placed (first stage).
   std::vector<std::string> notes;
+  // About the mesh rather than one parameter: each axis whose rules name dimensions the model
+  // has but that splits none of them, and why (FSDP's min_weight_size above every such
+  // dimension; an axis dividing none).
+  std::vector<std::string> axis_notes;
 
   [[nodiscard]] std::int64_t max_bytes_per_device() const;
   // Per stage, the most bytes any of its devices holds.
