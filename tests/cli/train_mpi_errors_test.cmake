@@ -55,6 +55,34 @@ foreach(_flag "--seed;7" "--threads;2" "--eval-every;1" "--warmup;1")
                   "" "${_flag}")
 endforeach()
 
+# Data: another copy on rank 1 (its fingerprint differs), and a log folder on rank 0 only.
+set(_text_a ${CMAKE_CURRENT_BINARY_DIR}/train_mpi_errors_a.txt)
+set(_text_b ${CMAKE_CURRENT_BINARY_DIR}/train_mpi_errors_b.txt)
+string(REPEAT "the same words on every host, " 100 _words)
+file(WRITE ${_text_a} "${_words}")
+file(WRITE ${_text_b} "${_words}!")
+expect_one_line("--data on rank 1" 2
+                "shardwise train: rank 0: rank 1 runs with another --data than rank 0; .*"
+                "--data;${_text_a}" "--data;${_text_b}")
+expect_one_line("--log-dir on rank 0" 2
+                "shardwise train: rank 0: rank 1 runs with another --log-dir than rank 0; .*"
+                "--log-dir;${CMAKE_CURRENT_BINARY_DIR}/train_mpi_errors_logs" "")
+# A token file whose 10th id (token 9, byte 18) is outside the vocabulary, found as the first
+# batch draws it on every rank: the user's input (status 2), named by its position.
+set(_ids ${CMAKE_CURRENT_BINARY_DIR}/train_mpi_errors_ids.u16)
+set(_val ${CMAKE_CURRENT_BINARY_DIR}/train_mpi_errors_val.u16)
+execute_process(COMMAND sh -c "printf 'a\\000%.0s' 1 2 3 4 5 6 7 8 9 > '${_ids}' && \
+printf '\\054\\001' >> '${_ids}' && printf 'a\\000%.0s' 1 2 3 4 5 6 7 >> '${_ids}' && \
+printf 'a\\000%.0s' $(seq 40) > '${_val}'" RESULT_VARIABLE _made)
+file(SIZE ${_ids} _ids_size)
+if(NOT _made EQUAL 0 OR NOT _ids_size EQUAL 34)
+  message(FATAL_ERROR "could not write the token file ${_ids} (${_ids_size} bytes)")
+endif()
+expect_one_line("an id out of the vocabulary" 2
+                "shardwise train: rank 0: --data '[^']*': token 9 \\(byte 18\\) is the id 300, outside the model's vocabulary 0..255"
+                "--data;${_ids};--val-data;${_val};--data-format;tokens-u16"
+                "--data;${_ids};--val-data;${_val};--data-format;tokens-u16")
+
 # Output that cannot be written on rank 0, at the end of a run the others finished: status 1.
 execute_process(COMMAND ${MPIEXEC} --quiet --oversubscribe
                         -np 1 sh -c "exec \"$0\" \"$@\" > /dev/full" ${COMMAND} ${_common} --steps 2
