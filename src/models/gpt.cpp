@@ -26,29 +26,39 @@ void zero(std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0F); }
 }  // namespace
 
 Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel tensor_parallel,
-         bool sequence_parallel)
-    : config_(config), store_(store), tp_(tensor_parallel), sequence_parallel_(sequence_parallel) {
+         bool sequence_parallel, std::optional<GptStageRange> range)
+    : config_(config),
+      range_(range ? *range : GptStageRange::whole(config)),
+      store_(store),
+      tp_(tensor_parallel),
+      sequence_parallel_(sequence_parallel) {
   if (sequence_parallel_ && tp_.degree() == 1) {
     throw InvalidArgument(
         "sequence parallelism splits the sequence over the model axis; the mesh has none");
   }
+  // What the stage holds, by name: its parameters are found in the store among any others.
+  std::vector<std::string> held;
+  for (const ParameterSpec& spec : gpt_stage_parameters(config_, range_)) held.push_back(spec.name);
+  has_head_ = range_.has_head(config_);
   const auto t = static_cast<std::size_t>(tp_.degree());
   const std::vector<PartitionSpec> placements = gpt_model_placements(config_, tp_.degree());
   const std::vector<ParameterSpec> whole = gpt_parameters(config_);
+  index_.assign(whole.size(), kNotHeld);
   for (std::size_t p = 0; p < whole.size(); ++p) {
     const ParameterSpec& spec = whole[p];
+    if (std::find(held.begin(), held.end(), spec.name) == held.end()) continue;
     const std::size_t i = store_.index_of(spec.name);
-    const ParameterSpec& held = store_.specs()[i];
+    const ParameterSpec& in_store = store_.specs()[i];
     Shape local = spec.shape;
     for (std::size_t d = 0; d < placements[p].size(); ++d) {
       if (!placements[p].entry(d).is_replicated()) local[d] /= static_cast<std::int64_t>(t);
     }
-    if (held.whole_shape() != spec.shape || held.shape != local) {
-      throw InvalidArgument("parameter '" + spec.name + "' has shape " + to_string(held.shape) +
-                            " of " + to_string(held.whole_shape()) + "; the model needs " +
+    if (in_store.whole_shape() != spec.shape || in_store.shape != local) {
+      throw InvalidArgument("parameter '" + spec.name + "' has shape " + to_string(in_store.shape) +
+                            " of " + to_string(in_store.whole_shape()) + "; the model needs " +
                             to_string(local) + " of " + to_string(spec.shape));
     }
-    index_.push_back(i);
+    index_[p] = i;
   }
   channels_ = config_.n_embd / t;
   heads_ = config_.n_head / t;
@@ -57,38 +67,63 @@ Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel t
   vocab_start_ = static_cast<std::size_t>(tp_.rank()) * vocab_;
 }
 
-void Gpt::size_activations(std::size_t batch, std::size_t seq) {
-  if (batch == batch_ && seq == seq_) return;
-  batch_ = batch;
-  seq_ = seq;
+std::size_t Gpt::Activations::bytes() const {
+  std::size_t floats = 0;
+  for (const auto* v :
+       {&encoded,   &ln1,      &ln1_mean, &ln1_rstd, &qkv,   &atty,     &att,    &attproj,
+        &residual2, &ln2,      &ln2_mean, &ln2_rstd, &fch,   &fch_gelu, &fcproj, &residual3,
+        &lnf,       &lnf_mean, &lnf_rstd, &logits,   &probs, &losses}) {
+    floats += v->size();
+  }
+  return floats * sizeof(float);
+}
+
+Gpt::Activations& Gpt::slot(std::size_t index) {
+  while (slots_.size() <= index) slots_.push_back(std::make_unique<Activations>());
+  return *slots_[index];
+}
+
+void Gpt::size_activations(Activations& a, std::size_t batch, std::size_t seq) const {
+  if (batch == a.batch && seq == a.seq) return;
+  a.batch = batch;
+  a.seq = seq;
   // Under tensor parallelism the widths inside attention, the MLP and the head are this
   // rank's: channels_ (C / t), width_ (4C / t), vocab_ (V / t). Under sequence parallelism the
   // residual stream, the LayerNorms' statistics and the row-parallel outputs hold this rank's
-  // positions only (R rows of the BT); the LayerNorms' gathered outputs are whole.
-  const std::size_t L = config_.n_layer, C = config_.n_embd, BT = batch * seq;
-  const std::size_t R = local_rows();
-  encoded_.assign(R * C, 0);
-  for (auto* v : {&ln1_, &ln2_}) v->assign(L * BT * C, 0);
-  for (auto* v : {&attproj_, &residual2_, &fcproj_, &residual3_}) v->assign(L * R * C, 0);
-  atty_.assign(L * BT * channels_, 0);
-  for (auto* v : {&ln1_mean_, &ln1_rstd_, &ln2_mean_, &ln2_rstd_}) v->assign(L * R, 0);
-  qkv_.assign(L * BT * 3 * channels_, 0);
-  att_.assign(L * batch * heads_ * seq * seq, 0);
-  fch_.assign(L * BT * width_, 0);
-  fch_gelu_.assign(L * BT * width_, 0);
-  lnf_.assign(BT * C, 0);
-  lnf_mean_.assign(R, 0);
-  lnf_rstd_.assign(R, 0);
-  logits_.assign(BT * vocab_, 0);
-  probs_.assign(BT * vocab_, 0);
-  losses_.assign(BT, 0);
+  // positions only (R rows of the BT); the LayerNorms' gathered outputs are whole. A stage
+  // keeps its own layers' activations, and the head's only where it has the head.
+  const std::size_t L = layers(), C = config_.n_embd, BT = batch * seq;
+  const std::size_t R = local_rows(batch, seq);
+  a.encoded.assign(R * C, 0);
+  for (auto* v : {&a.ln1, &a.ln2}) v->assign(L * BT * C, 0);
+  for (auto* v : {&a.attproj, &a.residual2, &a.fcproj, &a.residual3}) v->assign(L * R * C, 0);
+  a.atty.assign(L * BT * channels_, 0);
+  for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->assign(L * R, 0);
+  a.qkv.assign(L * BT * 3 * channels_, 0);
+  a.att.assign(L * batch * heads_ * seq * seq, 0);
+  a.fch.assign(L * BT * width_, 0);
+  a.fch_gelu.assign(L * BT * width_, 0);
+  const std::size_t head = has_head_ ? 1 : 0;
+  a.lnf.assign(head * BT * C, 0);
+  a.lnf_mean.assign(head * R, 0);
+  a.lnf_rstd.assign(head * R, 0);
+  a.logits.assign(head * BT * vocab_, 0);
+  a.probs.assign(head * BT * vocab_, 0);
+  a.losses.assign(head * BT, 0);
+}
+
+void Gpt::size_scratch(std::size_t batch, std::size_t seq) {
+  if (batch == scratch_batch_ && seq == scratch_seq_) return;
+  scratch_batch_ = batch;
+  scratch_seq_ = seq;
+  const std::size_t C = config_.n_embd, BT = batch * seq, R = local_rows(batch, seq);
   for (auto* v : {&dresidual_, &dresidual2_, &dnorm_local_}) v->assign(R * C, 0);
   dnorm_.assign(BT * C, 0);
   dbranch_.assign(BT * channels_, 0);
   dwide_.assign(BT * width_, 0);
   dwide_gelu_.assign(BT * width_, 0);
   dqkv_.assign(BT * 3 * channels_, 0);
-  dlogits_.assign(BT * vocab_, 0);
+  dlogits_.assign(has_head_ ? BT * vocab_ : 0, 0);
   if (sequence_parallel_) {
     norm_local_.assign(R * C, 0);
     partial_.assign(BT * C, 0);
@@ -96,37 +131,43 @@ void Gpt::size_activations(std::size_t batch, std::size_t seq) {
   }
 }
 
-std::size_t Gpt::local_rows() const {
-  return sequence_parallel_ ? batch_ * seq_ / static_cast<std::size_t>(tp_.degree())
-                            : batch_ * seq_;
+std::size_t Gpt::local_rows(std::size_t batch, std::size_t seq) const {
+  return sequence_parallel_ ? batch * seq / static_cast<std::size_t>(tp_.degree()) : batch * seq;
+}
+
+std::size_t Gpt::boundary_elements(std::size_t batch, std::size_t seq) const {
+  return local_rows(batch, seq) * config_.n_embd;
 }
 
 std::size_t Gpt::activation_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
-  for (const auto* v :
-       {&encoded_, &ln1_,       &ln1_mean_,    &ln1_rstd_,   &qkv_,      &atty_,       &att_,
-        &attproj_, &residual2_, &ln2_,         &ln2_mean_,   &ln2_rstd_, &fch_,        &fch_gelu_,
-        &fcproj_,  &residual3_, &lnf_,         &lnf_mean_,   &lnf_rstd_, &logits_,     &probs_,
-        &losses_,  &dresidual_, &dresidual2_,  &dbranch_,    &dwide_,    &dwide_gelu_, &dnorm_,
-        &dqkv_,    &dlogits_,   &dnorm_local_, &norm_local_, &partial_,  &dfull_}) {
+  for (const auto* v : {&dresidual_, &dresidual2_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_,
+                        &dqkv_, &dlogits_, &dnorm_local_, &norm_local_, &partial_, &dfull_}) {
     floats += v->size();
   }
-  return floats * sizeof(float);
+  return bytes + floats * sizeof(float);
 }
 
-float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                   std::size_t batch, std::size_t seq, bool backward_follows) {
+void Gpt::check_batch(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+                      std::size_t batch, std::size_t seq) const {
   if (batch < 1 || seq < 1 || seq > config_.block_size) {
     throw InvalidArgument("a batch of " + std::to_string(batch) + " sequences of " +
                           std::to_string(seq) + " tokens; expected at least one sequence of 1 to " +
                           std::to_string(config_.block_size) + " tokens");
   }
-  if (tokens.size() != batch * seq || targets.size() != batch * seq) {
+  // The first stage embeds the tokens, the last predicts the targets: each checks its own.
+  const bool needs_tokens = range_.has_embeddings();
+  if ((needs_tokens && tokens.size() != batch * seq) ||
+      (has_head_ && targets.size() != batch * seq)) {
     throw InvalidArgument("tokens and targets need " + std::to_string(batch * seq) +
                           " entries each, got " + std::to_string(tokens.size()) + " and " +
                           std::to_string(targets.size()));
   }
-  for (std::span<const std::int32_t> ids : {tokens, targets}) {
+  for (std::span<const std::int32_t> ids :
+       {needs_tokens ? tokens : std::span<const std::int32_t>(),
+        has_head_ ? targets : std::span<const std::int32_t>()}) {
     for (std::int32_t id : ids) {
       if (id < 0 || static_cast<std::size_t>(id) >= config_.vocab_size) {
         throw InvalidArgument("token " + std::to_string(id) + " is outside the vocabulary 0.." +
@@ -139,11 +180,39 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
                           std::to_string(tp_.degree()) + " model ranks; " + std::to_string(seq) +
                           " tokens do not divide among them");
   }
-  size_activations(batch, seq);
-  tokens_.assign(tokens.begin(), tokens.end());
-  targets_.assign(targets.begin(), targets.end());
+}
+
+float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+                   std::size_t batch, std::size_t seq, bool backward_follows) {
+  if (!(range_ == GptStageRange::whole(config_))) {
+    throw InvalidArgument("forward() runs the whole model; this object runs layers " +
+                          std::to_string(range_.first_layer) + " to " +
+                          std::to_string(range_.end_layer) + " (forward_stage)");
+  }
+  return forward_stage(0, tokens, targets, batch, seq, {}, {}, backward_follows);
+}
+
+void Gpt::backward(const train::GradientsReady& ready) { backward_stage(0, {}, {}, 1.0F, ready); }
+
+float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> tokens,
+                         std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
+                         std::span<const float> input, std::span<float> output,
+                         bool backward_follows) {
+  check_batch(tokens, targets, batch, seq);
+  const std::size_t boundary = boundary_elements(batch, seq);
+  if ((!range_.has_embeddings() && input.size() != boundary) ||
+      (!has_head_ && output.size() != boundary)) {
+    throw InvalidArgument("a stage's input and output hold " + std::to_string(boundary) +
+                          " floats of the residual stream; got " + std::to_string(input.size()) +
+                          " and " + std::to_string(output.size()));
+  }
+  Activations& act = slot(slot_index);
+  size_activations(act, batch, seq);
+  size_scratch(batch, seq);
+  if (range_.has_embeddings()) act.tokens.assign(tokens.begin(), tokens.end());
+  if (has_head_) act.targets.assign(targets.begin(), targets.end());
   const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
-  const std::size_t BT = batch * seq, R = local_rows();
+  const std::size_t BT = batch * seq, R = local_rows(batch, seq);
   const auto param = [&](std::size_t layer, std::size_t which) {
     return store_.value(index_[2 + layer * kPerLayer + which]);
   };
@@ -169,30 +238,35 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
       for (std::size_t c = 0; c < C; ++c) out[r * C + c] += bias[c];
     }
   };
-  head_held_ = false;
-  // Each unit is gathered just before its use and released after (no-ops unless a ZeRO-3
-  // trainer has sharded the store).
-  store_.gather(embeddings_unit());
-  if (!sequence_parallel_) {
-    tp_.embedding_forward(encoded_.data(), tokens_.data(), store_.value(index_[kWte]),
-                          store_.value(index_[kWpe]), batch, seq, C, vocab_start_, vocab_);
+  act.head_held = false;
+  if (!range_.has_embeddings()) {
+    std::copy(input.begin(), input.end(), act.encoded.begin());
   } else {
-    // Each rank's rows of the token embedding, summed and scattered along the sequence; then
-    // the positions this rank holds.
-    tp_.lookup(partial_.data(), tokens_.data(), store_.value(index_[kWte]), BT, C, vocab_start_,
-               vocab_);
-    tp_.reduce_scatter_sequence(encoded_.data(), partial_.data(), batch, seq, C);
-    const std::size_t positions = seq / static_cast<std::size_t>(tp_.degree());
-    const float* wpe =
-        store_.value(index_[kWpe]) + static_cast<std::size_t>(tp_.rank()) * positions * C;
-    for (std::size_t r = 0; r < R; ++r) {
-      for (std::size_t c = 0; c < C; ++c) encoded_[r * C + c] += wpe[(r % positions) * C + c];
+    // Each unit is gathered just before its use and released after (no-ops unless a ZeRO-3
+    // trainer has sharded the store).
+    store_.gather(embeddings_unit());
+    if (!sequence_parallel_) {
+      tp_.embedding_forward(act.encoded.data(), act.tokens.data(), store_.value(index_[kWte]),
+                            store_.value(index_[kWpe]), batch, seq, C, vocab_start_, vocab_);
+    } else {
+      // Each rank's rows of the token embedding, summed and scattered along the sequence; then
+      // the positions this rank holds.
+      tp_.lookup(partial_.data(), act.tokens.data(), store_.value(index_[kWte]), BT, C,
+                 vocab_start_, vocab_);
+      tp_.reduce_scatter_sequence(act.encoded.data(), partial_.data(), batch, seq, C);
+      const std::size_t positions = seq / static_cast<std::size_t>(tp_.degree());
+      const float* wpe =
+          store_.value(index_[kWpe]) + static_cast<std::size_t>(tp_.rank()) * positions * C;
+      for (std::size_t r = 0; r < R; ++r) {
+        for (std::size_t c = 0; c < C; ++c) act.encoded[r * C + c] += wpe[(r % positions) * C + c];
+      }
     }
+    store_.release(embeddings_unit());
   }
-  store_.release(embeddings_unit());
-  const float* residual = encoded_.data();
-  for (std::size_t l = 0; l < config_.n_layer; ++l) {
-    const LayerActivations a = layer(l);
+  const float* residual = act.encoded.data();
+  for (std::size_t i = 0; i < layers(); ++i) {
+    const std::size_t l = range_.first_layer + i;
+    const LayerActivations a = layer(act, i);
     store_.gather(layer_unit(l));
     layernorm(a.ln1, a.ln1_mean, a.ln1_rstd, residual, param(l, kLn1W), param(l, kLn1B));
     // Column-parallel Q, K and V of this rank's heads; row-parallel output projection.
@@ -208,41 +282,45 @@ float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::in
     store_.release(layer_unit(l));
     residual = a.residual3;
   }
+  if (!has_head_) {
+    std::copy(residual, residual + boundary, output.begin());
+    return 0;
+  }
   const std::size_t last = 2 + config_.n_layer * kPerLayer;
   store_.gather(final_norm_unit());
   store_.gather(embeddings_unit());
-  layernorm(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual, store_.value(index_[last]),
-            store_.value(index_[last + 1]));
+  layernorm(act.lnf.data(), act.lnf_mean.data(), act.lnf_rstd.data(), residual,
+            store_.value(index_[last]), store_.value(index_[last + 1]));
   // The output head is the token embedding (tied weights): this rank's logits are those of
   // its rows of the vocabulary.
-  kernels::matmul_forward(logits_.data(), lnf_.data(), store_.value(index_[kWte]), nullptr, BT, C,
-                          vocab_);
-  tp_.cross_entropy_forward(losses_.data(), probs_.data(), logits_.data(), targets_.data(), BT,
-                            vocab_, vocab_start_);
+  kernels::matmul_forward(act.logits.data(), act.lnf.data(), store_.value(index_[kWte]), nullptr,
+                          BT, C, vocab_);
+  tp_.cross_entropy_forward(act.losses.data(), act.probs.data(), act.logits.data(),
+                            act.targets.data(), BT, vocab_, vocab_start_);
   // Backward starts with the head and the final norm: where it follows, they stay gathered.
   if (backward_follows) {
-    head_held_ = true;
+    act.head_held = true;
   } else {
     store_.release(embeddings_unit());
     store_.release(final_norm_unit());
   }
   double sum = 0;
-  for (float loss : losses_) sum += loss;
+  for (float loss : act.losses) sum += loss;
   return static_cast<float>(sum / static_cast<double>(BT));
 }
 
-Gpt::LayerActivations Gpt::layer(std::size_t l) {
+Gpt::LayerActivations Gpt::layer(Activations& a, std::size_t l) const {
   // The LayerNorms' outputs, Q, K and V, attention and the MLP's inside are whole (BT rows);
   // the statistics, the row-parallel outputs and the residual stream are this rank's R rows.
-  const std::size_t C = config_.n_embd, BT = batch_ * seq_, R = local_rows();
-  return {ln1_.data() + l * BT * C,           ln1_mean_.data() + l * R,
-          ln1_rstd_.data() + l * R,           qkv_.data() + l * BT * 3 * channels_,
-          atty_.data() + l * BT * channels_,  att_.data() + l * batch_ * heads_ * seq_ * seq_,
-          attproj_.data() + l * R * C,        residual2_.data() + l * R * C,
-          ln2_.data() + l * BT * C,           ln2_mean_.data() + l * R,
-          ln2_rstd_.data() + l * R,           fch_.data() + l * BT * width_,
-          fch_gelu_.data() + l * BT * width_, fcproj_.data() + l * R * C,
-          residual3_.data() + l * R * C};
+  const std::size_t C = config_.n_embd, BT = a.batch * a.seq, R = local_rows(a.batch, a.seq);
+  return {a.ln1.data() + l * BT * C,           a.ln1_mean.data() + l * R,
+          a.ln1_rstd.data() + l * R,           a.qkv.data() + l * BT * 3 * channels_,
+          a.atty.data() + l * BT * channels_,  a.att.data() + l * a.batch * heads_ * a.seq * a.seq,
+          a.attproj.data() + l * R * C,        a.residual2.data() + l * R * C,
+          a.ln2.data() + l * BT * C,           a.ln2_mean.data() + l * R,
+          a.ln2_rstd.data() + l * R,           a.fch.data() + l * BT * width_,
+          a.fch_gelu.data() + l * BT * width_, a.fcproj.data() + l * R * C,
+          a.residual3.data() + l * R * C};
 }
 
 std::size_t Gpt::embeddings_unit() const { return store_.unit_of(index_[kWte]); }
@@ -253,11 +331,26 @@ std::size_t Gpt::final_norm_unit() const {
   return store_.unit_of(index_[2 + config_.n_layer * kPerLayer]);
 }
 
-void Gpt::backward(const train::GradientsReady& ready) {
-  if (batch_ == 0) throw InvalidArgument("backward before any forward");
-  const std::size_t batch = batch_, seq = seq_;
+void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_grad,
+                         std::span<float> input_grad, float loss_scale,
+                         const train::GradientsReady& ready) {
+  if (slot_index >= slots_.size() || slots_[slot_index]->batch == 0) {
+    throw InvalidArgument("backward of micro-batch slot " + std::to_string(slot_index) +
+                          " before its forward");
+  }
+  Activations& act = *slots_[slot_index];
+  const std::size_t batch = act.batch, seq = act.seq;
+  const std::size_t boundary = boundary_elements(batch, seq);
+  if ((!has_head_ && output_grad.size() != boundary) ||
+      (!range_.has_embeddings() && input_grad.size() != boundary)) {
+    throw InvalidArgument("a stage's output and input gradients hold " + std::to_string(boundary) +
+                          " floats of the residual stream; got " +
+                          std::to_string(output_grad.size()) + " and " +
+                          std::to_string(input_grad.size()));
+  }
+  size_scratch(batch, seq);
   const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
-  const std::size_t BT = batch * seq, R = local_rows();
+  const std::size_t BT = batch * seq, R = local_rows(batch, seq);
   const auto param = [&](std::size_t layer, std::size_t which) {
     return store_.value(index_[2 + layer * kPerLayer + which]);
   };
@@ -302,39 +395,45 @@ void Gpt::backward(const train::GradientsReady& ready) {
       dbias[c] += norm_grads[C + c];
     }
   };
-  const std::size_t last = 2 + config_.n_layer * kPerLayer;
-  if (!std::exchange(head_held_, false)) {
-    store_.gather(final_norm_unit());
-    store_.gather(embeddings_unit());
-  }
-  // The mean loss: every row's loss counts 1 / BT.
-  const std::vector<float> dlosses(BT, 1.0F / static_cast<float>(BT));
-  zero(dlogits_);
-  tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(), targets_.data(), BT,
-                             vocab_, vocab_start_);
-  zero(dnorm_);
-  kernels::matmul_backward(dnorm_.data(), store_.grad(index_[kWte]), nullptr, dlogits_.data(),
-                           lnf_.data(), store_.value(index_[kWte]), BT, C, vocab_);
-  const float* dlnf = column_input_grad();  // each rank's vocabulary adds its part
-  store_.release(embeddings_unit());        // its gradients stay until the embedding's backward
-  const float* top =
-      config_.n_layer > 0 ? residual3_.data() + (config_.n_layer - 1) * R * C : encoded_.data();
-  zero(dresidual_);
-  layernorm_backward(dresidual_.data(), store_.grad(index_[last]), store_.grad(index_[last + 1]),
-                     dlnf, top, store_.value(index_[last]), lnf_mean_.data(), lnf_rstd_.data());
   // The range of parameters [first, last] (store indices, contiguous in gpt_parameters order).
   const auto tell = [&](std::size_t first, std::size_t last_index) {
     if (!ready) return;
     ready(store_.offset(index_[first]),
           store_.offset(index_[last_index]) + store_.count(index_[last_index]));
   };
-  tell(last, last + 1);
-  store_.release(final_norm_unit());
+  const std::size_t L = layers();
+  if (!has_head_) {
+    std::copy(output_grad.begin(), output_grad.end(), dresidual_.begin());
+  } else {
+    const std::size_t last = 2 + config_.n_layer * kPerLayer;
+    if (!std::exchange(act.head_held, false)) {
+      store_.gather(final_norm_unit());
+      store_.gather(embeddings_unit());
+    }
+    // The mean loss: every row's loss counts loss_scale / BT.
+    const std::vector<float> dlosses(BT, loss_scale / static_cast<float>(BT));
+    zero(dlogits_);
+    tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), act.probs.data(),
+                               act.targets.data(), BT, vocab_, vocab_start_);
+    zero(dnorm_);
+    kernels::matmul_backward(dnorm_.data(), store_.grad(index_[kWte]), nullptr, dlogits_.data(),
+                             act.lnf.data(), store_.value(index_[kWte]), BT, C, vocab_);
+    const float* dlnf = column_input_grad();  // each rank's vocabulary adds its part
+    store_.release(embeddings_unit());        // its gradients stay until the embedding's backward
+    const float* top = L > 0 ? act.residual3.data() + (L - 1) * R * C : act.encoded.data();
+    zero(dresidual_);
+    layernorm_backward(dresidual_.data(), store_.grad(index_[last]), store_.grad(index_[last + 1]),
+                       dlnf, top, store_.value(index_[last]), act.lnf_mean.data(),
+                       act.lnf_rstd.data());
+    tell(last, last + 1);
+    store_.release(final_norm_unit());
+  }
   // dresidual_ holds d(the residual stream after layer l) on entry to each iteration, and
   // d(before layer l) after it (this rank's rows).
-  for (std::size_t l = config_.n_layer; l-- > 0;) {
-    const float* residual = l == 0 ? encoded_.data() : residual3_.data() + (l - 1) * R * C;
-    const LayerActivations a = layer(l);
+  for (std::size_t i = L; i-- > 0;) {
+    const std::size_t l = range_.first_layer + i;
+    const float* residual = i == 0 ? act.encoded.data() : act.residual3.data() + (i - 1) * R * C;
+    const LayerActivations a = layer(act, i);
     store_.gather(layer_unit(l));
     // residual3 = residual2 + fcproj: both get dresidual.
     dresidual2_ = dresidual_;
@@ -366,9 +465,13 @@ void Gpt::backward(const train::GradientsReady& ready) {
     tell(2 + l * kPerLayer, 2 + l * kPerLayer + kPerLayer - 1);
     store_.release(layer_unit(l));
   }
+  if (!range_.has_embeddings()) {
+    std::copy(dresidual_.begin(), dresidual_.end(), input_grad.begin());
+    return;
+  }
   if (!sequence_parallel_) {
     tp_.embedding_backward(store_.grad(index_[kWte]), store_.grad(index_[kWpe]), dresidual_.data(),
-                           tokens_.data(), batch, seq, C, vocab_start_, vocab_);
+                           act.tokens.data(), batch, seq, C, vocab_start_, vocab_);
   } else {
     // The positions this rank holds, summed over the axis (in a scratch: this pass's part);
     // the token embedding's rows from the whole gradient.
@@ -384,7 +487,7 @@ void Gpt::backward(const train::GradientsReady& ready) {
     float* dwpe = store_.grad(index_[kWpe]);
     for (std::size_t i = 0; i < dpositions.size(); ++i) dwpe[i] += dpositions[i];
     tp_.lookup_backward(store_.grad(index_[kWte]), whole_output_grad(dresidual_.data()),
-                        tokens_.data(), BT, C, vocab_start_, vocab_);
+                        act.tokens.data(), BT, C, vocab_start_, vocab_);
   }
   tell(kWte, kWpe);
 }

@@ -114,6 +114,28 @@ std::vector<ParameterSpec> gpt_parameters(const GptConfig& c) {
   return specs;
 }
 
+std::vector<ParameterSpec> gpt_stage_parameters(const GptConfig& c, const GptStageRange& range) {
+  std::vector<ParameterSpec> whole = gpt_parameters(c);
+  if (range.first_layer >= range.end_layer || range.end_layer > c.n_layer) {
+    throw InvalidArgument("a stage of layers " + std::to_string(range.first_layer) + " to " +
+                          std::to_string(range.end_layer) + " of the model's " +
+                          std::to_string(c.n_layer) +
+                          "; expected at least one layer, within the model");
+  }
+  std::vector<ParameterSpec> held;
+  const bool head = range.has_head(c);
+  for (std::size_t p = 0; p < whole.size(); ++p) {
+    const bool layer = p >= 2 && p < 2 + c.n_layer * kPerLayer;
+    const std::size_t l = layer ? (p - 2) / kPerLayer : 0;
+    const bool keep = (p == kWte && (range.has_embeddings() || head)) ||
+                      (p == kWpe && range.has_embeddings()) ||
+                      (layer && l >= range.first_layer && l < range.end_layer) ||
+                      (p >= 2 + c.n_layer * kPerLayer && head);
+    if (keep) held.push_back(std::move(whole[p]));
+  }
+  return held;
+}
+
 std::vector<PartitionSpec> gpt_model_placements(const GptConfig& c, int degree) {
   std::vector<ParameterSpec> specs = gpt_parameters(c);
   std::vector<PartitionSpec> placements(specs.size());

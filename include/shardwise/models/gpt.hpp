@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -77,26 +78,50 @@ void check_model_placements(const GptConfig& config, int degree,
     const GptConfig& config, const train::ParallelContext& context,
     const std::vector<PartitionSpec>& placements);
 
+// The part of the GPT one pipeline stage (or one of its model chunks) runs: layers
+// [first_layer, end_layer), led by the embeddings where first_layer is 0 and closed by the final
+// LayerNorm, the tied head and the loss where end_layer is n_layer. Between stages passes the
+// residual stream (this rank's rows of it under sequence parallelism).
+struct GptStageRange {
+  std::size_t first_layer = 0;
+  std::size_t end_layer = 0;
+
+  [[nodiscard]] static GptStageRange whole(const GptConfig& config) { return {0, config.n_layer}; }
+  [[nodiscard]] bool has_embeddings() const { return first_layer == 0; }
+  [[nodiscard]] bool has_head(const GptConfig& config) const { return end_layer == config.n_layer; }
+  friend bool operator==(const GptStageRange&, const GptStageRange&) = default;
+};
+
+// gpt_parameters' names a stage holds: the token embedding where it has the embeddings or the
+// head (the head is tied to it), the position embedding with the embeddings, its layers' and,
+// with the head, the final LayerNorm's. An InvalidArgument names a range outside the model or
+// an empty one.
+[[nodiscard]] std::vector<train::ParameterSpec> gpt_stage_parameters(const GptConfig& config,
+                                                                     const GptStageRange& range);
+
 class Gpt {
  public:
-  // Takes the parameters from `store` (laid out by gpt_parameters(config)); activations are
-  // sized on the first forward of each batch shape.
+  // Takes the parameters from `store` (laid out by gpt_parameters(config), or holding at least
+  // those of `range`); activations are sized on the first forward of each batch shape.
   // Over `tensor_parallel`'s model axis, the store holding this rank's blocks
   // (gpt_local_parameters); degree 1: the whole model.
   // With sequence_parallel (tensor parallelism only), the residual stream, the LayerNorms and
   // the row-parallel outputs hold this rank's positions of each sequence (Korthikanti et al.
   // 2022); a batch's sequence length must then divide by the degree.
+  // `range` (default: the whole model) is the stage this object runs.
   Gpt(GptConfig config, train::ParameterStore& store,
       train::TensorParallel tensor_parallel = train::TensorParallel(),
-      bool sequence_parallel = false);
+      bool sequence_parallel = false, std::optional<GptStageRange> range = std::nullopt);
 
   [[nodiscard]] const GptConfig& config() const { return config_; }
+  [[nodiscard]] const GptStageRange& range() const { return range_; }
 
-  // The mean cross-entropy of predicting targets[b, t] from tokens[b, 0..t]; tokens and targets
-  // are (batch, seq) with seq <= block_size and every token < vocab_size (InvalidArgument
-  // otherwise). Keeps what backward needs. Each parameter unit is gathered just before its use
-  // and released after (see ParameterStore); where backward_follows, the final norm and the
-  // embeddings stay gathered for backward, which must then come next.
+  // The whole model (its range must be whole): the mean cross-entropy of predicting
+  // targets[b, t] from tokens[b, 0..t]; tokens and targets are (batch, seq) with
+  // seq <= block_size and every token < vocab_size (InvalidArgument otherwise). Keeps what
+  // backward needs. Each parameter unit is gathered just before its use and released after (see
+  // ParameterStore); where backward_follows, the final norm and the embeddings stay gathered for
+  // backward, which must then come next.
   float forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
                 std::size_t batch, std::size_t seq, bool backward_follows = false);
 
@@ -106,22 +131,63 @@ class Gpt {
   // the tied head's gradient, so it is final only at the end).
   void backward(const train::GradientsReady& ready = {});
 
-  // Bytes of the activations kept for backward (and their gradients' scratch).
+  // Floats of the residual stream a stage receives and passes on for a micro-batch of `batch`
+  // sequences of `seq` tokens: this rank's rows (all of them, or its positions under sequence
+  // parallelism) x n_embd.
+  [[nodiscard]] std::size_t boundary_elements(std::size_t batch, std::size_t seq) const;
+
+  // The stage's forward of one micro-batch, its activations kept in `slot` (one per micro-batch
+  // in flight) until its backward. The first stage reads `tokens`, later ones `input`
+  // (boundary_elements); the last reads `targets` and returns the micro-batch's mean loss, the
+  // others write `output` and return 0.
+  float forward_stage(std::size_t slot, std::span<const std::int32_t> tokens,
+                      std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
+                      std::span<const float> input, std::span<float> output,
+                      bool backward_follows = false);
+
+  // The stage's backward of the micro-batch in `slot`, adding into the store's gradients: the
+  // last stage starts from its loss, weighted by `loss_scale` (1 / micro-batches: the step's
+  // loss is their mean), the others from `output_grad`; every stage but the first writes the
+  // gradient of its input to `input_grad`. `ready` as for backward().
+  void backward_stage(std::size_t slot, std::span<const float> output_grad,
+                      std::span<float> input_grad, float loss_scale = 1.0F,
+                      const train::GradientsReady& ready = {});
+
+  // Bytes of the activations kept for backward (every slot) and of the gradients' scratch.
   [[nodiscard]] std::size_t activation_bytes() const;
 
  private:
-  // Layer l's saved activations (for the current batch shape).
+  // What one micro-batch's forward keeps for its backward (llm.c's layout: one vector per kind,
+  // the stage's layers side by side).
+  struct Activations {
+    std::size_t batch = 0;
+    std::size_t seq = 0;
+    bool head_held = false;  // forward left the final norm and the embeddings gathered
+    std::vector<std::int32_t> tokens, targets;
+    std::vector<float> encoded, ln1, ln1_mean, ln1_rstd, qkv, atty, att, attproj, residual2, ln2,
+        ln2_mean, ln2_rstd, fch, fch_gelu, fcproj, residual3, lnf, lnf_mean, lnf_rstd, logits,
+        probs, losses;
+    [[nodiscard]] std::size_t bytes() const;
+  };
+  // Layer l's saved activations in `a` (l counted from the stage's first layer).
   struct LayerActivations {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *residual2, *ln2, *ln2_mean,
         *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
   };
-  LayerActivations layer(std::size_t l);
+  LayerActivations layer(Activations& a, std::size_t l) const;
+  [[nodiscard]] std::size_t layers() const { return range_.end_layer - range_.first_layer; }
   [[nodiscard]] std::size_t embeddings_unit() const;
   [[nodiscard]] std::size_t layer_unit(std::size_t l) const;
   [[nodiscard]] std::size_t final_norm_unit() const;
-  void size_activations(std::size_t batch, std::size_t seq);
+  Activations& slot(std::size_t index);
+  void size_activations(Activations& a, std::size_t batch, std::size_t seq) const;
+  void size_scratch(std::size_t batch, std::size_t seq);
+  void check_batch(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
+                   std::size_t batch, std::size_t seq) const;
 
   GptConfig config_;
+  GptStageRange range_;
+  bool has_head_ = false;
   train::ParameterStore& store_;
   train::TensorParallel tp_;
   // This rank's widths: attention channels and heads, the MLP's width, the vocabulary and where
@@ -130,18 +196,14 @@ class Gpt {
   bool sequence_parallel_ = false;
   // Rows of the residual stream this rank holds: batch x seq, or its positions' under
   // sequence parallelism.
-  [[nodiscard]] std::size_t local_rows() const;
-  std::vector<std::size_t> index_;  // store index of each parameter, in gpt_parameters order
-  bool head_held_ = false;          // forward left the final norm and the embeddings gathered
-  std::size_t batch_ = 0;
-  std::size_t seq_ = 0;
-  std::vector<std::int32_t> tokens_;
-  std::vector<std::int32_t> targets_;
-  // Activations (llm.c's layout), one vector per kind, layers side by side.
-  std::vector<float> encoded_, ln1_, ln1_mean_, ln1_rstd_, qkv_, atty_, att_, attproj_, residual2_,
-      ln2_, ln2_mean_, ln2_rstd_, fch_, fch_gelu_, fcproj_, residual3_, lnf_, lnf_mean_, lnf_rstd_,
-      logits_, probs_, losses_;
-  // Gradient scratch, reused layer by layer.
+  [[nodiscard]] std::size_t local_rows(std::size_t batch, std::size_t seq) const;
+  // Store index of each parameter, in gpt_parameters order (kNotHeld for another stage's).
+  static constexpr std::size_t kNotHeld = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> index_;
+  std::vector<std::unique_ptr<Activations>> slots_;
+  // The shape the gradient scratch is sized for.
+  std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
+  // Gradient scratch, reused layer by layer and micro-batch by micro-batch.
   std::vector<float> dresidual_, dresidual2_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_,
       dlogits_;
   // A column-parallel layer's input gradient, this rank's rows (the sum's part under sequence

@@ -1,0 +1,165 @@
+// The GPT cut into pipeline stages: stages run in sequence over micro-batches, each stage with a
+// store of its own parameters only, give the whole model's loss and gradients (the tied token
+// embedding's split between the first and the last stage, summing to the whole's).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "error_of.hpp"
+#include "shardwise/models/gpt.hpp"
+
+namespace shardwise::models {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+
+std::vector<std::int32_t> draw(std::size_t count, std::uint32_t seed, std::size_t vocab) {
+  std::vector<std::int32_t> ids(count);
+  std::uint32_t x = seed;
+  for (auto& id : ids) {
+    x = x * 1664525U + 1013904223U;
+    id = static_cast<std::int32_t>((x >> 8) % vocab);
+  }
+  return ids;
+}
+
+struct Whole {
+  float loss;
+  std::vector<float> grads;  // by parameter name
+  train::ParameterStore store;
+};
+
+// Each stage's parameters' gradients against the whole model's, by name; wte summed over the
+// stages holding it.
+void expect_same_gradients(const train::ParameterStore& whole,
+                           const std::vector<std::unique_ptr<train::ParameterStore>>& stages) {
+  std::vector<double> summed(whole.grads().size(), 0.0);
+  for (const auto& stage : stages) {
+    for (std::size_t i = 0; i < stage->specs().size(); ++i) {
+      const std::size_t w = whole.index_of(stage->specs()[i].name);
+      const float* g = stage->grads().data() + stage->offset(i);
+      for (std::size_t e = 0; e < stage->count(i); ++e) summed[whole.offset(w) + e] += g[e];
+    }
+  }
+  for (std::size_t p = 0; p < whole.specs().size(); ++p) {
+    for (std::size_t e = 0; e < whole.count(p); ++e) {
+      const double expected = whole.grads()[whole.offset(p) + e];
+      ASSERT_NEAR(summed[whole.offset(p) + e], expected, 1e-5 + 1e-4 * std::abs(expected))
+          << whole.specs()[p].name << " element " << e;
+    }
+  }
+}
+
+TEST(GptStages, StagesOverMicrobatchesGiveTheWholeModelsLossAndGradients) {
+  const GptConfig config{4, 2, 16, 8, 37};
+  const std::size_t batch = 4, seq = 8, microbatches = 2, per = batch / microbatches;
+  const std::vector<std::int32_t> tokens = draw(batch * seq, 3, config.vocab_size);
+  const std::vector<std::int32_t> targets = draw(batch * seq, 4, config.vocab_size);
+
+  train::ParameterStore whole(gpt_parameters(config));
+  whole.initialize(11);
+  whole.zero_grads();
+  Gpt model(config, whole);
+  const float loss = model.forward(tokens, targets, batch, seq);
+  model.backward();
+
+  for (const std::vector<GptStageRange>& cut :
+       {std::vector<GptStageRange>{{0, 1}, {1, 3}, {3, 4}}, std::vector<GptStageRange>{{0, 4}},
+        std::vector<GptStageRange>{{0, 2}, {2, 4}}}) {
+    std::vector<std::unique_ptr<train::ParameterStore>> stores;
+    std::vector<std::unique_ptr<Gpt>> stages;
+    for (const GptStageRange& range : cut) {
+      stores.push_back(
+          std::make_unique<train::ParameterStore>(gpt_stage_parameters(config, range)));
+      stores.back()->initialize(11);
+      stores.back()->zero_grads();
+      stages.push_back(
+          std::make_unique<Gpt>(config, *stores.back(), train::TensorParallel(), false, range));
+    }
+    const std::size_t boundary = stages.front()->boundary_elements(per, seq);
+    // All forwards, then all backwards in reverse (GPipe's order), a slot per micro-batch.
+    std::vector<std::vector<std::vector<float>>> activations(
+        microbatches, std::vector<std::vector<float>>(cut.size() + 1));
+    double mean = 0;
+    for (std::size_t m = 0; m < microbatches; ++m) {
+      const std::span<const std::int32_t> t(tokens.data() + m * per * seq, per * seq);
+      const std::span<const std::int32_t> y(targets.data() + m * per * seq, per * seq);
+      for (std::size_t s = 0; s < cut.size(); ++s) {
+        auto& out = activations[m][s + 1];
+        out.assign(s + 1 < cut.size() ? boundary : 0, 0.0F);
+        mean += stages[s]->forward_stage(m, t, y, per, seq, activations[m][s], out) /
+                static_cast<double>(microbatches);
+      }
+    }
+    for (std::size_t m = microbatches; m-- > 0;) {
+      std::vector<float> output_grad;
+      for (std::size_t s = cut.size(); s-- > 0;) {
+        std::vector<float> input_grad(s > 0 ? boundary : 0);
+        stages[s]->backward_stage(m, output_grad, input_grad,
+                                  1.0F / static_cast<float>(microbatches));
+        output_grad = std::move(input_grad);
+      }
+    }
+    EXPECT_NEAR(mean, loss, 1e-6 * loss) << cut.size() << " stages";
+    expect_same_gradients(whole, stores);
+    // Two micro-batches in flight keep two slots of activations.
+    if (cut.size() == 3) {
+      EXPECT_GT(stages[1]->activation_bytes(), 0U);
+    }
+  }
+}
+
+TEST(GptStages, AStageHoldsOnlyItsParameters) {
+  const GptConfig config{4, 2, 16, 8, 37};
+  const auto names = [&](GptStageRange range) {
+    std::vector<std::string> out;
+    for (const auto& spec : gpt_stage_parameters(config, range)) out.push_back(spec.name);
+    return out;
+  };
+  const auto first = names({0, 1});
+  EXPECT_EQ(first.front(), "transformer.wte.weight");
+  EXPECT_EQ(first[1], "transformer.wpe.weight");
+  EXPECT_EQ(first.back(), "transformer.h.0.mlp.c_proj.bias");
+  const auto middle = names({1, 3});
+  EXPECT_EQ(middle.size(), 2 * 12U);
+  EXPECT_EQ(middle.front(), "transformer.h.1.ln_1.weight");
+  const auto last = names({3, 4});
+  EXPECT_EQ(last.front(), "transformer.wte.weight");  // the tied head
+  EXPECT_EQ(last.back(), "transformer.ln_f.bias");
+  EXPECT_EQ(last.size(), 1 + 12 + 2U);
+  EXPECT_EQ(names({0, 4}).size(), gpt_parameters(config).size());
+  EXPECT_THAT(error_of([&] {
+                (void)gpt_stage_parameters(config, {2, 2});
+              }),
+              HasSubstr("a stage of layers 2 to 2 of the model's 4; expected at least one layer"));
+  EXPECT_THAT(error_of([&] {
+                (void)gpt_stage_parameters(config, {3, 5});
+              }),
+              HasSubstr("layers 3 to 5"));
+  // A store without the stage's parameters is refused by name; the whole model's call is
+  // refused on a stage.
+  train::ParameterStore middle_store(gpt_stage_parameters(config, {1, 3}));
+  EXPECT_THAT(error_of([&] {
+                Gpt gpt(config, middle_store, train::TensorParallel(), false, GptStageRange{0, 3});
+              }),
+              HasSubstr("transformer.wte.weight"));
+  middle_store.initialize(1);
+  Gpt middle_gpt(config, middle_store, train::TensorParallel(), false, GptStageRange{1, 3});
+  const std::vector<std::int32_t> ids(16, 1);
+  EXPECT_THAT(error_of([&] { (void)middle_gpt.forward(ids, ids, 2, 8); }),
+              HasSubstr("forward() runs the whole model; this object runs layers 1 to 3"));
+  std::vector<float> input(middle_gpt.boundary_elements(2, 8) - 1);
+  std::vector<float> output(middle_gpt.boundary_elements(2, 8));
+  EXPECT_THAT(error_of([&] { (void)middle_gpt.forward_stage(0, {}, {}, 2, 8, input, output); }),
+              HasSubstr("a stage's input and output hold 256 floats"));
+  EXPECT_THAT(error_of([&] { middle_gpt.backward_stage(3, output, output); }),
+              HasSubstr("backward of micro-batch slot 3 before its forward"));
+}
+
+}  // namespace
+}  // namespace shardwise::models
