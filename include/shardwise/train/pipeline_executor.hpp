@@ -1,0 +1,59 @@
+#pragma once
+// Pipeline parallelism's executor: walks one stage's list of actions of any schedule the
+// strategies layer builds (GPipe, 1F1B, interleaved 1F1B: a new schedule is a new table, not new
+// code here), running each model chunk's forward or backward of a micro-batch and moving
+// activations and their gradients between neighbouring virtual stages with point-to-point
+// messages along the pipeline axis. Sends are nonblocking (their data is copied when they
+// start); a pass waits only for the one message it needs.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "shardwise/comm/communicator.hpp"
+#include "shardwise/strategy/pipeline_schedule.hpp"
+
+namespace shardwise::train {
+
+// One model chunk as the executor drives it (virtual stage chunk * stages + stage of the
+// schedule). Between chunks pass boundary_elements() floats per micro-batch.
+class PipelineChunk {
+ public:
+  virtual ~PipelineChunk() = default;
+  [[nodiscard]] virtual std::size_t boundary_elements() const = 0;
+  // The forward of `microbatch`: `input` is empty for the first virtual stage, `output` for the
+  // last, which returns the micro-batch's loss (the others return 0). What backward needs is
+  // kept by the chunk until then.
+  virtual float forward(std::int64_t microbatch, std::span<const float> input,
+                        std::span<float> output) = 0;
+  // Its backward: `output_grad` is empty for the last virtual stage, `input_grad` for the first.
+  virtual void backward(std::int64_t microbatch, std::span<const float> output_grad,
+                        std::span<float> input_grad) = 0;
+};
+
+struct ExecutedAction {
+  PipelineAction action;
+  double start = 0;  // seconds since the schedule began on this rank
+  double end = 0;
+};
+
+struct PipelineStepResult {
+  // The sum of the last virtual stage's micro-batch losses (0 on ranks without it).
+  double loss_sum = 0;
+  // Every action as it ran, in order, with its time including the wait for its message.
+  std::vector<ExecutedAction> timeline;
+  // The most micro-batch chunks forwarded and not yet backwarded at once.
+  std::int64_t peak_in_flight = 0;
+};
+
+// Runs the actions of stage `pipeline.rank()` of `schedule` (which must have pipeline.size()
+// stages and chunks.size() virtual stages: an InvalidArgument otherwise). Messages go to the
+// members of `pipeline` that run the neighbouring virtual stages (stage s is member s), counted
+// under "pipeline" in its byte counters. A failing pass throws after this rank's sends in flight
+// have finished, so no peer reads a freed buffer.
+PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
+                                         std::span<PipelineChunk* const> chunks,
+                                         Communicator& pipeline);
+
+}  // namespace shardwise::train

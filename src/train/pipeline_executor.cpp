@@ -1,0 +1,106 @@
+#include "shardwise/train/pipeline_executor.hpp"
+
+#include <chrono>
+#include <climits>
+#include <map>
+#include <utility>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Tags are unique per (pass, receiving virtual stage, micro-batch), so messages between two
+// ranks match whatever order the schedule consumes them in.
+int tag_of(Pass pass, std::int64_t virtual_stage, std::int64_t microbatch,
+           std::int64_t microbatches) {
+  return static_cast<int>((virtual_stage * microbatches + microbatch) * 2 +
+                          (pass == Pass::kBackward ? 1 : 0));
+}
+
+}  // namespace
+
+PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
+                                         std::span<PipelineChunk* const> chunks,
+                                         Communicator& pipeline) {
+  const std::int64_t stages = schedule.num_stages;
+  const std::int64_t microbatches = schedule.num_microbatches;
+  const std::int64_t virtual_stages = stages * schedule.virtual_stages;
+  if (pipeline.size() != stages) {
+    throw InvalidArgument("a schedule of " + std::to_string(stages) + " stages on a pipeline of " +
+                          std::to_string(pipeline.size()) + " ranks");
+  }
+  if (static_cast<std::int64_t>(chunks.size()) != schedule.virtual_stages) {
+    throw InvalidArgument("a schedule of " + std::to_string(schedule.virtual_stages) +
+                          " model chunks per stage given " + std::to_string(chunks.size()));
+  }
+  if (virtual_stages * microbatches * 2 > INT_MAX) {
+    throw InvalidArgument(std::to_string(virtual_stages) + " virtual stages x " +
+                          std::to_string(microbatches) +
+                          " micro-batches need more message tags than a communicator has");
+  }
+  const std::int64_t stage = pipeline.rank();
+  const auto rank_of = [&](std::int64_t virtual_stage) {
+    return static_cast<Rank>(virtual_stage % stages);
+  };
+  SendRecvOptions options;
+  options.axes = "pipeline";
+  const auto start = Clock::now();
+  const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  PipelineStepResult result;
+  std::vector<Work> sends;
+  std::int64_t in_flight = 0;
+  try {
+    for (const PipelineAction& action : schedule.actions[static_cast<std::size_t>(stage)]) {
+      PipelineChunk& chunk = *chunks[static_cast<std::size_t>(action.chunk)];
+      const std::int64_t v = schedule.virtual_stage(stage, action.chunk);
+      const std::size_t boundary = chunk.boundary_elements();
+      ExecutedAction executed{action, seconds(), 0};
+      if (action.pass == Pass::kForward) {
+        std::vector<float> input(v > 0 ? boundary : 0);
+        if (v > 0) {
+          options.tag = tag_of(Pass::kForward, v, action.microbatch, microbatches);
+          pipeline.recv(input.data(), boundary, DType::kF32, rank_of(v - 1), options);
+        }
+        std::vector<float> output(v + 1 < virtual_stages ? boundary : 0);
+        result.loss_sum += chunk.forward(action.microbatch, input, output);
+        if (v + 1 < virtual_stages) {
+          options.tag = tag_of(Pass::kForward, v + 1, action.microbatch, microbatches);
+          sends.push_back(
+              pipeline.isend(output.data(), boundary, DType::kF32, rank_of(v + 1), options));
+        }
+        result.peak_in_flight = std::max(result.peak_in_flight, ++in_flight);
+      } else {
+        std::vector<float> output_grad(v + 1 < virtual_stages ? boundary : 0);
+        if (v + 1 < virtual_stages) {
+          options.tag = tag_of(Pass::kBackward, v, action.microbatch, microbatches);
+          pipeline.recv(output_grad.data(), boundary, DType::kF32, rank_of(v + 1), options);
+        }
+        std::vector<float> input_grad(v > 0 ? boundary : 0);
+        chunk.backward(action.microbatch, output_grad, input_grad);
+        if (v > 0) {
+          options.tag = tag_of(Pass::kBackward, v - 1, action.microbatch, microbatches);
+          sends.push_back(
+              pipeline.isend(input_grad.data(), boundary, DType::kF32, rank_of(v - 1), options));
+        }
+        --in_flight;
+      }
+      executed.end = seconds();
+      result.timeline.push_back(executed);
+    }
+  } catch (...) {
+    for (Work& send : sends) {
+      try {
+        send.wait();
+      } catch (...) {  // the failure that matters is being thrown already
+      }
+    }
+    throw;
+  }
+  for (Work& send : sends) send.wait();
+  return result;
+}
+
+}  // namespace shardwise::train

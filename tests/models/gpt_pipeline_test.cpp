@@ -1,0 +1,140 @@
+// The GPT pipelined over ranks by the executor: GPipe, 1F1B and interleaved 1F1B schedules on 2
+// and 4 stages give the whole model's loss and gradients (the tied token embedding's split
+// between the first and the last stage, summing to the whole's), each stage holding exactly the
+// micro-batches its schedule has in flight.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "error_of.hpp"
+#include "shardwise/comm/run_local.hpp"
+#include "shardwise/models/gpt_pipeline.hpp"
+
+namespace shardwise::models {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+
+std::vector<std::int32_t> draw(std::size_t count, std::uint32_t seed, std::size_t vocab) {
+  std::vector<std::int32_t> ids(count);
+  std::uint32_t x = seed;
+  for (auto& id : ids) {
+    x = x * 1664525U + 1013904223U;
+    id = static_cast<std::int32_t>((x >> 8) % vocab);
+  }
+  return ids;
+}
+
+struct Case {
+  ScheduleKind kind;
+  std::int64_t stages;
+  std::int64_t chunks;  // per stage
+};
+
+TEST(GptPipeline, EverySchedulesGivesTheWholeModelsLossAndGradients) {
+  const GptConfig config{4, 2, 16, 8, 37};
+  const std::size_t batch = 8, seq = 8, microbatches = 4, per = batch / microbatches;
+  const std::vector<std::int32_t> tokens = draw(batch * seq, 5, config.vocab_size);
+  const std::vector<std::int32_t> targets = draw(batch * seq, 6, config.vocab_size);
+  train::ParameterStore whole(gpt_parameters(config));
+  whole.initialize(13);
+  whole.zero_grads();
+  Gpt model(config, whole);
+  const float loss = model.forward(tokens, targets, batch, seq);
+  model.backward();
+
+  for (const Case& c : {Case{ScheduleKind::kGPipe, 2, 1}, Case{ScheduleKind::kOneFOneB, 2, 1},
+                        Case{ScheduleKind::kOneFOneB, 4, 1}, Case{ScheduleKind::kGPipe, 4, 1},
+                        Case{ScheduleKind::kInterleaved1F1B, 2, 2}}) {
+    const std::string name = to_string(c.kind) + " on " + std::to_string(c.stages) + " stages";
+    const PipelineSchedule schedule =
+        build_schedule(c.kind, c.stages, static_cast<std::int64_t>(microbatches), c.chunks);
+    const std::vector<std::int64_t> expected_in_flight = schedule.peak_in_flight();
+    const std::size_t layers_per_chunk =
+        config.n_layer / static_cast<std::size_t>(c.stages * c.chunks);
+    std::mutex mutex;
+    std::vector<double> summed(whole.grads().size(), 0.0);
+    double loss_sum = 0;
+    run_local(static_cast<int>(c.stages), [&](Communicator& comm) {
+      const std::int64_t stage = comm.rank();
+      // This rank's chunks: virtual stages chunk * stages + stage, each a run of layers.
+      std::vector<GptStageRange> ranges;
+      std::vector<train::ParameterSpec> specs;
+      for (std::int64_t k = 0; k < c.chunks; ++k) {
+        const auto v = static_cast<std::size_t>(schedule.virtual_stage(stage, k));
+        ranges.push_back({v * layers_per_chunk, (v + 1) * layers_per_chunk});
+        for (auto& spec : gpt_stage_parameters(config, ranges.back())) {
+          specs.push_back(std::move(spec));
+        }
+      }
+      train::ParameterStore store(specs);
+      store.initialize(13);
+      store.zero_grads();
+      const MicrobatchData data = [&](std::int64_t m) {
+        const auto at = static_cast<std::size_t>(m) * per * seq;
+        return std::pair{std::span<const std::int32_t>(tokens.data() + at, per * seq),
+                         std::span<const std::int32_t>(targets.data() + at, per * seq)};
+      };
+      std::vector<std::unique_ptr<Gpt>> gpts;
+      std::vector<std::unique_ptr<GptPipelineChunk>> chunks;
+      std::vector<train::PipelineChunk*> driven;
+      for (const GptStageRange& range : ranges) {
+        gpts.push_back(std::make_unique<Gpt>(config, store, train::TensorParallel(), false, range));
+        chunks.push_back(std::make_unique<GptPipelineChunk>(
+            *gpts.back(), per, seq, 1.0F / static_cast<float>(microbatches), data));
+        driven.push_back(chunks.back().get());
+      }
+      const train::PipelineStepResult result = train::run_pipeline_schedule(schedule, driven, comm);
+      std::lock_guard lock(mutex);
+      EXPECT_EQ(result.peak_in_flight, expected_in_flight[static_cast<std::size_t>(stage)])
+          << name << " stage " << stage;
+      EXPECT_EQ(result.timeline.size(), schedule.actions[static_cast<std::size_t>(stage)].size());
+      // One chunk keeps exactly the micro-batches in flight; of several, none keeps more.
+      for (const auto& chunk : chunks) {
+        EXPECT_LE(chunk->slots(), static_cast<std::size_t>(result.peak_in_flight)) << name;
+      }
+      if (chunks.size() == 1) {
+        EXPECT_EQ(chunks[0]->slots(), static_cast<std::size_t>(result.peak_in_flight)) << name;
+      }
+      loss_sum += result.loss_sum;
+      for (std::size_t i = 0; i < store.specs().size(); ++i) {
+        const std::size_t w = whole.index_of(store.specs()[i].name);
+        for (std::size_t e = 0; e < store.count(i); ++e) {
+          summed[whole.offset(w) + e] += store.grads()[store.offset(i) + e];
+        }
+      }
+    });
+    EXPECT_NEAR(loss_sum / static_cast<double>(microbatches), loss, 1e-6 * loss) << name;
+    for (std::size_t p = 0; p < whole.specs().size(); ++p) {
+      for (std::size_t e = 0; e < whole.count(p); ++e) {
+        const double expected = whole.grads()[whole.offset(p) + e];
+        ASSERT_NEAR(summed[whole.offset(p) + e], expected, 1e-5 + 1e-4 * std::abs(expected))
+            << name << ": " << whole.specs()[p].name << " element " << e;
+      }
+    }
+  }
+}
+
+TEST(GptPipeline, AScheduleForAnotherPipelineIsRefused) {
+  const PipelineSchedule schedule = build_schedule(ScheduleKind::kOneFOneB, 2, 2);
+  run_local(1, [&](Communicator& comm) {
+    std::vector<train::PipelineChunk*> none(1, nullptr);
+    EXPECT_THAT(error_of([&] { (void)train::run_pipeline_schedule(schedule, none, comm); }),
+                HasSubstr("a schedule of 2 stages on a pipeline of 1 ranks"));
+  });
+  run_local(2, [&](Communicator& comm) {
+    std::vector<train::PipelineChunk*> two(2, nullptr);
+    EXPECT_THAT(error_of([&] { (void)train::run_pipeline_schedule(schedule, two, comm); }),
+                HasSubstr("a schedule of 1 model chunks per stage given 2"));
+  });
+}
+
+}  // namespace
+}  // namespace shardwise::models
