@@ -12,6 +12,7 @@
 #include "shardwise/kernels/embedding.hpp"
 #include "shardwise/kernels/layernorm.hpp"
 #include "shardwise/kernels/matmul.hpp"
+#include "shardwise/models/gpt_pipeline.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/placement.hpp"
 
@@ -492,31 +493,176 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
   tell(kWte, kWpe);
 }
 
-GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
-    : store_(gpt_parameters(config)), gpt_(config, store_) {
+std::vector<GptStageRange> gpt_virtual_stages(const GptConfig& config, const GptPipeline& pipeline,
+                                              std::int64_t stages) {
+  const std::int64_t count = stages * pipeline.virtual_stages;
+  if (count < 1) {
+    throw InvalidArgument("a pipeline of " + std::to_string(stages) + " stages x " +
+                          std::to_string(pipeline.virtual_stages) + " model chunks");
+  }
+  std::vector<std::int64_t> layers = pipeline.layers;
+  const auto total = static_cast<std::int64_t>(config.n_layer);
+  if (layers.empty()) {
+    if (count > total) {
+      throw InvalidArgument(std::to_string(total) + " layers cannot fill " + std::to_string(count) +
+                            " virtual pipeline stages (stages x " +
+                            "model chunks); each needs at least one layer");
+    }
+    for (std::int64_t v = 0; v < count; ++v) layers.push_back(total / count + (v < total % count));
+  }
+  std::int64_t sum = 0;
+  for (const std::int64_t n : layers) {
+    if (n < 1)
+      throw InvalidArgument("a virtual pipeline stage of " + std::to_string(n) + " layers");
+    sum += n;
+  }
+  if (static_cast<std::int64_t>(layers.size()) != count || sum != total) {
+    throw InvalidArgument(std::to_string(layers.size()) + " virtual stages of " +
+                          std::to_string(sum) + " layers for a pipeline of " +
+                          std::to_string(count) + " virtual stages and a model of " +
+                          std::to_string(total));
+  }
+  std::vector<GptStageRange> ranges;
+  std::size_t first = 0;
+  for (const std::int64_t n : layers) {
+    ranges.push_back({first, first + static_cast<std::size_t>(n)});
+    first += static_cast<std::size_t>(n);
+  }
+  return ranges;
+}
+
+namespace {
+
+// This rank's parameters: those of its model chunks (all of them without a pipeline), split
+// over the model axis as `placements` say; the last stage's token embedding marked as the tied
+// copy of the first stage's.
+std::vector<ParameterSpec> local_stage_parameters(const GptConfig& config,
+                                                  const train::ParallelContext& context,
+                                                  const std::vector<PartitionSpec>& placements,
+                                                  const std::vector<GptStageRange>& ranges) {
+  std::vector<ParameterSpec> local = gpt_local_parameters(config, context, placements);
+  if (ranges.empty()) return local;
+  std::vector<std::string> held;
+  for (const GptStageRange& range : ranges) {
+    for (const ParameterSpec& spec : gpt_stage_parameters(config, range)) held.push_back(spec.name);
+  }
+  std::vector<ParameterSpec> mine;
+  for (ParameterSpec& spec : local) {
+    if (std::find(held.begin(), held.end(), spec.name) == held.end()) continue;
+    spec.tied_copy =
+        spec.name == "transformer.wte.weight" && context.coordinate(train::kPipelineAxis) != 0;
+    mine.push_back(std::move(spec));
+  }
+  return mine;
+}
+
+// This rank's chunks: virtual stages chunk x stages + stage of the schedule.
+std::vector<GptStageRange> my_ranges(const GptConfig& config, const train::ParallelContext& context,
+                                     const std::optional<GptPipeline>& pipeline) {
+  if (!pipeline) return {};
+  const std::int64_t stages = context.degree(train::kPipelineAxis);
+  const std::vector<GptStageRange> all = gpt_virtual_stages(config, *pipeline, stages);
+  std::vector<GptStageRange> mine;
+  for (std::int64_t k = 0; k < pipeline->virtual_stages; ++k) {
+    mine.push_back(
+        all[static_cast<std::size_t>(k * stages + context.coordinate(train::kPipelineAxis))]);
+  }
+  return mine;
+}
+
+}  // namespace
+
+GptModel::GptModel(const GptConfig& config, std::uint64_t seed) : store_(gpt_parameters(config)) {
+  chunks_.push_back(std::make_unique<Gpt>(config, store_));
   store_.initialize_on_use(seed);
 }
 
 GptModel::GptModel(const GptConfig& config, std::uint64_t seed,
                    const train::ParallelContext& context,
                    const std::optional<std::vector<PartitionSpec>>& placements,
-                   bool sequence_parallel)
-    : store_(gpt_local_parameters(
+                   bool sequence_parallel, std::optional<GptPipeline> pipeline)
+    : context_(&context),
+      pipeline_(std::move(pipeline)),
+      store_(local_stage_parameters(
           config, context,
           placements ? *placements
-                     : gpt_model_placements(config, context.degree(train::kModelAxis)))),
-      gpt_(config, store_, train::TensorParallel(context), sequence_parallel) {
+                     : gpt_model_placements(config, context.degree(train::kModelAxis)),
+          my_ranges(config, context, pipeline_))) {
+  if (pipeline_) {
+    schedule_ = build_schedule(pipeline_->schedule, context.degree(train::kPipelineAxis),
+                               pipeline_->microbatches, pipeline_->virtual_stages);
+    for (const GptStageRange& range : my_ranges(config, context, pipeline_)) {
+      chunks_.push_back(std::make_unique<Gpt>(config, store_, train::TensorParallel(context),
+                                              sequence_parallel, range));
+    }
+  } else {
+    chunks_.push_back(
+        std::make_unique<Gpt>(config, store_, train::TensorParallel(context), sequence_parallel));
+  }
   // Drawn when first used: a ZeRO-3 trainer draws only this rank's slices.
   store_.initialize_on_use(seed);
+}
+
+std::size_t GptModel::activation_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& chunk : chunks_) bytes += chunk->activation_bytes();
+  return bytes;
 }
 
 float GptModel::forward_backward(std::span<const std::int32_t> tokens,
                                  std::span<const std::int32_t> targets, std::size_t sequences,
                                  std::size_t seq, bool with_grads,
                                  const train::GradientsReady& ready) {
-  const float mean = gpt_.forward(tokens, targets, sequences, seq, with_grads);
-  if (with_grads) gpt_.backward(ready);
+  if (pipeline_) return pipelined_forward_backward(tokens, targets, sequences, seq, with_grads);
+  Gpt& gpt = *chunks_.front();
+  const float mean = gpt.forward(tokens, targets, sequences, seq, with_grads);
+  if (with_grads) gpt.backward(ready);
   return mean;
+}
+
+float GptModel::pipelined_forward_backward(std::span<const std::int32_t> tokens,
+                                           std::span<const std::int32_t> targets,
+                                           std::size_t sequences, std::size_t seq,
+                                           bool with_grads) {
+  const auto microbatches = static_cast<std::size_t>(pipeline_->microbatches);
+  if (sequences % microbatches != 0) {
+    throw InvalidArgument(std::to_string(sequences) + " sequences per rank do not divide into " +
+                          std::to_string(microbatches) + " micro-batches");
+  }
+  const std::size_t per = sequences / microbatches;
+  const MicrobatchData data = [&](std::int64_t m) {
+    const std::size_t at = static_cast<std::size_t>(m) * per * seq;
+    return std::pair{tokens.subspan(at, per * seq), targets.subspan(at, per * seq)};
+  };
+  // Forward only (validation): the schedule's forwards, in its order.
+  PipelineSchedule schedule = *schedule_;
+  if (!with_grads) {
+    for (auto& actions : schedule.actions) {
+      std::erase_if(actions, [](const PipelineAction& a) { return a.pass == Pass::kBackward; });
+    }
+  }
+  std::vector<std::unique_ptr<GptPipelineChunk>> adapters;
+  std::vector<train::PipelineChunk*> driven;
+  for (const auto& chunk : chunks_) {
+    adapters.push_back(std::make_unique<GptPipelineChunk>(
+        *chunk, per, seq, 1.0F / static_cast<float>(microbatches), data));
+    driven.push_back(adapters.back().get());
+  }
+  Communicator& pipeline = context_->communicator(train::kPipelineAxis);
+  last_schedule_ = train::run_pipeline_schedule(schedule, driven, pipeline);
+  // The mean loss, from the last stage to every stage.
+  double loss = last_schedule_.loss_sum / static_cast<double>(microbatches);
+  pipeline.all_reduce(&loss, &loss, 1, DType::kF64, ReduceOp::kSum,
+                      context_->group(train::kPipelineAxis));
+  // The tied token embedding: its first-stage and last-stage copies' gradients summed, so both
+  // stay equal (Megatron-LM's embedding group).
+  const int stages = pipeline.size();
+  if (with_grads && stages > 1 && (pipeline.rank() == 0 || pipeline.rank() == stages - 1)) {
+    const std::size_t wte = store_.index_of("transformer.wte.weight");
+    pipeline.all_reduce(store_.grad(wte), store_.grad(wte), store_.count(wte), DType::kF32,
+                        ReduceOp::kSum, Group({0, stages - 1}, "pipeline"));
+  }
+  return static_cast<float>(loss);
 }
 
 }  // namespace shardwise::models

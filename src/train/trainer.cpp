@@ -228,14 +228,18 @@ const float* Trainer::owned_grads_slice() const {
 }
 
 bool Trainer::counted_over_model(std::size_t parameter) const {
-  return context_.coordinate(kModelAxis) == 0 || !store_.specs()[parameter].block.empty();
+  const ParameterSpec& spec = store_.specs()[parameter];
+  return !spec.tied_copy && (context_.coordinate(kModelAxis) == 0 || !spec.block.empty());
 }
 
 float Trainer::global_norm(double squares) {
   shards_comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
-  if (context_.degree(kModelAxis) > 1) {
-    context_.communicator(kModelAxis)
-        .all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, context_.group(kModelAxis));
+  // Model ranks hold blocks of one parameter, pipeline stages parameters of their own.
+  for (const std::string_view axis : {kModelAxis, kPipelineAxis}) {
+    if (context_.degree(axis) > 1) {
+      context_.communicator(axis).all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum,
+                                             context_.group(axis));
+    }
   }
   return static_cast<float>(std::sqrt(squares));
 }

@@ -16,8 +16,10 @@
 
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
+#include "shardwise/strategy/pipeline_schedule.hpp"
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/pipeline_executor.hpp"
 #include "shardwise/train/tensor_parallel.hpp"
 #include "shardwise/train/trainer.hpp"
 
@@ -214,6 +216,22 @@ class Gpt {
   std::vector<float> norm_local_, partial_, dfull_;
 };
 
+// How the GPT is pipelined over the context's pipeline axis: the schedule, its micro-batches
+// (each a share of a rank's sequences) and each stage's model chunks; the layers of each virtual
+// stage in order (empty: as even as possible, the earlier stages taking one more).
+struct GptPipeline {
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;
+  std::int64_t microbatches = 1;
+  std::int64_t virtual_stages = 1;
+  std::vector<std::int64_t> layers;
+};
+
+// The layers of each virtual stage (`pipeline.layers`, or an even split of the model's layers):
+// an InvalidArgument names a split that leaves a stage without a layer or does not add up.
+[[nodiscard]] std::vector<GptStageRange> gpt_virtual_stages(const GptConfig& config,
+                                                            const GptPipeline& pipeline,
+                                                            std::int64_t stages);
+
 // The GPT as the trainer sees it: its parameters (initialised from the seed) and the model.
 class GptModel final : public train::Model {
  public:
@@ -222,9 +240,13 @@ class GptModel final : public train::Model {
   // This rank's part of the model on `context`: its blocks of the parameters split over the
   // model axis as `placements` say (gpt_model_placements where not given), initialised from the
   // whole model's values.
+  // With `pipeline` over the context's pipeline axis, only this stage's chunks and their
+  // parameters (the token embedding on the first stage and, for the tied head, on the last,
+  // whose copy's gradient is summed into the first's); forward_backward then runs the
+  // schedule's micro-batches and returns the mean loss on every stage.
   GptModel(const GptConfig& config, std::uint64_t seed, const train::ParallelContext& context,
            const std::optional<std::vector<PartitionSpec>>& placements = std::nullopt,
-           bool sequence_parallel = false);
+           bool sequence_parallel = false, std::optional<GptPipeline> pipeline = std::nullopt);
   GptModel(const GptModel&) = delete;
   GptModel& operator=(const GptModel&) = delete;
 
@@ -233,11 +255,24 @@ class GptModel final : public train::Model {
                          std::span<const std::int32_t> targets, std::size_t sequences,
                          std::size_t seq, bool with_grads,
                          const train::GradientsReady& ready = {}) override;
-  [[nodiscard]] Gpt& gpt() { return gpt_; }
+  // The first of this rank's model chunks (the whole model without a pipeline).
+  [[nodiscard]] Gpt& gpt() { return *chunks_.front(); }
+  // Bytes of the activations every chunk keeps.
+  [[nodiscard]] std::size_t activation_bytes() const;
+  // What the last step's schedule ran on this rank (empty without a pipeline).
+  [[nodiscard]] const train::PipelineStepResult& last_schedule() const { return last_schedule_; }
 
  private:
+  float pipelined_forward_backward(std::span<const std::int32_t> tokens,
+                                   std::span<const std::int32_t> targets, std::size_t sequences,
+                                   std::size_t seq, bool with_grads);
+
+  const train::ParallelContext* context_ = nullptr;
+  std::optional<GptPipeline> pipeline_;
+  std::optional<PipelineSchedule> schedule_;
   train::ParameterStore store_;
-  Gpt gpt_;
+  std::vector<std::unique_ptr<Gpt>> chunks_;
+  train::PipelineStepResult last_schedule_;
 };
 
 }  // namespace shardwise::models

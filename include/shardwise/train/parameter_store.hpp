@@ -40,6 +40,10 @@ struct ParameterSpec {
   // `logical_axes`) are then the part's. Empty: the rank holds the whole parameter.
   Shape global_shape = {};
   ShardIndex block = {};
+  // A second copy of a parameter another pipeline stage holds (a tied embedding used again by
+  // the last stage's head): the model sums its gradient into the first copy's, so it counts
+  // once, there, in the gradient norm.
+  bool tied_copy = false;
 
   // The whole parameter's shape: global_shape where a block is set, else shape.
   [[nodiscard]] const Shape& whole_shape() const { return block.empty() ? shape : global_shape; }

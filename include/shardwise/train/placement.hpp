@@ -16,6 +16,7 @@
 namespace shardwise::train {
 
 inline constexpr std::string_view kModelAxis = "model";
+inline constexpr std::string_view kPipelineAxis = "pipeline";
 
 // Each parameter's split over the mesh's model axis: the spec `shardwise specs` lays it out with
 // (layout_model over the whole mesh, the same rules), with only the entries naming 'model'

@@ -1,0 +1,104 @@
+// The trainer over a pipeline axis: the GPT's stages under GPipe, 1F1B and interleaved 1F1B,
+// alone and with data parallelism and ZeRO 1-2, follow the one-rank run step for step (the
+// tied embedding's copies kept equal, the norm counted once).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "error_of.hpp"
+#include "shardwise/comm/run_local.hpp"
+#include "shardwise/models/gpt.hpp"
+#include "shardwise/train/trainer.hpp"
+
+namespace shardwise::train {
+namespace {
+
+using shardwise::testing::error_of;
+
+const models::GptConfig kConfig{4, 2, 16, 16, 256};
+
+std::vector<float> losses_on(const std::string& mesh_text, int zero,
+                             std::optional<models::GptPipeline> pipeline) {
+  const Corpus corpus = Corpus::builtin(16);
+  TrainSettings settings;
+  settings.batch = 8;
+  settings.seq = 16;
+  settings.steps = 6;
+  settings.warmup = 2;
+  settings.learning_rate = 3e-3F;
+  settings.zero = zero;
+  settings.seed = 5;
+  const Mesh mesh = Mesh::parse(mesh_text);
+  std::vector<float> losses;
+  std::mutex mutex;
+  run_local(static_cast<int>(mesh.size()), [&](Communicator& comm) {
+    ParallelContext context(comm, mesh);
+    models::GptModel model(kConfig, 42, context, std::nullopt, false, pipeline);
+    Trainer trainer(context, model, corpus, settings);
+    std::vector<float> mine;
+    for (int step = 0; step < 6; ++step) mine.push_back(trainer.step().loss);
+    mine.push_back(trainer.validation_loss(2));
+    std::lock_guard lock(mutex);
+    if (comm.rank() == 0) losses = mine;
+    // Every stage reports the same (the last stage's) loss.
+    if (comm.rank() != 0) {
+      for (std::size_t s = 0; s < mine.size(); ++s) {
+        EXPECT_NEAR(mine[s], losses.empty() ? mine[s] : losses[s], 1e-6) << mesh_text;
+      }
+    }
+  });
+  return losses;
+}
+
+TEST(PipelineTraining, EveryScheduleAndLayoutFollowsOneRank) {
+  const std::vector<float> one = losses_on("data=1", 0, std::nullopt);
+  struct Case {
+    const char* mesh;
+    int zero;
+    ScheduleKind kind;
+    std::int64_t microbatches;
+    std::int64_t chunks;
+  };
+  for (const Case& c : {Case{"pipeline=2", 0, ScheduleKind::kOneFOneB, 4, 1},
+                        Case{"pipeline=2", 0, ScheduleKind::kGPipe, 2, 1},
+                        Case{"pipeline=4", 0, ScheduleKind::kOneFOneB, 8, 1},
+                        Case{"pipeline=2", 0, ScheduleKind::kInterleaved1F1B, 4, 2},
+                        Case{"data=2,pipeline=2", 1, ScheduleKind::kOneFOneB, 2, 1},
+                        Case{"fsdp=2,pipeline=2", 2, ScheduleKind::kGPipe, 4, 1},
+                        Case{"fsdp=2,pipeline=2", 3, ScheduleKind::kOneFOneB, 4, 1}}) {
+    const std::string name =
+        std::string(c.mesh) + " ZeRO " + std::to_string(c.zero) + " " + to_string(c.kind);
+    const std::vector<float> many =
+        losses_on(c.mesh, c.zero, models::GptPipeline{c.kind, c.microbatches, c.chunks, {}});
+    ASSERT_EQ(many.size(), one.size()) << name;
+    for (std::size_t s = 0; s < one.size(); ++s) {
+      EXPECT_NEAR(many[s], one[s], 2e-5 * one[s]) << name << " step " << s + 1;
+    }
+  }
+}
+
+TEST(PipelineTraining, UnevenLayerSplitsAndBadSplitsAreNamed) {
+  const models::GptPipeline uneven{ScheduleKind::kOneFOneB, 2, 1, {3, 1}};
+  EXPECT_EQ(models::gpt_virtual_stages(kConfig, uneven, 2),
+            (std::vector<models::GptStageRange>{{0, 3}, {3, 4}}));
+  const std::vector<float> one = losses_on("data=1", 0, std::nullopt);
+  const std::vector<float> many = losses_on("pipeline=2", 0, uneven);
+  for (std::size_t s = 0; s < one.size(); ++s) EXPECT_NEAR(many[s], one[s], 2e-5 * one[s]);
+  EXPECT_THAT(error_of([] {
+                (void)models::gpt_virtual_stages(
+                    kConfig, models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {4, 0}}, 2);
+              }),
+              ::testing::HasSubstr("a virtual pipeline stage of 0 layers"));
+  EXPECT_THAT(error_of([] {
+                (void)models::gpt_virtual_stages(
+                    kConfig, models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {}}, 8);
+              }),
+              ::testing::HasSubstr("4 layers cannot fill 8 virtual pipeline stages"));
+}
+
+}  // namespace
+}  // namespace shardwise::train
