@@ -35,9 +35,18 @@
 #include "text_table.hpp"
 #include "train_layout.hpp"
 #include "train_log.hpp"
+#include "train_pipeline.hpp"
 
 namespace shardwise::cli {
 namespace {
+
+// Where the GPT's parameters go: the placement over the mesh of each (gpt_parameters order), the
+// block a rank holds of each after the model axis, and the pipeline's stages.
+struct TrainLayout {
+  const std::vector<PartitionSpec>& placements;
+  const std::vector<train::ParameterSpec>& blocks;
+  const std::optional<models::GptPipeline>& pipeline;
+};
 
 using Clock = std::chrono::steady_clock;
 
@@ -64,9 +73,9 @@ Mesh train_mesh(const std::optional<std::string>& text) {
     throw InvalidArgument(std::string("--mesh: ") + e.what());
   }
   for (const std::string& axis : mesh.axis_names()) {
-    if (axis != "data" && axis != "fsdp" && axis != "model") {
+    if (axis != "data" && axis != "fsdp" && axis != "model" && axis != "pipeline") {
       throw InvalidArgument("--mesh: axis '" + axis +
-                            "' is not one `shardwise train` runs yet (data, fsdp, model)");
+                            "' is not one `shardwise train` runs (data, fsdp, model, pipeline)");
     }
   }
   if (!mesh.has_default_device_ids()) {
@@ -103,19 +112,29 @@ void check_ranks_agree(Communicator& comm,
 // What one rank holds, as the planner predicts it for this run (the trainer's fp32 state after
 // ZeRO, its activations and gathered units): one count for the planner and this check.
 double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
-                      const train::TrainSettings& settings, bool sequence_parallel) {
+                      const train::TrainSettings& settings, bool sequence_parallel,
+                      const std::optional<models::GptPipeline>& pipeline) {
   const auto ranks = static_cast<std::int64_t>(mesh.size());
   plan::Layout layout;
   layout.zero = settings.zero;
   // At ZeRO 0 an fsdp axis is one more data axis.
   layout.fsdp = settings.zero > 0 && mesh.has_axis("fsdp") ? mesh.axis_size("fsdp") : 1;
   layout.model = mesh.has_axis("model") ? mesh.axis_size("model") : 1;
-  layout.data = ranks / (layout.fsdp * layout.model);
+  layout.pipeline = mesh.has_axis("pipeline") ? mesh.axis_size("pipeline") : 1;
+  layout.data = ranks / (layout.fsdp * layout.model * layout.pipeline);
+  if (pipeline) {
+    layout.microbatches = pipeline->microbatches;
+    layout.virtual_stages = pipeline->virtual_stages;
+    layout.schedule = pipeline->schedule == ScheduleKind::kGPipe ? plan::Schedule::kGpipe
+                      : pipeline->schedule == ScheduleKind::kOneFOneB
+                          ? plan::Schedule::kOneFOneB
+                          : plan::Schedule::kInterleaved;
+  }
   layout.sequence_parallel = sequence_parallel;
   plan::TrainingSetup setup;
   setup.global_batch = static_cast<std::int64_t>(settings.batch);
   setup.seq = static_cast<std::int64_t>(settings.seq);
-  setup.micro_batch = setup.global_batch / (layout.data * layout.fsdp);
+  setup.micro_batch = setup.global_batch / (layout.data * layout.fsdp) / layout.microbatches;
   setup.precision = plan::Precision::kFp32;
   plan::Cluster cluster;  // only the memory counts here
   cluster.devices = ranks;
@@ -192,6 +211,20 @@ class TrainCommand final : public Command {
     app_->add_flag("--no-overlap", no_overlap_,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
                    "measure what overlap hides)");
+    app_->add_option("--schedule", pipeline_flags_.schedule,
+                     "Pipeline schedule over the mesh's pipeline axis: gpipe, 1f1b or "
+                     "interleaved")
+        ->default_val("1f1b");
+    app_->add_option("--microbatches", pipeline_flags_.microbatches,
+                     "Micro-batches per step on each data-parallel rank (default: the pipeline's "
+                     "stages)");
+    app_->add_option("--virtual-stages", pipeline_flags_.virtual_stages,
+                     "Model chunks per pipeline rank (interleaved; default 2)");
+    app_->add_option("--stages-by", pipeline_flags_.stages_by,
+                     "How layers go to stages: count (equal counts, the first stages taking the "
+                     "remainder) or cost (the slowest stage as fast as possible, the head's "
+                     "FLOPs counted on the last)")
+        ->default_val("count");
     app_->add_flag("--json", json_, "One JSON object per line");
     app_->add_option("--log-dir", log_dir_,
                      "Keep the run's logs in this folder (rank 0 writes): TensorBoard event files "
@@ -247,6 +280,12 @@ class TrainCommand final : public Command {
                             " does not divide among the " + std::to_string(model_degree) +
                             " model ranks");
     }
+    PipelineFlags pipeline_flags = pipeline_flags_;
+    for (const char* flag : {"--schedule", "--microbatches", "--virtual-stages", "--stages-by"}) {
+      pipeline_flags.any_given = pipeline_flags.any_given || app_->get_option(flag)->count() > 0;
+    }
+    const std::optional<models::GptPipeline> pipeline =
+        resolve_pipeline(pipeline_flags, config, mesh, settings);
     const BackendInfo& backend = backend_from(backend_);
     const std::string run_text =
         "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) + " ranks";
@@ -272,7 +311,7 @@ class TrainCommand final : public Command {
     }
     double per_rank = 0;
     try {
-      per_rank = bytes_per_rank(config, mesh, settings, sequence_parallel_);
+      per_rank = bytes_per_rank(config, mesh, settings, sequence_parallel_, pipeline);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(run_text + ": " + e.what());
     }
@@ -306,8 +345,8 @@ class TrainCommand final : public Command {
     try {
       backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
         try {
-          train_process(comm, mesh, config, placements, settings, corpus, eval_every, threads,
-                        sharding_specs, backend.name, out, mutex);
+          train_process(comm, mesh, config, {placements, blocks, pipeline}, settings, corpus,
+                        eval_every, threads, sharding_specs, backend.name, out, mutex);
         } catch (const InvalidArgument& e) {
           const std::lock_guard lock(mutex);
           if (!input_error) {
@@ -328,10 +367,10 @@ class TrainCommand final : public Command {
  private:
   // One rank's run: the settings every process must share compared, then its training.
   void train_process(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
-                     const std::vector<PartitionSpec>& placements,
-                     const train::TrainSettings& settings, const train::Corpus& corpus,
-                     std::int64_t eval_every, int threads, const std::string& sharding_specs,
-                     const std::string& backend_name, std::ostream& out, std::mutex& mutex) const {
+                     const TrainLayout& layout, const train::TrainSettings& settings,
+                     const train::Corpus& corpus, std::int64_t eval_every, int threads,
+                     const std::string& sharding_specs, const std::string& backend_name,
+                     std::ostream& out, std::mutex& mutex) const {
     const int ranks = static_cast<int>(mesh.size());
     if (comm.size() != ranks) {
       throw InvalidArgument("--mesh " + mesh.to_string() + " has " + std::to_string(ranks) +
@@ -358,25 +397,36 @@ class TrainCommand final : public Command {
          {"--backend", backend_name},
          {"--threads", std::to_string(threads)},
          {"--json", json_ ? "on" : "off"},
-         {"--log-dir", log_dir_ ? "given" : "not given"}});
+         {"--log-dir", log_dir_ ? "given" : "not given"},
+         {"--schedule", pipeline_text(layout.pipeline)}});
     if (threads > 0) kernels::set_blas_threads(threads);
-    train_rank(comm, mesh, config, placements, settings, corpus, eval_every, out, mutex,
-               backend_name, threads);
+    train_rank(comm, mesh, config, layout, settings, corpus, eval_every, out, mutex, backend_name,
+               threads);
   }
 
   void train_rank(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
-                  const std::vector<PartitionSpec>& placements,
-                  const train::TrainSettings& settings, const train::Corpus& corpus,
-                  std::int64_t eval_every, std::ostream& out, std::mutex& mutex,
-                  const std::string& backend_name, int threads) const {
+                  const TrainLayout& layout, const train::TrainSettings& whole_settings,
+                  const train::Corpus& corpus, std::int64_t eval_every, std::ostream& out,
+                  std::mutex& mutex, const std::string& backend_name, int threads) const {
     const bool speaks = comm.rank() == 0;
     train::ParallelContext context(comm, mesh);
-    models::GptModel model(config, settings.seed, context, placements, sequence_parallel_);
+    const std::vector<PartitionSpec>& placements = layout.placements;
+    models::GptModel model(config, whole_settings.seed, context, placements, sequence_parallel_,
+                           layout.pipeline);
+    // A pipeline stage's ZeRO shards those of its own parameters.
+    train::TrainSettings settings = whole_settings;
+    if (layout.pipeline && settings.shardings) {
+      settings.shardings =
+          shardings_held(*settings.shardings, layout.blocks, model.parameters().specs());
+    }
     train::Trainer trainer(context, model, corpus, settings);
     std::size_t parameters = 0;  // the whole model's, not this rank's blocks
-    for (const train::ParameterSpec& spec : model.parameters().specs()) {
+    for (const train::ParameterSpec& spec : layout.blocks) {
       parameters += static_cast<std::size_t>(num_elements(spec.whole_shape()));
     }
+    // The whole model's shardings (a pipeline stage's trainer holds its own only).
+    const train::ParameterShardings* whole_shardings =
+        whole_settings.shardings ? &*whole_settings.shardings : trainer.shardings();
     std::unique_ptr<train::RunLog> log;
     if (log_dir_ && speaks) {
       TrainRunDescription run{
@@ -397,8 +447,8 @@ class TrainCommand final : public Command {
           corpus.val_tokens(),
           corpus.fingerprint(),
           sharding_plan(settings.zero, context, model.parameters().units().size()),
-          parameter_plan_rows(model.parameters().specs(), placements, trainer.shardings()),
-          trainer.shardings() != nullptr ? trainer.shardings()->notes : std::vector<std::string>{}};
+          parameter_plan_rows(layout.blocks, placements, whole_shardings),
+          whole_shardings != nullptr ? whole_shardings->notes : std::vector<std::string>{}};
       log = std::make_unique<train::RunLog>(*log_dir_, run_config_json(run));
     }
     if (speaks && !json_) {
@@ -417,7 +467,12 @@ class TrainCommand final : public Command {
                   : std::string())
           << "; " << sharding_plan(settings.zero, context, model.parameters().units().size())
           << "\n";
-      out << parameter_plan(model.parameters().specs(), placements, trainer.shardings());
+      if (layout.pipeline) {
+        out << pipeline_plan(
+            config, *layout.pipeline, context.degree(train::kPipelineAxis),
+            settings.batch / static_cast<std::size_t>(context.data_parallel_size()));
+      }
+      out << parameter_plan(layout.blocks, placements, whole_shardings);
     }
     std::vector<RankMemory> memory(static_cast<std::size_t>(comm.size()));
     // What this rank sent along each axes in training steps (not in validation).
@@ -440,7 +495,7 @@ class TrainCommand final : public Command {
       if (log_dir_) {
         const RankMemory mine{
             static_cast<std::int64_t>(trainer.params_bytes() + trainer.grads_bytes() +
-                                      trainer.optimizer_bytes() + model.gpt().activation_bytes() +
+                                      trainer.optimizer_bytes() + model.activation_bytes() +
                                       trainer.gathered_peak_bytes()),
             resident_bytes()};
         comm.all_gather(&mine, memory.data(), 2, DType::kI64, world_group(comm.size()));
@@ -465,12 +520,19 @@ class TrainCommand final : public Command {
     }
     const double total = std::chrono::duration<double>(Clock::now() - start).count();
     // Every rank's bytes, to rank 0.
-    constexpr std::size_t kFields = 5;
-    const std::int64_t mine[kFields] = {static_cast<std::int64_t>(trainer.params_bytes()),
-                                        static_cast<std::int64_t>(trainer.grads_bytes()),
-                                        static_cast<std::int64_t>(trainer.optimizer_bytes()),
-                                        static_cast<std::int64_t>(model.gpt().activation_bytes()),
-                                        static_cast<std::int64_t>(trainer.gathered_peak_bytes())};
+    // The pipeline's last step: this rank's stage, its passes' busy time and the time from the
+    // schedule's start to its last pass (nanoseconds).
+    const train::PipelineStepResult& schedule = model.last_schedule();
+    constexpr std::size_t kFields = 8;
+    const std::int64_t mine[kFields] = {
+        static_cast<std::int64_t>(trainer.params_bytes()),
+        static_cast<std::int64_t>(trainer.grads_bytes()),
+        static_cast<std::int64_t>(trainer.optimizer_bytes()),
+        static_cast<std::int64_t>(model.activation_bytes()),
+        static_cast<std::int64_t>(trainer.gathered_peak_bytes()),
+        context.coordinate(train::kPipelineAxis),
+        static_cast<std::int64_t>(schedule.busy_seconds() * 1e9),
+        static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9)};
     std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
     comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
     if (!speaks) return;
@@ -488,17 +550,17 @@ class TrainCommand final : public Command {
                          {"optimizer_bytes", b[2]},
                          {"activations_peak_bytes", b[3]},
                          {"gathered_peak_bytes", b[4]}});
+        if (layout.pipeline) ranks.back()["stage"] = b[5];
       }
       nlohmann::json comm_bytes = nlohmann::json::object();
       for (const auto& [axes, bytes] : per_axes) comm_bytes[axes] = bytes / settings.steps;
-      out << nlohmann::json{{"summary",
-                             {{"parameters", parameters},
-                              {"final_loss", loss},
-                              {"tokens_per_s", tokens_per_s},
-                              {"ranks", ranks},
-                              {"comm_bytes_per_step", comm_bytes}}}}
-                 .dump()
-          << '\n';
+      nlohmann::json summary{{"parameters", parameters},
+                             {"final_loss", loss},
+                             {"tokens_per_s", tokens_per_s},
+                             {"ranks", ranks},
+                             {"comm_bytes_per_step", comm_bytes}};
+      if (layout.pipeline) summary["pipeline"] = pipeline_summary(*layout.pipeline, all, kFields);
+      out << nlohmann::json{{"summary", summary}}.dump() << '\n';
       return;
     }
     out << "done: final loss " << std::fixed << std::setprecision(4) << loss << ", "
@@ -517,6 +579,41 @@ class TrainCommand final : public Command {
       out << "rank 0 sent along " << axes << ": "
           << bytes_text(static_cast<std::size_t>(bytes / settings.steps)) << " per step\n";
     }
+    if (layout.pipeline) {
+      const nlohmann::json p = pipeline_summary(*layout.pipeline, all, kFields);
+      out << "pipeline, last step: bubble " << std::setprecision(3)
+          << p["bubble_fraction"].get<double>() << " measured, "
+          << p["published_bubble_fraction"].get<double>() << " published\n";
+    }
+  }
+
+  // The pipeline's last step from every rank's fields (`fields` each: stage at 5, busy and
+  // elapsed nanoseconds at 6 and 7, peak activation bytes at 3): the measured bubble (idle over
+  // busy time, averaged over ranks, as the published (p - 1) / m counts it) and each stage's
+  // peak activation bytes.
+  static nlohmann::json pipeline_summary(const models::GptPipeline& pipeline,
+                                         const std::vector<std::int64_t>& all, std::size_t fields) {
+    const std::size_t ranks = all.size() / fields;
+    double bubble = 0;
+    std::map<std::int64_t, std::int64_t> peak_by_stage;
+    for (std::size_t r = 0; r < ranks; ++r) {
+      const std::int64_t* b = all.data() + fields * r;
+      const auto busy = static_cast<double>(b[6]);
+      bubble += busy > 0 ? (static_cast<double>(b[7]) - busy) / busy : 0;
+      peak_by_stage[b[5]] = std::max(peak_by_stage[b[5]], b[3]);
+    }
+    nlohmann::json peaks = nlohmann::json::array();
+    for (const auto& [stage, bytes] : peak_by_stage) peaks.push_back(bytes);
+    const PipelineSchedule schedule =
+        build_schedule(pipeline.schedule, static_cast<std::int64_t>(peak_by_stage.size()),
+                       pipeline.microbatches, pipeline.virtual_stages);
+    return {{"schedule", to_string(pipeline.schedule)},
+            {"microbatches", pipeline.microbatches},
+            {"virtual_stages", pipeline.virtual_stages},
+            {"layers", pipeline.layers},
+            {"bubble_fraction", bubble / static_cast<double>(ranks)},
+            {"published_bubble_fraction", schedule.bubble_fraction()},
+            {"peak_activation_bytes_per_stage", peaks}};
   }
 
   CLI::App* app_;
@@ -536,6 +633,7 @@ class TrainCommand final : public Command {
   std::optional<std::string> threads_;
   std::string backend_;
   std::optional<std::string> log_dir_;
+  PipelineFlags pipeline_flags_;
   bool json_ = false;
   bool no_overlap_ = false;
   bool sequence_parallel_ = false;

@@ -64,6 +64,24 @@ train::ParameterShardings zero_shardings(const std::string& source,
   }
 }
 
+train::ParameterShardings shardings_held(const train::ParameterShardings& all,
+                                         const std::vector<train::ParameterSpec>& all_specs,
+                                         const std::vector<train::ParameterSpec>& held) {
+  train::ParameterShardings mine = all;
+  mine.specs.clear();
+  mine.reasons.clear();
+  for (const train::ParameterSpec& spec : held) {
+    std::size_t p = 0;
+    while (p < all_specs.size() && all_specs[p].name != spec.name) ++p;
+    if (p == all_specs.size()) {
+      throw InvalidArgument("parameter '" + spec.name + "' has no sharding among the model's");
+    }
+    mine.specs.push_back(all.specs[p]);
+    mine.reasons.push_back(all.reasons[p]);
+  }
+  return mine;
+}
+
 std::vector<ParameterPlanRow> parameter_plan_rows(const std::vector<train::ParameterSpec>& specs,
                                                   const std::vector<PartitionSpec>& placements,
                                                   const train::ParameterShardings* shardings) {

@@ -27,6 +27,12 @@ train::ParameterShardings zero_shardings(const std::string& source,
                                          const Mesh& mesh,
                                          const std::optional<ShardingRules>& rules);
 
+// The shardings of `held` (a pipeline stage's parameters, by name) among `all`, laid out for
+// `all_specs` (the whole model's blocks).
+train::ParameterShardings shardings_held(const train::ParameterShardings& all,
+                                         const std::vector<train::ParameterSpec>& all_specs,
+                                         const std::vector<train::ParameterSpec>& held);
+
 // What the plan says of one parameter ("h.*" in its name standing for every layer): its shape,
 // the block a rank holds, its placement over the whole mesh (the model axis' split, then ZeRO's
 // of the block) and why ZeRO split it so.

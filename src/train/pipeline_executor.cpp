@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "shardwise/comm/group.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::train {
@@ -21,6 +22,16 @@ int tag_of(Pass pass, std::int64_t virtual_stage, std::int64_t microbatch,
 }
 
 }  // namespace
+
+double PipelineStepResult::busy_seconds() const {
+  double busy = 0;
+  for (const ExecutedAction& executed : timeline) busy += executed.end - executed.start;
+  return busy;
+}
+
+double PipelineStepResult::elapsed_seconds() const {
+  return timeline.empty() ? 0 : timeline.back().end;
+}
 
 PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
                                          std::span<PipelineChunk* const> chunks,
@@ -47,6 +58,8 @@ PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
   };
   SendRecvOptions options;
   options.axes = "pipeline";
+  // Every stage starts its clock together, so the timelines of a step line up.
+  if (stages > 1) pipeline.barrier(world_group(pipeline.size()).relabeled("pipeline"));
   const auto start = Clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   PipelineStepResult result;
@@ -57,13 +70,14 @@ PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
       PipelineChunk& chunk = *chunks[static_cast<std::size_t>(action.chunk)];
       const std::int64_t v = schedule.virtual_stage(stage, action.chunk);
       const std::size_t boundary = chunk.boundary_elements();
-      ExecutedAction executed{action, seconds(), 0};
+      ExecutedAction executed{action, 0, 0};
       if (action.pass == Pass::kForward) {
         std::vector<float> input(v > 0 ? boundary : 0);
         if (v > 0) {
           options.tag = tag_of(Pass::kForward, v, action.microbatch, microbatches);
           pipeline.recv(input.data(), boundary, DType::kF32, rank_of(v - 1), options);
         }
+        executed.start = seconds();
         std::vector<float> output(v + 1 < virtual_stages ? boundary : 0);
         result.loss_sum += chunk.forward(action.microbatch, input, output);
         if (v + 1 < virtual_stages) {
@@ -78,6 +92,7 @@ PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
           options.tag = tag_of(Pass::kBackward, v, action.microbatch, microbatches);
           pipeline.recv(output_grad.data(), boundary, DType::kF32, rank_of(v + 1), options);
         }
+        executed.start = seconds();
         std::vector<float> input_grad(v > 0 ? boundary : 0);
         chunk.backward(action.microbatch, output_grad, input_grad);
         if (v > 0) {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "run_command.hpp"
@@ -13,6 +14,7 @@ namespace shardwise::cli {
 namespace {
 
 using testing::expect_bad_input;
+using ::testing::HasSubstr;
 using testing::json_lines;
 using testing::run_command;
 using testing::source_path;
@@ -99,6 +101,47 @@ TEST(TrainCommand, EveryMeshSeesTheSameLossesAsOneRank) {
   }
 }
 
+// A pipeline axis: every schedule, with data parallelism and ZeRO, gives the one-rank losses;
+// the summary names each rank's stage, the bubble and each stage's peak activations.
+TEST(TrainCommand, PipelineLayoutsSeeTheSameLossesAsOneRank) {
+  const auto one = json_lines(run_command(micro({})).out);
+  for (const std::vector<std::string>& layout :
+       {std::vector<std::string>{"--mesh", "pipeline=2"},
+        std::vector<std::string>{"--mesh", "pipeline=2", "--schedule", "gpipe", "--microbatches",
+                                 "4"},
+        std::vector<std::string>{"--mesh", "data=2,pipeline=2", "--zero", "1"},
+        std::vector<std::string>{"--mesh", "fsdp=2,pipeline=2", "--zero", "3", "--stages-by",
+                                 "cost"},
+        std::vector<std::string>{"--mesh", "pipeline=2,model=2", "--zero", "0"}}) {
+    const testing::Result r = run_command(micro(layout));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto many = json_lines(r.out);
+    ASSERT_EQ(many.size(), one.size()) << layout[1];
+    for (std::size_t s = 0; s + 1 < one.size(); ++s) {
+      const double a = one[s]["loss"].get<double>();
+      EXPECT_NEAR(many[s]["loss"].get<double>(), a, 2e-5 * a) << layout[1] << " step " << s + 1;
+    }
+    const auto& summary = many.back()["summary"];
+    EXPECT_EQ(summary["parameters"], one.back()["summary"]["parameters"]);
+    const auto& pipeline = summary["pipeline"];
+    EXPECT_EQ(pipeline["peak_activation_bytes_per_stage"].size(), 2U);
+    EXPECT_GT(pipeline["bubble_fraction"].get<double>(), 0);
+    EXPECT_GT(summary["comm_bytes_per_step"]["pipeline"].get<std::int64_t>(), 0);
+    std::set<int> stages;
+    for (const auto& rank : summary["ranks"]) stages.insert(rank["stage"].get<int>());
+    EXPECT_EQ(stages, (std::set<int>{0, 1})) << layout[1];
+  }
+  // The plan names each stage's layers.
+  const testing::Result text =
+      run_command({"train", "--model", source_path("examples/models/gpt_micro.json"), "--steps",
+                   "1", "--mesh", "pipeline=2", "--microbatches", "2"});
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("pipeline: 2 stages, 1f1b, 2 micro-batches of 4 sequences "
+                                  "(published bubble 0.500)\n  stage 0: the embeddings, layer 0\n"
+                                  "  stage 1: layer 1, the final norm and the head\n"));
+  EXPECT_THAT(text.out, HasSubstr("pipeline, last step: bubble "));
+}
+
 // --param-sharding: FSDP's rules on the model's logical axes, and a rules file, give other
 // blocks (norms replicated); the losses stay the one-rank run's and each rank keeps exactly the
 // bytes of its shard shapes.
@@ -145,8 +188,9 @@ TEST(TrainCommand, ParameterShardingsFromTheStrategyOrARulesFile) {
 TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--model", "huge"}, "--model: 'huge' is neither a model");
   expect_bad_input({"train", "--zero", "5"}, "--zero is 5; expected 0 to 3");
-  expect_bad_input({"train", "--mesh", "pipeline=2"},
-                   "--mesh: axis 'pipeline' is not one `shardwise train` runs yet");
+  expect_bad_input({"train", "--mesh", "expert=2"},
+                   "--mesh: axis 'expert' is not one `shardwise train` runs (data, fsdp, model, "
+                   "pipeline)");
   expect_bad_input({"train", "--mesh", "model=3"},
                    "the model degree 3 does not divide the 4 attention heads (n_head)");
   expect_bad_input({"train", "--mesh", "data=2", "--sequence-parallel"},
@@ -158,6 +202,22 @@ TEST(TrainCommand, BadInput) {
                    "--batch 8 does not divide among the 3 data-parallel ranks");
   expect_bad_input({"train", "--lr", "nan"}, "--lr");
   expect_bad_input({"train", "--steps", "0"}, "--steps is 0; expected 1 to 10000000");
+  expect_bad_input({"train", "--schedule", "gpipe"},
+                   "schedule the pipeline axis; --mesh Mesh('data': 1) has none");
+  expect_bad_input({"train", "--mesh", "pipeline=2", "--schedule", "zigzag"},
+                   "--schedule is 'zigzag'; expected gpipe, 1f1b or interleaved");
+  expect_bad_input({"train", "--mesh", "pipeline=2", "--microbatches", "3"},
+                   "--microbatches 3 does not divide the 8 sequences each data-parallel rank "
+                   "takes per step (--batch 8 over 1)");
+  expect_bad_input({"train", "--mesh", "pipeline=2", "--virtual-stages", "2"},
+                   "--virtual-stages 2 needs --schedule interleaved");
+  expect_bad_input({"train", "--mesh", "pipeline=2", "--stages-by", "speed"},
+                   "--stages-by is 'speed'; expected count or cost");
+  expect_bad_input({"train", "--mesh", "pipeline=4", "--schedule", "interleaved"},
+                   "4 layers cannot fill 8 virtual stages");
+  expect_bad_input(
+      {"train", "--mesh", "pipeline=2", "--schedule", "interleaved", "--microbatches", "1"},
+      "--schedule interleaved: ");
   expect_bad_input({"train", "--seq", "65"}, "--seq is 65; expected 1 to 64");
   expect_bad_input({"train", "--data", "/dev/zero"}, "--data '/dev/zero' is not a regular file");
   expect_bad_input({"train", "--model", "gpt2", "--batch", "65536"},
@@ -232,7 +292,7 @@ TEST(TrainCommand, ARulesFileIsReadWholeAndWhatCannotApplyIsRefused) {
   expect_bad_input({"train", "--mesh", "fsdp=2", "--zero", "1", "--param-sharding", stages},
                    "stage_rules place parameters in pipeline stages");
   // A rules file that splits a dimension over the model axis that the GPT's layers do not.
-  
+
   expect_bad_input({"train", "--mesh", "fsdp=2,model=2", "--zero", "1", "--param-sharding",
                     rules("embed_on_model.json", R"({"logical_axis_rules": [["embed", "model"],
                                                      ["heads", "model"]]})")},

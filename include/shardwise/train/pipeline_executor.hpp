@@ -34,17 +34,23 @@ class PipelineChunk {
 
 struct ExecutedAction {
   PipelineAction action;
-  double start = 0;  // seconds since the schedule began on this rank
+  // Seconds since the schedule began (every stage of the pipeline begins together): when the
+  // pass had its message and started computing, and when it finished.
+  double start = 0;
   double end = 0;
 };
 
 struct PipelineStepResult {
   // The sum of the last virtual stage's micro-batch losses (0 on ranks without it).
   double loss_sum = 0;
-  // Every action as it ran, in order, with its time including the wait for its message.
+  // Every action as it ran, in order.
   std::vector<ExecutedAction> timeline;
   // The most micro-batch chunks forwarded and not yet backwarded at once.
   std::int64_t peak_in_flight = 0;
+
+  // Seconds spent computing, and from the start to the last pass's end.
+  [[nodiscard]] double busy_seconds() const;
+  [[nodiscard]] double elapsed_seconds() const;
 };
 
 // Runs the actions of stage `pipeline.rank()` of `schedule` (which must have pipeline.size()
