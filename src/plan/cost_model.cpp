@@ -98,7 +98,8 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l, bool
     const std::int64_t elements = unit.elements();
     ZeroUnit z;
     z.layer = unit.layer;
-    z.tied_embedding = u == 0 && !unit.layer && model.tied_embeddings;
+    // The token embedding serves the head too where the stage also holds the head.
+    z.tied_embedding = u == 0 && !unit.layer && model.tied_embeddings && last;
     (void)elements;
     (void)shards;
     z.elements = unit.elements(l.model);
@@ -403,7 +404,8 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     if (l.zero <= 1) {
       all_reduce(group_axis, group, static_cast<double>(unit.elements), grad, 1);
     } else {
-      gather(shard_axis, "reduce_scatter", shards, unit.chunk, grad, l.zero == 3 ? m : 1);
+      // Once a step: a unit's gradients add up over the micro-batches first.
+      gather(shard_axis, "reduce_scatter", shards, unit.chunk, grad, 1);
     }
     if (l.zero == 1 || l.zero == 2) gather(shard_axis, "all_gather", shards, unit.chunk, param, 1);
     if (l.zero == 3) {  // layers forward and again backward; the tied embedding for the head too
@@ -466,11 +468,24 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     }
     all_reduce("model", l.model, 1, 8, 1);
   }
-  if (l.pipeline > 1) {  // activations forward, their gradients backward, per micro-batch
+  if (l.pipeline > 1) {
+    // Per micro-batch, each of the first stage's V chunks sends its activations forward and
+    // each but the first (virtual stage 0) its input's gradient backward.
     const double chunk = element * micro_batch_activation /
                          (l.sequence_parallel ? static_cast<double>(l.model) : 1.0);
-    const double messages = 2 * m * static_cast<double>(l.virtual_stages);
+    const double messages = m * static_cast<double>(2 * l.virtual_stages - 1);
     add("pipeline", "send", messages * chunk, messages);
+    // The tied token embedding's gradient, summed between the first and the last stage
+    // (Megatron-LM's embedding group): this rank's rows of the vocabulary.
+    if (model.tied_embeddings) {
+      all_reduce(
+          "pipeline", 2,
+          static_cast<double>(ceil_div(model.vocab, l.model)) * static_cast<double>(model.hidden),
+          grad, 1);
+    }
+    // The loss, from the last stage to every stage, and the gradient norm, both in double.
+    all_reduce("pipeline", l.pipeline, 1, 8, 1);
+    all_reduce("pipeline", l.pipeline, 1, 8, 1);
   }
   for (const auto& [kind, value] : by_kind) {
     p.comm_bytes_per_kind[kind] = bytes_of(value, std::string("the bytes sent by ") + kind);

@@ -199,12 +199,22 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"model=2 sp", "0", 2},
            {"model=4 sp", "0", 4},
            {"fsdp=2,model=2 sp", "1", 4},
-           {"data=2,fsdp=2,model=2 sp", "3", 8}}) {
+           {"data=2,fsdp=2,model=2 sp", "3", 8},
+           // pipelined: 2 micro-batches, 1F1B (rank 0 is the first stage, as the plan's device)
+           {"pipeline=2", "0", 2},
+           {"data=2,pipeline=2", "1", 4},
+           {"fsdp=2,pipeline=2", "2", 4},
+           {"fsdp=2,pipeline=2", "3", 4},
+           {"model=2,pipeline=2", "0", 4},
+           {"model=2,pipeline=2 sp", "1", 4}}) {
     const bool sequence_parallel = mesh.ends_with(" sp");
     const std::string axes = mesh.substr(0, mesh.find(' '));
-    const int model = axes.find("model=") == std::string::npos
-                          ? 1
-                          : std::stoi(axes.substr(axes.find("model=") + 6));
+    const auto degree = [&](const std::string& axis) {
+      const std::size_t at = axes.find(axis + "=");
+      return at == std::string::npos ? 1 : std::stoi(axes.substr(at + axis.size() + 1));
+    };
+    const int model = degree("model") * degree("pipeline");
+    const int microbatches = degree("pipeline") > 1 ? 2 : 1;
     std::vector<std::string> train{"train", "--model", "tiny", "--mesh",  axes, "--zero",
                                    zero,    "--batch", "8",    "--steps", "2",  "--json"};
     std::vector<std::string> plan{"plan",
@@ -217,7 +227,7 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
                                   "--seq",
                                   "64",
                                   "--micro-batch",
-                                  std::to_string(8 / (ranks / model)),
+                                  std::to_string(8 / (ranks / model) / microbatches),
                                   "--precision",
                                   "fp32",
                                   "--layout",
@@ -228,6 +238,11 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
     if (sequence_parallel) {
       train.push_back("--sequence-parallel");
       plan.push_back("--sequence-parallel");
+    }
+    if (microbatches > 1) {
+      for (auto* command : {&train, &plan}) {
+        command->insert(command->end(), {"--microbatches", std::to_string(microbatches)});
+      }
     }
     const testing::Result trained = run_command(train);
     ASSERT_EQ(trained.status, 0) << trained.err;
