@@ -18,7 +18,8 @@ const BackendInfo& backend_from(const std::string& flag) {
   // Each process of the job would run a job of its own, training alone what the others train
   // together.
   if (launched_by_mpirun() && !backend.rank_per_process && mpi_session().world().size() > 1) {
-    throw InvalidArgument("--backend " + backend.name + " runs the ranks as threads of one "
+    throw InvalidArgument("--backend " + backend.name +
+                          " runs the ranks as threads of one "
                           "process, and mpirun started " +
                           std::to_string(mpi_session().world().size()) +
                           " processes that would each run a job of their own; leave out "

@@ -114,7 +114,8 @@ std::vector<CommBenchRow> bench_collectives(Communicator& comm, const std::vecto
             memcpy_on_every_rank(comm, std::max<std::int64_t>(moved, 1), iterations));
 #ifdef SHARDWISE_HAVE_MPI
         if (with_raw_mpi) {
-          raw_seconds.push_back(bench::raw_mpi_seconds(op, static_cast<std::size_t>(bytes), iterations));
+          raw_seconds.push_back(
+              bench::raw_mpi_seconds(op, static_cast<std::size_t>(bytes), iterations));
         }
 #else
         (void)with_raw_mpi;

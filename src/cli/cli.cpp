@@ -91,9 +91,9 @@ Outcome execute(const std::vector<std::string>& args, std::ostream& out) {
     }
     const std::string& word = args[1];
     if (word != "--help" && word != "-h" && unknown_subcommand(chosen, word)) {
-      return {kBadInput, where,
-              "unknown command '" + one_line(word) + "'; expected one of: " +
-                  subcommand_names(chosen)};
+      return {
+          kBadInput, where,
+          "unknown command '" + one_line(word) + "'; expected one of: " + subcommand_names(chosen)};
     }
   }
 

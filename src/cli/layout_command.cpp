@@ -34,9 +34,10 @@ class LayoutCommand final : public Command {
     Mesh mesh = Mesh::parse(mesh_);
     if (devices_) {
       if (devices_->find_first_not_of(" \t") == std::string::npos) {
-        throw InvalidArgument("--devices is empty; give one device id per mesh position, or "
-                              "leave --devices out for 0.." +
-                              std::to_string(mesh.size() - 1));
+        throw InvalidArgument(
+            "--devices is empty; give one device id per mesh position, or "
+            "leave --devices out for 0.." +
+            std::to_string(mesh.size() - 1));
       }
       const std::vector<DeviceId> ids = parse_int_list(*devices_, "--devices");
       const bool mesh_has_ids = mesh_.find("devices") != std::string::npos;

@@ -207,8 +207,9 @@ class PlanCommand final : public Command {
     }
     const auto top = static_cast<std::size_t>(bounded(top_, "--top", 1, 1000));
     if (layout_ && app_->get_option("--top")->count() > 0) {
-      throw InvalidArgument("--top ranks the layouts a search finds; with --layout one layout is "
-                            "evaluated");
+      throw InvalidArgument(
+          "--top ranks the layouts a search finds; with --layout one layout is "
+          "evaluated");
     }
     if (shape.context > 0 && setup.seq > shape.context) {
       throw InvalidArgument("--seq " + seq_ + " is longer than the model's context of " +

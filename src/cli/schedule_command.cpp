@@ -1,6 +1,7 @@
 #include <CLI/CLI.hpp>
 #include <iomanip>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
 #include "text_table.hpp"
+#include "timeline_file.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -26,9 +28,11 @@ class ScheduleCommand final : public Command {
             "schedule",
             "Draw a pipeline schedule's timeline: each stage's forward and backward "
             "passes, micro-batches in flight, and the bubble")) {
-    app_->add_option("--stages", stages_, "Pipeline stages (1 to 1024)")->required();
-    app_->add_option("--microbatches", microbatches_, "Micro-batches per step (1 to 65536)")
-        ->required();
+    app_->add_option("--stages", stages_, "Pipeline stages (1 to 1024)");
+    app_->add_option("--microbatches", microbatches_, "Micro-batches per step (1 to 65536)");
+    app_->add_option("--from", from_,
+                     "Draw a timeline file instead: `shardwise train --timeline` (what ran) or "
+                     "`shardwise schedule --json` (what was predicted)");
     app_->add_option("--schedule", schedule_, "gpipe, 1f1b or interleaved")->default_val("1f1b");
     app_->add_option("--virtual", virtual_stages_,
                      "Model chunks per device, 1 to 64 (interleaved; default 2 there, 1 "
@@ -42,9 +46,24 @@ class ScheduleCommand final : public Command {
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
 
   void run(std::ostream& out) const override {
+    if (from_) {
+      for (const char* flag : {"--stages", "--microbatches", "--schedule", "--virtual",
+                               "--forward-time", "--backward-time"}) {
+        if (app_->get_option(flag)->count() > 0) {
+          throw InvalidArgument(std::string(flag) +
+                                " describes a schedule to predict; --from draws the file's");
+        }
+      }
+      draw_file(out);
+      return;
+    }
+    for (const auto& [flag, value] :
+         {std::pair{"--stages", &stages_}, std::pair{"--microbatches", &microbatches_}}) {
+      if (!*value) throw InvalidArgument(std::string(flag) + " is required (or --from FILE)");
+    }
     const ScheduleKind kind = parse_schedule_kind(schedule_);
-    const std::int64_t stages = integer(stages_, "--stages");
-    const std::int64_t microbatches = integer(microbatches_, "--microbatches");
+    const std::int64_t stages = integer(*stages_, "--stages");
+    const std::int64_t microbatches = integer(*microbatches_, "--microbatches");
     std::int64_t chunks = kind == ScheduleKind::kInterleaved1F1B ? 2 : 1;
     if (virtual_stages_) {
       chunks = integer(*virtual_stages_, "--virtual");
@@ -73,6 +92,28 @@ class ScheduleCommand final : public Command {
   }
 
  private:
+  void draw_file(std::ostream& out) const {
+    const TimelineFile file = read_timeline(read_file(*from_, "--from"), *from_);
+    const PipelineSchedule& schedule = file.schedule;
+    if (json_) {
+      out << to_json(schedule, file.timeline) << '\n';
+      return;
+    }
+    const bool chunks = schedule.virtual_stages > 1;
+    out << "schedule      " << to_string(schedule.kind) << ", " << schedule.num_stages
+        << " stages, " << schedule.num_microbatches << " micro-batches"
+        << (chunks ? ", " + std::to_string(schedule.virtual_stages) + " chunks per stage" : "")
+        << (file.measured ? ", as it ran" : "") << '\n'
+        << "passes        forward " << fraction_text(file.median_forward) << ", backward "
+        << fraction_text(file.median_backward) << (file.measured ? " s" : "")
+        << " (medians; drawn in units of the forward)\n"
+        << "bubble        " << fraction_text(file.timeline.bubble_fraction())
+        << (file.measured ? " measured" : " counted") << ", "
+        << fraction_text(schedule.bubble_fraction()) << " = (p - 1) / " << (chunks ? "(v m)" : "m")
+        << "\n\n"
+        << draw_timeline(schedule, file.drawn);
+  }
+
   static std::string to_json(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
     nlohmann::ordered_json stages = nlohmann::ordered_json::array();
     for (const auto& stage : timeline.stages) {
@@ -99,8 +140,9 @@ class ScheduleCommand final : public Command {
   }
 
   CLI::App* app_;
-  std::string stages_;
-  std::string microbatches_;
+  std::optional<std::string> stages_;
+  std::optional<std::string> microbatches_;
+  std::optional<std::string> from_;
   std::string schedule_;
   std::optional<std::string> virtual_stages_;
   std::string forward_time_;

@@ -74,9 +74,10 @@ class SpecsCommand final : public Command {
         std::none_of(
             layout.parameters.begin(), layout.parameters.end(),
             [&](const ParameterLayout& p) { return p.spec.dimension_of(fsdp_axis) >= 0; })) {
-      layout.axis_notes.push_back("FSDP leaves whole every dimension below --fsdp-min-weight-size (" +
-                             std::to_string(fsdp_min_weight_size_) +
-                             "): give a smaller size to shard this model over '" + fsdp_axis + "'");
+      layout.axis_notes.push_back(
+          "FSDP leaves whole every dimension below --fsdp-min-weight-size (" +
+          std::to_string(fsdp_min_weight_size_) +
+          "): give a smaller size to shard this model over '" + fsdp_axis + "'");
     }
     out << (json_ ? render_specs_json(layout) + "\n" : render_specs_text(layout));
   }

@@ -87,4 +87,14 @@ std::string read_file(const std::string& path, const std::string& option) {
   return content;
 }
 
+void write_text_file(const std::string& path, const std::string& text, const std::string& option) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text << '\n';
+  out.close();
+  if (!out) {
+    throw InvalidArgument("cannot write " + option + " '" + echo_input(path) +
+                          "': " + std::strerror(errno));
+  }
+}
+
 }  // namespace shardwise::cli

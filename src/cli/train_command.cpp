@@ -225,6 +225,9 @@ class TrainCommand final : public Command {
                      "remainder) or cost (the slowest stage as fast as possible, the head's "
                      "FLOPs counted on the last)")
         ->default_val("count");
+    app_->add_option("--timeline", timeline_,
+                     "Write the last step's executed pipeline timeline (every rank's passes with "
+                     "their start and end) as JSON; `shardwise schedule --from FILE` draws it");
     app_->add_flag("--json", json_, "One JSON object per line");
     app_->add_option("--log-dir", log_dir_,
                      "Keep the run's logs in this folder (rank 0 writes): TensorBoard event files "
@@ -286,6 +289,10 @@ class TrainCommand final : public Command {
     }
     const std::optional<models::GptPipeline> pipeline =
         resolve_pipeline(pipeline_flags, config, mesh, settings);
+    if (timeline_ && !pipeline) {
+      throw InvalidArgument("--timeline writes the pipeline's executed schedule; --mesh " +
+                            mesh.to_string() + " has no pipeline axis of more than one rank");
+    }
     const BackendInfo& backend = backend_from(backend_);
     const std::string run_text =
         "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) + " ranks";
@@ -398,7 +405,8 @@ class TrainCommand final : public Command {
          {"--threads", std::to_string(threads)},
          {"--json", json_ ? "on" : "off"},
          {"--log-dir", log_dir_ ? "given" : "not given"},
-         {"--schedule", pipeline_text(layout.pipeline)}});
+         {"--schedule", pipeline_text(layout.pipeline)},
+         {"--timeline", timeline_ ? "given" : "not given"}});
     if (threads > 0) kernels::set_blas_threads(threads);
     train_rank(comm, mesh, config, layout, settings, corpus, eval_every, out, mutex, backend_name,
                threads);
@@ -535,6 +543,21 @@ class TrainCommand final : public Command {
         static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9)};
     std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
     comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
+    // The last step's executed timeline, every rank's, to rank 0's file.
+    if (timeline_ && layout.pipeline) {
+      const std::int64_t stages = context.degree(train::kPipelineAxis);
+      const std::size_t length = most_actions(*layout.pipeline, stages);
+      const std::vector<double> own = timeline_fields(schedule, length);
+      std::vector<double> every(own.size() * static_cast<std::size_t>(comm.size()));
+      comm.all_gather(own.data(), every.data(), own.size(), DType::kF64, world_group(comm.size()));
+      if (speaks) {
+        std::vector<std::int64_t> stage_of;
+        for (int r = 0; r < comm.size(); ++r) stage_of.push_back(all[kFields * r + 5]);
+        write_text_file(*timeline_,
+                        timeline_json(*layout.pipeline, stages, every, length, stage_of),
+                        "--timeline");
+      }
+    }
     if (!speaks) return;
     std::lock_guard lock(mutex);
     const double tokens_per_s = static_cast<double>(settings.batch * settings.seq *
@@ -634,6 +657,7 @@ class TrainCommand final : public Command {
   std::string backend_;
   std::optional<std::string> log_dir_;
   PipelineFlags pipeline_flags_;
+  std::optional<std::string> timeline_;
   bool json_ = false;
   bool no_overlap_ = false;
   bool sequence_parallel_ = false;

@@ -1,5 +1,7 @@
 #include "train_pipeline.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/pipeline_balance.hpp"
@@ -127,6 +129,68 @@ std::string pipeline_plan(const models::GptConfig& config, const models::GptPipe
     }
   }
   return text + "\n";
+}
+
+std::size_t most_actions(const models::GptPipeline& pipeline, std::int64_t stages) {
+  const PipelineSchedule schedule =
+      build_schedule(pipeline.schedule, stages, pipeline.microbatches, pipeline.virtual_stages);
+  std::size_t most = 0;
+  for (const auto& actions : schedule.actions) most = std::max(most, actions.size());
+  return most;
+}
+
+std::vector<double> timeline_fields(const train::PipelineStepResult& result, std::size_t length) {
+  std::vector<double> fields(length * kActionFields, -1.0);
+  for (std::size_t a = 0; a < result.timeline.size() && a < length; ++a) {
+    const train::ExecutedAction& executed = result.timeline[a];
+    double* f = fields.data() + a * kActionFields;
+    f[0] = executed.action.pass == Pass::kForward ? 0 : 1;
+    f[1] = static_cast<double>(executed.action.microbatch);
+    f[2] = static_cast<double>(executed.action.chunk);
+    f[3] = executed.start;
+    f[4] = executed.end;
+  }
+  return fields;
+}
+
+std::string timeline_json(const models::GptPipeline& pipeline, std::int64_t stages,
+                          const std::vector<double>& fields, std::size_t length,
+                          const std::vector<std::int64_t>& stage_of) {
+  using Json = nlohmann::ordered_json;
+  const auto actions_of = [&](std::size_t rank) {
+    Json actions = Json::array();
+    for (std::size_t a = 0; a < length; ++a) {
+      const double* f = fields.data() + (rank * length + a) * kActionFields;
+      if (f[0] < 0) break;
+      actions.push_back({{"pass", f[0] == 0 ? "forward" : "backward"},
+                         {"microbatch", static_cast<std::int64_t>(f[1])},
+                         {"chunk", static_cast<std::int64_t>(f[2])},
+                         {"start", f[3]},
+                         {"end", f[4]}});
+    }
+    return actions;
+  };
+  Json by_stage = Json::array();
+  Json ranks = Json::array();
+  for (std::int64_t s = 0; s < stages; ++s) {
+    for (std::size_t r = 0; r < stage_of.size(); ++r) {
+      if (stage_of[r] == s) {
+        by_stage.push_back(actions_of(r));
+        break;
+      }
+    }
+  }
+  for (std::size_t r = 0; r < stage_of.size(); ++r) {
+    ranks.push_back({{"rank", r}, {"stage", stage_of[r]}, {"actions", actions_of(r)}});
+  }
+  return Json{{"schedule", to_string(pipeline.schedule)},
+              {"stages", stages},
+              {"microbatches", pipeline.microbatches},
+              {"virtual_stages", pipeline.virtual_stages},
+              {"measured", true},
+              {"timeline", std::move(by_stage)},
+              {"ranks", std::move(ranks)}}
+      .dump();
 }
 
 std::string pipeline_text(const std::optional<models::GptPipeline>& pipeline) {

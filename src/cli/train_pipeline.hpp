@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/models/gpt.hpp"
+#include "shardwise/train/pipeline_executor.hpp"
 #include "shardwise/train/trainer.hpp"
 
 namespace shardwise::cli {
@@ -34,6 +36,26 @@ std::optional<models::GptPipeline> resolve_pipeline(const PipelineFlags& flags,
 // the embeddings and layers 0-1; stage 1: layers 2-3 and the head".
 std::string pipeline_plan(const models::GptConfig& config, const models::GptPipeline& pipeline,
                           std::int64_t stages, std::size_t sequences_per_rank);
+
+// Doubles per executed action in a gathered timeline: pass (0 forward, 1 backward),
+// micro-batch, chunk, start and end seconds.
+inline constexpr std::size_t kActionFields = 5;
+
+// The most actions any stage of `pipeline` runs in a step: the length each rank pads its
+// timeline to for one all-gather.
+std::size_t most_actions(const models::GptPipeline& pipeline, std::int64_t stages);
+
+// This rank's executed actions as kActionFields doubles each, padded with -1 to `length`
+// actions.
+std::vector<double> timeline_fields(const train::PipelineStepResult& result, std::size_t length);
+
+// The executed timeline as `shardwise schedule --json` writes a predicted one (and `shardwise
+// schedule --from` reads): the schedule's header and, per stage, the actions of its lowest rank;
+// plus every rank's own ("ranks": rank, stage, actions). `fields` holds every rank's
+// timeline_fields in rank order, `stage_of` each rank's stage.
+std::string timeline_json(const models::GptPipeline& pipeline, std::int64_t stages,
+                          const std::vector<double>& fields, std::size_t length,
+                          const std::vector<std::int64_t>& stage_of);
 
 // What the flags resolved to, for the ranks' comparison: "1f1b,4,1,2+2".
 std::string pipeline_text(const std::optional<models::GptPipeline>& pipeline);

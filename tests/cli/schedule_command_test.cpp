@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "run_command.hpp"
 
 namespace shardwise::cli {
@@ -130,6 +132,91 @@ TEST(ScheduleCommand, BadInput) {
     full.insert(full.end(), args.begin(), args.end());
     testing::expect_bad_input(full, message);
   }
+}
+
+// What ran, drawn like what was predicted: `train --timeline` writes every rank's passes of the
+// last step; `schedule --from` draws the file, and reads `schedule --json`'s predictions alike.
+TEST(ScheduleCommand, DrawsWhatRanAndWhatWasPredictedFromFiles) {
+  const std::string ran = ::testing::TempDir() + "ran_timeline.json";
+  const auto trained =
+      run_command({"train", "--model", "tiny", "--mesh", "data=2,pipeline=2", "--microbatches", "4",
+                   "--batch", "8", "--steps", "2", "--json", "--timeline", ran});
+  ASSERT_EQ(trained.status, 0) << trained.err;
+  const auto file = nlohmann::json::parse(std::ifstream(ran));
+  EXPECT_EQ(file["schedule"], "1f1b");
+  EXPECT_EQ(file["ranks"].size(), 4U);
+  for (const auto& rank : file["ranks"]) {
+    // 1F1B: every stage runs each micro-batch's forward and backward, in the schedule's order.
+    EXPECT_EQ(rank["actions"].size(), 8U);
+    double last_end = 0;
+    for (const auto& action : rank["actions"]) {
+      EXPECT_GE(action["start"].get<double>(), last_end);
+      EXPECT_GE(action["end"].get<double>(), action["start"].get<double>());
+      last_end = action["end"].get<double>();
+    }
+  }
+  const auto drawn = run_command({"schedule", "--from", ran});
+  ASSERT_EQ(drawn.status, 0) << drawn.err;
+  EXPECT_THAT(drawn.out, HasSubstr("schedule      1f1b, 2 stages, 4 micro-batches, as it ran\n"));
+  EXPECT_THAT(drawn.out, HasSubstr(" measured, 0.25 = (p - 1) / m\n"));
+  EXPECT_THAT(drawn.out, HasSubstr("stage 0 | F0"));
+  EXPECT_THAT(drawn.out, HasSubstr("stage 1 | "));
+  // A prediction's JSON draws as the prediction itself.
+  const auto predicted =
+      run_command({"schedule", "--stages", "4", "--microbatches", "8", "--json"});
+  const std::string plan = ::testing::TempDir() + "predicted_timeline.json";
+  std::ofstream(plan) << predicted.out;
+  const auto replayed = run_command({"schedule", "--from", plan});
+  ASSERT_EQ(replayed.status, 0) << replayed.err;
+  const auto direct = run_command({"schedule", "--stages", "4", "--microbatches", "8"});
+  const auto rows = [](const std::string& out) { return out.substr(out.find("stage 0 |")); };
+  EXPECT_EQ(rows(replayed.out), rows(direct.out));
+  EXPECT_THAT(replayed.out, HasSubstr("0.375 counted, 0.375 = (p - 1) / m"));
+}
+
+TEST(ScheduleCommand, BadTimelineFilesAreNamed) {
+  const auto bad = [](const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::string header =
+      R"({"schedule": "1f1b", "stages": 2, "microbatches": 1, "virtual_stages": 1, )";
+  const std::string f0 =
+      R"({"pass": "forward", "microbatch": 0, "chunk": 0, "start": 0, "end": 1})";
+  const std::string b0 =
+      R"({"pass": "backward", "microbatch": 0, "chunk": 0, "start": 3, "end": 4})";
+  const std::string swapped = bad("swapped.json", header + R"("timeline": [[)" + b0 + ", " + f0 +
+                                                      "], [" + f0 + ", " + b0 + "]]}");
+  testing::expect_bad_input(
+      {"schedule", "--from", swapped},
+      "--from '" + swapped + "': timeline stage 0 pass 0 is B0; the 1f1b schedule runs F0 there");
+  const std::string one_stage =
+      bad("one_stage.json", header + R"("timeline": [[)" + f0 + ", " + b0 + "]]}");
+  testing::expect_bad_input({"schedule", "--from", one_stage},
+                            "timeline holds 1 stages; the header says 2");
+  const std::string negative =
+      bad("negative.json",
+          header + R"("timeline": [[)" + f0 + ", " + b0 +
+              R"(], [{"pass": "forward", "microbatch": 0, "chunk": 0, "start": -1, "end": 1}, )" +
+              b0 + "]]}");
+  testing::expect_bad_input({"schedule", "--from", negative},
+                            "timeline stage 1 pass 0: start is -1; expected a time from 0");
+  const std::string backwards =
+      bad("backwards.json",
+          header + R"("timeline": [[)" + f0 + ", " + b0 +
+              R"(], [{"pass": "forward", "microbatch": 0, "chunk": 0, "start": 2, "end": 1}, )" +
+              b0 + "]]}");
+  testing::expect_bad_input({"schedule", "--from", backwards},
+                            "timeline stage 1 pass 0 ends at 1, before its start 2");
+  testing::expect_bad_input({"schedule", "--from", swapped, "--stages", "2"},
+                            "--stages describes a schedule to predict; --from draws the file's");
+  testing::expect_bad_input({"schedule", "--from", "/dev/zero"}, "is not a regular file");
+  testing::expect_bad_input({"schedule", "--microbatches", "2"},
+                            "--stages is required (or --from FILE)");
+  testing::expect_bad_input({"train", "--timeline", "x.json"},
+                            "--timeline writes the pipeline's executed schedule; --mesh "
+                            "Mesh('data': 1) has no pipeline axis");
 }
 
 }  // namespace
