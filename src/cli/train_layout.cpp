@@ -25,7 +25,7 @@ std::optional<ShardingRules> read_param_sharding_rules(const std::string& source
   try {
     ShardingRules rules = load_sharding_rules(text, ParallelismConfig::from_mesh(mesh));
     // The GPT declares every parameter's logical axes, so name rules would decide nothing;
-    // it has no pipeline yet, so stage rules would place nothing.
+    // its stages come from --stages-by, so stage rules would place nothing.
     if (rules.gives_parameter_rules) {
       throw InvalidArgument(
           "parameter_rules give logical axes to parameters that declare none, and every "
@@ -34,8 +34,8 @@ std::optional<ShardingRules> read_param_sharding_rules(const std::string& source
     }
     if (rules.gives_stage_rules) {
       throw InvalidArgument(
-          "stage_rules place parameters in pipeline stages, and "
-          "`shardwise train` has no pipeline axis");
+          "stage_rules place parameters in pipeline stages, and `shardwise train` assigns the "
+          "GPT's layers to stages itself (--stages-by count or cost)");
     }
     return rules;
   } catch (const Error& e) {
