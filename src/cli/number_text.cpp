@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 #include <system_error>
 
 #include "shardwise/core/error.hpp"
@@ -40,6 +42,12 @@ std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_
                           std::to_string(least) + " to " + std::to_string(most));
   }
   return value;
+}
+
+std::string significant(double value, int digits) {
+  std::ostringstream out;
+  out << std::setprecision(digits) << value;
+  return out.str();
 }
 
 }  // namespace shardwise::cli

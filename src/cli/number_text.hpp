@@ -11,6 +11,9 @@ namespace shardwise::cli {
 // anything else: empty, trailing characters, out of range ("1e999"), inf or nan.
 double finite_number(const std::string& text, std::string_view flag);
 
+// `value` with at most `digits` significant digits ("0.375", "0.001727").
+std::string significant(double value, int digits);
+
 // The integer `text` spells out in decimal. Throws InvalidArgument quoting `flag` and the text
 // for anything else, including values beyond 64 bits.
 std::int64_t integer(const std::string& text, std::string_view flag);

@@ -15,11 +15,8 @@
 namespace shardwise::cli {
 namespace {
 
-std::string fraction_text(double value) {
-  std::ostringstream out;
-  out << std::setprecision(4) << value;
-  return out.str();
-}
+// Fractions and pass times as the drawing prints them.
+std::string significant_text(double value) { return significant(value, 4); }
 
 class ScheduleCommand final : public Command {
  public:
@@ -83,8 +80,8 @@ class ScheduleCommand final : public Command {
     out << "schedule      " << to_string(kind) << ", " << stages << " stages, " << microbatches
         << " micro-batches"
         << (chunks > 1 ? ", " + std::to_string(chunks) + " chunks per stage" : "") << '\n'
-        << "bubble        " << fraction_text(timeline.bubble_fraction()) << " counted, "
-        << fraction_text(schedule.bubble_fraction()) << " = (p - 1) / "
+        << "bubble        " << significant_text(timeline.bubble_fraction()) << " counted, "
+        << significant_text(schedule.bubble_fraction()) << " = (p - 1) / "
         << (chunks > 1 ? "(v m)" : "m") << '\n'
         << "in flight     " << join_ints(schedule.peak_in_flight(), ", ")
         << (chunks > 1 ? " micro-batch chunks" : " micro-batches") << " at most, per stage\n\n"
@@ -104,13 +101,13 @@ class ScheduleCommand final : public Command {
         << " stages, " << schedule.num_microbatches << " micro-batches"
         << (chunks ? ", " + std::to_string(schedule.virtual_stages) + " chunks per stage" : "")
         << (file.measured ? ", as it ran" : "") << '\n'
-        << "passes        forward " << fraction_text(file.median_forward) << ", backward "
-        << fraction_text(file.median_backward) << (file.measured ? " s" : "")
+        << "passes        forward " << significant_text(file.median_forward) << ", backward "
+        << significant_text(file.median_backward) << (file.measured ? " s" : "")
         << " (medians; drawn in units of the forward)\n"
-        << "bubble        " << fraction_text(file.timeline.bubble_fraction())
+        << "bubble        " << significant_text(file.timeline.bubble_fraction())
         << (file.measured ? " measured" : " counted") << ", "
-        << fraction_text(schedule.bubble_fraction()) << " = (p - 1) / " << (chunks ? "(v m)" : "m")
-        << "\n\n"
+        << significant_text(schedule.bubble_fraction()) << " = (p - 1) / "
+        << (chunks ? "(v m)" : "m") << "\n\n"
         << draw_timeline(schedule, file.drawn);
   }
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
-#include <sstream>
 #include <vector>
 
 #include "../strategy/detail/json_reader.hpp"
@@ -12,12 +10,6 @@
 
 namespace shardwise::cli {
 namespace {
-
-std::string time_text(double value) {
-  std::ostringstream out;
-  out << std::setprecision(6) << value;
-  return out.str();
-}
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -82,7 +74,7 @@ TimelineFile read_timeline(const std::string& text, const std::string& path) {
           const double t = value.is_number() ? value.get<double>() : -1;
           if (!value.is_number() || !std::isfinite(t) || t < 0 || t > kMaxPassTime) {
             throw InvalidArgument(where + ": " + key + " is " + value.dump() +
-                                  "; expected a time from 0 to " + time_text(kMaxPassTime));
+                                  "; expected a time from 0 to " + significant(kMaxPassTime, 6));
           }
           return t;
         };
@@ -90,8 +82,8 @@ TimelineFile read_timeline(const std::string& text, const std::string& path) {
         const double end = time("end");
         pass.finish();
         if (end < start) {
-          throw InvalidArgument(where + " ends at " + time_text(end) + ", before its start " +
-                                time_text(start));
+          throw InvalidArgument(where + " ends at " + significant(end, 6) + ", before its start " +
+                                significant(start, 6));
         }
         if (!(action == expected[a])) {
           throw InvalidArgument(where + " is " + to_string(action, chunks > 1) + "; the " +

@@ -17,22 +17,13 @@
 #include "error_of.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/models/gpt_pipeline.hpp"
+#include "stage_checks.hpp"
 
 namespace shardwise::models {
 namespace {
 
-using testing::error_of;
+using shardwise::testing::error_of;
 using ::testing::HasSubstr;
-
-std::vector<std::int32_t> draw(std::size_t count, std::uint32_t seed, std::size_t vocab) {
-  std::vector<std::int32_t> ids(count);
-  std::uint32_t x = seed;
-  for (auto& id : ids) {
-    x = x * 1664525U + 1013904223U;
-    id = static_cast<std::int32_t>((x >> 8) % vocab);
-  }
-  return ids;
-}
 
 struct Case {
   ScheduleKind kind;
@@ -43,8 +34,10 @@ struct Case {
 TEST(GptPipeline, EverySchedulesGivesTheWholeModelsLossAndGradients) {
   const GptConfig config{4, 2, 16, 8, 37};
   const std::size_t batch = 8, seq = 8, microbatches = 4, per = batch / microbatches;
-  const std::vector<std::int32_t> tokens = draw(batch * seq, 5, config.vocab_size);
-  const std::vector<std::int32_t> targets = draw(batch * seq, 6, config.vocab_size);
+  const std::vector<std::int32_t> tokens =
+      stage_checks::draw_ids(batch * seq, 5, config.vocab_size);
+  const std::vector<std::int32_t> targets =
+      stage_checks::draw_ids(batch * seq, 6, config.vocab_size);
   train::ParameterStore whole(gpt_parameters(config));
   whole.initialize(13);
   whole.zero_grads();
@@ -62,7 +55,7 @@ TEST(GptPipeline, EverySchedulesGivesTheWholeModelsLossAndGradients) {
     const std::size_t layers_per_chunk =
         config.n_layer / static_cast<std::size_t>(c.stages * c.chunks);
     std::mutex mutex;
-    std::vector<double> summed(whole.grads().size(), 0.0);
+    stage_checks::StageGradients gradients(whole);
     double loss_sum = 0;
     run_local(static_cast<int>(c.stages), [&](Communicator& comm) {
       const std::int64_t stage = comm.rank();
@@ -106,21 +99,10 @@ TEST(GptPipeline, EverySchedulesGivesTheWholeModelsLossAndGradients) {
         EXPECT_EQ(chunks[0]->slots(), static_cast<std::size_t>(result.peak_in_flight)) << name;
       }
       loss_sum += result.loss_sum;
-      for (std::size_t i = 0; i < store.specs().size(); ++i) {
-        const std::size_t w = whole.index_of(store.specs()[i].name);
-        for (std::size_t e = 0; e < store.count(i); ++e) {
-          summed[whole.offset(w) + e] += store.grads()[store.offset(i) + e];
-        }
-      }
+      gradients.add(store);
     });
     EXPECT_NEAR(loss_sum / static_cast<double>(microbatches), loss, 1e-6 * loss) << name;
-    for (std::size_t p = 0; p < whole.specs().size(); ++p) {
-      for (std::size_t e = 0; e < whole.count(p); ++e) {
-        const double expected = whole.grads()[whole.offset(p) + e];
-        ASSERT_NEAR(summed[whole.offset(p) + e], expected, 1e-5 + 1e-4 * std::abs(expected))
-            << name << ": " << whole.specs()[p].name << " element " << e;
-      }
-    }
+    gradients.expect_whole(name);
   }
 }
 

@@ -11,55 +11,21 @@
 
 #include "error_of.hpp"
 #include "shardwise/models/gpt.hpp"
+#include "stage_checks.hpp"
 
 namespace shardwise::models {
 namespace {
 
-using testing::error_of;
+using shardwise::testing::error_of;
 using ::testing::HasSubstr;
-
-std::vector<std::int32_t> draw(std::size_t count, std::uint32_t seed, std::size_t vocab) {
-  std::vector<std::int32_t> ids(count);
-  std::uint32_t x = seed;
-  for (auto& id : ids) {
-    x = x * 1664525U + 1013904223U;
-    id = static_cast<std::int32_t>((x >> 8) % vocab);
-  }
-  return ids;
-}
-
-struct Whole {
-  float loss;
-  std::vector<float> grads;  // by parameter name
-  train::ParameterStore store;
-};
-
-// Each stage's parameters' gradients against the whole model's, by name; wte summed over the
-// stages holding it.
-void expect_same_gradients(const train::ParameterStore& whole,
-                           const std::vector<std::unique_ptr<train::ParameterStore>>& stages) {
-  std::vector<double> summed(whole.grads().size(), 0.0);
-  for (const auto& stage : stages) {
-    for (std::size_t i = 0; i < stage->specs().size(); ++i) {
-      const std::size_t w = whole.index_of(stage->specs()[i].name);
-      const float* g = stage->grads().data() + stage->offset(i);
-      for (std::size_t e = 0; e < stage->count(i); ++e) summed[whole.offset(w) + e] += g[e];
-    }
-  }
-  for (std::size_t p = 0; p < whole.specs().size(); ++p) {
-    for (std::size_t e = 0; e < whole.count(p); ++e) {
-      const double expected = whole.grads()[whole.offset(p) + e];
-      ASSERT_NEAR(summed[whole.offset(p) + e], expected, 1e-5 + 1e-4 * std::abs(expected))
-          << whole.specs()[p].name << " element " << e;
-    }
-  }
-}
 
 TEST(GptStages, StagesOverMicrobatchesGiveTheWholeModelsLossAndGradients) {
   const GptConfig config{4, 2, 16, 8, 37};
   const std::size_t batch = 4, seq = 8, microbatches = 2, per = batch / microbatches;
-  const std::vector<std::int32_t> tokens = draw(batch * seq, 3, config.vocab_size);
-  const std::vector<std::int32_t> targets = draw(batch * seq, 4, config.vocab_size);
+  const std::vector<std::int32_t> tokens =
+      stage_checks::draw_ids(batch * seq, 3, config.vocab_size);
+  const std::vector<std::int32_t> targets =
+      stage_checks::draw_ids(batch * seq, 4, config.vocab_size);
 
   train::ParameterStore whole(gpt_parameters(config));
   whole.initialize(11);
@@ -106,7 +72,9 @@ TEST(GptStages, StagesOverMicrobatchesGiveTheWholeModelsLossAndGradients) {
       }
     }
     EXPECT_NEAR(mean, loss, 1e-6 * loss) << cut.size() << " stages";
-    expect_same_gradients(whole, stores);
+    stage_checks::StageGradients gradients(whole);
+    for (const auto& store : stores) gradients.add(*store);
+    gradients.expect_whole(std::to_string(cut.size()) + " stages");
     // Two micro-batches in flight keep two slots of activations.
     if (cut.size() == 3) {
       EXPECT_GT(stages[1]->activation_bytes(), 0U);

@@ -159,7 +159,8 @@ TEST(Gpt, BadInputIsNamed) {
   const std::vector<std::int32_t> longer(5, 1);
   EXPECT_THAT(error_of([&] { (void)gpt.forward(longer, longer, 1, 5); }),
               HasSubstr("sequences of 5 tokens; expected at least one sequence of 1 to 4 tokens"));
-  EXPECT_THAT(error_of([&] { gpt.backward(); }), HasSubstr("backward of micro-batch slot 0 before its forward"));
+  EXPECT_THAT(error_of([&] { gpt.backward(); }),
+              HasSubstr("backward of micro-batch slot 0 before its forward"));
   EXPECT_THAT(
       error_of([] {
         train::ParameterStore twice({{"w", {2}, {}, {}, true, ""}, {"w", {3}, {}, {}, true, ""}});
