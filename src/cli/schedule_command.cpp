@@ -1,9 +1,7 @@
 #include <CLI/CLI.hpp>
-#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
-#include <sstream>
 
 #include "command.hpp"
 #include "number_text.hpp"
