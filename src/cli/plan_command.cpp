@@ -100,6 +100,7 @@ nlohmann::json candidate_json(const plan::Prediction& p) {
             {"activations_per_layer", p.memory.activations_per_layer},
             {"buffers", p.memory.buffers},
             {"total", p.memory.total()}}},
+          {"activations_by_stage", p.activations_by_stage},
           {"comm_bytes_per_step", comm},
           {"comm_bytes_per_kind", kinds},
           {"model_flops_per_step", p.model_flops_per_step},

@@ -1,5 +1,7 @@
 #include "shardwise/plan/cost_model.hpp"
 
+#include "shardwise/strategy/pipeline_schedule.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -59,7 +61,7 @@ Link link_of(const Cluster& cluster, const Axis& axis) {
 // two wide tensors, residuals).
 double trainer_layer_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
   const double s = static_cast<double>(seq);
-  return static_cast<double>(b) * (17 * s * static_cast<double>(model.hidden) +
+  return static_cast<double>(b) * (18 * s * static_cast<double>(model.hidden) +
                                    static_cast<double>(model.heads) * s * s + 4 * s);
 }
 
@@ -68,6 +70,46 @@ double trainer_layer_floats(const ModelShape& model, std::int64_t seq, std::int6
 double trainer_model_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
   const double tokens = static_cast<double>(b) * static_cast<double>(seq);
   return tokens * static_cast<double>(17 * model.hidden + 3 * model.vocab + 3);
+}
+
+// What shardwise's fp32 trainer keeps on a pipeline stage, in bytes: a slot per micro-batch
+// chunk in flight (as the schedule's table counts them on this stage), each holding its chunk's
+// layers and its input, and on the last stage the head's; besides, one micro-batch's backward
+// scratch. Tensor and sequence parallelism split what the trainer's layers split.
+double trainer_stage_activations(const ModelShape& model, const TrainingSetup& setup,
+                                 const Layout& l, bool first, bool last) {
+  const ScheduleKind kind = l.schedule == Schedule::kGpipe      ? ScheduleKind::kGPipe
+                            : l.schedule == Schedule::kOneFOneB ? ScheduleKind::kOneFOneB
+                                                                : ScheduleKind::kInterleaved1F1B;
+  const PipelineSchedule schedule =
+      build_schedule(kind, l.pipeline, l.microbatches, l.virtual_stages);
+  const auto stage = static_cast<std::size_t>(first ? 0 : l.pipeline - 1);
+  const double slots = static_cast<double>(schedule.peak_in_flight()[stage]);
+  const double chunk_layers =
+      static_cast<double>(model.layers) / static_cast<double>(l.pipeline * l.virtual_stages);
+  const double t = static_cast<double>(l.model);
+  const double s = static_cast<double>(setup.seq);
+  const double whole = static_cast<double>(setup.micro_batch) * s;  // rows, BT
+  const double rows = l.sequence_parallel ? whole / t : whole;      // this rank's, R
+  const double h = static_cast<double>(model.hidden);
+  const double v = static_cast<double>(model.vocab);
+  // A layer: the LayerNorms' outputs whole, the residual stream and the row-parallel outputs
+  // this rank's rows with their LayerNorm statistics, Q K V, attention's output and the MLP's
+  // inside this rank's width, and its heads' attention matrices.
+  const double layer =
+      2 * whole * h + 4 * rows * h + 4 * rows + whole * 12 * h / t +
+      static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s * s;
+  double floats = slots * (chunk_layers * layer + rows * h);
+  // Backward's scratch, once: three residual-stream gradients, a LayerNorm input's gradient
+  // whole, the branches' and the MLP's this rank's width; sequence parallelism's gathers.
+  floats += 3 * rows * h + whole * h + whole * 12 * h / t +
+            (l.sequence_parallel ? rows * h + 2 * whole * h : 0);
+  if (last) {
+    // Per slot the final norm's output and statistics, the logits, probabilities and losses;
+    // once the logits' gradient.
+    floats += slots * (whole * h + 2 * rows + 2 * whole * v / t + whole) + whole * v / t;
+  }
+  return 4 * floats;
 }
 
 // One unit of a stage as ZeRO moves it: its elements on this device (after tensor
@@ -323,34 +365,40 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     // section 4.2.3): all m with GPipe, p with 1F1B, and with V interleaved chunks the layers of
     // 1 + (p - 1) / (p V) models.
     double layers_held = static_cast<double>(per_stage_layers);
-    if (l.pipeline > 1) {
-      const double p_stages = static_cast<double>(l.pipeline);
-      const double in_flight = static_cast<double>(std::min(l.pipeline, l.microbatches));
-      if (l.schedule == Schedule::kGpipe) {
-        layers_held *= static_cast<double>(l.microbatches);
-      } else if (l.schedule == Schedule::kOneFOneB) {
-        layers_held *= in_flight;
-      } else {
-        layers_held = static_cast<double>(model.layers) *
-                      (1 + (p_stages - 1) / (p_stages * static_cast<double>(l.virtual_stages)));
+    if (l.pipeline > 1 && setup.precision == Precision::kFp32) {
+      m.activations = bytes_of(trainer_stage_activations(model, setup, l, first, last),
+                               "the activations on a device");
+    } else {
+      if (l.pipeline > 1) {
+        const double p_stages = static_cast<double>(l.pipeline);
+        const double in_flight = static_cast<double>(std::min(l.pipeline, l.microbatches));
+        if (l.schedule == Schedule::kGpipe) {
+          layers_held *= static_cast<double>(l.microbatches);
+        } else if (l.schedule == Schedule::kOneFOneB) {
+          layers_held *= in_flight;
+        } else {
+          layers_held = static_cast<double>(model.layers) *
+                        (1 + (p_stages - 1) / (p_stages * static_cast<double>(l.virtual_stages)));
+        }
+      }
+      if (!first) layers_held = static_cast<double>(per_stage_layers);  // the last stage: one
+      m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
+                               "the activations on a device");
+      if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
+        m.activations =
+            bytes_of(static_cast<double>(m.activations) +
+                         static_cast<double>(activation_bytes_per_layer(
+                             model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone)),
+                     "the activations on a device");
+      }
+      if (setup.precision == Precision::kFp32 && last) {
+        m.activations = bytes_of(
+            static_cast<double>(m.activations) +
+                4 * trainer_model_floats(model, setup.seq, b) / static_cast<double>(l.model),
+            "the activations on a device");
       }
     }
-    if (!first) layers_held = static_cast<double>(per_stage_layers);  // the last stage: one
-    m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
-                             "the activations on a device");
-    if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
-      m.activations =
-          bytes_of(static_cast<double>(m.activations) +
-                       static_cast<double>(activation_bytes_per_layer(
-                           model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone)),
-                   "the activations on a device");
-    }
-    if (setup.precision == Precision::kFp32 && last) {
-      m.activations =
-          bytes_of(static_cast<double>(m.activations) +
-                       4 * trainer_model_floats(model, setup.seq, b) / static_cast<double>(l.model),
-                   "the activations on a device");
-    }
+    p.activations_by_stage.push_back(m.activations);
     if (l.zero == 3) {  // the layer in use and the next, gathered, and one layer's gradients
       const std::int64_t layer = ceil_div(model.layer_parameters, l.model);
       m.buffers = state(2 * bytes.params + bytes.grads, layer);
