@@ -261,16 +261,13 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
       if (bytes.get<std::int64_t>() != 0) measured[axis] = bytes;
     }
     EXPECT_EQ(measured, candidate["comm_bytes_per_step"]) << where;
-    // A pipeline's first and last stage: their activations' peak within 10% of the trainer's.
+    // A pipeline's first and last stage: their activations' peak, exactly.
     if (summary.contains("pipeline")) {
       const auto& peaks = summary["pipeline"]["peak_activation_bytes_per_stage"];
       const auto& predicted = candidate["activations_by_stage"];
       ASSERT_EQ(predicted.size(), 2U) << where;
-      for (std::size_t s = 0; s < 2; ++s) {
-        const double ratio = predicted[s].get<double>() /
-                             peaks[s == 0 ? 0 : peaks.size() - 1].get<double>();
-        EXPECT_NEAR(ratio, 1.0, 0.10) << where << " stage " << s;
-      }
+      EXPECT_EQ(predicted[0], peaks[0]) << where << " first stage";
+      EXPECT_EQ(predicted[1], peaks[peaks.size() - 1]) << where << " last stage";
     }
   }
 }
