@@ -477,7 +477,7 @@ class TrainCommand final : public Command {
           << "\n";
       if (layout.pipeline) {
         out << pipeline_plan(
-            config, *layout.pipeline, context.degree(train::kPipelineAxis),
+            config, *layout.pipeline, mesh,
             settings.batch / static_cast<std::size_t>(context.data_parallel_size()));
       }
       out << parameter_plan(layout.blocks, placements, whole_shardings);

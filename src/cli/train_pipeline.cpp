@@ -107,7 +107,20 @@ std::optional<models::GptPipeline> resolve_pipeline(const PipelineFlags& flags,
 }
 
 std::string pipeline_plan(const models::GptConfig& config, const models::GptPipeline& pipeline,
-                          std::int64_t stages, std::size_t sequences_per_rank) {
+                          const Mesh& mesh, std::size_t sequences_per_rank) {
+  const std::int64_t stages = mesh.axis_size("pipeline");
+  const std::size_t axis = mesh.axis_index("pipeline");
+  // The ranks of stage s: every device whose pipeline coordinate is s (the first 8 named).
+  const auto ranks_of = [&](std::int64_t s) {
+    std::string text;
+    std::int64_t count = 0;
+    for (std::int64_t r = 0; r < mesh.size(); ++r) {
+      if (mesh.coords_at(r)[axis] != s) continue;
+      if (++count <= 8) text += (count > 1 ? ", " : "") + std::to_string(r);
+    }
+    if (count > 8) text += ", ... (" + std::to_string(count) + " ranks)";
+    return (count > 1 ? "ranks " : "rank ") + text;
+  };
   const PipelineSchedule schedule =
       build_schedule(pipeline.schedule, stages, pipeline.microbatches, pipeline.virtual_stages);
   const std::vector<models::GptStageRange> ranges =
@@ -119,7 +132,7 @@ std::string pipeline_plan(const models::GptConfig& config, const models::GptPipe
       " sequences (published bubble " + std::to_string(schedule.bubble_fraction()).substr(0, 5) +
       ")";
   for (std::int64_t s = 0; s < stages; ++s) {
-    text += (s == 0 ? "\n  stage " : "\n  stage ") + std::to_string(s) + ":";
+    text += "\n  stage " + std::to_string(s) + " (" + ranks_of(s) + "):";
     for (std::int64_t k = 0; k < pipeline.virtual_stages; ++k) {
       const models::GptStageRange& range =
           ranges[static_cast<std::size_t>(schedule.virtual_stage(s, k))];

@@ -32,10 +32,11 @@ std::optional<models::GptPipeline> resolve_pipeline(const PipelineFlags& flags,
                                                     const Mesh& mesh,
                                                     const train::TrainSettings& settings);
 
-// "pipeline: 2 stages, 1f1b, 4 micro-batches of 2 sequences (published bubble 0.25); stage 0:
-// the embeddings and layers 0-1; stage 1: layers 2-3 and the head".
+// "pipeline: 2 stages, 1f1b, 4 micro-batches of 2 sequences (published bubble 0.250)", then a
+// line per stage: its ranks on `mesh` and its layers ("stage 0 (ranks 0, 1): the embeddings,
+// layers 0-1").
 std::string pipeline_plan(const models::GptConfig& config, const models::GptPipeline& pipeline,
-                          std::int64_t stages, std::size_t sequences_per_rank);
+                          const Mesh& mesh, std::size_t sequences_per_rank);
 
 // Doubles per executed action in a gathered timeline: pass (0 forward, 1 backward),
 // micro-batch, chunk, start and end seconds.

@@ -136,9 +136,10 @@ TEST(TrainCommand, PipelineLayoutsSeeTheSameLossesAsOneRank) {
       run_command({"train", "--model", source_path("examples/models/gpt_micro.json"), "--steps",
                    "1", "--mesh", "pipeline=2", "--microbatches", "2"});
   ASSERT_EQ(text.status, 0) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("pipeline: 2 stages, 1f1b, 2 micro-batches of 4 sequences "
-                                  "(published bubble 0.500)\n  stage 0: the embeddings, layer 0\n"
-                                  "  stage 1: layer 1, the final norm and the head\n"));
+  EXPECT_THAT(text.out,
+              HasSubstr("pipeline: 2 stages, 1f1b, 2 micro-batches of 4 sequences "
+                        "(published bubble 0.500)\n  stage 0 (rank 0): the embeddings, layer 0\n"
+                        "  stage 1 (rank 1): layer 1, the final norm and the head\n"));
   EXPECT_THAT(text.out, HasSubstr("pipeline, last step: bubble "));
 }
 

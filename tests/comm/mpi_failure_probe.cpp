@@ -1,5 +1,6 @@
 // A program that fails on purpose under mpirun, for the failure tests:
 //   throw    - rank 1 throws; the job must end promptly with its message.
+//   pipeline - a 1F1B schedule whose stage 2 fails mid-step; the job must end promptly with it.
 //   timeout  - rank 1 never joins a barrier; rank 0 must fail after its 200 ms timeout.
 //   mismatch-* - rank 0 makes another call than the others (broadcast vs all-reduce, count 8 vs
 //              16, all-reduce vs all-gather, all-gather counts, f64 vs i64, max vs sum): every
@@ -10,15 +11,36 @@
 //               clean-both (both throw their own errors at once: one line, rank 0's),
 //               clean-hang (rank 0 throws, rank 1 is busy for 30 s: rank 0 stops waiting for
 //               it after 2 s and ends the job with its own line).
+#include <algorithm>
 #include <chrono>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "shardwise/comm/mpi.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/train/pipeline_executor.hpp"
 
 namespace {
+
+class FailingChunk final : public shardwise::train::PipelineChunk {
+ public:
+  FailingChunk(std::size_t boundary, bool fails) : boundary_(boundary), fails_(fails) {}
+  [[nodiscard]] std::size_t boundary_elements() const override { return boundary_; }
+  float forward(std::int64_t microbatch, std::span<const float>, std::span<float> out) override {
+    if (fails_ && microbatch == 2) throw shardwise::InvalidArgument("stage broke");
+    std::fill(out.begin(), out.end(), 1.0F);
+    return 0;
+  }
+  void backward(std::int64_t, std::span<const float>, std::span<float> in) override {
+    std::fill(in.begin(), in.end(), 1.0F);
+  }
+
+ private:
+  std::size_t boundary_;
+  bool fails_;
+};
 
 void clean_part(const std::string& mode, shardwise::Communicator& comm) {
   using namespace shardwise;
@@ -59,6 +81,14 @@ int main(int argc, char** argv) {
     if (mode == "throw") {
       if (comm.rank() == 1) throw shardwise::InvalidArgument("boom");
       comm.barrier(world);
+    } else if (mode == "pipeline") {
+      // A 1F1B schedule over every rank, stage 2 failing at micro-batch 2's forward while its
+      // neighbours wait for its messages and read its earlier ones.
+      FailingChunk chunk(1 << 16, comm.rank() == 2);
+      std::vector<shardwise::train::PipelineChunk*> chunks{&chunk};
+      (void)shardwise::train::run_pipeline_schedule(
+          shardwise::build_schedule(shardwise::ScheduleKind::kOneFOneB, comm.size(), 8), chunks,
+          comm);
     } else if (mode.rfind("mismatch-", 0) == 0) {
       using namespace shardwise;
       AllReduceOptions options;
