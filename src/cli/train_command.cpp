@@ -456,7 +456,8 @@ class TrainCommand final : public Command {
           corpus.fingerprint(),
           sharding_plan(settings.zero, context, model.parameters().units().size()),
           parameter_plan_rows(layout.blocks, placements, whole_shardings),
-          whole_shardings != nullptr ? whole_shardings->notes : std::vector<std::string>{}};
+          whole_shardings != nullptr ? whole_shardings->notes : std::vector<std::string>{},
+          layout.pipeline};
       log = std::make_unique<train::RunLog>(*log_dir_, run_config_json(run));
     }
     if (speaks && !json_) {

@@ -71,6 +71,11 @@ std::string run_config_json(const TrainRunDescription& run) {
         {"json", run.json}}},
       {"placements",
        {{"plan", run.sharding_plan}, {"parameters", parameters}, {"notes", run.notes}}},
+      {"pipeline", run.pipeline ? Json{{"schedule", to_string(run.pipeline->schedule)},
+                                       {"microbatches", run.pipeline->microbatches},
+                                       {"virtual_stages", run.pipeline->virtual_stages},
+                                       {"layers_per_virtual_stage", run.pipeline->layers}}
+                                : Json(nullptr)},
       {"data",
        {{"train", {{"path", run.data}, {"tokens", run.train_tokens}}},
         {"validation", validation},

@@ -36,6 +36,7 @@ struct TrainRunDescription {
   std::string sharding_plan;  // the plan's one line
   std::vector<ParameterPlanRow> parameters;
   std::vector<std::string> notes;
+  std::optional<models::GptPipeline> pipeline;
 };
 
 // config.json's text.

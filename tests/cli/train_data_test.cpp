@@ -166,6 +166,7 @@ TEST(TrainLogs, TheLogsHoldWhatTheRunPrinted) {
   EXPECT_EQ(config["mesh"]["text"], "Mesh('fsdp': 2)");
   EXPECT_EQ(config["data"]["train"]["path"], "built-in");
   EXPECT_FALSE(config["placements"]["parameters"].empty());
+  EXPECT_TRUE(config["pipeline"].is_null());
   std::size_t event_files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) {
