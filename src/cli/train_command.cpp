@@ -3,7 +3,10 @@
 // object per line.
 #include <CLI/CLI.hpp>
 #include <bit>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <functional>
 #include <iomanip>
 #include <limits>
@@ -435,6 +438,14 @@ class TrainCommand final : public Command {
     // The whole model's shardings (a pipeline stage's trainer holds its own only).
     const train::ParameterShardings* whole_shardings =
         whole_settings.shardings ? &*whole_settings.shardings : trainer.shardings();
+    // A timeline that could not be written is found now, not after the run.
+    if (timeline_ && speaks) {
+      std::ofstream probe(*timeline_, std::ios::app);
+      if (!probe) {
+        throw InvalidArgument("cannot write --timeline '" + echo_input(*timeline_) +
+                              "': " + std::strerror(errno));
+      }
+    }
     std::unique_ptr<train::RunLog> log;
     if (log_dir_ && speaks) {
       TrainRunDescription run{

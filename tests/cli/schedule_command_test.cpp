@@ -214,6 +214,13 @@ TEST(ScheduleCommand, BadTimelineFilesAreNamed) {
   testing::expect_bad_input({"schedule", "--from", "/dev/zero"}, "is not a regular file");
   testing::expect_bad_input({"schedule", "--microbatches", "2"},
                             "--stages is required (or --from FILE)");
+  const testing::Result unwritable = run_command({"train", "--mesh", "pipeline=2", "--steps", "50",
+                                                  "--timeline", "/nonexistent/folder/t.json"});
+  EXPECT_EQ(unwritable.status, 2);
+  EXPECT_EQ(unwritable.err,
+            "shardwise train: rank 0: cannot write --timeline '/nonexistent/folder/t.json': No such file "
+            "or directory\n");
+  EXPECT_EQ(unwritable.out.find("step "), std::string::npos) << "trained before refusing";
   testing::expect_bad_input({"train", "--timeline", "x.json"},
                             "--timeline writes the pipeline's executed schedule; --mesh "
                             "Mesh('data': 1) has no pipeline axis");
