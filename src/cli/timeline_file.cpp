@@ -103,14 +103,17 @@ TimelineFile read_timeline(const std::string& text, const std::string& path) {
     // Drawn in units of the median chunk forward: a forward one unit, a backward the nearest
     // whole number of them (at least one), every time rounded to the unit.
     const double unit = file.median_forward > 0 ? file.median_forward : 1;
-    const double backward_units = std::max(1.0, std::round(file.median_backward / unit));
+    // Bounded, so a backward a billion forwards long is a drawing too wide to draw, not inf.
+    const double backward_units = std::clamp(std::round(file.median_backward / unit), 1.0,
+                                             static_cast<double>(kMaxDrawnSteps) + 1);
     file.drawn.forward_time = static_cast<double>(chunks);
     file.drawn.backward_time = backward_units * static_cast<double>(chunks);
     for (const auto& stage : file.timeline.stages) {
       std::vector<TimedAction> drawn;
       for (const TimedAction& t : stage) {
-        const double start = std::round(t.start / unit);
-        const double end = std::max(start + 1, std::round(t.end / unit));
+        const auto units = [&](double time) { return std::min(std::round(time / unit), 1e12); };
+        const double start = units(t.start);
+        const double end = std::max(start + 1, units(t.end));
         drawn.push_back({t.action, start, end});
         file.drawn.makespan = std::max(file.drawn.makespan, end);
       }
@@ -119,7 +122,7 @@ TimelineFile read_timeline(const std::string& text, const std::string& path) {
     return file;
   } catch (const Error& e) {
     const std::string message = e.what();
-    if (message.rfind(what, 0) == 0) throw;
+    if (message.find(what) != std::string::npos) throw;
     throw InvalidArgument(what + ": " + message);
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument(what + ": " + e.what());

@@ -212,6 +212,20 @@ TEST(ScheduleCommand, BadTimelineFilesAreNamed) {
   testing::expect_bad_input({"schedule", "--from", swapped, "--stages", "2"},
                             "--stages describes a schedule to predict; --from draws the file's");
   testing::expect_bad_input({"schedule", "--from", "/dev/zero"}, "is not a regular file");
+  const std::string overflow = bad(
+      "overflow.json",
+      header +
+          R"("timeline": [[{"pass": "forward", "microbatch": 0, "chunk": 0, "start": 0, "end": 1e400}]]})");
+  testing::expect_bad_input(
+      {"schedule", "--from", overflow},
+      "shardwise schedule: invalid JSON in --from '" + overflow + "': number overflow");
+  // A backward a billion billion forwards long: too wide to draw, said with a number.
+  const std::string lopsided = bad(
+      "lopsided.json",
+      R"({"schedule": "1f1b", "stages": 1, "microbatches": 1, "timeline": [[{"pass": "forward", "microbatch": 0, "start": 0, "end": 1e-300}, {"pass": "backward", "microbatch": 0, "start": 1e-300, "end": 1e9}]]})");
+  const auto drawn = run_command({"schedule", "--from", lopsided});
+  ASSERT_EQ(drawn.status, 0) << drawn.err;
+  EXPECT_THAT(drawn.out, HasSubstr("timeline not drawn: 1e+12 time steps"));
   testing::expect_bad_input({"schedule", "--microbatches", "2"},
                             "--stages is required (or --from FILE)");
   const testing::Result unwritable = run_command({"train", "--mesh", "pipeline=2", "--steps", "50",
