@@ -591,6 +591,11 @@ GptModel::GptModel(const GptConfig& config, std::uint64_t seed,
   if (pipeline_) {
     schedule_ = build_schedule(pipeline_->schedule, context.degree(train::kPipelineAxis),
                                pipeline_->microbatches, pipeline_->virtual_stages);
+    // Validation runs the schedule's forwards only, in its order.
+    forward_schedule_ = schedule_;
+    for (auto& actions : forward_schedule_->actions) {
+      std::erase_if(actions, [](const PipelineAction& a) { return a.pass == Pass::kBackward; });
+    }
     for (const GptStageRange& range : my_ranges(config, context, pipeline_)) {
       chunks_.push_back(std::make_unique<Gpt>(config, store_, train::TensorParallel(context),
                                               sequence_parallel, range));
@@ -634,13 +639,7 @@ float GptModel::pipelined_forward_backward(std::span<const std::int32_t> tokens,
     const std::size_t at = static_cast<std::size_t>(m) * per * seq;
     return std::pair{tokens.subspan(at, per * seq), targets.subspan(at, per * seq)};
   };
-  // Forward only (validation): the schedule's forwards, in its order.
-  PipelineSchedule schedule = *schedule_;
-  if (!with_grads) {
-    for (auto& actions : schedule.actions) {
-      std::erase_if(actions, [](const PipelineAction& a) { return a.pass == Pass::kBackward; });
-    }
-  }
+  const PipelineSchedule& schedule = with_grads ? *schedule_ : *forward_schedule_;
   std::vector<std::unique_ptr<GptPipelineChunk>> adapters;
   std::vector<train::PipelineChunk*> driven;
   for (const auto& chunk : chunks_) {

@@ -270,6 +270,7 @@ class GptModel final : public train::Model {
   const train::ParallelContext* context_ = nullptr;
   std::optional<GptPipeline> pipeline_;
   std::optional<PipelineSchedule> schedule_;
+  std::optional<PipelineSchedule> forward_schedule_;  // its forwards only, for validation
   train::ParameterStore store_;
   std::vector<std::unique_ptr<Gpt>> chunks_;
   train::PipelineStepResult last_schedule_;
