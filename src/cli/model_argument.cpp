@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "../models/detail/gpt_config_json.hpp"
-#include "../strategy/detail/json_reader.hpp"
+#include "../detail/json_reader.hpp"
 #include "../strategy/detail/model_description_json.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/plan/model_shape.hpp"

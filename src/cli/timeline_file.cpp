@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "../strategy/detail/json_reader.hpp"
+#include "../detail/json_reader.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 

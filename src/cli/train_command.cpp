@@ -37,6 +37,7 @@
 #include "shardwise/train/trainer.hpp"
 #include "text_table.hpp"
 #include "train_layout.hpp"
+#include "train_checkpoint.hpp"
 #include "train_log.hpp"
 #include "train_pipeline.hpp"
 
@@ -236,6 +237,20 @@ class TrainCommand final : public Command {
                      "Keep the run's logs in this folder (rank 0 writes): TensorBoard event files "
                      "(tensorboard --logdir DIR), metrics.jsonl with the same numbers, and "
                      "config.json, every setting resolved");
+    app_->add_option("--save", checkpoint_flags_.save,
+                     "Save the training state into this folder, one sharded checkpoint per save "
+                     "(PATH/step-00000100), written by every rank at once");
+    app_->add_option("--save-every", checkpoint_flags_.save_every,
+                     "Save every N steps (default: at the last step only)")
+        ->default_val("0");
+    app_->add_option("--keep", checkpoint_flags_.keep,
+                     "Keep the newest K checkpoints in --save (default: every one)")
+        ->default_val("0");
+    app_->add_flag("--save-async", checkpoint_flags_.save_async,
+                   "Copy the state to memory and write it while training goes on");
+    app_->add_option("--resume", checkpoint_flags_.resume,
+                     "Continue from a checkpoint (or the newest in a --save folder), saved on "
+                     "any layout; on the same layout the run continues bit for bit");
   }
 
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
@@ -272,6 +287,7 @@ class TrainCommand final : public Command {
     settings.zero = static_cast<int>(bounded(zero_, "--zero", 0, 3));
     settings.overlap = !no_overlap_;
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
+    check_checkpoint_flags(checkpoint_flags_, settings.steps);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
     train::check_settings(
@@ -357,7 +373,9 @@ class TrainCommand final : public Command {
         try {
           train_process(comm, mesh, config, {placements, blocks, pipeline}, settings, corpus,
                         eval_every, threads, sharding_specs, backend.name, out, mutex);
-        } catch (const InvalidArgument& e) {
+        } catch (const CommError&) {
+          throw;
+        } catch (const Error& e) {
           const std::lock_guard lock(mutex);
           if (!input_error) {
             input_error = (ranks > 1 && !backend.rank_per_process
@@ -369,6 +387,10 @@ class TrainCommand final : public Command {
         }
       });
     } catch (const CommError&) {
+      if (input_error) throw InvalidArgument(*input_error);
+      throw;
+    } catch (const Error&) {
+      // Every rank failed alike (a checkpoint they all found wrong): the rank's message.
       if (input_error) throw InvalidArgument(*input_error);
       throw;
     }
@@ -409,7 +431,12 @@ class TrainCommand final : public Command {
          {"--json", json_ ? "on" : "off"},
          {"--log-dir", log_dir_ ? "given" : "not given"},
          {"--schedule", pipeline_text(layout.pipeline)},
-         {"--timeline", timeline_ ? "given" : "not given"}});
+         {"--timeline", timeline_ ? "given" : "not given"},
+         {"--save", checkpoint_flags_.save.value_or("")},
+         {"--save-every", std::to_string(checkpoint_flags_.save_every)},
+         {"--keep", std::to_string(checkpoint_flags_.keep)},
+         {"--save-async", checkpoint_flags_.save_async ? "on" : "off"},
+         {"--resume", checkpoint_flags_.resume.value_or("")}});
     if (threads > 0) kernels::set_blas_threads(threads);
     train_rank(comm, mesh, config, layout, settings, corpus, eval_every, out, mutex, backend_name,
                threads);
@@ -447,7 +474,8 @@ class TrainCommand final : public Command {
       }
     }
     std::unique_ptr<train::RunLog> log;
-    if (log_dir_ && speaks) {
+    std::string run_config;  // config.json's text, for the logs and the checkpoints
+    if ((log_dir_ && speaks) || checkpoint_flags_.save) {
       TrainRunDescription run{
           model_,
           config,
@@ -469,8 +497,16 @@ class TrainCommand final : public Command {
           parameter_plan_rows(layout.blocks, placements, whole_shardings),
           whole_shardings != nullptr ? whole_shardings->notes : std::vector<std::string>{},
           layout.pipeline};
-      log = std::make_unique<train::RunLog>(*log_dir_, run_config_json(run));
+      run_config = run_config_json(run);
+      if (log_dir_ && speaks) log = std::make_unique<train::RunLog>(*log_dir_, run_config);
     }
+    TrainingCheckpoints checkpoints(checkpoint_flags_, comm, trainer, config, run_config,
+                                    [&](const std::string& line) {
+                                      if (!speaks || json_) return;
+                                      const std::lock_guard lock(mutex);
+                                      out << line << "\n";
+                                      out.flush();
+                                    });
     if (speaks && !json_) {
       std::lock_guard lock(mutex);
       if (log) out << "logs: " << *log_dir_ << " (tensorboard --logdir " << *log_dir_ << ")\n";
@@ -500,9 +536,11 @@ class TrainCommand final : public Command {
     const auto add_sent = [&](std::int64_t sign) {
       for (const auto& [axes, sent] : context.bytes_sent_by_axes()) per_axes[axes] += sign * sent;
     };
+    const std::int64_t first_step = checkpoints.resume() + 1;
+    const std::int64_t steps_run = std::max<std::int64_t>(1, settings.steps - first_step + 1);
     const auto start = Clock::now();
     float loss = 0;
-    for (std::int64_t s = 1; s <= settings.steps; ++s) {
+    for (std::int64_t s = first_step; s <= settings.steps; ++s) {
       const auto before = Clock::now();
       add_sent(-1);
       const train::StepStats stats = trainer.step();
@@ -521,6 +559,7 @@ class TrainCommand final : public Command {
         comm.all_gather(&mine, memory.data(), 2, DType::kI64, world_group(comm.size()));
         if (log) log->record(s, step_scalars(stats, seconds, tokens_per_s, val, memory));
       }
+      checkpoints.after_step(s, settings.steps);
       if (!speaks) continue;
       std::lock_guard lock(mutex);
       if (json_) {
@@ -529,8 +568,8 @@ class TrainCommand final : public Command {
         out << line.dump() << '\n';
       } else {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-        const double eta =
-            elapsed / static_cast<double>(s) * static_cast<double>(settings.steps - s);
+        const double eta = elapsed / static_cast<double>(s - first_step + 1) *
+                           static_cast<double>(settings.steps - s);
         out << "step " << std::setw(6) << s << "/" << settings.steps << "  loss " << std::fixed
             << std::setprecision(4) << stats.loss << (val ? "  val " : "")
             << (val ? std::to_string(*val).substr(0, 6) : "") << "  " << std::setprecision(0)
@@ -538,6 +577,7 @@ class TrainCommand final : public Command {
       }
       out.flush();
     }
+    checkpoints.finish();
     const double total = std::chrono::duration<double>(Clock::now() - start).count();
     // Every rank's bytes, to rank 0.
     // The pipeline's last step: this rank's stage, its passes' busy time and the time from the
@@ -573,7 +613,7 @@ class TrainCommand final : public Command {
     if (!speaks) return;
     std::lock_guard lock(mutex);
     const double tokens_per_s = static_cast<double>(settings.batch * settings.seq *
-                                                    static_cast<std::size_t>(settings.steps)) /
+                                                    static_cast<std::size_t>(steps_run)) /
                                 total;
     if (json_) {
       nlohmann::json ranks = nlohmann::json::array();
@@ -588,7 +628,7 @@ class TrainCommand final : public Command {
         if (layout.pipeline) ranks.back()["stage"] = b[5];
       }
       nlohmann::json comm_bytes = nlohmann::json::object();
-      for (const auto& [axes, bytes] : per_axes) comm_bytes[axes] = bytes / settings.steps;
+      for (const auto& [axes, bytes] : per_axes) comm_bytes[axes] = bytes / steps_run;
       nlohmann::json summary{{"parameters", parameters},
                              {"final_loss", loss},
                              {"tokens_per_s", tokens_per_s},
@@ -612,7 +652,7 @@ class TrainCommand final : public Command {
     }
     for (const auto& [axes, bytes] : per_axes) {
       out << "rank 0 sent along " << axes << ": "
-          << bytes_text(static_cast<std::size_t>(bytes / settings.steps)) << " per step\n";
+          << bytes_text(static_cast<std::size_t>(bytes / steps_run)) << " per step\n";
     }
     if (layout.pipeline) {
       const nlohmann::json p = pipeline_summary(*layout.pipeline, all, kFields);
@@ -668,6 +708,7 @@ class TrainCommand final : public Command {
   std::optional<std::string> threads_;
   std::string backend_;
   std::optional<std::string> log_dir_;
+  CheckpointFlags checkpoint_flags_;
   PipelineFlags pipeline_flags_;
   std::optional<std::string> timeline_;
   bool json_ = false;

@@ -4,7 +4,7 @@
 
 #include "detail/gpt_config_json.hpp"
 #include "shardwise/core/error.hpp"
-#include "strategy/detail/json_reader.hpp"
+#include "detail/json_reader.hpp"
 
 namespace shardwise::models {
 namespace detail {

@@ -111,9 +111,9 @@ void EventFileWriter::write_record(std::string_view data) {
   std::string length;
   put_fixed(length, data.size(), 8);
   record += length;
-  put_fixed(record, detail::masked_crc32c(length), 4);
+  put_fixed(record, shardwise::detail::masked_crc32c(length), 4);
   record += data;
-  put_fixed(record, detail::masked_crc32c(data), 4);
+  put_fixed(record, shardwise::detail::masked_crc32c(data), 4);
   detail::write_all(fd_, record, "the event file '" + path_ + "'");
 }
 

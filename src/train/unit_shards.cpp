@@ -63,6 +63,17 @@ std::size_t UnitShards::block_elements(std::size_t parameter, int member) const 
   return split.outer * static_cast<std::size_t>(range.stop - range.start) * split.inner;
 }
 
+ShardIndex UnitShards::block_box(std::size_t parameter, int member) const {
+  const Shape& shape = store_.specs()[parameter].shape;
+  ShardIndex box;
+  for (const std::int64_t size : shape) box.push_back({0, size});
+  const Split& split = splits_[parameter];
+  if (split.dimension >= 0) {
+    box[static_cast<std::size_t>(split.dimension)] = split.ranges[static_cast<std::size_t>(member)];
+  }
+  return box;
+}
+
 bool UnitShards::first_copy(std::size_t parameter, int member) const {
   return splits_[parameter].dimension >= 0 || member == 0;
 }

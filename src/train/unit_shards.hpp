@@ -33,6 +33,9 @@ class UnitShards {
   [[nodiscard]] std::size_t slice_offset(std::size_t parameter) const;
   // Elements of member m's block of parameter p (at most its slot's size).
   [[nodiscard]] std::size_t block_elements(std::size_t parameter, int member) const;
+  // Member m's block of parameter p as ranges of the parameter's dimensions (the store's shape
+  // of it): its whole shape where the parameter is replicated.
+  [[nodiscard]] ShardIndex block_box(std::size_t parameter, int member) const;
   // Whether member m's block of p is the first copy of those elements (a replicated parameter
   // is first on member 0): the block that counts once in a sum over the group.
   [[nodiscard]] bool first_copy(std::size_t parameter, int member) const;

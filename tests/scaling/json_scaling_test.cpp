@@ -10,7 +10,7 @@
 #include "error_of.hpp"
 #include "shardwise/plan/model_shape.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
-#include "strategy/detail/json_reader.hpp"
+#include "detail/json_reader.hpp"
 
 namespace shardwise {
 namespace {

@@ -21,6 +21,7 @@
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/training_state.hpp"
 
 namespace shardwise::train {
 namespace detail {
@@ -118,6 +119,15 @@ class Trainer {
   // Every parameter, in the store's flat layout (collective over the group under ZeRO-3).
   [[nodiscard]] std::vector<float> full_parameters();
   [[nodiscard]] std::int64_t steps_done() const { return steps_done_; }
+
+  // This rank's blocks of the training state (values, exp_avg, exp_avg_sq of every parameter
+  // it holds), pointing into the trainer's and the store's buffers: a checkpoint reads them to
+  // save and writes them to load. Valid until the next step; between steps only.
+  [[nodiscard]] std::vector<StateBlock> state_blocks();
+  // Continues as if `steps` steps had been done (after a checkpoint's state was loaded): the
+  // next step is steps + 1, with its learning rate and batch. InvalidArgument for a negative
+  // count or one past --steps.
+  void resume_at(std::int64_t steps);
   // The shardings ZeRO uses (nullptr at ZeRO 0).
   [[nodiscard]] const ParameterShardings* shardings() const;
 

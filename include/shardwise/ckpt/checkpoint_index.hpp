@@ -1,0 +1,66 @@
+#pragma once
+// What a checkpoint folder's index.json says: every array (its global shape, dtype and the
+// sharding it was saved with) and where each of its shards' bytes are: a file of the folder, an
+// offset and a length, and a CRC-32C of every chunk of chunk_bytes (the last one shorter), so
+// that a reader that needs part of a shard reads and verifies only the chunks holding it. The
+// metadata (step, model, settings, data position) is a JSON object the writer hands in.
+//
+// A parsed index is consistent: names unique, shards inside their array and together covering
+// it exactly once, each shard's length its box's bytes, checksums one per chunk, no two shards
+// sharing a file's bytes, file names plain names of the folder.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardwise/core/dtype.hpp"
+#include "shardwise/core/shape.hpp"
+
+namespace shardwise::ckpt {
+
+inline constexpr int kIndexFormatVersion = 1;
+inline constexpr char kIndexFileName[] = "index.json";
+// Bounds on what an index may describe (checked as it is read).
+inline constexpr std::size_t kMaxIndexBytes = std::size_t{1} << 30;
+inline constexpr std::size_t kMaxArrays = 1'000'000;
+inline constexpr std::size_t kMaxShardsPerArray = 1'000'000;
+
+struct ShardRecord {
+  ShardIndex box;             // the part of the global array it holds, one range per dimension
+  std::string file;           // a file of the checkpoint folder
+  std::uint64_t offset = 0;   // from the file's start
+  std::uint64_t length = 0;   // bytes: the box's elements x the dtype's size, row-major
+  std::uint64_t chunk_bytes = 0;      // 0: no checksums (a file from elsewhere, read as it is)
+  std::vector<std::uint32_t> crc32c;  // one per chunk
+};
+
+struct ArrayRecord {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::kF32;
+  std::string sharding;  // how it was laid out when saved, in words
+  std::vector<ShardRecord> shards;
+};
+
+struct CheckpointIndex {
+  std::vector<ArrayRecord> arrays;  // in name order
+  std::string metadata_json = "{}";
+
+  // The array called `name`, or nullptr.
+  [[nodiscard]] const ArrayRecord* find(std::string_view name) const;
+  // Bytes of every shard.
+  [[nodiscard]] std::uint64_t total_bytes() const;
+};
+
+// Throws CheckpointError naming the field and value (the index is `what`, a path in messages)
+// for anything inconsistent above, invalid JSON, a version other than kIndexFormatVersion.
+[[nodiscard]] CheckpointIndex parse_checkpoint_index(std::string_view text,
+                                                     const std::string& what);
+[[nodiscard]] std::string checkpoint_index_json(const CheckpointIndex& index);
+
+// Throws CheckpointError where `index`'s arrays are not consistent (as parse_checkpoint_index
+// checks them); for an index made in memory.
+void check_consistent(const CheckpointIndex& index, const std::string& what);
+
+}  // namespace shardwise::ckpt

@@ -1,0 +1,83 @@
+#pragma once
+// Saving a checkpoint from every rank at once: each distinct block of an array is written once,
+// by the lowest rank that holds it, into that rank's own safetensors file; rank 0 writes the
+// index last. The folder appears whole or not at all: everything is written into a temporary
+// folder beside it (".NAME.partial"), files and folder are fsynced, and the rename that makes it
+// `folder` comes after the index. A save that fails on any rank fails on every rank with the
+// same message, and leaves what was at `folder` before.
+//
+// A save is three steps, so that the writing can run on another thread while training goes on
+// (an asynchronous save): the constructor and commit() are collective over the communicator,
+// write() is this rank's alone.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shardwise/ckpt/array_block.hpp"
+#include "shardwise/comm/communicator.hpp"
+
+namespace shardwise::ckpt {
+
+struct SaveOptions {
+  std::uint64_t chunk_bytes = std::uint64_t{1} << 20;  // one CRC-32C per chunk
+  // How long a rank waits at a collective step for the others: a slow disk must not look like
+  // a dead rank.
+  std::chrono::milliseconds timeout = std::chrono::hours(2);
+};
+
+struct SaveStats {
+  std::uint64_t bytes_written = 0;  // by this rank, data and header
+  std::uint64_t bytes_total = 0;    // every shard's bytes
+  double write_seconds = 0;         // this rank's write()
+};
+
+class CheckpointSave {
+ public:
+  // Collective over every rank of `comm`, each with its blocks (their bytes are not read here):
+  // decides who writes each distinct block, checks that every array's blocks tile it and that
+  // ranks agree on its shape and dtype, and makes the temporary folder (removing one an earlier
+  // save left). Throws CheckpointError on every rank where any of that fails.
+  CheckpointSave(Communicator& comm, std::filesystem::path folder,
+                 std::span<const BlockToSave> blocks, std::string metadata_json,
+                 SaveOptions options = {});
+  ~CheckpointSave();
+  CheckpointSave(const CheckpointSave&) = delete;
+  CheckpointSave& operator=(const CheckpointSave&) = delete;
+
+  // The blocks this rank writes: indices into the constructor's blocks.
+  [[nodiscard]] const std::vector<std::size_t>& written_here() const { return mine_; }
+  // Writes this rank's file: one span per written_here() block, in its order, of that block's
+  // bytes (the constructor's or a copy of them). Does not throw: what fails is kept for commit.
+  void write(std::span<const std::span<const std::byte>> bytes) noexcept;
+  // Collective: where every rank wrote, rank 0 writes the index and renames the folder into
+  // place; otherwise removes the temporary folder. Throws CheckpointError on every rank where
+  // any rank failed, naming it and why.
+  SaveStats commit();
+
+ private:
+  struct Block;
+  Communicator& comm_;
+  std::filesystem::path folder_;
+  std::filesystem::path partial_;
+  std::string metadata_json_;
+  SaveOptions options_;
+  std::vector<Block> blocks_;     // every distinct block of every rank, with its writer
+  std::vector<std::size_t> mine_; // of the caller's blocks, those this rank writes
+  std::vector<std::size_t> mine_distinct_;  // their entries in blocks_
+  std::string records_;  // what write() wrote, for commit: one JSON object per line
+  std::string error_;    // what write() could not do
+  SaveStats stats_;
+  bool committed_ = false;
+};
+
+// Constructs, writes and commits on the calling thread.
+SaveStats save_checkpoint(Communicator& comm, const std::filesystem::path& folder,
+                          std::span<const BlockToSave> blocks, const std::string& metadata_json,
+                          const SaveOptions& options = {});
+
+}  // namespace shardwise::ckpt

@@ -1,0 +1,404 @@
+#include "shardwise/ckpt/checkpoint_reader.hpp"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "detail/crc32c.hpp"
+#include "file_io.hpp"
+#include "rank_texts.hpp"
+#include "shard_names.hpp"
+#include "shardwise/ckpt/checkpoint_error.hpp"
+#include "shardwise/core/safetensors.hpp"
+
+namespace shardwise::ckpt {
+namespace {
+
+// At most this many bytes of chunks are read in one call.
+constexpr std::uint64_t kWindowBytes = std::uint64_t{64} << 20;
+
+std::string where(const ArrayRecord& array, const ShardRecord& shard) {
+  return "array '" + echo_input(array.name, 200) + "' shard " +
+         detail::shard_name("", shard.box) + " in '" + echo_input(shard.file, 100) + "'";
+}
+
+// The files of a checkpoint, each opened once and its size checked against every shard in it.
+class OpenFiles {
+ public:
+  explicit OpenFiles(const std::filesystem::path& folder) : folder_(folder) {}
+
+  const detail::File& file(const ArrayRecord& array, const ShardRecord& shard) {
+    auto it = files_.find(shard.file);
+    if (it == files_.end()) {
+      detail::File opened(folder_ / shard.file, O_RDONLY);
+      const std::uint64_t size = opened.size();
+      it = files_.emplace(shard.file, std::make_pair(std::move(opened), size)).first;
+    }
+    if (shard.offset + shard.length > it->second.second) {
+      throw CheckpointError(where(array, shard) + " ends at byte " +
+                            std::to_string(shard.offset + shard.length) + " of a file of " +
+                            std::to_string(it->second.second) + " bytes (a truncated file?)");
+    }
+    return it->second.first;
+  }
+
+ private:
+  const std::filesystem::path& folder_;
+  std::map<std::string, std::pair<detail::File, std::uint64_t>> files_;
+};
+
+// A shard's chunks as they are read: a window of consecutive chunks, each verified once read.
+class ChunkWindow {
+ public:
+  ChunkWindow(const detail::File& file, const ArrayRecord& array, const ShardRecord& shard,
+              ReadStats& stats)
+      : file_(file), array_(array), shard_(shard), stats_(stats) {}
+
+  // Copies shard bytes [begin, begin + size) into `out`, reading the chunks first where the
+  // window lacks them; `last` is the last byte this shard will need (the window reads no
+  // further).
+  void copy(std::uint64_t begin, std::uint64_t size, std::byte* out, std::uint64_t last) {
+    if (shard_.chunk_bytes == 0) {  // no checksums: the bytes themselves
+      file_.read_at(out, size, shard_.offset + begin);
+      stats_.bytes_read += size;
+      return;
+    }
+    while (size > 0) {
+      if (begin < window_begin_ || begin >= window_begin_ + window_.size()) load(begin, last);
+      const std::uint64_t at = begin - window_begin_;
+      const std::uint64_t n = std::min<std::uint64_t>(size, window_.size() - at);
+      std::memcpy(out, window_.data() + at, n);
+      out += n;
+      begin += n;
+      size -= n;
+    }
+  }
+
+ private:
+  void load(std::uint64_t byte, std::uint64_t last) {
+    const std::uint64_t cb = shard_.chunk_bytes;
+    const std::uint64_t first = byte / cb;
+    const std::uint64_t most = std::max<std::uint64_t>(1, kWindowBytes / cb);
+    const std::uint64_t end_chunk = std::min(first + most, last / cb + 1);
+    const std::uint64_t begin = first * cb;
+    const std::uint64_t end = std::min(end_chunk * cb, shard_.length);
+    window_.resize(end - begin);
+    window_begin_ = begin;
+    file_.read_at(window_.data(), window_.size(), shard_.offset + begin);
+    stats_.bytes_read += window_.size();
+    for (std::uint64_t c = first; c < end_chunk; ++c) {
+      const std::uint64_t from = c * cb - begin;
+      const std::uint64_t n = std::min(cb, window_.size() - from);
+      const std::uint32_t crc = shardwise::detail::crc32c(window_.data() + from, n);
+      if (crc != shard_.crc32c[c]) {
+        throw CheckpointError("checksum mismatch in " + where(array_, shard_) + ": bytes " +
+                              std::to_string(shard_.offset + c * cb) + " to " +
+                              std::to_string(shard_.offset + c * cb + n) + " have CRC-32C " +
+                              std::to_string(crc) + ", the index says " +
+                              std::to_string(shard_.crc32c[c]) + " (the file is damaged)");
+      }
+    }
+  }
+
+  const detail::File& file_;
+  const ArrayRecord& array_;
+  const ShardRecord& shard_;
+  ReadStats& stats_;
+  std::vector<std::byte> window_;
+  std::uint64_t window_begin_ = 0;
+};
+
+// Calls run(source element, destination element, elements) for the row-major runs of `part`
+// (inside both boxes) within `source` and `destination`, in increasing order of both, joining
+// runs that continue one another in both.
+template <class Run>
+void for_each_run(const ShardIndex& part, const ShardIndex& source, const ShardIndex& destination,
+                  Run&& run) {
+  const std::size_t rank = part.size();
+  if (rank == 0) {
+    run(std::uint64_t{0}, std::uint64_t{0}, std::uint64_t{1});
+    return;
+  }
+  const auto linear = [&](const ShardIndex& box, const std::vector<std::int64_t>& at) {
+    std::uint64_t offset = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      offset = offset * static_cast<std::uint64_t>(box[d].size()) +
+               static_cast<std::uint64_t>(at[d] - box[d].start);
+    }
+    return offset;
+  };
+  std::vector<std::int64_t> at(rank);
+  for (std::size_t d = 0; d < rank; ++d) at[d] = part[d].start;
+  const auto length = static_cast<std::uint64_t>(part[rank - 1].size());
+  std::uint64_t pending_source = 0;
+  std::uint64_t pending_destination = 0;
+  std::uint64_t pending = 0;
+  while (true) {
+    const std::uint64_t s = linear(source, at);
+    const std::uint64_t d = linear(destination, at);
+    if (pending > 0 && s == pending_source + pending && d == pending_destination + pending) {
+      pending += length;
+    } else {
+      if (pending > 0) run(pending_source, pending_destination, pending);
+      pending_source = s;
+      pending_destination = d;
+      pending = length;
+    }
+    std::size_t dim = rank - 1;
+    while (dim > 0) {
+      --dim;
+      if (++at[dim] < part[dim].stop) break;
+      at[dim] = part[dim].start;
+      if (dim == 0) {
+        run(pending_source, pending_destination, pending);
+        return;
+      }
+    }
+    if (rank == 1) {
+      run(pending_source, pending_destination, pending);
+      return;
+    }
+  }
+}
+
+std::uint64_t elements_of(const ShardIndex& box) {
+  std::uint64_t n = 1;
+  for (const IndexRange& range : box) n *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.size()));
+  return n;
+}
+
+std::string read_index_text(const std::filesystem::path& folder) {
+  const std::filesystem::path path = folder / kIndexFileName;
+  std::error_code error;
+  if (!std::filesystem::is_directory(folder, error)) {
+    throw CheckpointError("'" + echo_input(folder.string(), 200) + "' is not a folder");
+  }
+  if (!std::filesystem::exists(path, error)) {
+    throw CheckpointError("'" + echo_input(folder.string(), 200) +
+                          "' is not a checkpoint: it has no " + kIndexFileName +
+                          " (an interrupted save never has one)");
+  }
+  detail::File file(path, O_RDONLY);
+  const std::uint64_t size = file.size();
+  if (size > kMaxIndexBytes) {
+    throw CheckpointError("'" + echo_input(path.string(), 200) + "' has " + std::to_string(size) +
+                          " bytes; at most " + std::to_string(kMaxIndexBytes));
+  }
+  std::string text(size, '\0');
+  file.read_at(text.data(), size, 0);
+  return text;
+}
+
+}  // namespace
+
+CheckpointReader::CheckpointReader(std::filesystem::path folder, CheckpointIndex index)
+    : folder_(std::move(folder)), index_(std::move(index)) {}
+
+CheckpointReader::CheckpointReader(std::filesystem::path folder)
+    : CheckpointReader(folder, parse_checkpoint_index(read_index_text(folder),
+                                                      "'" + echo_input((folder / kIndexFileName).string(), 200) + "'")) {}
+
+CheckpointReader CheckpointReader::from_safetensors(const std::filesystem::path& path) {
+  const std::string what = "'" + echo_input(path.string(), 200) + "'";
+  detail::File file(path, O_RDONLY);
+  const std::uint64_t size = file.size();
+  if (size < 8) throw CheckpointError(what + " has " + std::to_string(size) + " bytes: no safetensors header");
+  unsigned char prefix[8];
+  file.read_at(prefix, 8, 0);
+  std::uint64_t length = 0;
+  for (int b = 7; b >= 0; --b) length = (length << 8) | prefix[b];
+  if (length > kMaxSafetensorsHeaderBytes || length > size - 8) {
+    throw CheckpointError(what + " says its safetensors header has " + std::to_string(length) +
+                          " bytes; the file has " + std::to_string(size - 8) +
+                          " after the length and a header may have at most " +
+                          std::to_string(kMaxSafetensorsHeaderBytes));
+  }
+  std::string header(length, '\0');
+  file.read_at(header.data(), length, 8);
+  SafetensorsHeader parsed;
+  try {
+    parsed = parse_safetensors_header(header, size - 8 - length);
+  } catch (const Error& e) {
+    throw CheckpointError(what + ": " + e.what());
+  }
+  CheckpointIndex index;
+  nlohmann::json metadata = nlohmann::json::object();
+  for (const auto& [key, value] : parsed.metadata) metadata[key] = value;
+  index.metadata_json = nlohmann::json{{"safetensors_metadata", metadata}}.dump();
+  for (const SafetensorsTensor& tensor : parsed.tensors) {
+    ArrayRecord array;
+    array.name = tensor.name;
+    array.shape = tensor.shape;
+    array.dtype = tensor.dtype;
+    array.sharding = "whole";
+    ShardIndex box;
+    for (const std::int64_t size_d : tensor.shape) box.push_back({0, size_d});
+    array.shards.push_back({box, path.filename().string(), 8 + length + tensor.begin,
+                            tensor.end - tensor.begin, 0, {}});
+    index.arrays.push_back(std::move(array));
+  }
+  std::sort(index.arrays.begin(), index.arrays.end(),
+            [](const ArrayRecord& a, const ArrayRecord& b) { return a.name < b.name; });
+  check_consistent(index, what);
+  return {path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path(),
+          std::move(index)};
+}
+
+ReadStats CheckpointReader::read(std::span<const BlockToLoad> targets) const {
+  ReadStats stats;
+  OpenFiles files(folder_);
+  for (const BlockToLoad& target : targets) {
+    const ArrayRecord* array = index_.find(target.array);
+    const std::string name = "array '" + echo_input(target.array, 200) + "'";
+    if (array == nullptr) throw CheckpointError("the checkpoint has no " + name);
+    if (array->shape != target.shape || array->dtype != target.dtype) {
+      throw CheckpointError("the checkpoint's " + name + " is " + to_string(array->shape) + " " +
+                            to_string(array->dtype) + "; the layout loading it needs " +
+                            to_string(target.shape) + " " + to_string(target.dtype));
+    }
+    bool inside = target.box.size() == target.shape.size();
+    for (std::size_t d = 0; inside && d < target.box.size(); ++d) {
+      inside = target.box[d].start >= 0 && target.box[d].start <= target.box[d].stop &&
+               target.box[d].stop <= target.shape[d];
+    }
+    const std::uint64_t bytes = inside ? elements_of(target.box) * size_in_bytes(target.dtype) : 0;
+    if (!inside || target.bytes.size() != bytes) {
+      throw CheckpointError("a block of " + name + " to load, " + detail::shard_name("", target.box) +
+                            " with " + std::to_string(target.bytes.size()) +
+                            " bytes, is not a box of its shape " + to_string(target.shape) +
+                            " with its bytes");
+    }
+    if (bytes == 0) continue;
+    stats.bytes_needed += bytes;
+    const std::uint64_t element = size_in_bytes(target.dtype);
+    for (const ShardRecord& shard : array->shards) {
+      const ShardIndex part = intersect(shard.box, target.box);
+      if (is_empty(part)) continue;
+      const detail::File& file = files.file(*array, shard);
+      ChunkWindow window(file, *array, shard, stats);
+      // The last byte of the shard this target needs: the window reads no further.
+      std::uint64_t last = 0;
+      for_each_run(part, shard.box, target.box,
+                   [&](std::uint64_t s, std::uint64_t, std::uint64_t n) {
+                     last = std::max(last, (s + n) * element - 1);
+                   });
+      for_each_run(part, shard.box, target.box,
+                   [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
+                     window.copy(s * element, n * element, target.bytes.data() + d * element,
+                                 last);
+                   });
+    }
+  }
+  return stats;
+}
+
+std::uint64_t CheckpointReader::verify() const {
+  ReadStats stats;
+  OpenFiles files(folder_);
+  // Each data file's own header must place each shard where the index does.
+  std::map<std::string, SafetensorsHeader> headers;
+  std::map<std::string, std::uint64_t> data_starts;
+  for (const ArrayRecord& array : index_.arrays) {
+    for (const ShardRecord& shard : array.shards) {
+      const detail::File& file = files.file(array, shard);
+      if (shard.chunk_bytes > 0 && !headers.contains(shard.file)) {
+        unsigned char prefix[8];
+        file.read_at(prefix, 8, 0);
+        std::uint64_t length = 0;
+        for (int b = 7; b >= 0; --b) length = (length << 8) | prefix[b];
+        const std::uint64_t size = file.size();
+        if (length > kMaxSafetensorsHeaderBytes || length > size - 8) {
+          throw CheckpointError("'" + echo_input(shard.file, 100) +
+                                "' is not a safetensors file: its header length is " +
+                                std::to_string(length));
+        }
+        std::string header(length, '\0');
+        file.read_at(header.data(), length, 8);
+        try {
+          headers[shard.file] = parse_safetensors_header(header, size - 8 - length);
+        } catch (const Error& e) {
+          throw CheckpointError("'" + echo_input(shard.file, 100) + "': " + e.what());
+        }
+        data_starts[shard.file] = 8 + length;
+      }
+      if (shard.chunk_bytes > 0) {
+        const SafetensorsHeader& header = headers[shard.file];
+        const std::string tensor = detail::shard_name(array.name, shard.box);
+        const auto it = std::find_if(header.tensors.begin(), header.tensors.end(),
+                                     [&](const SafetensorsTensor& t) { return t.name == tensor; });
+        if (it == header.tensors.end() || it->dtype != array.dtype ||
+            it->begin + data_starts[shard.file] != shard.offset ||
+            it->end - it->begin != shard.length) {
+          throw CheckpointError(where(array, shard) +
+                                ": the file's own header does not hold it where the index says");
+        }
+      }
+      ChunkWindow window(file, array, shard, stats);
+      std::vector<std::byte> buffer(std::min<std::uint64_t>(shard.length, kWindowBytes));
+      for (std::uint64_t at = 0; at < shard.length; at += buffer.size()) {
+        const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), shard.length - at);
+        window.copy(at, n, buffer.data(), shard.length - 1);
+      }
+    }
+  }
+  return stats.bytes_read;
+}
+
+void require_arrays(const CheckpointIndex& index, const std::vector<std::string>& wanted,
+                    const std::string& what) {
+  std::vector<std::string> sorted = wanted;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> missing;
+  std::vector<std::string> extra;
+  std::size_t i = 0;
+  for (const ArrayRecord& array : index.arrays) {
+    while (i < sorted.size() && sorted[i] < array.name) missing.push_back(sorted[i++]);
+    if (i < sorted.size() && sorted[i] == array.name) {
+      ++i;
+    } else {
+      extra.push_back(array.name);
+    }
+  }
+  while (i < sorted.size()) missing.push_back(sorted[i++]);
+  const auto list = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (std::size_t k = 0; k < names.size() && k < 5; ++k) {
+      text += (k > 0 ? ", '" : "'") + echo_input(names[k], 200) + "'";
+    }
+    if (names.size() > 5) text += " and " + std::to_string(names.size() - 5) + " more";
+    return text;
+  };
+  if (!missing.empty()) {
+    throw CheckpointError(what + " lacks " + std::to_string(missing.size()) + " arrays the model needs: " +
+                          list(missing));
+  }
+  if (!extra.empty()) {
+    throw CheckpointError(what + " holds " + std::to_string(extra.size()) +
+                          " arrays the model does not have: " + list(extra));
+  }
+}
+
+void throw_unless_all_succeeded(Communicator& comm, const std::string& my_error,
+                                const std::string& what) {
+  detail::throw_if_any_failed(detail::gather_texts(comm, my_error, std::chrono::hours(2)), what);
+}
+
+ReadStats load_checkpoint(Communicator& comm, const CheckpointReader& reader,
+                          std::span<const BlockToLoad> targets) {
+  ReadStats stats;
+  std::string error;
+  try {
+    stats = reader.read(targets);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  detail::throw_if_any_failed(detail::gather_texts(comm, error, std::chrono::hours(2)),
+                              "checkpoint '" + echo_input(reader.folder().string(), 200) +
+                                  "' not loaded");
+  return stats;
+}
+
+}  // namespace shardwise::ckpt

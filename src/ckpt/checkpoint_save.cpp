@@ -1,0 +1,327 @@
+#include "shardwise/ckpt/checkpoint_save.hpp"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <system_error>
+
+#include "detail/crc32c.hpp"
+#include "file_io.hpp"
+#include "rank_texts.hpp"
+#include "shardwise/ckpt/checkpoint_error.hpp"
+#include "shardwise/ckpt/checkpoint_index.hpp"
+#include "shardwise/core/safetensors.hpp"
+#include "shard_names.hpp"
+
+namespace shardwise::ckpt {
+
+struct CheckpointSave::Block {
+  std::string array;
+  Shape shape;
+  DType dtype = DType::kF32;
+  std::string sharding;
+  ShardIndex box;
+  int writer = 0;
+};
+
+namespace {
+
+nlohmann::json describe(const BlockToSave& block) {
+  nlohmann::json box = nlohmann::json::array();
+  for (const IndexRange& range : block.box) box.push_back({range.start, range.stop});
+  return {{"array", block.array},
+          {"shape", block.shape},
+          {"dtype", static_cast<int>(block.dtype)},
+          {"sharding", block.sharding},
+          {"box", box}};
+}
+
+std::uint64_t elements_of(const ShardIndex& box) {
+  std::uint64_t n = 1;
+  for (const IndexRange& range : box) n *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.size()));
+  return n;
+}
+
+std::string error_of(const std::function<void()>& step) {
+  try {
+    step();
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+// Replaces `folder` with `partial`: the old one (where there is one) moves aside first and goes
+// after, so that at every moment one whole checkpoint is at `folder` or beside it.
+void move_into_place(const std::filesystem::path& partial, const std::filesystem::path& folder) {
+  std::error_code error;
+  const std::filesystem::path old =
+      folder.parent_path() / ("." + folder.filename().string() + ".old");
+  const bool replacing = std::filesystem::exists(folder, error);
+  if (replacing) {
+    std::filesystem::remove_all(old, error);
+    std::filesystem::rename(folder, old, error);
+    if (error) throw CheckpointError("cannot move the earlier " + detail::system_error_text(folder, error.value()) + " aside");
+  }
+  std::filesystem::rename(partial, folder, error);
+  if (error) {
+    throw CheckpointError("cannot rename the saved checkpoint into place at " +
+                          detail::system_error_text(folder, error.value()));
+  }
+  detail::sync_directory(folder.parent_path().empty() ? "." : folder.parent_path());
+  if (replacing) std::filesystem::remove_all(old, error);
+}
+
+}  // namespace
+
+CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
+                               std::span<const BlockToSave> blocks, std::string metadata_json,
+                               SaveOptions options)
+    : comm_(comm),
+      folder_(std::move(folder)),
+      metadata_json_(std::move(metadata_json)),
+      options_(options) {
+  const std::string what = "checkpoint '" + echo_input(folder_.string(), 200) + "' not saved";
+  if (folder_.filename().empty()) folder_ = folder_.parent_path();
+  partial_ = folder_.parent_path() / ("." + folder_.filename().string() + ".partial");
+  nlohmann::json mine = nlohmann::json::array();
+  for (const BlockToSave& block : blocks) mine.push_back(describe(block));
+  const std::vector<std::string> every =
+      detail::gather_texts(comm_, mine.dump(), options_.timeout);
+  // Every rank decides alike, from every rank's descriptions.
+  std::map<std::pair<std::string, std::vector<std::int64_t>>, std::size_t> distinct;
+  std::map<std::string, std::pair<Shape, DType>> arrays;
+  std::string problem;
+  for (int r = 0; r < static_cast<int>(every.size()) && problem.empty(); ++r) {
+    const nlohmann::json described = nlohmann::json::parse(every[static_cast<std::size_t>(r)]);
+    for (std::size_t i = 0; i < described.size() && problem.empty(); ++i) {
+      const nlohmann::json& d = described[i];
+      Block block{d["array"], d["shape"].get<Shape>(), static_cast<DType>(d["dtype"].get<int>()),
+                  d["sharding"], {}, r};
+      std::vector<std::int64_t> key;
+      for (const nlohmann::json& range : d["box"]) {
+        block.box.push_back({range[0], range[1]});
+        key.push_back(range[0]);
+        key.push_back(range[1]);
+      }
+      const auto [known, fresh] = arrays.try_emplace(block.array, block.shape, block.dtype);
+      if (!fresh && (known->second.first != block.shape || known->second.second != block.dtype)) {
+        problem = "rank " + std::to_string(r) + " has array '" + echo_input(block.array, 200) +
+                  "' as " + to_string(block.shape) + " " + to_string(block.dtype) +
+                  ", a lower rank as " + to_string(known->second.first) + " " +
+                  to_string(known->second.second);
+        break;
+      }
+      // An empty block holds nothing (an uneven split's last ranks); an array of no elements
+      // keeps one.
+      if (elements_of(block.box) == 0 && num_elements(block.shape) != 0) continue;
+      const auto [at, added] = distinct.try_emplace({block.array, std::move(key)}, blocks_.size());
+      if (added) blocks_.push_back(std::move(block));
+      if (r == comm_.rank() && blocks_[at->second].writer == r &&
+          std::find(mine_distinct_.begin(), mine_distinct_.end(), at->second) ==
+              mine_distinct_.end()) {
+        mine_.push_back(i);
+        mine_distinct_.push_back(at->second);
+      }
+    }
+  }
+  if (!problem.empty()) throw CheckpointError(what + ": " + problem);
+  // The blocks must tile every array: checked on the index they would make.
+  {
+    CheckpointIndex planned;
+    std::map<std::string, ArrayRecord> records;
+    for (const Block& block : blocks_) {
+      ArrayRecord& record = records[block.array];
+      record.name = block.array;
+      record.shape = block.shape;
+      record.dtype = block.dtype;
+      record.shards.push_back({block.box, "planned", 0,
+                               elements_of(block.box) * size_in_bytes(block.dtype), 0, {}});
+    }
+    for (auto& [name, record] : records) planned.arrays.push_back(std::move(record));
+    // Offsets are not known yet: each shard alone in a file of its own name for the check.
+    std::size_t n = 0;
+    for (ArrayRecord& record : planned.arrays) {
+      for (ShardRecord& shard : record.shards) shard.file = "planned-" + std::to_string(n++);
+    }
+    try {
+      check_consistent(planned, "the ranks' blocks");
+    } catch (const CheckpointError& e) {
+      throw CheckpointError(what + ": " + e.what());
+    }
+  }
+  std::string mine_error;
+  if (comm_.rank() == 0) {
+    mine_error = error_of([&] {
+      std::error_code error;
+      std::filesystem::remove_all(partial_, error);
+      if (error) {
+        throw CheckpointError("cannot remove an earlier save's " +
+                              detail::system_error_text(partial_, error.value()));
+      }
+      if (!folder_.parent_path().empty()) {
+        std::filesystem::create_directories(folder_.parent_path(), error);
+      }
+      if (!std::filesystem::create_directory(partial_, error) || error) {
+        throw CheckpointError("cannot make the folder " +
+                              detail::system_error_text(partial_, error.value()));
+      }
+    });
+  }
+  detail::throw_if_any_failed(detail::gather_texts(comm_, mine_error, options_.timeout), what);
+  // Ranks on other hosts must see rank 0's folder: a save needs a file system they share.
+  if (!std::filesystem::is_directory(partial_)) {
+    mine_error = "cannot see the folder '" + echo_input(partial_.string(), 200) +
+                 "' rank 0 made; a save needs a folder every rank's host shares";
+  }
+  detail::throw_if_any_failed(detail::gather_texts(comm_, mine_error, options_.timeout), what);
+}
+
+CheckpointSave::~CheckpointSave() = default;
+
+void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) noexcept {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    if (bytes.size() != mine_.size()) {
+      throw CheckpointError("write() got " + std::to_string(bytes.size()) + " blocks for " +
+                            std::to_string(mine_.size()));
+    }
+    if (mine_.empty()) return;
+    // The safetensors header: each block a tensor named by its array and box.
+    nlohmann::json header = nlohmann::json::object();
+    std::uint64_t data = 0;
+    for (std::size_t k = 0; k < mine_.size(); ++k) {
+      const Block& block = blocks_[mine_distinct_[k]];
+      const std::uint64_t length = elements_of(block.box) * size_in_bytes(block.dtype);
+      if (bytes[k].size() != length) {
+        throw CheckpointError("block " + detail::shard_name(block.array, block.box) + " has " +
+                              std::to_string(bytes[k].size()) + " bytes; its box holds " +
+                              std::to_string(length));
+      }
+      header[detail::shard_name(block.array, block.box)] = {{"dtype", safetensors_dtype_name(block.dtype)},
+                                                    {"shape", shape_of(block.box)},
+                                                    {"data_offsets", {data, data + length}}};
+      data += length;
+    }
+    header["__metadata__"] = {{"format", "shardwise-shards"}};
+    std::string text = header.dump();
+    // Padded with spaces so that the data starts 8-byte aligned, as safetensors writes it.
+    text.resize((text.size() + 8 + 7) / 8 * 8 - 8, ' ');
+    const std::filesystem::path path = partial_ / detail::shard_file_name(comm_.rank());
+    detail::File file(path, O_WRONLY | O_CREAT | O_EXCL);
+    std::string prefix(8, '\0');
+    for (int b = 0; b < 8; ++b) prefix[static_cast<std::size_t>(b)] = static_cast<char>((text.size() >> (8 * b)) & 0xFFU);
+    file.write_all(prefix.data(), prefix.size());
+    file.write_all(text.data(), text.size());
+    std::uint64_t offset = 8 + text.size();
+    stats_.bytes_written = offset;
+    for (std::size_t k = 0; k < mine_.size(); ++k) {
+      const std::span<const std::byte> block_bytes = bytes[k];
+      nlohmann::json crcs = nlohmann::json::array();
+      for (std::size_t at = 0; at < block_bytes.size(); at += options_.chunk_bytes) {
+        const std::size_t n = std::min<std::size_t>(options_.chunk_bytes, block_bytes.size() - at);
+        crcs.push_back(shardwise::detail::crc32c(block_bytes.data() + at, n));
+      }
+      file.write_all(block_bytes.data(), block_bytes.size());
+      records_ += nlohmann::json{{"block", mine_distinct_[k]},
+                                 {"offset", offset},
+                                 {"length", block_bytes.size()},
+                                 {"chunk_bytes", options_.chunk_bytes},
+                                 {"crc32c", crcs}}
+                      .dump() +
+                  "\n";
+      offset += block_bytes.size();
+      stats_.bytes_written += block_bytes.size();
+    }
+    file.sync();
+    file.close();
+  } catch (const std::exception& e) {
+    error_ = e.what();
+  } catch (...) {
+    error_ = "an unknown failure";
+  }
+  stats_.write_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+SaveStats CheckpointSave::commit() {
+  const std::string what = "checkpoint '" + echo_input(folder_.string(), 200) + "' not saved";
+  const nlohmann::json mine{{"error", error_}, {"records", records_}};
+  const std::vector<std::string> every =
+      detail::gather_texts(comm_, mine.dump(), options_.timeout);
+  std::vector<std::string> errors;
+  for (const std::string& text : every) errors.push_back(nlohmann::json::parse(text)["error"]);
+  std::string outcome;
+  const bool all_wrote =
+      std::all_of(errors.begin(), errors.end(), [](const std::string& e) { return e.empty(); });
+  if (comm_.rank() == 0) {
+    if (!all_wrote) {
+      std::error_code ignored;
+      std::filesystem::remove_all(partial_, ignored);
+    } else {
+      outcome = error_of([&] {
+        std::map<std::string, ArrayRecord> arrays;
+        for (const Block& block : blocks_) {
+          ArrayRecord& record = arrays[block.array];
+          record.name = block.array;
+          record.shape = block.shape;
+          record.dtype = block.dtype;
+          record.sharding = block.sharding;
+        }
+        for (std::size_t r = 0; r < every.size(); ++r) {
+          const std::string records = nlohmann::json::parse(every[r])["records"];
+          std::size_t at = 0;
+          while (at < records.size()) {
+            const std::size_t end = records.find('\n', at);
+            const nlohmann::json line = nlohmann::json::parse(records.substr(at, end - at));
+            at = end + 1;
+            const Block& block = blocks_[line["block"].get<std::size_t>()];
+            arrays[block.array].shards.push_back(
+                {block.box, detail::shard_file_name(static_cast<int>(r)), line["offset"], line["length"],
+                 line["chunk_bytes"], line["crc32c"].get<std::vector<std::uint32_t>>()});
+          }
+        }
+        CheckpointIndex index;
+        index.metadata_json = metadata_json_;
+        for (auto& [name, record] : arrays) {
+          index.arrays.push_back(std::move(record));
+        }
+        check_consistent(index, "the index being saved");
+        const std::string text = checkpoint_index_json(index);
+        detail::File file(partial_ / kIndexFileName, O_WRONLY | O_CREAT | O_EXCL);
+        file.write_all(text.data(), text.size());
+        file.sync();
+        file.close();
+        detail::sync_directory(partial_);
+        move_into_place(partial_, folder_);
+      });
+      if (!outcome.empty()) {
+        std::error_code ignored;
+        std::filesystem::remove_all(partial_, ignored);
+      }
+    }
+  }
+  detail::throw_if_any_failed(errors, what);
+  detail::throw_if_any_failed(detail::gather_texts(comm_, outcome, options_.timeout), what);
+  committed_ = true;
+  for (const Block& block : blocks_) {
+    stats_.bytes_total += elements_of(block.box) * size_in_bytes(block.dtype);
+  }
+  return stats_;
+}
+
+SaveStats save_checkpoint(Communicator& comm, const std::filesystem::path& folder,
+                          std::span<const BlockToSave> blocks, const std::string& metadata_json,
+                          const SaveOptions& options) {
+  CheckpointSave save(comm, folder, blocks, metadata_json, options);
+  std::vector<std::span<const std::byte>> bytes;
+  for (const std::size_t i : save.written_here()) bytes.push_back(blocks[i].bytes);
+  save.write(bytes);
+  return save.commit();
+}
+
+}  // namespace shardwise::ckpt

@@ -1,0 +1,98 @@
+#include "file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "shardwise/ckpt/checkpoint_error.hpp"
+
+namespace shardwise::ckpt::detail {
+
+std::string system_error_text(const std::filesystem::path& path, int error) {
+  return "'" + echo_input(path.string(), 200) + "': " + std::strerror(error);
+}
+
+File::File(const std::filesystem::path& path, int flags, int mode) : path_(path) {
+  do {
+    fd_ = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  } while (fd_ < 0 && errno == EINTR);
+  if (fd_ < 0) throw CheckpointError("cannot open " + system_error_text(path, errno));
+}
+
+File::~File() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+File& File::operator=(File&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+std::uint64_t File::size() const {
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) throw CheckpointError("cannot stat " + system_error_text(path_, errno));
+  if (!S_ISREG(info.st_mode)) {
+    throw CheckpointError("'" + echo_input(path_.string(), 200) + "' is not a regular file");
+  }
+  return static_cast<std::uint64_t>(info.st_size);
+}
+
+void File::write_all(const void* data, std::size_t size) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    // Linux writes at most 0x7ffff000 bytes a call.
+    const ssize_t wrote = ::write(fd_, p, std::min<std::size_t>(size, std::size_t{1} << 30));
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      throw CheckpointError("cannot write " +
+                            system_error_text(path_, wrote < 0 ? errno : ENOSPC));
+    }
+    p += wrote;
+    size -= static_cast<std::size_t>(wrote);
+  }
+}
+
+void File::read_at(void* data, std::size_t size, std::uint64_t offset) const {
+  auto* p = static_cast<char*>(data);
+  while (size > 0) {
+    const ssize_t got = ::pread(fd_, p, std::min<std::size_t>(size, std::size_t{1} << 30),
+                                static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw CheckpointError("cannot read " + system_error_text(path_, errno));
+    if (got == 0) {
+      throw CheckpointError("'" + echo_input(path_.string(), 200) + "' ends at byte " +
+                            std::to_string(offset) + ", before the " + std::to_string(size) +
+                            " bytes the index places there (a truncated file?)");
+    }
+    p += got;
+    size -= static_cast<std::size_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+  }
+}
+
+void File::sync() {
+  if (::fsync(fd_) != 0) throw CheckpointError("cannot fsync " + system_error_text(path_, errno));
+}
+
+void File::close() {
+  const int fd = fd_;
+  fd_ = -1;
+  if (fd >= 0 && ::close(fd) != 0 && errno != EINTR) {
+    throw CheckpointError("cannot close " + system_error_text(path_, errno));
+  }
+}
+
+void sync_directory(const std::filesystem::path& path) {
+  File folder(path, O_RDONLY | O_DIRECTORY);
+  folder.sync();
+}
+
+}  // namespace shardwise::ckpt::detail

@@ -1,0 +1,243 @@
+#include "train_checkpoint.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "shardwise/ckpt/checkpoint_error.hpp"
+#include "shardwise/ckpt/checkpoint_folders.hpp"
+#include "shardwise/ckpt/checkpoint_reader.hpp"
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string megabytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return text;
+}
+
+nlohmann::json gpt_json(const models::GptConfig& gpt) {
+  return {{"n_layer", gpt.n_layer},
+          {"n_head", gpt.n_head},
+          {"n_embd", gpt.n_embd},
+          {"block_size", gpt.block_size},
+          {"vocab_size", gpt.vocab_size}};
+}
+
+std::string gpt_text(const models::GptConfig& gpt) {
+  return "n_layer " + std::to_string(gpt.n_layer) + ", n_head " + std::to_string(gpt.n_head) +
+         ", n_embd " + std::to_string(gpt.n_embd) + ", block_size " +
+         std::to_string(gpt.block_size) + ", vocab_size " + std::to_string(gpt.vocab_size);
+}
+
+}  // namespace
+
+void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps) {
+  if (!flags.save) {
+    if (flags.save_every != 0) throw InvalidArgument("--save-every needs --save PATH");
+    if (flags.keep != 0) throw InvalidArgument("--keep needs --save PATH");
+    if (flags.save_async) throw InvalidArgument("--save-async needs --save PATH");
+  }
+  if (flags.save_every < 0 || flags.save_every > steps) {
+    throw InvalidArgument("--save-every is " + std::to_string(flags.save_every) +
+                          "; expected 0 (the last step only) to --steps " + std::to_string(steps));
+  }
+  if (flags.keep < 0 || flags.keep > 1'000'000) {
+    throw InvalidArgument("--keep is " + std::to_string(flags.keep) +
+                          "; expected 0 (keep every one) to 1000000");
+  }
+  if (flags.save && flags.save->empty()) throw InvalidArgument("--save is an empty path");
+  if (flags.resume && flags.resume->empty()) throw InvalidArgument("--resume is an empty path");
+}
+
+std::string checkpoint_metadata(const models::GptConfig& gpt, std::int64_t step,
+                                const std::string& run_config) {
+  nlohmann::json metadata{{"step", step}, {"model", gpt_json(gpt)}};
+  if (!run_config.empty()) metadata["run"] = nlohmann::json::parse(run_config);
+  return metadata.dump();
+}
+
+CheckpointInfo checkpoint_info(const ckpt::CheckpointIndex& index, const std::string& what) {
+  const nlohmann::json metadata = nlohmann::json::parse(index.metadata_json);
+  CheckpointInfo info;
+  const auto step = metadata.find("step");
+  if (step == metadata.end() || !step->is_number_unsigned() ||
+      step->get<std::uint64_t>() > 10'000'000) {
+    throw ckpt::CheckpointError(what + ": metadata \"step\" is missing or not 0 to 10000000");
+  }
+  info.step = step->get<std::int64_t>();
+  const auto model = metadata.find("model");
+  if (model == metadata.end() || !model->is_object()) {
+    throw ckpt::CheckpointError(what + ": metadata \"model\" is missing");
+  }
+  const auto field = [&](const char* key) -> std::size_t {
+    const auto it = model->find(key);
+    if (it == model->end() || !it->is_number_unsigned() || it->get<std::uint64_t>() > (1U << 30)) {
+      throw ckpt::CheckpointError(what + ": metadata model." + key + " is missing or not a size");
+    }
+    return it->get<std::size_t>();
+  };
+  info.gpt = {field("n_layer"), field("n_head"), field("n_embd"), field("block_size"),
+              field("vocab_size")};
+  try {
+    models::validate(info.gpt);
+  } catch (const InvalidArgument& e) {
+    throw ckpt::CheckpointError(what + ": metadata model: " + e.what());
+  }
+  for (const ckpt::ArrayRecord& array : index.arrays) {
+    info.has_optimizer = info.has_optimizer || array.name.rfind("optimizer/", 0) == 0;
+  }
+  return info;
+}
+
+std::vector<std::string> gpt_checkpoint_arrays(const models::GptConfig& gpt,
+                                               bool with_optimizer) {
+  std::vector<std::string> names;
+  for (const train::ParameterSpec& spec : models::gpt_parameters(gpt)) {
+    names.push_back(train::model_array(spec.name));
+    if (with_optimizer) {
+      names.push_back(train::exp_avg_array(spec.name));
+      names.push_back(train::exp_avg_sq_array(spec.name));
+    }
+  }
+  return names;
+}
+
+TrainingCheckpoints::TrainingCheckpoints(CheckpointFlags flags, Communicator& comm,
+                                         train::Trainer& trainer, models::GptConfig gpt,
+                                         std::string run_config, Say say)
+    : flags_(std::move(flags)),
+      comm_(comm),
+      trainer_(trainer),
+      gpt_(gpt),
+      run_config_(std::move(run_config)),
+      say_(std::move(say)) {}
+
+TrainingCheckpoints::~TrainingCheckpoints() {
+  // A run that failed leaves its background save uncommitted: no index, never loadable.
+  if (pending_ && pending_->writer.joinable()) pending_->writer.join();
+}
+
+std::int64_t TrainingCheckpoints::resume() {
+  if (!flags_.resume) return 0;
+  const auto start = Clock::now();
+  const std::string what = "--resume '" + echo_input(*flags_.resume, 200) + "'";
+  // Every rank opens and checks the checkpoint; what one finds wrong all report.
+  std::optional<ckpt::CheckpointReader> reader;
+  CheckpointInfo info;
+  std::vector<ckpt::BlockToLoad> targets;
+  std::string error;
+  try {
+    reader.emplace(ckpt::resolve_checkpoint(*flags_.resume));
+    info = checkpoint_info(reader->index(), what);
+    if (info.gpt != gpt_) {
+      throw ckpt::CheckpointError(what + " holds a GPT of " + gpt_text(info.gpt) +
+                                  "; --model is " + gpt_text(gpt_));
+    }
+    ckpt::require_arrays(reader->index(), gpt_checkpoint_arrays(gpt_, info.has_optimizer), what);
+    for (const train::StateBlock& block : trainer_.state_blocks()) {
+      if (block.optimizer && !info.has_optimizer) continue;
+      targets.push_back({block.array, block.shape, DType::kF32, block.box,
+                         std::as_writable_bytes(std::span<float>(
+                             block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  ckpt::throw_unless_all_succeeded(comm_, error, "checkpoint not loaded");
+  const ckpt::ReadStats stats = ckpt::load_checkpoint(comm_, *reader, targets);
+  trainer_.resume_at(info.step);
+  say_("resumed from " + reader->folder().string() + " at step " + std::to_string(info.step) +
+       (info.has_optimizer ? "" : " (no optimizer state: the moments start at zero)") + ", read " +
+       megabytes(stats.bytes_read) + " on rank 0 in " + std::to_string(seconds_since(start)).substr(0, 5) + " s");
+  return info.step;
+}
+
+void TrainingCheckpoints::after_step(std::int64_t step, std::int64_t steps) {
+  if (!flags_.save) return;
+  if (pending_ && every_rank_wrote()) commit_pending();
+  const bool due = (flags_.save_every > 0 && step % flags_.save_every == 0) || step == steps;
+  if (!due) return;
+  if (pending_) commit_pending();  // waits for its writer: one save in flight at a time
+  save(step);
+}
+
+void TrainingCheckpoints::finish() {
+  if (pending_) commit_pending();
+}
+
+bool TrainingCheckpoints::every_rank_wrote() {
+  std::int32_t mine = pending_->written.load() ? 1 : 0;
+  std::int32_t all = 0;
+  comm_.all_reduce(&mine, &all, 1, DType::kI32, ReduceOp::kMin, world_group(comm_.size()));
+  return all == 1;
+}
+
+void TrainingCheckpoints::save(std::int64_t step) {
+  const auto start = Clock::now();
+  const std::filesystem::path folder =
+      std::filesystem::path(*flags_.save) / ckpt::step_folder_name(step);
+  std::vector<train::StateBlock> state = trainer_.state_blocks();
+  std::vector<ckpt::BlockToSave> blocks;
+  for (const train::StateBlock& block : state) {
+    if (!block.saved) continue;
+    blocks.push_back({block.array, block.shape, DType::kF32, block.sharding, block.box,
+                      std::as_bytes(std::span<const float>(
+                          block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
+  }
+  const std::string metadata = checkpoint_metadata(gpt_, step, run_config_);
+  if (!flags_.save_async) {
+    const ckpt::SaveStats stats = ckpt::save_checkpoint(comm_, folder, blocks, metadata);
+    prune();
+    say_("saved " + folder.string() + " (" + megabytes(stats.bytes_total) + ", " +
+         std::to_string(seconds_since(start)).substr(0, 5) + " s)");
+    return;
+  }
+  auto pending = std::make_unique<Pending>();
+  pending->step = step;
+  pending->save = std::make_unique<ckpt::CheckpointSave>(comm_, folder, blocks, metadata);
+  // The copies are what the step waits for; the writing goes on beside the next steps.
+  for (const std::size_t i : pending->save->written_here()) {
+    pending->copies.emplace_back(blocks[i].bytes.begin(), blocks[i].bytes.end());
+  }
+  pending->blocked_seconds = seconds_since(start);
+  Pending* p = pending.get();
+  pending->writer = std::thread([p] {
+    std::vector<std::span<const std::byte>> spans;
+    for (const std::vector<std::byte>& copy : p->copies) spans.emplace_back(copy);
+    p->save->write(spans);
+    p->written.store(true);
+  });
+  pending_ = std::move(pending);
+}
+
+void TrainingCheckpoints::prune() {
+  if (flags_.keep == 0 || comm_.rank() != 0) return;
+  try {
+    ckpt::keep_newest(*flags_.save, static_cast<std::size_t>(flags_.keep));
+  } catch (const ckpt::CheckpointError& e) {
+    say_(std::string("warning: ") + e.what());
+  }
+}
+
+void TrainingCheckpoints::commit_pending() {
+  std::unique_ptr<Pending> pending = std::move(pending_);
+  const auto start = Clock::now();
+  pending->writer.join();
+  const ckpt::SaveStats stats = pending->save->commit();
+  prune();
+  say_("saved " +
+       (std::filesystem::path(*flags_.save) / ckpt::step_folder_name(pending->step)).string() +
+       " in the background (" + megabytes(stats.bytes_total) + "; the step waited " +
+       std::to_string(pending->blocked_seconds + seconds_since(start)).substr(0, 6) + " s)");
+}
+
+}  // namespace shardwise::cli
