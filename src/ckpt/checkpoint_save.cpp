@@ -14,6 +14,7 @@
 #include "rank_texts.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/ckpt/checkpoint_index.hpp"
+#include "shardwise/ckpt/safetensors_file.hpp"
 #include "shardwise/core/safetensors.hpp"
 #include "shard_names.hpp"
 
@@ -192,32 +193,16 @@ void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) no
     }
     if (mine_.empty()) return;
     // The safetensors header: each block a tensor named by its array and box.
-    nlohmann::json header = nlohmann::json::object();
-    std::uint64_t data = 0;
+    std::vector<SafetensorsEntry> entries;
     for (std::size_t k = 0; k < mine_.size(); ++k) {
       const Block& block = blocks_[mine_distinct_[k]];
-      const std::uint64_t length = elements_of(block.box) * size_in_bytes(block.dtype);
-      if (bytes[k].size() != length) {
-        throw CheckpointError("block " + detail::shard_name(block.array, block.box) + " has " +
-                              std::to_string(bytes[k].size()) + " bytes; its box holds " +
-                              std::to_string(length));
-      }
-      header[detail::shard_name(block.array, block.box)] = {{"dtype", safetensors_dtype_name(block.dtype)},
-                                                    {"shape", shape_of(block.box)},
-                                                    {"data_offsets", {data, data + length}}};
-      data += length;
+      entries.push_back({detail::shard_name(block.array, block.box), block.dtype, shape_of(block.box), bytes[k]});
     }
-    header["__metadata__"] = {{"format", "shardwise-shards"}};
-    std::string text = header.dump();
-    // Padded with spaces so that the data starts 8-byte aligned, as safetensors writes it.
-    text.resize((text.size() + 8 + 7) / 8 * 8 - 8, ' ');
+    const std::string header = safetensors_header_bytes(entries, {{"format", "shardwise-shards"}});
     const std::filesystem::path path = partial_ / detail::shard_file_name(comm_.rank());
     detail::File file(path, O_WRONLY | O_CREAT | O_EXCL);
-    std::string prefix(8, '\0');
-    for (int b = 0; b < 8; ++b) prefix[static_cast<std::size_t>(b)] = static_cast<char>((text.size() >> (8 * b)) & 0xFFU);
-    file.write_all(prefix.data(), prefix.size());
-    file.write_all(text.data(), text.size());
-    std::uint64_t offset = 8 + text.size();
+    file.write_all(header.data(), header.size());
+    std::uint64_t offset = header.size();
     stats_.bytes_written = offset;
     for (std::size_t k = 0; k < mine_.size(); ++k) {
       const std::span<const std::byte> block_bytes = bytes[k];

@@ -83,4 +83,15 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
   }
 }
 
+models::GptConfig gpt_model_config(const std::string& value, const std::string& flag) {
+  ModelArgument argument = read_model_argument(value, flag);
+  if (!argument.gpt) {
+    throw InvalidArgument(flag + " '" + echo_input(value) +
+                          "' describes parameters, not a GPT the trainer can build; give "
+                          "tiny, small, gpt2 or a JSON file with n_layer, n_head, n_embd, "
+                          "block_size and vocab_size");
+  }
+  return *argument.gpt;
+}
+
 }  // namespace shardwise::cli

@@ -22,4 +22,9 @@ struct ModelArgument {
 // Reads `value` given to `flag`; an InvalidArgument naming the flag and the file otherwise.
 ModelArgument read_model_argument(const std::string& value, const std::string& flag);
 
+// A preset's name, or the trainer's model file (n_layer, n_head, n_embd, block_size,
+// vocab_size), read as `shardwise plan` reads it; InvalidArgument naming `flag` where it
+// describes parameters rather than a GPT.
+models::GptConfig gpt_model_config(const std::string& value, const std::string& flag);
+
 }  // namespace shardwise::cli

@@ -54,19 +54,6 @@ struct TrainLayout {
 
 using Clock = std::chrono::steady_clock;
 
-// A preset's name, or the trainer's model file (n_layer, n_head, n_embd, block_size,
-// vocab_size), read as `shardwise plan` reads it.
-models::GptConfig model_config(const std::string& model) {
-  ModelArgument argument = read_model_argument(model, "--model");
-  if (!argument.gpt) {
-    throw InvalidArgument("--model '" + model +
-                          "' describes parameters, not a GPT the trainer can build; give "
-                          "tiny, small, gpt2 or a JSON file with n_layer, n_head, n_embd, "
-                          "block_size and vocab_size");
-  }
-  return *argument.gpt;
-}
-
 // --mesh: axes data, fsdp and model, rank r on device r.
 Mesh train_mesh(const std::optional<std::string>& text) {
   if (!text) return Mesh({"data"}, {1});
@@ -258,7 +245,7 @@ class TrainCommand final : public Command {
   [[nodiscard]] bool streams() const override { return true; }
 
   void run(std::ostream& out) const override {
-    const models::GptConfig config = model_config(model_);
+    const models::GptConfig config = gpt_model_config(model_, "--model");
     const train::TokenFormat format = train::parse_token_format(data_format_, "--data-format");
     if (format == train::TokenFormat::kText && config.vocab_size < 256) {
       throw InvalidArgument("--model: vocab_size " + std::to_string(config.vocab_size) +

@@ -1,0 +1,373 @@
+// `shardwise ckpt inspect|export|import`: what a checkpoint holds, a trained model leaving as
+// Hugging Face GPT-2 weights, and such weights coming in as a sharded checkpoint.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "backend_flag.hpp"
+#include "command.hpp"
+#include "hf_gpt2.hpp"
+#include "model_argument.hpp"
+#include "number_text.hpp"
+#include "shardwise/ckpt/checkpoint_error.hpp"
+#include "shardwise/ckpt/checkpoint_folders.hpp"
+#include "shardwise/ckpt/checkpoint_reader.hpp"
+#include "shardwise/ckpt/checkpoint_save.hpp"
+#include "shardwise/ckpt/safetensors_file.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/train/token_source.hpp"
+#include "text_table.hpp"
+#include "train_checkpoint.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+// The checkpoint PATH names (a checkpoint, the newest in a --save folder, or a .safetensors
+// file read as one).
+ckpt::CheckpointReader open_checkpoint(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_regular_file(path, error) || !std::filesystem::is_directory(path, error)) {
+    if (!std::filesystem::exists(path, error)) {
+      throw ckpt::CheckpointError("'" + echo_input(path, 200) + "' does not exist");
+    }
+    return ckpt::CheckpointReader::from_safetensors(path);
+  }
+  return ckpt::CheckpointReader(ckpt::resolve_checkpoint(path));
+}
+
+void inspect(const std::string& path, bool json, bool verify, std::ostream& out) {
+  const ckpt::CheckpointReader reader = open_checkpoint(path);
+  const ckpt::CheckpointIndex& index = reader.index();
+  const std::uint64_t verified = verify ? reader.verify() : 0;
+  std::size_t files = 0;
+  {
+    std::vector<std::string> names;
+    for (const ckpt::ArrayRecord& array : index.arrays) {
+      for (const ckpt::ShardRecord& shard : array.shards) names.push_back(shard.file);
+    }
+    std::sort(names.begin(), names.end());
+    files = static_cast<std::size_t>(std::unique(names.begin(), names.end()) - names.begin());
+  }
+  const nlohmann::json metadata = nlohmann::json::parse(index.metadata_json);
+  if (json) {
+    nlohmann::json arrays = nlohmann::json::array();
+    for (const ckpt::ArrayRecord& array : index.arrays) {
+      std::uint64_t bytes = 0;
+      for (const ckpt::ShardRecord& shard : array.shards) bytes += shard.length;
+      arrays.push_back({{"name", array.name},
+                        {"shape", array.shape},
+                        {"dtype", to_string(array.dtype)},
+                        {"sharding", array.sharding},
+                        {"shards", array.shards.size()},
+                        {"bytes", bytes}});
+    }
+    nlohmann::json result{{"folder", reader.folder().string()},
+                          {"bytes", index.total_bytes()},
+                          {"files", files},
+                          {"metadata", metadata},
+                          {"arrays", arrays}};
+    if (metadata.contains("step")) result["step"] = metadata["step"];
+    if (verify) result["verified_bytes"] = verified;
+    out << result.dump() << "\n";
+    return;
+  }
+  out << "checkpoint " << reader.folder().string() << "\n";
+  if (metadata.contains("step")) out << "step " << metadata["step"].dump() << "\n";
+  if (metadata.contains("model")) out << "model " << metadata["model"].dump() << "\n";
+  out << index.arrays.size() << " arrays, " << index.total_bytes() << " bytes in " << files
+      << " file" << (files == 1 ? "" : "s") << "\n";
+  std::vector<std::vector<std::string>> rows{{"array", "shape", "dtype", "shards", "sharding"}};
+  for (const ckpt::ArrayRecord& array : index.arrays) {
+    rows.push_back({array.name, to_string(array.shape), to_string(array.dtype),
+                    std::to_string(array.shards.size()), array.sharding});
+  }
+  out << format_table(rows);
+  if (verify) out << "verified: " << verified << " bytes read, every checksum matches\n";
+}
+
+void export_hf(const std::string& path, const std::string& format, const std::string& folder,
+               std::ostream& out) {
+  if (format != "hf-gpt2") {
+    throw InvalidArgument("--format is '" + echo_input(format) + "'; expected hf-gpt2");
+  }
+  const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(path));
+  const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
+  const CheckpointInfo info = checkpoint_info(reader.index(), what);
+  // Optimizer state stays behind: the export is the model.
+  for (const std::string& name : gpt_checkpoint_arrays(info.gpt, false)) {
+    if (reader.index().find(name) == nullptr) {
+      throw ckpt::CheckpointError(what + " lacks the array '" + name + "'");
+    }
+  }
+  std::vector<std::vector<float>> values;
+  std::vector<ckpt::SafetensorsEntry> entries;
+  for (const train::ParameterSpec& spec : models::gpt_parameters(info.gpt)) {
+    std::vector<float> whole(static_cast<std::size_t>(num_elements(spec.shape)));
+    ShardIndex box;
+    for (const std::int64_t size : spec.shape) box.push_back({0, size});
+    const ckpt::BlockToLoad target{train::model_array(spec.name), spec.shape, DType::kF32, box,
+                                   std::as_writable_bytes(std::span<float>(whole))};
+    (void)reader.read({&target, 1});
+    values.push_back(to_hf_gpt2(spec.name, spec.shape, whole));
+    entries.push_back({spec.name, DType::kF32, hf_gpt2_shape(spec.name, spec.shape),
+                       std::as_bytes(std::span<const float>(values.back()))});
+  }
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) {
+    throw ckpt::CheckpointError("cannot make the folder '" + echo_input(folder, 200) +
+                                "': " + error.message());
+  }
+  ckpt::write_safetensors_file(std::filesystem::path(folder) / "model.safetensors", entries,
+                               {{"format", "pt"}});
+  const std::string config = hf_gpt2_config_json(info.gpt);
+  std::ofstream config_file(std::filesystem::path(folder) / "config.json");
+  config_file << config;
+  config_file.close();
+  if (!config_file) {
+    throw ckpt::CheckpointError("cannot write '" + echo_input(folder, 200) + "/config.json'");
+  }
+  out << "exported step " << info.step << " of " << reader.folder().string() << " to " << folder
+      << "/model.safetensors (" << entries.size() << " tensors, Hugging Face GPT-2 layout) and "
+      << folder << "/config.json\n";
+}
+
+// Which file's tensor holds a parameter: "transformer.h.0..." or, as the original GPT-2 files
+// name them, "h.0...".
+std::string hf_name_of(const ckpt::CheckpointIndex& index, const std::string& name) {
+  if (index.find(name) != nullptr) return name;
+  const std::string bare = name.substr(std::string("transformer.").size());
+  if (index.find(bare) != nullptr) return bare;
+  throw ckpt::CheckpointError("the file has no tensor '" + name + "' (nor '" + bare + "')");
+}
+
+// The tensors of a GPT-2 file shardwise does not take: buffers transformers recomputes, and the
+// head, tied to the embedding (checked equal to it where it is there).
+bool ignored_hf_tensor(const std::string& name) {
+  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
+         name == "lm_head.weight";
+}
+
+// This rank's block of a parameter in an import over `ranks` ranks: dimension 0 cut into
+// torch.chunk's parts (FSDP2's Shard(0)); empty for a rank past the parts.
+ShardIndex import_box(const Shape& shape, int rank, int ranks) {
+  ShardIndex box;
+  for (const std::int64_t size : shape) box.push_back({0, size});
+  if (shape.empty()) return rank == 0 ? box : ShardIndex{};
+  const std::int64_t part = (shape[0] + ranks - 1) / ranks;
+  box[0] = {std::min(shape[0], part * rank), std::min(shape[0], part * (rank + 1))};
+  return box;
+}
+
+void import_hf(const std::string& path, const std::string& format,
+               const std::optional<std::string>& model, const std::string& folder, int ranks,
+               const std::string& backend_flag, std::ostream& out) {
+  if (format != "hf-gpt2") {
+    throw InvalidArgument("--format is '" + echo_input(format) + "'; expected hf-gpt2");
+  }
+  std::filesystem::path file = path;
+  std::error_code error;
+  if (std::filesystem::is_directory(file, error)) file /= "model.safetensors";
+  models::GptConfig gpt;
+  if (model) {
+    gpt = gpt_model_config(*model, "--model");
+  } else {
+    const std::filesystem::path config = file.parent_path() / "config.json";
+    gpt = gpt_from_hf_config(read_file(config.string(), "config.json"),
+                             "'" + echo_input(config.string(), 200) + "'");
+  }
+  const BackendInfo& backend = backend_from(backend_flag);
+  const std::vector<train::ParameterSpec> specs = models::gpt_parameters(gpt);
+  std::mutex mutex;
+  std::uint64_t total = 0;
+  backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
+    std::string error_text;
+    std::vector<std::vector<float>> blocks;
+    std::vector<ckpt::BlockToSave> saved;
+    try {
+      const ckpt::CheckpointReader reader = ckpt::CheckpointReader::from_safetensors(file);
+      const ckpt::CheckpointIndex& index = reader.index();
+      std::vector<std::string> wanted;
+      for (const train::ParameterSpec& spec : specs) wanted.push_back(hf_name_of(index, spec.name));
+      for (const ckpt::ArrayRecord& array : index.arrays) {
+        if (std::find(wanted.begin(), wanted.end(), array.name) == wanted.end() &&
+            !ignored_hf_tensor(array.name)) {
+          throw ckpt::CheckpointError("the file's tensor '" + echo_input(array.name, 200) +
+                                      "' is no parameter of a GPT-2 of this shape");
+        }
+      }
+      for (std::size_t p = 0; p < specs.size(); ++p) {
+        const train::ParameterSpec& spec = specs[p];
+        const ShardIndex box = import_box(spec.shape, comm.rank(), comm.size());
+        if (box.empty() || is_empty(box)) continue;
+        blocks.emplace_back(static_cast<std::size_t>(num_elements(shape_of(box))));
+        read_hf_gpt2_block(reader, wanted[p], spec.name, spec.shape, box, blocks.back().data());
+        if (spec.name == "transformer.wte.weight" && index.find("lm_head.weight") != nullptr) {
+          // A head that is not the embedding would be dropped in silence: refused instead.
+          std::vector<float> head(blocks.back().size());
+          read_hf_gpt2_block(reader, "lm_head.weight", spec.name, spec.shape, box, head.data());
+          if (head != blocks.back()) {
+            throw ckpt::CheckpointError(
+                "the file's lm_head.weight differs from its embedding; shardwise's GPT ties them");
+          }
+        }
+        saved.push_back({train::model_array(spec.name), spec.shape, DType::kF32,
+                         "dimension 0 in " + std::to_string(comm.size()) + " parts (import)", box,
+                         std::as_bytes(std::span<const float>(blocks.back()))});
+      }
+    } catch (const Error& e) {
+      error_text = e.what();
+    }
+    ckpt::throw_unless_all_succeeded(comm, error_text, "not imported");
+    nlohmann::json metadata = nlohmann::json::parse(checkpoint_metadata(gpt, 0, ""));
+    metadata["imported_from"] = file.string();
+    const ckpt::SaveStats stats = ckpt::save_checkpoint(comm, folder, saved, metadata.dump());
+    const std::lock_guard lock(mutex);
+    total = stats.bytes_total;
+  });
+  out << "imported " << file.string() << " as a checkpoint of step 0 in " << folder << " ("
+      << total << " bytes, " << specs.size() << " parameters, without optimizer state, " << ranks
+      << " rank" << (ranks == 1 ? "" : "s") << "); train --resume " << folder
+      << " continues from it on any layout\n";
+}
+
+// The mean next-token loss of a checkpoint's model on a file's tokens: windows of `seq` tokens
+// one after the other, each predicting the tokens one place on; as many as the file holds.
+void checkpoint_loss(const std::string& path, const std::string& data, const std::string& format,
+                     const std::optional<std::string>& seq_text, bool json, std::ostream& out) {
+  const ckpt::CheckpointReader reader = open_checkpoint(path);
+  const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
+  const CheckpointInfo info = checkpoint_info(reader.index(), what);
+  const std::size_t seq =
+      seq_text ? static_cast<std::size_t>(bounded(*seq_text, "--seq", 1,
+                                                  static_cast<std::int64_t>(info.gpt.block_size)))
+               : info.gpt.block_size;
+  const std::shared_ptr<const train::TokenSource> tokens =
+      train::file_source(data, train::parse_token_format(format, "--data-format"), "--data");
+  if (tokens->size() < seq + 1) {
+    throw InvalidArgument("--data '" + echo_input(data, 200) + "' has " +
+                          std::to_string(tokens->size()) + " tokens; a window of " +
+                          std::to_string(seq) + " needs " + std::to_string(seq + 1));
+  }
+  const std::size_t windows = std::min<std::size_t>((tokens->size() - 1) / seq, 4096);
+  std::vector<std::int32_t> all(windows * seq + 1);
+  tokens->read(0, all.size(), all.data());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i] < 0 || static_cast<std::size_t>(all[i]) >= info.gpt.vocab_size) {
+      throw InvalidArgument("--data '" + echo_input(data, 200) + "': token " + std::to_string(i) +
+                            " is " + std::to_string(all[i]) + ", outside the model's vocabulary");
+    }
+  }
+  models::GptModel model(info.gpt, 0);
+  train::ParameterStore& store = model.parameters();
+  std::vector<ckpt::BlockToLoad> targets;
+  for (std::size_t p = 0; p < store.specs().size(); ++p) {
+    const train::ParameterSpec& spec = store.specs()[p];
+    ShardIndex box;
+    for (const std::int64_t size : spec.shape) box.push_back({0, size});
+    targets.push_back({train::model_array(spec.name), spec.shape, DType::kF32, box,
+                       std::as_writable_bytes(std::span<float>(store.value(p), store.count(p)))});
+  }
+  (void)reader.read(targets);
+  double sum = 0;
+  for (std::size_t w = 0; w < windows; ++w) {
+    const std::span<const std::int32_t> input(all.data() + w * seq, seq);
+    const std::span<const std::int32_t> target(all.data() + w * seq + 1, seq);
+    sum += model.forward_backward(input, target, 1, seq, false);
+  }
+  const double loss = sum / static_cast<double>(windows);
+  if (json) {
+    out << nlohmann::json{{"loss", loss}, {"windows", windows}, {"seq", seq}, {"step", info.step}}
+               .dump()
+        << "\n";
+    return;
+  }
+  out << "loss " << std::setprecision(7) << loss << " over " << windows << " windows of " << seq
+      << " tokens (step " << info.step << ")\n";
+}
+
+class CkptCommand final : public Command {
+ public:
+  explicit CkptCommand(CLI::App& parent)
+      : app_(parent.add_subcommand(
+            "ckpt", "Inspect checkpoints, export them as Hugging Face GPT-2 weights, import such "
+                    "weights")) {
+    app_->require_subcommand(1);
+    inspect_ = app_->add_subcommand("inspect", "What a checkpoint holds: arrays, shardings, step");
+    inspect_->add_option("path", path_, "A checkpoint, a --save folder (its newest) or a "
+                                        ".safetensors file")
+        ->required();
+    inspect_->add_flag("--json", json_, "One JSON object");
+    inspect_->add_flag("--verify", verify_, "Read every byte and check every checksum");
+    export_ = app_->add_subcommand("export", "Write a checkpoint's model as one model.safetensors");
+    export_->add_option("path", path_, "A checkpoint or a --save folder (its newest)")->required();
+    export_->add_option("--format", format_, "hf-gpt2 (transformers' GPT2LMHeadModel)")
+        ->required();
+    export_->add_option("--out", out_, "The folder to write model.safetensors and config.json to")
+        ->required();
+    loss_ = app_->add_subcommand("loss", "The model's mean next-token loss on a file's tokens");
+    loss_->add_option("path", path_, "A checkpoint, a --save folder (its newest)")->required();
+    loss_->add_option("--data", data_, "The tokens")->required();
+    loss_->add_option("--data-format", data_format_, "text, tokens-u16 or tokens-u32")
+        ->default_val("text");
+    loss_->add_option("--seq", seq_, "Tokens per window (default: the model's context)");
+    loss_->add_flag("--json", json_, "One JSON object");
+    import_ = app_->add_subcommand("import", "Turn Hugging Face GPT-2 weights into a checkpoint");
+    import_->add_option("path", path_, "model.safetensors, or a folder holding it and config.json")
+        ->required();
+    import_->add_option("--format", format_, "hf-gpt2")->required();
+    import_->add_option("--out", out_, "The checkpoint folder to write")->required();
+    import_->add_option("--model", model_,
+                        "The GPT's shape (tiny, small, gpt2 or a JSON file) where there is no "
+                        "config.json beside the file");
+    import_->add_option("--ranks", ranks_, "Ranks that read and write it in parallel")
+        ->default_val("1");
+    import_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
+  }
+
+  [[nodiscard]] const CLI::App& app() const override { return *app_; }
+
+  void run(std::ostream& out) const override {
+    if (inspect_->parsed()) {
+      inspect(path_, json_, verify_, out);
+    } else if (export_->parsed()) {
+      export_hf(path_, format_, out_, out);
+    } else if (loss_->parsed()) {
+      checkpoint_loss(path_, data_, data_format_, seq_, json_, out);
+    } else {
+      const int ranks = static_cast<int>(bounded(ranks_, "--ranks", 1, 4096));
+      import_hf(path_, format_, model_, out_, ranks, backend_, out);
+    }
+  }
+
+ private:
+  CLI::App* app_;
+  CLI::App* inspect_;
+  CLI::App* export_;
+  CLI::App* import_;
+  CLI::App* loss_;
+  std::string data_;
+  std::string data_format_ = "text";
+  std::optional<std::string> seq_;
+  std::string path_;
+  std::string format_;
+  std::string out_;
+  std::optional<std::string> model_;
+  std::string ranks_ = "1";
+  std::string backend_;
+  bool json_ = false;
+  bool verify_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_ckpt_command(CLI::App& parent) {
+  return std::make_unique<CkptCommand>(parent);
+}
+
+}  // namespace shardwise::cli

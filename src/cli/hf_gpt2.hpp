@@ -1,0 +1,41 @@
+#pragma once
+// shardwise's GPT parameters as Hugging Face's GPT-2 stores them (transformers'
+// GPT2LMHeadModel): the same names, but its Conv1D weights are (in, out), the transpose of the
+// trainer's (out, in), and attention's Q, K and V sit side by side in one (C, 3C) matrix where
+// the trainer stacks them as (3, C, C). A square weight (attn.c_proj) loaded without its
+// transpose would pass every shape check: the mapping is one function each way, tested by values.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "shardwise/ckpt/checkpoint_reader.hpp"
+#include "shardwise/core/shape.hpp"
+#include "shardwise/models/gpt.hpp"
+
+namespace shardwise::cli {
+
+// The shape Hugging Face gives parameter `name` of shardwise shape `shape`.
+[[nodiscard]] Shape hf_gpt2_shape(const std::string& name, const Shape& shape);
+
+// A whole parameter's values in Hugging Face's layout.
+[[nodiscard]] std::vector<float> to_hf_gpt2(const std::string& name, const Shape& shape,
+                                            const std::vector<float>& values);
+
+// Reads the trainer's block `box` of parameter `name` (shape `shape`) from a Hugging Face
+// GPT-2 file into `out` (the box's elements, row-major), reading only the rows and columns the
+// box needs; `hf_name` is the tensor's name in the file. F32, F64, F16 and BF16 files are read.
+void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& hf_name,
+                        const std::string& name, const Shape& shape, const ShardIndex& box,
+                        float* out);
+
+// config.json for transformers' GPT2LMHeadModel of `gpt` (GELU with tanh, LayerNorm eps 1e-5,
+// tied embeddings, no dropout), as shardwise's GPT computes.
+[[nodiscard]] std::string hf_gpt2_config_json(const models::GptConfig& gpt);
+
+// The GPT of a Hugging Face config.json; InvalidArgument naming the field where it is not a
+// GPT-2 shardwise computes alike (another activation or LayerNorm epsilon, no n_head).
+[[nodiscard]] models::GptConfig gpt_from_hf_config(const std::string& text,
+                                                   const std::string& what);
+
+}  // namespace shardwise::cli
