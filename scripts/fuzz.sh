@@ -2,7 +2,8 @@
 # Builds the libFuzzer harnesses (preset `fuzz`: clang with ASan and UBSan) and runs each one.
 #   scripts/fuzz.sh smoke            every harness for a few seconds (CTest's fuzz.smoke)
 #   scripts/fuzz.sh run SECONDS      every harness for SECONDS, one after another
-#   scripts/fuzz.sh run SECONDS NAME one harness (mesh spec shape schedule config_json model cli plan)
+#   scripts/fuzz.sh run SECONDS NAME one harness (mesh spec shape schedule config_json model cli
+#                                    plan ckpt_index safetensors)
 # New inputs collect in build/fuzz/corpus/NAME, crashes in build/fuzz/findings. Exits 77
 # (skipped) where clang cannot link a libFuzzer program, 1 on any finding.
 set -euo pipefail
@@ -11,7 +12,7 @@ cd "$(dirname "$0")/.."
 mode="${1:-smoke}"
 seconds="${FUZZ_SMOKE_SECONDS:-3}"
 if [ "$mode" = run ]; then seconds="${2:?seconds}"; fi
-names=(mesh spec shape schedule config_json model cli plan)
+names=(mesh spec shape schedule config_json model cli plan ckpt_index safetensors)
 if [ "$mode" = run ] && [ -n "${3:-}" ]; then names=("$3"); fi
 
 probe="$(mktemp -d)"

@@ -38,7 +38,30 @@ std::string gpt_text(const models::GptConfig& gpt) {
          std::to_string(gpt.block_size) + ", vocab_size " + std::to_string(gpt.vocab_size);
 }
 
+// The checkpoint's metadata, checked to be of `gpt` and to hold every array a run of it needs.
+CheckpointInfo checked_info(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
+                            const std::string& what) {
+  CheckpointInfo info = checkpoint_info(index, what);
+  if (info.gpt != gpt) {
+    throw ckpt::CheckpointError(what + " holds a GPT of " + gpt_text(info.gpt) + "; --model is " +
+                                gpt_text(gpt));
+  }
+  ckpt::require_arrays(index, gpt_checkpoint_arrays(gpt, info.has_optimizer), what);
+  return info;
+}
+
 }  // namespace
+
+void check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt, std::int64_t steps) {
+  if (!flags.resume) return;
+  const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(*flags.resume));
+  const std::string what = "--resume '" + echo_input(*flags.resume, 200) + "'";
+  const CheckpointInfo info = checked_info(reader.index(), gpt, what);
+  if (info.step > steps) {
+    throw InvalidArgument(what + " is of step " + std::to_string(info.step) +
+                          ", past --steps " + std::to_string(steps));
+  }
+}
 
 void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps) {
   if (!flags.save) {
@@ -137,12 +160,7 @@ std::int64_t TrainingCheckpoints::resume() {
   std::string error;
   try {
     reader.emplace(ckpt::resolve_checkpoint(*flags_.resume));
-    info = checkpoint_info(reader->index(), what);
-    if (info.gpt != gpt_) {
-      throw ckpt::CheckpointError(what + " holds a GPT of " + gpt_text(info.gpt) +
-                                  "; --model is " + gpt_text(gpt_));
-    }
-    ckpt::require_arrays(reader->index(), gpt_checkpoint_arrays(gpt_, info.has_optimizer), what);
+    info = checked_info(reader->index(), gpt_, what);
     for (const train::StateBlock& block : trainer_.state_blocks()) {
       if (block.optimizer && !info.has_optimizer) continue;
       targets.push_back({block.array, block.shape, DType::kF32, block.box,

@@ -51,6 +51,11 @@ struct CheckpointInfo {
 [[nodiscard]] std::vector<std::string> gpt_checkpoint_arrays(const models::GptConfig& gpt,
                                                              bool with_optimizer);
 
+// What --resume names, checked before any rank starts (a command that streams must refuse bad
+// input before it prints): a checkpoint whose index reads, of the model `gpt`, holding every
+// array the run needs, of a step at most `steps`. CheckpointError naming what is wrong.
+void check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt, std::int64_t steps);
+
 // One rank's checkpoints during a run (collective calls: every rank makes them alike).
 class TrainingCheckpoints {
  public:

@@ -275,6 +275,7 @@ class TrainCommand final : public Command {
     settings.overlap = !no_overlap_;
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
     check_checkpoint_flags(checkpoint_flags_, settings.steps);
+    check_resume(checkpoint_flags_, config, settings.steps);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
     train::check_settings(
