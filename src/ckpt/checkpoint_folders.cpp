@@ -36,9 +36,21 @@ std::vector<SavedStep> list_checkpoints(const std::filesystem::path& root) {
 
 void keep_newest(const std::filesystem::path& root, std::size_t keep) {
   const std::vector<SavedStep> saved = list_checkpoints(root);
+  std::error_code error;
+  // What an earlier removal left when it was killed halfway.
+  for (const auto& entry : std::filesystem::directory_iterator(root, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".step-") && name.ends_with(".removing")) {
+      std::filesystem::remove_all(entry.path(), error);
+    }
+  }
   for (std::size_t i = 0; i + std::max<std::size_t>(keep, 1) < saved.size(); ++i) {
-    std::error_code error;
-    std::filesystem::remove_all(saved[i].folder, error);
+    // Renamed first, in one step, so that a removal killed halfway never leaves a folder that
+    // looks like a checkpoint and lacks files.
+    const std::filesystem::path doomed =
+        root / ("." + saved[i].folder.filename().string() + ".removing");
+    std::filesystem::rename(saved[i].folder, doomed, error);
+    if (!error) std::filesystem::remove_all(doomed, error);
     if (error) {
       throw CheckpointError("--keep: cannot remove the old checkpoint '" +
                             echo_input(saved[i].folder.string(), 200) + "': " + error.message());

@@ -26,7 +26,8 @@ std::string box_text(const ShardIndex& box) {
 // A file name the folder holds: no separator, not "." or "..".
 bool plain_file_name(const std::string& name) {
   if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
-  return name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+  return name != kIndexFileName && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
 }
 
 std::uint64_t unsigned_field(const nlohmann::json& value, const std::string& field) {
@@ -131,7 +132,9 @@ std::uint64_t CheckpointIndex::total_bytes() const {
   return total;
 }
 
-void check_consistent(const CheckpointIndex& index, const std::string& what) {
+namespace {
+
+void check_consistent_unchecked(const CheckpointIndex& index, const std::string& what) {
   if (index.arrays.size() > kMaxArrays) {
     throw CheckpointError(what + " lists " + std::to_string(index.arrays.size()) +
                           " arrays; at most " + std::to_string(kMaxArrays));
@@ -212,6 +215,18 @@ void check_consistent(const CheckpointIndex& index, const std::string& what) {
                               " share bytes of the file '" + echo_input(file, 60) + "'");
       }
     }
+  }
+}
+
+}  // namespace
+
+void check_consistent(const CheckpointIndex& index, const std::string& what) {
+  try {
+    check_consistent_unchecked(index, what);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const Error& e) {  // checked arithmetic's overflow, an InvalidArgument
+    throw CheckpointError(what + ": " + e.what());
   }
 }
 
@@ -310,7 +325,7 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
       }
       for (const nlohmann::json& crc : crcs) {
         const std::uint64_t value = unsigned_field(crc, at + " crc32c");
-        if (value > UINT32_MAX) throw CheckpointError(at + " has a crc32c above 2^32");
+        if (value > UINT32_MAX) throw CheckpointError(at + " has a crc32c above 2^32 - 1");
         shard.crc32c.push_back(static_cast<std::uint32_t>(value));
       }
       array.shards.push_back(std::move(shard));

@@ -17,7 +17,10 @@ std::string system_error_text(const std::filesystem::path& path, int error) {
 
 File::File(const std::filesystem::path& path, int flags, int mode) : path_(path) {
   do {
-    fd_ = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    // Without O_NONBLOCK a FIFO in a checkpoint's place would block the open until a writer
+    // came; with it, the open returns and size() refuses what is not a regular file.
+    fd_ = ::open(path.c_str(), flags | O_CLOEXEC | ((flags & O_ACCMODE) == O_RDONLY ? O_NONBLOCK : 0),
+                 mode);
   } while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) throw CheckpointError("cannot open " + system_error_text(path, errno));
 }

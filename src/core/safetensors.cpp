@@ -41,7 +41,9 @@ DType safetensors_dtype(std::string_view name, const std::string& what) {
                    "'; expected F64, F32, BF16, F16, I64, I32, I8, U8 or BOOL");
 }
 
-SafetensorsHeader parse_safetensors_header(std::string_view header, std::uint64_t data_bytes) {
+namespace {
+
+SafetensorsHeader parse_unchecked(std::string_view header, std::uint64_t data_bytes) {
   if (header.size() > kMaxSafetensorsHeaderBytes) {
     throw ParseError("the safetensors header has " + std::to_string(header.size()) +
                      " bytes; at most " + std::to_string(kMaxSafetensorsHeaderBytes));
@@ -125,6 +127,18 @@ SafetensorsHeader parse_safetensors_header(std::string_view header, std::uint64_
     }
   }
   return result;
+}
+
+}  // namespace
+
+SafetensorsHeader parse_safetensors_header(std::string_view header, std::uint64_t data_bytes) {
+  try {
+    return parse_unchecked(header, data_bytes);
+  } catch (const ParseError&) {
+    throw;
+  } catch (const Error& e) {  // checked arithmetic's overflow, an InvalidArgument
+    throw ParseError(e.what());
+  }
 }
 
 }  // namespace shardwise

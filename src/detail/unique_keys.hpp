@@ -39,13 +39,14 @@ class UniqueKeys {
   bool string(std::string& value) { return put_value(std::move(value)); }
   bool binary(nlohmann::json::binary_t& value) { return put_value(nlohmann::json::binary(value)); }
   bool start_object(std::size_t /*elements*/) {
+    check_depth();
     open_.push_back(put(nlohmann::json::object()));
     return true;
   }
   bool key(std::string& name) {
     nlohmann::json& object = *open_.back();
     if (object.contains(name)) {
-      throw ParseError(what_ + " has the key \"" + name.substr(0, 100) + "\" twice in one object");
+      throw ParseError(what_ + " has the key \"" + echo_input(name, 100) + "\" twice in one object");
     }
     slot_ = &object[name];
     return true;
@@ -55,6 +56,7 @@ class UniqueKeys {
     return true;
   }
   bool start_array(std::size_t /*elements*/) {
+    check_depth();
     open_.push_back(put(nlohmann::json::array()));
     return true;
   }
@@ -98,6 +100,14 @@ class UniqueKeys {
   nlohmann::json root_;
   // The objects and arrays open at this point, outermost first.
   std::vector<nlohmann::json*> open_;
+  // Deeper documents are refused: nlohmann's dump() and destructor recurse once per level, and
+  // 100000 levels (200 KB of brackets) overflow the stack.
+  static constexpr std::size_t kMaxDepth = 256;
+  void check_depth() const {
+    if (open_.size() >= kMaxDepth) {
+      throw ParseError(what_ + " nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+  }
   // The value of the key read last in the innermost open object.
   nlohmann::json* slot_ = nullptr;
 };

@@ -5,6 +5,7 @@
 // field and the value, before anything is allocated for them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -318,18 +319,17 @@ TEST(CheckpointIndex, RefusesBadShapesAndDtypes) {
               HasSubstr(R"(index.json: array 'w': "dtype" is not a string)"));
 }
 
-// A shape whose element or byte count does not fit in 64 bits is refused. The header promises
-// CheckpointError; checked_multiply throws InvalidArgument, so only the base class is asserted
-// here (tighten this to CheckpointError once check_consistent converts it).
+// A shape whose element or byte count does not fit in 64 bits is refused, as a CheckpointError
+// (checked arithmetic's InvalidArgument converted).
 TEST(CheckpointIndex, RefusesShapesBeyond64Bits) {
-  EXPECT_THAT(error_message<Error>([] {
+  EXPECT_THAT(error_message<CheckpointError>([] {
                 (void)parse_checkpoint_index(
                     index_of_w({shard("[[0, 4294967296], [0, 4294967296]]", "a", 0, 0, 0, "[]")},
                                "[4294967296, 4294967296]"),
                     "index.json");
               }),
               HasSubstr("array 'w' elements: 4294967296 x 4294967296 does not fit"));
-  EXPECT_THAT(error_message<Error>([] {
+  EXPECT_THAT(error_message<CheckpointError>([] {
                 (void)parse_checkpoint_index(
                     index_of_w({shard("[[0, 4611686018427387904]]", "a", 0, 0, 0, "[]")},
                                "[4611686018427387904]"),
@@ -649,17 +649,16 @@ TEST(SafetensorsHeader, RefusesHostileHeaders) {
               HasSubstr("the safetensors header has 100000001 bytes; at most 100000000"));
 }
 
-// As for the index: the header promises ParseError, checked_multiply throws InvalidArgument
-// (from_safetensors turns either into a CheckpointError); only the base class is asserted.
+// As for the index: a ParseError (from_safetensors turns it into a CheckpointError).
 TEST(SafetensorsHeader, RefusesElementCountsBeyond64Bits) {
-  EXPECT_THAT(error_message<Error>([] {
+  EXPECT_THAT(error_message<ParseError>([] {
                 (void)parse_safetensors_header(
                     R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296],
                               "data_offsets": [0, 0]}})",
                     1024);
               }),
               HasSubstr("safetensors tensor 'w' elements: 4294967296 x 4294967296 does not fit"));
-  EXPECT_THAT(error_message<Error>([] {
+  EXPECT_THAT(error_message<ParseError>([] {
                 (void)parse_safetensors_header(
                     R"({"w": {"dtype": "F32", "shape": [4611686018427387904],
                               "data_offsets": [0, 0]}})",
@@ -723,7 +722,7 @@ TEST_F(FromSafetensors, ReadsAFileAsACheckpointOfWholeArrays) {
           "a": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [8, 16]}})";
   const std::filesystem::path path = write_safetensors("model.safetensors", header, 16);
   const CheckpointReader reader = CheckpointReader::from_safetensors(path);
-  EXPECT_EQ(reader.folder(), folder_);
+  EXPECT_EQ(reader.folder().string(), folder_.string());
   const CheckpointIndex& index = reader.index();
   EXPECT_EQ(index.metadata_json, R"({"safetensors_metadata":{"format":"pt"}})");
   ASSERT_EQ(index.arrays.size(), 2U);
@@ -811,6 +810,43 @@ TEST_F(FromSafetensors, RefusesBadHeadersAsCheckpointErrors) {
                             "data_offsets": [0, 0]}})",
                                      0)),
       HasSubstr("e.safetensors': safetensors tensor 'w' elements:"));
+}
+
+}  // namespace
+}  // namespace shardwise::ckpt
+
+namespace shardwise::ckpt {
+namespace {
+
+// 100000 levels of brackets would overflow the stack of the JSON library's recursive dump and
+// destructor: refused while parsing.
+TEST(CheckpointIndex, RefusesDeeplyNestedJson) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  try {
+    (void)parse_checkpoint_index(R"({"format": )" + deep + "}", "index.json");
+    FAIL() << "a 100000-level document was read";
+  } catch (const CheckpointError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("nests deeper than 256 levels"));
+  }
+  EXPECT_THROW((void)parse_safetensors_header(R"({"w": {"shape": )" + deep + "}}", 16), ParseError);
+}
+
+// A FIFO where a checkpoint file should be is refused at once, not waited on for a writer.
+TEST(CheckpointIndex, AFifoIsNotAFileToWaitOn) {
+  const std::filesystem::path folder =
+      std::filesystem::path(::testing::TempDir()) / "shardwise_fifo_checkpoint";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  ASSERT_EQ(::mkfifo((folder / "model.safetensors").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((folder / "index.json").c_str(), 0600), 0);
+  try {
+    (void)CheckpointReader::from_safetensors(folder / "model.safetensors");
+    FAIL();
+  } catch (const CheckpointError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("is not a regular file"));
+  }
+  EXPECT_THROW((void)CheckpointReader(folder), CheckpointError);
+  std::filesystem::remove_all(folder);
 }
 
 }  // namespace
