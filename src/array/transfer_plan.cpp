@@ -23,8 +23,7 @@ struct IndexHash {
 }  // namespace
 
 std::vector<Transfer> plan_transfers(const std::vector<SourceBlock>& sources,
-                                     const NamedSharding& target, const Shape& global_shape,
-                                     std::optional<Rank> only_to) {
+                                     const std::vector<TargetBlock>& targets) {
   // The distinct non-empty source blocks, each with its holders in the order given.
   std::vector<std::pair<ShardIndex, std::vector<Rank>>> blocks;
   std::unordered_map<ShardIndex, std::size_t, IndexHash> block_of;
@@ -36,19 +35,30 @@ std::vector<Transfer> plan_transfers(const std::vector<SourceBlock>& sources,
   }
   std::vector<std::size_t> turn(blocks.size(), 0);
   std::vector<Transfer> plan;
-  for (const DeviceShard& wanted : target.devices_indices_map(global_shape)) {
-    const auto receiver = static_cast<Rank>(wanted.device);
-    if (only_to && *only_to != receiver) continue;
+  for (const TargetBlock& wanted : targets) {
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       const auto& [index, holders] = blocks[b];
-      ShardIndex box = intersect(index, wanted.index);
+      ShardIndex box = intersect(index, wanted.box);
       if (is_empty(box)) continue;
-      const bool holds = std::find(holders.begin(), holders.end(), receiver) != holders.end();
-      const Rank sender = holds ? receiver : holders[turn[b]++ % holders.size()];
-      plan.push_back({sender, receiver, std::move(box)});
+      const bool holds =
+          std::find(holders.begin(), holders.end(), wanted.receiver) != holders.end();
+      const Rank sender = holds ? wanted.receiver : holders[turn[b]++ % holders.size()];
+      plan.push_back({sender, wanted.receiver, std::move(box)});
     }
   }
   return plan;
+}
+
+std::vector<Transfer> plan_transfers(const std::vector<SourceBlock>& sources,
+                                     const NamedSharding& target, const Shape& global_shape,
+                                     std::optional<Rank> only_to) {
+  std::vector<TargetBlock> targets;
+  for (const DeviceShard& wanted : target.devices_indices_map(global_shape)) {
+    const auto receiver = static_cast<Rank>(wanted.device);
+    if (only_to && *only_to != receiver) continue;
+    targets.push_back({receiver, wanted.index});
+  }
+  return plan_transfers(sources, targets);
 }
 
 std::vector<Transfer> plan_transfers(const NamedSharding& source, const NamedSharding& target,

@@ -11,6 +11,7 @@
 #include "file_io.hpp"
 #include "rank_texts.hpp"
 #include "shard_names.hpp"
+#include "shardwise/array/transfer_plan.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/core/safetensors.hpp"
 
@@ -274,18 +275,23 @@ ReadStats CheckpointReader::read(std::span<const BlockToLoad> targets) const {
     if (bytes == 0) continue;
     stats.bytes_needed += bytes;
     const std::uint64_t element = size_in_bytes(target.dtype);
-    for (const ShardRecord& shard : array->shards) {
-      const ShardIndex part = intersect(shard.box, target.box);
-      if (is_empty(part)) continue;
+    // Which shards hold which part of the target: the array layer's transfer planning, with
+    // each shard a source block (its holder the shard's number) and the target one receiver.
+    std::vector<SourceBlock> sources;
+    for (std::size_t s = 0; s < array->shards.size(); ++s) {
+      sources.push_back({static_cast<Rank>(s), array->shards[s].box});
+    }
+    for (const Transfer& piece : plan_transfers(sources, {TargetBlock{-1, target.box}})) {
+      const ShardRecord& shard = array->shards[static_cast<std::size_t>(piece.from)];
       const detail::File& file = files.file(*array, shard);
       ChunkWindow window(file, *array, shard, stats);
-      // The last byte of the shard this target needs: the window reads no further.
+      // The last byte of the shard this piece needs: the window reads no further.
       std::uint64_t last = 0;
-      for_each_run(part, shard.box, target.box,
+      for_each_run(piece.box, shard.box, target.box,
                    [&](std::uint64_t s, std::uint64_t, std::uint64_t n) {
                      last = std::max(last, (s + n) * element - 1);
                    });
-      for_each_run(part, shard.box, target.box,
+      for_each_run(piece.box, shard.box, target.box,
                    [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
                      window.copy(s * element, n * element, target.bytes.data() + d * element,
                                  last);

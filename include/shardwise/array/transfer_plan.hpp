@@ -25,6 +25,20 @@ struct SourceBlock {
   ShardIndex box;
 };
 
+// A block of the global array a rank wants (a layout's block that no one sharding describes: a
+// tensor-parallel block cut further by ZeRO).
+struct TargetBlock {
+  Rank receiver = 0;
+  ShardIndex box;
+};
+
+// For each target block in order, its pieces: from the receiver itself where one of its own
+// source blocks holds them, else from a holder of a block that does, chosen in turn among the
+// holders of equal blocks (source blocks in the order given). Where sources tile the array
+// (a checkpoint's shards), the pieces tile each target block. A pure function of its arguments.
+std::vector<Transfer> plan_transfers(const std::vector<SourceBlock>& sources,
+                                     const std::vector<TargetBlock>& targets);
+
 // For every receiving rank (every device of `target`'s mesh, or only `only_to`), the pieces of
 // its target block: from itself where one of its own source blocks holds them, else from a
 // holder of a block that does, chosen in turn among the holders of equal blocks. Sources need
