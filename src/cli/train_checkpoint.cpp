@@ -252,10 +252,12 @@ void TrainingCheckpoints::commit_pending() {
   pending->writer.join();
   const ckpt::SaveStats stats = pending->save->commit();
   prune();
+  const double commit_wait = seconds_since(start);
   say_("saved " +
        (std::filesystem::path(*flags_.save) / ckpt::step_folder_name(pending->step)).string() +
        " in the background (" + megabytes(stats.bytes_total) + "; the step waited " +
-       std::to_string(pending->blocked_seconds + seconds_since(start)).substr(0, 6) + " s)");
+       std::to_string(pending->blocked_seconds).substr(0, 6) + " s for the copy, a later one " +
+       std::to_string(commit_wait).substr(0, 6) + " s for the write and commit)");
 }
 
 }  // namespace shardwise::cli
