@@ -3,7 +3,8 @@
 
   checkpoint_runs_test.py resume-mpi MPIEXEC SHARDWISE MODEL
       Under mpirun, a run stopped at step 3 and resumed gives the same losses, bit for bit, as
-      one never stopped, for ZeRO 0 to 3 and HSDP; the checkpoint also continues in one process
+      one never stopped, for ZeRO 0 to 3 (stage 3 saved with --save-async) and HSDP; the
+      checkpoint also continues in one process
       on one rank (another backend, another layout) within the trainer's tolerance.
   checkpoint_runs_test.py kill SHARDWISE [MPIEXEC]
       A run saving every step is killed with SIGKILL at random moments (every rank's process,
@@ -36,18 +37,20 @@ def losses(output):
 def resume_mpi(mpiexec, shardwise, model):
     launch = [mpiexec, "--quiet", "--oversubscribe", "-np", "4", shardwise]
     with tempfile.TemporaryDirectory() as work:
-        for layout in (["--mesh", "data=4"], ["--mesh", "fsdp=4", "--zero", "1"],
-                       ["--mesh", "fsdp=4", "--zero", "2"], ["--mesh", "fsdp=4", "--zero", "3"],
-                       ["--mesh", "data=2,fsdp=2", "--zero", "3"]):
+        for layout, saving in ((["--mesh", "data=4"], []),
+                               (["--mesh", "fsdp=4", "--zero", "1"], []),
+                               (["--mesh", "fsdp=4", "--zero", "2"], []),
+                               (["--mesh", "fsdp=4", "--zero", "3"], ["--save-async"]),
+                               (["--mesh", "data=2,fsdp=2", "--zero", "3"], [])):
             train = ["train", "--model", model, "--steps", "6", "--batch", "8", "--json"] + layout
             whole = losses(run(*launch, *train).stdout)
             folder = os.path.join(work, "_".join(layout).replace("=", "").replace(",", ""))
-            run(*launch, *train, "--save", folder, "--save-every", "3")
+            run(*launch, *train, "--save", folder, "--save-every", "3", *saving)
             shutil.rmtree(os.path.join(folder, "step-00000006"))
             resumed = losses(run(*launch, *train, "--resume", folder).stdout)
             if sorted(resumed) != [4, 5, 6] or any(resumed[s] != whole[s] for s in resumed):
                 sys.exit(f"{layout}: resumed {resumed}, uninterrupted {whole}")
-            print(f"{' '.join(layout)}: steps 4 to 6 resumed bit for bit under mpirun")
+            print(f"{' '.join(layout + saving)}: steps 4 to 6 resumed bit for bit under mpirun")
             # In one process on one rank: another backend and layout.
             one = losses(run(shardwise, "train", "--model", model, "--steps", "6", "--batch", "8",
                              "--json", "--backend", "local", "--resume", folder).stdout)
