@@ -134,13 +134,9 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   // The blocks must tile every array: checked on the index they would make.
   {
     CheckpointIndex planned;
-    std::map<std::string, ArrayRecord> records;
+    std::map<std::string, ArrayRecord> records = array_records();
     for (const Block& block : blocks_) {
-      ArrayRecord& record = records[block.array];
-      record.name = block.array;
-      record.shape = block.shape;
-      record.dtype = block.dtype;
-      record.shards.push_back({block.box, "planned", 0,
+      records[block.array].shards.push_back({block.box, "planned", 0,
                                elements_of(block.box) * size_in_bytes(block.dtype), 0, {}});
     }
     for (auto& [name, record] : records) planned.arrays.push_back(std::move(record));
@@ -183,6 +179,18 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
 }
 
 CheckpointSave::~CheckpointSave() = default;
+
+std::map<std::string, ArrayRecord> CheckpointSave::array_records() const {
+  std::map<std::string, ArrayRecord> records;
+  for (const Block& block : blocks_) {
+    ArrayRecord& record = records[block.array];
+    record.name = block.array;
+    record.shape = block.shape;
+    record.dtype = block.dtype;
+    record.sharding = block.sharding;
+  }
+  return records;
+}
 
 void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) noexcept {
   const auto start = std::chrono::steady_clock::now();
@@ -249,14 +257,7 @@ SaveStats CheckpointSave::commit() {
       std::filesystem::remove_all(partial_, ignored);
     } else {
       outcome = error_of([&] {
-        std::map<std::string, ArrayRecord> arrays;
-        for (const Block& block : blocks_) {
-          ArrayRecord& record = arrays[block.array];
-          record.name = block.array;
-          record.shape = block.shape;
-          record.dtype = block.dtype;
-          record.sharding = block.sharding;
-        }
+        std::map<std::string, ArrayRecord> arrays = array_records();
         for (std::size_t r = 0; r < every.size(); ++r) {
           const std::string records = nlohmann::json::parse(every[r])["records"];
           std::size_t at = 0;

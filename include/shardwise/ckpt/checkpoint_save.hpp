@@ -14,11 +14,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "shardwise/ckpt/array_block.hpp"
+#include "shardwise/ckpt/checkpoint_index.hpp"
 #include "shardwise/comm/communicator.hpp"
 
 namespace shardwise::ckpt {
@@ -61,6 +63,8 @@ class CheckpointSave {
 
  private:
   struct Block;
+  // Every array of the blocks, without shards, by name.
+  [[nodiscard]] std::map<std::string, ArrayRecord> array_records() const;
   Communicator& comm_;
   std::filesystem::path folder_;
   std::filesystem::path partial_;
