@@ -50,6 +50,34 @@ CheckpointInfo checked_info(const ckpt::CheckpointIndex& index, const models::Gp
   return info;
 }
 
+// The settings of the saved run that the continuation changes, in words: "--seed 1337 when
+// saved, 7 now". A run resumed with them all equal continues bit for bit.
+std::vector<std::string> changed_settings(const std::string& saved_metadata,
+                                          const std::string& run_config) {
+  std::vector<std::string> changed;
+  if (run_config.empty()) return changed;
+  const nlohmann::json saved = nlohmann::json::parse(saved_metadata);
+  const nlohmann::json now = nlohmann::json::parse(run_config);
+  if (!saved.contains("run") || !saved["run"].is_object()) return changed;
+  const nlohmann::json& before = saved["run"];
+  for (const char* key : {"batch", "seq", "seed", "learning_rate", "warmup", "steps",
+                          "weight_decay", "grad_clip", "beta1", "beta2",
+                          "min_learning_rate_ratio"}) {
+    const nlohmann::json* a = before.contains("settings") ? &before["settings"] : nullptr;
+    if (a == nullptr || !a->contains(key) || !now["settings"].contains(key)) continue;
+    if ((*a)[key] != now["settings"][key]) {
+      changed.push_back(std::string("--") + key + " " + (*a)[key].dump() + " when saved, " +
+                        now["settings"][key].dump() + " now");
+    }
+  }
+  if (before.contains("data") && before["data"].contains("fingerprint") &&
+      before["data"]["fingerprint"] != now["data"]["fingerprint"]) {
+    changed.push_back("other training data (fingerprint " + before["data"]["fingerprint"].dump() +
+                      " when saved, " + now["data"]["fingerprint"].dump() + " now)");
+  }
+  return changed;
+}
+
 }  // namespace
 
 void check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt, std::int64_t steps) {
@@ -176,6 +204,9 @@ std::int64_t TrainingCheckpoints::resume() {
   say_("resumed from " + reader->folder().string() + " at step " + std::to_string(info.step) +
        (info.has_optimizer ? "" : " (no optimizer state: the moments start at zero)") + ", read " +
        megabytes(stats.bytes_read) + " on rank 0 in " + std::to_string(seconds_since(start)).substr(0, 5) + " s");
+  for (const std::string& change : changed_settings(reader->index().metadata_json, run_config_)) {
+    say_("note: " + change + "; the run continues, but not as the saved one would have");
+  }
   return info.step;
 }
 

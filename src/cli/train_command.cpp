@@ -463,7 +463,7 @@ class TrainCommand final : public Command {
     }
     std::unique_ptr<train::RunLog> log;
     std::string run_config;  // config.json's text, for the logs and the checkpoints
-    if ((log_dir_ && speaks) || checkpoint_flags_.save) {
+    if ((log_dir_ && speaks) || checkpoint_flags_.save || checkpoint_flags_.resume) {
       TrainRunDescription run{
           model_,
           config,

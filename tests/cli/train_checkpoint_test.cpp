@@ -130,6 +130,12 @@ TEST(TrainCheckpoint, WhatCannotLoadIsNamed) {
   (void)losses(train_args("", {"--save", folder}));
   expect_bad_input({"train", "--model", "tiny", "--steps", "2", "--resume", folder},
                    "holds a GPT of n_layer 2, n_head 2, n_embd 32");
+  // Another seed continues, with a note that the run is not the saved one's.
+  std::vector<std::string> reseeded = train_args("", {"--resume", folder, "--seed", "7"}, "8");
+  reseeded.erase(std::find(reseeded.begin(), reseeded.end(), "--json"));
+  const auto note = run_command(reseeded);
+  EXPECT_EQ(note.status, 0) << note.err;
+  EXPECT_THAT(note.out, ::testing::HasSubstr("note: --seed 1337 when saved, 7 now"));
   // An array taken out of the index is named.
   const std::string index_path = folder + "/step-00000006/index.json";
   std::ifstream in(index_path);
