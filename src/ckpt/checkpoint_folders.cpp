@@ -1,6 +1,7 @@
 #include "shardwise/ckpt/checkpoint_folders.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <system_error>
 
@@ -16,37 +17,55 @@ std::string step_folder_name(std::int64_t step) {
   return name;
 }
 
+namespace {
+
+// The step of a folder named "step-" and 1 to 18 digits; -1 for any other name.
+std::int64_t step_of(const std::string& name) {
+  if (name.size() < 6 || name.size() > 23 || name.compare(0, 5, "step-") != 0) return -1;
+  std::int64_t step = 0;
+  const auto [end, error] = std::from_chars(name.data() + 5, name.data() + name.size(), step);
+  return error == std::errc() && end == name.data() + name.size() ? step : -1;
+}
+
+}  // namespace
+
 std::vector<SavedStep> list_checkpoints(const std::filesystem::path& root) {
   std::vector<SavedStep> found;
   std::error_code error;
   if (!std::filesystem::is_directory(root, error)) return found;
-  for (const auto& entry : std::filesystem::directory_iterator(root, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() < 6 || name.size() > 25 || name.compare(0, 5, "step-") != 0) continue;
-    if (!std::all_of(name.begin() + 5, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      continue;
-    }
-    if (!std::filesystem::exists(entry.path() / kIndexFileName, error)) continue;
-    found.push_back({std::stoll(name.substr(5)), entry.path()});
+  for (std::filesystem::directory_iterator it(root, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::int64_t step = step_of(it->path().filename().string());
+    if (step < 0 || !std::filesystem::exists(it->path() / kIndexFileName, error)) continue;
+    found.push_back({step, it->path()});
   }
   std::sort(found.begin(), found.end(),
             [](const SavedStep& a, const SavedStep& b) { return a.step < b.step; });
   return found;
 }
 
-void keep_newest(const std::filesystem::path& root, std::size_t keep) {
-  const std::vector<SavedStep> saved = list_checkpoints(root);
+void remove_leftovers(const std::filesystem::path& root) {
   std::error_code error;
-  // What an earlier removal left when it was killed halfway.
-  for (const auto& entry : std::filesystem::directory_iterator(root, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with(".step-") && name.ends_with(".removing")) {
-      std::filesystem::remove_all(entry.path(), error);
+  std::vector<std::filesystem::path> leftovers;
+  for (std::filesystem::directory_iterator it(root, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    for (const char* tail : {".partial", ".old", ".removing"}) {
+      const std::string suffix = tail;
+      if (name.size() > suffix.size() + 1 && name[0] == '.' && name.ends_with(suffix) &&
+          step_of(name.substr(1, name.size() - 1 - suffix.size())) >= 0) {
+        leftovers.push_back(it->path());
+      }
     }
   }
+  for (const std::filesystem::path& path : leftovers) std::filesystem::remove_all(path, error);
+}
+
+void keep_newest(const std::filesystem::path& root, std::size_t keep, std::int64_t up_to) {
+  std::vector<SavedStep> saved = list_checkpoints(root);
+  std::erase_if(saved, [&](const SavedStep& s) { return s.step > up_to; });
+  std::error_code error;
   for (std::size_t i = 0; i + std::max<std::size_t>(keep, 1) < saved.size(); ++i) {
-    // Renamed first, in one step, so that a removal killed halfway never leaves a folder that
-    // looks like a checkpoint and lacks files.
     const std::filesystem::path doomed =
         root / ("." + saved[i].folder.filename().string() + ".removing");
     std::filesystem::rename(saved[i].folder, doomed, error);

@@ -190,6 +190,12 @@ void check_consistent_unchecked(const CheckpointIndex& index, const std::string&
         throw CheckpointError(at + " has offset " + std::to_string(shard.offset) +
                               " + length past 2^64");
       }
+      if (shard.chunk_bytes > 0 &&
+          (shard.chunk_bytes < kMinChunkBytes || shard.chunk_bytes > kMaxChunkBytes)) {
+        throw CheckpointError(at + " has chunk_bytes " + std::to_string(shard.chunk_bytes) +
+                              "; expected 0 (no checksums) or " + std::to_string(kMinChunkBytes) +
+                              " to " + std::to_string(kMaxChunkBytes));
+      }
       if (shard.chunk_bytes > 0) {
         const std::uint64_t chunks =
             shard.length == 0 ? 0 : (shard.length - 1) / shard.chunk_bytes + 1;

@@ -54,14 +54,15 @@ class OpenFiles {
 // A shard's chunks as they are read: a window of consecutive chunks, each verified once read.
 class ChunkWindow {
  public:
+  // `needed`: the ranges of chunks [first, end) the caller will read from, in order; a window
+  // never reads a chunk outside them.
   ChunkWindow(const detail::File& file, const ArrayRecord& array, const ShardRecord& shard,
-              ReadStats& stats)
-      : file_(file), array_(array), shard_(shard), stats_(stats) {}
+              ReadStats& stats, std::vector<std::pair<std::uint64_t, std::uint64_t>> needed)
+      : file_(file), array_(array), shard_(shard), stats_(stats), needed_(std::move(needed)) {}
 
   // Copies shard bytes [begin, begin + size) into `out`, reading the chunks first where the
-  // window lacks them; `last` is the last byte this shard will need (the window reads no
-  // further).
-  void copy(std::uint64_t begin, std::uint64_t size, std::byte* out, std::uint64_t last) {
+  // window lacks them.
+  void copy(std::uint64_t begin, std::uint64_t size, std::byte* out) {
     if (shard_.chunk_bytes == 0) {  // no checksums: the bytes themselves
       file_.read_at(out, size, shard_.offset + begin);
       stats_.bytes_read += size;
@@ -86,7 +87,7 @@ class ChunkWindow {
           continue;
         }
       }
-      if (begin < window_begin_ || begin >= window_begin_ + window_.size()) load(begin, last);
+      if (begin < window_begin_ || begin >= window_begin_ + window_.size()) load(begin);
       const std::uint64_t at = begin - window_begin_;
       const std::uint64_t n = std::min<std::uint64_t>(size, window_.size() - at);
       std::memcpy(out, window_.data() + at, n);
@@ -97,11 +98,16 @@ class ChunkWindow {
   }
 
  private:
-  void load(std::uint64_t byte, std::uint64_t last) {
+  void load(std::uint64_t byte) {
     const std::uint64_t cb = shard_.chunk_bytes;
     const std::uint64_t first = byte / cb;
     const std::uint64_t most = std::max<std::uint64_t>(1, kWindowBytes / cb);
-    const std::uint64_t end_chunk = std::min(first + most, last / cb + 1);
+    // The needed range holding this chunk bounds the window: chunks between two needed ranges
+    // (a strided block's gaps) are never read.
+    const auto range = std::upper_bound(needed_.begin(), needed_.end(), first,
+                                        [](std::uint64_t c, const auto& r) { return c < r.second; });
+    const std::uint64_t range_end = range == needed_.end() ? first + 1 : range->second;
+    const std::uint64_t end_chunk = std::min(first + most, std::max(range_end, first + 1));
     const std::uint64_t begin = first * cb;
     const std::uint64_t end = std::min(end_chunk * cb, shard_.length);
     window_.resize(end - begin);
@@ -131,6 +137,7 @@ class ChunkWindow {
   const ArrayRecord& array_;
   const ShardRecord& shard_;
   ReadStats& stats_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> needed_;
   std::vector<std::byte> window_;
   std::uint64_t window_begin_ = 0;
 };
@@ -194,6 +201,32 @@ std::uint64_t elements_of(const ShardIndex& box) {
   return n;
 }
 
+// A safetensors file's header, and where its data starts. `what` names the file in errors.
+std::pair<SafetensorsHeader, std::uint64_t> read_header(const detail::File& file,
+                                                        const std::string& what) {
+  const std::uint64_t size = file.size();
+  if (size < 8) {
+    throw CheckpointError(what + " has " + std::to_string(size) + " bytes: no safetensors header");
+  }
+  unsigned char prefix[8];
+  file.read_at(prefix, 8, 0);
+  std::uint64_t length = 0;
+  for (int b = 7; b >= 0; --b) length = (length << 8) | prefix[b];
+  if (length > kMaxSafetensorsHeaderBytes || length > size - 8) {
+    throw CheckpointError(what + " says its safetensors header has " + std::to_string(length) +
+                          " bytes; the file has " + std::to_string(size - 8) +
+                          " after the length and a header may have at most " +
+                          std::to_string(kMaxSafetensorsHeaderBytes));
+  }
+  std::string header(length, '\0');
+  file.read_at(header.data(), length, 8);
+  try {
+    return {parse_safetensors_header(header, size - 8 - length), 8 + length};
+  } catch (const Error& e) {
+    throw CheckpointError(what + ": " + e.what());
+  }
+}
+
 std::string read_index_text(const std::filesystem::path& folder) {
   const std::filesystem::path path = folder / kIndexFileName;
   std::error_code error;
@@ -228,26 +261,7 @@ CheckpointReader::CheckpointReader(std::filesystem::path folder)
 CheckpointReader CheckpointReader::from_safetensors(const std::filesystem::path& path) {
   const std::string what = "'" + echo_input(path.string(), 200) + "'";
   detail::File file(path, O_RDONLY);
-  const std::uint64_t size = file.size();
-  if (size < 8) throw CheckpointError(what + " has " + std::to_string(size) + " bytes: no safetensors header");
-  unsigned char prefix[8];
-  file.read_at(prefix, 8, 0);
-  std::uint64_t length = 0;
-  for (int b = 7; b >= 0; --b) length = (length << 8) | prefix[b];
-  if (length > kMaxSafetensorsHeaderBytes || length > size - 8) {
-    throw CheckpointError(what + " says its safetensors header has " + std::to_string(length) +
-                          " bytes; the file has " + std::to_string(size - 8) +
-                          " after the length and a header may have at most " +
-                          std::to_string(kMaxSafetensorsHeaderBytes));
-  }
-  std::string header(length, '\0');
-  file.read_at(header.data(), length, 8);
-  SafetensorsHeader parsed;
-  try {
-    parsed = parse_safetensors_header(header, size - 8 - length);
-  } catch (const Error& e) {
-    throw CheckpointError(what + ": " + e.what());
-  }
+  const auto [parsed, data_start] = read_header(file, what);
   CheckpointIndex index;
   nlohmann::json metadata = nlohmann::json::object();
   for (const auto& [key, value] : parsed.metadata) metadata[key] = value;
@@ -260,7 +274,7 @@ CheckpointReader CheckpointReader::from_safetensors(const std::filesystem::path&
     array.sharding = "whole";
     ShardIndex box;
     for (const std::int64_t size_d : tensor.shape) box.push_back({0, size_d});
-    array.shards.push_back({box, path.filename().string(), 8 + length + tensor.begin,
+    array.shards.push_back({box, path.filename().string(), data_start + tensor.begin,
                             tensor.end - tensor.begin, 0, {}});
     index.arrays.push_back(std::move(array));
   }
@@ -307,17 +321,24 @@ ReadStats CheckpointReader::read(std::span<const BlockToLoad> targets) const {
     for (const Transfer& piece : plan_transfers(sources, {TargetBlock{-1, target.box}})) {
       const ShardRecord& shard = array->shards[static_cast<std::size_t>(piece.from)];
       const detail::File& file = files.file(*array, shard);
-      ChunkWindow window(file, *array, shard, stats);
-      // The last byte of the shard this piece needs: the window reads no further.
-      std::uint64_t last = 0;
-      for_each_run(piece.box, shard.box, target.box,
-                   [&](std::uint64_t s, std::uint64_t, std::uint64_t n) {
-                     last = std::max(last, (s + n) * element - 1);
-                   });
+      // The chunks the piece's runs touch, as ranges (runs come in increasing order).
+      std::vector<std::pair<std::uint64_t, std::uint64_t>> needed;
+      if (shard.chunk_bytes > 0) {
+        for_each_run(piece.box, shard.box, target.box,
+                     [&](std::uint64_t s, std::uint64_t, std::uint64_t n) {
+                       const std::uint64_t first = s * element / shard.chunk_bytes;
+                       const std::uint64_t end = ((s + n) * element - 1) / shard.chunk_bytes + 1;
+                       if (!needed.empty() && first <= needed.back().second) {
+                         needed.back().second = std::max(needed.back().second, end);
+                       } else {
+                         needed.emplace_back(first, end);
+                       }
+                     });
+      }
+      ChunkWindow window(file, *array, shard, stats, std::move(needed));
       for_each_run(piece.box, shard.box, target.box,
                    [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
-                     window.copy(s * element, n * element, target.bytes.data() + d * element,
-                                 last);
+                     window.copy(s * element, n * element, target.bytes.data() + d * element);
                    });
     }
   }
@@ -327,49 +348,40 @@ ReadStats CheckpointReader::read(std::span<const BlockToLoad> targets) const {
 std::uint64_t CheckpointReader::verify() const {
   ReadStats stats;
   OpenFiles files(folder_);
-  // Each data file's own header must place each shard where the index does.
-  std::map<std::string, SafetensorsHeader> headers;
-  std::map<std::string, std::uint64_t> data_starts;
+  // Each data file's own header must place each shard where the index does: its tensors by
+  // name, and where its data starts.
+  std::map<std::string, std::pair<std::map<std::string, SafetensorsTensor>, std::uint64_t>> headers;
   for (const ArrayRecord& array : index_.arrays) {
     for (const ShardRecord& shard : array.shards) {
       const detail::File& file = files.file(array, shard);
-      if (shard.chunk_bytes > 0 && !headers.contains(shard.file)) {
-        unsigned char prefix[8];
-        file.read_at(prefix, 8, 0);
-        std::uint64_t length = 0;
-        for (int b = 7; b >= 0; --b) length = (length << 8) | prefix[b];
-        const std::uint64_t size = file.size();
-        if (length > kMaxSafetensorsHeaderBytes || length > size - 8) {
-          throw CheckpointError("'" + echo_input(shard.file, 100) +
-                                "' is not a safetensors file: its header length is " +
-                                std::to_string(length));
-        }
-        std::string header(length, '\0');
-        file.read_at(header.data(), length, 8);
-        try {
-          headers[shard.file] = parse_safetensors_header(header, size - 8 - length);
-        } catch (const Error& e) {
-          throw CheckpointError("'" + echo_input(shard.file, 100) + "': " + e.what());
-        }
-        data_starts[shard.file] = 8 + length;
-      }
       if (shard.chunk_bytes > 0) {
-        const SafetensorsHeader& header = headers[shard.file];
-        const std::string tensor = detail::shard_name(array.name, shard.box);
-        const auto it = std::find_if(header.tensors.begin(), header.tensors.end(),
-                                     [&](const SafetensorsTensor& t) { return t.name == tensor; });
-        if (it == header.tensors.end() || it->dtype != array.dtype ||
-            it->begin + data_starts[shard.file] != shard.offset ||
-            it->end - it->begin != shard.length) {
+        auto it = headers.find(shard.file);
+        if (it == headers.end()) {
+          auto [header, data_start] = read_header(file, "'" + echo_input(shard.file, 100) + "'");
+          std::map<std::string, SafetensorsTensor> by_name;
+          for (SafetensorsTensor& tensor : header.tensors) {
+            std::string name = tensor.name;
+            by_name.emplace(std::move(name), std::move(tensor));
+          }
+          it = headers.emplace(shard.file, std::make_pair(std::move(by_name), data_start)).first;
+        }
+        const auto& [tensors, data_start] = it->second;
+        const auto tensor = tensors.find(detail::shard_name(array.name, shard.box));
+        if (tensor == tensors.end() || tensor->second.dtype != array.dtype ||
+            tensor->second.shape != shape_of(shard.box) ||
+            tensor->second.begin + data_start != shard.offset ||
+            tensor->second.end - tensor->second.begin != shard.length) {
           throw CheckpointError(where(array, shard) +
                                 ": the file's own header does not hold it where the index says");
         }
       }
-      ChunkWindow window(file, array, shard, stats);
+      const std::uint64_t chunks =
+          shard.chunk_bytes == 0 ? 0 : (shard.length + shard.chunk_bytes - 1) / shard.chunk_bytes;
+      ChunkWindow window(file, array, shard, stats, {{0, chunks}});
       std::vector<std::byte> buffer(std::min<std::uint64_t>(shard.length, kWindowBytes));
       for (std::uint64_t at = 0; at < shard.length; at += buffer.size()) {
         const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), shard.length - at);
-        window.copy(at, n, buffer.data(), shard.length - 1);
+        window.copy(at, n, buffer.data());
       }
     }
   }
@@ -413,6 +425,18 @@ void require_arrays(const CheckpointIndex& index, const std::vector<std::string>
 void throw_unless_all_succeeded(Communicator& comm, const std::string& my_error,
                                 const std::string& what) {
   detail::throw_if_any_failed(detail::gather_texts(comm, my_error, std::chrono::hours(2)), what);
+}
+
+void require_same_on_every_rank(Communicator& comm, const std::string& mine,
+                                const std::string& what) {
+  const std::vector<std::string> every = detail::gather_texts(comm, mine, std::chrono::hours(2));
+  for (std::size_t r = 1; r < every.size(); ++r) {
+    if (every[r] != every[0]) {
+      throw CheckpointError(what + ": rank " + std::to_string(r) + " has '" +
+                            echo_input(every[r], 200) + "', rank 0 '" + echo_input(every[0], 200) +
+                            "'");
+    }
+  }
 }
 
 ReadStats load_checkpoint(Communicator& comm, const CheckpointReader& reader,

@@ -1,6 +1,7 @@
 #include "shardwise/ckpt/checkpoint_save.hpp"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
 
 #include <algorithm>
 #include <chrono>
@@ -56,25 +57,43 @@ std::string error_of(const std::function<void()>& step) {
   }
 }
 
-// Replaces `folder` with `partial`: the old one (where there is one) moves aside first and goes
-// after, so that at every moment one whole checkpoint is at `folder` or beside it.
+// Puts `partial` at `folder`. An earlier checkpoint there is swapped out in one step
+// (renameat2's RENAME_EXCHANGE) and removed after, so that at every moment one whole checkpoint
+// is at `folder`; where the file system cannot swap, the old one moves aside first and comes
+// back if the second rename fails.
 void move_into_place(const std::filesystem::path& partial, const std::filesystem::path& folder) {
   std::error_code error;
-  const std::filesystem::path old =
-      folder.parent_path() / ("." + folder.filename().string() + ".old");
-  const bool replacing = std::filesystem::exists(folder, error);
-  if (replacing) {
+  const std::filesystem::path parent = folder.parent_path().empty() ? "." : folder.parent_path();
+  if (std::filesystem::exists(folder, error)) {
+    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, folder.c_str(), RENAME_EXCHANGE) == 0) {
+      detail::sync_directory(parent);
+      std::filesystem::remove_all(partial, error);  // now the old checkpoint
+      return;
+    }
+    const std::filesystem::path old = parent / ("." + folder.filename().string() + ".old");
     std::filesystem::remove_all(old, error);
     std::filesystem::rename(folder, old, error);
-    if (error) throw CheckpointError("cannot move the earlier " + detail::system_error_text(folder, error.value()) + " aside");
+    if (error) {
+      throw CheckpointError("cannot move the earlier " +
+                            detail::system_error_text(folder, error.value()) + " aside");
+    }
+    std::filesystem::rename(partial, folder, error);
+    if (error) {
+      const int cause = error.value();
+      std::filesystem::rename(old, folder, error);
+      throw CheckpointError("cannot rename the saved checkpoint into place at " +
+                            detail::system_error_text(folder, cause));
+    }
+    detail::sync_directory(parent);
+    std::filesystem::remove_all(old, error);
+    return;
   }
   std::filesystem::rename(partial, folder, error);
   if (error) {
     throw CheckpointError("cannot rename the saved checkpoint into place at " +
                           detail::system_error_text(folder, error.value()));
   }
-  detail::sync_directory(folder.parent_path().empty() ? "." : folder.parent_path());
-  if (replacing) std::filesystem::remove_all(old, error);
+  detail::sync_directory(parent);
 }
 
 }  // namespace
@@ -87,6 +106,11 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
       metadata_json_(std::move(metadata_json)),
       options_(options) {
   const std::string what = "checkpoint '" + echo_input(folder_.string(), 200) + "' not saved";
+  if (options_.chunk_bytes < kMinChunkBytes || options_.chunk_bytes > kMaxChunkBytes) {
+    throw InvalidArgument("SaveOptions::chunk_bytes is " + std::to_string(options_.chunk_bytes) +
+                          "; expected " + std::to_string(kMinChunkBytes) + " to " +
+                          std::to_string(kMaxChunkBytes));
+  }
   if (folder_.filename().empty()) folder_ = folder_.parent_path();
   partial_ = folder_.parent_path() / ("." + folder_.filename().string() + ".partial");
   nlohmann::json mine = nlohmann::json::array();
@@ -155,6 +179,12 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   if (comm_.rank() == 0) {
     mine_error = error_of([&] {
       std::error_code error;
+      // Only a checkpoint is ever replaced: anything else at the path is the user's.
+      if (std::filesystem::exists(folder_, error) &&
+          !std::filesystem::exists(folder_ / kIndexFileName, error)) {
+        throw CheckpointError("'" + echo_input(folder_.string(), 200) +
+                              "' exists and is not a checkpoint; it is left as it is");
+      }
       std::filesystem::remove_all(partial_, error);
       if (error) {
         throw CheckpointError("cannot remove an earlier save's " +
@@ -171,7 +201,8 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   }
   detail::throw_if_any_failed(detail::gather_texts(comm_, mine_error, options_.timeout), what);
   // Ranks on other hosts must see rank 0's folder: a save needs a file system they share.
-  if (!std::filesystem::is_directory(partial_)) {
+  std::error_code seen;
+  if (!std::filesystem::is_directory(partial_, seen)) {
     mine_error = "cannot see the folder '" + echo_input(partial_.string(), 200) +
                  "' rank 0 made; a save needs a folder every rank's host shares";
   }
@@ -244,8 +275,10 @@ void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) no
 SaveStats CheckpointSave::commit() {
   const std::string what = "checkpoint '" + echo_input(folder_.string(), 200) + "' not saved";
   const nlohmann::json mine{{"error", error_}, {"records", records_}};
-  const std::vector<std::string> every =
-      detail::gather_texts(comm_, mine.dump(), options_.timeout);
+  // An error message may hold a path's bytes that are not UTF-8: replaced, not thrown on.
+  const std::vector<std::string> every = detail::gather_texts(
+      comm_, mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      options_.timeout);
   std::vector<std::string> errors;
   for (const std::string& text : every) errors.push_back(nlohmann::json::parse(text)["error"]);
   std::string outcome;

@@ -195,10 +195,13 @@ std::int64_t TrainingCheckpoints::resume() {
                          std::as_writable_bytes(std::span<float>(
                              block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
     }
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // a file system's error too, not only bad input
     error = e.what();
   }
   ckpt::throw_unless_all_succeeded(comm_, error, "checkpoint not loaded");
+  ckpt::require_same_on_every_rank(
+      comm_, reader->folder().string() + " at step " + std::to_string(info.step),
+      "checkpoint not loaded: the ranks found different checkpoints in " + what);
   const ckpt::ReadStats stats = ckpt::load_checkpoint(comm_, *reader, targets);
   trainer_.resume_at(info.step);
   say_("resumed from " + reader->folder().string() + " at step " + std::to_string(info.step) +
@@ -243,9 +246,24 @@ void TrainingCheckpoints::save(std::int64_t step) {
                           block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
   }
   const std::string metadata = checkpoint_metadata(gpt_, step, run_config_);
+  if (comm_.rank() == 0) {
+    try {
+      // No save is in flight now: what earlier ones left behind when killed goes.
+      ckpt::remove_leftovers(*flags_.save);
+      const std::vector<ckpt::SavedStep> saved = ckpt::list_checkpoints(*flags_.save);
+      if (!warned_newer_ && !saved.empty() && saved.back().step > step) {
+        warned_newer_ = true;
+        say_("note: " + saved.back().folder.string() + " is newer than this run's step " +
+             std::to_string(step) + "; --keep leaves it, and --resume " + *flags_.save +
+             " would pick it");
+      }
+    } catch (const std::exception& e) {
+      say_(std::string("warning: ") + e.what());
+    }
+  }
   if (!flags_.save_async) {
     const ckpt::SaveStats stats = ckpt::save_checkpoint(comm_, folder, blocks, metadata);
-    prune();
+    prune(step);
     say_("saved " + folder.string() + " (" + megabytes(stats.bytes_total) + ", " +
          std::to_string(seconds_since(start)).substr(0, 5) + " s)");
     return;
@@ -268,11 +286,11 @@ void TrainingCheckpoints::save(std::int64_t step) {
   pending_ = std::move(pending);
 }
 
-void TrainingCheckpoints::prune() {
+void TrainingCheckpoints::prune(std::int64_t saved_step) {
   if (flags_.keep == 0 || comm_.rank() != 0) return;
   try {
-    ckpt::keep_newest(*flags_.save, static_cast<std::size_t>(flags_.keep));
-  } catch (const ckpt::CheckpointError& e) {
+    ckpt::keep_newest(*flags_.save, static_cast<std::size_t>(flags_.keep), saved_step);
+  } catch (const std::exception& e) {  // the save itself is whole: a warning, not the run's end
     say_(std::string("warning: ") + e.what());
   }
 }
@@ -282,7 +300,7 @@ void TrainingCheckpoints::commit_pending() {
   const auto start = Clock::now();
   pending->writer.join();
   const ckpt::SaveStats stats = pending->save->commit();
-  prune();
+  prune(pending->step);
   const double commit_wait = seconds_since(start);
   say_("saved " +
        (std::filesystem::path(*flags_.save) / ckpt::step_folder_name(pending->step)).string() +

@@ -80,8 +80,9 @@ class TrainingCheckpoints {
  private:
   void save(std::int64_t step);
   void commit_pending();
-  // --keep: removes the older checkpoints (rank 0; a failure is a warning, not the run's end).
-  void prune();
+  // --keep: removes checkpoints older than the K newest up to `saved_step` (rank 0; a failure
+  // is a warning, not the run's end).
+  void prune(std::int64_t saved_step);
   [[nodiscard]] bool every_rank_wrote();
 
   CheckpointFlags flags_;
@@ -100,6 +101,7 @@ class TrainingCheckpoints {
     double blocked_seconds = 0;
   };
   std::unique_ptr<Pending> pending_;
+  bool warned_newer_ = false;
 };
 
 }  // namespace shardwise::cli

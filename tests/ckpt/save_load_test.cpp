@@ -274,15 +274,51 @@ TEST(CheckpointSaveLoad, MissingAndExtraArraysAreNamed) {
   EXPECT_THROW((void)reader.read({&wrong, 1}), CheckpointError);
 }
 
-TEST(CheckpointFolders, KeepNewestRemovesTheOldest) {
+TEST(CheckpointFolders, KeepNewestRemovesTheOldestUpToTheSavedStep) {
   const auto root = fresh_folder("keep");
-  for (const int step : {1, 2, 10}) save_grid(root / step_folder_name(step), 1, 1);
-  keep_newest(root, 2);
-  const std::vector<SavedStep> left = list_checkpoints(root);
-  ASSERT_EQ(left.size(), 2U);
-  EXPECT_EQ(left[0].step, 2);
-  EXPECT_EQ(left[1].step, 10);
+  for (const int step : {1, 2, 3, 10}) save_grid(root / step_folder_name(step), 1, 1);
+  // Step 10 is another run's: a run that has just saved step 3 keeps 2 and 3, and leaves 10.
+  keep_newest(root, 2, 3);
+  std::vector<std::int64_t> left;
+  for (const SavedStep& saved : list_checkpoints(root)) left.push_back(saved.step);
+  EXPECT_EQ(left, (std::vector<std::int64_t>{2, 3, 10}));
   EXPECT_EQ(step_folder_name(10), "step-00000010");
+  // A folder named by a step past 2^63 is not a checkpoint, and does not stop the listing.
+  save_grid(root / "step-99999999999999999999", 1, 1);
+  EXPECT_EQ(list_checkpoints(root).size(), 3U);
+}
+
+TEST(CheckpointFolders, LeftoversOfKilledSavesGoAndOthersStay) {
+  const auto root = fresh_folder("leftovers");
+  for (const char* name : {".step-00000004.partial", ".step-00000003.old",
+                           ".step-00000002.removing", ".mine.partial", "step-00000005"}) {
+    std::filesystem::create_directories(root / name);
+  }
+  remove_leftovers(root);
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    left.push_back(entry.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{".mine.partial", "step-00000005"}));
+}
+
+TEST(CheckpointSaveLoad, ASaveReplacesACheckpointAndNothingElse) {
+  const auto root = fresh_folder("replace");
+  save_grid(root / "a", 1, 1);
+  save_grid(root / "a", 1, 2);  // replaced: now two shards
+  EXPECT_EQ(CheckpointReader(root / "a").index().find("w")->shards.size(), 2U);
+  EXPECT_FALSE(std::filesystem::exists(root / ".a.partial"));
+  // A folder of the user's is not a checkpoint: left as it is.
+  std::filesystem::create_directories(root / "mine");
+  std::ofstream(root / "mine" / "notes.txt") << "keep me";
+  try {
+    save_grid(root / "mine", 1, 1);
+    FAIL() << "a save replaced a folder that was not a checkpoint";
+  } catch (const std::exception& e) {  // run_local passes rank 0's error on
+    EXPECT_THAT(e.what(), HasSubstr("exists and is not a checkpoint"));
+  }
+  EXPECT_TRUE(std::filesystem::exists(root / "mine" / "notes.txt"));
 }
 
 }  // namespace

@@ -22,9 +22,15 @@ struct SavedStep {
 // none where `root` does not exist.
 [[nodiscard]] std::vector<SavedStep> list_checkpoints(const std::filesystem::path& root);
 
-// Removes all but the newest `keep` of list_checkpoints(root) (keep >= 1); what cannot be
-// removed is a CheckpointError.
-void keep_newest(const std::filesystem::path& root, std::size_t keep);
+// Of list_checkpoints(root) up to step `up_to` (the one just saved), removes all but the newest
+// `keep` (keep >= 1); newer ones (another run's) are left. Each goes by a rename to
+// ".step-N.removing" first, so that a removal killed halfway never leaves a folder that looks
+// like a checkpoint and lacks files. What cannot be removed is a CheckpointError.
+void keep_newest(const std::filesystem::path& root, std::size_t keep, std::int64_t up_to);
+
+// Removes what saves and removals killed halfway left in `root`: ".step-N.partial",
+// ".step-N.old" and ".step-N.removing" folders. Only while no save into `root` is under way.
+void remove_leftovers(const std::filesystem::path& root);
 
 // What --resume PATH names: PATH itself where it is a checkpoint (it holds an index), else the
 // newest checkpoint in it. CheckpointError where there is none.

@@ -25,6 +25,10 @@ inline constexpr char kIndexFileName[] = "index.json";
 inline constexpr std::size_t kMaxIndexBytes = std::size_t{1} << 30;
 inline constexpr std::size_t kMaxArrays = 1'000'000;
 inline constexpr std::size_t kMaxShardsPerArray = 1'000'000;
+// A chunk's bytes, where a shard has checksums: bounded above so that a reader's window (at
+// least a chunk) stays small whatever an index says.
+inline constexpr std::uint64_t kMinChunkBytes = 1;
+inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{256} << 20;
 
 struct ShardRecord {
   ShardIndex box;             // the part of the global array it holds, one range per dimension

@@ -58,6 +58,12 @@ void require_arrays(const CheckpointIndex& index, const std::vector<std::string>
 void throw_unless_all_succeeded(Communicator& comm, const std::string& my_error,
                                 const std::string& what);
 
+// Collective over every rank of `comm`: throws CheckpointError alike on every rank where a
+// rank's `mine` differs from rank 0's (which checkpoint each resolved a folder to: a host whose
+// file system shows an older listing must not load another step), naming both.
+void require_same_on_every_rank(Communicator& comm, const std::string& mine,
+                                const std::string& what);
+
 // Collective over every rank of `comm`: each reads its targets; then every rank learns whether
 // all did, and throws CheckpointError alike where any failed, naming the first that did.
 ReadStats load_checkpoint(Communicator& comm, const CheckpointReader& reader,
