@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,9 @@ namespace {
 
 // At most this many bytes of chunks are read in one call.
 constexpr std::uint64_t kWindowBytes = std::uint64_t{64} << 20;
+// Whole chunks read straight into a target come in pieces of this size (at least a chunk), each
+// checked while the next is read.
+constexpr std::uint64_t kPieceBytes = std::uint64_t{8} << 20;
 
 std::string where(const ArrayRecord& array, const ShardRecord& shard) {
   return "array '" + echo_input(array.name, 200) + "' shard " +
@@ -69,18 +73,24 @@ class ChunkWindow {
       return;
     }
     const std::uint64_t cb = shard_.chunk_bytes;
+    // The checks of the piece read last run on another thread while the next piece is read:
+    // the read waits on the disk, the CRC on the CPU.
+    std::future<void> checking;
     while (size > 0) {
       // Whole chunks straight into `out`, verified there: no copy through the window.
       if (begin % cb == 0) {
         std::uint64_t whole = size / cb * cb;
         if (begin + size == shard_.length) whole = size;  // up to the shard's short last chunk
-        whole = std::min(whole, std::max<std::uint64_t>(cb, kWindowBytes / cb * cb));
+        whole = std::min(whole, std::max<std::uint64_t>(cb, kPieceBytes / cb * cb));
         if (whole > 0) {
           file_.read_at(out, whole, shard_.offset + begin);
           stats_.bytes_read += whole;
-          for (std::uint64_t at = 0; at < whole; at += cb) {
-            verify(begin + at, out + at, std::min(cb, whole - at));
-          }
+          if (checking.valid()) checking.get();
+          checking = std::async(std::launch::async, [this, begin, out, whole, cb] {
+            for (std::uint64_t at = 0; at < whole; at += cb) {
+              verify(begin + at, out + at, std::min(cb, whole - at));
+            }
+          });
           out += whole;
           begin += whole;
           size -= whole;
@@ -95,6 +105,7 @@ class ChunkWindow {
       begin += n;
       size -= n;
     }
+    if (checking.valid()) checking.get();
   }
 
  private:
