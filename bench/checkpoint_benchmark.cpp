@@ -93,7 +93,8 @@ int main(int argc, char** argv) {
     for (int a = 0; a < kArrays; ++a) {
       const ShardIndex box = rows_box(rows, r, ranks);
       std::vector<float> block(static_cast<std::size_t>((box[0].stop - box[0].start) * kColumns));
-      for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<float>(i % 977) * 0.5F + a;
+      for (std::size_t i = 0; i < block.size(); ++i)
+        block[i] = static_cast<float>(i % 977) * 0.5F + a;
       state[static_cast<std::size_t>(r)].push_back(std::move(block));
     }
   }
@@ -118,7 +119,8 @@ int main(int argc, char** argv) {
       const int fd = ::open(baseline.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       check(fd >= 0, "open");
       for (std::size_t done = 0; done < bytes;) {
-        const ssize_t n = ::write(fd, plain.data() + done, std::min<std::size_t>(64 << 20, bytes - done));
+        const ssize_t n =
+            ::write(fd, plain.data() + done, std::min<std::size_t>(64 << 20, bytes - done));
         check(n > 0, "write");
         done += static_cast<std::size_t>(n);
       }
@@ -131,9 +133,14 @@ int main(int argc, char** argv) {
     run_local(ranks, [&](Communicator& comm) {
       std::vector<ckpt::BlockToSave> blocks;
       for (int a = 0; a < kArrays; ++a) {
-        const auto& block = state[static_cast<std::size_t>(comm.rank())][static_cast<std::size_t>(a)];
-        blocks.push_back({"array" + std::to_string(a), {rows, kColumns}, DType::kF32, "rows",
-                          rows_box(rows, comm.rank(), ranks), std::as_bytes(std::span(block))});
+        const auto& block =
+            state[static_cast<std::size_t>(comm.rank())][static_cast<std::size_t>(a)];
+        blocks.push_back({"array" + std::to_string(a),
+                          {rows, kColumns},
+                          DType::kF32,
+                          "rows",
+                          rows_box(rows, comm.rank(), ranks),
+                          std::as_bytes(std::span(block))});
       }
       comm.barrier(world_group(comm.size()));
       const auto begin = Clock::now();
@@ -147,7 +154,8 @@ int main(int argc, char** argv) {
       const int fd = ::open(baseline.c_str(), O_RDONLY);
       check(fd >= 0, "open");
       for (std::size_t done = 0; done < bytes;) {
-        const ssize_t n = ::read(fd, plain.data() + done, std::min<std::size_t>(64 << 20, bytes - done));
+        const ssize_t n =
+            ::read(fd, plain.data() + done, std::min<std::size_t>(64 << 20, bytes - done));
         check(n > 0, "read");
         done += static_cast<std::size_t>(n);
       }
@@ -161,11 +169,14 @@ int main(int argc, char** argv) {
       run_local(ranks, [&](Communicator& comm) {
         const ShardIndex box = layout == 0 ? rows_box(rows, comm.rank(), ranks)
                                            : columns_box(rows, comm.rank(), ranks);
-        std::vector<std::vector<float>> into(kArrays, std::vector<float>(static_cast<std::size_t>(
-                                                          num_elements(shape_of(box)))));
+        std::vector<std::vector<float>> into(
+            kArrays, std::vector<float>(static_cast<std::size_t>(num_elements(shape_of(box)))));
         std::vector<ckpt::BlockToLoad> targets;
         for (int a = 0; a < kArrays; ++a) {
-          targets.push_back({"array" + std::to_string(a), {rows, kColumns}, DType::kF32, box,
+          targets.push_back({"array" + std::to_string(a),
+                             {rows, kColumns},
+                             DType::kF32,
+                             box,
                              std::as_writable_bytes(std::span(into[static_cast<std::size_t>(a)]))});
         }
         comm.barrier(world_group(comm.size()));
@@ -186,9 +197,10 @@ int main(int argc, char** argv) {
     rows_ratio.push_back(read_seconds / load_seconds[0]);
     columns_ratio.push_back(read_seconds / load_seconds[1]);
   }
-  std::printf("{\"median_save_ratio\": %.2f, \"median_load_rows_ratio\": %.2f, "
-              "\"median_load_columns_ratio\": %.2f}\n",
-              median(save_ratio), median(rows_ratio), median(columns_ratio));
+  std::printf(
+      "{\"median_save_ratio\": %.2f, \"median_load_rows_ratio\": %.2f, "
+      "\"median_load_columns_ratio\": %.2f}\n",
+      median(save_ratio), median(rows_ratio), median(columns_ratio));
   std::filesystem::remove_all(folder / "checkpoint");
   std::filesystem::remove(folder / "baseline.bin");
   return 0;

@@ -89,9 +89,8 @@ void check_grid(const ArrayRecord& array, const std::string& what) {
       reach = range.stop;
     }
     if (reach != array.shape[d]) {
-      throw CheckpointError(path + ": its shards cover dimension " + std::to_string(d) +
-                            " up to " + std::to_string(reach) + " of " +
-                            std::to_string(array.shape[d]));
+      throw CheckpointError(path + ": its shards cover dimension " + std::to_string(d) + " up to " +
+                            std::to_string(reach) + " of " + std::to_string(array.shape[d]));
     }
     combinations = checked_multiply(combinations, static_cast<std::uint64_t>(ranges.size()),
                                     path + " shard count");
@@ -117,10 +116,9 @@ void check_grid(const ArrayRecord& array, const std::string& what) {
 }  // namespace
 
 const ArrayRecord* CheckpointIndex::find(std::string_view name) const {
-  const auto it = std::lower_bound(arrays.begin(), arrays.end(), name,
-                                   [](const ArrayRecord& a, std::string_view n) {
-                                     return a.name < n;
-                                   });
+  const auto it =
+      std::lower_bound(arrays.begin(), arrays.end(), name,
+                       [](const ArrayRecord& a, std::string_view n) { return a.name < n; });
   return it != arrays.end() && it->name == name ? &*it : nullptr;
 }
 
@@ -171,8 +169,7 @@ void check_consistent_unchecked(const CheckpointIndex& index, const std::string&
       for (std::size_t d = 0; d < shard.box.size(); ++d) {
         const IndexRange& range = shard.box[d];
         if (range.start < 0 || range.stop < range.start || range.stop > array.shape[d]) {
-          throw CheckpointError(at + " lies outside the array's shape " +
-                                to_string(array.shape));
+          throw CheckpointError(at + " lies outside the array's shape " + to_string(array.shape));
         }
         box_elements *= static_cast<std::uint64_t>(range.size());  // <= elements: no overflow
       }
@@ -279,7 +276,8 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
     if (!shape.is_array() || shape.size() > 16) {
       throw CheckpointError(path + ": \"shape\" is not a list of at most 16 sizes");
     }
-    for (const nlohmann::json& size : shape) array.shape.push_back(size_field(size, path + " shape"));
+    for (const nlohmann::json& size : shape)
+      array.shape.push_back(size_field(size, path + " shape"));
     const nlohmann::json& dtype = member(entry, "dtype", path);
     if (!dtype.is_string()) throw CheckpointError(path + ": \"dtype\" is not a string");
     try {
@@ -310,8 +308,8 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
         if (!range.is_array() || range.size() != 2) {
           throw CheckpointError(at + ": a range of \"box\" is not [start, stop]");
         }
-        shard.box.push_back({size_field(range[0], at + " box start"),
-                             size_field(range[1], at + " box stop")});
+        shard.box.push_back(
+            {size_field(range[0], at + " box start"), size_field(range[1], at + " box stop")});
       }
       const nlohmann::json& file = member(item, "file", at);
       if (!file.is_string()) throw CheckpointError(at + ": \"file\" is not a string");
@@ -322,8 +320,7 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
       const nlohmann::json& crcs = member(item, "crc32c", at);
       if (!crcs.is_array()) throw CheckpointError(at + ": \"crc32c\" is not a list");
       // Bounded before anything is allocated for it: one checksum per chunk of the shard.
-      const std::uint64_t most =
-          shard.chunk_bytes == 0 ? 0 : shard.length / shard.chunk_bytes + 1;
+      const std::uint64_t most = shard.chunk_bytes == 0 ? 0 : shard.length / shard.chunk_bytes + 1;
       if (crcs.size() > most) {
         throw CheckpointError(at + " has " + std::to_string(crcs.size()) +
                               " checksums; its length and chunk size allow at most " +

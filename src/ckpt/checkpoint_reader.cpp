@@ -26,8 +26,8 @@ constexpr std::uint64_t kWindowBytes = std::uint64_t{64} << 20;
 constexpr std::uint64_t kPieceBytes = std::uint64_t{8} << 20;
 
 std::string where(const ArrayRecord& array, const ShardRecord& shard) {
-  return "array '" + echo_input(array.name, 200) + "' shard " +
-         detail::shard_name("", shard.box) + " in '" + echo_input(shard.file, 100) + "'";
+  return "array '" + echo_input(array.name, 200) + "' shard " + detail::shard_name("", shard.box) +
+         " in '" + echo_input(shard.file, 100) + "'";
 }
 
 // The files of a checkpoint, each opened once and its size checked against every shard in it.
@@ -115,8 +115,9 @@ class ChunkWindow {
     const std::uint64_t most = std::max<std::uint64_t>(1, kWindowBytes / cb);
     // The needed range holding this chunk bounds the window: chunks between two needed ranges
     // (a strided block's gaps) are never read.
-    const auto range = std::upper_bound(needed_.begin(), needed_.end(), first,
-                                        [](std::uint64_t c, const auto& r) { return c < r.second; });
+    const auto range =
+        std::upper_bound(needed_.begin(), needed_.end(), first,
+                         [](std::uint64_t c, const auto& r) { return c < r.second; });
     const std::uint64_t range_end = range == needed_.end() ? first + 1 : range->second;
     const std::uint64_t end_chunk = std::min(first + most, std::max(range_end, first + 1));
     const std::uint64_t begin = first * cb;
@@ -208,7 +209,8 @@ void for_each_run(const ShardIndex& part, const ShardIndex& source, const ShardI
 
 std::uint64_t elements_of(const ShardIndex& box) {
   std::uint64_t n = 1;
-  for (const IndexRange& range : box) n *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.size()));
+  for (const IndexRange& range : box)
+    n *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.size()));
   return n;
 }
 
@@ -266,8 +268,11 @@ CheckpointReader::CheckpointReader(std::filesystem::path folder, CheckpointIndex
     : folder_(std::move(folder)), index_(std::move(index)) {}
 
 CheckpointReader::CheckpointReader(std::filesystem::path folder)
-    : CheckpointReader(folder, parse_checkpoint_index(read_index_text(folder),
-                                                      "'" + echo_input((folder / kIndexFileName).string(), 200) + "'")) {}
+    : CheckpointReader(
+          folder,
+          parse_checkpoint_index(read_index_text(folder),
+                                 "'" + echo_input((folder / kIndexFileName).string(), 200) + "'")) {
+}
 
 CheckpointReader CheckpointReader::from_safetensors(const std::filesystem::path& path) {
   const std::string what = "'" + echo_input(path.string(), 200) + "'";
@@ -285,8 +290,12 @@ CheckpointReader CheckpointReader::from_safetensors(const std::filesystem::path&
     array.sharding = "whole";
     ShardIndex box;
     for (const std::int64_t size_d : tensor.shape) box.push_back({0, size_d});
-    array.shards.push_back({box, path.filename().string(), data_start + tensor.begin,
-                            tensor.end - tensor.begin, 0, {}});
+    array.shards.push_back({box,
+                            path.filename().string(),
+                            data_start + tensor.begin,
+                            tensor.end - tensor.begin,
+                            0,
+                            {}});
     index.arrays.push_back(std::move(array));
   }
   std::sort(index.arrays.begin(), index.arrays.end(),
@@ -315,10 +324,10 @@ ReadStats CheckpointReader::read(std::span<const BlockToLoad> targets) const {
     }
     const std::uint64_t bytes = inside ? elements_of(target.box) * size_in_bytes(target.dtype) : 0;
     if (!inside || target.bytes.size() != bytes) {
-      throw CheckpointError("a block of " + name + " to load, " + detail::shard_name("", target.box) +
-                            " with " + std::to_string(target.bytes.size()) +
-                            " bytes, is not a box of its shape " + to_string(target.shape) +
-                            " with its bytes");
+      throw CheckpointError(
+          "a block of " + name + " to load, " + detail::shard_name("", target.box) + " with " +
+          std::to_string(target.bytes.size()) + " bytes, is not a box of its shape " +
+          to_string(target.shape) + " with its bytes");
     }
     if (bytes == 0) continue;
     stats.bytes_needed += bytes;
@@ -424,8 +433,8 @@ void require_arrays(const CheckpointIndex& index, const std::vector<std::string>
     return text;
   };
   if (!missing.empty()) {
-    throw CheckpointError(what + " lacks " + std::to_string(missing.size()) + " arrays the model needs: " +
-                          list(missing));
+    throw CheckpointError(what + " lacks " + std::to_string(missing.size()) +
+                          " arrays the model needs: " + list(missing));
   }
   if (!extra.empty()) {
     throw CheckpointError(what + " holds " + std::to_string(extra.size()) +
@@ -459,9 +468,9 @@ ReadStats load_checkpoint(Communicator& comm, const CheckpointReader& reader,
   } catch (const std::exception& e) {
     error = e.what();
   }
-  detail::throw_if_any_failed(detail::gather_texts(comm, error, std::chrono::hours(2)),
-                              "checkpoint '" + echo_input(reader.folder().string(), 200) +
-                                  "' not loaded");
+  detail::throw_if_any_failed(
+      detail::gather_texts(comm, error, std::chrono::hours(2)),
+      "checkpoint '" + echo_input(reader.folder().string(), 200) + "' not loaded");
   return stats;
 }
 

@@ -14,11 +14,11 @@
 #include "detail/crc32c.hpp"
 #include "file_io.hpp"
 #include "rank_texts.hpp"
+#include "shard_names.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/ckpt/checkpoint_index.hpp"
 #include "shardwise/ckpt/safetensors_file.hpp"
 #include "shardwise/core/safetensors.hpp"
-#include "shard_names.hpp"
 
 namespace shardwise::ckpt {
 
@@ -45,7 +45,8 @@ nlohmann::json describe(const BlockToSave& block) {
 
 std::uint64_t elements_of(const ShardIndex& box) {
   std::uint64_t n = 1;
-  for (const IndexRange& range : box) n *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.size()));
+  for (const IndexRange& range : box)
+    n *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.size()));
   return n;
 }
 
@@ -116,8 +117,7 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   partial_ = folder_.parent_path() / ("." + folder_.filename().string() + ".partial");
   nlohmann::json mine = nlohmann::json::array();
   for (const BlockToSave& block : blocks) mine.push_back(describe(block));
-  const std::vector<std::string> every =
-      detail::gather_texts(comm_, mine.dump(), options_.timeout);
+  const std::vector<std::string> every = detail::gather_texts(comm_, mine.dump(), options_.timeout);
   // Every rank decides alike, from every rank's descriptions.
   std::map<std::pair<std::string, std::vector<std::int64_t>>, std::size_t> distinct;
   std::map<std::string, std::pair<Shape, DType>> arrays;
@@ -126,8 +126,12 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
     const nlohmann::json described = nlohmann::json::parse(every[static_cast<std::size_t>(r)]);
     for (std::size_t i = 0; i < described.size() && problem.empty(); ++i) {
       const nlohmann::json& d = described[i];
-      Block block{d["array"], d["shape"].get<Shape>(), static_cast<DType>(d["dtype"].get<int>()),
-                  d["sharding"], {}, r};
+      Block block{d["array"],
+                  d["shape"].get<Shape>(),
+                  static_cast<DType>(d["dtype"].get<int>()),
+                  d["sharding"],
+                  {},
+                  r};
       std::vector<std::int64_t> key;
       for (const nlohmann::json& range : d["box"]) {
         block.box.push_back({range[0], range[1]});
@@ -161,8 +165,8 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
     CheckpointIndex planned;
     std::map<std::string, ArrayRecord> records = array_records();
     for (const Block& block : blocks_) {
-      records[block.array].shards.push_back({block.box, "planned", 0,
-                               elements_of(block.box) * size_in_bytes(block.dtype), 0, {}});
+      records[block.array].shards.push_back(
+          {block.box, "planned", 0, elements_of(block.box) * size_in_bytes(block.dtype), 0, {}});
     }
     for (auto& [name, record] : records) planned.arrays.push_back(std::move(record));
     // Offsets are not known yet: each shard alone in a file of its own name for the check.
@@ -236,7 +240,8 @@ void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) no
     std::vector<SafetensorsEntry> entries;
     for (std::size_t k = 0; k < mine_.size(); ++k) {
       const Block& block = blocks_[mine_distinct_[k]];
-      entries.push_back({detail::shard_name(block.array, block.box), block.dtype, shape_of(block.box), bytes[k]});
+      entries.push_back(
+          {detail::shard_name(block.array, block.box), block.dtype, shape_of(block.box), bytes[k]});
     }
     const std::string header = safetensors_header_bytes(entries, {{"format", "shardwise-shards"}});
     const std::filesystem::path path = partial_ / detail::shard_file_name(comm_.rank());
@@ -256,7 +261,8 @@ void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) no
       }
     });
     try {
-      for (std::size_t k = 0; k < mine_.size(); ++k) file.write_all(bytes[k].data(), bytes[k].size());
+      for (std::size_t k = 0; k < mine_.size(); ++k)
+        file.write_all(bytes[k].data(), bytes[k].size());
     } catch (...) {
       checksums.join();
       throw;
@@ -289,8 +295,7 @@ SaveStats CheckpointSave::commit() {
   const nlohmann::json mine{{"error", error_}, {"records", records_}};
   // An error message may hold a path's bytes that are not UTF-8: replaced, not thrown on.
   const std::vector<std::string> every = detail::gather_texts(
-      comm_, mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-      options_.timeout);
+      comm_, mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), options_.timeout);
   std::vector<std::string> errors;
   for (const std::string& text : every) errors.push_back(nlohmann::json::parse(text)["error"]);
   std::string outcome;
@@ -312,8 +317,9 @@ SaveStats CheckpointSave::commit() {
             at = end + 1;
             const Block& block = blocks_[line["block"].get<std::size_t>()];
             arrays[block.array].shards.push_back(
-                {block.box, detail::shard_file_name(static_cast<int>(r)), line["offset"], line["length"],
-                 line["chunk_bytes"], line["crc32c"].get<std::vector<std::uint32_t>>()});
+                {block.box, detail::shard_file_name(static_cast<int>(r)), line["offset"],
+                 line["length"], line["chunk_bytes"],
+                 line["crc32c"].get<std::vector<std::uint32_t>>()});
           }
         }
         CheckpointIndex index;

@@ -19,8 +19,8 @@ File::File(const std::filesystem::path& path, int flags, int mode) : path_(path)
   do {
     // Without O_NONBLOCK a FIFO in a checkpoint's place would block the open until a writer
     // came; with it, the open returns and size() refuses what is not a regular file.
-    fd_ = ::open(path.c_str(), flags | O_CLOEXEC | ((flags & O_ACCMODE) == O_RDONLY ? O_NONBLOCK : 0),
-                 mode);
+    fd_ = ::open(path.c_str(),
+                 flags | O_CLOEXEC | ((flags & O_ACCMODE) == O_RDONLY ? O_NONBLOCK : 0), mode);
   } while (fd_ < 0 && errno == EINTR);
   if (fd_ < 0) throw CheckpointError("cannot open " + system_error_text(path, errno));
 }
@@ -41,7 +41,8 @@ File& File::operator=(File&& other) noexcept {
 
 std::uint64_t File::size() const {
   struct stat info {};
-  if (::fstat(fd_, &info) != 0) throw CheckpointError("cannot stat " + system_error_text(path_, errno));
+  if (::fstat(fd_, &info) != 0)
+    throw CheckpointError("cannot stat " + system_error_text(path_, errno));
   if (!S_ISREG(info.st_mode)) {
     throw CheckpointError("'" + echo_input(path_.string(), 200) + "' is not a regular file");
   }
@@ -55,8 +56,7 @@ void File::write_all(const void* data, std::size_t size) {
     const ssize_t wrote = ::write(fd_, p, std::min<std::size_t>(size, std::size_t{1} << 30));
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote <= 0) {
-      throw CheckpointError("cannot write " +
-                            system_error_text(path_, wrote < 0 ? errno : ENOSPC));
+      throw CheckpointError("cannot write " + system_error_text(path_, wrote < 0 ? errno : ENOSPC));
     }
     p += wrote;
     size -= static_cast<std::size_t>(wrote);

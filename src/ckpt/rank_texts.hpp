@@ -46,10 +46,9 @@ inline void throw_if_any_failed(const std::vector<std::string>& errors, const st
     }
   }
   if (failed == 0) return;
-  throw CheckpointError(what + ": rank " + std::to_string(first) + ": " + errors[first] +
-                        (failed > 1 ? " (and " + std::to_string(failed - 1) +
-                                          " more ranks failed)"
-                                    : std::string()));
+  throw CheckpointError(
+      what + ": rank " + std::to_string(first) + ": " + errors[first] +
+      (failed > 1 ? " (and " + std::to_string(failed - 1) + " more ranks failed)" : std::string()));
 }
 
 }  // namespace shardwise::ckpt::detail

@@ -60,7 +60,8 @@ void write_safetensors_file(const std::filesystem::path& path,
     file.close();
     std::error_code error;
     std::filesystem::rename(partial, path, error);
-    if (error) throw CheckpointError("cannot rename into " + detail::system_error_text(path, error.value()));
+    if (error)
+      throw CheckpointError("cannot rename into " + detail::system_error_text(path, error.value()));
     detail::sync_directory(path.parent_path().empty() ? "." : path.parent_path());
   } catch (...) {
     std::error_code ignored;

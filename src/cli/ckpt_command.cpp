@@ -31,7 +31,8 @@ namespace {
 // file read as one).
 ckpt::CheckpointReader open_checkpoint(const std::string& path) {
   std::error_code error;
-  if (std::filesystem::is_regular_file(path, error) || !std::filesystem::is_directory(path, error)) {
+  if (std::filesystem::is_regular_file(path, error) ||
+      !std::filesystem::is_directory(path, error)) {
     if (!std::filesystem::exists(path, error)) {
       throw ckpt::CheckpointError("'" + echo_input(path, 200) + "' does not exist");
     }
@@ -230,9 +231,9 @@ void import_hf(const std::string& path, const std::string& format,
     const std::lock_guard lock(mutex);
     total = stats.bytes_total;
   });
-  out << "imported " << file.string() << " as a checkpoint of step 0 in " << folder << " ("
-      << total << " bytes, " << specs.size() << " parameters, without optimizer state, " << ranks
-      << " rank" << (ranks == 1 ? "" : "s") << "); train --resume " << folder
+  out << "imported " << file.string() << " as a checkpoint of step 0 in " << folder << " (" << total
+      << " bytes, " << specs.size() << " parameters, without optimizer state, " << ranks << " rank"
+      << (ranks == 1 ? "" : "s") << "); train --resume " << folder
       << " continues from it on any layout\n";
 }
 
@@ -244,8 +245,8 @@ void checkpoint_loss(const std::string& path, const std::string& data, const std
   const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
   const CheckpointInfo info = checkpoint_info(reader.index(), what);
   const std::size_t seq =
-      seq_text ? static_cast<std::size_t>(bounded(*seq_text, "--seq", 1,
-                                                  static_cast<std::int64_t>(info.gpt.block_size)))
+      seq_text ? static_cast<std::size_t>(
+                     bounded(*seq_text, "--seq", 1, static_cast<std::int64_t>(info.gpt.block_size)))
                : info.gpt.block_size;
   const std::shared_ptr<const train::TokenSource> tokens =
       train::file_source(data, train::parse_token_format(format, "--data-format"), "--data");
@@ -295,19 +296,21 @@ class CkptCommand final : public Command {
  public:
   explicit CkptCommand(CLI::App& parent)
       : app_(parent.add_subcommand(
-            "ckpt", "Inspect checkpoints, export them as Hugging Face GPT-2 weights, import such "
-                    "weights")) {
+            "ckpt",
+            "Inspect checkpoints, export them as Hugging Face GPT-2 weights, import such "
+            "weights")) {
     app_->require_subcommand(1);
     inspect_ = app_->add_subcommand("inspect", "What a checkpoint holds: arrays, shardings, step");
-    inspect_->add_option("path", path_, "A checkpoint, a --save folder (its newest) or a "
-                                        ".safetensors file")
+    inspect_
+        ->add_option("path", path_,
+                     "A checkpoint, a --save folder (its newest) or a "
+                     ".safetensors file")
         ->required();
     inspect_->add_flag("--json", json_, "One JSON object");
     inspect_->add_flag("--verify", verify_, "Read every byte and check every checksum");
     export_ = app_->add_subcommand("export", "Write a checkpoint's model as one model.safetensors");
     export_->add_option("path", path_, "A checkpoint or a --save folder (its newest)")->required();
-    export_->add_option("--format", format_, "hf-gpt2 (transformers' GPT2LMHeadModel)")
-        ->required();
+    export_->add_option("--format", format_, "hf-gpt2 (transformers' GPT2LMHeadModel)")->required();
     export_->add_option("--out", out_, "The folder to write model.safetensors and config.json to")
         ->required();
     loss_ = app_->add_subcommand("loss", "The model's mean next-token loss on a file's tokens");

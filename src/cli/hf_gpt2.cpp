@@ -20,7 +20,8 @@ enum class Mapping {
 };
 
 bool ends_with(const std::string& text, const std::string& tail) {
-  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 Mapping mapping_of(const std::string& name) {
@@ -37,9 +38,7 @@ Mapping mapping_of(const std::string& name) {
 void to_floats(const std::vector<std::byte>& bytes, DType dtype, float* out) {
   const std::size_t n = bytes.size() / size_in_bytes(dtype);
   switch (dtype) {
-    case DType::kF32:
-      std::memcpy(out, bytes.data(), bytes.size());
-      return;
+    case DType::kF32: std::memcpy(out, bytes.data(), bytes.size()); return;
     case DType::kF64:
       for (std::size_t i = 0; i < n; ++i) {
         double v = 0;
@@ -85,14 +84,10 @@ std::vector<float> read_floats(const ckpt::CheckpointReader& file, const std::st
 
 Shape hf_gpt2_shape(const std::string& name, const Shape& shape) {
   switch (mapping_of(name)) {
-    case Mapping::kTransposed:
-      return {shape[1], shape[0]};
-    case Mapping::kQkvWeight:
-      return {shape[2], shape[0] * shape[1]};
-    case Mapping::kQkvBias:
-      return {shape[0] * shape[1]};
-    case Mapping::kSame:
-      break;
+    case Mapping::kTransposed: return {shape[1], shape[0]};
+    case Mapping::kQkvWeight: return {shape[2], shape[0] * shape[1]};
+    case Mapping::kQkvBias: return {shape[0] * shape[1]};
+    case Mapping::kSame: break;
   }
   return shape;
 }
@@ -114,7 +109,8 @@ std::vector<float> to_hf_gpt2(const std::string& name, const Shape& shape,
   const auto in = static_cast<std::size_t>(shape[2]);
   for (std::size_t q = 0; q < 3; ++q) {
     for (std::size_t o = 0; o < c; ++o) {
-      for (std::size_t i = 0; i < in; ++i) out[i * 3 * c + q * c + o] = values[(q * c + o) * in + i];
+      for (std::size_t i = 0; i < in; ++i)
+        out[i * 3 * c + q * c + o] = values[(q * c + o) * in + i];
     }
   }
   return out;
@@ -128,8 +124,8 @@ void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& h
   if (array == nullptr) throw ckpt::CheckpointError("the file has no tensor '" + hf_name + "'");
   if (array->shape != expected) {
     throw ckpt::CheckpointError("the file's '" + echo_input(hf_name, 200) + "' is " +
-                                to_string(array->shape) + "; GPT-2's layout of " + name +
-                                " " + to_string(shape) + " is " + to_string(expected));
+                                to_string(array->shape) + "; GPT-2's layout of " + name + " " +
+                                to_string(shape) + " is " + to_string(expected));
   }
   switch (mapping_of(name)) {
     case Mapping::kSame: {
@@ -153,8 +149,8 @@ void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& h
       const auto outs = static_cast<std::size_t>(box[1].size());
       const auto ins = static_cast<std::size_t>(box[2].size());
       for (std::int64_t q = box[0].start; q < box[0].stop; ++q) {
-        const std::vector<float> values = read_floats(
-            file, hf_name, {box[2], {q * c + box[1].start, q * c + box[1].stop}});
+        const std::vector<float> values =
+            read_floats(file, hf_name, {box[2], {q * c + box[1].start, q * c + box[1].stop}});
         float* slab = out + static_cast<std::size_t>(q - box[0].start) * outs * ins;
         for (std::size_t i = 0; i < ins; ++i) {
           for (std::size_t o = 0; o < outs; ++o) slab[o * ins + i] = values[i * outs + o];

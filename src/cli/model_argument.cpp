@@ -4,8 +4,8 @@
 
 #include <fstream>
 
-#include "../models/detail/gpt_config_json.hpp"
 #include "../detail/json_reader.hpp"
+#include "../models/detail/gpt_config_json.hpp"
 #include "../strategy/detail/model_description_json.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/plan/model_shape.hpp"

@@ -60,9 +60,9 @@ std::vector<std::string> changed_settings(const std::string& saved_metadata,
   const nlohmann::json now = nlohmann::json::parse(run_config);
   if (!saved.contains("run") || !saved["run"].is_object()) return changed;
   const nlohmann::json& before = saved["run"];
-  for (const char* key : {"batch", "seq", "seed", "learning_rate", "warmup", "steps",
-                          "weight_decay", "grad_clip", "beta1", "beta2",
-                          "min_learning_rate_ratio"}) {
+  for (const char* key :
+       {"batch", "seq", "seed", "learning_rate", "warmup", "steps", "weight_decay", "grad_clip",
+        "beta1", "beta2", "min_learning_rate_ratio"}) {
     const nlohmann::json* a = before.contains("settings") ? &before["settings"] : nullptr;
     if (a == nullptr || !a->contains(key) || !now["settings"].contains(key)) continue;
     if ((*a)[key] != now["settings"][key]) {
@@ -86,8 +86,8 @@ void check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt, st
   const std::string what = "--resume '" + echo_input(*flags.resume, 200) + "'";
   const CheckpointInfo info = checked_info(reader.index(), gpt, what);
   if (info.step > steps) {
-    throw InvalidArgument(what + " is of step " + std::to_string(info.step) +
-                          ", past --steps " + std::to_string(steps));
+    throw InvalidArgument(what + " is of step " + std::to_string(info.step) + ", past --steps " +
+                          std::to_string(steps));
   }
 }
 
@@ -149,8 +149,7 @@ CheckpointInfo checkpoint_info(const ckpt::CheckpointIndex& index, const std::st
   return info;
 }
 
-std::vector<std::string> gpt_checkpoint_arrays(const models::GptConfig& gpt,
-                                               bool with_optimizer) {
+std::vector<std::string> gpt_checkpoint_arrays(const models::GptConfig& gpt, bool with_optimizer) {
   std::vector<std::string> names;
   for (const train::ParameterSpec& spec : models::gpt_parameters(gpt)) {
     names.push_back(train::model_array(spec.name));
@@ -191,9 +190,10 @@ std::int64_t TrainingCheckpoints::resume() {
     info = checked_info(reader->index(), gpt_, what);
     for (const train::StateBlock& block : trainer_.state_blocks()) {
       if (block.optimizer && !info.has_optimizer) continue;
-      targets.push_back({block.array, block.shape, DType::kF32, block.box,
-                         std::as_writable_bytes(std::span<float>(
-                             block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
+      targets.push_back(
+          {block.array, block.shape, DType::kF32, block.box,
+           std::as_writable_bytes(std::span<float>(
+               block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
     }
   } catch (const std::exception& e) {  // a file system's error too, not only bad input
     error = e.what();
@@ -206,7 +206,8 @@ std::int64_t TrainingCheckpoints::resume() {
   trainer_.resume_at(info.step);
   say_("resumed from " + reader->folder().string() + " at step " + std::to_string(info.step) +
        (info.has_optimizer ? "" : " (no optimizer state: the moments start at zero)") + ", read " +
-       megabytes(stats.bytes_read) + " on rank 0 in " + std::to_string(seconds_since(start)).substr(0, 5) + " s");
+       megabytes(stats.bytes_read) + " on rank 0 in " +
+       std::to_string(seconds_since(start)).substr(0, 5) + " s");
   for (const std::string& change : changed_settings(reader->index().metadata_json, run_config_)) {
     say_("note: " + change + "; the run continues, but not as the saved one would have");
   }
@@ -241,9 +242,10 @@ void TrainingCheckpoints::save(std::int64_t step) {
   std::vector<ckpt::BlockToSave> blocks;
   for (const train::StateBlock& block : state) {
     if (!block.saved) continue;
-    blocks.push_back({block.array, block.shape, DType::kF32, block.sharding, block.box,
-                      std::as_bytes(std::span<const float>(
-                          block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
+    blocks.push_back(
+        {block.array, block.shape, DType::kF32, block.sharding, block.box,
+         std::as_bytes(std::span<const float>(
+             block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
   }
   const std::string metadata = checkpoint_metadata(gpt_, step, run_config_);
   if (comm_.rank() == 0) {

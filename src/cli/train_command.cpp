@@ -36,8 +36,8 @@
 #include "shardwise/train/run_log.hpp"
 #include "shardwise/train/trainer.hpp"
 #include "text_table.hpp"
-#include "train_layout.hpp"
 #include "train_checkpoint.hpp"
+#include "train_layout.hpp"
 #include "train_log.hpp"
 #include "train_pipeline.hpp"
 
@@ -600,9 +600,9 @@ class TrainCommand final : public Command {
     }
     if (!speaks) return;
     std::lock_guard lock(mutex);
-    const double tokens_per_s = static_cast<double>(settings.batch * settings.seq *
-                                                    static_cast<std::size_t>(steps_run)) /
-                                total;
+    const double tokens_per_s =
+        static_cast<double>(settings.batch * settings.seq * static_cast<std::size_t>(steps_run)) /
+        total;
     if (json_) {
       nlohmann::json ranks = nlohmann::json::array();
       for (int r = 0; r < comm.size(); ++r) {

@@ -119,11 +119,11 @@ SafetensorsHeader parse_unchecked(std::string_view header, std::uint64_t data_by
     const auto& [begin, end, index] = extents[i];
     const auto& [previous_begin, previous_end, previous] = extents[i - 1];
     if (begin < previous_end) {
-      throw ParseError("safetensors tensors '" +
-                       echo_input(result.tensors[previous].name, 200) + "' [" +
-                       std::to_string(previous_begin) + ", " + std::to_string(previous_end) +
-                       ") and '" + echo_input(result.tensors[index].name, 200) + "' [" +
-                       std::to_string(begin) + ", " + std::to_string(end) + ") overlap");
+      throw ParseError("safetensors tensors '" + echo_input(result.tensors[previous].name, 200) +
+                       "' [" + std::to_string(previous_begin) + ", " +
+                       std::to_string(previous_end) + ") and '" +
+                       echo_input(result.tensors[index].name, 200) + "' [" + std::to_string(begin) +
+                       ", " + std::to_string(end) + ") overlap");
     }
   }
   return result;

@@ -46,7 +46,8 @@ class UniqueKeys {
   bool key(std::string& name) {
     nlohmann::json& object = *open_.back();
     if (object.contains(name)) {
-      throw ParseError(what_ + " has the key \"" + echo_input(name, 100) + "\" twice in one object");
+      throw ParseError(what_ + " has the key \"" + echo_input(name, 100) +
+                       "\" twice in one object");
     }
     slot_ = &object[name];
     return true;

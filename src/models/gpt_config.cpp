@@ -3,8 +3,8 @@
 #include <array>
 
 #include "detail/gpt_config_json.hpp"
-#include "shardwise/core/error.hpp"
 #include "detail/json_reader.hpp"
+#include "shardwise/core/error.hpp"
 
 namespace shardwise::models {
 namespace detail {

@@ -1,6 +1,6 @@
 // A model's manifest from a .safetensors header (shardwise/core/safetensors.hpp reads it).
-#include "shardwise/core/error.hpp"
 #include "shardwise/core/safetensors.hpp"
+#include "shardwise/core/error.hpp"
 #include "shardwise/plan/model_shape.hpp"
 
 namespace shardwise::plan {

@@ -25,8 +25,9 @@ std::vector<StateBlock> Trainer::state_blocks() {
     for (std::size_t d = 0; d < spec.shape.size(); ++d) {
       held.push_back(spec.block.empty() ? IndexRange{0, spec.shape[d]} : spec.block[d]);
     }
-    const std::string model_words =
-        spec.block.empty() ? std::string() : "block " + to_string(spec.block) + " of the model axis; ";
+    const std::string model_words = spec.block.empty()
+                                        ? std::string()
+                                        : "block " + to_string(spec.block) + " of the model axis; ";
     // ZeRO's block of it, in the whole parameter's coordinates.
     ShardIndex owned = held;
     std::string zero_words = "whole on every data-parallel rank";
@@ -43,9 +44,10 @@ std::vector<StateBlock> Trainer::state_blocks() {
     float* value = values_sharded ? values + shards->slice_offset(p) : values + store.offset(p);
     const std::size_t moment = shards != nullptr ? shards->slice_offset(p) : store.offset(p);
     const Shape& whole = spec.whole_shape();
-    blocks.push_back({model_array(spec.name), whole, values_sharded ? owned : held,
-                      model_words + (values_sharded ? zero_words : "whole on every data-parallel rank"),
-                      value, !spec.tied_copy, false});
+    blocks.push_back(
+        {model_array(spec.name), whole, values_sharded ? owned : held,
+         model_words + (values_sharded ? zero_words : "whole on every data-parallel rank"), value,
+         !spec.tied_copy, false});
     blocks.push_back({exp_avg_array(spec.name), whole, owned, model_words + zero_words,
                       m_.data() + moment, !spec.tied_copy, true});
     blocks.push_back({exp_avg_sq_array(spec.name), whole, owned, model_words + zero_words,

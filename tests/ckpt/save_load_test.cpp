@@ -99,8 +99,8 @@ TEST(CheckpointSaveLoad, AReaderReadsOnlyTheChunksItsBlockTouches) {
   const CheckpointReader reader(root / "a");
   // Rows 10 to 12: 3 x 23 x 4 = 276 bytes, inside 6 chunks of 64.
   std::vector<float> got(3 * 23);
-  const BlockToLoad target{"w", {37, 23}, DType::kF32, {{10, 13}, {0, 23}},
-                           std::as_writable_bytes(std::span(got))};
+  const BlockToLoad target{
+      "w", {37, 23}, DType::kF32, {{10, 13}, {0, 23}}, std::as_writable_bytes(std::span(got))};
   const ReadStats stats = reader.read({&target, 1});
   EXPECT_EQ(stats.bytes_needed, 276U);
   EXPECT_LE(stats.bytes_read, 6U * 64U);
@@ -136,8 +136,8 @@ TEST(CheckpointSaveLoad, AFlippedBitIsFoundByItsChecksum) {
   run_local(2, [&](Communicator& comm) {
     const Block expected = block_of(comm.rank(), 37, 23, 1, 2);
     std::vector<float> got(expected.values.size());
-    const BlockToLoad target{"w", {37, 23}, DType::kF32, expected.box,
-                             std::as_writable_bytes(std::span(got))};
+    const BlockToLoad target{
+        "w", {37, 23}, DType::kF32, expected.box, std::as_writable_bytes(std::span(got))};
     try {
       load_checkpoint(comm, reader, {&target, 1});
     } catch (const CheckpointError& e) {
@@ -176,7 +176,8 @@ TEST(CheckpointSaveLoad, RanksThatDisagreeOnAnArrayFailAlike) {
     std::vector<float> values(4, 1.0F);
     // Rank 2 thinks the array is 8 long.
     const Shape shape = comm.rank() == 2 ? Shape{8} : Shape{4};
-    const BlockToSave block{"x", shape, DType::kF32, "", {{0, 4}}, std::as_bytes(std::span(values))};
+    const BlockToSave block{"x", shape,    DType::kF32,
+                            "",  {{0, 4}}, std::as_bytes(std::span(values))};
     try {
       save_checkpoint(comm, root / "a", {&block, 1}, "{}");
     } catch (const CheckpointError& e) {
@@ -218,8 +219,8 @@ TEST(CheckpointSaveLoad, AWriteThatFailsOnOneRankLeavesTheEarlierCheckpoint) {
   std::vector<std::string> errors;
   run_local(2, [&](Communicator& comm) {
     Block block = block_of(comm.rank(), 37, 23, 1, 2);
-    const BlockToSave saved{"w", {37, 23}, DType::kF32, "grid", block.box,
-                            std::as_bytes(std::span(block.values))};
+    const BlockToSave saved{"w",    {37, 23},  DType::kF32,
+                            "grid", block.box, std::as_bytes(std::span(block.values))};
     CheckpointSave save(comm, root / "a", {&saved, 1}, "{}");
     // Rank 1 hands write() too few bytes: its write fails, and so does every rank's commit.
     std::span<const std::byte> bytes = saved.bytes;
@@ -237,7 +238,8 @@ TEST(CheckpointSaveLoad, AWriteThatFailsOnOneRankLeavesTheEarlierCheckpoint) {
   EXPECT_THAT(errors[0], HasSubstr("not saved: rank 1:"));
   EXPECT_EQ(std::filesystem::file_size(root / "a" / kIndexFileName), before);
   EXPECT_FALSE(std::filesystem::exists(root / ".a.partial"));
-  EXPECT_EQ(CheckpointReader(root / "a").verify(), CheckpointReader(root / "a").index().total_bytes());
+  EXPECT_EQ(CheckpointReader(root / "a").verify(),
+            CheckpointReader(root / "a").index().total_bytes());
 }
 
 TEST(CheckpointSaveLoad, AnInterruptedSaveIsNotACheckpoint) {
@@ -269,8 +271,8 @@ TEST(CheckpointSaveLoad, MissingAndExtraArraysAreNamed) {
     EXPECT_THAT(e.what(), HasSubstr("holds 1 arrays the model does not have: 'b'"));
   }
   std::vector<float> got(3);
-  const BlockToLoad wrong{"w", {37, 22}, DType::kF32, {{0, 1}, {0, 3}},
-                          std::as_writable_bytes(std::span(got))};
+  const BlockToLoad wrong{
+      "w", {37, 22}, DType::kF32, {{0, 1}, {0, 3}}, std::as_writable_bytes(std::span(got))};
   EXPECT_THROW((void)reader.read({&wrong, 1}), CheckpointError);
 }
 

@@ -28,8 +28,9 @@ std::string fresh_folder(const std::string& name) {
 
 std::vector<std::string> train_args(const std::string& layout, std::vector<std::string> more,
                                     const std::string& steps = "6") {
-  std::vector<std::string> args{"train", "--model", source_path("examples/models/gpt_micro.json"),
-                                "--steps", steps, "--batch", "8", "--json"};
+  std::vector<std::string> args{"train",   "--model", source_path("examples/models/gpt_micro.json"),
+                                "--steps", steps,     "--batch",
+                                "8",       "--json"};
   std::istringstream words(layout);
   for (std::string word; words >> word;) args.push_back(word);
   args.insert(args.end(), more.begin(), more.end());
@@ -65,8 +66,7 @@ TEST(TrainCheckpoint, ResumingOnTheSameLayoutIsBitIdentical) {
     (void)losses(train_args(layout, {"--save", folder, "--save-every", "3"}));
     ASSERT_TRUE(std::filesystem::exists(folder + "/step-00000003/index.json")) << layout;
     std::filesystem::remove_all(folder + "/step-00000006");
-    const std::map<std::int64_t, double> resumed =
-        losses(train_args(layout, {"--resume", folder}));
+    const std::map<std::int64_t, double> resumed = losses(train_args(layout, {"--resume", folder}));
     ASSERT_EQ(resumed.size(), 3U) << layout;
     for (const auto& [step, loss] : resumed) {
       EXPECT_EQ(loss, whole.at(step)) << layout << " step " << step;
@@ -80,10 +80,9 @@ TEST(TrainCheckpoint, ACheckpointContinuesOnAnotherLayout) {
   const std::string folder = fresh_folder("other");
   (void)losses(train_args(saved_on, {"--save", folder, "--save-every", "3"}));
   std::filesystem::remove_all(folder + "/step-00000006");
-  for (const std::string& layout : {std::string(), std::string("--mesh fsdp=4 --zero 1"),
-                                    std::string("--mesh data=4"),
-                                    std::string("--mesh model=2,pipeline=2"),
-                                    std::string("--mesh data=2,model=2 --zero 3")}) {
+  for (const std::string& layout :
+       {std::string(), std::string("--mesh fsdp=4 --zero 1"), std::string("--mesh data=4"),
+        std::string("--mesh model=2,pipeline=2"), std::string("--mesh data=2,model=2 --zero 3")}) {
     const std::map<std::int64_t, double> resumed =
         losses(train_args(layout, {"--resume", folder + "/step-00000003"}));
     ASSERT_EQ(resumed.size(), 3U) << layout;
@@ -96,15 +95,16 @@ TEST(TrainCheckpoint, ACheckpointContinuesOnAnotherLayout) {
 TEST(TrainCheckpoint, KeepLeavesTheNewestAndAsyncSavesTheSameState) {
   const std::string sync = fresh_folder("sync");
   const std::string async = fresh_folder("async");
-  (void)losses(train_args("--mesh fsdp=2 --zero 3", {"--save", sync, "--save-every", "1", "--keep", "2"}));
+  (void)losses(
+      train_args("--mesh fsdp=2 --zero 3", {"--save", sync, "--save-every", "1", "--keep", "2"}));
   std::vector<std::string> left;
   for (const auto& entry : std::filesystem::directory_iterator(sync)) {
     left.push_back(entry.path().filename().string());
   }
   std::sort(left.begin(), left.end());
   EXPECT_EQ(left, (std::vector<std::string>{"step-00000005", "step-00000006"}));
-  const auto result = run_command(train_args(
-      "--mesh fsdp=2 --zero 3", {"--save", async, "--save-every", "2", "--save-async"}));
+  const auto result = run_command(
+      train_args("--mesh fsdp=2 --zero 3", {"--save", async, "--save-every", "2", "--save-async"}));
   ASSERT_EQ(result.status, 0) << result.err;
   for (const char* step : {"step-00000002", "step-00000004", "step-00000006"}) {
     ASSERT_TRUE(std::filesystem::exists(async + "/" + step + "/index.json")) << step;
@@ -160,8 +160,8 @@ TEST(TrainCheckpoint, AFullDiskLeavesTheEarlierCheckpoint) {
   rlimit small = before;
   small.rlim_cur = 64 * 1024;
   setrlimit(RLIMIT_FSIZE, &small);
-  const auto result = run_command(
-      train_args("--mesh fsdp=2 --zero 1", {"--save", folder, "--resume", folder}));
+  const auto result =
+      run_command(train_args("--mesh fsdp=2 --zero 1", {"--save", folder, "--resume", folder}));
   setrlimit(RLIMIT_FSIZE, &before);
   EXPECT_EQ(result.status, 2);
   EXPECT_THAT(result.err, ::testing::HasSubstr("step-00000006' not saved: rank 0: cannot write"));

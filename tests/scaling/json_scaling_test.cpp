@@ -7,16 +7,16 @@
 
 #include <string>
 
+#include "detail/json_reader.hpp"
 #include "error_of.hpp"
 #include "shardwise/plan/model_shape.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
-#include "detail/json_reader.hpp"
 
 namespace shardwise {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 std::string object_valued_keys(int count) {
   std::string text = "{";
@@ -37,9 +37,10 @@ TEST(JsonScaling, ARepeatedKeyIsStillRefusedAtAnyDepthAndAfterManyKeys) {
   text.back() = ',';
   EXPECT_THAT(error_of([&] { (void)detail::parse_json(text + " \"k5\": {}}", "rules"); }),
               HasSubstr("rules has the key \"k5\" twice in one object"));
-  EXPECT_THAT(
-      error_of([] { (void)detail::parse_json(R"([{"a": {"b": 1, "c": {"b": 2}, "b": 3}}])", "x"); }),
-      HasSubstr("x has the key \"b\" twice in one object"));
+  EXPECT_THAT(error_of([] {
+                (void)detail::parse_json(R"([{"a": {"b": 1, "c": {"b": 2}, "b": 3}}])", "x");
+              }),
+              HasSubstr("x has the key \"b\" twice in one object"));
   // The same key in sibling objects and in an array of objects is no repeat.
   const nlohmann::json fine =
       detail::parse_json(R"({"a": {"n": 1}, "b": {"n": 2}, "c": [{"n": 3}, {"n": 4}]})", "x");
@@ -71,10 +72,12 @@ TEST(JsonScaling, AManifestOfFourHundredThousandParametersIsReadInLinearTime) {
 }
 
 TEST(JsonScaling, ASafetensorsHeaderOfTwoHundredThousandTensorsIsReadInLinearTime) {
-  std::string header = R"({"__metadata__": {"format": "pt"}, "wte": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]})";
+  std::string header =
+      R"({"__metadata__": {"format": "pt"}, "wte": {"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 32]})";
   std::uint64_t offset = 32;
   for (int i = 0; i < 200'000; ++i) {
-    header += R"(, "h.)" + std::to_string(i) + R"(.mlp.c_fc.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [)" +
+    header += R"(, "h.)" + std::to_string(i) +
+              R"(.mlp.c_fc.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [)" +
               std::to_string(offset) + ", " + std::to_string(offset + 16) + "]}";
     offset += 16;
   }

@@ -70,8 +70,8 @@ class CheckpointSave {
   std::filesystem::path partial_;
   std::string metadata_json_;
   SaveOptions options_;
-  std::vector<Block> blocks_;     // every distinct block of every rank, with its writer
-  std::vector<std::size_t> mine_; // of the caller's blocks, those this rank writes
+  std::vector<Block> blocks_;               // every distinct block of every rank, with its writer
+  std::vector<std::size_t> mine_;           // of the caller's blocks, those this rank writes
   std::vector<std::size_t> mine_distinct_;  // their entries in blocks_
   std::string records_;  // what write() wrote, for commit: one JSON object per line
   std::string error_;    // what write() could not do
