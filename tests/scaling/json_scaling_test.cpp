@@ -51,11 +51,16 @@ TEST(JsonScaling, ARepeatedKeyIsStillRefusedAtAnyDepthAndAfterManyKeys) {
               HasSubstr("invalid JSON in x"));
 }
 
-TEST(JsonScaling, ADeeplyNestedDocumentIsReadWithoutRecursion) {
+// A million levels of brackets are refused at the 257th, at once and without recursion: a
+// document that deep would overflow the stack of the JSON library's recursive dump (which error
+// messages use to echo a value).
+TEST(JsonScaling, ADeeplyNestedDocumentIsRefusedWithoutRecursion) {
   constexpr int kDepth = 1'000'000;
   const std::string text = std::string(kDepth, '[') + std::string(kDepth, ']');
-  const nlohmann::json json = detail::parse_json(text, "nested");
-  EXPECT_TRUE(json.is_array());
+  EXPECT_THAT(error_of([&] { (void)detail::parse_json(text, "nested"); }),
+              HasSubstr("nested nests deeper than 256 levels"));
+  const std::string allowed = std::string(256, '[') + std::string(256, ']');
+  EXPECT_TRUE(detail::parse_json(allowed, "nested").is_array());
 }
 
 TEST(JsonScaling, AManifestOfFourHundredThousandParametersIsReadInLinearTime) {
