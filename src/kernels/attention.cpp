@@ -2,58 +2,129 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
+#include "fast_math.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
 
 namespace shardwise::kernels {
+namespace {
 
-// Per (sequence, head), on the BLAS: scores = q k^T (the masked half is computed and then
-// zeroed: a product on the BLAS beats the scalar loops that would skip it), a causal softmax
-// per row, out = weights v. q, k and v are strided views of qkv (row stride 3 channels).
-void attention_forward(float* out, float* att, const float* qkv, std::size_t batch, std::size_t seq,
+// Queries and keys per tile: a tile's scores (64 x 64 floats) and its rows of q, k, v stay in
+// the L1 and L2 caches.
+constexpr std::size_t kTile = 64;
+
+// One tile's softmax step, FlashAttention's online form: `scores` (rows x cols, row stride
+// kTile) becomes exp(score - new row maximum), each row's maximum `largest` and running sum
+// `sum` are updated, and `rescale` receives what the row's earlier output must be multiplied by.
+// Where `diagonal`, column c of row r is masked when c > r + offset (a key after the query).
+SHARDWISE_CPU_CLONES
+void online_softmax_tile(float* __restrict scores, float* __restrict largest, float* __restrict sum,
+                         float* __restrict rescale, std::size_t rows, std::size_t cols,
+                         bool diagonal, std::size_t offset) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* s = scores + r * kTile;
+    const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
+    float row_max = largest[r];
+    for (std::size_t c = 0; c < valid; ++c) row_max = std::max(row_max, s[c]);
+    float row_sum = 0.0F;
+    for (std::size_t c = 0; c < valid; ++c) {
+      s[c] = detail::fast_exp(s[c] - row_max);
+      row_sum += s[c];
+    }
+    for (std::size_t c = valid; c < cols; ++c) s[c] = 0.0F;
+    // The first tile of a row has largest = -inf: its earlier output and sum are zero.
+    const float factor = std::isinf(largest[r]) ? 0.0F : detail::fast_exp(largest[r] - row_max);
+    rescale[r] = factor;
+    sum[r] = sum[r] * factor + row_sum;
+    largest[r] = row_max;
+  }
+}
+
+// Backward's weights of one tile from the saved log-sum-exp, and the scores' gradient in place of
+// the weights' (dscores = weights (dweights - D) scale); masked entries are zero.
+SHARDWISE_CPU_CLONES
+void softmax_backward_tile(float* __restrict weights, float* __restrict dweights,
+                           const float* __restrict lse, const float* __restrict delta,
+                           std::size_t rows, std::size_t cols, bool diagonal, std::size_t offset,
+                           float scale) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* w = weights + r * kTile;
+    float* d = dweights + r * kTile;
+    const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
+    for (std::size_t c = 0; c < valid; ++c) {
+      w[c] = detail::fast_exp(w[c] - lse[r]);
+      d[c] = w[c] * (d[c] - delta[r]) * scale;
+    }
+    for (std::size_t c = valid; c < cols; ++c) {
+      w[c] = 0.0F;
+      d[c] = 0.0F;
+    }
+  }
+}
+
+}  // namespace
+
+void attention_forward(float* out, float* lse, const float* qkv, std::size_t batch, std::size_t seq,
                        std::size_t channels, std::size_t heads) {
   const std::size_t head_size = channels / heads;
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
-  // Every (sequence, head) on its own, the threads taking a share of them each (the products
-  // inside then run on one thread).
   detail::parallel_for(batch * heads, 1, [&](std::size_t first, std::size_t last) {
+    std::vector<float> scores(kTile * kTile);
+    std::vector<float> acc(kTile * head_size);
+    float largest[kTile];
+    float sum[kTile];
+    float rescale[kTile];
     for (std::size_t i = first; i < last; ++i) {
       const std::size_t b = i / heads;
       const std::size_t h = i % heads;
       const float* q = qkv + b * seq * row + h * head_size;
       const float* k = q + channels;
       const float* v = q + 2 * channels;
-      float* weights = att + i * seq * seq;
-      detail::sgemm(false, true, seq, seq, head_size, scale, q, row, k, row, 0.0F, weights, seq);
-      for (std::size_t t = 0; t < seq; ++t) {
-        float* w = weights + t * seq;
-        const float largest = *std::max_element(w, w + t + 1);
-        float sum = 0.0F;
-        for (std::size_t t2 = 0; t2 <= t; ++t2) {
-          w[t2] = std::exp(w[t2] - largest);
-          sum += w[t2];
+      for (std::size_t q0 = 0; q0 < seq; q0 += kTile) {
+        const std::size_t rows = std::min(kTile, seq - q0);
+        std::fill(largest, largest + rows, -std::numeric_limits<float>::infinity());
+        std::fill(sum, sum + rows, 0.0F);
+        std::fill(acc.begin(), acc.begin() + static_cast<std::ptrdiff_t>(rows * head_size), 0.0F);
+        // Key tiles up to the diagonal's: those past it are masked whole.
+        for (std::size_t k0 = 0; k0 < q0 + rows; k0 += kTile) {
+          const std::size_t cols = std::min(kTile, seq - k0);
+          detail::sgemm(false, true, rows, cols, head_size, scale, q + q0 * row, row, k + k0 * row,
+                        row, 0.0F, scores.data(), kTile);
+          online_softmax_tile(scores.data(), largest, sum, rescale, rows, cols, k0 + cols > q0,
+                              q0 - k0);
+          for (std::size_t r = 0; r < rows; ++r) {
+            float* a = acc.data() + r * head_size;
+            for (std::size_t d = 0; d < head_size; ++d) a[d] *= rescale[r];
+          }
+          detail::sgemm(false, false, rows, head_size, cols, 1.0F, scores.data(), kTile,
+                        v + k0 * row, row, 1.0F, acc.data(), head_size);
         }
-        const float inverse = 1.0F / sum;  // sum >= 1: the largest term is exp(0)
-        for (std::size_t t2 = 0; t2 <= t; ++t2) w[t2] *= inverse;
-        std::fill(w + t + 1, w + seq, 0.0F);
+        for (std::size_t r = 0; r < rows; ++r) {
+          const float inverse = 1.0F / sum[r];  // sum >= 1: the largest term is exp(0)
+          float* o = out + (b * seq + q0 + r) * channels + h * head_size;
+          const float* a = acc.data() + r * head_size;
+          for (std::size_t d = 0; d < head_size; ++d) o[d] = a[d] * inverse;
+          lse[i * seq + q0 + r] = largest[r] + std::log(sum[r]);
+        }
       }
-      detail::sgemm(false, false, seq, head_size, seq, 1.0F, weights, seq, v, row, 0.0F,
-                    out + b * seq * channels + h * head_size, channels);
     }
   });
 }
 
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                        std::size_t batch, std::size_t seq, std::size_t channels,
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                        const float* lse, std::size_t batch, std::size_t seq, std::size_t channels,
                         std::size_t heads) {
   const std::size_t head_size = channels / heads;
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
   detail::parallel_for(batch * heads, 1, [&](std::size_t first, std::size_t last) {
-    std::vector<float> dweights(seq * seq);
+    std::vector<float> weights(kTile * kTile);
+    std::vector<float> dweights(kTile * kTile);
+    std::vector<float> delta(seq);
     for (std::size_t i = first; i < last; ++i) {
       const std::size_t b = i / heads;
       const std::size_t h = i % heads;
@@ -64,27 +135,36 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       float* dk = dq + channels;
       float* dv = dq + 2 * channels;
       const float* dy = dout + b * seq * channels + h * head_size;
-      const float* weights = att + i * seq * seq;
-      // Through out = weights v.
-      detail::sgemm(true, false, seq, head_size, seq, 1.0F, weights, seq, dy, channels, 1.0F, dv,
-                    row);
-      detail::sgemm(false, true, seq, seq, head_size, 1.0F, dy, channels, v, row, 0.0F,
-                    dweights.data(), seq);
-      // Through the softmax: d scores = weights (d weights - sum weights d weights), scaled;
-      // zero above the diagonal, where the weights are zero.
+      const float* y = out + b * seq * channels + h * head_size;
+      const float* row_lse = lse + i * seq;
+      // D = rowsum(dout o out): the softmax backward's sum of weights x dweights, per row.
       for (std::size_t t = 0; t < seq; ++t) {
-        const float* w = weights + t * seq;
-        float* d = dweights.data() + t * seq;
-        float weighted = 0.0F;
-        for (std::size_t t2 = 0; t2 <= t; ++t2) weighted += w[t2] * d[t2];
-        for (std::size_t t2 = 0; t2 <= t; ++t2) d[t2] = w[t2] * (d[t2] - weighted) * scale;
-        std::fill(d + t + 1, d + seq, 0.0F);
+        float dot = 0.0F;
+        for (std::size_t d = 0; d < head_size; ++d)
+          dot += dy[t * channels + d] * y[t * channels + d];
+        delta[t] = dot;
       }
-      // Through scores = q k^T.
-      detail::sgemm(false, false, seq, head_size, seq, 1.0F, dweights.data(), seq, k, row, 1.0F, dq,
-                    row);
-      detail::sgemm(true, false, seq, head_size, seq, 1.0F, dweights.data(), seq, q, row, 1.0F, dk,
-                    row);
+      // Key tiles outside, the query tiles at and below the diagonal inside: dk and dv of a key
+      // tile are summed in one place, dq over the key tiles in order.
+      for (std::size_t k0 = 0; k0 < seq; k0 += kTile) {
+        const std::size_t cols = std::min(kTile, seq - k0);
+        for (std::size_t q0 = k0 / kTile * kTile; q0 < seq; q0 += kTile) {
+          const std::size_t rows = std::min(kTile, seq - q0);
+          detail::sgemm(false, true, rows, cols, head_size, scale, q + q0 * row, row, k + k0 * row,
+                        row, 0.0F, weights.data(), kTile);
+          detail::sgemm(false, true, rows, cols, head_size, 1.0F, dy + q0 * channels, channels,
+                        v + k0 * row, row, 0.0F, dweights.data(), kTile);
+          softmax_backward_tile(weights.data(), dweights.data(), row_lse + q0, delta.data() + q0,
+                                rows, cols, k0 + cols > q0, q0 - k0, scale);
+          // Through out = weights v, and scores = q k^T.
+          detail::sgemm(true, false, cols, head_size, rows, 1.0F, weights.data(), kTile,
+                        dy + q0 * channels, channels, 1.0F, dv + k0 * row, row);
+          detail::sgemm(false, false, rows, head_size, cols, 1.0F, dweights.data(), kTile,
+                        k + k0 * row, row, 1.0F, dq + q0 * row, row);
+          detail::sgemm(true, false, cols, head_size, rows, 1.0F, dweights.data(), kTile,
+                        q + q0 * row, row, 1.0F, dk + k0 * row, row);
+        }
+      }
     }
   });
 }

@@ -71,7 +71,7 @@ Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel t
 std::size_t Gpt::Activations::bytes() const {
   std::size_t floats = 0;
   for (const auto* v :
-       {&encoded,   &ln1,      &ln1_mean, &ln1_rstd, &qkv,   &atty,     &att,    &attproj,
+       {&encoded,   &ln1,      &ln1_mean, &ln1_rstd, &qkv,   &atty,     &lse,    &attproj,
         &residual2, &ln2,      &ln2_mean, &ln2_rstd, &fch,   &fch_gelu, &fcproj, &residual3,
         &lnf,       &lnf_mean, &lnf_rstd, &logits,   &probs, &losses}) {
     floats += v->size();
@@ -101,7 +101,7 @@ void Gpt::size_activations(Activations& a, std::size_t batch, std::size_t seq) c
   a.atty.assign(L * BT * channels_, 0);
   for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->assign(L * R, 0);
   a.qkv.assign(L * BT * 3 * channels_, 0);
-  a.att.assign(L * batch * heads_ * seq * seq, 0);
+  a.lse.assign(L * batch * heads_ * seq, 0);  // each row's log-sum-exp: no seq x seq matrix
   a.fch.assign(L * BT * width_, 0);
   a.fch_gelu.assign(L * BT * width_, 0);
   const std::size_t head = has_head_ ? 1 : 0;
@@ -272,7 +272,7 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
     layernorm(a.ln1, a.ln1_mean, a.ln1_rstd, residual, param(l, kLn1W), param(l, kLn1B));
     // Column-parallel Q, K and V of this rank's heads; row-parallel output projection.
     kernels::matmul_forward(a.qkv, a.ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * Cl);
-    kernels::attention_forward(a.atty, a.att, a.qkv, batch, seq, Cl, heads_);
+    kernels::attention_forward(a.atty, a.lse, a.qkv, batch, seq, Cl, heads_);
     row_parallel(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), Cl);
     kernels::residual_forward(a.residual2, residual, a.attproj, R * C);
     layernorm(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, param(l, kLn2W), param(l, kLn2B));
@@ -316,7 +316,7 @@ Gpt::LayerActivations Gpt::layer(Activations& a, std::size_t l) const {
   const std::size_t C = config_.n_embd, BT = a.batch * a.seq, R = local_rows(a.batch, a.seq);
   return {a.ln1.data() + l * BT * C,           a.ln1_mean.data() + l * R,
           a.ln1_rstd.data() + l * R,           a.qkv.data() + l * BT * 3 * channels_,
-          a.atty.data() + l * BT * channels_,  a.att.data() + l * a.batch * heads_ * a.seq * a.seq,
+          a.atty.data() + l * BT * channels_,  a.lse.data() + l * a.batch * heads_ * a.seq,
           a.attproj.data() + l * R * C,        a.residual2.data() + l * R * C,
           a.ln2.data() + l * BT * C,           a.ln2_mean.data() + l * R,
           a.ln2_rstd.data() + l * R,           a.fch.data() + l * BT * width_,
@@ -456,7 +456,7 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB), dattention,
                              a.atty, param(l, kAttProjW), BT, Cl, C);
     zero(dqkv_);
-    kernels::attention_backward(dqkv_.data(), dbranch_.data(), a.qkv, a.att, batch, seq, Cl,
+    kernels::attention_backward(dqkv_.data(), dbranch_.data(), a.qkv, a.atty, a.lse, batch, seq, Cl,
                                 heads_);
     zero(dnorm_);
     kernels::matmul_backward(dnorm_.data(), grad(l, kQkvW), grad(l, kQkvB), dqkv_.data(), a.ln1,

@@ -56,13 +56,14 @@ Link link_of(const Cluster& cluster, const Axis& axis) {
                                                             : cluster.intra_node;
 }
 
-// Activations of shardwise's fp32 trainer (no dropout): per layer 17 s h + a s^2 + 4 s floats
-// per sequence (LayerNorm outputs and statistics, q k v, attention weights and output, the MLP's
-// two wide tensors, residuals).
+// Activations of shardwise's fp32 trainer (no dropout): per layer 18 s h + a s + 4 s floats
+// per sequence (LayerNorm outputs and statistics, q k v, attention's output and each row's
+// log-sum-exp (no s x s matrix: the attention is FlashAttention's), the MLP's two wide tensors,
+// residuals).
 double trainer_layer_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
   const double s = static_cast<double>(seq);
   return static_cast<double>(b) * (18 * s * static_cast<double>(model.hidden) +
-                                   static_cast<double>(model.heads) * s * s + 4 * s);
+                                   static_cast<double>(model.heads) * s + 4 * s);
 }
 
 // And outside the layers: the embedding output, final LayerNorm, logits and probabilities,
@@ -95,10 +96,10 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   const double v = static_cast<double>(model.vocab);
   // A layer: the LayerNorms' outputs whole, the residual stream and the row-parallel outputs
   // this rank's rows with their LayerNorm statistics, Q K V, attention's output and the MLP's
-  // inside this rank's width, and its heads' attention matrices.
+  // inside this rank's width, and its heads' rows' log-sum-exp.
   const double layer =
       2 * whole * h + 4 * rows * h + 4 * rows + whole * 12 * h / t +
-      static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s * s;
+      static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s;
   double floats = slots * (chunk_layers * layer + rows * h);
   // Backward's scratch, once: three residual-stream gradients, a LayerNorm input's gradient
   // whole, the branches' and the MLP's this rank's width; sequence parallelism's gathers.

@@ -106,23 +106,97 @@ TEST(GradientCheck, CausalAttention) {
   const std::size_t batch = 2, seq = 5, channels = 8, heads = 2;
   std::vector<float> qkv = random_values(batch * seq * 3 * channels, 9);
   const std::vector<float> probe = random_values(batch * seq * channels, 10);
-  std::vector<float> y(batch * seq * channels), att(batch * heads * seq * seq);
+  std::vector<float> y(batch * seq * channels), lse(batch * heads * seq);
   const auto loss = [&] {
-    attention_forward(y.data(), att.data(), qkv.data(), batch, seq, channels, heads);
+    attention_forward(y.data(), lse.data(), qkv.data(), batch, seq, channels, heads);
     return weighted_sum(y, probe);
   };
   (void)loss();
-  // Causal: the first position attends only to itself, so its output is its own value.
+  // Causal: the first position attends only to itself, so its output is its own value, and its
+  // log-sum-exp is its one scaled score.
   for (std::size_t c = 0; c < channels; ++c) EXPECT_NEAR(y[c], qkv[2 * channels + c], 1e-6);
-  for (std::size_t row = 0; row < batch * heads * seq; ++row) {
-    double sum = 0;
-    for (std::size_t t2 = 0; t2 < seq; ++t2) sum += att[row * seq + t2];
-    EXPECT_NEAR(sum, 1.0, 1e-5);
+  double self = 0;
+  for (std::size_t d = 0; d < channels / heads; ++d) {
+    self += static_cast<double>(qkv[d]) * qkv[channels + d];
   }
+  EXPECT_NEAR(lse[0], self / std::sqrt(channels / heads), 1e-5);
   std::vector<float> dqkv(qkv.size());
-  attention_backward(dqkv.data(), probe.data(), qkv.data(), att.data(), batch, seq, channels,
-                     heads);
+  attention_backward(dqkv.data(), probe.data(), qkv.data(), y.data(), lse.data(), batch, seq,
+                     channels, heads);
   expect_gradient(qkv, dqkv, loss, "dqkv");
+}
+
+// Attention as a whole matrix, in double: what the tiles must give.
+void attention_reference(std::vector<double>& out, std::vector<double>& dqkv,
+                         const std::vector<float>& qkv, const std::vector<float>& dout,
+                         std::size_t batch, std::size_t seq, std::size_t channels,
+                         std::size_t heads) {
+  const std::size_t hs = channels / heads, row = 3 * channels;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  out.assign(batch * seq * channels, 0.0);
+  dqkv.assign(qkv.size(), 0.0);
+  for (std::size_t b = 0; b < batch; ++b) {
+    for (std::size_t h = 0; h < heads; ++h) {
+      const auto q = [&](std::size_t t, std::size_t d) {
+        return double{qkv[(b * seq + t) * row + h * hs + d]};
+      };
+      const auto k = [&](std::size_t t, std::size_t d) {
+        return double{qkv[(b * seq + t) * row + channels + h * hs + d]};
+      };
+      const auto v = [&](std::size_t t, std::size_t d) {
+        return double{qkv[(b * seq + t) * row + 2 * channels + h * hs + d]};
+      };
+      for (std::size_t t = 0; t < seq; ++t) {
+        std::vector<double> w(t + 1);
+        double largest = -1e300, sum = 0;
+        for (std::size_t u = 0; u <= t; ++u) {
+          for (std::size_t d = 0; d < hs; ++d) w[u] += q(t, d) * k(u, d) * scale;
+          largest = std::max(largest, w[u]);
+        }
+        for (double& x : w) sum += (x = std::exp(x - largest));
+        for (double& x : w) x /= sum;
+        const auto dy = [&](std::size_t d) {
+          return double{dout[(b * seq + t) * channels + h * hs + d]};
+        };
+        std::vector<double> dw(t + 1);
+        double weighted = 0;
+        for (std::size_t u = 0; u <= t; ++u) {
+          for (std::size_t d = 0; d < hs; ++d) {
+            out[(b * seq + t) * channels + h * hs + d] += w[u] * v(u, d);
+            dqkv[(b * seq + u) * row + 2 * channels + h * hs + d] += w[u] * dy(d);
+            dw[u] += dy(d) * v(u, d);
+          }
+          weighted += w[u] * dw[u];
+        }
+        for (std::size_t u = 0; u <= t; ++u) {
+          const double ds = w[u] * (dw[u] - weighted) * scale;
+          for (std::size_t d = 0; d < hs; ++d) {
+            dqkv[(b * seq + t) * row + h * hs + d] += ds * k(u, d);
+            dqkv[(b * seq + u) * row + channels + h * hs + d] += ds * q(t, d);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Three tiles of queries and keys, the last one short: the online softmax across tiles, the
+// masked diagonal tiles and the skipped ones above give the whole matrix's results.
+TEST(Attention, TilesGiveTheWholeMatrixResults) {
+  const std::size_t batch = 2, seq = 150, channels = 16, heads = 2;
+  const std::vector<float> qkv = random_values(batch * seq * 3 * channels, 21, 1.5F);
+  const std::vector<float> dout = random_values(batch * seq * channels, 22);
+  std::vector<double> want_out, want_dqkv;
+  attention_reference(want_out, want_dqkv, qkv, dout, batch, seq, channels, heads);
+  std::vector<float> out(batch * seq * channels), lse(batch * heads * seq);
+  std::vector<float> dqkv(qkv.size(), 0.5F);  // backward adds
+  attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, channels, heads);
+  attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq,
+                     channels, heads);
+  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want_out[i], 2e-5) << i;
+  for (std::size_t i = 0; i < dqkv.size(); ++i) {
+    ASSERT_NEAR(dqkv[i], want_dqkv[i] + 0.5, 1e-4) << i;
+  }
 }
 
 TEST(GradientCheck, GeluAndResidual) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "shardwise/kernels/attention.hpp"
 #include "shardwise/kernels/embedding.hpp"
 #include "shardwise/kernels/layernorm.hpp"
 #include "shardwise/kernels/matmul.hpp"
@@ -61,6 +62,30 @@ TEST(KernelThreads, LayerNormEmbeddingAndBiasGradientsDoNotDependOnTheThreadCoun
   const auto four = on_threads(4, run);
   ASSERT_EQ(one.size(), four.size());
   for (std::size_t k = 0; k < one.size(); ++k) EXPECT_EQ(one[k], four[k]) << "output " << k;
+}
+
+// Each (sequence, head) of the tiled attention runs on one thread in a fixed order, and its
+// products on that thread alone: the same bits on one thread as on four, with more (sequence,
+// head) pairs than threads and with fewer.
+TEST(KernelThreads, AttentionDoesNotDependOnTheThreadCount) {
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{3}}) {
+    const std::size_t seq = 130, channels = 32, heads = 2;
+    const std::vector<float> qkv = values(batch * seq * 3 * channels, 0.05F);
+    const std::vector<float> dout = values(batch * seq * channels, -0.1F);
+    const auto run = [&] {
+      std::vector<float> out(batch * seq * channels), lse(batch * heads * seq);
+      attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, channels, heads);
+      std::vector<float> dqkv(qkv.size());
+      attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq,
+                         channels, heads);
+      return std::vector<std::vector<float>>{out, lse, dqkv};
+    };
+    const auto one = on_threads(1, run);
+    const auto four = on_threads(4, run);
+    for (std::size_t k = 0; k < one.size(); ++k) {
+      EXPECT_EQ(one[k], four[k]) << "batch " << batch << " output " << k;
+    }
+  }
 }
 
 }  // namespace

@@ -166,14 +166,14 @@ class Gpt {
     std::size_t seq = 0;
     bool head_held = false;  // forward left the final norm and the embeddings gathered
     std::vector<std::int32_t> tokens, targets;
-    std::vector<float> encoded, ln1, ln1_mean, ln1_rstd, qkv, atty, att, attproj, residual2, ln2,
+    std::vector<float> encoded, ln1, ln1_mean, ln1_rstd, qkv, atty, lse, attproj, residual2, ln2,
         ln2_mean, ln2_rstd, fch, fch_gelu, fcproj, residual3, lnf, lnf_mean, lnf_rstd, logits,
         probs, losses;
     [[nodiscard]] std::size_t bytes() const;
   };
   // Layer l's saved activations in `a` (l counted from the stage's first layer).
   struct LayerActivations {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att, *attproj, *residual2, *ln2, *ln2_mean,
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *attproj, *residual2, *ln2, *ln2_mean,
         *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
   };
   LayerActivations layer(Activations& a, std::size_t l) const;
