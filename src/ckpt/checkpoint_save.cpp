@@ -121,6 +121,9 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   // Every rank decides alike, from every rank's descriptions.
   std::map<std::pair<std::string, std::vector<std::int64_t>>, std::size_t> distinct;
   std::map<std::string, std::pair<Shape, DType>> arrays;
+  // Per distinct block, the ranks that hold it (in rank order) and the index of the block in
+  // each one's list.
+  std::vector<std::vector<std::pair<int, std::size_t>>> holders;
   std::string problem;
   for (int r = 0; r < static_cast<int>(every.size()) && problem.empty(); ++r) {
     const nlohmann::json described = nlohmann::json::parse(every[static_cast<std::size_t>(r)]);
@@ -150,16 +153,26 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
       // keeps one.
       if (elements_of(block.box) == 0 && num_elements(block.shape) != 0) continue;
       const auto [at, added] = distinct.try_emplace({block.array, std::move(key)}, blocks_.size());
-      if (added) blocks_.push_back(std::move(block));
-      if (r == comm_.rank() && blocks_[at->second].writer == r &&
-          std::find(mine_distinct_.begin(), mine_distinct_.end(), at->second) ==
-              mine_distinct_.end()) {
-        mine_.push_back(i);
-        mine_distinct_.push_back(at->second);
+      if (added) {
+        blocks_.push_back(std::move(block));
+        holders.emplace_back();
       }
+      std::vector<std::pair<int, std::size_t>>& held = holders[at->second];
+      if (held.empty() || held.back().first != r) held.emplace_back(r, i);
     }
   }
   if (!problem.empty()) throw CheckpointError(what + ": " + problem);
+  // Each distinct block is written once, by its holders in turn (block d by its holder d mod
+  // their count), so that replicas share the writing: under plain data parallelism every rank
+  // writes a part of the model, not rank 0 all of it.
+  for (std::size_t d = 0; d < blocks_.size(); ++d) {
+    const auto& [writer, index] = holders[d][d % holders[d].size()];
+    blocks_[d].writer = writer;
+    if (writer == comm_.rank()) {
+      mine_.push_back(index);
+      mine_distinct_.push_back(d);
+    }
+  }
   // The blocks must tile every array: checked on the index they would make.
   {
     CheckpointIndex planned;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <numeric>
 
@@ -321,6 +322,41 @@ TEST(CheckpointSaveLoad, ASaveReplacesACheckpointAndNothingElse) {
     EXPECT_THAT(e.what(), HasSubstr("exists and is not a checkpoint"));
   }
   EXPECT_TRUE(std::filesystem::exists(root / "mine" / "notes.txt"));
+}
+
+}  // namespace
+}  // namespace shardwise::ckpt
+
+namespace shardwise::ckpt {
+namespace {
+
+// Replicas share the writing: 4 ranks each holding the same 8 arrays write 2 each, once.
+TEST(CheckpointSaveLoad, ReplicasShareTheWriting) {
+  const auto root = ::testing::TempDir() + std::string("replicas");
+  std::filesystem::remove_all(root);
+  run_local(4, [&](Communicator& comm) {
+    std::vector<float> values(16, 2.0F);
+    std::vector<BlockToSave> blocks;
+    for (int a = 0; a < 8; ++a) {
+      blocks.push_back({"a" + std::to_string(a),
+                        {16},
+                        DType::kF32,
+                        "replicated",
+                        {{0, 16}},
+                        std::as_bytes(std::span(values))});
+    }
+    save_checkpoint(comm, root, blocks, "{}");
+  });
+  const CheckpointReader reader(root);
+  std::map<std::string, int> per_file;
+  for (const ArrayRecord& array : reader.index().arrays) {
+    ASSERT_EQ(array.shards.size(), 1U);
+    ++per_file[array.shards[0].file];
+  }
+  EXPECT_EQ(per_file, (std::map<std::string, int>{{"rank-00000.safetensors", 2},
+                                                  {"rank-00001.safetensors", 2},
+                                                  {"rank-00002.safetensors", 2},
+                                                  {"rank-00003.safetensors", 2}}));
 }
 
 }  // namespace

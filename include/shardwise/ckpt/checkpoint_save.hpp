@@ -1,6 +1,7 @@
 #pragma once
 // Saving a checkpoint from every rank at once: each distinct block of an array is written once,
-// by the lowest rank that holds it, into that rank's own safetensors file; rank 0 writes the
+// by one of the ranks that hold it (in turn, block by block), into that rank's own safetensors
+// file; rank 0 writes the
 // index last. The folder appears whole or not at all: everything is written into a temporary
 // folder beside it (".NAME.partial"), files and folder are fsynced, and the rename that makes it
 // `folder` comes after the index. A save that fails on any rank fails on every rank with the
