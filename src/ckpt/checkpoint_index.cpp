@@ -55,7 +55,8 @@ const nlohmann::json& member(const nlohmann::json& object, const char* key,
 
 void only_keys(const nlohmann::json& object, std::initializer_list<const char*> keys,
                const std::string& path) {
-  for (const auto& [key, value] : object.items()) {
+  for (const auto& item : object.items()) {
+    const std::string& key = item.key();
     if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; })) {
       throw CheckpointError(path + " has an unknown field '" + echo_input(key, 60) + "'");
     }
