@@ -104,7 +104,8 @@ void check_ranks_agree(Communicator& comm,
 // ZeRO, its activations and gathered units): one count for the planner and this check.
 double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
                       const train::TrainSettings& settings, bool sequence_parallel,
-                      const std::optional<models::GptPipeline>& pipeline) {
+                      const std::optional<models::GptPipeline>& pipeline,
+                      models::GptRecompute recompute) {
   const auto ranks = static_cast<std::int64_t>(mesh.size());
   plan::Layout layout;
   layout.zero = settings.zero;
@@ -122,6 +123,9 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
                           : plan::Schedule::kInterleaved;
   }
   layout.sequence_parallel = sequence_parallel;
+  layout.recompute = recompute == models::GptRecompute::kFull        ? plan::Recompute::kFull
+                     : recompute == models::GptRecompute::kSelective ? plan::Recompute::kSelective
+                                                                     : plan::Recompute::kNone;
   plan::TrainingSetup setup;
   setup.global_batch = static_cast<std::int64_t>(settings.batch);
   setup.seq = static_cast<std::int64_t>(settings.seq);
@@ -199,6 +203,11 @@ class TrainCommand final : public Command {
                    "Split LayerNorm and residual activations along the sequence over the model "
                    "axis (Korthikanti et al.): all-gathers and reduce-scatters replace its "
                    "all-reduces");
+    app_->add_option("--recompute", recompute_,
+                     "What a layer keeps for backward: none, selective (the same: attention "
+                     "never keeps its seq x seq weights) or full (each layer's input only; the "
+                     "layer runs again in backward)")
+        ->default_val("none");
     app_->add_flag("--no-overlap", no_overlap_,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
                    "measure what overlap hides)");
@@ -275,6 +284,7 @@ class TrainCommand final : public Command {
     settings.overlap = !no_overlap_;
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
     check_checkpoint_flags(checkpoint_flags_, settings.steps);
+    const models::GptRecompute recompute = models::parse_gpt_recompute(recompute_, "--recompute");
     check_resume(checkpoint_flags_, config, settings.steps);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
@@ -325,7 +335,7 @@ class TrainCommand final : public Command {
     }
     double per_rank = 0;
     try {
-      per_rank = bytes_per_rank(config, mesh, settings, sequence_parallel_, pipeline);
+      per_rank = bytes_per_rank(config, mesh, settings, sequence_parallel_, pipeline, recompute);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(run_text + ": " + e.what());
     }
@@ -413,6 +423,7 @@ class TrainCommand final : public Command {
          {"--eval-every", std::to_string(eval_every)},
          {"--no-overlap", settings.overlap ? "off" : "on"},
          {"--sequence-parallel", sequence_parallel_ ? "on" : "off"},
+         {"--recompute", recompute_},
          {"--param-sharding", sharding_specs},
          {"--backend", backend_name},
          {"--threads", std::to_string(threads)},
@@ -439,6 +450,7 @@ class TrainCommand final : public Command {
     const std::vector<PartitionSpec>& placements = layout.placements;
     models::GptModel model(config, whole_settings.seed, context, placements, sequence_parallel_,
                            layout.pipeline);
+    model.set_recompute(models::parse_gpt_recompute(recompute_, "--recompute"));
     // A pipeline stage's ZeRO shards those of its own parameters.
     train::TrainSettings settings = whole_settings;
     if (layout.pipeline && settings.shardings) {
@@ -696,6 +708,7 @@ class TrainCommand final : public Command {
   std::optional<std::string> threads_;
   std::string backend_;
   std::optional<std::string> log_dir_;
+  std::string recompute_ = "none";
   CheckpointFlags checkpoint_flags_;
   PipelineFlags pipeline_flags_;
   std::optional<std::string> timeline_;

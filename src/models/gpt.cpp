@@ -84,7 +84,7 @@ Gpt::Activations& Gpt::slot(std::size_t index) {
   return *slots_[index];
 }
 
-void Gpt::size_activations(Activations& a, std::size_t batch, std::size_t seq) const {
+void Gpt::size_activations(Activations& a, std::size_t batch, std::size_t seq) {
   if (batch == a.batch && seq == a.seq) return;
   a.batch = batch;
   a.seq = seq;
@@ -96,14 +96,17 @@ void Gpt::size_activations(Activations& a, std::size_t batch, std::size_t seq) c
   const std::size_t L = layers(), C = config_.n_embd, BT = batch * seq;
   const std::size_t R = local_rows(batch, seq);
   a.encoded.assign(R * C, 0);
-  for (auto* v : {&a.ln1, &a.ln2}) v->assign(L * BT * C, 0);
-  for (auto* v : {&a.attproj, &a.residual2, &a.fcproj, &a.residual3}) v->assign(L * R * C, 0);
-  a.atty.assign(L * BT * channels_, 0);
-  for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->assign(L * R, 0);
-  a.qkv.assign(L * BT * 3 * channels_, 0);
-  a.lse.assign(L * batch * heads_ * seq, 0);  // each row's log-sum-exp: no seq x seq matrix
-  a.fch.assign(L * BT * width_, 0);
-  a.fch_gelu.assign(L * BT * width_, 0);
+  a.residual3.assign(L * R * C, 0);
+  // Full recomputation keeps each layer's output only; one layer's scratch holds the rest.
+  if (recompute_ == GptRecompute::kFull) {
+    if (recomputed_.batch != batch || recomputed_.seq != seq) {
+      recomputed_.batch = batch;
+      recomputed_.seq = seq;
+      size_layers(recomputed_, std::min<std::size_t>(L, 1), batch, seq);
+    }
+  } else {
+    size_layers(a, L, batch, seq);
+  }
   const std::size_t head = has_head_ ? 1 : 0;
   a.lnf.assign(head * BT * C, 0);
   a.lnf_mean.assign(head * R, 0);
@@ -111,6 +114,19 @@ void Gpt::size_activations(Activations& a, std::size_t batch, std::size_t seq) c
   a.logits.assign(head * BT * vocab_, 0);
   a.probs.assign(head * BT * vocab_, 0);
   a.losses.assign(head * BT, 0);
+}
+
+void Gpt::size_layers(Activations& a, std::size_t layers, std::size_t batch,
+                      std::size_t seq) const {
+  const std::size_t C = config_.n_embd, BT = batch * seq, R = local_rows(batch, seq);
+  for (auto* v : {&a.ln1, &a.ln2}) v->assign(layers * BT * C, 0);
+  for (auto* v : {&a.attproj, &a.residual2, &a.fcproj}) v->assign(layers * R * C, 0);
+  a.atty.assign(layers * BT * channels_, 0);
+  for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->assign(layers * R, 0);
+  a.qkv.assign(layers * BT * 3 * channels_, 0);
+  a.lse.assign(layers * batch * heads_ * seq, 0);  // each row's log-sum-exp: no seq x seq matrix
+  a.fch.assign(layers * BT * width_, 0);
+  a.fch_gelu.assign(layers * BT * width_, 0);
 }
 
 void Gpt::size_scratch(std::size_t batch, std::size_t seq) {
@@ -141,7 +157,7 @@ std::size_t Gpt::boundary_elements(std::size_t batch, std::size_t seq) const {
 }
 
 std::size_t Gpt::activation_bytes() const {
-  std::size_t bytes = 0;
+  std::size_t bytes = recomputed_.bytes();
   for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
   for (const auto* v : {&dresidual_, &dresidual2_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_,
@@ -212,33 +228,8 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
   size_scratch(batch, seq);
   if (range_.has_embeddings()) act.tokens.assign(tokens.begin(), tokens.end());
   if (has_head_) act.targets.assign(targets.begin(), targets.end());
-  const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
+  const std::size_t C = config_.n_embd;
   const std::size_t BT = batch * seq, R = local_rows(batch, seq);
-  const auto param = [&](std::size_t layer, std::size_t which) {
-    return store_.value(index_[2 + layer * kPerLayer + which]);
-  };
-  // A LayerNorm over this rank's rows of the residual stream, whole in `out` (gathered along the
-  // sequence under sequence parallelism).
-  const auto layernorm = [&](float* out, float* mean, float* rstd, const float* inp,
-                             const float* weight, const float* bias) {
-    float* local = sequence_parallel_ ? norm_local_.data() : out;
-    kernels::layernorm_forward(local, mean, rstd, inp, weight, bias, R, C);
-    if (sequence_parallel_) tp_.gather_sequence(out, local, batch, seq, C);
-  };
-  // A row-parallel layer's output, this rank's rows: summed over the model axis (reduce-
-  // scattered along the sequence under sequence parallelism), then its bias added once.
-  const auto row_parallel = [&](float* out, const float* inp, const float* weight,
-                                const float* bias, std::size_t in_local) {
-    if (!sequence_parallel_) {
-      tp_.row_parallel_forward(out, inp, weight, bias, BT, in_local, C);
-      return;
-    }
-    kernels::matmul_forward(partial_.data(), inp, weight, nullptr, BT, in_local, C);
-    tp_.reduce_scatter_sequence(out, partial_.data(), batch, seq, C);
-    for (std::size_t r = 0; r < R; ++r) {
-      for (std::size_t c = 0; c < C; ++c) out[r * C + c] += bias[c];
-    }
-  };
   act.head_held = false;
   if (!range_.has_embeddings()) {
     std::copy(input.begin(), input.end(), act.encoded.begin());
@@ -269,17 +260,7 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
     const std::size_t l = range_.first_layer + i;
     const LayerActivations a = layer(act, i);
     store_.gather(layer_unit(l));
-    layernorm(a.ln1, a.ln1_mean, a.ln1_rstd, residual, param(l, kLn1W), param(l, kLn1B));
-    // Column-parallel Q, K and V of this rank's heads; row-parallel output projection.
-    kernels::matmul_forward(a.qkv, a.ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * Cl);
-    kernels::attention_forward(a.atty, a.lse, a.qkv, batch, seq, Cl, heads_);
-    row_parallel(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), Cl);
-    kernels::residual_forward(a.residual2, residual, a.attproj, R * C);
-    layernorm(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, param(l, kLn2W), param(l, kLn2B));
-    kernels::matmul_forward(a.fch, a.ln2, param(l, kFcW), param(l, kFcB), BT, C, W);
-    kernels::gelu_forward(a.fch_gelu, a.fch, BT * W);
-    row_parallel(a.fcproj, a.fch_gelu, param(l, kFcProjW), param(l, kFcProjB), W);
-    kernels::residual_forward(a.residual3, a.residual2, a.fcproj, R * C);
+    layer_forward(a, residual, l, batch, seq);
     store_.release(layer_unit(l));
     residual = a.residual3;
   }
@@ -290,8 +271,8 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
   const std::size_t last = 2 + config_.n_layer * kPerLayer;
   store_.gather(final_norm_unit());
   store_.gather(embeddings_unit());
-  layernorm(act.lnf.data(), act.lnf_mean.data(), act.lnf_rstd.data(), residual,
-            store_.value(index_[last]), store_.value(index_[last + 1]));
+  norm_forward(act.lnf.data(), act.lnf_mean.data(), act.lnf_rstd.data(), residual,
+               store_.value(index_[last]), store_.value(index_[last + 1]), batch, seq);
   // The output head is the token embedding (tied weights): this rank's logits are those of
   // its rows of the vocabulary.
   kernels::matmul_forward(act.logits.data(), act.lnf.data(), store_.value(index_[kWte]), nullptr,
@@ -310,18 +291,97 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
   return static_cast<float>(sum / static_cast<double>(BT));
 }
 
-Gpt::LayerActivations Gpt::layer(Activations& a, std::size_t l) const {
+Gpt::LayerActivations Gpt::layer(Activations& a, std::size_t l) {
   // The LayerNorms' outputs, Q, K and V, attention and the MLP's inside are whole (BT rows);
   // the statistics, the row-parallel outputs and the residual stream are this rank's R rows.
   const std::size_t C = config_.n_embd, BT = a.batch * a.seq, R = local_rows(a.batch, a.seq);
-  return {a.ln1.data() + l * BT * C,           a.ln1_mean.data() + l * R,
-          a.ln1_rstd.data() + l * R,           a.qkv.data() + l * BT * 3 * channels_,
-          a.atty.data() + l * BT * channels_,  a.lse.data() + l * a.batch * heads_ * a.seq,
-          a.attproj.data() + l * R * C,        a.residual2.data() + l * R * C,
-          a.ln2.data() + l * BT * C,           a.ln2_mean.data() + l * R,
-          a.ln2_rstd.data() + l * R,           a.fch.data() + l * BT * width_,
-          a.fch_gelu.data() + l * BT * width_, a.fcproj.data() + l * R * C,
-          a.residual3.data() + l * R * C};
+  float* const output = a.residual3.data() + l * R * C;
+  // Under full recomputation a layer keeps its output only: the rest is the one layer's scratch.
+  Activations& kept = recompute_ == GptRecompute::kFull ? recomputed_ : a;
+  const std::size_t k = recompute_ == GptRecompute::kFull ? 0 : l;
+  return {kept.ln1.data() + k * BT * C,
+          kept.ln1_mean.data() + k * R,
+          kept.ln1_rstd.data() + k * R,
+          kept.qkv.data() + k * BT * 3 * channels_,
+          kept.atty.data() + k * BT * channels_,
+          kept.lse.data() + k * a.batch * heads_ * a.seq,
+          kept.attproj.data() + k * R * C,
+          kept.residual2.data() + k * R * C,
+          kept.ln2.data() + k * BT * C,
+          kept.ln2_mean.data() + k * R,
+          kept.ln2_rstd.data() + k * R,
+          kept.fch.data() + k * BT * width_,
+          kept.fch_gelu.data() + k * BT * width_,
+          kept.fcproj.data() + k * R * C,
+          output};
+}
+
+float* Gpt::param(std::size_t layer, std::size_t which) {
+  return store_.value(index_[2 + layer * kPerLayer + which]);
+}
+
+void Gpt::set_recompute(GptRecompute recompute) {
+  if (!slots_.empty()) {
+    throw InvalidArgument("the recomputation mode is set before the first forward");
+  }
+  recompute_ = recompute;
+}
+
+GptRecompute parse_gpt_recompute(const std::string& text, const std::string& flag) {
+  if (text == "none") return GptRecompute::kNone;
+  if (text == "selective") return GptRecompute::kSelective;
+  if (text == "full") return GptRecompute::kFull;
+  throw InvalidArgument(flag + " is '" + echo_input(text) + "'; expected none, selective or full");
+}
+
+std::string recompute_name(GptRecompute recompute) {
+  switch (recompute) {
+    case GptRecompute::kNone: return "none";
+    case GptRecompute::kSelective: return "selective";
+    case GptRecompute::kFull: return "full";
+  }
+  return "none";
+}
+
+void Gpt::norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.n_embd, R = local_rows(batch, seq);
+  float* local = sequence_parallel_ ? norm_local_.data() : out;
+  kernels::layernorm_forward(local, mean, rstd, inp, weight, bias, R, C);
+  if (sequence_parallel_) tp_.gather_sequence(out, local, batch, seq, C);
+}
+
+void Gpt::row_parallel(float* out, const float* inp, const float* weight, const float* bias,
+                       std::size_t in_local, std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.n_embd, BT = batch * seq, R = local_rows(batch, seq);
+  if (!sequence_parallel_) {
+    tp_.row_parallel_forward(out, inp, weight, bias, BT, in_local, C);
+    return;
+  }
+  kernels::matmul_forward(partial_.data(), inp, weight, nullptr, BT, in_local, C);
+  tp_.reduce_scatter_sequence(out, partial_.data(), batch, seq, C);
+  for (std::size_t r = 0; r < R; ++r) {
+    for (std::size_t c = 0; c < C; ++c) out[r * C + c] += bias[c];
+  }
+}
+
+void Gpt::layer_forward(const LayerActivations& a, const float* residual, std::size_t l,
+                        std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
+  const std::size_t BT = batch * seq, R = local_rows(batch, seq);
+  norm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, residual, param(l, kLn1W), param(l, kLn1B), batch,
+               seq);
+  // Column-parallel Q, K and V of this rank's heads; row-parallel output projection.
+  kernels::matmul_forward(a.qkv, a.ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * Cl);
+  kernels::attention_forward(a.atty, a.lse, a.qkv, batch, seq, Cl, heads_);
+  row_parallel(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), Cl, batch, seq);
+  kernels::residual_forward(a.residual2, residual, a.attproj, R * C);
+  norm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, param(l, kLn2W), param(l, kLn2B), batch,
+               seq);
+  kernels::matmul_forward(a.fch, a.ln2, param(l, kFcW), param(l, kFcB), BT, C, W);
+  kernels::gelu_forward(a.fch_gelu, a.fch, BT * W);
+  row_parallel(a.fcproj, a.fch_gelu, param(l, kFcProjW), param(l, kFcProjB), W, batch, seq);
+  kernels::residual_forward(a.residual3, a.residual2, a.fcproj, R * C);
 }
 
 std::size_t Gpt::embeddings_unit() const { return store_.unit_of(index_[kWte]); }
@@ -436,6 +496,9 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     const float* residual = i == 0 ? act.encoded.data() : act.residual3.data() + (i - 1) * R * C;
     const LayerActivations a = layer(act, i);
     store_.gather(layer_unit(l));
+    // Full recomputation: the layer's forward again, into the scratch, with the unit gathered
+    // once for it and its backward.
+    if (recompute_ == GptRecompute::kFull) layer_forward(a, residual, l, batch, seq);
     // residual3 = residual2 + fcproj: both get dresidual.
     dresidual2_ = dresidual_;
     const float* dmlp = whole_output_grad(dresidual_.data());

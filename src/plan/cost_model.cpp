@@ -85,7 +85,18 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   const PipelineSchedule schedule =
       build_schedule(kind, l.pipeline, l.microbatches, l.virtual_stages);
   const auto stage = static_cast<std::size_t>(first ? 0 : l.pipeline - 1);
-  const double slots = static_cast<double>(schedule.peak_in_flight()[stage]);
+  // Each model chunk keeps its own slots, as many as its micro-batches in flight at most; the
+  // head is the last chunk's.
+  std::vector<std::int64_t> in_flight(static_cast<std::size_t>(l.virtual_stages), 0);
+  std::vector<std::int64_t> peaks(in_flight.size(), 0);
+  for (const PipelineAction& action : schedule.actions[stage]) {
+    const auto c = static_cast<std::size_t>(action.chunk);
+    in_flight[c] += action.pass == Pass::kForward ? 1 : -1;
+    peaks[c] = std::max(peaks[c], in_flight[c]);
+  }
+  double slots = 0;
+  for (const std::int64_t peak : peaks) slots += static_cast<double>(peak);
+  const double head_slots = static_cast<double>(peaks.back());
   const double chunk_layers =
       static_cast<double>(model.layers) / static_cast<double>(l.pipeline * l.virtual_stages);
   const double t = static_cast<double>(l.model);
@@ -100,15 +111,23 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   const double layer =
       2 * whole * h + 4 * rows * h + 4 * rows + whole * 12 * h / t +
       static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s;
-  double floats = slots * (chunk_layers * layer + rows * h);
-  // Backward's scratch, once: three residual-stream gradients, a LayerNorm input's gradient
-  // whole, the branches' and the MLP's this rank's width; sequence parallelism's gathers.
-  floats += 3 * rows * h + whole * h + whole * 12 * h / t +
-            (l.sequence_parallel ? rows * h + 2 * whole * h : 0);
+  // Full recomputation keeps a layer's output alone (this rank's rows of the residual stream)
+  // and runs the layer again in backward, into one layer's scratch per model chunk: the layer's
+  // arrays but its output.
+  double floats = l.recompute == Recompute::kFull
+                      ? slots * (chunk_layers * rows * h + rows * h) +
+                            static_cast<double>(l.virtual_stages) * (layer - rows * h)
+                      : slots * (chunk_layers * layer + rows * h);
+  // Backward's scratch, once per model chunk (each chunk is a model of its own): three
+  // residual-stream gradients, a LayerNorm input's gradient whole, the branches' and the MLP's
+  // this rank's width; sequence parallelism's gathers.
+  floats += static_cast<double>(l.virtual_stages) *
+            (3 * rows * h + whole * h + whole * 12 * h / t +
+             (l.sequence_parallel ? rows * h + 2 * whole * h : 0));
   if (last) {
     // Per slot the final norm's output and statistics, the logits, probabilities and losses;
     // once the logits' gradient.
-    floats += slots * (whole * h + 2 * rows + 2 * whole * v / t + whole) + whole * v / t;
+    floats += head_slots * (whole * h + 2 * rows + 2 * whole * v / t + whole) + whole * v / t;
   }
   return 4 * floats;
 }
@@ -355,9 +374,16 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     m.optimizer = state(bytes.optimizer, l.zero >= 1 ? sharded : elements);
     const std::int64_t b = setup.micro_batch;
     if (setup.precision == Precision::kFp32) {
+      // Under full recomputation a layer keeps its output: this rank's rows of the stream.
       m.activations_per_layer =
-          bytes_of(4 * trainer_layer_floats(model, setup.seq, b) / static_cast<double>(l.model),
-                   "one layer's activations");
+          l.recompute == Recompute::kFull
+              ? bytes_of(4 * static_cast<double>(b) * static_cast<double>(setup.seq) *
+                             static_cast<double>(model.hidden) /
+                             (l.sequence_parallel ? static_cast<double>(l.model) : 1.0),
+                         "one layer's activations")
+              : bytes_of(
+                    4 * trainer_layer_floats(model, setup.seq, b) / static_cast<double>(l.model),
+                    "one layer's activations");
     } else {
       m.activations_per_layer = activation_bytes_per_layer(model, setup.seq, b, l.model,
                                                            l.sequence_parallel, l.recompute);
@@ -386,11 +412,13 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
       m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
                                "the activations on a device");
       if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
-        m.activations =
-            bytes_of(static_cast<double>(m.activations) +
-                         static_cast<double>(activation_bytes_per_layer(
-                             model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone)),
-                     "the activations on a device");
+        const double recomputed =
+            setup.precision == Precision::kFp32
+                ? 4 * trainer_layer_floats(model, setup.seq, b) / static_cast<double>(l.model)
+                : static_cast<double>(activation_bytes_per_layer(
+                      model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone));
+        m.activations = bytes_of(static_cast<double>(m.activations) + recomputed,
+                                 "the activations on a device");
       }
       if (setup.precision == Precision::kFp32 && last) {
         m.activations = bytes_of(

@@ -206,8 +206,16 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"fsdp=2,pipeline=2", "2", 4},
            {"fsdp=2,pipeline=2", "3", 4},
            {"model=2,pipeline=2", "0", 4},
-           {"model=2,pipeline=2 sp", "1", 4}}) {
-    const bool sequence_parallel = mesh.ends_with(" sp");
+           {"model=2,pipeline=2 sp", "1", 4},
+           // full recomputation: each layer's output kept, one layer's scratch per chunk
+           {"pipeline=2 full", "0", 2},
+           {"fsdp=2,pipeline=2 full", "3", 4},
+           {"model=2,pipeline=2 sp full", "1", 4},
+           // interleaved: each of the two model chunks keeps its own slots and scratch
+           {"pipeline=2 il", "0", 2}}) {
+    const bool sequence_parallel = mesh.find(" sp") != std::string::npos;
+    const bool full_recompute = mesh.find(" full") != std::string::npos;
+    const bool interleaved = mesh.find(" il") != std::string::npos;
     const std::string axes = mesh.substr(0, mesh.find(' '));
     const auto degree = [&](const std::string& axis) {
       const std::size_t at = axes.find(axis + "=");
@@ -238,6 +246,14 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
     if (sequence_parallel) {
       train.push_back("--sequence-parallel");
       plan.push_back("--sequence-parallel");
+    }
+    if (interleaved) {
+      train.insert(train.end(), {"--schedule", "interleaved"});
+      plan.insert(plan.end(), {"--schedule", "interleaved", "--virtual-stages", "2"});
+    }
+    if (full_recompute) {
+      for (auto* command : {&train, &plan})
+        command->insert(command->end(), {"--recompute", "full"});
     }
     if (microbatches > 1) {
       for (auto* command : {&train, &plan}) {

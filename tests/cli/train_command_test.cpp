@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -141,6 +142,38 @@ TEST(TrainCommand, PipelineLayoutsSeeTheSameLossesAsOneRank) {
                         "(published bubble 0.500)\n  stage 0 (rank 0): the embeddings, layer 0\n"
                         "  stage 1 (rank 1): layer 1, the final norm and the head\n"));
   EXPECT_THAT(text.out, HasSubstr("pipeline, last step: bubble "));
+}
+
+// --recompute: full recomputation runs each layer's forward again in backward, so every layout
+// gives exactly the losses it gives without (the same operations on the same values), keeping
+// less; selective keeps what none keeps (attention never keeps its weights).
+TEST(TrainCommand, RecomputationGivesTheSameLossesAndKeepsLess) {
+  for (const std::vector<std::string>& layout :
+       {std::vector<std::string>{}, std::vector<std::string>{"--mesh", "fsdp=2", "--zero", "3"},
+        std::vector<std::string>{"--mesh", "model=2", "--sequence-parallel"},
+        std::vector<std::string>{"--mesh", "data=2,pipeline=2", "--zero", "1"},
+        std::vector<std::string>{"--mesh", "pipeline=2,model=2", "--microbatches", "2"}}) {
+    std::map<std::string, std::vector<nlohmann::json>> runs;
+    for (const char* mode : {"none", "selective", "full"}) {
+      std::vector<std::string> args = layout;
+      args.insert(args.end(), {"--recompute", mode});
+      const testing::Result r = run_command(micro(args));
+      ASSERT_EQ(r.status, 0) << r.err;
+      runs[mode] = json_lines(r.out);
+    }
+    const std::string where = layout.empty() ? "one rank" : layout[1];
+    for (std::size_t s = 0; s + 1 < runs["none"].size(); ++s) {
+      EXPECT_EQ(runs["full"][s]["loss"], runs["none"][s]["loss"]) << where << " step " << s + 1;
+      EXPECT_EQ(runs["selective"][s]["loss"], runs["none"][s]["loss"]) << where;
+    }
+    const auto activations = [&](const char* mode) {
+      return runs[mode].back()["summary"]["ranks"][0]["activations_peak_bytes"].get<std::int64_t>();
+    };
+    EXPECT_LT(activations("full"), activations("none")) << where;
+    EXPECT_EQ(activations("selective"), activations("none")) << where;
+  }
+  expect_bad_input(micro({"--recompute", "some"}),
+                   "--recompute is 'some'; expected none, selective or full");
 }
 
 // --param-sharding: FSDP's rules on the model's logical axes, and a rules file, give other

@@ -101,6 +101,18 @@ struct GptStageRange {
 [[nodiscard]] std::vector<train::ParameterSpec> gpt_stage_parameters(const GptConfig& config,
                                                                      const GptStageRange& range);
 
+// What a layer keeps for backward (Korthikanti et al. 2022). The attention kernel never keeps
+// its seq x seq weights (it recomputes them tile by tile in backward), so kNone and kSelective,
+// which recomputes exactly that attention core, keep the same bytes. kFull keeps each layer's
+// input alone (the residual stream after it) and runs the layer's forward again in its
+// backward, into one layer's scratch shared by every micro-batch; under ZeRO-3 the layer is
+// gathered once in backward for both.
+enum class GptRecompute { kNone, kSelective, kFull };
+
+// "none", "selective", "full"; InvalidArgument naming `flag` for anything else.
+[[nodiscard]] GptRecompute parse_gpt_recompute(const std::string& text, const std::string& flag);
+[[nodiscard]] std::string recompute_name(GptRecompute recompute);
+
 class Gpt {
  public:
   // Takes the parameters from `store` (laid out by gpt_parameters(config), or holding at least
@@ -158,6 +170,10 @@ class Gpt {
   // Bytes of the activations kept for backward (every slot) and of the gradients' scratch.
   [[nodiscard]] std::size_t activation_bytes() const;
 
+  // What the layers keep for backward; set before the first forward (InvalidArgument after).
+  void set_recompute(GptRecompute recompute);
+  [[nodiscard]] GptRecompute recompute() const { return recompute_; }
+
  private:
   // What one micro-batch's forward keeps for its backward (llm.c's layout: one vector per kind,
   // the stage's layers side by side).
@@ -176,13 +192,29 @@ class Gpt {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *attproj, *residual2, *ln2, *ln2_mean,
         *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
   };
-  LayerActivations layer(Activations& a, std::size_t l) const;
+  // Under full recomputation every layer's arrays but its output are the shared scratch's.
+  LayerActivations layer(Activations& a, std::size_t l);
+  // Layer l's forward (l counted in the whole model) from `residual`, into `a`.
+  void layer_forward(const LayerActivations& a, const float* residual, std::size_t l,
+                     std::size_t batch, std::size_t seq);
+  // A LayerNorm over this rank's rows of the residual stream, whole in `out` (gathered along
+  // the sequence under sequence parallelism).
+  void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                    const float* bias, std::size_t batch, std::size_t seq);
+  // A row-parallel layer's output, this rank's rows: summed over the model axis (reduce-
+  // scattered along the sequence under sequence parallelism), then its bias added once.
+  void row_parallel(float* out, const float* inp, const float* weight, const float* bias,
+                    std::size_t in_local, std::size_t batch, std::size_t seq);
+  // Parameter `which` (detail::LayerParam) of layer `layer`, as the store holds it now.
+  [[nodiscard]] float* param(std::size_t layer, std::size_t which);
   [[nodiscard]] std::size_t layers() const { return range_.end_layer - range_.first_layer; }
   [[nodiscard]] std::size_t embeddings_unit() const;
   [[nodiscard]] std::size_t layer_unit(std::size_t l) const;
   [[nodiscard]] std::size_t final_norm_unit() const;
   Activations& slot(std::size_t index);
-  void size_activations(Activations& a, std::size_t batch, std::size_t seq) const;
+  void size_activations(Activations& a, std::size_t batch, std::size_t seq);
+  // The arrays of `layers` layers (all but their outputs, residual3).
+  void size_layers(Activations& a, std::size_t layers, std::size_t batch, std::size_t seq) const;
   void size_scratch(std::size_t batch, std::size_t seq);
   void check_batch(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
                    std::size_t batch, std::size_t seq) const;
@@ -203,6 +235,9 @@ class Gpt {
   static constexpr std::size_t kNotHeld = static_cast<std::size_t>(-1);
   std::vector<std::size_t> index_;
   std::vector<std::unique_ptr<Activations>> slots_;
+  GptRecompute recompute_ = GptRecompute::kNone;
+  // Full recomputation's one layer of activations (its output excepted), shared by the slots.
+  Activations recomputed_;
   // The shape the gradient scratch is sized for.
   std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
   // Gradient scratch, reused layer by layer and micro-batch by micro-batch.
@@ -257,6 +292,10 @@ class GptModel final : public train::Model {
                          const train::GradientsReady& ready = {}) override;
   // The first of this rank's model chunks (the whole model without a pipeline).
   [[nodiscard]] Gpt& gpt() { return *chunks_.front(); }
+  // What every chunk's layers keep for backward (before the first step).
+  void set_recompute(GptRecompute recompute) {
+    for (const auto& chunk : chunks_) chunk->set_recompute(recompute);
+  }
   // Bytes of the activations every chunk keeps.
   [[nodiscard]] std::size_t activation_bytes() const;
   // What the last step's schedule ran on this rank (empty without a pipeline).
