@@ -70,10 +70,9 @@ Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel t
 
 std::size_t Gpt::Activations::bytes() const {
   std::size_t floats = 0;
-  for (const auto* v :
-       {&encoded,   &ln1,      &ln1_mean, &ln1_rstd, &qkv,   &atty,     &lse,    &attproj,
-        &residual2, &ln2,      &ln2_mean, &ln2_rstd, &fch,   &fch_gelu, &fcproj, &residual3,
-        &lnf,       &lnf_mean, &lnf_rstd, &logits,   &probs, &losses}) {
+  for (const auto* v : {&encoded, &ln1,       &ln1_mean, &ln1_rstd, &qkv,      &atty,  &lse,
+                        &attproj, &residual2, &ln2,      &ln2_mean, &ln2_rstd, &fch,   &fch_gelu,
+                        &fcproj,  &residual3, &lnf,      &lnf_mean, &lnf_rstd, &losses}) {
     floats += v->size();
   }
   return floats * sizeof(float);
@@ -111,8 +110,6 @@ void Gpt::size_activations(Activations& a, std::size_t batch, std::size_t seq) {
   a.lnf.assign(head * BT * C, 0);
   a.lnf_mean.assign(head * R, 0);
   a.lnf_rstd.assign(head * R, 0);
-  a.logits.assign(head * BT * vocab_, 0);
-  a.probs.assign(head * BT * vocab_, 0);
   a.losses.assign(head * BT, 0);
 }
 
@@ -140,7 +137,10 @@ void Gpt::size_scratch(std::size_t batch, std::size_t seq) {
   dwide_.assign(BT * width_, 0);
   dwide_gelu_.assign(BT * width_, 0);
   dqkv_.assign(BT * 3 * channels_, 0);
-  dlogits_.assign(has_head_ ? BT * vocab_ : 0, 0);
+  // The head runs a block of rows at a time: one block's logits, probabilities and their
+  // gradient, never the batch's.
+  const std::size_t block = has_head_ ? head_block_rows(BT, vocab_) : 0;
+  for (auto* v : {&logits_, &probs_, &dlogits_}) v->assign(block * vocab_, 0);
   if (sequence_parallel_) {
     norm_local_.assign(R * C, 0);
     partial_.assign(BT * C, 0);
@@ -160,8 +160,9 @@ std::size_t Gpt::activation_bytes() const {
   std::size_t bytes = recomputed_.bytes();
   for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
-  for (const auto* v : {&dresidual_, &dresidual2_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_,
-                        &dqkv_, &dlogits_, &dnorm_local_, &norm_local_, &partial_, &dfull_}) {
+  for (const auto* v :
+       {&dresidual_, &dresidual2_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_, &dqkv_, &logits_,
+        &probs_, &dlogits_, &dnorm_local_, &norm_local_, &partial_, &dfull_}) {
     floats += v->size();
   }
   return bytes + floats * sizeof(float);
@@ -274,11 +275,15 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
   norm_forward(act.lnf.data(), act.lnf_mean.data(), act.lnf_rstd.data(), residual,
                store_.value(index_[last]), store_.value(index_[last + 1]), batch, seq);
   // The output head is the token embedding (tied weights): this rank's logits are those of
-  // its rows of the vocabulary.
-  kernels::matmul_forward(act.logits.data(), act.lnf.data(), store_.value(index_[kWte]), nullptr,
-                          BT, C, vocab_);
-  tp_.cross_entropy_forward(act.losses.data(), act.probs.data(), act.logits.data(),
-                            act.targets.data(), BT, vocab_, vocab_start_);
+  // its rows of the vocabulary, a block of rows at a time; only each row's loss is kept.
+  const std::size_t block = head_block_rows(BT, vocab_);
+  for (std::size_t r0 = 0; r0 < BT; r0 += block) {
+    const std::size_t rows = std::min(block, BT - r0);
+    kernels::matmul_forward(logits_.data(), act.lnf.data() + r0 * C, store_.value(index_[kWte]),
+                            nullptr, rows, C, vocab_);
+    tp_.cross_entropy_forward(act.losses.data() + r0, probs_.data(), logits_.data(),
+                              act.targets.data() + r0, rows, vocab_, vocab_start_);
+  }
   // Backward starts with the head and the final norm: where it follows, they stay gathered.
   if (backward_follows) {
     act.head_held = true;
@@ -314,6 +319,11 @@ Gpt::LayerActivations Gpt::layer(Activations& a, std::size_t l) {
           kept.fch_gelu.data() + k * BT * width_,
           kept.fcproj.data() + k * R * C,
           output};
+}
+
+std::size_t head_block_rows(std::size_t rows, std::size_t vocab_local) {
+  return std::max<std::size_t>(
+      1, std::min(rows, kHeadBlockFloats / std::max<std::size_t>(vocab_local, 1)));
 }
 
 float* Gpt::param(std::size_t layer, std::size_t which) {
@@ -471,14 +481,27 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
       store_.gather(final_norm_unit());
       store_.gather(embeddings_unit());
     }
-    // The mean loss: every row's loss counts loss_scale / BT.
-    const std::vector<float> dlosses(BT, loss_scale / static_cast<float>(BT));
-    zero(dlogits_);
-    tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), act.probs.data(),
-                               act.targets.data(), BT, vocab_, vocab_start_);
+    // The mean loss: every row's loss counts loss_scale / BT. A block of rows at a time, its
+    // logits and probabilities computed again (the same values as in forward), then their
+    // gradient through the head.
+    const std::size_t block = head_block_rows(BT, vocab_);
+    const std::vector<float> dlosses(block, loss_scale / static_cast<float>(BT));
+    std::vector<float> losses(block);
     zero(dnorm_);
-    kernels::matmul_backward(dnorm_.data(), store_.grad(index_[kWte]), nullptr, dlogits_.data(),
-                             act.lnf.data(), store_.value(index_[kWte]), BT, C, vocab_);
+    for (std::size_t r0 = 0; r0 < BT; r0 += block) {
+      const std::size_t rows = std::min(block, BT - r0);
+      const float* lnf = act.lnf.data() + r0 * C;
+      kernels::matmul_forward(logits_.data(), lnf, store_.value(index_[kWte]), nullptr, rows, C,
+                              vocab_);
+      tp_.cross_entropy_forward(losses.data(), probs_.data(), logits_.data(),
+                                act.targets.data() + r0, rows, vocab_, vocab_start_);
+      std::fill(dlogits_.begin(), dlogits_.begin() + static_cast<std::ptrdiff_t>(rows * vocab_),
+                0.0F);
+      tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(),
+                                 act.targets.data() + r0, rows, vocab_, vocab_start_);
+      kernels::matmul_backward(dnorm_.data() + r0 * C, store_.grad(index_[kWte]), nullptr,
+                               dlogits_.data(), lnf, store_.value(index_[kWte]), rows, C, vocab_);
+    }
     const float* dlnf = column_input_grad();  // each rank's vocabulary adds its part
     store_.release(embeddings_unit());        // its gradients stay until the embedding's backward
     const float* top = L > 0 ? act.residual3.data() + (L - 1) * R * C : act.encoded.data();

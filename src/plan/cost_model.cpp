@@ -66,11 +66,19 @@ double trainer_layer_floats(const ModelShape& model, std::int64_t seq, std::int6
                                    static_cast<double>(model.heads) * s + 4 * s);
 }
 
-// And outside the layers: the embedding output, final LayerNorm, logits and probabilities,
-// losses, and backward's scratch (4 + 8 + 3 widths of h and one of V per token).
+// The rows the trainer's head computes at a time: as many as hold at most 2^20 floats of a rank's
+// vocabulary (models::head_block_rows; the agreement test holds the two equal).
+double head_block_rows(double rows, double vocab_local) {
+  return std::max(1.0, std::min(rows, std::floor(1048576.0 / std::max(vocab_local, 1.0))));
+}
+
+// And outside the layers: the embedding output, final LayerNorm, losses and backward's scratch
+// (4 + 8 + 3 widths of h per token), and one block of rows' logits, probabilities and their
+// gradient.
 double trainer_model_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
   const double tokens = static_cast<double>(b) * static_cast<double>(seq);
-  return tokens * static_cast<double>(17 * model.hidden + 3 * model.vocab + 3);
+  const double v = static_cast<double>(model.vocab);
+  return tokens * static_cast<double>(17 * model.hidden + 3) + 3 * head_block_rows(tokens, v) * v;
 }
 
 // What shardwise's fp32 trainer keeps on a pipeline stage, in bytes: a slot per micro-batch
@@ -125,9 +133,10 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
             (3 * rows * h + whole * h + whole * 12 * h / t +
              (l.sequence_parallel ? rows * h + 2 * whole * h : 0));
   if (last) {
-    // Per slot the final norm's output and statistics, the logits, probabilities and losses;
-    // once the logits' gradient.
-    floats += head_slots * (whole * h + 2 * rows + 2 * whole * v / t + whole) + whole * v / t;
+    // Per slot the final norm's output and statistics and the losses; once one block of rows'
+    // logits, probabilities and their gradient.
+    floats +=
+        head_slots * (whole * h + 2 * rows + whole) + 3 * head_block_rows(whole, v / t) * v / t;
   }
   return 4 * floats;
 }
@@ -525,8 +534,10 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
       gather("model", "all_gather", l.model, chunk, element, m);
       gather("model", "reduce_scatter", l.model, chunk, element, m);
       all_reduce("model", l.model, 2 * static_cast<double>(model.hidden), 4, m);
-      all_reduce("model", l.model, rows, 4, m);
-      all_reduce("model", l.model, 2 * rows, 4, m);
+      // The cross-entropy's all-reduces run again in backward, which computes the head's
+      // logits block by block anew.
+      all_reduce("model", l.model, rows, 4, 2 * m);
+      all_reduce("model", l.model, 2 * rows, 4, 2 * m);
     }
     all_reduce("model", l.model, 1, 8, 1);
   } else if (l.model > 1) {  // Megatron: two all-reduces per layer forward, two backward
@@ -540,8 +551,10 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     all_reduce("model", l.model, micro_batch_activation, element, m);
     if (l.pipeline == 1) {
       all_reduce("model", l.model, micro_batch_activation, element, m);
-      all_reduce("model", l.model, rows, 4, m);
-      all_reduce("model", l.model, 2 * rows, 4, m);
+      // The cross-entropy's all-reduces run again in backward, which computes the head's
+      // logits block by block anew.
+      all_reduce("model", l.model, rows, 4, 2 * m);
+      all_reduce("model", l.model, 2 * rows, 4, 2 * m);
     }
     all_reduce("model", l.model, 1, 8, 1);
   }

@@ -113,6 +113,12 @@ enum class GptRecompute { kNone, kSelective, kFull };
 [[nodiscard]] GptRecompute parse_gpt_recompute(const std::string& text, const std::string& flag);
 [[nodiscard]] std::string recompute_name(GptRecompute recompute);
 
+// The head computes logits, probabilities and their gradients for this many rows at a time:
+// as many as hold at most kHeadBlockFloats floats of this rank's vocabulary (at least one row,
+// at most `rows`). No batch x seq x vocabulary buffer lives across a step.
+inline constexpr std::size_t kHeadBlockFloats = std::size_t{1} << 20;
+[[nodiscard]] std::size_t head_block_rows(std::size_t rows, std::size_t vocab_local);
+
 class Gpt {
  public:
   // Takes the parameters from `store` (laid out by gpt_parameters(config), or holding at least
@@ -183,8 +189,7 @@ class Gpt {
     bool head_held = false;  // forward left the final norm and the embeddings gathered
     std::vector<std::int32_t> tokens, targets;
     std::vector<float> encoded, ln1, ln1_mean, ln1_rstd, qkv, atty, lse, attproj, residual2, ln2,
-        ln2_mean, ln2_rstd, fch, fch_gelu, fcproj, residual3, lnf, lnf_mean, lnf_rstd, logits,
-        probs, losses;
+        ln2_mean, ln2_rstd, fch, fch_gelu, fcproj, residual3, lnf, lnf_mean, lnf_rstd, losses;
     [[nodiscard]] std::size_t bytes() const;
   };
   // Layer l's saved activations in `a` (l counted from the stage's first layer).
@@ -243,6 +248,8 @@ class Gpt {
   // Gradient scratch, reused layer by layer and micro-batch by micro-batch.
   std::vector<float> dresidual_, dresidual2_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_,
       dlogits_;
+  // One block of rows' logits and probabilities (the head's, forward and backward).
+  std::vector<float> logits_, probs_;
   // A column-parallel layer's input gradient, this rank's rows (the sum's part under sequence
   // parallelism; dnorm_ itself otherwise).
   std::vector<float> dnorm_local_;
