@@ -15,7 +15,7 @@ void adamw_update(float* params, const float* grads, float* m, float* v, std::si
   const float correction2 = 1.0F - std::pow(b2, t);
   detail::parallel_for(count, std::size_t{1} << 14, [&](std::size_t first, std::size_t last) {
     for (std::size_t i = first; i < last; ++i) {
-      const float g = grads[i];
+      const float g = grads[i] * settings.grad_scale;
       m[i] = b1 * m[i] + (1.0F - b1) * g;
       v[i] = b2 * v[i] + (1.0F - b2) * g * g;
       const float m_hat = m[i] / correction1;

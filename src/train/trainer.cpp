@@ -298,18 +298,12 @@ void Trainer::update(float learning_rate, float grad_scale, std::int64_t step) {
   adamw.learning_rate = learning_rate;
   adamw.beta1 = settings_.beta1;
   adamw.beta2 = settings_.beta2;
-  const auto scaled = [&](float* grads, std::size_t count) {
-    if (grad_scale != 1.0F) {
-      for (std::size_t i = 0; i < count; ++i) grads[i] *= grad_scale;
-    }
-    return grads;
-  };
+  adamw.grad_scale = grad_scale;  // clipping, applied in the update's pass
   if (settings_.zero == 0) {
     for (std::size_t p = 0; p < store.specs().size(); ++p) {
       adamw.weight_decay = store.specs()[p].weight_decay ? settings_.weight_decay : 0.0F;
       const std::size_t at = store.offset(p);
-      kernels::adamw_update(store.values().data() + at,
-                            scaled(store.grads().data() + at, store.count(p)), m_.data() + at,
+      kernels::adamw_update(store.values().data() + at, store.grads().data() + at, m_.data() + at,
                             v_.data() + at, store.count(p), adamw, step);
     }
     return;
@@ -324,16 +318,16 @@ void Trainer::update(float learning_rate, float grad_scale, std::int64_t step) {
     const std::size_t at = shards.slice_offset(p);
     if (units_) {
       const std::size_t count = shards.block_elements(p, member_);
-      kernels::adamw_update(values_slice + at, scaled(grads_slice + at, count), m_.data() + at,
-                            v_.data() + at, count, adamw, step);
+      kernels::adamw_update(values_slice + at, grads_slice + at, m_.data() + at, v_.data() + at,
+                            count, adamw, step);
       continue;
     }
     float* values = store.values().data() + store.offset(p);
     float* full_grads = store.grads().data() + store.offset(p);
     shards.for_each_run(p, member_, [&](std::size_t from, std::size_t to, std::size_t length) {
       float* grads = settings_.zero == 1 ? full_grads + from : grads_slice + at + to;
-      kernels::adamw_update(values + from, scaled(grads, length), m_.data() + at + to,
-                            v_.data() + at + to, length, adamw, step);
+      kernels::adamw_update(values + from, grads, m_.data() + at + to, v_.data() + at + to, length,
+                            adamw, step);
     });
   }
 }

@@ -38,5 +38,26 @@ TEST(AdamW, MatchesTheUpdateWrittenOut) {
   EXPECT_NEAR(fresh[0], -0.01F, 1e-6);
 }
 
+// Clipping's scale applied inside the update equals the update of the scaled gradients, and the
+// gradients themselves are left as they were.
+TEST(AdamW, TheGradientScaleIsAppliedInTheUpdate) {
+  const std::vector<float> grads{0.5F, -2.0F, 3.0F, 1e-3F};
+  std::vector<float> halved = grads;
+  for (float& g : halved) g *= 0.25F;
+  AdamWSettings settings;
+  settings.weight_decay = 0.1F;
+  std::vector<float> p1(4, 1.0F), m1(4), v1(4), p2(4, 1.0F), m2(4), v2(4);
+  adamw_update(p1.data(), halved.data(), m1.data(), v1.data(), 4, settings, 3);
+  settings.grad_scale = 0.25F;
+  std::vector<float> unscaled = grads;
+  adamw_update(p2.data(), unscaled.data(), m2.data(), v2.data(), 4, settings, 3);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_FLOAT_EQ(p2[i], p1[i]);
+    EXPECT_FLOAT_EQ(m2[i], m1[i]);
+    EXPECT_FLOAT_EQ(v2[i], v1[i]);
+  }
+  EXPECT_EQ(unscaled, grads);
+}
+
 }  // namespace
 }  // namespace shardwise::kernels

@@ -13,6 +13,9 @@ struct AdamWSettings {
   float beta2 = 0.95F;
   float eps = 1e-8F;
   float weight_decay = 0.0F;  // 0 for norms and biases
+  // What the gradients are multiplied by first (global-norm clipping), in the update's own pass
+  // over them rather than a pass of its own.
+  float grad_scale = 1.0F;
 };
 
 void adamw_update(float* params, const float* grads, float* m, float* v, std::size_t count,
