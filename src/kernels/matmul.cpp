@@ -23,9 +23,14 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, std::size_t rows, std::size_t in,
-                     std::size_t out_features) {
-  if (rows == 0 || out_features == 0 || in == 0) return;
-  detail::sgemm(false, false, rows, in, out_features, 1.0F, dout, out_features, weight, in, 1.0F,
+                     std::size_t out_features, InputGradient input_gradient) {
+  if (rows == 0 || in == 0) return;
+  if (out_features == 0) {
+    if (input_gradient == InputGradient::kOverwrite) std::fill(dinp, dinp + rows * in, 0.0F);
+    return;
+  }
+  const float beta = input_gradient == InputGradient::kOverwrite ? 0.0F : 1.0F;
+  detail::sgemm(false, false, rows, in, out_features, 1.0F, dout, out_features, weight, in, beta,
                 dinp, in);
   detail::sgemm(true, false, out_features, in, rows, 1.0F, dout, out_features, inp, in, 1.0F,
                 dweight, in);

@@ -487,7 +487,6 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     const std::size_t block = head_block_rows(BT, vocab_);
     const std::vector<float> dlosses(block, loss_scale / static_cast<float>(BT));
     std::vector<float> losses(block);
-    zero(dnorm_);
     for (std::size_t r0 = 0; r0 < BT; r0 += block) {
       const std::size_t rows = std::min(block, BT - r0);
       const float* lnf = act.lnf.data() + r0 * C;
@@ -499,8 +498,10 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
                 0.0F);
       tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(),
                                  act.targets.data() + r0, rows, vocab_, vocab_start_);
+      // Each block writes its own rows of the input's gradient: nothing to zero first.
       kernels::matmul_backward(dnorm_.data() + r0 * C, store_.grad(index_[kWte]), nullptr,
-                               dlogits_.data(), lnf, store_.value(index_[kWte]), rows, C, vocab_);
+                               dlogits_.data(), lnf, store_.value(index_[kWte]), rows, C, vocab_,
+                               kernels::InputGradient::kOverwrite);
     }
     const float* dlnf = column_input_grad();  // each rank's vocabulary adds its part
     store_.release(embeddings_unit());        // its gradients stay until the embedding's backward
@@ -525,28 +526,27 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     // residual3 = residual2 + fcproj: both get dresidual.
     dresidual2_ = dresidual_;
     const float* dmlp = whole_output_grad(dresidual_.data());
-    zero(dwide_gelu_);
+    // The products write the scratch gradients rather than add to zeroed ones.
     kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW), grad(l, kFcProjB), dmlp,
-                             a.fch_gelu, param(l, kFcProjW), BT, W, C);
+                             a.fch_gelu, param(l, kFcProjW), BT, W, C,
+                             kernels::InputGradient::kOverwrite);
     zero(dwide_);
     kernels::gelu_backward(dwide_.data(), a.fch, dwide_gelu_.data(), BT * W);
-    zero(dnorm_);
     kernels::matmul_backward(dnorm_.data(), grad(l, kFcW), grad(l, kFcB), dwide_.data(), a.ln2,
-                             param(l, kFcW), BT, C, W);
+                             param(l, kFcW), BT, C, W, kernels::InputGradient::kOverwrite);
     layernorm_backward(dresidual2_.data(), grad(l, kLn2W), grad(l, kLn2B), column_input_grad(),
                        a.residual2, param(l, kLn2W), a.ln2_mean, a.ln2_rstd);
     // residual2 = residual + attproj: both get dresidual2.
     dresidual_ = dresidual2_;
     const float* dattention = whole_output_grad(dresidual2_.data());
-    zero(dbranch_);
     kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB), dattention,
-                             a.atty, param(l, kAttProjW), BT, Cl, C);
+                             a.atty, param(l, kAttProjW), BT, Cl, C,
+                             kernels::InputGradient::kOverwrite);
     zero(dqkv_);
     kernels::attention_backward(dqkv_.data(), dbranch_.data(), a.qkv, a.atty, a.lse, batch, seq, Cl,
                                 heads_);
-    zero(dnorm_);
     kernels::matmul_backward(dnorm_.data(), grad(l, kQkvW), grad(l, kQkvB), dqkv_.data(), a.ln1,
-                             param(l, kQkvW), BT, C, 3 * Cl);
+                             param(l, kQkvW), BT, C, 3 * Cl, kernels::InputGradient::kOverwrite);
     layernorm_backward(dresidual_.data(), grad(l, kLn1W), grad(l, kLn1B), column_input_grad(),
                        residual, param(l, kLn1W), a.ln1_mean, a.ln1_rstd);
     tell(2 + l * kPerLayer, 2 + l * kPerLayer + kPerLayer - 1);

@@ -81,6 +81,25 @@ TEST(GradientCheck, Matmul) {
   expect_gradient(bias, dbias, loss, "dbias");
 }
 
+// kOverwrite writes the input's gradient over whatever the buffer held (NaN here), as adding it to
+// zeros would; the parameters' gradients still add.
+TEST(GradientCheck, MatmulBackwardCanWriteTheInputGradient) {
+  const std::size_t rows = 5, in = 6, out = 7;
+  const std::vector<float> inp = random_values(rows * in, 31);
+  const std::vector<float> weight = random_values(out * in, 32);
+  const std::vector<float> dout = random_values(rows * out, 33);
+  std::vector<float> added(rows * in, 0.0F), dweight1(out * in, 1.0F), dbias1(out, 1.0F);
+  matmul_backward(added.data(), dweight1.data(), dbias1.data(), dout.data(), inp.data(),
+                  weight.data(), rows, in, out);
+  std::vector<float> written(rows * in, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> dweight2(out * in, 1.0F), dbias2(out, 1.0F);
+  matmul_backward(written.data(), dweight2.data(), dbias2.data(), dout.data(), inp.data(),
+                  weight.data(), rows, in, out, InputGradient::kOverwrite);
+  EXPECT_EQ(written, added);
+  EXPECT_EQ(dweight2, dweight1);
+  EXPECT_EQ(dbias2, dbias1);
+}
+
 TEST(GradientCheck, LayerNorm) {
   const std::size_t rows = 4, channels = 8;
   std::vector<float> inp = random_values(rows * channels, 5, 2.0F);

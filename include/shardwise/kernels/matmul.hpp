@@ -11,10 +11,16 @@ namespace shardwise::kernels {
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     std::size_t rows, std::size_t in, std::size_t out_features);
 
-// dinp += dout weight; dweight += dout^T inp; dbias += column sums of dout (dbias may be null).
+// Whether backward adds the input's gradient to what dinp holds, or writes it (a scratch with
+// nothing to add to: no pass to zero it first).
+enum class InputGradient { kAccumulate, kOverwrite };
+
+// dinp += dout weight (dinp = dout weight with kOverwrite); dweight += dout^T inp; dbias += column
+// sums of dout (dbias may be null).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, std::size_t rows, std::size_t in,
-                     std::size_t out_features);
+                     std::size_t out_features,
+                     InputGradient input_gradient = InputGradient::kAccumulate);
 
 // Threads the BLAS may use for one call (ranks that are threads of one process use one each).
 void set_blas_threads(int threads);
