@@ -131,7 +131,7 @@ void Gpt::size_scratch(std::size_t batch, std::size_t seq) {
   scratch_batch_ = batch;
   scratch_seq_ = seq;
   const std::size_t C = config_.n_embd, BT = batch * seq, R = local_rows(batch, seq);
-  for (auto* v : {&dresidual_, &dresidual2_, &dnorm_local_}) v->assign(R * C, 0);
+  for (auto* v : {&dresidual_, &dnorm_local_}) v->assign(R * C, 0);
   dnorm_.assign(BT * C, 0);
   dbranch_.assign(BT * channels_, 0);
   dwide_.assign(BT * width_, 0);
@@ -160,9 +160,8 @@ std::size_t Gpt::activation_bytes() const {
   std::size_t bytes = recomputed_.bytes();
   for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
-  for (const auto* v :
-       {&dresidual_, &dresidual2_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_, &dqkv_, &logits_,
-        &probs_, &dlogits_, &dnorm_local_, &norm_local_, &partial_, &dfull_}) {
+  for (const auto* v : {&dresidual_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_, &dqkv_, &logits_,
+                        &probs_, &dlogits_, &dnorm_local_, &norm_local_, &partial_, &dfull_}) {
     floats += v->size();
   }
   return bytes + floats * sizeof(float);
@@ -523,8 +522,8 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     // Full recomputation: the layer's forward again, into the scratch, with the unit gathered
     // once for it and its backward.
     if (recompute_ == GptRecompute::kFull) layer_forward(a, residual, l, batch, seq);
-    // residual3 = residual2 + fcproj: both get dresidual.
-    dresidual2_ = dresidual_;
+    // residual3 = residual2 + fcproj: both get dresidual. One buffer holds it, and then, the
+    // LayerNorm's gradient added in place once the MLP's product has read it, d(residual2).
     const float* dmlp = whole_output_grad(dresidual_.data());
     // The products write the scratch gradients rather than add to zeroed ones.
     kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW), grad(l, kFcProjB), dmlp,
@@ -534,11 +533,11 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     kernels::gelu_backward(dwide_.data(), a.fch, dwide_gelu_.data(), BT * W);
     kernels::matmul_backward(dnorm_.data(), grad(l, kFcW), grad(l, kFcB), dwide_.data(), a.ln2,
                              param(l, kFcW), BT, C, W, kernels::InputGradient::kOverwrite);
-    layernorm_backward(dresidual2_.data(), grad(l, kLn2W), grad(l, kLn2B), column_input_grad(),
+    layernorm_backward(dresidual_.data(), grad(l, kLn2W), grad(l, kLn2B), column_input_grad(),
                        a.residual2, param(l, kLn2W), a.ln2_mean, a.ln2_rstd);
-    // residual2 = residual + attproj: both get dresidual2.
-    dresidual_ = dresidual2_;
-    const float* dattention = whole_output_grad(dresidual2_.data());
+    // residual2 = residual + attproj: both get d(residual2); the first LayerNorm's gradient is
+    // added in place the same way.
+    const float* dattention = whole_output_grad(dresidual_.data());
     kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB), dattention,
                              a.atty, param(l, kAttProjW), BT, Cl, C,
                              kernels::InputGradient::kOverwrite);

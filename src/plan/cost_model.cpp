@@ -73,12 +73,12 @@ double head_block_rows(double rows, double vocab_local) {
 }
 
 // And outside the layers: the embedding output, final LayerNorm, losses and backward's scratch
-// (4 + 8 + 3 widths of h per token), and one block of rows' logits, probabilities and their
+// (16 widths of h per token in all), and one block of rows' logits, probabilities and their
 // gradient.
 double trainer_model_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
   const double tokens = static_cast<double>(b) * static_cast<double>(seq);
   const double v = static_cast<double>(model.vocab);
-  return tokens * static_cast<double>(17 * model.hidden + 3) + 3 * head_block_rows(tokens, v) * v;
+  return tokens * static_cast<double>(16 * model.hidden + 3) + 3 * head_block_rows(tokens, v) * v;
 }
 
 // What shardwise's fp32 trainer keeps on a pipeline stage, in bytes: a slot per micro-batch
@@ -126,11 +126,11 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
                       ? slots * (chunk_layers * rows * h + rows * h) +
                             static_cast<double>(l.virtual_stages) * (layer - rows * h)
                       : slots * (chunk_layers * layer + rows * h);
-  // Backward's scratch, once per model chunk (each chunk is a model of its own): three
+  // Backward's scratch, once per model chunk (each chunk is a model of its own): two
   // residual-stream gradients, a LayerNorm input's gradient whole, the branches' and the MLP's
   // this rank's width; sequence parallelism's gathers.
   floats += static_cast<double>(l.virtual_stages) *
-            (3 * rows * h + whole * h + whole * 12 * h / t +
+            (2 * rows * h + whole * h + whole * 12 * h / t +
              (l.sequence_parallel ? rows * h + 2 * whole * h : 0));
   if (last) {
     // Per slot the final norm's output and statistics and the losses; once one block of rows'

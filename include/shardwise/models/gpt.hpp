@@ -246,8 +246,7 @@ class Gpt {
   // The shape the gradient scratch is sized for.
   std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
   // Gradient scratch, reused layer by layer and micro-batch by micro-batch.
-  std::vector<float> dresidual_, dresidual2_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_,
-      dlogits_;
+  std::vector<float> dresidual_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_, dlogits_;
   // One block of rows' logits and probabilities (the head's, forward and backward).
   std::vector<float> logits_, probs_;
   // A column-parallel layer's input gradient, this rank's rows (the sum's part under sequence
