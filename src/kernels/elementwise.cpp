@@ -32,16 +32,21 @@ void gelu_forward_range(float* __restrict out, const float* __restrict inp, std:
 }
 
 SHARDWISE_CPU_CLONES
+inline float gelu_derivative(float x) {
+  const float u = kGeluScale * (x + kGeluCube * x * x * x);
+  const float th = fast_tanh(u);
+  const float sech2 = 1.0F - th * th;
+  return 0.5F * (1.0F + th) + 0.5F * x * sech2 * kGeluScale * (1.0F + 3.0F * kGeluCube * x * x);
+}
+
+// Two loops, so that each vectorises: one adds, one writes.
+SHARDWISE_CPU_CLONES
 void gelu_backward_range(float* __restrict dinp, const float* __restrict inp,
-                         const float* __restrict dout, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const float x = inp[i];
-    const float u = kGeluScale * (x + kGeluCube * x * x * x);
-    const float th = fast_tanh(u);
-    const float sech2 = 1.0F - th * th;
-    const float local =
-        0.5F * (1.0F + th) + 0.5F * x * sech2 * kGeluScale * (1.0F + 3.0F * kGeluCube * x * x);
-    dinp[i] += local * dout[i];
+                         const float* __restrict dout, std::size_t count, bool add) {
+  if (add) {
+    for (std::size_t i = 0; i < count; ++i) dinp[i] += gelu_derivative(inp[i]) * dout[i];
+  } else {
+    for (std::size_t i = 0; i < count; ++i) dinp[i] = gelu_derivative(inp[i]) * dout[i];
   }
 }
 
@@ -53,9 +58,11 @@ void gelu_forward(float* out, const float* inp, std::size_t count) {
   });
 }
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t count) {
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t count,
+                   InputGradient input_gradient) {
+  const bool add = input_gradient == InputGradient::kAccumulate;
   detail::parallel_for(count, kElementsPerThread, [&](std::size_t first, std::size_t last) {
-    gelu_backward_range(dinp + first, inp + first, dout + first, last - first);
+    gelu_backward_range(dinp + first, inp + first, dout + first, last - first, add);
   });
 }
 

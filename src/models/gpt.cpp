@@ -529,8 +529,8 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     kernels::matmul_backward(dwide_gelu_.data(), grad(l, kFcProjW), grad(l, kFcProjB), dmlp,
                              a.fch_gelu, param(l, kFcProjW), BT, W, C,
                              kernels::InputGradient::kOverwrite);
-    zero(dwide_);
-    kernels::gelu_backward(dwide_.data(), a.fch, dwide_gelu_.data(), BT * W);
+    kernels::gelu_backward(dwide_.data(), a.fch, dwide_gelu_.data(), BT * W,
+                           kernels::InputGradient::kOverwrite);
     kernels::matmul_backward(dnorm_.data(), grad(l, kFcW), grad(l, kFcB), dwide_.data(), a.ln2,
                              param(l, kFcW), BT, C, W, kernels::InputGradient::kOverwrite);
     layernorm_backward(dresidual_.data(), grad(l, kLn2W), grad(l, kLn2B), column_input_grad(),

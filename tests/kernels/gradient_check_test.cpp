@@ -233,6 +233,10 @@ TEST(GradientCheck, GeluAndResidual) {
       1e-5);
   std::vector<float> dinp(64);
   gelu_backward(dinp.data(), inp.data(), probe.data(), inp.size());
+  // Written over NaN, the same gradient as added to zeros.
+  std::vector<float> written(inp.size(), std::numeric_limits<float>::quiet_NaN());
+  gelu_backward(written.data(), inp.data(), probe.data(), inp.size(), InputGradient::kOverwrite);
+  EXPECT_EQ(written, dinp);
   expect_gradient(inp, dinp, loss, "gelu dinp", 1e-3F);
   // A diverged model's values: NaN stays NaN, huge values stay finite or infinite as GELU's
   // limits say, and nothing is undefined (UBSan runs this).

@@ -5,15 +5,13 @@
 
 #include <cstddef>
 
+#include "shardwise/kernels/input_gradient.hpp"
+
 namespace shardwise::kernels {
 
 // out = inp weight^T + bias (bias may be null).
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     std::size_t rows, std::size_t in, std::size_t out_features);
-
-// Whether backward adds the input's gradient to what dinp holds, or writes it (a scratch with
-// nothing to add to: no pass to zero it first).
-enum class InputGradient { kAccumulate, kOverwrite };
 
 // dinp += dout weight (dinp = dout weight with kOverwrite); dweight += dout^T inp; dbias += column
 // sums of dout (dbias may be null).
