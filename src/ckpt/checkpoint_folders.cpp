@@ -77,16 +77,17 @@ void keep_newest(const std::filesystem::path& root, std::size_t keep, std::int64
   }
 }
 
-std::filesystem::path resolve_checkpoint(const std::filesystem::path& path) {
+std::filesystem::path resolve_checkpoint(const std::filesystem::path& path,
+                                         const std::string& flag) {
   std::error_code error;
   if (std::filesystem::exists(path / kIndexFileName, error)) return path;
   if (!std::filesystem::is_directory(path, error)) {
-    throw CheckpointError("--resume '" + echo_input(path.string(), 200) +
+    throw CheckpointError(flag + " '" + echo_input(path.string(), 200) +
                           "' is not a checkpoint or a folder of them");
   }
   const std::vector<SavedStep> saved = list_checkpoints(path);
   if (saved.empty()) {
-    throw CheckpointError("--resume '" + echo_input(path.string(), 200) +
+    throw CheckpointError(flag + " '" + echo_input(path.string(), 200) +
                           "' holds no whole checkpoint (no step-N folder with an index)");
   }
   return saved.back().folder;

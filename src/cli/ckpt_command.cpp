@@ -38,7 +38,7 @@ ckpt::CheckpointReader open_checkpoint(const std::string& path) {
     }
     return ckpt::CheckpointReader::from_safetensors(path);
   }
-  return ckpt::CheckpointReader(ckpt::resolve_checkpoint(path));
+  return ckpt::CheckpointReader(ckpt::resolve_checkpoint(path, "checkpoint"));
 }
 
 void inspect(const std::string& path, bool json, bool verify, std::ostream& out) {
@@ -96,7 +96,7 @@ void export_hf(const std::string& path, const std::string& format, const std::st
   if (format != "hf-gpt2") {
     throw InvalidArgument("--format is '" + echo_input(format) + "'; expected hf-gpt2");
   }
-  const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(path));
+  const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(path, "checkpoint"));
   const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
   const CheckpointInfo info = checkpoint_info(reader.index(), what);
   // Optimizer state stays behind: the export is the model.

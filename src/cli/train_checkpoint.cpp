@@ -1,5 +1,7 @@
 #include "train_checkpoint.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -106,6 +108,17 @@ void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps) {
                           "; expected 0 (keep every one) to 1000000");
   }
   if (flags.save && flags.save->empty()) throw InvalidArgument("--save is an empty path");
+  if (flags.save) {
+    // Found now, not after the run: a folder that cannot be made or written.
+    std::error_code error;
+    std::filesystem::create_directories(*flags.save, error);
+    if (error || !std::filesystem::is_directory(*flags.save) ||
+        ::access(flags.save->c_str(), W_OK | X_OK) != 0) {
+      throw InvalidArgument("--save '" + echo_input(*flags.save, 200) +
+                            "' is not a folder this run can write" +
+                            (error ? ": " + error.message() : std::string()));
+    }
+  }
   if (flags.resume && flags.resume->empty()) throw InvalidArgument("--resume is an empty path");
 }
 

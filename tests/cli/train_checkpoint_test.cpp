@@ -125,6 +125,8 @@ TEST(TrainCheckpoint, WhatCannotLoadIsNamed) {
   expect_bad_input(train_args("", {"--save-every", "2"}), "--save-every needs --save PATH");
   expect_bad_input(train_args("", {"--save", folder, "--save-every", "7"}),
                    "--save-every is 7; expected 0 (the last step only) to --steps 6");
+  expect_bad_input(train_args("", {"--save", "/dev/zero"}),
+                   "--save '/dev/zero' is not a folder this run can write");
   expect_bad_input(train_args("", {"--resume", folder + "/nothing"}),
                    "is not a checkpoint or a folder of them");
   (void)losses(train_args("", {"--save", folder}));

@@ -32,8 +32,9 @@ void keep_newest(const std::filesystem::path& root, std::size_t keep, std::int64
 // ".step-N.old" and ".step-N.removing" folders. Only while no save into `root` is under way.
 void remove_leftovers(const std::filesystem::path& root);
 
-// What --resume PATH names: PATH itself where it is a checkpoint (it holds an index), else the
-// newest checkpoint in it. CheckpointError where there is none.
-[[nodiscard]] std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
+// What a checkpoint argument names: PATH itself where it is a checkpoint (it holds an index),
+// else the newest checkpoint in it. CheckpointError naming `flag` where there is none.
+[[nodiscard]] std::filesystem::path resolve_checkpoint(const std::filesystem::path& path,
+                                                       const std::string& flag = "--resume");
 
 }  // namespace shardwise::ckpt
