@@ -215,19 +215,36 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
         throw CheckpointError("cannot make the folder " +
                               detail::system_error_text(partial_, error.value()));
       }
+      made_partial_ = true;
     });
   }
-  detail::throw_if_any_failed(detail::gather_texts(comm_, mine_error, options_.timeout), what);
-  // Ranks on other hosts must see rank 0's folder: a save needs a file system they share.
-  std::error_code seen;
-  if (!std::filesystem::is_directory(partial_, seen)) {
-    mine_error = "cannot see the folder '" + echo_input(partial_.string(), 200) +
-                 "' rank 0 made; a save needs a folder every rank's host shares";
+  // No destructor runs for an object whose constructor throws: the folder made above is
+  // removed here when a later step fails (a peer that failed or aborted meanwhile too).
+  try {
+    detail::throw_if_any_failed(detail::gather_texts(comm_, mine_error, options_.timeout), what);
+    // Ranks on other hosts must see rank 0's folder: a save needs a file system they share.
+    std::error_code seen;
+    if (!std::filesystem::is_directory(partial_, seen)) {
+      mine_error = "cannot see the folder '" + echo_input(partial_.string(), 200) +
+                   "' rank 0 made; a save needs a folder every rank's host shares";
+    }
+    detail::throw_if_any_failed(detail::gather_texts(comm_, mine_error, options_.timeout), what);
+  } catch (...) {
+    remove_partial();
+    throw;
   }
-  detail::throw_if_any_failed(detail::gather_texts(comm_, mine_error, options_.timeout), what);
 }
 
-CheckpointSave::~CheckpointSave() = default;
+CheckpointSave::~CheckpointSave() { remove_partial(); }
+
+void CheckpointSave::remove_partial() noexcept {
+  if (!made_partial_) return;
+  made_partial_ = false;
+  // Best effort: a peer still writing may add a file after the removal; the next save in the
+  // same folder removes what is left (remove_leftovers).
+  std::error_code ignored;
+  std::filesystem::remove_all(partial_, ignored);
+}
 
 std::map<std::string, ArrayRecord> CheckpointSave::array_records() const {
   std::map<std::string, ArrayRecord> records;
@@ -316,8 +333,7 @@ SaveStats CheckpointSave::commit() {
       std::all_of(errors.begin(), errors.end(), [](const std::string& e) { return e.empty(); });
   if (comm_.rank() == 0) {
     if (!all_wrote) {
-      std::error_code ignored;
-      std::filesystem::remove_all(partial_, ignored);
+      remove_partial();
     } else {
       outcome = error_of([&] {
         std::map<std::string, ArrayRecord> arrays = array_records();
@@ -348,11 +364,9 @@ SaveStats CheckpointSave::commit() {
         file.close();
         detail::sync_directory(partial_);
         move_into_place(partial_, folder_);
+        made_partial_ = false;
       });
-      if (!outcome.empty()) {
-        std::error_code ignored;
-        std::filesystem::remove_all(partial_, ignored);
-      }
+      if (!outcome.empty()) remove_partial();
     }
   }
   detail::throw_if_any_failed(errors, what);

@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
 
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/ckpt/checkpoint_folders.hpp"
@@ -241,6 +242,34 @@ TEST(CheckpointSaveLoad, AWriteThatFailsOnOneRankLeavesTheEarlierCheckpoint) {
   EXPECT_FALSE(std::filesystem::exists(root / ".a.partial"));
   EXPECT_EQ(CheckpointReader(root / "a").verify(),
             CheckpointReader(root / "a").index().total_bytes());
+}
+
+// A peer that fails outside the save (its step threw) aborts the run while rank 0 may still be
+// in the save's last collective or before it: whichever, rank 0 leaves no temporary folder. A
+// save abandoned before commit (the destructor) leaves none either.
+TEST(CheckpointSaveLoad, APeerThatFailsMidSaveLeavesNoTemporaryFolder) {
+  const auto root = fresh_folder("peer_failed");
+  save_grid(root / "a", 1, 2);
+  for (const bool rank0_commits : {true, false}) {
+    EXPECT_THROW(run_local(2,
+                           [&](Communicator& comm) {
+                             Block block = block_of(comm.rank(), 37, 23, 1, 2);
+                             const BlockToSave saved{
+                                 "w",    {37, 23},  DType::kF32,
+                                 "grid", block.box, std::as_bytes(std::span(block.values))};
+                             CheckpointSave save(comm, root / "a", {&saved, 1}, "{}");
+                             EXPECT_TRUE(std::filesystem::exists(root / ".a.partial"));
+                             std::span<const std::byte> bytes = saved.bytes;
+                             save.write({&bytes, 1});
+                             if (comm.rank() == 1) throw std::runtime_error("the step failed");
+                             if (rank0_commits) (void)save.commit();
+                           }),
+                 CommError)
+        << rank0_commits;
+    EXPECT_FALSE(std::filesystem::exists(root / ".a.partial")) << rank0_commits;
+    EXPECT_EQ(CheckpointReader(root / "a").verify(),
+              CheckpointReader(root / "a").index().total_bytes());
+  }
 }
 
 TEST(CheckpointSaveLoad, AnInterruptedSaveIsNotACheckpoint) {

@@ -169,7 +169,7 @@ TEST(TrainCheckpoint, AFullDiskLeavesTheEarlierCheckpoint) {
   EXPECT_THAT(result.err, ::testing::HasSubstr("step-00000006' not saved: rank 0: cannot write"));
   EXPECT_THAT(result.err, ::testing::HasSubstr("File too large"));
   EXPECT_FALSE(std::filesystem::exists(folder + "/step-00000006"));
-  EXPECT_FALSE(std::filesystem::exists(folder + "/.step-00000006.partial"));
+  EXPECT_FALSE(std::filesystem::exists(folder + "/.step-00000006.partial")) << result.err;
   const auto verify = run_command({"ckpt", "inspect", "--verify", folder});
   EXPECT_EQ(verify.status, 0) << verify.err;
   EXPECT_THAT(verify.out, ::testing::HasSubstr("step 3"));

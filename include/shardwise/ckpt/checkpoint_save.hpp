@@ -48,6 +48,8 @@ class CheckpointSave {
   CheckpointSave(Communicator& comm, std::filesystem::path folder,
                  std::span<const BlockToSave> blocks, std::string metadata_json,
                  SaveOptions options = {});
+  // A save never committed (a failure on any rank, a peer that aborted the run, a save
+  // abandoned) leaves no temporary folder: rank 0, which made it, removes it here.
   ~CheckpointSave();
   CheckpointSave(const CheckpointSave&) = delete;
   CheckpointSave& operator=(const CheckpointSave&) = delete;
@@ -66,6 +68,8 @@ class CheckpointSave {
   struct Block;
   // Every array of the blocks, without shards, by name.
   [[nodiscard]] std::map<std::string, ArrayRecord> array_records() const;
+  // Rank 0: removes the temporary folder if it made it and has not moved it into place.
+  void remove_partial() noexcept;
   Communicator& comm_;
   std::filesystem::path folder_;
   std::filesystem::path partial_;
@@ -78,6 +82,7 @@ class CheckpointSave {
   std::string error_;    // what write() could not do
   SaveStats stats_;
   bool committed_ = false;
+  bool made_partial_ = false;  // rank 0 made partial_, and it is not in place yet
 };
 
 // Constructs, writes and commits on the calling thread.
