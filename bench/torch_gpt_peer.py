@@ -6,12 +6,15 @@ batch, context and thread count, AdamW; tokens/s of a training step, on the CPU 
     build/peer-venv/bin/python bench/torch_gpt_peer.py --model tiny --batch 12 --threads 2
 
 Prints one JSON object: {"peer": "pytorch", "model", "batch", "seq", "threads",
-"tokens_per_s", "seconds_per_step"}. Benchmarks only (scripts/install_bench_peers.sh).
+"tokens_per_s", "seconds_per_step", "peak_rss_bytes"}; `--compile` runs the model through
+`torch.compile` (Inductor's C++ code for the CPU; the compilation is in the first steps, which the
+median leaves out). Benchmarks only (scripts/install_bench_peers.sh).
 """
 
 import argparse
 import json
 import math
+import resource
 import time
 
 import torch
@@ -64,11 +67,16 @@ def main():
     parser.add_argument("--batch", type=int, default=12)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3, help="steps the median leaves out")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     args = parser.parse_args()
+    if not 0 <= args.warmup < args.steps:
+        parser.error(f"--warmup is {args.warmup}; expected 0 to --steps - 1 ({args.steps - 1})")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     layers, heads, width, context = PRESETS[args.model]
     model = Gpt(layers, heads, width, context)
+    step_model = torch.compile(model) if args.compile else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
     tokens = torch.randint(0, 256, (args.batch, context))
     targets = torch.randint(0, 256, (args.batch, context))
@@ -76,15 +84,19 @@ def main():
     for step in range(args.steps):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = model(tokens, targets)
+        loss = step_model(tokens, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         times.append(time.perf_counter() - start)
-    steady = sorted(times[3:])[len(times[3:]) // 2]  # median after warm-up
-    print(json.dumps({"peer": "pytorch", "model": args.model, "batch": args.batch, "seq": context,
+    kept = sorted(times[args.warmup:])
+    steady = kept[len(kept) // 2]  # median after warm-up
+    print(json.dumps({"peer": "pytorch-compile" if args.compile else "pytorch",
+                      "model": args.model, "batch": args.batch, "seq": context,
                       "threads": args.threads, "seconds_per_step": steady,
                       "tokens_per_s": args.batch * context / steady,
+                      # Linux reports the peak resident set in KiB.
+                      "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                       "loss": float(loss)}))
 
 

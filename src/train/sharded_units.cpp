@@ -62,21 +62,36 @@ float* ShardedUnits::my_chunk(std::vector<float>& slice, std::size_t unit) {
   return slice.data() + shards_.chunk_offset(unit);
 }
 
-void ShardedUnits::allocate(std::vector<float>& buffer, std::size_t elements) {
-  buffer.assign(elements, 0.0F);
+void ShardedUnits::allocate(std::vector<float>& buffer, std::size_t elements, bool zeroed) {
+  const auto kept = kept_.find(elements);
+  if (kept != kept_.end()) {
+    buffer = std::move(kept->second.back());
+    kept->second.pop_back();
+    if (kept->second.empty()) kept_.erase(kept);
+    kept_bytes_ -= elements * sizeof(float);
+    if (zeroed) std::fill(buffer.begin(), buffer.end(), 0.0F);
+  } else {
+    buffer.assign(elements, 0.0F);
+  }
   gathered_bytes_ += buffer.size() * sizeof(float);
   peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
 }
 
 void ShardedUnits::finish_gather(std::size_t u) {
   Unit& unit = units_[u];
-  allocate(unit.values, store_.units()[u].count);
+  allocate(unit.values, store_.units()[u].count, false);
   shards_.unpack(u, unit.gathering.data(), unit.values.data());
   free(unit.gathering);
 }
 
 void ShardedUnits::free(std::vector<float>& buffer) {
-  gathered_bytes_ -= buffer.size() * sizeof(float);
+  const std::size_t bytes = buffer.size() * sizeof(float);
+  gathered_bytes_ -= bytes;
+  // Kept while what is kept and in use stays within the most ever in use at once.
+  if (bytes > 0 && gathered_bytes_ + kept_bytes_ + bytes <= peak_gathered_bytes_) {
+    kept_[buffer.size()].push_back(std::move(buffer));
+    kept_bytes_ += bytes;
+  }
   std::vector<float>().swap(buffer);
 }
 
@@ -119,7 +134,7 @@ void ShardedUnits::gather(std::size_t u) {
     ++prefetched_gathers_;
   } else {
     ++waiting_gathers_;
-    allocate(unit.gathering, packed(u));
+    allocate(unit.gathering, packed(u), false);
     start_unit_gather(comm_, group_, shards_, u, my_chunk(values_slice_, u), unit.gathering.data())
         .wait();
     finish_gather(u);
@@ -130,7 +145,7 @@ void ShardedUnits::gather(std::size_t u) {
     const std::size_t next = order[position_];
     Unit& ahead = units_[next];
     if (ahead.users == 0 && !ahead.prefetching) {
-      allocate(ahead.gathering, packed(next));
+      allocate(ahead.gathering, packed(next), false);
       ahead.prefetch = start_unit_gather(comm_, group_, shards_, next,
                                          my_chunk(values_slice_, next), ahead.gathering.data());
       ahead.prefetching = true;
@@ -154,7 +169,7 @@ float* ShardedUnits::values(std::size_t u) {
 float* ShardedUnits::grads(std::size_t u) {
   if (u >= units_.size() || !in_pass_ || !with_grads_ || units_[u].reduced) return nullptr;
   Unit& unit = units_[u];
-  if (unit.grads.empty()) allocate(unit.grads, store_.units()[u].count);
+  if (unit.grads.empty()) allocate(unit.grads, store_.units()[u].count, true);
   return unit.grads.data();
 }
 
@@ -184,8 +199,8 @@ void ShardedUnits::start_reduce(std::size_t u) {
   Unit& unit = units_[u];
   // A unit without gradients this pass still takes part (its slice becomes zeros), so every
   // member makes the same calls.
-  if (unit.grads.empty()) allocate(unit.grads, store_.units()[u].count);
-  allocate(unit.reducing, packed(u));
+  if (unit.grads.empty()) allocate(unit.grads, store_.units()[u].count, true);
+  allocate(unit.reducing, packed(u), false);
   shards_.pack_all(u, unit.grads.data(), unit.reducing.data());
   free(unit.grads);
   unit.reduced = true;

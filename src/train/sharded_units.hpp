@@ -6,10 +6,14 @@
 // of a kind has recorded the order in which the model gathers its units, each gather starts the
 // next unit's all-gather, so it moves while this unit computes. A unit's full gradients exist from
 // their first use in backward until their reduce-scatter into this rank's slice has finished; at
-// most two reduce-scatters are in flight.
+// most two reduce-scatters are in flight. Freed buffers are kept for the next unit of the same
+// size (every layer's unit is one), so that a step allocates, faults in and zeroes nothing new
+// once the first has run; what is kept and what is in use together never exceed the most in
+// use at once (peak_gathered_bytes).
 
 #include <cstddef>
 #include <deque>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -59,6 +63,8 @@ class ShardedUnits final : public UnitResidency {
   // Bytes of gathered values and full gradients held now, and the most held at once.
   [[nodiscard]] std::size_t gathered_bytes() const { return gathered_bytes_; }
   [[nodiscard]] std::size_t peak_gathered_bytes() const { return peak_gathered_bytes_; }
+  // Bytes of freed buffers kept for reuse.
+  [[nodiscard]] std::size_t kept_bytes() const { return kept_bytes_; }
 
   // Gathers of the last pass that found their unit prefetched, and that waited for a gather.
   [[nodiscard]] std::size_t prefetched_gathers() const { return prefetched_gathers_; }
@@ -84,7 +90,9 @@ class ShardedUnits final : public UnitResidency {
   // Every member's chunk of the unit (what an all-gather or a reduce-scatter moves).
   [[nodiscard]] std::size_t packed(std::size_t unit) const;
   [[nodiscard]] float* my_chunk(std::vector<float>& slice, std::size_t unit);
-  void allocate(std::vector<float>& buffer, std::size_t elements);
+  // `buffer` gets `elements` floats, a kept one where there is one of that size; zeroed only
+  // where `zeroed` (what a gather, an unpack or a pack writes whole is not).
+  void allocate(std::vector<float>& buffer, std::size_t elements, bool zeroed);
   // The gathered chunks of a unit, unpacked into its full values.
   void finish_gather(std::size_t unit);
   void free(std::vector<float>& buffer);
@@ -115,6 +123,9 @@ class ShardedUnits final : public UnitResidency {
   std::size_t waiting_gathers_ = 0;
   std::size_t gathered_bytes_ = 0;
   std::size_t peak_gathered_bytes_ = 0;
+  // Freed buffers by their size in floats, and their bytes.
+  std::map<std::size_t, std::vector<std::vector<float>>> kept_;
+  std::size_t kept_bytes_ = 0;
 };
 
 }  // namespace shardwise::train::detail

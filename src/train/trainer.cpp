@@ -395,6 +395,8 @@ std::pair<std::size_t, std::size_t> Trainer::gathers_prefetched_and_waited() con
 
 std::size_t Trainer::gathered_bytes() const { return units_ ? units_->gathered_bytes() : 0; }
 
+std::size_t Trainer::gather_buffers_kept_bytes() const { return units_ ? units_->kept_bytes() : 0; }
+
 std::vector<float> Trainer::full_parameters() {
   if (units_) return units_->full_values();
   const std::span<const float> values = store_.values();

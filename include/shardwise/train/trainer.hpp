@@ -114,6 +114,9 @@ class Trainer {
   [[nodiscard]] std::size_t gathered_peak_bytes() const;
   // Bytes of gathered parameters and full gradients held now: 0 between steps.
   [[nodiscard]] std::size_t gathered_bytes() const;
+  // ZeRO-3: freed gather and gradient buffers kept for the next units of their size, in bytes
+  // (with those in use, never more than gathered_peak_bytes).
+  [[nodiscard]] std::size_t gather_buffers_kept_bytes() const;
   // ZeRO-3: the gathers of the last step whose unit was prefetched, and those that waited.
   [[nodiscard]] std::pair<std::size_t, std::size_t> gathers_prefetched_and_waited() const;
   // Every parameter, in the store's flat layout (collective over the group under ZeRO-3).

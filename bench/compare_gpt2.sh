@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# GPT-2 (the gpt2 preset: 12 layers, 12 heads, width 768, byte tokens) at its full context of
+# 1024 on one rank of 2 threads, against PyTorch 2.15 on the same model, batch, context and
+# threads (bench/torch_gpt_peer.py: eager with scaled_dot_product_attention, and torch.compile):
+#
+# - memory: the peak resident set (getrusage) at batch 1 and batch 2; their difference is what
+#   one more sequence costs, its activations. shardwise for each --recompute mode, with the
+#   activation bytes its --json summary reports and the planner's prediction beside it.
+# - speed: tokens/s at batch 2, the median of the steps after the first, in turns.
+#
+# Needs build/release and build/peer-venv (scripts/install_bench_peers.sh). Prints markdown;
+# rows in bench/results/gpt2.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=build/release/bin/shardwise
+py=build/peer-venv/bin/python
+out=bench/results/gpt2.jsonl
+rounds=${ROUNDS:-2}
+: > "$out"
+ours() {  # batch, steps, recompute: one JSON row with tokens/s, RSS and the reported activations
+  /usr/bin/time -f "rss %M KB" "$bin" train --model gpt2 --batch "$1" --steps "$2" --threads 2 \
+    --recompute "$3" --json > /tmp/gpt2_ours.out 2> /tmp/gpt2_ours.err
+  python3 - "$1" "$3" /tmp/gpt2_ours.out /tmp/gpt2_ours.err <<'PY'
+import json, re, statistics, sys
+batch, mode, stdout, stderr = sys.argv[1:]
+lines = [json.loads(l) for l in open(stdout)]
+steps = [x["tokens_per_s"] for x in lines if "step" in x][1:]
+rank = lines[-1]["summary"]["ranks"][0]
+rss = int(re.findall(r"rss (\d+) KB", open(stderr).read())[-1]) * 1024
+print(json.dumps({"program": "shardwise", "recompute": mode, "batch": int(batch),
+                  "tokens_per_s": statistics.median(steps), "peak_rss_bytes": rss,
+                  "activations_bytes": rank["activations_peak_bytes"]}))
+PY
+}
+planned() {  # batch, recompute: the planner's activation bytes for rank 0
+  "$bin" plan --model gpt2 --devices 1 --global-batch "$1" --micro-batch "$1" --seq 1024 \
+    --precision fp32 --layout data=1 --recompute "$2" --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["candidates"][0]["memory_per_device"]["activations"])'
+}
+theirs() {  # batch, steps, extra flags
+  "$py" bench/torch_gpt_peer.py --model gpt2 --batch "$1" --steps "$2" --warmup 1 --threads 2 \
+    "${@:3}" 2>/dev/null
+}
+# Memory: batch 1 and 2, two steps each (the second step holds what the first allocated).
+for mode in none selective full; do
+  for batch in 1 2; do
+    ours "$batch" 2 "$mode" | python3 -c "
+import json,sys; r=json.load(sys.stdin); r['kind']='memory'; r['planned_activations_bytes']=$(planned "$batch" "$mode"); print(json.dumps(r))" >> "$out"
+  done
+done
+for flags in "" "--compile"; do
+  for batch in 1 2; do
+    theirs "$batch" 2 $flags | python3 -c "
+import json,sys; r=json.load(sys.stdin); r['kind']='memory'; print(json.dumps(r))" >> "$out"
+  done
+done
+# Speed: batch 2, in turns.
+for round in $(seq "$rounds"); do
+  ours 2 4 none | python3 -c "
+import json,sys; r=json.load(sys.stdin); r['kind']='speed'; print(json.dumps(r))" >> "$out"
+  for flags in "" "--compile"; do
+    theirs 2 4 $flags | python3 -c "
+import json,sys; r=json.load(sys.stdin); r['kind']='speed'; print(json.dumps(r))" >> "$out"
+  done
+done
+python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+def name(r):
+    if r.get("program") == "shardwise":
+        return f"shardwise --recompute {r['recompute']}"
+    return {"pytorch": "PyTorch eager (SDPA)", "pytorch-compile": "PyTorch torch.compile"}[r["peer"]]
+memory = {}
+for r in rows:
+    if r["kind"] == "memory":
+        memory.setdefault(name(r), {})[r["batch"]] = r
+print("| gpt2, context 1024, 2 threads | peak RSS batch 1, MB | batch 2, MB | per sequence, MB |"
+      " reported activations per sequence, MB | planned, MB |")
+print("|---|---|---|---|---|---|")
+eager = None
+for program, by_batch in memory.items():
+    one, two = by_batch[1], by_batch[2]
+    per_seq = (two["peak_rss_bytes"] - one["peak_rss_bytes"]) / 1e6
+    if program.startswith("PyTorch eager"):
+        eager = per_seq
+    reported = planned = ""
+    if "activations_bytes" in two:
+        reported = f"{two['activations_bytes'] / 2 / 1e6:.0f}"
+        if two.get("planned_activations_bytes"):
+            planned = f"{two['planned_activations_bytes'] / 2 / 1e6:.0f}"
+    print(f"| {program} | {one['peak_rss_bytes'] / 1e6:.0f} | {two['peak_rss_bytes'] / 1e6:.0f} | "
+          f"{per_seq:.0f} | {reported} | {planned} |")
+if eager:
+    for program, by_batch in memory.items():
+        per_seq = (by_batch[2]["peak_rss_bytes"] - by_batch[1]["peak_rss_bytes"]) / 1e6
+        print(f"\n{program}: {per_seq / eager:.2f} of PyTorch eager's memory per sequence", end="")
+    print()
+speed = {}
+for r in rows:
+    if r["kind"] == "speed":
+        speed.setdefault(name(r), []).append(r["tokens_per_s"])
+print("\n| gpt2, batch 2, context 1024, 2 threads | tok/s (median of rounds) | range |")
+print("|---|---|---|")
+for program, values in speed.items():
+    print(f"| {program} | {statistics.median(values):.0f} | {min(values):.0f}-{max(values):.0f} |")
+ours = statistics.median(speed["shardwise --recompute none"])
+for program, values in speed.items():
+    if program.startswith("PyTorch"):
+        print(f"\nshardwise / {program}: {ours / statistics.median(values):.2f}", end="")
+print()
+PY
