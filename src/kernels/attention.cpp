@@ -117,7 +117,8 @@ void attention_forward(float* out, float* lse, const float* qkv, std::size_t bat
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
                         const float* lse, std::size_t batch, std::size_t seq, std::size_t channels,
-                        std::size_t heads) {
+                        std::size_t heads, InputGradient mode) {
+  const bool overwrite = mode == InputGradient::kOverwrite;
   const std::size_t head_size = channels / heads;
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
@@ -145,11 +146,15 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         delta[t] = dot;
       }
       // Key tiles outside, the query tiles at and below the diagonal inside: dk and dv of a key
-      // tile are summed in one place, dq over the key tiles in order.
+      // tile are summed in one place, dq over the key tiles in order. Every key tile meets its
+      // diagonal query tile first, and every query tile meets key tile 0 first: there a
+      // gradient written, not added, sets the block.
       for (std::size_t k0 = 0; k0 < seq; k0 += kTile) {
         const std::size_t cols = std::min(kTile, seq - k0);
         for (std::size_t q0 = k0 / kTile * kTile; q0 < seq; q0 += kTile) {
           const std::size_t rows = std::min(kTile, seq - q0);
+          const float keys_beta = overwrite && q0 == k0 ? 0.0F : 1.0F;
+          const float queries_beta = overwrite && k0 == 0 ? 0.0F : 1.0F;
           detail::sgemm(false, true, rows, cols, head_size, scale, q + q0 * row, row, k + k0 * row,
                         row, 0.0F, weights.data(), kTile);
           detail::sgemm(false, true, rows, cols, head_size, 1.0F, dy + q0 * channels, channels,
@@ -158,11 +163,11 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
                                 rows, cols, k0 + cols > q0, q0 - k0, scale);
           // Through out = weights v, and scores = q k^T.
           detail::sgemm(true, false, cols, head_size, rows, 1.0F, weights.data(), kTile,
-                        dy + q0 * channels, channels, 1.0F, dv + k0 * row, row);
+                        dy + q0 * channels, channels, keys_beta, dv + k0 * row, row);
           detail::sgemm(false, false, rows, head_size, cols, 1.0F, dweights.data(), kTile,
-                        k + k0 * row, row, 1.0F, dq + q0 * row, row);
+                        k + k0 * row, row, queries_beta, dq + q0 * row, row);
           detail::sgemm(true, false, cols, head_size, rows, 1.0F, dweights.data(), kTile,
-                        q + q0 * row, row, 1.0F, dk + k0 * row, row);
+                        q + q0 * row, row, keys_beta, dk + k0 * row, row);
         }
       }
     }

@@ -70,9 +70,9 @@ Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel t
 
 std::size_t Gpt::Activations::bytes() const {
   std::size_t floats = 0;
-  for (const auto* v : {&encoded, &ln1,       &ln1_mean, &ln1_rstd, &qkv,      &atty,  &lse,
-                        &attproj, &residual2, &ln2,      &ln2_mean, &ln2_rstd, &fch,   &fch_gelu,
-                        &fcproj,  &residual3, &lnf,      &lnf_mean, &lnf_rstd, &losses}) {
+  for (const auto* v :
+       {&encoded, &ln1, &ln1_mean, &ln1_rstd, &qkv, &atty, &lse, &residual2, &ln2, &ln2_mean,
+        &ln2_rstd, &fch, &fch_gelu, &residual3, &lnf, &lnf_mean, &lnf_rstd, &losses}) {
     floats += v->size();
   }
   return floats * sizeof(float);
@@ -117,7 +117,7 @@ void Gpt::size_layers(Activations& a, std::size_t layers, std::size_t batch,
                       std::size_t seq) const {
   const std::size_t C = config_.n_embd, BT = batch * seq, R = local_rows(batch, seq);
   for (auto* v : {&a.ln1, &a.ln2}) v->assign(layers * BT * C, 0);
-  for (auto* v : {&a.attproj, &a.residual2, &a.fcproj}) v->assign(layers * R * C, 0);
+  a.residual2.assign(layers * R * C, 0);
   a.atty.assign(layers * BT * channels_, 0);
   for (auto* v : {&a.ln1_mean, &a.ln1_rstd, &a.ln2_mean, &a.ln2_rstd}) v->assign(layers * R, 0);
   a.qkv.assign(layers * BT * 3 * channels_, 0);
@@ -131,7 +131,7 @@ void Gpt::size_scratch(std::size_t batch, std::size_t seq) {
   scratch_batch_ = batch;
   scratch_seq_ = seq;
   const std::size_t C = config_.n_embd, BT = batch * seq, R = local_rows(batch, seq);
-  for (auto* v : {&dresidual_, &dnorm_local_}) v->assign(R * C, 0);
+  for (auto* v : {&dresidual_, &projected_}) v->assign(R * C, 0);
   dnorm_.assign(BT * C, 0);
   dbranch_.assign(BT * channels_, 0);
   dwide_.assign(BT * width_, 0);
@@ -142,6 +142,7 @@ void Gpt::size_scratch(std::size_t batch, std::size_t seq) {
   const std::size_t block = has_head_ ? head_block_rows(BT, vocab_) : 0;
   for (auto* v : {&logits_, &probs_, &dlogits_}) v->assign(block * vocab_, 0);
   if (sequence_parallel_) {
+    dnorm_local_.assign(R * C, 0);
     norm_local_.assign(R * C, 0);
     partial_.assign(BT * C, 0);
     dfull_.assign(BT * C, 0);
@@ -160,8 +161,9 @@ std::size_t Gpt::activation_bytes() const {
   std::size_t bytes = recomputed_.bytes();
   for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
-  for (const auto* v : {&dresidual_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_, &dqkv_, &logits_,
-                        &probs_, &dlogits_, &dnorm_local_, &norm_local_, &partial_, &dfull_}) {
+  for (const auto* v :
+       {&dresidual_, &dbranch_, &dwide_, &dwide_gelu_, &dnorm_, &dqkv_, &logits_, &probs_,
+        &dlogits_, &projected_, &dnorm_local_, &norm_local_, &partial_, &dfull_}) {
     floats += v->size();
   }
   return bytes + floats * sizeof(float);
@@ -309,14 +311,14 @@ Gpt::LayerActivations Gpt::layer(Activations& a, std::size_t l) {
           kept.qkv.data() + k * BT * 3 * channels_,
           kept.atty.data() + k * BT * channels_,
           kept.lse.data() + k * a.batch * heads_ * a.seq,
-          kept.attproj.data() + k * R * C,
+          projected_.data(),
           kept.residual2.data() + k * R * C,
           kept.ln2.data() + k * BT * C,
           kept.ln2_mean.data() + k * R,
           kept.ln2_rstd.data() + k * R,
           kept.fch.data() + k * BT * width_,
           kept.fch_gelu.data() + k * BT * width_,
-          kept.fcproj.data() + k * R * C,
+          projected_.data(),
           output};
 }
 
@@ -360,6 +362,15 @@ void Gpt::norm_forward(float* out, float* mean, float* rstd, const float* inp, c
   if (sequence_parallel_) tp_.gather_sequence(out, local, batch, seq, C);
 }
 
+void Gpt::residual_norm_forward(float* sum, float* out, float* mean, float* rstd, const float* a,
+                                const float* b, const float* weight, const float* bias,
+                                std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.n_embd, R = local_rows(batch, seq);
+  float* local = sequence_parallel_ ? norm_local_.data() : out;
+  kernels::residual_layernorm_forward(sum, local, mean, rstd, a, b, weight, bias, R, C);
+  if (sequence_parallel_) tp_.gather_sequence(out, local, batch, seq, C);
+}
+
 void Gpt::row_parallel(float* out, const float* inp, const float* weight, const float* bias,
                        std::size_t in_local, std::size_t batch, std::size_t seq) {
   const std::size_t C = config_.n_embd, BT = batch * seq, R = local_rows(batch, seq);
@@ -384,9 +395,8 @@ void Gpt::layer_forward(const LayerActivations& a, const float* residual, std::s
   kernels::matmul_forward(a.qkv, a.ln1, param(l, kQkvW), param(l, kQkvB), BT, C, 3 * Cl);
   kernels::attention_forward(a.atty, a.lse, a.qkv, batch, seq, Cl, heads_);
   row_parallel(a.attproj, a.atty, param(l, kAttProjW), param(l, kAttProjB), Cl, batch, seq);
-  kernels::residual_forward(a.residual2, residual, a.attproj, R * C);
-  norm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.residual2, param(l, kLn2W), param(l, kLn2B), batch,
-               seq);
+  residual_norm_forward(a.residual2, a.ln2, a.ln2_mean, a.ln2_rstd, residual, a.attproj,
+                        param(l, kLn2W), param(l, kLn2B), batch, seq);
   kernels::matmul_forward(a.fch, a.ln2, param(l, kFcW), param(l, kFcB), BT, C, W);
   kernels::gelu_forward(a.fch_gelu, a.fch, BT * W);
   row_parallel(a.fcproj, a.fch_gelu, param(l, kFcProjW), param(l, kFcProjB), W, batch, seq);
@@ -541,9 +551,8 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     kernels::matmul_backward(dbranch_.data(), grad(l, kAttProjW), grad(l, kAttProjB), dattention,
                              a.atty, param(l, kAttProjW), BT, Cl, C,
                              kernels::InputGradient::kOverwrite);
-    zero(dqkv_);
     kernels::attention_backward(dqkv_.data(), dbranch_.data(), a.qkv, a.atty, a.lse, batch, seq, Cl,
-                                heads_);
+                                heads_, kernels::InputGradient::kOverwrite);
     kernels::matmul_backward(dnorm_.data(), grad(l, kQkvW), grad(l, kQkvB), dqkv_.data(), a.ln1,
                              param(l, kQkvW), BT, C, 3 * Cl, kernels::InputGradient::kOverwrite);
     layernorm_backward(dresidual_.data(), grad(l, kLn1W), grad(l, kLn1B), column_input_grad(),

@@ -56,51 +56,51 @@ Link link_of(const Cluster& cluster, const Axis& axis) {
                                                             : cluster.intra_node;
 }
 
-// Activations of shardwise's fp32 trainer (no dropout): per layer 18 s h + a s + 4 s floats
-// per sequence (LayerNorm outputs and statistics, q k v, attention's output and each row's
-// log-sum-exp (no s x s matrix: the attention is FlashAttention's), the MLP's two wide tensors,
-// residuals).
-double trainer_layer_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
-  const double s = static_cast<double>(seq);
-  return static_cast<double>(b) * (18 * s * static_cast<double>(model.hidden) +
-                                   static_cast<double>(model.heads) * s + 4 * s);
-}
-
 // The rows the trainer's head computes at a time: as many as hold at most 2^20 floats of a rank's
 // vocabulary (models::head_block_rows; the agreement test holds the two equal).
 double head_block_rows(double rows, double vocab_local) {
   return std::max(1.0, std::min(rows, std::floor(1048576.0 / std::max(vocab_local, 1.0))));
 }
 
-// And outside the layers: the embedding output, final LayerNorm, losses and backward's scratch
-// (16 widths of h per token in all), and one block of rows' logits, probabilities and their
-// gradient.
-double trainer_model_floats(const ModelShape& model, std::int64_t seq, std::int64_t b) {
-  const double tokens = static_cast<double>(b) * static_cast<double>(seq);
-  const double v = static_cast<double>(model.vocab);
-  return tokens * static_cast<double>(16 * model.hidden + 3) + 3 * head_block_rows(tokens, v) * v;
+// What one layer of shardwise's fp32 trainer keeps for backward, in floats, for a micro-batch:
+// the LayerNorms' outputs whole, the residual stream after attention and after the MLP this
+// rank's rows with their LayerNorm statistics, Q K V, attention's output and the MLP's inside
+// this rank's width, and its heads' rows' log-sum-exp (no s x s matrix: the attention is
+// FlashAttention's). The row-parallel outputs are not kept (one scratch for both).
+double trainer_layer_floats(const ModelShape& model, const TrainingSetup& setup, const Layout& l) {
+  const double t = static_cast<double>(l.model);
+  const double s = static_cast<double>(setup.seq);
+  const double whole = static_cast<double>(setup.micro_batch) * s;  // rows, BT
+  const double rows = l.sequence_parallel ? whole / t : whole;      // this rank's, R
+  const double h = static_cast<double>(model.hidden);
+  return 2 * whole * h + 2 * rows * h + 4 * rows + whole * 12 * h / t +
+         static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s;
 }
 
-// What shardwise's fp32 trainer keeps on a pipeline stage, in bytes: a slot per micro-batch
+// What shardwise's fp32 trainer keeps on a pipeline stage (or, without a pipeline, a device), in
+// bytes: a slot per micro-batch
 // chunk in flight (as the schedule's table counts them on this stage), each holding its chunk's
 // layers and its input, and on the last stage the head's; besides, one micro-batch's backward
 // scratch. Tensor and sequence parallelism split what the trainer's layers split.
 double trainer_stage_activations(const ModelShape& model, const TrainingSetup& setup,
                                  const Layout& l, bool first, bool last) {
-  const ScheduleKind kind = l.schedule == Schedule::kGpipe      ? ScheduleKind::kGPipe
-                            : l.schedule == Schedule::kOneFOneB ? ScheduleKind::kOneFOneB
-                                                                : ScheduleKind::kInterleaved1F1B;
-  const PipelineSchedule schedule =
-      build_schedule(kind, l.pipeline, l.microbatches, l.virtual_stages);
-  const auto stage = static_cast<std::size_t>(first ? 0 : l.pipeline - 1);
   // Each model chunk keeps its own slots, as many as its micro-batches in flight at most; the
-  // head is the last chunk's.
-  std::vector<std::int64_t> in_flight(static_cast<std::size_t>(l.virtual_stages), 0);
-  std::vector<std::int64_t> peaks(in_flight.size(), 0);
-  for (const PipelineAction& action : schedule.actions[stage]) {
-    const auto c = static_cast<std::size_t>(action.chunk);
-    in_flight[c] += action.pass == Pass::kForward ? 1 : -1;
-    peaks[c] = std::max(peaks[c], in_flight[c]);
+  // head is the last chunk's. Without a pipeline one micro-batch is in flight.
+  std::vector<std::int64_t> peaks(static_cast<std::size_t>(l.virtual_stages), 1);
+  if (l.pipeline > 1) {
+    const ScheduleKind kind = l.schedule == Schedule::kGpipe      ? ScheduleKind::kGPipe
+                              : l.schedule == Schedule::kOneFOneB ? ScheduleKind::kOneFOneB
+                                                                  : ScheduleKind::kInterleaved1F1B;
+    const PipelineSchedule schedule =
+        build_schedule(kind, l.pipeline, l.microbatches, l.virtual_stages);
+    const auto stage = static_cast<std::size_t>(first ? 0 : l.pipeline - 1);
+    std::vector<std::int64_t> in_flight(peaks.size(), 0);
+    std::fill(peaks.begin(), peaks.end(), 0);
+    for (const PipelineAction& action : schedule.actions[stage]) {
+      const auto c = static_cast<std::size_t>(action.chunk);
+      in_flight[c] += action.pass == Pass::kForward ? 1 : -1;
+      peaks[c] = std::max(peaks[c], in_flight[c]);
+    }
   }
   double slots = 0;
   for (const std::int64_t peak : peaks) slots += static_cast<double>(peak);
@@ -113,12 +113,7 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   const double rows = l.sequence_parallel ? whole / t : whole;      // this rank's, R
   const double h = static_cast<double>(model.hidden);
   const double v = static_cast<double>(model.vocab);
-  // A layer: the LayerNorms' outputs whole, the residual stream and the row-parallel outputs
-  // this rank's rows with their LayerNorm statistics, Q K V, attention's output and the MLP's
-  // inside this rank's width, and its heads' rows' log-sum-exp.
-  const double layer =
-      2 * whole * h + 4 * rows * h + 4 * rows + whole * 12 * h / t +
-      static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s;
+  const double layer = trainer_layer_floats(model, setup, l);
   // Full recomputation keeps a layer's output alone (this rank's rows of the residual stream)
   // and runs the layer again in backward, into one layer's scratch per model chunk: the layer's
   // arrays but its output.
@@ -126,12 +121,13 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
                       ? slots * (chunk_layers * rows * h + rows * h) +
                             static_cast<double>(l.virtual_stages) * (layer - rows * h)
                       : slots * (chunk_layers * layer + rows * h);
-  // Backward's scratch, once per model chunk (each chunk is a model of its own): two
-  // residual-stream gradients, a LayerNorm input's gradient whole, the branches' and the MLP's
-  // this rank's width; sequence parallelism's gathers.
+  // The scratch, once per model chunk (each chunk is a model of its own): a row-parallel output
+  // (forward), the residual stream's gradient, a LayerNorm input's gradient whole, the branches'
+  // and the MLP's this rank's width; under sequence parallelism that gradient's rows, and the
+  // gathers' and reduce-scatters' buffers.
   floats += static_cast<double>(l.virtual_stages) *
             (2 * rows * h + whole * h + whole * 12 * h / t +
-             (l.sequence_parallel ? rows * h + 2 * whole * h : 0));
+             (l.sequence_parallel ? 2 * rows * h + 2 * whole * h : 0));
   if (last) {
     // Per slot the final norm's output and statistics and the losses; once one block of rows'
     // logits, probabilities and their gradient.
@@ -383,28 +379,24 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     m.optimizer = state(bytes.optimizer, l.zero >= 1 ? sharded : elements);
     const std::int64_t b = setup.micro_batch;
     if (setup.precision == Precision::kFp32) {
-      // Under full recomputation a layer keeps its output: this rank's rows of the stream.
+      // shardwise's own trainer, counted as it allocates (the agreement test holds the two equal
+      // for every layout it runs). Under full recomputation a layer keeps its output: this
+      // rank's rows of the stream.
+      const double rows = static_cast<double>(b) * static_cast<double>(setup.seq) /
+                          (l.sequence_parallel ? static_cast<double>(l.model) : 1.0);
       m.activations_per_layer =
-          l.recompute == Recompute::kFull
-              ? bytes_of(4 * static_cast<double>(b) * static_cast<double>(setup.seq) *
-                             static_cast<double>(model.hidden) /
-                             (l.sequence_parallel ? static_cast<double>(l.model) : 1.0),
-                         "one layer's activations")
-              : bytes_of(
-                    4 * trainer_layer_floats(model, setup.seq, b) / static_cast<double>(l.model),
-                    "one layer's activations");
-    } else {
-      m.activations_per_layer = activation_bytes_per_layer(model, setup.seq, b, l.model,
-                                                           l.sequence_parallel, l.recompute);
-    }
-    // Micro-batches whose activations a first stage holds at once (Korthikanti et al. 2022,
-    // section 4.2.3): all m with GPipe, p with 1F1B, and with V interleaved chunks the layers of
-    // 1 + (p - 1) / (p V) models.
-    double layers_held = static_cast<double>(per_stage_layers);
-    if (l.pipeline > 1 && setup.precision == Precision::kFp32) {
+          bytes_of(4 * (l.recompute == Recompute::kFull ? rows * static_cast<double>(model.hidden)
+                                                        : trainer_layer_floats(model, setup, l)),
+                   "one layer's activations");
       m.activations = bytes_of(trainer_stage_activations(model, setup, l, first, last),
                                "the activations on a device");
     } else {
+      m.activations_per_layer = activation_bytes_per_layer(model, setup.seq, b, l.model,
+                                                           l.sequence_parallel, l.recompute);
+      // Micro-batches whose activations a first stage holds at once (Korthikanti et al. 2022,
+      // section 4.2.3): all m with GPipe, p with 1F1B, and with V interleaved chunks the layers
+      // of 1 + (p - 1) / (p V) models.
+      double layers_held = static_cast<double>(per_stage_layers);
       if (l.pipeline > 1) {
         const double p_stages = static_cast<double>(l.pipeline);
         const double in_flight = static_cast<double>(std::min(l.pipeline, l.microbatches));
@@ -421,19 +413,11 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
       m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
                                "the activations on a device");
       if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
-        const double recomputed =
-            setup.precision == Precision::kFp32
-                ? 4 * trainer_layer_floats(model, setup.seq, b) / static_cast<double>(l.model)
-                : static_cast<double>(activation_bytes_per_layer(
-                      model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone));
-        m.activations = bytes_of(static_cast<double>(m.activations) + recomputed,
-                                 "the activations on a device");
-      }
-      if (setup.precision == Precision::kFp32 && last) {
-        m.activations = bytes_of(
-            static_cast<double>(m.activations) +
-                4 * trainer_model_floats(model, setup.seq, b) / static_cast<double>(l.model),
-            "the activations on a device");
+        m.activations =
+            bytes_of(static_cast<double>(m.activations) +
+                         static_cast<double>(activation_bytes_per_layer(
+                             model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone)),
+                     "the activations on a device");
       }
     }
     p.activations_by_stage.push_back(m.activations);

@@ -208,6 +208,8 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"model=2,pipeline=2", "0", 4},
            {"model=2,pipeline=2 sp", "1", 4},
            // full recomputation: each layer's output kept, one layer's scratch per chunk
+           {"data=2 full", "0", 2},
+           {"fsdp=2,model=2 sp full", "3", 4},
            {"pipeline=2 full", "0", 2},
            {"fsdp=2,pipeline=2 full", "3", 4},
            {"model=2,pipeline=2 sp full", "1", 4},
@@ -277,8 +279,10 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
       if (bytes.get<std::int64_t>() != 0) measured[axis] = bytes;
     }
     EXPECT_EQ(measured, candidate["comm_bytes_per_step"]) << where;
-    // A pipeline's first and last stage: their activations' peak, exactly.
-    if (summary.contains("pipeline")) {
+    // Without a pipeline the activations' peak, exactly; a pipeline's first and last stage's.
+    if (!summary.contains("pipeline")) {
+      EXPECT_EQ(rank0["activations_peak_bytes"], memory["activations"]) << where;
+    } else {
       const auto& peaks = summary["pipeline"]["peak_activation_bytes_per_stage"];
       const auto& predicted = candidate["activations_by_stage"];
       ASSERT_EQ(predicted.size(), 2U) << where;

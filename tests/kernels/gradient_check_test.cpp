@@ -121,6 +121,75 @@ TEST(GradientCheck, LayerNorm) {
   expect_gradient(bias, dbias, loss, "dbias");
 }
 
+// Widths below, at and between multiples of the 16 partial sums a row is summed in: the values
+// against the definition in double, the gradients against differences.
+TEST(GradientCheck, LayerNormOfEveryWidthAgainstDouble) {
+  for (const std::size_t channels :
+       {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{37}, std::size_t{768}}) {
+    const std::size_t rows = 3;
+    std::vector<float> inp = random_values(rows * channels, 11, 3.0F);
+    for (float& v : inp) v += 5.0F;  // a mean far from zero
+    std::vector<float> weight = random_values(channels, 12);
+    std::vector<float> bias = random_values(channels, 13);
+    std::vector<float> y(inp.size()), mean(rows), rstd(rows);
+    layernorm_forward(y.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
+                      rows, channels);
+    for (std::size_t r = 0; r < rows; ++r) {
+      double m = 0, var = 0;
+      for (std::size_t c = 0; c < channels; ++c) m += inp[r * channels + c];
+      m /= static_cast<double>(channels);
+      for (std::size_t c = 0; c < channels; ++c) {
+        var += (inp[r * channels + c] - m) * (inp[r * channels + c] - m);
+      }
+      const double s = 1.0 / std::sqrt(var / static_cast<double>(channels) + 1e-5);
+      EXPECT_NEAR(mean[r], m, 1e-5 * std::abs(m)) << channels;
+      EXPECT_NEAR(rstd[r], s, 1e-5 * s) << channels;
+      for (std::size_t c = 0; c < channels; ++c) {
+        const double want = (inp[r * channels + c] - m) * s * weight[c] + bias[c];
+        EXPECT_NEAR(y[r * channels + c], want, 1e-4 * std::max(1.0, std::abs(want)))
+            << channels << " row " << r << " column " << c;
+      }
+    }
+    if (channels > 37) continue;  // differences of every element: the small widths suffice
+    const std::vector<float> probe = random_values(rows * channels, 14);
+    const auto loss = [&] {
+      layernorm_forward(y.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
+                        rows, channels);
+      return weighted_sum(y, probe);
+    };
+    (void)loss();
+    std::vector<float> dinp(inp.size()), dweight(channels), dbias(channels);
+    layernorm_backward(dinp.data(), dweight.data(), dbias.data(), probe.data(), inp.data(),
+                       weight.data(), mean.data(), rstd.data(), rows, channels);
+    // A width of one normalises every row to zero: the input's gradient is zero.
+    expect_gradient(inp, dinp, loss, "dinp " + std::to_string(channels), 1e-2F, 2e-2);
+    expect_gradient(weight, dweight, loss, "dweight " + std::to_string(channels));
+    expect_gradient(bias, dbias, loss, "dbias " + std::to_string(channels));
+  }
+}
+
+// The residual add fused into the LayerNorm that reads it gives what the two kernels give.
+TEST(LayerNorm, TheFusedResidualAddGivesTheSameBits) {
+  for (const std::size_t channels : {std::size_t{37}, std::size_t{128}}) {
+    const std::size_t rows = 70;
+    const std::vector<float> a = random_values(rows * channels, 15);
+    const std::vector<float> b = random_values(rows * channels, 16);
+    const std::vector<float> weight = random_values(channels, 17);
+    const std::vector<float> bias = random_values(channels, 18);
+    std::vector<float> sum1(a.size()), y1(a.size()), mean1(rows), rstd1(rows);
+    residual_forward(sum1.data(), a.data(), b.data(), a.size());
+    layernorm_forward(y1.data(), mean1.data(), rstd1.data(), sum1.data(), weight.data(),
+                      bias.data(), rows, channels);
+    std::vector<float> sum2(a.size()), y2(a.size()), mean2(rows), rstd2(rows);
+    residual_layernorm_forward(sum2.data(), y2.data(), mean2.data(), rstd2.data(), a.data(),
+                               b.data(), weight.data(), bias.data(), rows, channels);
+    EXPECT_EQ(sum2, sum1) << channels;
+    EXPECT_EQ(y2, y1) << channels;
+    EXPECT_EQ(mean2, mean1) << channels;
+    EXPECT_EQ(rstd2, rstd1) << channels;
+  }
+}
+
 TEST(GradientCheck, CausalAttention) {
   const std::size_t batch = 2, seq = 5, channels = 8, heads = 2;
   std::vector<float> qkv = random_values(batch * seq * 3 * channels, 9);
@@ -201,6 +270,25 @@ void attention_reference(std::vector<double>& out, std::vector<double>& dqkv,
 
 // Three tiles of queries and keys, the last one short: the online softmax across tiles, the
 // masked diagonal tiles and the skipped ones above give the whole matrix's results.
+// Backward that writes dqkv gives the bits of backward adding into zeros, whatever the buffer
+// held (NaN here), with sequences of one tile, of several and of a partial last one.
+TEST(Attention, BackwardCanWriteTheGradient) {
+  for (const std::size_t seq : {std::size_t{5}, std::size_t{64}, std::size_t{150}}) {
+    const std::size_t batch = 2, channels = 16, heads = 2;
+    const std::vector<float> qkv = random_values(batch * seq * 3 * channels, 21);
+    const std::vector<float> dout = random_values(batch * seq * channels, 22);
+    std::vector<float> out(batch * seq * channels), lse(batch * heads * seq);
+    attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, channels, heads);
+    std::vector<float> added(qkv.size(), 0.0F);
+    attention_backward(added.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq,
+                       channels, heads);
+    std::vector<float> written(qkv.size(), std::numeric_limits<float>::quiet_NaN());
+    attention_backward(written.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq,
+                       channels, heads, InputGradient::kOverwrite);
+    EXPECT_EQ(written, added) << seq;
+  }
+}
+
 TEST(Attention, TilesGiveTheWholeMatrixResults) {
   const std::size_t batch = 2, seq = 150, channels = 16, heads = 2;
   const std::vector<float> qkv = random_values(batch * seq * 3 * channels, 21, 1.5F);

@@ -5,9 +5,12 @@
 // (batch, seq, channels); `lse` keeps each row's log-sum-exp of its scaled scores (batch, heads,
 // seq), all backward needs besides q, k, v and out, which recomputes the weights tile by tile.
 // Tiles above the diagonal are skipped. Each (sequence, head) runs on one thread, in a fixed
-// order: results do not depend on the thread count. Backward adds into dqkv.
+// order: results do not depend on the thread count. Backward adds into dqkv, or writes it
+// (InputGradient::kOverwrite: each tile's first product sets its block, nothing is zeroed).
 
 #include <cstddef>
+
+#include "shardwise/kernels/input_gradient.hpp"
 
 namespace shardwise::kernels {
 
@@ -16,6 +19,6 @@ void attention_forward(float* out, float* lse, const float* qkv, std::size_t bat
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
                         const float* lse, std::size_t batch, std::size_t seq, std::size_t channels,
-                        std::size_t heads);
+                        std::size_t heads, InputGradient mode = InputGradient::kAccumulate);
 
 }  // namespace shardwise::kernels

@@ -188,11 +188,13 @@ class Gpt {
     std::size_t seq = 0;
     bool head_held = false;  // forward left the final norm and the embeddings gathered
     std::vector<std::int32_t> tokens, targets;
-    std::vector<float> encoded, ln1, ln1_mean, ln1_rstd, qkv, atty, lse, attproj, residual2, ln2,
-        ln2_mean, ln2_rstd, fch, fch_gelu, fcproj, residual3, lnf, lnf_mean, lnf_rstd, losses;
+    std::vector<float> encoded, ln1, ln1_mean, ln1_rstd, qkv, atty, lse, residual2, ln2, ln2_mean,
+        ln2_rstd, fch, fch_gelu, residual3, lnf, lnf_mean, lnf_rstd, losses;
     [[nodiscard]] std::size_t bytes() const;
   };
-  // Layer l's saved activations in `a` (l counted from the stage's first layer).
+  // Layer l's saved activations in `a` (l counted from the stage's first layer). The two
+  // row-parallel outputs (attproj, fcproj) are not saved: backward of the residual add that
+  // reads them needs neither, so both are the one projected_ scratch.
   struct LayerActivations {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *lse, *attproj, *residual2, *ln2, *ln2_mean,
         *ln2_rstd, *fch, *fch_gelu, *fcproj, *residual3;
@@ -206,6 +208,10 @@ class Gpt {
   // the sequence under sequence parallelism).
   void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                     const float* bias, std::size_t batch, std::size_t seq);
+  // The same LayerNorm of sum = a + b, which it also writes (the residual add fused into it).
+  void residual_norm_forward(float* sum, float* out, float* mean, float* rstd, const float* a,
+                             const float* b, const float* weight, const float* bias,
+                             std::size_t batch, std::size_t seq);
   // A row-parallel layer's output, this rank's rows: summed over the model axis (reduce-
   // scattered along the sequence under sequence parallelism), then its bias added once.
   void row_parallel(float* out, const float* inp, const float* weight, const float* bias,
@@ -247,10 +253,12 @@ class Gpt {
   std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
   // Gradient scratch, reused layer by layer and micro-batch by micro-batch.
   std::vector<float> dresidual_, dbranch_, dwide_, dwide_gelu_, dnorm_, dqkv_, dlogits_;
+  // A row-parallel layer's output (this rank's rows) until the residual add has read it.
+  std::vector<float> projected_;
   // One block of rows' logits and probabilities (the head's, forward and backward).
   std::vector<float> logits_, probs_;
-  // A column-parallel layer's input gradient, this rank's rows (the sum's part under sequence
-  // parallelism; dnorm_ itself otherwise).
+  // A column-parallel layer's input gradient, this rank's rows, under sequence parallelism (the
+  // sum's part; dnorm_ itself otherwise, and this stays empty).
   std::vector<float> dnorm_local_;
   // Sequence parallelism's scratch: a LayerNorm's rows before they are gathered, a row-parallel
   // product before it is reduce-scattered, and an output gradient gathered.
