@@ -31,8 +31,10 @@ void gelu_forward_range(float* __restrict out, const float* __restrict inp, std:
   }
 }
 
-SHARDWISE_CPU_CLONES
-inline float gelu_derivative(float x) {
+// Inlined into the cloned loops below, which it must be to vectorise: a target_clones function
+// of its own is called through the loader's resolver once per element (it was an eighth of a
+// tiny model's step).
+[[gnu::always_inline]] inline float gelu_derivative(float x) {
   const float u = kGeluScale * (x + kGeluCube * x * x * x);
   const float th = fast_tanh(u);
   const float sech2 = 1.0F - th * th;
