@@ -109,3 +109,20 @@ for program, values in speed.items():
         print(f"\nshardwise / {program}: {ours / statistics.median(values):.2f}", end="")
 print()
 PY
+# Model FLOP/s (nanoGPT's count: 6 N + 12 L H Q T per token, N without the position embedding)
+# against oneDNN's sgemm on gpt2's own shapes at 2 threads, measured now.
+g++ -O2 -std=c++20 bench/sgemm_libraries.cpp -ldl -o build/sgemm_libraries
+peak=$(OMP_NUM_THREADS=2 build/sgemm_libraries /usr/lib/x86_64-linux-gnu/libdnnl.so.2 2 gpt2 |
+       sed -E 's/.*step_gflops=([0-9.]+).*/\1/')
+python3 - "$out" "$peak" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+tokens_per_s = statistics.median(r["tokens_per_s"] for r in rows
+                                 if r["kind"] == "speed" and r.get("program") == "shardwise")
+L, H, C, T, V = 12, 12, 768, 1024, 256
+n = 12 * L * C * C + 13 * L * C + V * C + 2 * C  # blocks, their biases and norms, wte, ln_f
+flops = (6 * n + 12 * L * H * (C // H) * T) * tokens_per_s
+peak = float(sys.argv[2]) * 1e9
+print(f"\ngpt2, batch 2, 2 threads: {tokens_per_s:.0f} tok/s = {flops / 1e9:.1f} model GFLOP/s, "
+      f"{flops / peak:.2f} of the sgemm peak measured now, {peak / 1e9:.1f} GFLOP/s")
+PY

@@ -12,49 +12,57 @@ out=bench/results/train.jsonl
 median_tokens() {  # the median tokens/s of the steps after the third
   python3 -c 'import json,sys,statistics; r=[json.loads(l) for l in sys.stdin]; s=[x["tokens_per_s"] for x in r if "step" in x][3:]; print(statistics.median(s))'
 }
-# Both programs run at one of two speeds from one process to the next (tiny: shardwise 18k or
-# 25k tokens/s, PyTorch 15k or 19.5k; with address-space randomisation off shardwise is at 25k
-# every time): five rounds each, taken in turns, the median and the range reported.
-echo "| model | batch | threads | shardwise tok/s (range) | PyTorch eager tok/s (range) | shardwise / PyTorch |"
-echo "|---|---|---|---|---|---|"
+# Each program's speed varies from one process to the next (tiny: shardwise 18k or 25k tokens/s,
+# PyTorch 15k or 19.5k on one earlier machine): ROUNDS rounds (default 5), taken in turns, the
+# median and the range reported. torch.compile (Inductor's C++ for the CPU) is the third program;
+# its compilation falls in the first steps, which the medians leave out.
+rounds=${ROUNDS:-5}
+peer_tokens() {  # model, batch, extra flags
+  "$py" bench/torch_gpt_peer.py --model "$1" --batch "$2" --threads 2 --steps 10 "${@:3}" 2>/dev/null |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s"])'
+}
+echo "| model | batch | threads | shardwise tok/s (range) | PyTorch eager tok/s (range) | torch.compile tok/s (range) | / eager | / compile |"
+echo "|---|---|---|---|---|---|---|---|"
 for config in "tiny 12" "small 16"; do
   set -- $config
-  for round in 1 2 3 4 5; do
+  for round in $(seq "$rounds"); do
     ours=$("$bin" train --model "$1" --batch "$2" --steps 10 --threads 2 --json | median_tokens)
-    theirs=$("$py" bench/torch_gpt_peer.py --model "$1" --batch "$2" --threads 2 --steps 10 2>/dev/null |
-             python3 -c 'import json,sys; print(json.load(sys.stdin)["tokens_per_s"])')
-    echo "{\"model\": \"$1\", \"batch\": $2, \"round\": $round, \"shardwise\": $ours, \"pytorch\": $theirs}" >> "$out"
+    theirs=$(peer_tokens "$1" "$2")
+    compiled=$(peer_tokens "$1" "$2" --compile)
+    echo "{\"model\": \"$1\", \"batch\": $2, \"round\": $round, \"shardwise\": $ours, \"pytorch\": $theirs, \"pytorch_compile\": $compiled}" >> "$out"
   done
   python3 - "$out" "$1" "$2" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["model"] == sys.argv[2]]
-ours = [r["shardwise"] for r in rows]
-theirs = [r["pytorch"] for r in rows]
-mine, peer = statistics.median(ours), statistics.median(theirs)
-print(f"| {sys.argv[2]} | {sys.argv[3]} | 2 | {mine:.0f} ({min(ours):.0f}-{max(ours):.0f}) | "
-      f"{peer:.0f} ({min(theirs):.0f}-{max(theirs):.0f}) | {mine / peer:.2f} |")
+def column(key):
+    values = [r[key] for r in rows]
+    return statistics.median(values), min(values), max(values)
+ours, eager, compiled = column("shardwise"), column("pytorch"), column("pytorch_compile")
+cell = lambda c: f"{c[0]:.0f} ({c[1]:.0f}-{c[2]:.0f})"
+print(f"| {sys.argv[2]} | {sys.argv[3]} | 2 | {cell(ours)} | {cell(eager)} | {cell(compiled)} | "
+      f"{ours[0] / eager[0]:.2f} | {ours[0] / compiled[0]:.2f} |")
 PY
 done
 # Data parallel on 2 ranks of one thread each against one rank of two threads.
 one=$("$bin" train --model tiny --batch 12 --steps 10 --threads 2 --json | median_tokens)
 two=$("$bin" train --model tiny --batch 12 --steps 10 --mesh data=2 --threads 1 --json | median_tokens)
 python3 -c "print(f'\ntiny, batch 12: data=2 (1 thread each) {float(\"$two\"):.0f} tok/s, one rank with 2 threads {float(\"$one\"):.0f} tok/s: ratio {float(\"$two\") / float(\"$one\"):.2f}')"
-# Model FLOP/s of small (batch 16, 2 threads) against the sgemm peak that bench/compare_blas.sh
-# measured on the same machine for oneDNN on small's own shapes (2 threads). Model FLOPs per
+# Model FLOP/s of small (batch 16, 2 threads) against the sgemm peak of oneDNN, 2 threads, on
+# small's own shapes (bench/sgemm_libraries.cpp), measured here in the same run. Model FLOPs per
 # token as nanoGPT's estimate_mfu counts them: 6 N (N: parameters without the position
 # embedding) + 12 L H Q T (attention; Q = head size, T = context).
+g++ -O2 -std=c++20 bench/sgemm_libraries.cpp -ldl -o build/sgemm_libraries
+peak=$(OMP_NUM_THREADS=2 build/sgemm_libraries /usr/lib/x86_64-linux-gnu/libdnnl.so.2 2 small |
+       sed -E 's/.*step_gflops=([0-9.]+).*/\1/')
 small=$("$bin" train --model small --batch 16 --steps 8 --threads 2 --json)
-python3 - "$small" <<'PY'
-import json, re, statistics, sys
+python3 - "$small" "$peak" <<'PY'
+import json, statistics, sys
 lines = [json.loads(l) for l in sys.argv[1].splitlines()]
 tokens_per_s = statistics.median(x["tokens_per_s"] for x in lines if "step" in x)
 L, H, C, T, V = 6, 6, 384, 256, 256
 n = lines[-1]["summary"]["parameters"] - T * C
 flops = (6 * n + 12 * L * H * (C // H) * T) * tokens_per_s
-peak = None
-for row in open("bench/results/blas.txt"):
-    if "libdnnl" in row and "threads=2" in row and "preset=small" in row:
-        peak = float(re.search(r"step_gflops=([0-9.]+)", row).group(1)) * 1e9
-print(f"\nsmall, batch 16, 2 threads: {tokens_per_s:.0f} tok/s = {flops / 1e9:.1f} model GFLOP/s"
-      + (f", {flops / peak:.2f} of the measured sgemm peak {peak / 1e9:.1f} GFLOP/s" if peak else ""))
+peak = float(sys.argv[2]) * 1e9
+print(f"\nsmall, batch 16, 2 threads: {tokens_per_s:.0f} tok/s = {flops / 1e9:.1f} model GFLOP/s, "
+      f"{flops / peak:.2f} of the sgemm peak measured now, {peak / 1e9:.1f} GFLOP/s")
 PY

@@ -2,9 +2,10 @@
 // library that installs here can be compared in the same program:
 //   sgemm_libraries LIBRARY_PATH THREADS PRESET
 // LIBRARY_PATH is a shared object exporting cblas_sgemm (OpenBLAS, BLIS, MKL's mkl_rt) or
-// dnnl_sgemm (oneDNN); PRESET is tiny (batch 12) or small (batch 16). Prints one line: the
-// library, the threads, GFLOP/s over the shapes of one training step (forward and backward of
-// every matrix product, weighted by their FLOPs) and the best single shape.
+// dnnl_sgemm (oneDNN); PRESET is tiny (batch 12), small (batch 16) or gpt2 (batch 2, context
+// 1024). Prints one line: the library, the threads, GFLOP/s over the shapes of one training step
+// (forward and backward of every matrix product, weighted by their FLOPs) and the best single
+// shape.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -53,7 +54,7 @@ std::vector<std::pair<Shape, int>> step_shapes(int C, int BT, int V, int layers)
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: sgemm_libraries LIBRARY_PATH THREADS tiny|small\n");
+    std::fprintf(stderr, "usage: sgemm_libraries LIBRARY_PATH THREADS tiny|small|gpt2\n");
     return 2;
   }
   const std::string path = argv[1];
@@ -75,10 +76,17 @@ int main(int argc, char** argv) {
        {"openblas_set_num_threads", "bli_thread_set_num_threads", "MKL_Set_Num_Threads"}) {
     if (auto set = reinterpret_cast<SetThreads>(dlsym(lib, name))) set(threads);
   }
+  // The presets' widths, batches and layers as the training benchmarks run them (gpt2: batch 2
+  // of context 1024).
   const bool tiny = preset == "tiny";
-  const int C = tiny ? 128 : 384;
-  const int BT = tiny ? 12 * 64 : 16 * 256;
-  const auto shapes = step_shapes(C, BT, 256, tiny ? 4 : 6);
+  const bool gpt2 = preset == "gpt2";
+  if (!tiny && !gpt2 && preset != "small") {
+    std::fprintf(stderr, "preset is '%s'; expected tiny, small or gpt2\n", preset.c_str());
+    return 2;
+  }
+  const int C = tiny ? 128 : gpt2 ? 768 : 384;
+  const int BT = tiny ? 12 * 64 : gpt2 ? 2 * 1024 : 16 * 256;
+  const auto shapes = step_shapes(C, BT, 256, tiny ? 4 : gpt2 ? 12 : 6);
   std::size_t largest = 0;
   for (const auto& [s, times] : shapes) {
     largest = std::max({largest, static_cast<std::size_t>(s.m) * s.k,
