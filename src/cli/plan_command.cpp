@@ -75,8 +75,20 @@ std::string gib_text(std::int64_t bytes) {
   return out.str();
 }
 
+nlohmann::json memory_json(const plan::MemoryPerDevice& m) {
+  return {{"params", m.params},
+          {"grads", m.grads},
+          {"optimizer", m.optimizer},
+          {"activations", m.activations},
+          {"activations_per_layer", m.activations_per_layer},
+          {"buffers", m.buffers},
+          {"total", m.total()}};
+}
+
 nlohmann::json candidate_json(const plan::Prediction& p) {
   const plan::Layout& l = p.layout;
+  nlohmann::json by_stage = nlohmann::json::array();
+  for (const plan::MemoryPerDevice& m : p.memory_by_stage) by_stage.push_back(memory_json(m));
   nlohmann::json comm = nlohmann::json::object();
   for (const auto& [axis, bytes] : p.comm_bytes_per_step) comm[axis] = bytes;
   nlohmann::json kinds = nlohmann::json::object();
@@ -92,14 +104,8 @@ nlohmann::json candidate_json(const plan::Prediction& p) {
             {"virtual_stages", l.virtual_stages},
             {"recompute", plan::to_string(l.recompute)},
             {"sequence_parallel", l.sequence_parallel}}},
-          {"memory_per_device",
-           {{"params", p.memory.params},
-            {"grads", p.memory.grads},
-            {"optimizer", p.memory.optimizer},
-            {"activations", p.memory.activations},
-            {"activations_per_layer", p.memory.activations_per_layer},
-            {"buffers", p.memory.buffers},
-            {"total", p.memory.total()}}},
+          {"memory_per_device", memory_json(p.memory)},
+          {"memory_by_stage", by_stage},
           {"activations_by_stage", p.activations_by_stage},
           {"comm_bytes_per_step", comm},
           {"comm_bytes_per_kind", kinds},

@@ -137,6 +137,17 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   return 4 * floats;
 }
 
+// The elements of a model rank's block `shape` that ZeRO leaves one of `shards` members: FSDP's
+// rule with minimum size 1, the trainer's default (train::default_shardings). The rule splits a
+// dimension only where the group divides it (JAX's strict layout), so a split parameter's block
+// is exactly its elements over the group.
+std::int64_t zero_chunk_of(const Shape& shape, std::int64_t shards) {
+  const FSDPStrategy fsdp = FSDPStrategy::splitting_every_parameter("fsdp");
+  const FsdpDecision decision = fsdp.decide(shape, shards);
+  return num_elements(
+      NamedSharding(Mesh({"fsdp"}, {shards}), decision.spec, decision.evenness).shard_shape(shape));
+}
+
 // One unit of a stage as ZeRO moves it: its elements on this device (after tensor
 // parallelism) and one member's chunk of them.
 struct ZeroUnit {
@@ -162,15 +173,22 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l, bool
     } else if (u == 0 ? !first : !last) {
       continue;
     }
-    const std::int64_t elements = unit.elements();
     ZeroUnit z;
     z.layer = unit.layer;
     // The token embedding serves the head too where the stage also holds the head.
     z.tied_embedding = u == 0 && !unit.layer && model.tied_embeddings && last;
-    (void)elements;
-    (void)shards;
     z.elements = unit.elements(l.model);
     z.chunk = chunks[u];
+    out.push_back(z);
+  }
+  // A pipeline's last stage computes the head with its own copy of the tied token embedding
+  // (its rows of the vocabulary under tensor parallelism), a parameter of that stage like any
+  // other: gradients, optimizer state and ZeRO's split (Megatron-LM's embedding group).
+  if (last && !first && model.tied_embeddings) {
+    const Shape copy{ceil_div(model.vocab, l.model), model.hidden};
+    ZeroUnit z;
+    z.elements = num_elements(copy);
+    z.chunk = zero_chunk_of(copy, shards);
     out.push_back(z);
   }
   return out;
@@ -185,11 +203,7 @@ std::int64_t zero_group(const Layout& layout) {
 
 std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shards,
                                       std::int64_t model_degree) {
-  // FSDP's rule with minimum size 1, the trainer's default (train::default_shardings).
-  // The rule splits a dimension only where the group divides it (JAX's strict layout), so a
-  // split parameter's block is exactly its elements over the group. Shapes repeat from layer
-  // to layer: each is decided once.
-  const FSDPStrategy fsdp = FSDPStrategy::splitting_every_parameter("fsdp");
+  // Shapes repeat from layer to layer: each is decided once.
   std::map<Shape, std::int64_t> decided;
   std::vector<std::int64_t> chunks;
   for (const ModelShape::Unit& unit : model.units) {
@@ -203,13 +217,8 @@ std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shar
         shape = {ceil_div(num_elements(shape), model_degree)};  // split evenly, as a vector
       }
       auto found = decided.find(shape);
-      if (found == decided.end()) {
-        const FsdpDecision decision = fsdp.decide(shape, shards);
-        const Shape block =
-            NamedSharding(Mesh({"fsdp"}, {shards}), decision.spec, decision.evenness)
-                .shard_shape(shape);
-        found = decided.emplace(shape, num_elements(block)).first;
-      }
+      if (found == decided.end())
+        found = decided.emplace(shape, zero_chunk_of(shape, shards)).first;
       chunk += found->second;
     }
     chunks.push_back(chunk);
@@ -425,6 +434,7 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
       const std::int64_t layer = ceil_div(model.layer_parameters, l.model);
       m.buffers = state(2 * bytes.params + bytes.grads, layer);
     }
+    p.memory_by_stage.push_back(m);
     if (first || m.total() > best.total()) best = m;
     if (first) {
       stage_elements = elements;

@@ -214,7 +214,9 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"fsdp=2,pipeline=2 full", "3", 4},
            {"model=2,pipeline=2 sp full", "1", 4},
            // interleaved: each of the two model chunks keeps its own slots and scratch
-           {"pipeline=2 il", "0", 2}}) {
+           {"pipeline=2 il", "0", 2},
+           {"data=2,pipeline=2 il", "1", 4},
+           {"fsdp=2,pipeline=2 il full", "3", 4}}) {
     const bool sequence_parallel = mesh.find(" sp") != std::string::npos;
     const bool full_recompute = mesh.find(" full") != std::string::npos;
     const bool interleaved = mesh.find(" il") != std::string::npos;
@@ -271,9 +273,23 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
     const std::string where = mesh + " zero " + zero;
     const auto& rank0 = summary["ranks"][0];
     const auto& memory = candidate["memory_per_device"];
-    EXPECT_EQ(rank0["params_bytes"], memory["params"]) << where;
-    EXPECT_EQ(rank0["grads_bytes"], memory["grads"]) << where;
-    EXPECT_EQ(rank0["optimizer_bytes"], memory["optimizer"]) << where;
+    // The first stage's device is rank 0, the last stage's the last rank (the last coordinate
+    // on every axis): each stage's model state, exactly.
+    const auto& by_stage = candidate["memory_by_stage"];
+    ASSERT_EQ(by_stage.size(), summary.contains("pipeline") ? 2U : 1U) << where;
+    for (std::size_t stage = 0; stage < by_stage.size(); ++stage) {
+      const auto& rank = stage == 0 ? rank0 : summary["ranks"].back();
+      const std::string which = where + (stage == 0 ? " first stage" : " last stage");
+      EXPECT_EQ(rank["params_bytes"], by_stage[stage]["params"]) << which;
+      EXPECT_EQ(rank["grads_bytes"], by_stage[stage]["grads"]) << which;
+      EXPECT_EQ(rank["optimizer_bytes"], by_stage[stage]["optimizer"]) << which;
+    }
+    // The device reported is the stage with the larger total.
+    EXPECT_EQ(memory["total"], by_stage.back()["total"].get<std::int64_t>() >
+                                       by_stage[0]["total"].get<std::int64_t>()
+                                   ? by_stage.back()["total"]
+                                   : by_stage[0]["total"])
+        << where;
     nlohmann::json measured = nlohmann::json::object();
     for (const auto& [axis, bytes] : summary["comm_bytes_per_step"].items()) {
       if (bytes.get<std::int64_t>() != 0) measured[axis] = bytes;
