@@ -100,27 +100,6 @@ TEST(GradientCheck, MatmulBackwardCanWriteTheInputGradient) {
   EXPECT_EQ(dbias2, dbias1);
 }
 
-TEST(GradientCheck, LayerNorm) {
-  const std::size_t rows = 4, channels = 8;
-  std::vector<float> inp = random_values(rows * channels, 5, 2.0F);
-  std::vector<float> weight = random_values(channels, 6);
-  std::vector<float> bias = random_values(channels, 7);
-  const std::vector<float> probe = random_values(rows * channels, 8);
-  std::vector<float> y(inp.size()), mean(rows), rstd(rows);
-  const auto loss = [&] {
-    layernorm_forward(y.data(), mean.data(), rstd.data(), inp.data(), weight.data(), bias.data(),
-                      rows, channels);
-    return weighted_sum(y, probe);
-  };
-  (void)loss();
-  std::vector<float> dinp(inp.size()), dweight(channels), dbias(channels);
-  layernorm_backward(dinp.data(), dweight.data(), dbias.data(), probe.data(), inp.data(),
-                     weight.data(), mean.data(), rstd.data(), rows, channels);
-  expect_gradient(inp, dinp, loss, "dinp");
-  expect_gradient(weight, dweight, loss, "dweight");
-  expect_gradient(bias, dbias, loss, "dbias");
-}
-
 // Widths below, at and between multiples of the 16 partial sums a row is summed in: the values
 // against the definition in double, the gradients against differences.
 TEST(GradientCheck, LayerNormOfEveryWidthAgainstDouble) {
