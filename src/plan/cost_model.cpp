@@ -78,10 +78,10 @@ double trainer_layer_floats(const ModelShape& model, const TrainingSetup& setup,
 }
 
 // What shardwise's fp32 trainer keeps on a pipeline stage (or, without a pipeline, a device), in
-// bytes: a slot per micro-batch
-// chunk in flight (as the schedule's table counts them on this stage), each holding its chunk's
-// layers and its input, and on the last stage the head's; besides, one micro-batch's backward
-// scratch. Tensor and sequence parallelism split what the trainer's layers split.
+// bytes: a slot per micro-batch chunk in flight (as the schedule's table counts them on this
+// stage), each holding its chunk's layers and its input, and on the last stage the head's;
+// besides, one micro-batch's scratch. Tensor and sequence parallelism split what the trainer's
+// layers split.
 double trainer_stage_activations(const ModelShape& model, const TrainingSetup& setup,
                                  const Layout& l, bool first, bool last) {
   // Each model chunk keeps its own slots, as many as its micro-batches in flight at most; the
