@@ -15,9 +15,8 @@ constexpr std::size_t kRowsPerThread = 16;  // each row is a vocabulary of expon
 // in a fixed order: the loops vectorise, and a row's result does not depend on the threads.
 constexpr std::size_t kLanes = 16;
 
-// One row: p = softmax(x); returns log(sum of exp(x - largest)) + largest, the log-sum-exp.
 SHARDWISE_CPU_CLONES
-float softmax_row(float* __restrict p, const float* __restrict x, std::size_t vocab) {
+float row_largest(const float* __restrict x, std::size_t vocab) {
   const std::size_t whole = vocab - vocab % kLanes;
   float top[kLanes];
   std::fill(top, top + kLanes, -std::numeric_limits<float>::infinity());
@@ -27,6 +26,14 @@ float softmax_row(float* __restrict p, const float* __restrict x, std::size_t vo
   for (std::size_t v = whole; v < vocab; ++v) top[v - whole] = std::max(top[v - whole], x[v]);
   float largest = top[0];
   for (const float t : top) largest = std::max(largest, t);
+  return largest;
+}
+
+// p = exp(x - largest); returns their sum.
+SHARDWISE_CPU_CLONES
+float row_exponentials(float* __restrict p, const float* __restrict x, float largest,
+                       std::size_t vocab) {
+  const std::size_t whole = vocab - vocab % kLanes;
   float sums[kLanes] = {};
   for (std::size_t v = 0; v < whole; v += kLanes) {
     for (std::size_t l = 0; l < kLanes; ++l) {
@@ -42,9 +49,12 @@ float softmax_row(float* __restrict p, const float* __restrict x, std::size_t vo
   }
   float sum = 0.0F;
   for (const float lane : sums) sum += lane;
-  const float inverse = 1.0F / sum;
-  for (std::size_t v = 0; v < vocab; ++v) p[v] *= inverse;
-  return std::log(sum) + largest;
+  return sum;
+}
+
+SHARDWISE_CPU_CLONES
+void row_scale(float* __restrict p, float factor, std::size_t vocab) {
+  for (std::size_t v = 0; v < vocab; ++v) p[v] *= factor;
 }
 
 SHARDWISE_CPU_CLONES
@@ -60,9 +70,12 @@ void softmax_cross_entropy_forward(float* losses, float* probs, const float* log
   detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
     for (std::size_t r = first; r < last; ++r) {
       const float* x = logits + r * vocab;
+      float* p = probs + r * vocab;
+      const float largest = row_largest(x, vocab);
+      const float sum = row_exponentials(p, x, largest, vocab);
+      row_scale(p, 1.0F / sum, vocab);
       // From the logits rather than log(p): exact where p underflows.
-      losses[r] =
-          softmax_row(probs + r * vocab, x, vocab) - x[static_cast<std::size_t>(targets[r])];
+      losses[r] = std::log(sum) + largest - x[static_cast<std::size_t>(targets[r])];
     }
   });
 }
@@ -70,11 +83,38 @@ void softmax_cross_entropy_forward(float* losses, float* probs, const float* log
 void softmax_cross_entropy_backward(float* dlogits, const float* dlosses, const float* probs,
                                     const std::int32_t* targets, std::size_t rows,
                                     std::size_t vocab) {
+  softmax_row_add_scaled(dlogits, probs, dlosses, rows, vocab);
+  for (std::size_t r = 0; r < rows; ++r) {
+    dlogits[r * vocab + static_cast<std::size_t>(targets[r])] -= dlosses[r];
+  }
+}
+
+void softmax_row_largest(float* largest, const float* logits, std::size_t rows, std::size_t vocab) {
+  detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
+    for (std::size_t r = first; r < last; ++r) largest[r] = row_largest(logits + r * vocab, vocab);
+  });
+}
+
+void softmax_row_exponentials(float* probs, float* sums, const float* logits, const float* largest,
+                              std::size_t rows, std::size_t vocab) {
   detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
     for (std::size_t r = first; r < last; ++r) {
-      float* d = dlogits + r * vocab;
-      add_scaled(d, probs + r * vocab, dlosses[r], vocab);
-      d[static_cast<std::size_t>(targets[r])] -= dlosses[r];
+      sums[r] = row_exponentials(probs + r * vocab, logits + r * vocab, largest[r], vocab);
+    }
+  });
+}
+
+void softmax_row_normalise(float* probs, const float* sums, std::size_t rows, std::size_t vocab) {
+  detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
+    for (std::size_t r = first; r < last; ++r) row_scale(probs + r * vocab, 1.0F / sums[r], vocab);
+  });
+}
+
+void softmax_row_add_scaled(float* dlogits, const float* probs, const float* dlosses,
+                            std::size_t rows, std::size_t vocab) {
+  detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
+    for (std::size_t r = first; r < last; ++r) {
+      add_scaled(dlogits + r * vocab, probs + r * vocab, dlosses[r], vocab);
     }
   });
 }

@@ -144,34 +144,28 @@ void TensorParallel::cross_entropy_forward(float* losses, float* probs, const fl
     return;
   }
   // The largest logit of each row over every rank, then the sum of exponentials and the
-  // target's logit (held by one rank), summed over the axis in one all-reduce.
-  std::vector<float> largest(rows, -std::numeric_limits<float>::infinity());
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* x = logits + r * vocab_local;
-    largest[r] = *std::max_element(x, x + vocab_local);
-  }
+  // target's logit (held by one rank), summed over the axis in one all-reduce. The arithmetic is
+  // the one-rank kernel's, step by step.
+  std::vector<float> largest(rows);
+  kernels::softmax_row_largest(largest.data(), logits, rows, vocab_local);
   comm_->all_reduce(largest.data(), largest.data(), rows, DType::kF32, ReduceOp::kMax, group_);
+  std::vector<float> row_sums(rows);
+  kernels::softmax_row_exponentials(probs, row_sums.data(), logits, largest.data(), rows,
+                                    vocab_local);
   std::vector<float> sums(2 * rows, 0.0F);  // per row: the sum of exponentials, the target logit
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* x = logits + r * vocab_local;
-    float* p = probs + r * vocab_local;
-    float sum = 0.0F;
-    for (std::size_t v = 0; v < vocab_local; ++v) {
-      p[v] = std::exp(x[v] - largest[r]);
-      sum += p[v];
-    }
-    sums[2 * r] = sum;
+    sums[2 * r] = row_sums[r];
     const auto target = static_cast<std::size_t>(targets[r]);
     if (target >= vocab_start && target < vocab_start + vocab_local) {
-      sums[2 * r + 1] = x[target - vocab_start];
+      sums[2 * r + 1] = logits[r * vocab_local + target - vocab_start];
     }
   }
   sum(sums.data(), sums.size());
   for (std::size_t r = 0; r < rows; ++r) {
-    float* p = probs + r * vocab_local;
-    for (std::size_t v = 0; v < vocab_local; ++v) p[v] /= sums[2 * r];
+    row_sums[r] = sums[2 * r];
     losses[r] = std::log(sums[2 * r]) + largest[r] - sums[2 * r + 1];
   }
+  kernels::softmax_row_normalise(probs, row_sums.data(), rows, vocab_local);
 }
 
 void TensorParallel::cross_entropy_backward(float* dlogits, const float* dlosses,
@@ -182,13 +176,11 @@ void TensorParallel::cross_entropy_backward(float* dlogits, const float* dlosses
     kernels::softmax_cross_entropy_backward(dlogits, dlosses, probs, targets, rows, vocab_local);
     return;
   }
+  kernels::softmax_row_add_scaled(dlogits, probs, dlosses, rows, vocab_local);
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* p = probs + r * vocab_local;
-    float* d = dlogits + r * vocab_local;
-    const float scale = dlosses[r];
     const auto target = static_cast<std::size_t>(targets[r]);
-    for (std::size_t v = 0; v < vocab_local; ++v) {
-      d[v] += (p[v] - (vocab_start + v == target ? 1.0F : 0.0F)) * scale;
+    if (target >= vocab_start && target < vocab_start + vocab_local) {
+      dlogits[r * vocab_local + target - vocab_start] -= dlosses[r];
     }
   }
 }

@@ -2,6 +2,7 @@
 // the outputs weighted by a fixed random probe, so d loss / d out = probe is what backward gets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -344,6 +345,49 @@ TEST(GradientCheck, Embedding) {
   embedding_backward(dwte.data(), dwpe.data(), probe.data(), tokens.data(), batch, seq, channels);
   expect_gradient(wte, dwte, loss, "dwte");
   expect_gradient(wpe, dwpe, loss, "dwpe");
+}
+
+// The row steps a vocabulary split over ranks composes (tensor parallelism's head) give the
+// fused kernel's softmax and loss: two halves of a vocabulary of 300, the largest logit and the
+// sums combined across them as the all-reduces would.
+TEST(SoftmaxCrossEntropy, TheRowStepsOverASplitVocabularyGiveTheFusedResult) {
+  const std::size_t rows = 5, vocab = 300, half = vocab / 2;
+  const std::vector<float> logits = random_values(rows * vocab, 31, 4.0F);
+  std::vector<std::int32_t> targets(rows);
+  for (std::size_t r = 0; r < rows; ++r) targets[r] = static_cast<std::int32_t>(r * 71 % vocab);
+  std::vector<float> losses(rows), probs(rows * vocab);
+  softmax_cross_entropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), rows,
+                                vocab);
+  std::vector<std::vector<float>> parts(2, std::vector<float>(rows * half));
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t k = 0; k < 2; ++k) {
+      std::copy_n(logits.begin() + static_cast<std::ptrdiff_t>(r * vocab + k * half), half,
+                  parts[k].begin() + static_cast<std::ptrdiff_t>(r * half));
+    }
+  }
+  std::vector<float> largest(rows), other(rows);
+  softmax_row_largest(largest.data(), parts[0].data(), rows, half);
+  softmax_row_largest(other.data(), parts[1].data(), rows, half);
+  for (std::size_t r = 0; r < rows; ++r) largest[r] = std::max(largest[r], other[r]);
+  std::vector<std::vector<float>> part_probs(2, std::vector<float>(rows * half));
+  std::vector<float> sums(rows), more(rows);
+  softmax_row_exponentials(part_probs[0].data(), sums.data(), parts[0].data(), largest.data(), rows,
+                           half);
+  softmax_row_exponentials(part_probs[1].data(), more.data(), parts[1].data(), largest.data(), rows,
+                           half);
+  for (std::size_t r = 0; r < rows; ++r) sums[r] += more[r];
+  for (std::size_t k = 0; k < 2; ++k) {
+    softmax_row_normalise(part_probs[k].data(), sums.data(), rows, half);
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto t = static_cast<std::size_t>(targets[r]);
+    const float loss = std::log(sums[r]) + largest[r] - logits[r * vocab + t];
+    EXPECT_NEAR(loss, losses[r], 1e-5F * std::max(1.0F, std::abs(losses[r]))) << "row " << r;
+    for (std::size_t v = 0; v < vocab; ++v) {
+      const float split = part_probs[v / half][r * half + v % half];
+      EXPECT_NEAR(split, probs[r * vocab + v], 1e-6F) << "row " << r << " column " << v;
+    }
+  }
 }
 
 TEST(GradientCheck, SoftmaxCrossEntropy) {

@@ -16,4 +16,18 @@ void softmax_cross_entropy_backward(float* dlogits, const float* dlosses, const 
                                     const std::int32_t* targets, std::size_t rows,
                                     std::size_t vocab);
 
+// The steps of the forward, for a vocabulary split over ranks (the tensor-parallel head), so that
+// both compute the same arithmetic: each row's largest logit; probs = exp(logits - largest) and
+// each row's sum of them; probs divided by a row's sum. Each row's result does not depend on the
+// threads. (softmax_cross_entropy_forward is these three with the row's own largest and sum.)
+void softmax_row_largest(float* largest, const float* logits, std::size_t rows, std::size_t vocab);
+void softmax_row_exponentials(float* probs, float* sums, const float* logits, const float* largest,
+                              std::size_t rows, std::size_t vocab);
+void softmax_row_normalise(float* probs, const float* sums, std::size_t rows, std::size_t vocab);
+
+// dlogits += probs * dlosses[row], the backward without its target term (the caller subtracts
+// dlosses[row] at the target, where its rank holds the target's column).
+void softmax_row_add_scaled(float* dlogits, const float* probs, const float* dlosses,
+                            std::size_t rows, std::size_t vocab);
+
 }  // namespace shardwise::kernels
