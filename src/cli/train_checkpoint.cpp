@@ -109,11 +109,16 @@ void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps) {
   }
   if (flags.save && flags.save->empty()) throw InvalidArgument("--save is an empty path");
   if (flags.save) {
-    // Found now, not after the run: a folder that cannot be made or written.
+    // Found now, not after the run: a folder that cannot be made or written. Nothing is made
+    // here (the first save makes it), so that input refused later leaves nothing behind: the
+    // folder itself where it exists, else the nearest folder above it, must be writable.
     std::error_code error;
-    std::filesystem::create_directories(*flags.save, error);
-    if (error || !std::filesystem::is_directory(*flags.save) ||
-        ::access(flags.save->c_str(), W_OK | X_OK) != 0) {
+    std::filesystem::path probe = std::filesystem::absolute(*flags.save, error);
+    while (!error && !std::filesystem::exists(probe, error) && probe != probe.parent_path()) {
+      probe = probe.parent_path();
+    }
+    if (error || !std::filesystem::is_directory(probe, error) ||
+        ::access(probe.c_str(), W_OK | X_OK) != 0) {
       throw InvalidArgument("--save '" + echo_input(*flags.save, 200) +
                             "' is not a folder this run can write" +
                             (error ? ": " + error.message() : std::string()));

@@ -50,6 +50,7 @@ struct TrainLayout {
   const std::vector<PartitionSpec>& placements;
   const std::vector<train::ParameterSpec>& blocks;
   const std::optional<models::GptPipeline>& pipeline;
+  models::GptRecompute recompute;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -369,8 +370,8 @@ class TrainCommand final : public Command {
     try {
       backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
         try {
-          train_process(comm, mesh, config, {placements, blocks, pipeline}, settings, corpus,
-                        eval_every, threads, sharding_specs, backend.name, out, mutex);
+          train_process(comm, mesh, config, {placements, blocks, pipeline, recompute}, settings,
+                        corpus, eval_every, threads, sharding_specs, backend.name, out, mutex);
         } catch (const CommError&) {
           throw;
         } catch (const Error& e) {
@@ -450,7 +451,7 @@ class TrainCommand final : public Command {
     const std::vector<PartitionSpec>& placements = layout.placements;
     models::GptModel model(config, whole_settings.seed, context, placements, sequence_parallel_,
                            layout.pipeline);
-    model.set_recompute(models::parse_gpt_recompute(recompute_, "--recompute"));
+    model.set_recompute(layout.recompute);
     // A pipeline stage's ZeRO shards those of its own parameters.
     train::TrainSettings settings = whole_settings;
     if (layout.pipeline && settings.shardings) {

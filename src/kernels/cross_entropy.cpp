@@ -11,9 +11,8 @@ namespace shardwise::kernels {
 namespace {
 
 constexpr std::size_t kRowsPerThread = 16;  // each row is a vocabulary of exponentials
-// A row's largest logit and its sum of exponentials are kept in this many lanes and combined
-// in a fixed order: the loops vectorise, and a row's result does not depend on the threads.
-constexpr std::size_t kLanes = 16;
+using detail::kLanes;
+using detail::sum_lanes;
 
 SHARDWISE_CPU_CLONES
 float row_largest(const float* __restrict x, std::size_t vocab) {
@@ -47,9 +46,7 @@ float row_exponentials(float* __restrict p, const float* __restrict x, float lar
     p[v] = e;
     sums[v - whole] += e;
   }
-  float sum = 0.0F;
-  for (const float lane : sums) sum += lane;
-  return sum;
+  return sum_lanes(sums);
 }
 
 SHARDWISE_CPU_CLONES

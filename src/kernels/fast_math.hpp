@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 namespace shardwise::kernels::detail {
@@ -30,6 +31,18 @@ inline float fast_exp(float x) {
   p = p * r + 5.0000001201E-1F;
   p = p * r * r + r + 1.0F;
   return p * std::bit_cast<float>((k + 127U) << 23);
+}
+
+// Row reductions (LayerNorm's sums, the softmax's largest logit and sum) keep this many partial
+// results, lane c % kLanes taking column c, and combine them in a fixed order at the end: the
+// loops vectorise (one running sum is a chain of dependent scalar adds), and a row's result does
+// not depend on the machine's vector width or on the thread count.
+inline constexpr std::size_t kLanes = 16;
+
+inline float sum_lanes(const float (&lanes)[kLanes]) {
+  float total = 0.0F;
+  for (const float lane : lanes) total += lane;
+  return total;
 }
 
 }  // namespace shardwise::kernels::detail

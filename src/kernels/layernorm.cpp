@@ -12,17 +12,8 @@ namespace {
 constexpr std::size_t kRowsPerThread = 64;
 constexpr std::size_t kColumnsPerThread = 32;
 
-// A row's sums are kept in this many partial sums, lane c % kLanes taking column c, and added in
-// a fixed order at the end: the loops vectorise (a single running sum is a chain of dependent
-// scalar adds, which made LayerNorm a tenth of a small model's step), and a row's result does not
-// depend on the machine or the thread count.
-constexpr std::size_t kLanes = 16;
-
-float sum_lanes(const float (&lanes)[kLanes]) {
-  float total = 0.0F;
-  for (const float lane : lanes) total += lane;
-  return total;
-}
+using detail::kLanes;
+using detail::sum_lanes;
 
 // One row: normalised into y; its mean and reciprocal standard deviation returned in m and s.
 // Where `add` is given, x is first made x + add, written back through `sum_out` (the residual

@@ -127,6 +127,12 @@ TEST(TrainCheckpoint, WhatCannotLoadIsNamed) {
                    "--save-every is 7; expected 0 (the last step only) to --steps 6");
   expect_bad_input(train_args("", {"--save", "/dev/zero"}),
                    "--save '/dev/zero' is not a folder this run can write");
+  expect_bad_input(train_args("", {"--save", "/dev/zero/below"}),
+                   "--save '/dev/zero/below' is not a folder this run can write");
+  // Input refused after --save was checked leaves no folder behind: the first save makes it.
+  expect_bad_input(train_args("", {"--save", folder + "_never", "--recompute", "bogus"}),
+                   "--recompute is 'bogus'; expected none, selective or full");
+  EXPECT_FALSE(std::filesystem::exists(folder + "_never"));
   expect_bad_input(train_args("", {"--resume", folder + "/nothing"}),
                    "is not a checkpoint or a folder of them");
   (void)losses(train_args("", {"--save", folder}));
