@@ -8,33 +8,36 @@
 #include "fast_math.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
+#include "row_softmax.hpp"
 
 namespace shardwise::kernels {
 namespace {
 
-// Queries and keys per tile: a tile's scores (64 x 64 floats) and its rows of q, k, v stay in
-// the L1 and L2 caches.
-constexpr std::size_t kTile = 64;
+// Queries and keys per tile. A tile's scores (64 x 256 floats, 64 KiB) and its rows of q, k and
+// v stay in the L2 cache. Keys come in wider tiles than queries because each tile is a matrix
+// product of its own: 64 x 256 x 64 runs at 1.2 to 1.4 times the FLOP/s of 64 x 64 x 64 in
+// oneDNN's sgemm (docs/benchmarks.md), while a key tile is cut at the diagonal query tile's
+// last key, so that no product reaches further past the diagonal than with square tiles.
+constexpr std::size_t kQueryTile = 64;
+constexpr std::size_t kKeyTile = 256;
+static_assert(kKeyTile % kQueryTile == 0, "a key tile starts at a query tile's first row");
 
-// One tile's softmax step, FlashAttention's online form: `scores` (rows x cols, row stride
-// kTile) becomes exp(score - new row maximum), each row's maximum `largest` and running sum
-// `sum` are updated, and `rescale` receives what the row's earlier output must be multiplied by.
-// Where `diagonal`, column c of row r is masked when c > r + offset (a key after the query).
-SHARDWISE_CPU_CLONES
-void online_softmax_tile(float* __restrict scores, float* __restrict largest, float* __restrict sum,
+// One tile's softmax step, FlashAttention's online form: `probs` (rows x cols, row stride
+// kKeyTile) receives exp(score - new row maximum) of `scores`, each row's maximum `largest` and
+// running sum `sum` are updated, and `rescale` receives what the row's earlier output must be
+// multiplied by. Where `diagonal`, column c of row r is masked when c > r + offset (a key after
+// the query).
+void online_softmax_tile(float* __restrict probs, const float* __restrict scores,
+                         float* __restrict largest, float* __restrict sum,
                          float* __restrict rescale, std::size_t rows, std::size_t cols,
                          bool diagonal, std::size_t offset) {
   for (std::size_t r = 0; r < rows; ++r) {
-    float* s = scores + r * kTile;
+    const float* s = scores + r * kKeyTile;
+    float* p = probs + r * kKeyTile;
     const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
-    float row_max = largest[r];
-    for (std::size_t c = 0; c < valid; ++c) row_max = std::max(row_max, s[c]);
-    float row_sum = 0.0F;
-    for (std::size_t c = 0; c < valid; ++c) {
-      s[c] = detail::fast_exp(s[c] - row_max);
-      row_sum += s[c];
-    }
-    for (std::size_t c = valid; c < cols; ++c) s[c] = 0.0F;
+    const float row_max = std::max(largest[r], detail::row_largest(s, valid));
+    const float row_sum = detail::row_exponentials(p, s, row_max, valid);
+    std::fill(p + valid, p + cols, 0.0F);
     // The first tile of a row has largest = -inf: its earlier output and sum are zero.
     const float factor = std::isinf(largest[r]) ? 0.0F : detail::fast_exp(largest[r] - row_max);
     rescale[r] = factor;
@@ -51,8 +54,8 @@ void softmax_backward_tile(float* __restrict weights, float* __restrict dweights
                            std::size_t rows, std::size_t cols, bool diagonal, std::size_t offset,
                            float scale) {
   for (std::size_t r = 0; r < rows; ++r) {
-    float* w = weights + r * kTile;
-    float* d = dweights + r * kTile;
+    float* w = weights + r * kKeyTile;
+    float* d = dweights + r * kKeyTile;
     const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
     for (std::size_t c = 0; c < valid; ++c) {
       w[c] = detail::fast_exp(w[c] - lse[r]);
@@ -73,34 +76,35 @@ void attention_forward(float* out, float* lse, const float* qkv, std::size_t bat
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
   detail::parallel_for(batch * heads, 1, [&](std::size_t first, std::size_t last) {
-    std::vector<float> scores(kTile * kTile);
-    std::vector<float> acc(kTile * head_size);
-    float largest[kTile];
-    float sum[kTile];
-    float rescale[kTile];
+    std::vector<float> scores(kQueryTile * kKeyTile);
+    std::vector<float> probs(kQueryTile * kKeyTile);
+    std::vector<float> acc(kQueryTile * head_size);
+    float largest[kQueryTile];
+    float sum[kQueryTile];
+    float rescale[kQueryTile];
     for (std::size_t i = first; i < last; ++i) {
       const std::size_t b = i / heads;
       const std::size_t h = i % heads;
       const float* q = qkv + b * seq * row + h * head_size;
       const float* k = q + channels;
       const float* v = q + 2 * channels;
-      for (std::size_t q0 = 0; q0 < seq; q0 += kTile) {
-        const std::size_t rows = std::min(kTile, seq - q0);
+      for (std::size_t q0 = 0; q0 < seq; q0 += kQueryTile) {
+        const std::size_t rows = std::min(kQueryTile, seq - q0);
         std::fill(largest, largest + rows, -std::numeric_limits<float>::infinity());
         std::fill(sum, sum + rows, 0.0F);
         std::fill(acc.begin(), acc.begin() + static_cast<std::ptrdiff_t>(rows * head_size), 0.0F);
-        // Key tiles up to the diagonal's: those past it are masked whole.
-        for (std::size_t k0 = 0; k0 < q0 + rows; k0 += kTile) {
-          const std::size_t cols = std::min(kTile, seq - k0);
+        // Key tiles up to the tile's last query: keys past it are masked for every row.
+        for (std::size_t k0 = 0; k0 < q0 + rows; k0 += kKeyTile) {
+          const std::size_t cols = std::min(kKeyTile, q0 + rows - k0);
           detail::sgemm(false, true, rows, cols, head_size, scale, q + q0 * row, row, k + k0 * row,
-                        row, 0.0F, scores.data(), kTile);
-          online_softmax_tile(scores.data(), largest, sum, rescale, rows, cols, k0 + cols > q0,
-                              q0 - k0);
+                        row, 0.0F, scores.data(), kKeyTile);
+          online_softmax_tile(probs.data(), scores.data(), largest, sum, rescale, rows, cols,
+                              k0 + cols > q0, q0 - k0);
           for (std::size_t r = 0; r < rows; ++r) {
             float* a = acc.data() + r * head_size;
             for (std::size_t d = 0; d < head_size; ++d) a[d] *= rescale[r];
           }
-          detail::sgemm(false, false, rows, head_size, cols, 1.0F, scores.data(), kTile,
+          detail::sgemm(false, false, rows, head_size, cols, 1.0F, probs.data(), kKeyTile,
                         v + k0 * row, row, 1.0F, acc.data(), head_size);
         }
         for (std::size_t r = 0; r < rows; ++r) {
@@ -123,8 +127,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
   detail::parallel_for(batch * heads, 1, [&](std::size_t first, std::size_t last) {
-    std::vector<float> weights(kTile * kTile);
-    std::vector<float> dweights(kTile * kTile);
+    std::vector<float> weights(kQueryTile * kKeyTile);
+    std::vector<float> dweights(kQueryTile * kKeyTile);
     std::vector<float> delta(seq);
     for (std::size_t i = first; i < last; ++i) {
       const std::size_t b = i / heads;
@@ -140,34 +144,41 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       const float* row_lse = lse + i * seq;
       // D = rowsum(dout o out): the softmax backward's sum of weights x dweights, per row.
       for (std::size_t t = 0; t < seq; ++t) {
-        float dot = 0.0F;
-        for (std::size_t d = 0; d < head_size; ++d)
-          dot += dy[t * channels + d] * y[t * channels + d];
-        delta[t] = dot;
+        delta[t] = detail::row_dot(dy + t * channels, y + t * channels, head_size);
       }
-      // Key tiles outside, the query tiles at and below the diagonal inside: dk and dv of a key
-      // tile are summed in one place, dq over the key tiles in order. Every key tile meets its
-      // diagonal query tile first, and every query tile meets key tile 0 first: there a
-      // gradient written, not added, sets the block.
-      for (std::size_t k0 = 0; k0 < seq; k0 += kTile) {
-        const std::size_t cols = std::min(kTile, seq - k0);
-        for (std::size_t q0 = k0 / kTile * kTile; q0 < seq; q0 += kTile) {
-          const std::size_t rows = std::min(kTile, seq - q0);
-          const float keys_beta = overwrite && q0 == k0 ? 0.0F : 1.0F;
+      // Key tiles outside, the query tiles from the key tile's first row down inside: dk and dv
+      // of a key tile are summed in one place, dq over the key tiles in order. A key tile is cut
+      // at the query tile's last key, so each query tile adds the next rows of keys: where the
+      // gradient is written, not added, those rows are written (beta 0) and the earlier ones
+      // added to. Every query tile meets key tile 0 first, which writes its dq.
+      for (std::size_t k0 = 0; k0 < seq; k0 += kKeyTile) {
+        std::size_t written = 0;  // rows of this key tile whose dk and dv hold a value
+        for (std::size_t q0 = k0; q0 < seq; q0 += kQueryTile) {
+          const std::size_t rows = std::min(kQueryTile, seq - q0);
+          const std::size_t cols = std::min(kKeyTile, q0 + rows - k0);
           const float queries_beta = overwrite && k0 == 0 ? 0.0F : 1.0F;
           detail::sgemm(false, true, rows, cols, head_size, scale, q + q0 * row, row, k + k0 * row,
-                        row, 0.0F, weights.data(), kTile);
+                        row, 0.0F, weights.data(), kKeyTile);
           detail::sgemm(false, true, rows, cols, head_size, 1.0F, dy + q0 * channels, channels,
-                        v + k0 * row, row, 0.0F, dweights.data(), kTile);
+                        v + k0 * row, row, 0.0F, dweights.data(), kKeyTile);
           softmax_backward_tile(weights.data(), dweights.data(), row_lse + q0, delta.data() + q0,
                                 rows, cols, k0 + cols > q0, q0 - k0, scale);
-          // Through out = weights v, and scores = q k^T.
-          detail::sgemm(true, false, cols, head_size, rows, 1.0F, weights.data(), kTile,
-                        dy + q0 * channels, channels, keys_beta, dv + k0 * row, row);
-          detail::sgemm(false, false, rows, head_size, cols, 1.0F, dweights.data(), kTile,
+          // Through out = weights v, and scores = q k^T: keys [0, before) add to what earlier
+          // query tiles gave them, keys [before, cols) get their first terms.
+          const std::size_t before = overwrite ? std::min(written, cols) : cols;
+          const auto key_rows = [&](std::size_t from, std::size_t to, float beta) {
+            if (from == to) return;
+            detail::sgemm(true, false, to - from, head_size, rows, 1.0F, weights.data() + from,
+                          kKeyTile, dy + q0 * channels, channels, beta, dv + (k0 + from) * row,
+                          row);
+            detail::sgemm(true, false, to - from, head_size, rows, 1.0F, dweights.data() + from,
+                          kKeyTile, q + q0 * row, row, beta, dk + (k0 + from) * row, row);
+          };
+          key_rows(0, before, 1.0F);
+          key_rows(before, cols, 0.0F);
+          written = std::max(written, cols);
+          detail::sgemm(false, false, rows, head_size, cols, 1.0F, dweights.data(), kKeyTile,
                         k + k0 * row, row, queries_beta, dq + q0 * row, row);
-          detail::sgemm(true, false, cols, head_size, rows, 1.0F, dweights.data(), kTile,
-                        q + q0 * row, row, keys_beta, dk + k0 * row, row);
         }
       }
     }

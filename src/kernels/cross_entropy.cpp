@@ -6,48 +6,14 @@
 
 #include "fast_math.hpp"
 #include "parallel.hpp"
+#include "row_softmax.hpp"
 
 namespace shardwise::kernels {
 namespace {
 
 constexpr std::size_t kRowsPerThread = 16;  // each row is a vocabulary of exponentials
-using detail::kLanes;
-using detail::sum_lanes;
-
-SHARDWISE_CPU_CLONES
-float row_largest(const float* __restrict x, std::size_t vocab) {
-  const std::size_t whole = vocab - vocab % kLanes;
-  float top[kLanes];
-  std::fill(top, top + kLanes, -std::numeric_limits<float>::infinity());
-  for (std::size_t v = 0; v < whole; v += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) top[l] = std::max(top[l], x[v + l]);
-  }
-  for (std::size_t v = whole; v < vocab; ++v) top[v - whole] = std::max(top[v - whole], x[v]);
-  float largest = top[0];
-  for (const float t : top) largest = std::max(largest, t);
-  return largest;
-}
-
-// p = exp(x - largest); returns their sum.
-SHARDWISE_CPU_CLONES
-float row_exponentials(float* __restrict p, const float* __restrict x, float largest,
-                       std::size_t vocab) {
-  const std::size_t whole = vocab - vocab % kLanes;
-  float sums[kLanes] = {};
-  for (std::size_t v = 0; v < whole; v += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      const float e = detail::fast_exp(x[v + l] - largest);
-      p[v + l] = e;
-      sums[l] += e;
-    }
-  }
-  for (std::size_t v = whole; v < vocab; ++v) {
-    const float e = detail::fast_exp(x[v] - largest);
-    p[v] = e;
-    sums[v - whole] += e;
-  }
-  return sum_lanes(sums);
-}
+using detail::row_exponentials;
+using detail::row_largest;
 
 SHARDWISE_CPU_CLONES
 void row_scale(float* __restrict p, float factor, std::size_t vocab) {

@@ -248,12 +248,12 @@ void attention_reference(std::vector<double>& out, std::vector<double>& dqkv,
   }
 }
 
-// Three tiles of queries and keys, the last one short: the online softmax across tiles, the
-// masked diagonal tiles and the skipped ones above give the whole matrix's results.
 // Backward that writes dqkv gives the bits of backward adding into zeros, whatever the buffer
-// held (NaN here), with sequences of one tile, of several and of a partial last one.
+// held (NaN here), with sequences of one tile, of several query tiles in one key tile, and of
+// several key tiles (256 keys each) with a partial last one of each.
 TEST(Attention, BackwardCanWriteTheGradient) {
-  for (const std::size_t seq : {std::size_t{5}, std::size_t{64}, std::size_t{150}}) {
+  for (const std::size_t seq :
+       {std::size_t{5}, std::size_t{64}, std::size_t{150}, std::size_t{600}}) {
     const std::size_t batch = 2, channels = 16, heads = 2;
     const std::vector<float> qkv = random_values(batch * seq * 3 * channels, 21);
     const std::vector<float> dout = random_values(batch * seq * channels, 22);
@@ -269,20 +269,25 @@ TEST(Attention, BackwardCanWriteTheGradient) {
   }
 }
 
+// Query tiles of 64 and key tiles of 256, the last of each short (600 = 9 x 64 + 24 = 2 x 256
+// + 88): the online softmax across key tiles, the key tiles cut at each query tile's last key,
+// the masked diagonals and the skipped tiles above give the whole matrix's results.
 TEST(Attention, TilesGiveTheWholeMatrixResults) {
-  const std::size_t batch = 2, seq = 150, channels = 16, heads = 2;
-  const std::vector<float> qkv = random_values(batch * seq * 3 * channels, 21, 1.5F);
-  const std::vector<float> dout = random_values(batch * seq * channels, 22);
-  std::vector<double> want_out, want_dqkv;
-  attention_reference(want_out, want_dqkv, qkv, dout, batch, seq, channels, heads);
-  std::vector<float> out(batch * seq * channels), lse(batch * heads * seq);
-  std::vector<float> dqkv(qkv.size(), 0.5F);  // backward adds
-  attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, channels, heads);
-  attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq,
-                     channels, heads);
-  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want_out[i], 2e-5) << i;
-  for (std::size_t i = 0; i < dqkv.size(); ++i) {
-    ASSERT_NEAR(dqkv[i], want_dqkv[i] + 0.5, 1e-4) << i;
+  for (const std::size_t seq : {std::size_t{150}, std::size_t{600}}) {
+    const std::size_t batch = 2, channels = 16, heads = 2;
+    const std::vector<float> qkv = random_values(batch * seq * 3 * channels, 21, 1.5F);
+    const std::vector<float> dout = random_values(batch * seq * channels, 22);
+    std::vector<double> want_out, want_dqkv;
+    attention_reference(want_out, want_dqkv, qkv, dout, batch, seq, channels, heads);
+    std::vector<float> out(batch * seq * channels), lse(batch * heads * seq);
+    std::vector<float> dqkv(qkv.size(), 0.5F);  // backward adds
+    attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, channels, heads);
+    attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq,
+                       channels, heads);
+    for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want_out[i], 2e-5) << i;
+    for (std::size_t i = 0; i < dqkv.size(); ++i) {
+      ASSERT_NEAR(dqkv[i], want_dqkv[i] + 0.5, 1e-4) << seq << " " << i;
+    }
   }
 }
 
