@@ -35,9 +35,8 @@ void online_softmax_tile(float* __restrict probs, const float* __restrict scores
     const float* s = scores + r * kKeyTile;
     float* p = probs + r * kKeyTile;
     const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
-    const float row_max = std::max(largest[r], detail::row_largest(s, valid));
-    const float row_sum = detail::row_exponentials(p, s, row_max, valid);
-    std::fill(p + valid, p + cols, 0.0F);
+    const float row_max = std::max(largest[r], detail::row_largest(s, cols, valid));
+    const float row_sum = detail::row_exponentials(p, s, row_max, cols, valid);
     // The first tile of a row has largest = -inf: its earlier output and sum are zero.
     const float factor = std::isinf(largest[r]) ? 0.0F : detail::fast_exp(largest[r] - row_max);
     rescale[r] = factor;
@@ -47,7 +46,8 @@ void online_softmax_tile(float* __restrict probs, const float* __restrict scores
 }
 
 // Backward's weights of one tile from the saved log-sum-exp, and the scores' gradient in place of
-// the weights' (dscores = weights (dweights - D) scale); masked entries are zero.
+// the weights' (dscores = weights (dweights - D) scale); masked entries are zero. The loop runs
+// over the whole row, the mask a select, so a diagonal tile's short rows still vectorise.
 SHARDWISE_CPU_CLONES
 void softmax_backward_tile(float* __restrict weights, float* __restrict dweights,
                            const float* __restrict lse, const float* __restrict delta,
@@ -57,13 +57,13 @@ void softmax_backward_tile(float* __restrict weights, float* __restrict dweights
     float* w = weights + r * kKeyTile;
     float* d = dweights + r * kKeyTile;
     const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
-    for (std::size_t c = 0; c < valid; ++c) {
-      w[c] = detail::fast_exp(w[c] - lse[r]);
-      d[c] = w[c] * (d[c] - delta[r]) * scale;
-    }
-    for (std::size_t c = valid; c < cols; ++c) {
-      w[c] = 0.0F;
-      d[c] = 0.0F;
+    const float row_lse = lse[r];
+    const float row_delta = delta[r];
+    for (std::size_t c = 0; c < cols; ++c) {
+      const bool kept = c < valid;
+      const float weight = kept ? detail::fast_exp(w[c] - row_lse) : 0.0F;
+      w[c] = weight;
+      d[c] = kept ? weight * (d[c] - row_delta) * scale : 0.0F;
     }
   }
 }

@@ -34,8 +34,8 @@ void softmax_cross_entropy_forward(float* losses, float* probs, const float* log
     for (std::size_t r = first; r < last; ++r) {
       const float* x = logits + r * vocab;
       float* p = probs + r * vocab;
-      const float largest = row_largest(x, vocab);
-      const float sum = row_exponentials(p, x, largest, vocab);
+      const float largest = row_largest(x, vocab, vocab);
+      const float sum = row_exponentials(p, x, largest, vocab, vocab);
       row_scale(p, 1.0F / sum, vocab);
       // From the logits rather than log(p): exact where p underflows.
       losses[r] = std::log(sum) + largest - x[static_cast<std::size_t>(targets[r])];
@@ -54,7 +54,8 @@ void softmax_cross_entropy_backward(float* dlogits, const float* dlosses, const 
 
 void softmax_row_largest(float* largest, const float* logits, std::size_t rows, std::size_t vocab) {
   detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
-    for (std::size_t r = first; r < last; ++r) largest[r] = row_largest(logits + r * vocab, vocab);
+    for (std::size_t r = first; r < last; ++r)
+      largest[r] = row_largest(logits + r * vocab, vocab, vocab);
   });
 }
 
@@ -62,7 +63,7 @@ void softmax_row_exponentials(float* probs, float* sums, const float* logits, co
                               std::size_t rows, std::size_t vocab) {
   detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
     for (std::size_t r = first; r < last; ++r) {
-      sums[r] = row_exponentials(probs + r * vocab, logits + r * vocab, largest[r], vocab);
+      sums[r] = row_exponentials(probs + r * vocab, logits + r * vocab, largest[r], vocab, vocab);
     }
   });
 }

@@ -7,11 +7,15 @@
 
 namespace shardwise::kernels::detail {
 
-// The largest of x[0, count); -inf for count 0.
-float row_largest(const float* x, std::size_t count);
+// The largest of x[0, valid), read as x[0, count) with the columns from `valid` on masked (a
+// causal row's keys after its query): the loop runs over whole lanes of the row however few
+// columns are valid. -inf where none is. valid <= count.
+float row_largest(const float* x, std::size_t count, std::size_t valid);
 
-// p = exp(x - largest) over [0, count); returns their sum. p and x must not overlap.
-float row_exponentials(float* p, const float* x, float largest, std::size_t count);
+// p = exp(x - largest) over [0, valid) and 0 over [valid, count); returns their sum. p and x
+// must not overlap. valid <= count.
+float row_exponentials(float* p, const float* x, float largest, std::size_t count,
+                       std::size_t valid);
 
 // The dot product of a and b over [0, count).
 float row_dot(const float* a, const float* b, std::size_t count);
