@@ -6,6 +6,7 @@
 #include "sharded_units.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
+#include "shardwise/kernels/sum_of_squares.hpp"
 #include "shardwise/train/placement.hpp"
 #include "unit_gather.hpp"
 #include "unit_shards.hpp"
@@ -198,9 +199,7 @@ StepStats Trainer::step() {
 }
 
 double Trainer::sum_of_squares(std::span<const float> values) {
-  double squares = 0;
-  for (float g : values) squares += static_cast<double>(g) * g;
-  return squares;
+  return kernels::sum_of_squares(values.data(), values.size());
 }
 
 double Trainer::owned_squares() const {
