@@ -87,8 +87,13 @@ nlohmann::json memory_json(const plan::MemoryPerDevice& m) {
 
 nlohmann::json candidate_json(const plan::Prediction& p) {
   const plan::Layout& l = p.layout;
+  // activations_by_stage (kept for its readers) is memory_by_stage's activations.
   nlohmann::json by_stage = nlohmann::json::array();
-  for (const plan::MemoryPerDevice& m : p.memory_by_stage) by_stage.push_back(memory_json(m));
+  nlohmann::json activations_by_stage = nlohmann::json::array();
+  for (const plan::MemoryPerDevice& m : p.memory_by_stage) {
+    by_stage.push_back(memory_json(m));
+    activations_by_stage.push_back(m.activations);
+  }
   nlohmann::json comm = nlohmann::json::object();
   for (const auto& [axis, bytes] : p.comm_bytes_per_step) comm[axis] = bytes;
   nlohmann::json kinds = nlohmann::json::object();
@@ -106,7 +111,7 @@ nlohmann::json candidate_json(const plan::Prediction& p) {
             {"sequence_parallel", l.sequence_parallel}}},
           {"memory_per_device", memory_json(p.memory)},
           {"memory_by_stage", by_stage},
-          {"activations_by_stage", p.activations_by_stage},
+          {"activations_by_stage", activations_by_stage},
           {"comm_bytes_per_step", comm},
           {"comm_bytes_per_kind", kinds},
           {"model_flops_per_step", p.model_flops_per_step},

@@ -1,8 +1,6 @@
 #include "shardwise/kernels/cross_entropy.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "fast_math.hpp"
 #include "parallel.hpp"

@@ -37,7 +37,7 @@ double block_squares(const float* __restrict x, std::size_t count) {
 
 double sum_of_squares(const float* x, std::size_t count) {
   const std::size_t blocks = (count + kBlock - 1) / kBlock;
-  if (blocks <= 1) return count == 0 ? 0.0 : block_squares(x, count);
+  if (blocks <= 1) return block_squares(x, count);
   std::vector<double> partial(blocks);
   detail::parallel_for(blocks, 4, [&](std::size_t first, std::size_t last) {
     for (std::size_t b = first; b < last; ++b) {

@@ -429,7 +429,6 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
                      "the activations on a device");
       }
     }
-    p.activations_by_stage.push_back(m.activations);
     if (l.zero == 3) {  // the layer in use and the next, gathered, and one layer's gradients
       const std::int64_t layer = ceil_div(model.layer_parameters, l.model);
       m.buffers = state(2 * bytes.params + bytes.grads, layer);

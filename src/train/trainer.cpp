@@ -184,7 +184,7 @@ StepStats Trainer::step() {
       const std::size_t begin = std::max(first, store.offset(p));
       const std::size_t end = std::min(last, store.offset(p) + store.count(p));
       if (begin < end && counted_over_model(p)) {
-        squares += sum_of_squares({grads.data() + begin, end - begin});
+        squares += kernels::sum_of_squares(grads.data() + begin, end - begin);
       }
     }
   } else {
@@ -198,10 +198,6 @@ StepStats Trainer::step() {
   return {step, loss, learning_rate, norm};
 }
 
-double Trainer::sum_of_squares(std::span<const float> values) {
-  return kernels::sum_of_squares(values.data(), values.size());
-}
-
 double Trainer::owned_squares() const {
   const detail::UnitShards& shards = layout();
   const ParameterStore& store = store_;
@@ -211,12 +207,12 @@ double Trainer::owned_squares() const {
     if (settings_.zero == 1) {
       const float* grads = store.grads().data() + store.offset(p);
       shards.for_each_run(p, member_, [&](std::size_t from, std::size_t, std::size_t length) {
-        squares += sum_of_squares({grads + from, length});
+        squares += kernels::sum_of_squares(grads + from, length);
       });
     } else {
       const float* slice = owned_grads_slice();
-      squares +=
-          sum_of_squares({slice + shards.slice_offset(p), shards.block_elements(p, member_)});
+      squares += kernels::sum_of_squares(slice + shards.slice_offset(p),
+                                         shards.block_elements(p, member_));
     }
   }
   return squares;

@@ -33,9 +33,8 @@ struct MemoryPerDevice {
 struct Prediction {
   Layout layout;
   MemoryPerDevice memory;  // of the most loaded device (the first or the last pipeline stage)
-  // The activations of the first and (pipelined) the last stage's devices.
-  std::vector<std::int64_t> activations_by_stage;
-  // The whole memory of the same devices: `memory` is the one of them with the larger total.
+  // The memory of the first and (pipelined) the last stage's devices: `memory` is the one of
+  // them with the larger total.
   std::vector<MemoryPerDevice> memory_by_stage;
   // Bytes a device sends per step along each mesh axis ("data", "fsdp", "model", "pipeline").
   std::map<std::string, std::int64_t> comm_bytes_per_step;

@@ -144,7 +144,6 @@ class Trainer {
   void gather_values();
   [[nodiscard]] const detail::UnitShards& layout() const;
   [[nodiscard]] const float* owned_grads_slice() const;
-  static double sum_of_squares(std::span<const float> values);
   // The squares of this rank's blocks of the averaged gradients, first copies only.
   [[nodiscard]] double owned_squares() const;
   // The norm from every rank's disjoint sum of squares (over the shards, and over the model axis
