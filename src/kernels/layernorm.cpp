@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "fast_math.hpp"
+#include "lane_vector.hpp"
 #include "parallel.hpp"
 
 namespace shardwise::kernels {
@@ -13,6 +14,10 @@ constexpr std::size_t kRowsPerThread = 64;
 constexpr std::size_t kColumnsPerThread = 32;
 
 using detail::kLanes;
+using detail::LaneVector;
+using detail::load_lanes;
+using detail::splat_lanes;
+using detail::store_lanes;
 using detail::sum_lanes;
 
 // One row: normalised into y; its mean and reciprocal standard deviation returned in m and s.
@@ -28,20 +33,21 @@ void norm_row(float* __restrict y, float* __restrict sum_out, const float* __res
     for (std::size_t c = 0; c < channels; ++c) sum_out[c] = x[c] + add[c];
     in = sum_out;
   }
-  float lanes[kLanes] = {};
-  for (std::size_t c = 0; c < whole; c += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) lanes[l] += in[c + l];
-  }
+  LaneVector sums{};
+  for (std::size_t c = 0; c < whole; c += kLanes) sums += load_lanes(in + c);
+  float lanes[kLanes];
+  store_lanes(lanes, sums);
   for (std::size_t c = whole; c < channels; ++c) lanes[c - whole] += in[c];
   const auto n = static_cast<float>(channels);
   m = sum_lanes(lanes) / n;
-  float squares[kLanes] = {};
+  const LaneVector mean = splat_lanes(m);
+  LaneVector square_sums{};
   for (std::size_t c = 0; c < whole; c += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      const float d = in[c + l] - m;
-      squares[l] += d * d;
-    }
+    const LaneVector d = load_lanes(in + c) - mean;
+    square_sums += d * d;
   }
+  float squares[kLanes];
+  store_lanes(squares, square_sums);
   for (std::size_t c = whole; c < channels; ++c) {
     const float d = in[c] - m;
     squares[c - whole] += d * d;
@@ -55,16 +61,18 @@ SHARDWISE_CPU_CLONES
 void norm_row_backward(float* __restrict dx, const float* __restrict dy, const float* __restrict x,
                        const float* __restrict weight, float m, float s, std::size_t channels) {
   const std::size_t whole = channels - channels % kLanes;
-  float dnorm_lanes[kLanes] = {};
-  float dnorm_norm_lanes[kLanes] = {};
+  const LaneVector mean = splat_lanes(m), scale = splat_lanes(s);
+  LaneVector dnorm_sums{}, dnorm_norm_sums{};
   for (std::size_t c = 0; c < whole; c += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      const float norm = (x[c + l] - m) * s;
-      const float dnorm = weight[c + l] * dy[c + l];
-      dnorm_lanes[l] += dnorm;
-      dnorm_norm_lanes[l] += dnorm * norm;
-    }
+    const LaneVector norm = (load_lanes(x + c) - mean) * scale;
+    const LaneVector dnorm = load_lanes(weight + c) * load_lanes(dy + c);
+    dnorm_sums += dnorm;
+    dnorm_norm_sums += dnorm * norm;
   }
+  float dnorm_lanes[kLanes];
+  float dnorm_norm_lanes[kLanes];
+  store_lanes(dnorm_lanes, dnorm_sums);
+  store_lanes(dnorm_norm_lanes, dnorm_norm_sums);
   for (std::size_t c = whole; c < channels; ++c) {
     const float norm = (x[c] - m) * s;
     const float dnorm = weight[c] * dy[c];
