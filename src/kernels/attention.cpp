@@ -7,6 +7,7 @@
 
 #include "fast_math.hpp"
 #include "gemm.hpp"
+#include "lane_vector.hpp"
 #include "parallel.hpp"
 #include "row_softmax.hpp"
 
@@ -47,23 +48,31 @@ void online_softmax_tile(float* __restrict probs, const float* __restrict scores
 
 // Backward's weights of one tile from the saved log-sum-exp, and the scores' gradient in place of
 // the weights' (dscores = weights (dweights - D) scale); masked entries are zero. The loop runs
-// over the whole row, the mask a select, so a diagonal tile's short rows still vectorise.
+// over whole lanes of the row, the mask a select, so a diagonal tile's short rows still
+// vectorise; a row's last lanes may pass `cols` but stay inside its kKeyTile floats.
 SHARDWISE_CPU_CLONES
 void softmax_backward_tile(float* __restrict weights, float* __restrict dweights,
                            const float* __restrict lse, const float* __restrict delta,
                            std::size_t rows, std::size_t cols, bool diagonal, std::size_t offset,
                            float scale) {
+  using detail::kLanes;
+  using detail::LaneVector;
+  static_assert(kKeyTile % kLanes == 0, "a row's lanes end inside its tile");
   for (std::size_t r = 0; r < rows; ++r) {
     float* w = weights + r * kKeyTile;
     float* d = dweights + r * kKeyTile;
     const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
-    const float row_lse = lse[r];
-    const float row_delta = delta[r];
-    for (std::size_t c = 0; c < cols; ++c) {
-      const bool kept = c < valid;
-      const float weight = kept ? detail::fast_exp(w[c] - row_lse) : 0.0F;
-      w[c] = weight;
-      d[c] = kept ? weight * (d[c] - row_delta) * scale : 0.0F;
+    const LaneVector row_lse = detail::splat_lanes(lse[r]);
+    const LaneVector row_delta = detail::splat_lanes(delta[r]);
+    for (std::size_t c = 0; c < cols; c += kLanes) {
+      const detail::LaneMask kept = detail::first_lanes(valid > c ? valid - c : 0);
+      const LaneVector weight =
+          kept ? detail::fast_exp(detail::load_lanes(w + c) - row_lse) : LaneVector{};
+      const LaneVector dscore = weight * (detail::load_lanes(d + c) - row_delta) * scale;
+      detail::store_lanes(w + c, weight);
+      // Selected, not only multiplied by the zero weight: a masked entry is zero whatever its
+      // dweight holds (an infinity times zero is NaN).
+      detail::store_lanes(d + c, kept ? dscore : LaneVector{});
     }
   }
 }

@@ -39,12 +39,6 @@ inline float fast_exp(float x) {
 // not depend on the machine's vector width or on the thread count.
 inline constexpr std::size_t kLanes = 16;
 
-inline float sum_lanes(const float (&lanes)[kLanes]) {
-  float total = 0.0F;
-  for (const float lane : lanes) total += lane;
-  return total;
-}
-
 }  // namespace shardwise::kernels::detail
 
 // Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load time: this project's machines

@@ -1,12 +1,15 @@
 #pragma once
 // A row reduction's kLanes partial results held as one vector value (GCC's and clang's vector
-// extension) rather than an array: lane l still takes the columns l, l + kLanes, ... and the
-// lanes are still combined in order, so the results are those of the scalar lane loops, bit for
-// bit. GCC compiled the arrays' loops into shuffles and spills (LayerNorm's backward ran at 3 ns
-// an element); the vector value compiles into whole-register loads, adds and FMAs on every
-// instruction set the kernels are cloned for.
+// extension): lane l takes the columns l, l + kLanes, ... and the lanes are combined in one
+// fixed order at the end, so a row's result depends neither on the machine's vector width nor on
+// the thread count. As arrays of 16 floats, GCC compiled these loops into shuffles and spills
+// (LayerNorm's backward ran at 3 ns an element) and combined the lanes through the stack (a
+// store-forwarding stall per row, a fifth of tiny's softmax); as a vector value they stay in
+// registers on every instruction set the kernels are cloned for.
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "fast_math.hpp"
@@ -14,15 +17,19 @@
 namespace shardwise::kernels::detail {
 
 // Where the machine has no 64-byte registers the value spans two or four, and GCC notes at every
-// call that such a value passed by value changes the calling convention. The functions below are
-// inline and no LaneVector crosses a function a kernel file does not inline, so the note does
+// use that such a value passed by value changes the calling convention. The functions below are
+// inline and no LaneVector crosses a function the kernel files do not inline, so the note does
 // not apply; it is off for the rest of each kernel file that includes this header, because GCC
 // gives it where the value is used, not where the function is declared.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
+static_assert(kLanes == 16, "the lane shuffles below are written for 16 lanes");
+
 using LaneVector = float __attribute__((vector_size(kLanes * sizeof(float))));
+using LaneMask = std::int32_t __attribute__((vector_size(kLanes * sizeof(std::int32_t))));
+using LaneBits = std::uint32_t __attribute__((vector_size(kLanes * sizeof(std::uint32_t))));
 
 [[gnu::always_inline]] inline LaneVector load_lanes(const float* from) {
   LaneVector v;
@@ -37,11 +44,67 @@ using LaneVector = float __attribute__((vector_size(kLanes * sizeof(float))));
 // Every lane set to `value`.
 [[gnu::always_inline]] inline LaneVector splat_lanes(float value) { return LaneVector{} + value; }
 
-// The lanes summed in lane order, as sum_lanes sums an array.
+// All ones in the lanes below `count` (0 to kLanes), zero in the rest: a select's condition.
+[[gnu::always_inline]] inline LaneMask first_lanes(std::size_t count) {
+  constexpr LaneMask kIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  return kIndex < static_cast<std::int32_t>(count < kLanes ? count : kLanes);
+}
+
+// `count` (< kLanes) values from `from` in the first lanes, `fill` in the rest: a row's tail.
+[[gnu::always_inline]] inline LaneVector load_first_lanes(const float* from, std::size_t count,
+                                                          float fill) {
+  float lanes[kLanes];
+  for (std::size_t l = 0; l < kLanes; ++l) lanes[l] = l < count ? from[l] : fill;
+  return load_lanes(lanes);
+}
+
+// std::max lane by lane, in std::max's order: (a < b) ? b : a.
+[[gnu::always_inline]] inline LaneVector max_lanes(LaneVector a, LaneVector b) {
+  return a < b ? b : a;
+}
+
+// The lanes combined pairwise: lane l with lane l + 8, then l + 4, l + 2 and l + 1, four steps
+// in registers where one running total had sixteen dependent adds.
+template <class Combine>
+[[gnu::always_inline]] inline float combine_lanes(LaneVector v, Combine combine) {
+  v = combine(v,
+              __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = combine(v,
+              __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+  v = combine(v,
+              __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+  v = combine(v,
+              __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+  return v[0];
+}
+
 [[gnu::always_inline]] inline float sum_lanes(LaneVector v) {
-  float total = 0.0F;
-  for (std::size_t l = 0; l < kLanes; ++l) total += v[l];
-  return total;
+  return combine_lanes(v, [](LaneVector a, LaneVector b) { return a + b; });
+}
+
+[[gnu::always_inline]] inline float largest_lane(LaneVector v) {
+  return combine_lanes(v, [](LaneVector a, LaneVector b) { return max_lanes(a, b); });
+}
+
+// fast_exp lane by lane: the same operations in the same order, so each lane's result is the
+// scalar function's, bit for bit (tests/kernels/lane_vector_test.cpp).
+[[gnu::always_inline]] inline LaneVector fast_exp(LaneVector x) {
+  const LaneVector low = splat_lanes(-87.0F), high = splat_lanes(88.0F);
+  x = x < low ? low : x;    // std::max(x, -87): NaN stays NaN
+  x = high < x ? high : x;  // std::min(x, 88)
+  const LaneVector round = splat_lanes(12582912.0F);
+  const LaneVector shifted = x * 1.44269504088896341F + round;
+  const LaneVector n = shifted - round;
+  const LaneBits k = std::bit_cast<LaneBits>(shifted) - std::bit_cast<LaneBits>(round);
+  const LaneVector r = x - n * 0.693359375F + n * 2.12194440e-4F;
+  LaneVector p = splat_lanes(1.9875691500E-4F);
+  p = p * r + 1.3981999507E-3F;
+  p = p * r + 8.3334519073E-3F;
+  p = p * r + 4.1665795894E-2F;
+  p = p * r + 1.6666665459E-1F;
+  p = p * r + 5.0000001201E-1F;
+  p = p * r * r + r + 1.0F;
+  return p * std::bit_cast<LaneVector>((k + 127U) << 23);
 }
 
 }  // namespace shardwise::kernels::detail

@@ -15,6 +15,7 @@ constexpr std::size_t kColumnsPerThread = 32;
 
 using detail::kLanes;
 using detail::LaneVector;
+using detail::load_first_lanes;
 using detail::load_lanes;
 using detail::splat_lanes;
 using detail::store_lanes;
@@ -35,24 +36,18 @@ void norm_row(float* __restrict y, float* __restrict sum_out, const float* __res
   }
   LaneVector sums{};
   for (std::size_t c = 0; c < whole; c += kLanes) sums += load_lanes(in + c);
-  float lanes[kLanes];
-  store_lanes(lanes, sums);
-  for (std::size_t c = whole; c < channels; ++c) lanes[c - whole] += in[c];
+  sums += load_first_lanes(in + whole, channels - whole, 0.0F);
   const auto n = static_cast<float>(channels);
-  m = sum_lanes(lanes) / n;
+  m = sum_lanes(sums) / n;
   const LaneVector mean = splat_lanes(m);
   LaneVector square_sums{};
   for (std::size_t c = 0; c < whole; c += kLanes) {
     const LaneVector d = load_lanes(in + c) - mean;
     square_sums += d * d;
   }
-  float squares[kLanes];
-  store_lanes(squares, square_sums);
-  for (std::size_t c = whole; c < channels; ++c) {
-    const float d = in[c] - m;
-    squares[c - whole] += d * d;
-  }
-  s = 1.0F / std::sqrt(sum_lanes(squares) / n + kLayerNormEps);
+  const LaneVector tail = load_first_lanes(in + whole, channels - whole, m) - mean;
+  square_sums += tail * tail;
+  s = 1.0F / std::sqrt(sum_lanes(square_sums) / n + kLayerNormEps);
   for (std::size_t c = 0; c < channels; ++c) y[c] = (in[c] - m) * s * weight[c] + bias[c];
 }
 
@@ -69,19 +64,15 @@ void norm_row_backward(float* __restrict dx, const float* __restrict dy, const f
     dnorm_sums += dnorm;
     dnorm_norm_sums += dnorm * norm;
   }
-  float dnorm_lanes[kLanes];
-  float dnorm_norm_lanes[kLanes];
-  store_lanes(dnorm_lanes, dnorm_sums);
-  store_lanes(dnorm_norm_lanes, dnorm_norm_sums);
-  for (std::size_t c = whole; c < channels; ++c) {
-    const float norm = (x[c] - m) * s;
-    const float dnorm = weight[c] * dy[c];
-    dnorm_lanes[c - whole] += dnorm;
-    dnorm_norm_lanes[c - whole] += dnorm * norm;
-  }
+  const std::size_t rest = channels - whole;
+  const LaneVector tail_norm = (load_first_lanes(x + whole, rest, m) - mean) * scale;
+  const LaneVector tail_dnorm =
+      load_first_lanes(weight + whole, rest, 0.0F) * load_first_lanes(dy + whole, rest, 0.0F);
+  dnorm_sums += tail_dnorm;
+  dnorm_norm_sums += tail_dnorm * tail_norm;
   const auto n = static_cast<float>(channels);
-  const float dnorm_mean = sum_lanes(dnorm_lanes) / n;
-  const float dnorm_norm_mean = sum_lanes(dnorm_norm_lanes) / n;
+  const float dnorm_mean = sum_lanes(dnorm_sums) / n;
+  const float dnorm_norm_mean = sum_lanes(dnorm_norm_sums) / n;
   for (std::size_t c = 0; c < channels; ++c) {
     const float norm = (x[c] - m) * s;
     dx[c] += (weight[c] * dy[c] - dnorm_mean - norm * dnorm_norm_mean) * s;

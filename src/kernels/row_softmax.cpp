@@ -1,9 +1,9 @@
 #include "row_softmax.hpp"
 
-#include <algorithm>
 #include <limits>
 
 #include "fast_math.hpp"
+#include "lane_vector.hpp"
 
 namespace shardwise::kernels::detail {
 
@@ -11,48 +11,44 @@ SHARDWISE_CPU_CLONES
 float row_largest(const float* __restrict x, std::size_t count, std::size_t valid) {
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   const std::size_t whole = count - count % kLanes;
-  float top[kLanes];
-  std::fill(top, top + kLanes, kMasked);
+  const LaneVector masked = splat_lanes(kMasked);
+  LaneVector top = masked;
   for (std::size_t v = 0; v < whole; v += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      top[l] = std::max(top[l], v + l < valid ? x[v + l] : kMasked);
-    }
+    const LaneVector kept = first_lanes(valid > v ? valid - v : 0) ? load_lanes(x + v) : masked;
+    top = max_lanes(top, kept);
   }
-  for (std::size_t v = whole; v < valid; ++v) top[v - whole] = std::max(top[v - whole], x[v]);
-  float largest = top[0];
-  for (const float t : top) largest = std::max(largest, t);
-  return largest;
+  if (valid > whole) top = max_lanes(top, load_first_lanes(x + whole, valid - whole, kMasked));
+  return largest_lane(top);
 }
 
 SHARDWISE_CPU_CLONES
 float row_exponentials(float* __restrict p, const float* __restrict x, float largest,
                        std::size_t count, std::size_t valid) {
   const std::size_t whole = count - count % kLanes;
-  float sums[kLanes] = {};
+  const LaneVector top = splat_lanes(largest);
+  LaneVector sums{};
   for (std::size_t v = 0; v < whole; v += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) {
-      // A masked column adds 0, which leaves its lane's sum as it was.
-      const float e = v + l < valid ? fast_exp(x[v + l] - largest) : 0.0F;
-      p[v + l] = e;
-      sums[l] += e;
-    }
+    // A masked column adds 0, which leaves its lane's sum as it was.
+    const LaneVector e =
+        first_lanes(valid > v ? valid - v : 0) ? fast_exp(load_lanes(x + v) - top) : LaneVector{};
+    store_lanes(p + v, e);
+    sums += e;
   }
+  float tail[kLanes] = {};
   for (std::size_t v = whole; v < count; ++v) {
-    const float e = v < valid ? fast_exp(x[v] - largest) : 0.0F;
-    p[v] = e;
-    sums[v - whole] += e;
+    tail[v - whole] = v < valid ? fast_exp(x[v] - largest) : 0.0F;
+    p[v] = tail[v - whole];
   }
-  return sum_lanes(sums);
+  return sum_lanes(sums + load_lanes(tail));
 }
 
 SHARDWISE_CPU_CLONES
 float row_dot(const float* __restrict a, const float* __restrict b, std::size_t count) {
   const std::size_t whole = count - count % kLanes;
-  float sums[kLanes] = {};
-  for (std::size_t v = 0; v < whole; v += kLanes) {
-    for (std::size_t l = 0; l < kLanes; ++l) sums[l] += a[v + l] * b[v + l];
-  }
-  for (std::size_t v = whole; v < count; ++v) sums[v - whole] += a[v] * b[v];
+  LaneVector sums{};
+  for (std::size_t v = 0; v < whole; v += kLanes) sums += load_lanes(a + v) * load_lanes(b + v);
+  const std::size_t rest = count - whole;
+  sums += load_first_lanes(a + whole, rest, 0.0F) * load_first_lanes(b + whole, rest, 0.0F);
   return sum_lanes(sums);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The softmax's steps over one row, shared by the cross-entropy (a row of the vocabulary) and
-// the attention (a row of a key tile). Lane-wise (fast_math.hpp's kLanes), so they vectorise and
+// the attention (a row of a key tile). Lane-wise (lane_vector.hpp), so they vectorise and
 // a row's result depends neither on the machine's vector width nor on the thread count.
 
 #include <cstddef>
