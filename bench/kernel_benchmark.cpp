@@ -1,6 +1,9 @@
 // The GPT's element-wise and row kernels (everything but the matrix products) at the shapes of
 // one layer of `tiny` (rows 768, channels 128) and `small` (rows 4096, channels 384), on one
-// thread: the part of a step that is this project's own code, measured kernel by kernel.
+// thread: the part of a step that is this project's own code, measured kernel by kernel. Built by
+// the `bench` preset, or against the release build:
+//   g++ -O2 -std=c++20 -Iinclude bench/kernel_benchmark.cpp build/release/src/libshardwise.a \
+//     -lbenchmark -lre2 -ldnnl -lgomp -lpthread -o build/kernel_benchmark
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
