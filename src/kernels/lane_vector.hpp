@@ -7,7 +7,6 @@
 // store-forwarding stall per row, a fifth of tiny's softmax); as a vector value they stay in
 // registers on every instruction set the kernels are cloned for.
 
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -64,26 +63,44 @@ using LaneBits = std::uint32_t __attribute__((vector_size(kLanes * sizeof(std::u
 }
 
 // The lanes combined pairwise: lane l with lane l + 8, then l + 4, l + 2 and l + 1, four steps
-// in registers where one running total had sixteen dependent adds.
-template <class Combine>
-[[gnu::always_inline]] inline float combine_lanes(LaneVector v, Combine combine) {
-  v = combine(v,
-              __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
-  v = combine(v,
-              __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
-  v = combine(v,
-              __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
-  v = combine(v,
-              __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+// in registers where one running total had sixteen dependent adds. Written out for each
+// combination rather than through a function object: a LaneVector must never be passed to a
+// call that is not inlined, whose calling convention differs between the clones (unoptimised
+// builds call a lambda's operator()).
+#define SHARDWISE_COMBINE_LANES(v, combine)                                                      \
+  do {                                                                                           \
+    v = combine(                                                                                 \
+        v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)); \
+    v = combine(                                                                                 \
+        v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)); \
+    v = combine(                                                                                 \
+        v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13)); \
+    v = combine(                                                                                 \
+        v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)); \
+  } while (false)
+
+[[gnu::always_inline]] inline LaneVector add_lanes(LaneVector a, LaneVector b) { return a + b; }
+
+[[gnu::always_inline]] inline float sum_lanes(LaneVector v) {
+  SHARDWISE_COMBINE_LANES(v, add_lanes);
   return v[0];
 }
 
-[[gnu::always_inline]] inline float sum_lanes(LaneVector v) {
-  return combine_lanes(v, [](LaneVector a, LaneVector b) { return a + b; });
+[[gnu::always_inline]] inline float largest_lane(LaneVector v) {
+  SHARDWISE_COMBINE_LANES(v, max_lanes);
+  return v[0];
 }
 
-[[gnu::always_inline]] inline float largest_lane(LaneVector v) {
-  return combine_lanes(v, [](LaneVector a, LaneVector b) { return max_lanes(a, b); });
+#undef SHARDWISE_COMBINE_LANES
+
+// The bits of `from` as a `To` of the same size (std::bit_cast, which UBSan's checks of GCC 12
+// misread on vector types).
+template <class To, class From>
+[[gnu::always_inline]] inline To same_bits(From from) {
+  static_assert(sizeof(To) == sizeof(From));
+  To to;
+  std::memcpy(&to, &from, sizeof to);
+  return to;
 }
 
 // fast_exp lane by lane: the same operations in the same order, so each lane's result is the
@@ -95,7 +112,7 @@ template <class Combine>
   const LaneVector round = splat_lanes(12582912.0F);
   const LaneVector shifted = x * 1.44269504088896341F + round;
   const LaneVector n = shifted - round;
-  const LaneBits k = std::bit_cast<LaneBits>(shifted) - std::bit_cast<LaneBits>(round);
+  const LaneBits k = same_bits<LaneBits>(shifted) - same_bits<LaneBits>(round);
   const LaneVector r = x - n * 0.693359375F + n * 2.12194440e-4F;
   LaneVector p = splat_lanes(1.9875691500E-4F);
   p = p * r + 1.3981999507E-3F;
@@ -104,7 +121,7 @@ template <class Combine>
   p = p * r + 1.6666665459E-1F;
   p = p * r + 5.0000001201E-1F;
   p = p * r * r + r + 1.0F;
-  return p * std::bit_cast<LaneVector>((k + 127U) << 23);
+  return p * same_bits<LaneVector>((k + 127U) << 23);
 }
 
 }  // namespace shardwise::kernels::detail
