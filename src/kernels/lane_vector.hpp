@@ -15,12 +15,12 @@
 
 namespace shardwise::kernels::detail {
 
-// Where the machine has no 64-byte registers the value spans two or four, and GCC notes at every
-// use that such a value passed by value changes the calling convention (clang too, when it
-// generates code). The functions below are
-// inline and no LaneVector crosses a function the kernel files do not inline, so the note does
-// not apply; it is off for the rest of each kernel file that includes this header, because GCC
-// gives it where the value is used, not where the function is declared.
+// Where the machine has no 64-byte registers the value spans two or four, and GCC (and clang,
+// when it generates code) notes at every use that such a value passed by value changes the
+// calling convention. The functions below are inline and no LaneVector crosses a function the
+// kernel files do not inline, so the note does not apply; it is off for the rest of each kernel
+// file that includes this header, because the compilers give it where the value is used, not
+// where the function is declared.
 #if defined(__clang__)
 #pragma clang diagnostic ignored "-Wpsabi"
 #elif defined(__GNUC__)
