@@ -43,6 +43,19 @@ print(f"| {sys.argv[2]} | {sys.argv[3]} | 2 | {cell(ours)} | {cell(eager)} | {ce
       f"{ours[0] / eager[0]:.2f} | {ours[0] / compiled[0]:.2f} |")
 PY
 done
+# Each round runs the three programs one after the other, so a round's ratio sees one state of
+# the host: the median of those ratios, with their spread, is a second reading of the rounds.
+python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for model in dict.fromkeys(r["model"] for r in rows):
+    def per_round(key):
+        ratios = sorted(r["shardwise"] / r[key] for r in rows if r["model"] == model)
+        return f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+    print(f"\n{model}: ratio round by round, median (range): to eager {per_round('pytorch')}, "
+          f"to torch.compile {per_round('pytorch_compile')}", end="")
+print()
+PY
 # Data parallel on 2 ranks of one thread each against one rank of two threads.
 one=$("$bin" train --model tiny --batch 12 --steps 10 --threads 2 --json | median_tokens)
 two=$("$bin" train --model tiny --batch 12 --steps 10 --mesh data=2 --threads 1 --json | median_tokens)

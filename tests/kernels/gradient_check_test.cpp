@@ -148,6 +148,31 @@ TEST(GradientCheck, LayerNormOfEveryWidthAgainstDouble) {
   }
 }
 
+// The weight's and bias's gradients over rows in several blocks of partial sums, the last one
+// short (150 rows = 2 x 64 + 22), added to what the gradients held, against double.
+TEST(LayerNorm, WeightAndBiasGradientsOverSeveralRowBlocks) {
+  const std::size_t rows = 150, channels = 40;
+  const std::vector<float> inp = random_values(rows * channels, 31, 2.0F);
+  const std::vector<float> dout = random_values(rows * channels, 32);
+  const std::vector<float> weight = random_values(channels, 33);
+  std::vector<float> y(inp.size()), mean(rows), rstd(rows);
+  layernorm_forward(y.data(), mean.data(), rstd.data(), inp.data(), weight.data(), weight.data(),
+                    rows, channels);
+  std::vector<float> dinp(inp.size()), dweight(channels, 0.25F), dbias(channels, -0.5F);
+  layernorm_backward(dinp.data(), dweight.data(), dbias.data(), dout.data(), inp.data(),
+                     weight.data(), mean.data(), rstd.data(), rows, channels);
+  for (std::size_t c = 0; c < channels; ++c) {
+    double want_weight = 0.25, want_bias = -0.5;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const double norm = (inp[r * channels + c] - static_cast<double>(mean[r])) * rstd[r];
+      want_weight += norm * dout[r * channels + c];
+      want_bias += dout[r * channels + c];
+    }
+    EXPECT_NEAR(dweight[c], want_weight, 1e-4 * std::max(1.0, std::abs(want_weight))) << c;
+    EXPECT_NEAR(dbias[c], want_bias, 1e-4 * std::max(1.0, std::abs(want_bias))) << c;
+  }
+}
+
 // The residual add fused into the LayerNorm that reads it gives what the two kernels give.
 TEST(LayerNorm, TheFusedResidualAddGivesTheSameBits) {
   for (const std::size_t channels : {std::size_t{37}, std::size_t{128}}) {
