@@ -15,17 +15,8 @@
 
 namespace shardwise::kernels::detail {
 
-// Where the machine has no 64-byte registers the value spans two or four, and GCC (and clang,
-// when it generates code) notes at every use that such a value passed by value changes the
-// calling convention. The functions below are inline and no LaneVector crosses a function the
-// kernel files do not inline, so the note does not apply; it is off for the rest of each kernel
-// file that includes this header, because the compilers give it where the value is used, not
-// where the function is declared.
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpsabi"
-#elif defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+// Passed by value between inline functions only: see the note on calling conventions in
+// fast_math.hpp, whose pragma covers this header.
 
 static_assert(kLanes == 16, "the lane shuffles below are written for 16 lanes");
 
@@ -96,35 +87,10 @@ using LaneBits = std::uint32_t __attribute__((vector_size(kLanes * sizeof(std::u
 
 #undef SHARDWISE_COMBINE_LANES
 
-// The bits of `from` as a `To` of the same size (std::bit_cast, which UBSan's checks of GCC 12
-// misread on vector types).
-template <class To, class From>
-[[gnu::always_inline]] inline To same_bits(From from) {
-  static_assert(sizeof(To) == sizeof(From));
-  To to;
-  std::memcpy(&to, &from, sizeof to);
-  return to;
-}
-
-// fast_exp lane by lane: the same operations in the same order, so each lane's result is the
-// scalar function's, bit for bit (tests/kernels/lane_vector_test.cpp).
+// fast_exp lane by lane: fast_math.hpp's body, so each lane's result is the scalar function's,
+// bit for bit (tests/kernels/lane_vector_test.cpp).
 [[gnu::always_inline]] inline LaneVector fast_exp(LaneVector x) {
-  const LaneVector low = splat_lanes(-87.0F), high = splat_lanes(88.0F);
-  x = x < low ? low : x;    // std::max(x, -87): NaN stays NaN
-  x = high < x ? high : x;  // std::min(x, 88)
-  const LaneVector round = splat_lanes(12582912.0F);
-  const LaneVector shifted = x * 1.44269504088896341F + round;
-  const LaneVector n = shifted - round;
-  const LaneBits k = same_bits<LaneBits>(shifted) - same_bits<LaneBits>(round);
-  const LaneVector r = x - n * 0.693359375F + n * 2.12194440e-4F;
-  LaneVector p = splat_lanes(1.9875691500E-4F);
-  p = p * r + 1.3981999507E-3F;
-  p = p * r + 8.3334519073E-3F;
-  p = p * r + 4.1665795894E-2F;
-  p = p * r + 1.6666665459E-1F;
-  p = p * r + 5.0000001201E-1F;
-  p = p * r * r + r + 1.0F;
-  return p * same_bits<LaneVector>((k + 127U) << 23);
+  return exp_of<LaneVector, LaneBits>(x);
 }
 
 }  // namespace shardwise::kernels::detail
