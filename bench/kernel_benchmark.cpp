@@ -16,6 +16,7 @@
 #include "shardwise/kernels/elementwise.hpp"
 #include "shardwise/kernels/layernorm.hpp"
 #include "shardwise/kernels/matmul.hpp"
+#include "shardwise/kernels/sum_of_squares.hpp"
 
 namespace {
 
@@ -150,6 +151,14 @@ void BM_AdamW(benchmark::State& state) {
   set_bytes(state, 4 * count * sizeof(float));
 }
 
+void BM_SumOfSquares(benchmark::State& state) {
+  k::set_blas_threads(1);
+  const std::size_t count = arg(state, 0);
+  const auto x = filled(count, 1);
+  for (auto _ : state) benchmark::DoNotOptimize(k::sum_of_squares(x.data(), count));
+  set_bytes(state, count * sizeof(float));
+}
+
 }  // namespace
 
 BENCHMARK(BM_LayerNormForward)->Args({768, 128})->Args({4096, 384});
@@ -159,6 +168,7 @@ BENCHMARK(BM_GeluBackward)->Arg(768 * 512)->Arg(4096 * 1536);
 BENCHMARK(BM_AttentionForward)->Args({12, 64, 128, 4})->Args({16, 256, 384, 6});
 BENCHMARK(BM_AttentionBackward)->Args({12, 64, 128, 4})->Args({16, 256, 384, 6});
 BENCHMARK(BM_CrossEntropy)->Args({768, 256})->Args({4096, 256});
+BENCHMARK(BM_SumOfSquares)->Arg(65536)->Arg(800000);
 BENCHMARK(BM_AdamW)->Arg(800000)->Arg(10844160);
 
 BENCHMARK_MAIN();
