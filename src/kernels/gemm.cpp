@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "gemm_at_b.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/matmul.hpp"
 
@@ -19,6 +20,14 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
            const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
            std::size_t ldc) {
   if (m == 0 || n == 0) return;
+  // A weight gradient's form, deep enough to fill a depth block: the packed kernel of
+  // gemm_at_b.hpp, where this machine has one.
+  if (trans_a && !trans_b && k >= kDepthBlock) {
+    if (const std::optional<TileKernel> kernel = best_tile_kernel()) {
+      gemm_at_b(*kernel, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
+  }
   const auto dim = [](std::size_t v) { return static_cast<dnnl_dim_t>(v); };
   const dnnl_status_t status =
       dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', dim(m), dim(n), dim(k), alpha, a,
