@@ -189,14 +189,15 @@ struct Product {
   std::size_t ldc;
 };
 
-// Rows [first_row, last_row) of C.
+// Rows [first_row, last_row) and columns [first_col, last_col) of C.
 template <class Tile>
-void product_rows(const Product& p, std::size_t first_row, std::size_t last_row) {
+void product_block(const Product& p, std::size_t first_row, std::size_t last_row,
+                   std::size_t first_col, std::size_t last_col) {
   constexpr std::size_t kRows = Tile::kRows, kCols = Tile::kCols;
   thread_local PackBuffers buffers;
   alignas(64) float sums[kRows * kCols];
-  for (std::size_t jc = 0; jc < p.n; jc += kColumnBlock) {
-    const std::size_t nc = std::min(kColumnBlock, p.n - jc);
+  for (std::size_t jc = first_col; jc < last_col; jc += kColumnBlock) {
+    const std::size_t nc = std::min(kColumnBlock, last_col - jc);
     for (std::size_t pc = 0; pc < p.k; pc += kDepthBlock) {
       const std::size_t kc = std::min(kDepthBlock, p.k - pc);
       // The first depth block scales C by beta, the others add to it.
@@ -258,22 +259,30 @@ void gemm_at_b(TileKernel kernel, std::size_t m, std::size_t n, std::size_t k, f
     return;
   }
   const Product product{m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
-  const auto split_rows = [&]<class Tile>(Tile) {
-    // The threads take whole tiles of rows, at least a row block's worth each.
-    const std::size_t row_tiles = (m + Tile::kRows - 1) / Tile::kRows;
-    parallel_for(row_tiles, kRowBlock / Tile::kRows, [&](std::size_t first, std::size_t last) {
-      product_rows<Tile>(product, first * Tile::kRows, std::min(m, last * Tile::kRows));
-    });
+  // The threads split C's longer side, so that each packs only its part of the larger of A
+  // (k x m) and B (k x n) and all of the smaller: whole tiles, at least a block's worth each.
+  const auto split = [&]<class Tile>(Tile) {
+    if (n > m) {
+      const std::size_t col_tiles = (n + Tile::kCols - 1) / Tile::kCols;
+      parallel_for(col_tiles, kColumnBlock / Tile::kCols, [&](std::size_t first, std::size_t last) {
+        product_block<Tile>(product, 0, m, first * Tile::kCols, std::min(n, last * Tile::kCols));
+      });
+    } else {
+      const std::size_t row_tiles = (m + Tile::kRows - 1) / Tile::kRows;
+      parallel_for(row_tiles, kRowBlock / Tile::kRows, [&](std::size_t first, std::size_t last) {
+        product_block<Tile>(product, first * Tile::kRows, std::min(m, last * Tile::kRows), 0, n);
+      });
+    }
   };
 #if defined(__x86_64__)
   if (kernel == TileKernel::kAvx512) {
-    split_rows(Tile<8, 48, multiply_avx512>{});
+    split(Tile<8, 48, multiply_avx512>{});
   } else {
-    split_rows(Tile<6, 16, multiply_avx2>{});
+    split(Tile<6, 16, multiply_avx2>{});
   }
 #else
   (void)kernel;
-  (void)split_rows;
+  (void)split;
   throw std::logic_error("no tile kernel on this architecture");
 #endif
 }

@@ -108,18 +108,20 @@ TEST(GemmAtB, AnEmptySumScalesC) {
   }
 }
 
-// Each element is one thread's, summed in the same depth blocks whatever the thread count.
+// Each element is one thread's, summed in the same depth blocks whatever the thread count; the
+// threads split C's rows where it is tall and its columns where it is wide.
 TEST(GemmAtB, TheSameBitsOnOneThreadAndOnFour) {
-  const Shape s{776, 200, 700};
-  for (const TileKernel kernel : kKernels) {
-    if (!tile_kernel_supported(kernel)) continue;
-    const int before = blas_threads();
-    set_blas_threads(1);
-    const std::vector<float> one = product(kernel, s, 1.0F, 1.0F, values(s.m * (s.n + 3), 5));
-    set_blas_threads(4);
-    const std::vector<float> four = product(kernel, s, 1.0F, 1.0F, values(s.m * (s.n + 3), 5));
-    set_blas_threads(before);
-    EXPECT_EQ(one, four) << name(kernel);
+  for (const Shape& s : {Shape{776, 200, 700}, Shape{40, 1700, 300}}) {
+    for (const TileKernel kernel : kKernels) {
+      if (!tile_kernel_supported(kernel)) continue;
+      const int before = blas_threads();
+      set_blas_threads(1);
+      const std::vector<float> one = product(kernel, s, 1.0F, 1.0F, values(s.m * (s.n + 3), 5));
+      set_blas_threads(4);
+      const std::vector<float> four = product(kernel, s, 1.0F, 1.0F, values(s.m * (s.n + 3), 5));
+      set_blas_threads(before);
+      EXPECT_EQ(one, four) << name(kernel) << " " << s.m << "x" << s.n;
+    }
   }
 }
 
