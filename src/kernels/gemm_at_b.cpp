@@ -22,6 +22,7 @@ namespace {
 // the same within the host's noise (118-121 GFLOP/s on one thread, 0.85 of its FMA peak).
 constexpr std::size_t kRowBlock = 192;
 constexpr std::size_t kColumnBlock = 384;
+constexpr std::size_t kTilesPerThread = 4;
 
 // A register tile's kernel: c[rows x cols] (row stride ldc) = alpha S + beta c, where S is the
 // sum over `depth` of a[kk][r] b[kk][c] from packed panels, taken in order from zero; beta 0
@@ -260,16 +261,17 @@ void gemm_at_b(TileKernel kernel, std::size_t m, std::size_t n, std::size_t k, f
   }
   const Product product{m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
   // The threads split C's longer side, so that each packs only its part of the larger of A
-  // (k x m) and B (k x n) and all of the smaller: whole tiles, at least a block's worth each.
+  // (k x m) and B (k x n) and all of the smaller: whole tiles, at least kTilesPerThread each
+  // (tiny's products, 128 wide, take both threads).
   const auto split = [&]<class Tile>(Tile) {
     if (n > m) {
       const std::size_t col_tiles = (n + Tile::kCols - 1) / Tile::kCols;
-      parallel_for(col_tiles, kColumnBlock / Tile::kCols, [&](std::size_t first, std::size_t last) {
+      parallel_for(col_tiles, kTilesPerThread, [&](std::size_t first, std::size_t last) {
         product_block<Tile>(product, 0, m, first * Tile::kCols, std::min(n, last * Tile::kCols));
       });
     } else {
       const std::size_t row_tiles = (m + Tile::kRows - 1) / Tile::kRows;
-      parallel_for(row_tiles, kRowBlock / Tile::kRows, [&](std::size_t first, std::size_t last) {
+      parallel_for(row_tiles, kTilesPerThread, [&](std::size_t first, std::size_t last) {
         product_block<Tile>(product, first * Tile::kRows, std::min(m, last * Tile::kRows), 0, n);
       });
     }
