@@ -1,7 +1,6 @@
 #include "gemm_at_b.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -24,20 +23,20 @@ constexpr std::size_t kRowBlock = 192;
 constexpr std::size_t kColumnBlock = 384;
 constexpr std::size_t kTilesPerThread = 4;
 
-// A register tile's kernel: c[rows x cols] (row stride ldc) = alpha S + beta c, where S is the
-// sum over `depth` of a[kk][r] b[kk][c] from packed panels, taken in order from zero; beta 0
-// does not read c, and otherwise c = fma(alpha, S, beta c).
+// A register tile's kernel: c = alpha S + beta c on the first `rows` x `cols` of the tile (c's row
+// stride ldc), where S is the sum over `depth` of a[kk][r] b[kk][c] from packed panels, taken in
+// order from zero; beta 0 does not read c, and otherwise c = fma(alpha, S, beta c). An edge
+// tile computes whole (its panels are zero past the matrix) and stores only its corner.
 using MultiplyTile = void (*)(std::size_t depth, const float* a, const float* b, float* c,
-                              std::size_t ldc, float alpha, float beta);
+                              std::size_t ldc, std::size_t rows, std::size_t cols, float alpha,
+                              float beta);
 
 #if defined(__x86_64__)
 // The accumulators stay in registers: 24 of the 32 vector registers, three for a step's row of
 // B and one for the broadcast value of A.
-__attribute__((target("avx512f"))) void multiply_avx512(std::size_t depth,
-                                                        const float* __restrict a,
-                                                        const float* __restrict b,
-                                                        float* __restrict c, std::size_t ldc,
-                                                        float alpha, float beta) {
+__attribute__((target("avx512f"))) void multiply_avx512(
+    std::size_t depth, const float* __restrict a, const float* __restrict b, float* __restrict c,
+    std::size_t ldc, std::size_t rows, std::size_t cols, float alpha, float beta) {
   constexpr int kRows = 8;
   constexpr int kVectors = 3;
   __m512 acc[kRows][kVectors];
@@ -61,15 +60,24 @@ __attribute__((target("avx512f"))) void multiply_avx512(std::size_t depth,
   }
   const __m512 scale = _mm512_set1_ps(alpha);
   const __m512 keep = _mm512_set1_ps(beta);
+  __mmask16 columns[kVectors];
+  for (int j = 0; j < kVectors; ++j) {
+    const std::size_t first = static_cast<std::size_t>(j) * 16;
+    const std::size_t count = cols > first ? std::min<std::size_t>(cols - first, 16) : 0;
+    columns[j] = static_cast<__mmask16>((1U << count) - 1U);
+  }
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
+    if (static_cast<std::size_t>(i) == rows) break;
 #pragma GCC unroll 3
     for (int j = 0; j < kVectors; ++j) {
       float* to = c + static_cast<std::size_t>(i) * ldc + static_cast<std::size_t>(j) * 16;
-      const __m512 sum = beta == 0.0F ? _mm512_mul_ps(scale, acc[i][j])
-                                      : _mm512_fmadd_ps(scale, acc[i][j],
-                                                        _mm512_mul_ps(keep, _mm512_loadu_ps(to)));
-      _mm512_storeu_ps(to, sum);
+      const __m512 sum =
+          beta == 0.0F
+              ? _mm512_mul_ps(scale, acc[i][j])
+              : _mm512_fmadd_ps(scale, acc[i][j],
+                                _mm512_mul_ps(keep, _mm512_maskz_loadu_ps(columns[j], to)));
+      _mm512_mask_storeu_ps(to, columns[j], sum);
     }
   }
 }
@@ -78,6 +86,7 @@ __attribute__((target("avx512f"))) void multiply_avx512(std::size_t depth,
 __attribute__((target("avx2,fma"))) void multiply_avx2(std::size_t depth, const float* __restrict a,
                                                        const float* __restrict b,
                                                        float* __restrict c, std::size_t ldc,
+                                                       std::size_t rows, std::size_t cols,
                                                        float alpha, float beta) {
   constexpr int kRows = 6;
   constexpr int kVectors = 2;
@@ -102,15 +111,29 @@ __attribute__((target("avx2,fma"))) void multiply_avx2(std::size_t depth, const 
   }
   const __m256 scale = _mm256_set1_ps(alpha);
   const __m256 keep = _mm256_set1_ps(beta);
+  // The lanes of each vector inside the tile's columns (an edge tile's last vectors are partly or
+  // wholly outside): all ones where stored.
+  __m256i columns[kVectors];
+  for (int j = 0; j < kVectors; ++j) {
+    const auto first = static_cast<int>(j * 8);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    columns[j] = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols) - first), lane);
+  }
+  const bool whole = cols == kVectors * 8;
 #pragma GCC unroll 6
   for (int i = 0; i < kRows; ++i) {
+    if (static_cast<std::size_t>(i) == rows) break;
 #pragma GCC unroll 2
     for (int j = 0; j < kVectors; ++j) {
       float* to = c + static_cast<std::size_t>(i) * ldc + static_cast<std::size_t>(j) * 8;
-      const __m256 sum = beta == 0.0F ? _mm256_mul_ps(scale, acc[i][j])
-                                      : _mm256_fmadd_ps(scale, acc[i][j],
-                                                        _mm256_mul_ps(keep, _mm256_loadu_ps(to)));
-      _mm256_storeu_ps(to, sum);
+      if (beta == 0.0F) {
+        const __m256 sum = _mm256_mul_ps(scale, acc[i][j]);
+        whole ? _mm256_storeu_ps(to, sum) : _mm256_maskstore_ps(to, columns[j], sum);
+      } else {
+        const __m256 old = whole ? _mm256_loadu_ps(to) : _mm256_maskload_ps(to, columns[j]);
+        const __m256 sum = _mm256_fmadd_ps(scale, acc[i][j], _mm256_mul_ps(keep, old));
+        whole ? _mm256_storeu_ps(to, sum) : _mm256_maskstore_ps(to, columns[j], sum);
+      }
     }
   }
 }
@@ -121,10 +144,7 @@ template <std::size_t Rows, std::size_t Cols, MultiplyTile Multiply>
 struct Tile {
   static constexpr std::size_t kRows = Rows;
   static constexpr std::size_t kCols = Cols;
-  static void multiply(std::size_t depth, const float* a, const float* b, float* c, std::size_t ldc,
-                       float alpha, float beta) {
-    Multiply(depth, a, b, c, ldc, alpha, beta);
-  }
+  static constexpr MultiplyTile multiply = Multiply;
 };
 
 // `depth` rows of `width` values each (row kk at src + kk * ld) as panels of `panel` columns:
@@ -144,19 +164,6 @@ void pack_panels(float* __restrict dst, const float* __restrict src, std::size_t
       float* to = dst + (whole * depth + kk) * Panel;
       std::copy(row + whole * Panel, row + width, to);
       std::fill(to + tail, to + Panel, 0.0F);
-    }
-  }
-}
-
-// An edge tile's sums (computed whole into `sums`, cols to a row) applied to the `rows` x `cols`
-// corner of C it covers as the kernels apply a whole tile's.
-void apply_sums(float* c, std::size_t ldc, const float* sums, std::size_t tile_cols,
-                std::size_t rows, std::size_t cols, float alpha, float beta) {
-  for (std::size_t i = 0; i < rows; ++i) {
-    float* out = c + i * ldc;
-    const float* sum = sums + i * tile_cols;
-    for (std::size_t j = 0; j < cols; ++j) {
-      out[j] = beta == 0.0F ? alpha * sum[j] : std::fma(alpha, sum[j], beta * out[j]);
     }
   }
 }
@@ -196,7 +203,6 @@ void product_block(const Product& p, std::size_t first_row, std::size_t last_row
                    std::size_t first_col, std::size_t last_col) {
   constexpr std::size_t kRows = Tile::kRows, kCols = Tile::kCols;
   thread_local PackBuffers buffers;
-  alignas(64) float sums[kRows * kCols];
   for (std::size_t jc = first_col; jc < last_col; jc += kColumnBlock) {
     const std::size_t nc = std::min(kColumnBlock, last_col - jc);
     for (std::size_t pc = 0; pc < p.k; pc += kDepthBlock) {
@@ -213,13 +219,8 @@ void product_block(const Product& p, std::size_t first_row, std::size_t last_row
           for (std::size_t ir = 0; ir < mc; ir += kRows) {
             const float* a_panel = buffers.a + ir * kc;
             float* c = p.c + (ic + ir) * p.ldc + jc + jr;
-            const std::size_t rows = std::min(kRows, mc - ir);
-            if (rows == kRows && cols == kCols) {
-              Tile::multiply(kc, a_panel, b_panel, c, p.ldc, p.alpha, beta);
-            } else {
-              Tile::multiply(kc, a_panel, b_panel, sums, kCols, 1.0F, 0.0F);
-              apply_sums(c, p.ldc, sums, kCols, rows, cols, p.alpha, beta);
-            }
+            Tile::multiply(kc, a_panel, b_panel, c, p.ldc, std::min(kRows, mc - ir), cols, p.alpha,
+                           beta);
           }
         }
       }

@@ -2,6 +2,7 @@
 // against a double-precision sum, on shapes with edge tiles, strides wider than the matrices and
 // several depth blocks, for every tile kernel this machine runs.
 #include "kernels/gemm_at_b.hpp"
+#include "kernels/gemm.hpp"
 
 #include <gtest/gtest.h>
 
@@ -123,6 +124,20 @@ TEST(GemmAtB, TheSameBitsOnOneThreadAndOnFour) {
       EXPECT_EQ(one, four) << name(kernel) << " " << s.m << "x" << s.n;
     }
   }
+}
+
+// The products every kernel calls (gemm.hpp) take the packed kernel for a weight gradient whose
+// operands pass the caches: the same bits as calling it.
+TEST(GemmAtB, TheBlasEntryTakesItForLargeWeightGradients) {
+  const auto best = best_tile_kernel();
+  if (!best) GTEST_SKIP() << "no tile kernel on this machine";
+  const Shape s{640, 384, 2048};  // operands of 2048 x (640 + 384) floats: 8 MiB
+  const std::vector<float> a = values(s.k * (s.m + 5), 1);
+  const std::vector<float> b = values(s.k * (s.n + 2), 2);
+  std::vector<float> through_blas = values(s.m * (s.n + 3), 3);
+  sgemm(true, false, s.m, s.n, s.k, 1.0F, a.data(), s.m + 5, b.data(), s.n + 2, 1.0F,
+        through_blas.data(), s.n + 3);
+  EXPECT_EQ(through_blas, product(*best, s, 1.0F, 1.0F, values(s.m * (s.n + 3), 3)));
 }
 
 TEST(GemmAtB, TheMachinesBestKernelIsOneItRuns) {
