@@ -1,5 +1,6 @@
 // The GPT's element-wise and row kernels (everything but the matrix products) at the shapes of
-// one layer of `tiny` (rows 768, channels 128) and `small` (rows 4096, channels 384), on one
+// one layer of `tiny` (rows 768, channels 128) and `small` (rows 4096, channels 384), and the
+// attention also at one sequence of `gpt2`'s (context 1024, channels 768, 12 heads), on one
 // thread: the part of a step that is this project's own code, measured kernel by kernel. Built by
 // the `bench` preset, or against the release build:
 //   g++ -O2 -std=c++20 -Iinclude bench/kernel_benchmark.cpp build/release/src/libshardwise.a \
@@ -165,8 +166,14 @@ BENCHMARK(BM_LayerNormForward)->Args({768, 128})->Args({4096, 384});
 BENCHMARK(BM_LayerNormBackward)->Args({768, 128})->Args({4096, 384});
 BENCHMARK(BM_GeluForward)->Arg(768 * 512)->Arg(4096 * 1536);
 BENCHMARK(BM_GeluBackward)->Arg(768 * 512)->Arg(4096 * 1536);
-BENCHMARK(BM_AttentionForward)->Args({12, 64, 128, 4})->Args({16, 256, 384, 6});
-BENCHMARK(BM_AttentionBackward)->Args({12, 64, 128, 4})->Args({16, 256, 384, 6});
+BENCHMARK(BM_AttentionForward)
+    ->Args({12, 64, 128, 4})
+    ->Args({16, 256, 384, 6})
+    ->Args({1, 1024, 768, 12});
+BENCHMARK(BM_AttentionBackward)
+    ->Args({12, 64, 128, 4})
+    ->Args({16, 256, 384, 6})
+    ->Args({1, 1024, 768, 12});
 BENCHMARK(BM_CrossEntropy)->Args({768, 256})->Args({4096, 256});
 BENCHMARK(BM_SumOfSquares)->Arg(65536)->Arg(800000);
 BENCHMARK(BM_AdamW)->Arg(800000)->Arg(10844160);
