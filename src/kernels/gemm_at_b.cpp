@@ -213,11 +213,14 @@ void product_block(const Product& p, std::size_t first_row, std::size_t last_row
       for (std::size_t ic = first_row; ic < last_row; ic += kRowBlock) {
         const std::size_t mc = std::min(kRowBlock, last_row - ic);
         pack_panels<kRows>(buffers.a, p.a + pc * p.lda + ic, p.lda, kc, mc);
-        for (std::size_t jr = 0; jr < nc; jr += kCols) {
-          const float* b_panel = buffers.b + jr * kc;
-          const std::size_t cols = std::min(kCols, nc - jr);
-          for (std::size_t ir = 0; ir < mc; ir += kRows) {
-            const float* a_panel = buffers.a + ir * kc;
+        // A's panel of a tile row (8 KiB) stays in the L1 cache while B's panels come from L2:
+        // inside small's step the weight gradients took 1.12-1.13x the input gradients' time
+        // this way round and 1.14-1.17x the other (3 runs each).
+        for (std::size_t ir = 0; ir < mc; ir += kRows) {
+          const float* a_panel = buffers.a + ir * kc;
+          for (std::size_t jr = 0; jr < nc; jr += kCols) {
+            const float* b_panel = buffers.b + jr * kc;
+            const std::size_t cols = std::min(kCols, nc - jr);
             float* c = p.c + (ic + ir) * p.ldc + jc + jr;
             Tile::multiply(kc, a_panel, b_panel, c, p.ldc, std::min(kRows, mc - ir), cols, p.alpha,
                            beta);
