@@ -147,9 +147,9 @@ struct Tile {
   static constexpr MultiplyTile multiply = Multiply;
 };
 
-// `depth` rows of `width` values each (row kk at src + kk * ld) as panels of `panel` columns:
-// panel p's row kk at dst + (p * depth + kk) * panel, past `width` zeros.
-// Whole panels are copies of a constant size, which the compiler writes as a few vector moves.
+// `depth` rows of `width` values each (row kk at src + kk * ld) as panels of `Panel` columns:
+// panel p's row kk at dst + (p * depth + kk) * Panel, zeros past `width`. A whole panel's row is
+// a copy of a constant size, which the compiler writes as a few vector moves.
 template <std::size_t Panel>
 void pack_panels(float* __restrict dst, const float* __restrict src, std::size_t ld,
                  std::size_t depth, std::size_t width) {
