@@ -29,7 +29,8 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
   // A weight gradient's form with operands larger than the caches keep between a step's uses of
   // them: the packed kernel of gemm_at_b.hpp, where this machine has one. Within the caches
   // oneDNN's sgemm was the faster (tiny's, 2 MiB: 115-150 GFLOP/s packed against 150-175).
-  if (trans_a && !trans_b && k * (m + n) >= kPackedOperandFloats) {
+  // (k (m + n) >= kPackedOperandFloats, by division: no product of sizes can overflow.)
+  if (trans_a && !trans_b && k > (kPackedOperandFloats - 1) / (m + n)) {
     if (const std::optional<TileKernel> kernel = best_tile_kernel()) {
       gemm_at_b(*kernel, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       return;

@@ -23,6 +23,13 @@ constexpr std::size_t kRowBlock = 192;
 constexpr std::size_t kColumnBlock = 384;
 constexpr std::size_t kTilesPerThread = 4;
 
+// The register tiles' shapes: rows of C (values of A broadcast in a step) by vectors of columns
+// (whole vectors of B in a step).
+constexpr int kAvx512Rows = 8, kAvx512Vectors = 3;  // 8 x 48
+constexpr int kAvx2Rows = 6, kAvx2Vectors = 2;      // 6 x 16
+// A block's last panel is rounded up to the tile's side: the packed blocks' slack.
+constexpr std::size_t kWidestTileSide = 16 * kAvx512Vectors;
+
 // A register tile's kernel: c = alpha S + beta c on the first `rows` x `cols` of the tile (c's row
 // stride ldc), where S is the sum over `depth` of a[kk][r] b[kk][c] from packed panels, taken in
 // order from zero; beta 0 does not read c, and otherwise c = fma(alpha, S, beta c). An edge
@@ -37,8 +44,8 @@ using MultiplyTile = void (*)(std::size_t depth, const float* a, const float* b,
 __attribute__((target("avx512f"))) void multiply_avx512(
     std::size_t depth, const float* __restrict a, const float* __restrict b, float* __restrict c,
     std::size_t ldc, std::size_t rows, std::size_t cols, float alpha, float beta) {
-  constexpr int kRows = 8;
-  constexpr int kVectors = 3;
+  constexpr int kRows = kAvx512Rows;
+  constexpr int kVectors = kAvx512Vectors;
   __m512 acc[kRows][kVectors];
 #pragma GCC unroll 8
   for (int i = 0; i < kRows; ++i) {
@@ -88,8 +95,8 @@ __attribute__((target("avx2,fma"))) void multiply_avx2(std::size_t depth, const 
                                                        float* __restrict c, std::size_t ldc,
                                                        std::size_t rows, std::size_t cols,
                                                        float alpha, float beta) {
-  constexpr int kRows = 6;
-  constexpr int kVectors = 2;
+  constexpr int kRows = kAvx2Rows;
+  constexpr int kVectors = kAvx2Vectors;
   __m256 acc[kRows][kVectors];
 #pragma GCC unroll 6
   for (int i = 0; i < kRows; ++i) {
@@ -139,7 +146,7 @@ __attribute__((target("avx2,fma"))) void multiply_avx2(std::size_t depth, const 
 }
 #endif
 
-// The tiles' shapes: rows of C (values of A broadcast in a step) by columns (whole vectors of B).
+// A register tile's kernel with its shape.
 template <std::size_t Rows, std::size_t Cols, MultiplyTile Multiply>
 struct Tile {
   static constexpr std::size_t kRows = Rows;
@@ -175,8 +182,8 @@ struct PackBuffers {
   float* b = nullptr;
   PackBuffers() {
     constexpr std::size_t kAlign = 16;  // floats
-    const std::size_t a_floats = kDepthBlock * (kRowBlock + 48);
-    const std::size_t b_floats = kDepthBlock * (kColumnBlock + 48);
+    const std::size_t a_floats = kDepthBlock * (kRowBlock + kWidestTileSide);
+    const std::size_t b_floats = kDepthBlock * (kColumnBlock + kWidestTileSide);
     storage.resize(a_floats + b_floats + kAlign);
     const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
     const std::size_t skip = (kAlign - (address / sizeof(float)) % kAlign) % kAlign;
@@ -266,7 +273,7 @@ void gemm_at_b(TileKernel kernel, std::size_t m, std::size_t n, std::size_t k, f
   const Product product{m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
   // The threads split C's longer side, so that each packs only its part of the larger of A
   // (k x m) and B (k x n) and all of the smaller: whole tiles, at least kTilesPerThread each
-  // (tiny's products, 128 wide, take both threads).
+  // (a product 128 wide takes two threads).
   const auto split = [&]<class Tile>(Tile) {
     if (n > m) {
       const std::size_t col_tiles = (n + Tile::kCols - 1) / Tile::kCols;
@@ -282,9 +289,9 @@ void gemm_at_b(TileKernel kernel, std::size_t m, std::size_t n, std::size_t k, f
   };
 #if defined(__x86_64__)
   if (kernel == TileKernel::kAvx512) {
-    split(Tile<8, 48, multiply_avx512>{});
+    split(Tile<kAvx512Rows, 16 * kAvx512Vectors, multiply_avx512>{});
   } else {
-    split(Tile<6, 16, multiply_avx2>{});
+    split(Tile<kAvx2Rows, 8 * kAvx2Vectors, multiply_avx2>{});
   }
 #else
   (void)kernel;

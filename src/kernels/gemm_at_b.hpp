@@ -1,7 +1,7 @@
 #pragma once
 // C = alpha A^T B + beta C for row-major A (k x m), B (k x n) and C (m x n): a weight
 // gradient's product, dY^T X, whose depth k is the batch's rows. oneDNN's sgemm ran this form
-// at 0.6-0.8 of its rate on the untransposed forms inside a training step (docs/training.md,
+// at 0.7-0.75 of its rate on the untransposed forms inside a training step (docs/training.md,
 // "The weight gradients"), yet it is the form a packed product reads most easily: row kk of A
 // and of B are already the contiguous runs a register tile takes for step kk. So it has a
 // kernel of its own: Goto's blocking (panels of B and of A packed per block of depth), a
