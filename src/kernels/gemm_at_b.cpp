@@ -277,12 +277,12 @@ void gemm_at_b(TileKernel kernel, std::size_t m, std::size_t n, std::size_t k, f
   const auto split = [&]<class Tile>(Tile) {
     if (n > m) {
       const std::size_t col_tiles = (n + Tile::kCols - 1) / Tile::kCols;
-      parallel_for(col_tiles, kTilesPerThread, [&](std::size_t first, std::size_t last) {
+      parallel_split(col_tiles, kTilesPerThread, [&](std::size_t first, std::size_t last) {
         product_block<Tile>(product, 0, m, first * Tile::kCols, std::min(n, last * Tile::kCols));
       });
     } else {
       const std::size_t row_tiles = (m + Tile::kRows - 1) / Tile::kRows;
-      parallel_for(row_tiles, kTilesPerThread, [&](std::size_t first, std::size_t last) {
+      parallel_split(row_tiles, kTilesPerThread, [&](std::size_t first, std::size_t last) {
         product_block<Tile>(product, first * Tile::kRows, std::min(m, last * Tile::kRows), 0, n);
       });
     }

@@ -1,6 +1,6 @@
-// The kernels split their loops among the rank's threads, each thread one contiguous range and
-// column sums column by column, so that their results do not depend on how many threads run
-// them: the same bits on one thread as on four.
+// The kernels split their loops among the rank's threads into contiguous ranges, and column
+// sums column by column, so that their results do not depend on how many threads run them or on
+// which thread takes which range: the same bits on one thread as on four.
 #include <gtest/gtest.h>
 
 #include <cstdint>
