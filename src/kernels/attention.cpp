@@ -77,6 +77,15 @@ void softmax_backward_tile(float* __restrict weights, float* __restrict dweights
   }
 }
 
+// The calling thread's working memory for the tiles, kept between calls: `floats` floats
+// holding what earlier calls left (every use writes before it reads), so a range of the loop
+// neither allocates nor zeroes its 144 KiB of tiles.
+float* tile_scratch(std::size_t floats) {
+  thread_local std::vector<float> storage;
+  if (storage.size() < floats) storage.resize(floats);
+  return storage.data();
+}
+
 }  // namespace
 
 void attention_forward(float* out, float* lse, const float* qkv, std::size_t batch, std::size_t seq,
@@ -85,9 +94,9 @@ void attention_forward(float* out, float* lse, const float* qkv, std::size_t bat
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
   detail::parallel_for(batch * heads, 1, [&](std::size_t first, std::size_t last) {
-    std::vector<float> scores(kQueryTile * kKeyTile);
-    std::vector<float> probs(kQueryTile * kKeyTile);
-    std::vector<float> acc(kQueryTile * head_size);
+    float* const scores = tile_scratch(2 * kQueryTile * kKeyTile + kQueryTile * head_size);
+    float* const probs = scores + kQueryTile * kKeyTile;
+    float* const acc = probs + kQueryTile * kKeyTile;
     float largest[kQueryTile];
     float sum[kQueryTile];
     float rescale[kQueryTile];
@@ -101,25 +110,25 @@ void attention_forward(float* out, float* lse, const float* qkv, std::size_t bat
         const std::size_t rows = std::min(kQueryTile, seq - q0);
         std::fill(largest, largest + rows, -std::numeric_limits<float>::infinity());
         std::fill(sum, sum + rows, 0.0F);
-        std::fill(acc.begin(), acc.begin() + static_cast<std::ptrdiff_t>(rows * head_size), 0.0F);
+        std::fill(acc, acc + rows * head_size, 0.0F);
         // Key tiles up to the tile's last query: keys past it are masked for every row.
         for (std::size_t k0 = 0; k0 < q0 + rows; k0 += kKeyTile) {
           const std::size_t cols = std::min(kKeyTile, q0 + rows - k0);
           detail::sgemm(false, true, rows, cols, head_size, scale, q + q0 * row, row, k + k0 * row,
-                        row, 0.0F, scores.data(), kKeyTile);
-          online_softmax_tile(probs.data(), scores.data(), largest, sum, rescale, rows, cols,
-                              k0 + cols > q0, q0 - k0);
+                        row, 0.0F, scores, kKeyTile);
+          online_softmax_tile(probs, scores, largest, sum, rescale, rows, cols, k0 + cols > q0,
+                              q0 - k0);
           for (std::size_t r = 0; r < rows; ++r) {
-            float* a = acc.data() + r * head_size;
+            float* a = acc + r * head_size;
             for (std::size_t d = 0; d < head_size; ++d) a[d] *= rescale[r];
           }
-          detail::sgemm(false, false, rows, head_size, cols, 1.0F, probs.data(), kKeyTile,
-                        v + k0 * row, row, 1.0F, acc.data(), head_size);
+          detail::sgemm(false, false, rows, head_size, cols, 1.0F, probs, kKeyTile, v + k0 * row,
+                        row, 1.0F, acc, head_size);
         }
         for (std::size_t r = 0; r < rows; ++r) {
           const float inverse = 1.0F / sum[r];  // sum >= 1: the largest term is exp(0)
           float* o = out + (b * seq + q0 + r) * channels + h * head_size;
-          const float* a = acc.data() + r * head_size;
+          const float* a = acc + r * head_size;
           for (std::size_t d = 0; d < head_size; ++d) o[d] = a[d] * inverse;
           lse[i * seq + q0 + r] = largest[r] + std::log(sum[r]);
         }
@@ -136,9 +145,9 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const std::size_t row = 3 * channels;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
   detail::parallel_for(batch * heads, 1, [&](std::size_t first, std::size_t last) {
-    std::vector<float> weights(kQueryTile * kKeyTile);
-    std::vector<float> dweights(kQueryTile * kKeyTile);
-    std::vector<float> delta(seq);
+    float* const weights = tile_scratch(2 * kQueryTile * kKeyTile + seq);
+    float* const dweights = weights + kQueryTile * kKeyTile;
+    float* const delta = dweights + kQueryTile * kKeyTile;
     for (std::size_t i = first; i < last; ++i) {
       const std::size_t b = i / heads;
       const std::size_t h = i % heads;
@@ -167,27 +176,26 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
           const std::size_t cols = std::min(kKeyTile, q0 + rows - k0);
           const float queries_beta = overwrite && k0 == 0 ? 0.0F : 1.0F;
           detail::sgemm(false, true, rows, cols, head_size, scale, q + q0 * row, row, k + k0 * row,
-                        row, 0.0F, weights.data(), kKeyTile);
+                        row, 0.0F, weights, kKeyTile);
           detail::sgemm(false, true, rows, cols, head_size, 1.0F, dy + q0 * channels, channels,
-                        v + k0 * row, row, 0.0F, dweights.data(), kKeyTile);
-          softmax_backward_tile(weights.data(), dweights.data(), row_lse + q0, delta.data() + q0,
-                                rows, cols, k0 + cols > q0, q0 - k0, scale);
+                        v + k0 * row, row, 0.0F, dweights, kKeyTile);
+          softmax_backward_tile(weights, dweights, row_lse + q0, delta + q0, rows, cols,
+                                k0 + cols > q0, q0 - k0, scale);
           // Through out = weights v, and scores = q k^T: keys [0, before) add to what earlier
           // query tiles gave them, keys [before, cols) get their first terms.
           const std::size_t before = overwrite ? std::min(written, cols) : cols;
           const auto key_rows = [&](std::size_t from, std::size_t to, float beta) {
             if (from == to) return;
-            detail::sgemm(true, false, to - from, head_size, rows, 1.0F, weights.data() + from,
-                          kKeyTile, dy + q0 * channels, channels, beta, dv + (k0 + from) * row,
-                          row);
-            detail::sgemm(true, false, to - from, head_size, rows, 1.0F, dweights.data() + from,
-                          kKeyTile, q + q0 * row, row, beta, dk + (k0 + from) * row, row);
+            detail::sgemm(true, false, to - from, head_size, rows, 1.0F, weights + from, kKeyTile,
+                          dy + q0 * channels, channels, beta, dv + (k0 + from) * row, row);
+            detail::sgemm(true, false, to - from, head_size, rows, 1.0F, dweights + from, kKeyTile,
+                          q + q0 * row, row, beta, dk + (k0 + from) * row, row);
           };
           key_rows(0, before, 1.0F);
           key_rows(before, cols, 0.0F);
           written = std::max(written, cols);
-          detail::sgemm(false, false, rows, head_size, cols, 1.0F, dweights.data(), kKeyTile,
-                        k + k0 * row, row, queries_beta, dq + q0 * row, row);
+          detail::sgemm(false, false, rows, head_size, cols, 1.0F, dweights, kKeyTile, k + k0 * row,
+                        row, queries_beta, dq + q0 * row, row);
         }
       }
     }
