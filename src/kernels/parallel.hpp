@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <vector>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -17,10 +18,10 @@
 
 namespace shardwise::kernels::detail {
 
-// Ranges per thread that parallel_for cuts a loop into. The cores of a shared machine do not run
-// at one speed (two cores each running the same FMA loop measured 46-55 GFLOP/s, which core the
-// slower changing from one second to the next), so one range per thread leaves the faster thread
-// waiting for the slower at the loop's end; with several, the faster takes more of them.
+// Ranges per thread, at most, that parallel_for cuts a loop into. The cores of a shared machine do
+// not run at one speed (two cores each running the same FMA loop measured 46-55 GFLOP/s, which core
+// the slower changing from one second to the next), so one range per thread leaves the faster
+// thread waiting for the slower at the loop's end; with several, the faster takes more of them.
 inline constexpr std::size_t kRangesPerThread = 8;
 
 // The first item of range r when [0, count) is cut into `ranges` ranges whose sizes differ by
@@ -45,11 +46,14 @@ inline int loop_threads(std::size_t count, std::size_t grain) {
 #endif
 }
 
-// Calls body(first, last) on contiguous ranges that cover [0, count) once each: with T threads,
-// up to kRangesPerThread * T ranges of at least `grain` items, which the threads take in turn as
-// each finishes its last. A body that pays for each call (packing an operand, say) uses
-// parallel_split instead. The first exception a range throws is rethrown after the running
-// ranges have finished; no range starts after it.
+// Calls body(first, last) on contiguous ranges that cover [0, count) once each. With T threads
+// the loop is cut into T blocks, as parallel_split cuts it, and each block into up to
+// kRangesPerThread ranges of at least `grain` items. Each thread runs its own block's ranges in
+// order, then takes ranges left in the other blocks: where the threads keep pace each runs its
+// own block, the rows an earlier kernel split the same way left in its core's cache, and where
+// one falls behind the other takes over its last ranges. A body that pays for each call (packing
+// an operand, say) uses parallel_split instead. The first exception a range throws is rethrown
+// after the running ranges have finished, and ranges no thread has taken yet are skipped.
 template <class Body>
 void parallel_for(std::size_t count, std::size_t grain, Body&& body) {
   const int threads = loop_threads(count, grain);
@@ -58,21 +62,32 @@ void parallel_for(std::size_t count, std::size_t grain, Body&& body) {
     return;
   }
 #if defined(_OPENMP)
-  const std::size_t team = static_cast<std::size_t>(threads);
-  const std::size_t ranges =
-      std::max(team, std::min(team * kRangesPerThread, count / std::max<std::size_t>(grain, 1)));
-  std::atomic<std::size_t> next{0};
+  const auto team = static_cast<std::size_t>(threads);
+  const std::size_t per_block =
+      std::clamp<std::size_t>(count / std::max<std::size_t>(grain, 1) / team, 1, kRangesPerThread);
+  const std::size_t ranges = team * per_block;
+  // The next range of each block, on a cache line of its own.
+  struct alignas(64) Cursor {
+    std::atomic<std::size_t> next{0};
+  };
+  std::vector<Cursor> cursors(team);
   std::exception_ptr failure;
 #pragma omp parallel num_threads(threads)
   {
-    for (std::size_t r = next.fetch_add(1, std::memory_order_relaxed); r < ranges;
-         r = next.fetch_add(1, std::memory_order_relaxed)) {
-      try {
-        body(range_start(count, ranges, r), range_start(count, ranges, r + 1));
-      } catch (...) {
-        next.store(ranges, std::memory_order_relaxed);
+    const auto own = static_cast<std::size_t>(omp_get_thread_num());
+    for (std::size_t k = 0; k < team; ++k) {
+      const std::size_t block = (own + k) % team;
+      std::atomic<std::size_t>& next = cursors[block].next;
+      for (std::size_t r = next.fetch_add(1, std::memory_order_relaxed); r < per_block;
+           r = next.fetch_add(1, std::memory_order_relaxed)) {
+        const std::size_t range = block * per_block + r;
+        try {
+          body(range_start(count, ranges, range), range_start(count, ranges, range + 1));
+        } catch (...) {
+          for (Cursor& c : cursors) c.next.store(per_block, std::memory_order_relaxed);
 #pragma omp critical(shardwise_parallel_for_failure)
-        if (!failure) failure = std::current_exception();
+          if (!failure) failure = std::current_exception();
+        }
       }
     }
   }
