@@ -8,13 +8,15 @@ batch, context and thread count, AdamW; tokens/s of a training step, on the CPU 
 Prints one JSON object: {"peer": "pytorch", "model", "batch", "seq", "threads",
 "tokens_per_s", "seconds_per_step", "peak_rss_bytes"}; `--compile` runs the model through
 `torch.compile` (Inductor's C++ code for the CPU; the compilation is in the first steps, which the
-median leaves out). Benchmarks only (scripts/install_bench_peers.sh).
+median leaves out); `--profile` then prints each operator's share of 4 more steps to stderr
+(torch.profiler), the matrix products' first. Benchmarks only (scripts/install_bench_peers.sh).
 """
 
 import argparse
 import json
 import math
 import resource
+import sys
 import time
 
 import torch
@@ -61,6 +63,32 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
+def train_step(model, step_model, optimizer, tokens, targets):
+    optimizer.zero_grad(set_to_none=True)
+    loss = step_model(tokens, targets)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss
+
+
+def print_profile(step, steps=4):
+    """Each operator's share of the self time of `steps` steps, under torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    ops = prof.key_averages()
+    total = sum(op.self_cpu_time_total for op in ops)
+    products = sum(op.self_cpu_time_total for op in ops
+                   if op.key in ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"))
+    print(f"matrix products (mm, addmm, bmm, baddbmm): {100 * products / total:.1f}%",
+          file=sys.stderr)
+    for op in sorted(ops, key=lambda o: -o.self_cpu_time_total)[:15]:
+        print(f"{op.key:60s} {100 * op.self_cpu_time_total / total:5.1f}%", file=sys.stderr)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default="tiny", choices=sorted(PRESETS))
@@ -69,6 +97,9 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3, help="steps the median leaves out")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--profile", action="store_true",
+                        help="after the timed steps, profile 4 more and print each operator's "
+                             "share of their time (the matrix products' share first) to stderr")
     args = parser.parse_args()
     if not 0 <= args.warmup < args.steps:
         parser.error(f"--warmup is {args.warmup}; expected 0 to --steps - 1 ({args.steps - 1})")
@@ -83,12 +114,10 @@ def main():
     times = []
     for step in range(args.steps):
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        loss = step_model(tokens, targets)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        loss = train_step(model, step_model, optimizer, tokens, targets)
         times.append(time.perf_counter() - start)
+    if args.profile:
+        print_profile(lambda: train_step(model, step_model, optimizer, tokens, targets))
     kept = sorted(times[args.warmup:])
     steady = kept[len(kept) // 2]  # median after warm-up
     print(json.dumps({"peer": "pytorch-compile" if args.compile else "pytorch",
