@@ -46,6 +46,26 @@ inline int loop_threads(std::size_t count, std::size_t grain) {
 #endif
 }
 
+#if defined(_OPENMP)
+// Runs work(thread, threads) on a team of `threads` OpenMP threads (OpenMP may start fewer; each
+// learns how many). The first exception any thread throws is rethrown once all have finished.
+template <class Work>
+void on_team(int threads, Work&& work) {
+  std::exception_ptr failure;
+#pragma omp parallel num_threads(threads)
+  {
+    try {
+      work(static_cast<std::size_t>(omp_get_thread_num()),
+           static_cast<std::size_t>(omp_get_num_threads()));
+    } catch (...) {
+#pragma omp critical(shardwise_parallel_for_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+#endif
+
 // Calls body(first, last) on contiguous ranges that cover [0, count) once each. With T threads
 // the loop is cut into T blocks, as parallel_split cuts it, and each block into up to
 // kRangesPerThread ranges of at least `grain` items. Each thread runs its own block's ranges in
@@ -71,10 +91,8 @@ void parallel_for(std::size_t count, std::size_t grain, Body&& body) {
     std::atomic<std::size_t> next{0};
   };
   std::vector<Cursor> cursors(team);
-  std::exception_ptr failure;
-#pragma omp parallel num_threads(threads)
-  {
-    const auto own = static_cast<std::size_t>(omp_get_thread_num());
+  // A thread may take any block: all are covered even where OpenMP starts fewer threads.
+  on_team(threads, [&](std::size_t own, std::size_t /*started*/) {
     for (std::size_t k = 0; k < team; ++k) {
       const std::size_t block = (own + k) % team;
       std::atomic<std::size_t>& next = cursors[block].next;
@@ -85,13 +103,11 @@ void parallel_for(std::size_t count, std::size_t grain, Body&& body) {
           body(range_start(count, ranges, range), range_start(count, ranges, range + 1));
         } catch (...) {
           for (Cursor& c : cursors) c.next.store(per_block, std::memory_order_relaxed);
-#pragma omp critical(shardwise_parallel_for_failure)
-          if (!failure) failure = std::current_exception();
+          throw;
         }
       }
     }
-  }
-  if (failure) std::rethrow_exception(failure);
+  });
 #endif
 }
 
@@ -106,19 +122,9 @@ void parallel_split(std::size_t count, std::size_t grain, Body&& body) {
     return;
   }
 #if defined(_OPENMP)
-  std::exception_ptr failure;
-#pragma omp parallel num_threads(threads)
-  {
-    const auto n = static_cast<std::size_t>(omp_get_num_threads());
-    const auto t = static_cast<std::size_t>(omp_get_thread_num());
-    try {
-      body(range_start(count, n, t), range_start(count, n, t + 1));
-    } catch (...) {
-#pragma omp critical(shardwise_parallel_for_failure)
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
+  on_team(threads, [&](std::size_t t, std::size_t n) {
+    body(range_start(count, n, t), range_start(count, n, t + 1));
+  });
 #endif
 }
 
