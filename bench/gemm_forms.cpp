@@ -53,21 +53,32 @@ double gflops(Call call, double flops) {
   return flops * 6 / seconds / 1e9;
 }
 
+// One form's rate on the kernels' own path and, where MKL is loaded, on MKL.
+template <class Ours, class Mkl>
+void print_form(const char* form, double flops, bool with_mkl, Ours ours, Mkl on_mkl) {
+  std::printf("  %s %5.0f", form, gflops(ours, flops));
+  if (with_mkl) std::printf(" (MKL %5.0f)", gflops(on_mkl, flops));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   namespace d = shardwise::kernels::detail;
+  if (argc > 2 || (argc == 2 && argv[1][0] == '\0')) {
+    std::fprintf(stderr, "usage: gemm_forms [path/to/libmkl_rt.so.N]\n");
+    return 2;
+  }
   Cblas mkl = nullptr;
   if (argc > 1) {
     void* library = dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL);
     if (library == nullptr) {
       std::fprintf(stderr, "cannot load %s: %s\n", argv[1], dlerror());
-      return 1;
+      return 2;
     }
     mkl = reinterpret_cast<Cblas>(dlsym(library, "cblas_sgemm"));
     if (mkl == nullptr) {
-      std::fprintf(stderr, "%s has no cblas_sgemm\n", argv[1]);
-      return 1;
+      std::fprintf(stderr, "%s has no cblas_sgemm (expected MKL's libmkl_rt)\n", argv[1]);
+      return 2;
     }
   }
   const auto kernel = d::best_tile_kernel();
@@ -89,45 +100,28 @@ int main(int argc, char** argv) {
     auto dy = values(rows * out, 4), dx = values(rows * in, 5), dw = values(out * in, 6);
     const double flops = 2.0 * kRows * layer.in * layer.out;
     const int m = kRows, i = layer.in, o = layer.out;
-    std::printf(
-        "%-8s forward %5.0f", layer.name,
-        gflops([&] { dnnl_sgemm('N', 'T', m, o, i, 1, x.data(), i, w.data(), i, 0, y.data(), o); },
-               flops));
-    if (mkl) {
-      std::printf(" (MKL %5.0f)", gflops(
-                                      [&] {
-                                        mkl(kRowMajor, kNoTrans, kTrans, m, o, i, 1, x.data(), i,
-                                            w.data(), i, 0, y.data(), o);
-                                      },
-                                      flops));
-    }
-    std::printf(
-        "  input gradient %5.0f",
-        gflops(
-            [&] { dnnl_sgemm('N', 'N', m, i, o, 1, dy.data(), o, w.data(), i, 0, dx.data(), i); },
-            flops));
-    if (mkl) {
-      std::printf(" (MKL %5.0f)", gflops(
-                                      [&] {
-                                        mkl(kRowMajor, kNoTrans, kNoTrans, m, i, o, 1, dy.data(), o,
-                                            w.data(), i, 0, dx.data(), i);
-                                      },
-                                      flops));
-    }
-    std::printf("  weight gradient %5.0f", gflops(
-                                               [&] {
-                                                 d::gemm_at_b(*kernel, out, in, rows, 1, dy.data(),
-                                                              out, x.data(), in, 1, dw.data(), in);
-                                               },
-                                               flops));
-    if (mkl) {
-      std::printf(" (MKL %5.0f)", gflops(
-                                      [&] {
-                                        mkl(kRowMajor, kTrans, kNoTrans, o, i, m, 1, dy.data(), o,
-                                            x.data(), i, 1, dw.data(), i);
-                                      },
-                                      flops));
-    }
+    std::printf("%-8s", layer.name);
+    print_form(
+        "forward", flops, mkl != nullptr,
+        [&] { dnnl_sgemm('N', 'T', m, o, i, 1, x.data(), i, w.data(), i, 0, y.data(), o); },
+        [&] {
+          mkl(kRowMajor, kNoTrans, kTrans, m, o, i, 1, x.data(), i, w.data(), i, 0, y.data(), o);
+        });
+    print_form(
+        "input gradient", flops, mkl != nullptr,
+        [&] { dnnl_sgemm('N', 'N', m, i, o, 1, dy.data(), o, w.data(), i, 0, dx.data(), i); },
+        [&] {
+          mkl(kRowMajor, kNoTrans, kNoTrans, m, i, o, 1, dy.data(), o, w.data(), i, 0, dx.data(),
+              i);
+        });
+    print_form(
+        "weight gradient", flops, mkl != nullptr,
+        [&] {
+          d::gemm_at_b(*kernel, out, in, rows, 1, dy.data(), out, x.data(), in, 1, dw.data(), in);
+        },
+        [&] {
+          mkl(kRowMajor, kTrans, kNoTrans, o, i, m, 1, dy.data(), o, x.data(), i, 1, dw.data(), i);
+        });
     std::printf("  GFLOP/s\n");
   }
   return 0;
