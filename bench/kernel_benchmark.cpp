@@ -3,8 +3,8 @@
 // attention also at one sequence of `gpt2`'s (context 1024, channels 768, 12 heads), on one
 // thread: the part of a step that is this project's own code, measured kernel by kernel. Built by
 // the `bench` preset, or against the release build:
-//   g++ -O2 -std=c++20 -Iinclude bench/kernel_benchmark.cpp build/release/src/libshardwise.a \
-//     -lbenchmark -lre2 -ldnnl -lgomp -lpthread -o build/kernel_benchmark
+//   g++ -O2 -std=c++20 -Iinclude bench/kernel_benchmark.cpp build/release/src/libshardwise.a
+//       -lbenchmark -lre2 -ldnnl -lgomp -lpthread -o build/kernel_benchmark   (one command)
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
