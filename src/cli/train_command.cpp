@@ -25,6 +25,7 @@
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
+#include "shardwise/kernels/blas_library.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/plan/cost_model.hpp"
@@ -54,6 +55,16 @@ struct TrainLayout {
 };
 
 using Clock = std::chrono::steady_clock;
+
+// Selects the caller's library of the matrix products again when the command ends (selecting one
+// loaded before cannot fail).
+struct RestoreBlas {
+  std::string setting;
+  explicit RestoreBlas(std::string caller) : setting(std::move(caller)) {}
+  RestoreBlas(const RestoreBlas&) = delete;
+  RestoreBlas& operator=(const RestoreBlas&) = delete;
+  ~RestoreBlas() { kernels::select_blas(setting, "--blas"); }
+};
 
 // --mesh: axes data, fsdp and model, rank r on device r.
 Mesh train_mesh(const std::optional<std::string>& text) {
@@ -194,6 +205,10 @@ class TrainCommand final : public Command {
     app_->add_option("--eval-every", eval_every_, "Validation loss every K steps (0: never)")
         ->default_val("0");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
+    app_->add_option("--blas", blas_,
+                     "Library of the matrix products: onednn, or Intel MKL where it leads "
+                     "(docs/dependencies.md): mkl (libmkl_rt as the loader finds it) or mkl:PATH")
+        ->default_val("onednn");
     app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
     app_->add_option("--param-sharding", param_sharding_,
                      "How ZeRO splits each parameter: first-dim (FSDP's dimension 0, as FSDP2), "
@@ -289,6 +304,11 @@ class TrainCommand final : public Command {
     check_resume(checkpoint_flags_, config, settings.steps);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
+    // The library is the process's, and the command runs inside other programs too (the tests):
+    // the caller's comes back when the command ends.
+    const std::string caller_blas = kernels::blas_setting();
+    kernels::select_blas(blas_, "--blas");
+    const RestoreBlas restore_blas{caller_blas};
     train::check_settings(
         settings, static_cast<std::size_t>(train::ParallelContext::data_parallel_size_of(mesh)));
     const std::int64_t model_degree = mesh.has_axis("model") ? mesh.axis_size("model") : 1;
@@ -428,6 +448,7 @@ class TrainCommand final : public Command {
          {"--param-sharding", sharding_specs},
          {"--backend", backend_name},
          {"--threads", std::to_string(threads)},
+         {"--blas", kernels::blas_description()},
          {"--json", json_ ? "on" : "off"},
          {"--log-dir", log_dir_ ? "given" : "not given"},
          {"--schedule", pipeline_text(layout.pipeline)},
@@ -483,6 +504,7 @@ class TrainCommand final : public Command {
           &mesh,
           backend_name,
           threads,
+          kernels::blas_description(),
           settings,
           eval_every,
           sequence_parallel_,
@@ -633,6 +655,7 @@ class TrainCommand final : public Command {
       nlohmann::json summary{{"parameters", parameters},
                              {"final_loss", loss},
                              {"tokens_per_s", tokens_per_s},
+                             {"blas", kernels::blas_description()},
                              {"ranks", ranks},
                              {"comm_bytes_per_step", comm_bytes}};
       if (layout.pipeline) summary["pipeline"] = pipeline_summary(*layout.pipeline, all, kFields);
@@ -710,6 +733,7 @@ class TrainCommand final : public Command {
   std::string backend_;
   std::optional<std::string> log_dir_;
   std::string recompute_ = "none";
+  std::string blas_ = "onednn";
   CheckpointFlags checkpoint_flags_;
   PipelineFlags pipeline_flags_;
   std::optional<std::string> timeline_;

@@ -21,7 +21,8 @@ struct TrainRunDescription {
   models::GptConfig gpt;
   const Mesh* mesh = nullptr;
   std::string backend;
-  int threads = 0;  // 0: the BLAS library's default
+  int threads = 0;   // 0: the BLAS library's default
+  std::string blas;  // the library of the matrix products and its version
   train::TrainSettings settings;
   std::int64_t eval_every = 0;
   bool sequence_parallel = false;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gemm_at_b.hpp"
+#include "mkl_sgemm.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/matmul.hpp"
 
@@ -26,6 +27,9 @@ void sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t
            const float* a, std::size_t lda, const float* b, std::size_t ldb, float beta, float* c,
            std::size_t ldc) {
   if (m == 0 || n == 0) return;
+  // MKL, where a user selected it, runs every product: its weight gradients too measured faster
+  // than the packed kernel (docs/dependencies.md).
+  if (mkl_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   // A weight gradient's form with operands larger than the caches keep between a step's uses of
   // them: the packed kernel of gemm_at_b.hpp, where this machine has one. Within the caches
   // oneDNN's sgemm was the faster (tiny's, 2 MiB: 115-150 GFLOP/s packed against 150-175).

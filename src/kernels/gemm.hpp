@@ -1,7 +1,8 @@
 #pragma once
 // The one matrix product every kernel uses: row-major C = alpha op(A) op(B) + beta C, on
-// oneDNN's sgemm, chosen by measurement on this machine (docs/dependencies.md). Threads follow
-// the calling thread's OpenMP setting (set_blas_threads), so ranks that are threads of one
+// oneDNN's sgemm (and a packed kernel of our own for large weight gradients), chosen by
+// measurement (docs/dependencies.md), or on MKL where a user selects it (blas_library.hpp). Threads
+// follow the calling thread's OpenMP setting (set_blas_threads), so ranks that are threads of one
 // process each keep their own.
 
 #include <cstddef>

@@ -7,7 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "mkl_for_tests.hpp"
 #include "run_command.hpp"
+#include "shardwise/kernels/blas_library.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 
@@ -99,6 +101,30 @@ TEST(TrainCommand, EveryMeshSeesTheSameLossesAsOneRank) {
       const double b = many[s]["loss"].get<double>();
       EXPECT_NEAR(b, a, 1e-5 * a) << mesh[1] << " step " << s + 1;
     }
+  }
+}
+
+// --blas mkl: the same losses as oneDNN's on one rank and on a ZeRO-3 mesh whose ranks are
+// threads, the summary naming the library, and the caller's library selected again afterwards.
+TEST(TrainCommand, MklGivesOneDnnsLosses) {
+  const std::string mkl = shardwise::testing::mkl_for_tests();
+  if (mkl.empty()) GTEST_SKIP() << "no libmkl_rt on this machine (tests/mkl_for_tests.hpp)";
+  const auto one = json_lines(run_command(micro({})).out);
+  EXPECT_THAT(one.back()["summary"]["blas"].get<std::string>(), ::testing::StartsWith("oneDNN "));
+  for (const std::vector<std::string>& mesh :
+       {std::vector<std::string>{}, std::vector<std::string>{"--mesh", "fsdp=2", "--zero", "3"}}) {
+    std::vector<std::string> flags{"--blas", "mkl:" + mkl};
+    flags.insert(flags.end(), mesh.begin(), mesh.end());
+    const testing::Result r = run_command(micro(flags));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto lines = json_lines(r.out);
+    ASSERT_EQ(lines.size(), one.size());
+    EXPECT_THAT(lines.back()["summary"]["blas"].get<std::string>(), ::testing::StartsWith("MKL "));
+    for (std::size_t s = 0; s + 1 < one.size(); ++s) {
+      const double a = one[s]["loss"].get<double>();
+      EXPECT_NEAR(lines[s]["loss"].get<double>(), a, 1e-5 * a) << "step " << s + 1;
+    }
+    EXPECT_EQ(kernels::blas_setting(), "onednn");
   }
 }
 
@@ -235,6 +261,9 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--mesh", "data=3", "--batch", "8"},
                    "--batch 8 does not divide among the 3 data-parallel ranks");
   expect_bad_input({"train", "--lr", "nan"}, "--lr");
+  expect_bad_input({"train", "--blas", "openblas"},
+                   "--blas is 'openblas'; expected onednn, mkl or mkl:PATH");
+  expect_bad_input({"train", "--blas", "mkl:/dev/zero"}, "--blas: /dev/zero is not a regular file");
   expect_bad_input({"train", "--steps", "0"}, "--steps is 0; expected 1 to 10000000");
   expect_bad_input({"train", "--schedule", "gpipe"},
                    "schedule the pipeline axis; --mesh Mesh('data': 1) has none");
