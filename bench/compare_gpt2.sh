@@ -17,9 +17,9 @@ py=build/peer-venv/bin/python
 out=bench/results/gpt2.jsonl
 rounds=${ROUNDS:-2}
 : > "$out"
-ours() {  # batch, steps, recompute: one JSON row with tokens/s, RSS and the reported activations
+ours() {  # batch, steps, recompute, more flags: one JSON row with tokens/s, RSS and activations
   /usr/bin/time -f "rss %M KB" "$bin" train --model gpt2 --batch "$1" --steps "$2" --threads 2 \
-    --recompute "$3" --json > /tmp/gpt2_ours.out 2> /tmp/gpt2_ours.err
+    --recompute "$3" "${@:4}" --json > /tmp/gpt2_ours.out 2> /tmp/gpt2_ours.err
   python3 - "$1" "$3" /tmp/gpt2_ours.out /tmp/gpt2_ours.err <<'PY'
 import json, re, statistics, sys
 batch, mode, stdout, stderr = sys.argv[1:]
@@ -28,6 +28,7 @@ steps = [x["tokens_per_s"] for x in lines if "step" in x][1:]
 rank = lines[-1]["summary"]["ranks"][0]
 rss = int(re.findall(r"rss (\d+) KB", open(stderr).read())[-1]) * 1024
 print(json.dumps({"program": "shardwise", "recompute": mode, "batch": int(batch),
+                  "blas": lines[-1]["summary"]["blas"],
                   "tokens_per_s": statistics.median(steps), "peak_rss_bytes": rss,
                   "activations_bytes": rank["activations_peak_bytes"]}))
 PY
@@ -54,13 +55,19 @@ for flags in "" "--compile"; do
 import json,sys; r=json.load(sys.stdin); r['kind']='memory'; print(json.dumps(r))" >> "$out"
   done
 done
-# Speed: batch 2, in turns.
+# Speed: batch 2, in turns; shardwise on MKL too where scripts/install_bench_peers.sh left
+# libmkl_rt in the venv (PyTorch's wheels run their products on MKL).
+mkl=$(ls build/peer-venv/lib/libmkl_rt.so.[23] 2>/dev/null | head -n 1 || true)
 for round in $(seq "$rounds"); do
   ours 2 4 none | python3 -c "
-import json,sys; r=json.load(sys.stdin); r['kind']='speed'; print(json.dumps(r))" >> "$out"
+import json,sys; r=json.load(sys.stdin); r['kind']='speed'; r['round']=$round; print(json.dumps(r))" >> "$out"
+  if [ -n "$mkl" ]; then
+    ours 2 4 none --blas "mkl:$mkl" | python3 -c "
+import json,sys; r=json.load(sys.stdin); r['kind']='speed'; r['round']=$round; print(json.dumps(r))" >> "$out"
+  fi
   for flags in "" "--compile"; do
     theirs 2 4 $flags | python3 -c "
-import json,sys; r=json.load(sys.stdin); r['kind']='speed'; print(json.dumps(r))" >> "$out"
+import json,sys; r=json.load(sys.stdin); r['kind']='speed'; r['round']=$round; print(json.dumps(r))" >> "$out"
   done
 done
 python3 - "$out" <<'PY'
@@ -68,7 +75,8 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 def name(r):
     if r.get("program") == "shardwise":
-        return f"shardwise --recompute {r['recompute']}"
+        blas = " --blas mkl" if r["blas"].startswith("MKL") else ""
+        return f"shardwise{blas} --recompute {r['recompute']}"
     return {"pytorch": "PyTorch eager (SDPA)", "pytorch-compile": "PyTorch torch.compile"}[r["peer"]]
 memory = {}
 for r in rows:
@@ -103,10 +111,21 @@ print("\n| gpt2, batch 2, context 1024, 2 threads | tok/s (median of rounds) | r
 print("|---|---|---|")
 for program, values in speed.items():
     print(f"| {program} | {statistics.median(values):.0f} | {min(values):.0f}-{max(values):.0f} |")
-ours = statistics.median(speed["shardwise --recompute none"])
-for program, values in speed.items():
-    if program.startswith("PyTorch"):
-        print(f"\nshardwise / {program}: {ours / statistics.median(values):.2f}", end="")
+# By the medians of the columns, and round by round (each round runs the programs one after
+# the other, so its ratio sees one state of the host).
+by_round = {}
+for r in rows:
+    if r["kind"] == "speed":
+        by_round.setdefault(r["round"], {})[name(r)] = r["tokens_per_s"]
+for mine in ("shardwise --recompute none", "shardwise --blas mkl --recompute none"):
+    if mine not in speed:
+        continue
+    ours = statistics.median(speed[mine])
+    for program, values in speed.items():
+        if program.startswith("PyTorch"):
+            ratios = sorted(t[mine] / t[program] for t in by_round.values())
+            print(f"\n{mine} / {program}: {ours / statistics.median(values):.2f}; round by round "
+                  f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}-{ratios[-1]:.2f})", end="")
 print()
 PY
 # Model FLOP/s (nanoGPT's count: 6 N + 12 L H Q T per token, N without the position embedding)
@@ -118,7 +137,8 @@ python3 - "$out" "$peak" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 tokens_per_s = statistics.median(r["tokens_per_s"] for r in rows
-                                 if r["kind"] == "speed" and r.get("program") == "shardwise")
+                                 if r["kind"] == "speed" and r.get("program") == "shardwise"
+                                 and r["blas"].startswith("oneDNN"))
 L, H, C, T, V = 12, 12, 768, 1024, 256
 n = 12 * L * C * C + 13 * L * C + V * C + 2 * C  # blocks, their biases and norms, wte, ln_f
 flops = (6 * n + 12 * L * H * (C // H) * T) * tokens_per_s

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up build/peer-venv with torch + numpy for the DTensor peer benchmark
-# (bench/dtensor_peer.py). Benchmarks only: no test or CI step depends on it.
+# Sets up build/peer-venv with torch + numpy for the peer benchmarks (bench/dtensor_peer.py,
+# bench/torch_gpt_peer.py), and Intel MKL's libmkl_rt for `shardwise train --blas mkl`.
+# Benchmarks only: no CI step depends on it (the tests of MKL's products run where it is).
 # Idempotent: rerunning keeps the venv and only lets pip fill in what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,9 @@ fi
 # not used here. The peer never touches a GPU: it runs gloo on CPU processes.
 # --no-cache-dir: keep the multi-GB wheels from being stored a second time in ~/.cache.
 "$venv/bin/python" -m pip install --no-cache-dir --quiet --upgrade pip
-"$venv/bin/python" -m pip install --no-cache-dir torch numpy
+# mkl: Intel MKL's runtime library (libmkl_rt in $venv/lib), which `shardwise train --blas mkl:PATH`
+# loads; bench/compare_training.sh runs shardwise on it beside PyTorch, whose wheels carry MKL.
+"$venv/bin/python" -m pip install --no-cache-dir torch numpy mkl
 
 "$venv/bin/python" - <<'PY'
 import numpy, torch, torch.distributed as dist
