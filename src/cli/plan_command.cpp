@@ -14,6 +14,7 @@
 #include <sstream>
 #include <vector>
 
+#include "blas_flag.hpp"
 #include "command.hpp"
 #include "model_argument.hpp"
 #include "number_text.hpp"
@@ -175,6 +176,7 @@ class PlanCommand final : public Command {
     app_->add_option("--virtual-stages", virtual_, "Model chunks per pipeline rank")
         ->default_val("1");
     app_->add_option("--top", top_, "Layouts to show")->default_val("5");
+    add_blas_option(*app_, blas_);
     app_->add_flag("--json", json_, "Print one JSON object");
   }
 
@@ -200,7 +202,14 @@ class PlanCommand final : public Command {
     const ModelManifest manifest = read_model_argument(model_, "--model").manifest;
     const plan::ModelShape shape = plan::shape_of(manifest, heads);
     plan::Cluster cluster;
+    if (device_ != "cpu" && app_->get_option("--blas")->count() > 0) {
+      throw InvalidArgument(
+          "--blas chooses the library whose products --device cpu measures; "
+          "--device " +
+          device_ + " is not measured");
+    }
     if (device_ == "cpu") {
+      const ScopedBlas blas(blas_);
       cluster = this_machine(devices);
     } else if (device_.find('.') != std::string::npos || device_.find('/') != std::string::npos) {
       if (app_->get_option("--devices-per-node")->count() > 0) {
@@ -365,6 +374,7 @@ class PlanCommand final : public Command {
   std::string precision_;
   std::string optimizer_;
   std::string recompute_;
+  std::string blas_ = "onednn";
   bool sequence_parallel_ = false;
   std::optional<std::string> heads_;
   std::optional<std::string> efficiency_;

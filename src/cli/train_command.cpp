@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "backend_flag.hpp"
+#include "blas_flag.hpp"
 #include "command.hpp"
 #include "model_argument.hpp"
 #include "number_text.hpp"
@@ -55,16 +56,6 @@ struct TrainLayout {
 };
 
 using Clock = std::chrono::steady_clock;
-
-// Selects the caller's library of the matrix products again when the command ends (selecting one
-// loaded before cannot fail).
-struct RestoreBlas {
-  std::string setting;
-  explicit RestoreBlas(std::string caller) : setting(std::move(caller)) {}
-  RestoreBlas(const RestoreBlas&) = delete;
-  RestoreBlas& operator=(const RestoreBlas&) = delete;
-  ~RestoreBlas() { kernels::select_blas(setting, "--blas"); }
-};
 
 // --mesh: axes data, fsdp and model, rank r on device r.
 Mesh train_mesh(const std::optional<std::string>& text) {
@@ -205,10 +196,7 @@ class TrainCommand final : public Command {
     app_->add_option("--eval-every", eval_every_, "Validation loss every K steps (0: never)")
         ->default_val("0");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
-    app_->add_option("--blas", blas_,
-                     "Library of the matrix products: onednn, or Intel MKL where it leads "
-                     "(docs/dependencies.md): mkl (libmkl_rt as the loader finds it) or mkl:PATH")
-        ->default_val("onednn");
+    add_blas_option(*app_, blas_);
     app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
     app_->add_option("--param-sharding", param_sharding_,
                      "How ZeRO splits each parameter: first-dim (FSDP's dimension 0, as FSDP2), "
@@ -304,11 +292,7 @@ class TrainCommand final : public Command {
     check_resume(checkpoint_flags_, config, settings.steps);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
-    // The library is the process's, and the command runs inside other programs too (the tests):
-    // the caller's comes back when the command ends.
-    const std::string caller_blas = kernels::blas_setting();
-    kernels::select_blas(blas_, "--blas");
-    const RestoreBlas restore_blas{caller_blas};
+    const ScopedBlas blas(blas_);
     train::check_settings(
         settings, static_cast<std::size_t>(train::ParallelContext::data_parallel_size_of(mesh)));
     const std::int64_t model_degree = mesh.has_axis("model") ? mesh.axis_size("model") : 1;

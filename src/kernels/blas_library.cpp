@@ -100,8 +100,8 @@ std::unique_ptr<MklLibrary> open_mkl(const std::string& file, std::string_view s
     if (interface != kMklInterfaceLp64 || threading != kMklThreadingGnu) {
       throw Error(std::string(source) + ": " + file + " keeps interface layer " +
                   std::to_string(interface) + " and threading layer " + std::to_string(threading) +
-                  " (another part of " +
-                  "this process set them up first); expected LP64 (0) and GNU OpenMP (3)");
+                  " (another part of this process set them up first); expected LP64 (0) " +
+                  "and GNU OpenMP (3)");
     }
     mkl->description = mkl_description(version, file);
   } catch (...) {

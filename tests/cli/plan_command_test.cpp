@@ -85,6 +85,11 @@ TEST(PlanCommand, BadInput) {
   expect_bad_input(with({"--devices", "0"}), "--devices is 0; expected 1 to");
   expect_bad_input(with({"--devices", "8", "--device", "tpu"}), "--device 'tpu' is not a preset");
   expect_bad_input(with({"--devices", "8", "--precision", "fp8"}), "--precision is 'fp8'");
+  expect_bad_input(with({"--devices", "8", "--blas", "mkl"}),
+                   "--blas chooses the library whose products --device cpu measures; --device "
+                   "h100-80gb is not measured");
+  expect_bad_input(with({"--devices", "1", "--device", "cpu", "--blas", "openblas"}),
+                   "--blas is 'openblas'; expected onednn, mkl or mkl:PATH");
   expect_bad_input(with({"--devices", "8", "--layout", "data=4"}), "= 4, not the 8 devices");
   expect_bad_input(with({"--devices", "8", "--layout", "tensor=8"}), "--layout: axis 'tensor'");
   expect_bad_input(with({"--devices", "8", "--efficiency", "nan"}), "--efficiency");
