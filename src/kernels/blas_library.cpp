@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <dnnl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <filesystem>
@@ -42,9 +43,9 @@ struct MklLibrary {
 };
 
 std::mutex selection_mutex;
-// Libraries loaded so far, by the file asked for; never unloaded, since another thread may be
-// inside one when the selection changes.
-std::map<std::string, std::unique_ptr<const MklLibrary>, std::less<>> loaded_libraries;
+// Libraries loaded so far, by the file asked for; never unloaded or destroyed, since another
+// thread may be inside one when the selection changes (or while the process exits).
+auto& loaded_libraries = *new std::map<std::string, std::unique_ptr<const MklLibrary>>;
 // The selected MKL; null while oneDNN is selected.
 std::atomic<const MklLibrary*> selected_mkl{nullptr};
 
@@ -191,6 +192,17 @@ bool mkl_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
   if (mkl == nullptr) return false;
   for (const std::size_t size : {m, n, k, lda, ldb, ldc}) {
     if (!fits_int(size)) return false;
+  }
+  // MKL reports a stride shorter than its row on stderr and computes nothing; oneDNN fails the
+  // call. Either is a kernel's bug: an error, as oneDNN's failure is.
+  const std::size_t a_row = trans_a ? m : k;
+  const std::size_t b_row = trans_b ? k : n;
+  if (lda < std::max<std::size_t>(a_row, 1) || ldb < std::max<std::size_t>(b_row, 1) ||
+      ldc < std::max<std::size_t>(n, 1)) {
+    throw Error("sgemm of " + std::to_string(m) + " x " + std::to_string(n) + " x " +
+                std::to_string(k) + " on MKL: strides " + std::to_string(lda) + ", " +
+                std::to_string(ldb) + ", " + std::to_string(ldc) + " are shorter than rows of " +
+                std::to_string(a_row) + ", " + std::to_string(b_row) + ", " + std::to_string(n));
   }
   // The calling thread's count, as oneDNN takes it: one inside a parallel region (a kernel's
   // loop calling products per tile), else the thread's OpenMP setting (set_blas_threads).

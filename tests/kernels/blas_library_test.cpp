@@ -146,6 +146,24 @@ TEST(BlasLibrary, MklProductsAreOneDnnsOnAnyThreads) {
   }
 }
 
+// A stride shorter than its row: MKL would print a line and compute nothing; an error instead,
+// as on oneDNN.
+TEST(BlasLibrary, ShortStridesAreAnErrorOnMkl) {
+  const std::string mkl = mkl_for_tests();
+  if (mkl.empty()) GTEST_SKIP() << "no libmkl_rt on this machine (tests/mkl_for_tests.hpp)";
+  const SelectedFor selected("mkl:" + mkl);
+  std::vector<float> x(64, 1.0F);
+  std::vector<float> y(64, 7.0F);
+  try {
+    detail::sgemm(false, false, 4, 4, 4, 1.0F, x.data(), 3, x.data(), 4, 0.0F, y.data(), 4);
+    ADD_FAILURE() << "a stride of 3 for rows of 4 was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("strides 3, 4, 4 are shorter than rows of 4, 4, 4"));
+  }
+  EXPECT_THROW(
+      detail::sgemm(true, true, 4, 5, 6, 1.0F, x.data(), 4, x.data(), 5, 0.0F, y.data(), 5), Error);
+}
+
 // The attention calls its tile products from inside its loop's threads, where MKL must run on the
 // calling thread alone: the same output as on oneDNN.
 TEST(BlasLibrary, MklInsideTheKernelsLoops) {
