@@ -204,9 +204,15 @@ bool mkl_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
                 std::to_string(ldb) + ", " + std::to_string(ldc) + " are shorter than rows of " +
                 std::to_string(a_row) + ", " + std::to_string(b_row) + ", " + std::to_string(n));
   }
+#if defined(_OPENMP)
   // The calling thread's count, as oneDNN takes it: one inside a parallel region (a kernel's
   // loop calling products per tile), else the thread's OpenMP setting (set_blas_threads).
   mkl->set_threads_local(omp_in_parallel() != 0 ? 1 : omp_get_max_threads());
+#else
+  // Builds without OpenMP (ThreadSanitizer's, which does not see libgomp's synchronisation) run
+  // the kernels' loops on the calling thread (parallel.hpp), and MKL's products too.
+  mkl->set_threads_local(1);
+#endif
   const auto as_int = [](std::size_t v) { return static_cast<int>(v); };
   mkl->sgemm(kCblasRowMajor, trans_a ? kCblasTrans : kCblasNoTrans,
              trans_b ? kCblasTrans : kCblasNoTrans, as_int(m), as_int(n), as_int(k), alpha, a,
