@@ -49,11 +49,15 @@ auto& loaded_libraries = *new std::map<std::string, std::unique_ptr<const MklLib
 // The selected MKL; null while oneDNN is selected.
 std::atomic<const MklLibrary*> selected_mkl{nullptr};
 
+// A path, or the loader's message about one, as an error shows it: control characters escaped,
+// and cut short where it is long.
+std::string shown_path(std::string_view text) { return echo_input(text, 300); }
+
 template <class Function>
 Function symbol(void* library, const char* name, const std::string& file, std::string_view source) {
   void* address = dlsym(library, name);
   if (address == nullptr) {
-    throw Error(std::string(source) + ": " + file + " has no " + name +
+    throw Error(std::string(source) + ": " + shown_path(file) + " has no " + name +
                 "; expected Intel MKL's runtime library, libmkl_rt");
   }
   return reinterpret_cast<Function>(address);
@@ -79,14 +83,15 @@ std::unique_ptr<MklLibrary> open_mkl(const std::string& file, std::string_view s
   // A path must name a regular file: the loader would wait forever reading a FIFO.
   std::error_code error;
   if (file.find('/') != std::string::npos && !std::filesystem::is_regular_file(file, error)) {
-    throw Error(std::string(source) + ": " + file + " is not a regular file; expected the " +
+    throw Error(std::string(source) + ": " + shown_path(file) +
+                " is not a regular file; expected the " +
                 "path of Intel MKL's runtime library, libmkl_rt");
   }
   void* library = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const char* reason = dlerror();
-    throw Error(std::string(source) + ": cannot load " + file + ": " +
-                (reason ? reason : "unknown reason"));
+    throw Error(std::string(source) + ": cannot load " + shown_path(file) + ": " +
+                (reason ? shown_path(reason) : "unknown reason"));
   }
   auto mkl = std::make_unique<MklLibrary>();
   try {
@@ -99,7 +104,7 @@ std::unique_ptr<MklLibrary> open_mkl(const std::string& file, std::string_view s
     const int interface = set_interface(kMklInterfaceLp64);
     const int threading = set_threading(kMklThreadingGnu);
     if (interface != kMklInterfaceLp64 || threading != kMklThreadingGnu) {
-      throw Error(std::string(source) + ": " + file + " keeps interface layer " +
+      throw Error(std::string(source) + ": " + shown_path(file) + " keeps interface layer " +
                   std::to_string(interface) + " and threading layer " + std::to_string(threading) +
                   " (another part of this process set them up first); expected LP64 (0) " +
                   "and GNU OpenMP (3)");
@@ -155,7 +160,7 @@ void select_blas(std::string_view setting, std::string_view source) {
     return;
   }
   if (setting != kMkl && !setting.starts_with(kMklAt)) {
-    throw InvalidArgument(std::string(source) + " is '" + std::string(setting) +
+    throw InvalidArgument(std::string(source) + " is '" + echo_input(setting) +
                           "'; expected onednn, mkl or mkl:PATH");
   }
   const std::string_view path =

@@ -93,6 +93,22 @@ TEST(BlasLibrary, FilesThatAreNotMklAreRefusedAndNothingHangs) {
   { std::ofstream(text) << "not a library"; }
   expect_refused("mkl:" + text.string(), "--blas: cannot load " + text.string());
   std::filesystem::remove(text);
+  // A path with a line break, and one of 100000 bytes: escaped and cut short in one line.
+  expect_refused("mkl:/nonexistent/a\nb", "--blas: /nonexistent/a\\nb is not a regular file");
+  const std::string huge(100000, 'x');
+  try {
+    select_blas("mkl:/" + huge, "--blas");
+    ADD_FAILURE() << "a 100000-byte path was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("more bytes)"));
+    EXPECT_LT(std::string(e.what()).size(), 600U);
+  }
+  try {
+    select_blas(huge, "--blas");
+    ADD_FAILURE() << "a 100000-byte setting was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300U);
+  }
   expect_refused("mkl:libm.so.6",
                  "--blas: libm.so.6 has no MKL_Set_Interface_Layer; expected "
                  "Intel MKL's runtime library, libmkl_rt");
