@@ -1,7 +1,7 @@
 # `shardwise train` under mpirun where the ranks were given different flags (MPMD launch):
 # every case ends at once with exit status 2 and a line naming the flag, never a run that trains
 # different models on different ranks, never a wait for the timeout.
-#   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -P train_mpi_disagree_test.cmake
+#   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -DSOURCE_DIR=... -P train_mpi_disagree_test.cmake
 set(_common train --model ${MODEL} --steps 4 --batch 4 --json --backend mpi)
 
 # NP ranks run with the flags A, NP more with B.
@@ -23,6 +23,28 @@ endfunction()
 expect_disagreement(--seed 1 "--mesh;fsdp=2;--seed;1" "--mesh;fsdp=2;--seed;2")
 expect_disagreement(--lr 1 "--mesh;data=2;--lr;1e-3" "--mesh;data=2;--lr;0.5")
 expect_disagreement(--mesh 2 "--mesh;data=2,fsdp=2;--zero;3" "--mesh;fsdp=4;--zero;3")
+
+# --blas: one half on oneDNN and the other on MKL, where MKL is on this machine
+# (tests/mkl_for_tests.hpp looks in the same places).
+set(_mkl "$ENV{SHARDWISE_TEST_MKL}")
+foreach(_candidate ${SOURCE_DIR}/build/peer-venv/lib/libmkl_rt.so.3
+                   ${SOURCE_DIR}/build/peer-venv/lib/libmkl_rt.so.2)
+  if(_mkl STREQUAL "" AND EXISTS ${_candidate})
+    set(_mkl ${_candidate})
+  endif()
+endforeach()
+if(NOT _mkl STREQUAL "")
+  expect_disagreement(--blas 1 "--mesh;data=2;--blas;onednn" "--mesh;data=2;--blas;mkl:${_mkl}")
+endif()
+
+# One rank's --blas names no library: that rank's line, status 2, no step and no wait.
+execute_process(COMMAND ${MPIEXEC} --oversubscribe -np 1 ${COMMAND} ${_common} --mesh data=2
+                        : -np 1 ${COMMAND} ${_common} --mesh data=2 --blas mkl:/dev/zero
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+if(NOT status EQUAL 2 OR NOT err MATCHES "rank 1: --blas: /dev/zero is not a regular file"
+   OR out MATCHES "\"step\"")
+  message(FATAL_ERROR "--blas mkl:/dev/zero on rank 1: status '${status}'\n${out}\n${err}")
+endif()
 
 # A mesh of 2 devices under -np 3: bad input, status 2.
 execute_process(COMMAND ${MPIEXEC} --oversubscribe -np 3 ${COMMAND} ${_common} --mesh fsdp=2
