@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "detail/file_io.hpp"
 #include "detail/json_reader.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/core/checked_math.hpp"
@@ -115,6 +116,14 @@ void check_grid(const ArrayRecord& array, const std::string& what) {
 }
 
 }  // namespace
+
+bool is_run_id(std::string_view text) {
+  return text.size() == 32 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string new_run_id() { return shardwise::detail::random_hex(16); }
 
 const ArrayRecord* CheckpointIndex::find(std::string_view name) const {
   const auto it =
@@ -246,7 +255,7 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
     throw CheckpointError(e.what());
   }
   if (!json.is_object()) throw CheckpointError(what + " is not a JSON object");
-  only_keys(json, {"format", "version", "metadata", "arrays"}, what);
+  only_keys(json, {"format", "version", "run", "metadata", "arrays"}, what);
   const nlohmann::json& format = member(json, "format", what);
   if (format != "shardwise-checkpoint") {
     throw CheckpointError(what + ": \"format\" is " + echo_input(format.dump(), 40) +
@@ -258,6 +267,13 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
                           "; this shardwise reads version " + std::to_string(kIndexFormatVersion));
   }
   CheckpointIndex index;
+  if (const auto run = json.find("run"); run != json.end()) {
+    if (!run->is_string() || !is_run_id(run->get<std::string>())) {
+      throw CheckpointError(what + ": \"run\" is " + echo_input(run->dump(), 60) +
+                            "; expected 32 lowercase hex digits");
+    }
+    index.run_id = run->get<std::string>();
+  }
   const nlohmann::json& metadata = member(json, "metadata", what);
   if (!metadata.is_object()) throw CheckpointError(what + ": \"metadata\" is not an object");
   index.metadata_json = metadata.dump();
@@ -318,6 +334,11 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
       shard.offset = unsigned_field(member(item, "offset", at), at + " offset");
       shard.length = unsigned_field(member(item, "length", at), at + " length");
       shard.chunk_bytes = unsigned_field(member(item, "chunk_bytes", at), at + " chunk_bytes");
+      // A shard without checksums could hold anything (NaN where the model was) and verify.
+      if (shard.chunk_bytes == 0) {
+        throw CheckpointError(at + " has chunk_bytes 0 (no checksums); every shard of a "
+                              "checkpoint has them");
+      }
       const nlohmann::json& crcs = member(item, "crc32c", at);
       if (!crcs.is_array()) throw CheckpointError(at + ": \"crc32c\" is not a list");
       // Bounded before anything is allocated for it: one checksum per chunk of the shard.
@@ -359,11 +380,13 @@ std::string checkpoint_index_json(const CheckpointIndex& index) {
                           {"sharding", array.sharding},
                           {"shards", shards}};
   }
-  const nlohmann::json json{{"format", "shardwise-checkpoint"},
-                            {"version", kIndexFormatVersion},
-                            {"metadata", nlohmann::json::parse(index.metadata_json)},
-                            {"arrays", arrays}};
-  return json.dump() + "\n";
+  nlohmann::json json{{"format", "shardwise-checkpoint"},
+                      {"version", kIndexFormatVersion},
+                      {"metadata", nlohmann::json::parse(index.metadata_json)},
+                      {"arrays", arrays}};
+  if (!index.run_id.empty()) json["run"] = index.run_id;
+  // Names hold what callers gave; bytes that are not UTF-8 would make dump() throw.
+  return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace shardwise::ckpt

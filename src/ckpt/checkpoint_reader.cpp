@@ -3,13 +3,16 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "detail/crc32c.hpp"
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
+#include "index_file.hpp"
 #include "rank_texts.hpp"
 #include "shard_names.hpp"
 #include "shardwise/array/transfer_plan.hpp"
@@ -35,10 +38,12 @@ class OpenFiles {
  public:
   explicit OpenFiles(const std::filesystem::path& folder) : folder_(folder) {}
 
-  const detail::File& file(const ArrayRecord& array, const ShardRecord& shard) {
+  const shardwise::detail::File& file(const ArrayRecord& array, const ShardRecord& shard) {
     auto it = files_.find(shard.file);
     if (it == files_.end()) {
-      detail::File opened(folder_ / shard.file, O_RDONLY);
+      // A data file is the folder's own: a symlink in its place, which could lead out of the
+      // folder, is refused.
+      shardwise::detail::File opened(folder_ / shard.file, O_RDONLY | O_NOFOLLOW);
       const std::uint64_t size = opened.size();
       it = files_.emplace(shard.file, std::make_pair(std::move(opened), size)).first;
     }
@@ -52,7 +57,7 @@ class OpenFiles {
 
  private:
   const std::filesystem::path& folder_;
-  std::map<std::string, std::pair<detail::File, std::uint64_t>> files_;
+  std::map<std::string, std::pair<shardwise::detail::File, std::uint64_t>> files_;
 };
 
 // A shard's chunks as they are read: a window of consecutive chunks, each verified once read.
@@ -60,8 +65,9 @@ class ChunkWindow {
  public:
   // `needed`: the ranges of chunks [first, end) the caller will read from, in order; a window
   // never reads a chunk outside them.
-  ChunkWindow(const detail::File& file, const ArrayRecord& array, const ShardRecord& shard,
-              ReadStats& stats, std::vector<std::pair<std::uint64_t, std::uint64_t>> needed)
+  ChunkWindow(const shardwise::detail::File& file, const ArrayRecord& array,
+              const ShardRecord& shard, ReadStats& stats,
+              std::vector<std::pair<std::uint64_t, std::uint64_t>> needed)
       : file_(file), array_(array), shard_(shard), stats_(stats), needed_(std::move(needed)) {}
 
   // Copies shard bytes [begin, begin + size) into `out`, reading the chunks first where the
@@ -145,7 +151,7 @@ class ChunkWindow {
     }
   }
 
-  const detail::File& file_;
+  const shardwise::detail::File& file_;
   const ArrayRecord& array_;
   const ShardRecord& shard_;
   ReadStats& stats_;
@@ -215,7 +221,7 @@ std::uint64_t elements_of(const ShardIndex& box) {
 }
 
 // A safetensors file's header, and where its data starts. `what` names the file in errors.
-std::pair<SafetensorsHeader, std::uint64_t> read_header(const detail::File& file,
+std::pair<SafetensorsHeader, std::uint64_t> read_header(const shardwise::detail::File& file,
                                                         const std::string& what) {
   const std::uint64_t size = file.size();
   if (size < 8) {
@@ -240,26 +246,17 @@ std::pair<SafetensorsHeader, std::uint64_t> read_header(const detail::File& file
   }
 }
 
-std::string read_index_text(const std::filesystem::path& folder) {
-  const std::filesystem::path path = folder / kIndexFileName;
-  std::error_code error;
-  if (!std::filesystem::is_directory(folder, error)) {
-    throw CheckpointError("'" + echo_input(folder.string(), 200) + "' is not a folder");
+// What `step` throws, a file's failure (FileError) as a CheckpointError: every error of a
+// reader is one.
+template <typename Step>
+auto as_checkpoint_error(Step&& step) -> decltype(step()) {
+  try {
+    return step();
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const FileError& e) {
+    throw CheckpointError(e.what());
   }
-  if (!std::filesystem::exists(path, error)) {
-    throw CheckpointError("'" + echo_input(folder.string(), 200) +
-                          "' is not a checkpoint: it has no " + kIndexFileName +
-                          " (an interrupted save never has one)");
-  }
-  detail::File file(path, O_RDONLY);
-  const std::uint64_t size = file.size();
-  if (size > kMaxIndexBytes) {
-    throw CheckpointError("'" + echo_input(path.string(), 200) + "' has " + std::to_string(size) +
-                          " bytes; at most " + std::to_string(kMaxIndexBytes));
-  }
-  std::string text(size, '\0');
-  file.read_at(text.data(), size, 0);
-  return text;
 }
 
 }  // namespace
@@ -267,145 +264,156 @@ std::string read_index_text(const std::filesystem::path& folder) {
 CheckpointReader::CheckpointReader(std::filesystem::path folder, CheckpointIndex index)
     : folder_(std::move(folder)), index_(std::move(index)) {}
 
-CheckpointReader::CheckpointReader(std::filesystem::path folder)
-    : CheckpointReader(
-          folder,
-          parse_checkpoint_index(read_index_text(folder),
-                                 "'" + echo_input((folder / kIndexFileName).string(), 200) + "'")) {
+CheckpointReader::CheckpointReader(std::filesystem::path folder) : folder_(std::move(folder)) {
+  as_checkpoint_error([&] {
+    const std::string text = detail::read_index_text(folder_);
+    index_ = parse_checkpoint_index(
+        text, "'" + echo_input((folder_ / kIndexFileName).string(), 200) + "'");
+    index_crc32c_ = shardwise::detail::crc32c(text.data(), text.size());
+  });
 }
 
 CheckpointReader CheckpointReader::from_safetensors(const std::filesystem::path& path) {
-  const std::string what = "'" + echo_input(path.string(), 200) + "'";
-  detail::File file(path, O_RDONLY);
-  const auto [parsed, data_start] = read_header(file, what);
-  CheckpointIndex index;
-  nlohmann::json metadata = nlohmann::json::object();
-  for (const auto& [key, value] : parsed.metadata) metadata[key] = value;
-  index.metadata_json = nlohmann::json{{"safetensors_metadata", metadata}}.dump();
-  for (const SafetensorsTensor& tensor : parsed.tensors) {
-    ArrayRecord array;
-    array.name = tensor.name;
-    array.shape = tensor.shape;
-    array.dtype = tensor.dtype;
-    array.sharding = "whole";
-    ShardIndex box;
-    for (const std::int64_t size_d : tensor.shape) box.push_back({0, size_d});
-    array.shards.push_back({box,
-                            path.filename().string(),
-                            data_start + tensor.begin,
-                            tensor.end - tensor.begin,
-                            0,
-                            {}});
-    index.arrays.push_back(std::move(array));
-  }
-  std::sort(index.arrays.begin(), index.arrays.end(),
-            [](const ArrayRecord& a, const ArrayRecord& b) { return a.name < b.name; });
-  check_consistent(index, what);
-  return {path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path(),
-          std::move(index)};
+  return as_checkpoint_error([&] {
+    const std::string what = "'" + echo_input(path.string(), 200) + "'";
+    shardwise::detail::File file(path, O_RDONLY);
+    const auto [parsed, data_start] = read_header(file, what);
+    CheckpointIndex index;
+    nlohmann::json metadata = nlohmann::json::object();
+    for (const auto& [key, value] : parsed.metadata) metadata[key] = value;
+    index.metadata_json = nlohmann::json{{"safetensors_metadata", metadata}}.dump();
+    for (const SafetensorsTensor& tensor : parsed.tensors) {
+      ArrayRecord array;
+      array.name = tensor.name;
+      array.shape = tensor.shape;
+      array.dtype = tensor.dtype;
+      array.sharding = "whole";
+      ShardIndex box;
+      for (const std::int64_t size_d : tensor.shape) box.push_back({0, size_d});
+      array.shards.push_back({box,
+                              path.filename().string(),
+                              data_start + tensor.begin,
+                              tensor.end - tensor.begin,
+                              0,
+                              {}});
+      index.arrays.push_back(std::move(array));
+    }
+    std::sort(index.arrays.begin(), index.arrays.end(),
+              [](const ArrayRecord& a, const ArrayRecord& b) { return a.name < b.name; });
+    check_consistent(index, what);
+    return CheckpointReader(
+        path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path(),
+        std::move(index));
+  });
 }
 
 ReadStats CheckpointReader::read(std::span<const BlockToLoad> targets) const {
-  ReadStats stats;
-  OpenFiles files(folder_);
-  for (const BlockToLoad& target : targets) {
-    const ArrayRecord* array = index_.find(target.array);
-    const std::string name = "array '" + echo_input(target.array, 200) + "'";
-    if (array == nullptr) throw CheckpointError("the checkpoint has no " + name);
-    if (array->shape != target.shape || array->dtype != target.dtype) {
-      throw CheckpointError("the checkpoint's " + name + " is " + to_string(array->shape) + " " +
-                            to_string(array->dtype) + "; the layout loading it needs " +
-                            to_string(target.shape) + " " + to_string(target.dtype));
-    }
-    bool inside = target.box.size() == target.shape.size();
-    for (std::size_t d = 0; inside && d < target.box.size(); ++d) {
-      inside = target.box[d].start >= 0 && target.box[d].start <= target.box[d].stop &&
-               target.box[d].stop <= target.shape[d];
-    }
-    const std::uint64_t bytes = inside ? elements_of(target.box) * size_in_bytes(target.dtype) : 0;
-    if (!inside || target.bytes.size() != bytes) {
-      throw CheckpointError(
-          "a block of " + name + " to load, " + detail::shard_name("", target.box) + " with " +
-          std::to_string(target.bytes.size()) + " bytes, is not a box of its shape " +
-          to_string(target.shape) + " with its bytes");
-    }
-    if (bytes == 0) continue;
-    stats.bytes_needed += bytes;
-    const std::uint64_t element = size_in_bytes(target.dtype);
-    // Which shards hold which part of the target: the array layer's transfer planning, with
-    // each shard a source block (its holder the shard's number) and the target one receiver.
-    std::vector<SourceBlock> sources;
-    for (std::size_t s = 0; s < array->shards.size(); ++s) {
-      sources.push_back({static_cast<Rank>(s), array->shards[s].box});
-    }
-    for (const Transfer& piece : plan_transfers(sources, {TargetBlock{-1, target.box}})) {
-      const ShardRecord& shard = array->shards[static_cast<std::size_t>(piece.from)];
-      const detail::File& file = files.file(*array, shard);
-      // The chunks the piece's runs touch, as ranges (runs come in increasing order).
-      std::vector<std::pair<std::uint64_t, std::uint64_t>> needed;
-      if (shard.chunk_bytes > 0) {
+  return as_checkpoint_error([&] {
+    ReadStats stats;
+    OpenFiles files(folder_);
+    for (const BlockToLoad& target : targets) {
+      const ArrayRecord* array = index_.find(target.array);
+      const std::string name = "array '" + echo_input(target.array, 200) + "'";
+      if (array == nullptr) throw CheckpointError("the checkpoint has no " + name);
+      if (array->shape != target.shape || array->dtype != target.dtype) {
+        throw CheckpointError("the checkpoint's " + name + " is " + to_string(array->shape) + " " +
+                              to_string(array->dtype) + "; the layout loading it needs " +
+                              to_string(target.shape) + " " + to_string(target.dtype));
+      }
+      bool inside = target.box.size() == target.shape.size();
+      for (std::size_t d = 0; inside && d < target.box.size(); ++d) {
+        inside = target.box[d].start >= 0 && target.box[d].start <= target.box[d].stop &&
+                 target.box[d].stop <= target.shape[d];
+      }
+      const std::uint64_t bytes =
+          inside ? elements_of(target.box) * size_in_bytes(target.dtype) : 0;
+      if (!inside || target.bytes.size() != bytes) {
+        throw CheckpointError(
+            "a block of " + name + " to load, " + detail::shard_name("", target.box) + " with " +
+            std::to_string(target.bytes.size()) + " bytes, is not a box of its shape " +
+            to_string(target.shape) + " with its bytes");
+      }
+      if (bytes == 0) continue;
+      stats.bytes_needed += bytes;
+      const std::uint64_t element = size_in_bytes(target.dtype);
+      // Which shards hold which part of the target: the array layer's transfer planning, with
+      // each shard a source block (its holder the shard's number) and the target one receiver.
+      std::vector<SourceBlock> sources;
+      for (std::size_t s = 0; s < array->shards.size(); ++s) {
+        sources.push_back({static_cast<Rank>(s), array->shards[s].box});
+      }
+      for (const Transfer& piece : plan_transfers(sources, {TargetBlock{-1, target.box}})) {
+        const ShardRecord& shard = array->shards[static_cast<std::size_t>(piece.from)];
+        const shardwise::detail::File& file = files.file(*array, shard);
+        // The chunks the piece's runs touch, as ranges (runs come in increasing order).
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> needed;
+        if (shard.chunk_bytes > 0) {
+          for_each_run(piece.box, shard.box, target.box,
+                       [&](std::uint64_t s, std::uint64_t, std::uint64_t n) {
+                         const std::uint64_t first = s * element / shard.chunk_bytes;
+                         const std::uint64_t end = ((s + n) * element - 1) / shard.chunk_bytes + 1;
+                         if (!needed.empty() && first <= needed.back().second) {
+                           needed.back().second = std::max(needed.back().second, end);
+                         } else {
+                           needed.emplace_back(first, end);
+                         }
+                       });
+        }
+        ChunkWindow window(file, *array, shard, stats, std::move(needed));
         for_each_run(piece.box, shard.box, target.box,
-                     [&](std::uint64_t s, std::uint64_t, std::uint64_t n) {
-                       const std::uint64_t first = s * element / shard.chunk_bytes;
-                       const std::uint64_t end = ((s + n) * element - 1) / shard.chunk_bytes + 1;
-                       if (!needed.empty() && first <= needed.back().second) {
-                         needed.back().second = std::max(needed.back().second, end);
-                       } else {
-                         needed.emplace_back(first, end);
-                       }
+                     [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
+                       window.copy(s * element, n * element, target.bytes.data() + d * element);
                      });
       }
-      ChunkWindow window(file, *array, shard, stats, std::move(needed));
-      for_each_run(piece.box, shard.box, target.box,
-                   [&](std::uint64_t s, std::uint64_t d, std::uint64_t n) {
-                     window.copy(s * element, n * element, target.bytes.data() + d * element);
-                   });
     }
-  }
-  return stats;
+    return stats;
+  });
 }
 
 std::uint64_t CheckpointReader::verify() const {
-  ReadStats stats;
-  OpenFiles files(folder_);
-  // Each data file's own header must place each shard where the index does: its tensors by
-  // name, and where its data starts.
-  std::map<std::string, std::pair<std::map<std::string, SafetensorsTensor>, std::uint64_t>> headers;
-  for (const ArrayRecord& array : index_.arrays) {
-    for (const ShardRecord& shard : array.shards) {
-      const detail::File& file = files.file(array, shard);
-      if (shard.chunk_bytes > 0) {
-        auto it = headers.find(shard.file);
-        if (it == headers.end()) {
-          auto [header, data_start] = read_header(file, "'" + echo_input(shard.file, 100) + "'");
-          std::map<std::string, SafetensorsTensor> by_name;
-          for (SafetensorsTensor& tensor : header.tensors) {
-            std::string name = tensor.name;
-            by_name.emplace(std::move(name), std::move(tensor));
+  return as_checkpoint_error([&] {
+    ReadStats stats;
+    OpenFiles files(folder_);
+    // Each data file's own header must place each shard where the index does: its tensors by
+    // name, and where its data starts.
+    std::map<std::string, std::pair<std::map<std::string, SafetensorsTensor>, std::uint64_t>>
+        headers;
+    for (const ArrayRecord& array : index_.arrays) {
+      for (const ShardRecord& shard : array.shards) {
+        const shardwise::detail::File& file = files.file(array, shard);
+        if (shard.chunk_bytes > 0) {
+          auto it = headers.find(shard.file);
+          if (it == headers.end()) {
+            auto [header, data_start] = read_header(file, "'" + echo_input(shard.file, 100) + "'");
+            std::map<std::string, SafetensorsTensor> by_name;
+            for (SafetensorsTensor& tensor : header.tensors) {
+              std::string name = tensor.name;
+              by_name.emplace(std::move(name), std::move(tensor));
+            }
+            it = headers.emplace(shard.file, std::make_pair(std::move(by_name), data_start)).first;
           }
-          it = headers.emplace(shard.file, std::make_pair(std::move(by_name), data_start)).first;
+          const auto& [tensors, data_start] = it->second;
+          const auto tensor = tensors.find(detail::shard_name(array.name, shard.box));
+          if (tensor == tensors.end() || tensor->second.dtype != array.dtype ||
+              tensor->second.shape != shape_of(shard.box) ||
+              tensor->second.begin + data_start != shard.offset ||
+              tensor->second.end - tensor->second.begin != shard.length) {
+            throw CheckpointError(where(array, shard) +
+                                  ": the file's own header does not hold it where the index says");
+          }
         }
-        const auto& [tensors, data_start] = it->second;
-        const auto tensor = tensors.find(detail::shard_name(array.name, shard.box));
-        if (tensor == tensors.end() || tensor->second.dtype != array.dtype ||
-            tensor->second.shape != shape_of(shard.box) ||
-            tensor->second.begin + data_start != shard.offset ||
-            tensor->second.end - tensor->second.begin != shard.length) {
-          throw CheckpointError(where(array, shard) +
-                                ": the file's own header does not hold it where the index says");
+        const std::uint64_t chunks =
+            shard.chunk_bytes == 0 ? 0 : (shard.length + shard.chunk_bytes - 1) / shard.chunk_bytes;
+        ChunkWindow window(file, array, shard, stats, {{0, chunks}});
+        std::vector<std::byte> buffer(std::min<std::uint64_t>(shard.length, kWindowBytes));
+        for (std::uint64_t at = 0; at < shard.length; at += buffer.size()) {
+          const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), shard.length - at);
+          window.copy(at, n, buffer.data());
         }
-      }
-      const std::uint64_t chunks =
-          shard.chunk_bytes == 0 ? 0 : (shard.length + shard.chunk_bytes - 1) / shard.chunk_bytes;
-      ChunkWindow window(file, array, shard, stats, {{0, chunks}});
-      std::vector<std::byte> buffer(std::min<std::uint64_t>(shard.length, kWindowBytes));
-      for (std::uint64_t at = 0; at < shard.length; at += buffer.size()) {
-        const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), shard.length - at);
-        window.copy(at, n, buffer.data());
       }
     }
-  }
-  return stats.bytes_read;
+    return stats.bytes_read;
+  });
 }
 
 void require_arrays(const CheckpointIndex& index, const std::vector<std::string>& wanted,
@@ -442,14 +450,19 @@ void require_arrays(const CheckpointIndex& index, const std::vector<std::string>
   }
 }
 
+namespace {
+// The runtime's usual timeout: every rank is here at once, none works between the steps.
+constexpr std::chrono::milliseconds kAgreementTimeout = CommOptions{}.timeout;
+}  // namespace
+
 void throw_unless_all_succeeded(Communicator& comm, const std::string& my_error,
                                 const std::string& what) {
-  detail::throw_if_any_failed(detail::gather_texts(comm, my_error, std::chrono::hours(2)), what);
+  detail::throw_if_any_failed(detail::gather_texts(comm, my_error, kAgreementTimeout), what);
 }
 
 void require_same_on_every_rank(Communicator& comm, const std::string& mine,
                                 const std::string& what) {
-  const std::vector<std::string> every = detail::gather_texts(comm, mine, std::chrono::hours(2));
+  const std::vector<std::string> every = detail::gather_texts(comm, mine, kAgreementTimeout);
   for (std::size_t r = 1; r < every.size(); ++r) {
     if (every[r] != every[0]) {
       throw CheckpointError(what + ": rank " + std::to_string(r) + " has '" +
@@ -463,13 +476,27 @@ ReadStats load_checkpoint(Communicator& comm, const CheckpointReader& reader,
                           std::span<const BlockToLoad> targets) {
   ReadStats stats;
   std::string error;
+  // Read on a thread of its own while this one answers the others (detail::wait_for_every_rank):
+  // a slow disk is not a dead rank, a stopped rank is found within the usual timeout.
+  std::atomic<bool> done{false};
+  std::thread reading([&] {
+    try {
+      stats = reader.read(targets);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    done.store(true);
+  });
   try {
-    stats = reader.read(targets);
-  } catch (const std::exception& e) {
-    error = e.what();
+    detail::wait_for_every_rank(
+        comm, [&] { return done.load(); }, kAgreementTimeout);
+  } catch (...) {
+    reading.join();
+    throw;
   }
+  reading.join();
   detail::throw_if_any_failed(
-      detail::gather_texts(comm, error, std::chrono::hours(2)),
+      detail::gather_texts(comm, error, kAgreementTimeout),
       "checkpoint '" + echo_input(reader.folder().string(), 200) + "' not loaded");
   return stats;
 }

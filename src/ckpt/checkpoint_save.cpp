@@ -2,6 +2,9 @@
 
 #include <fcntl.h>
 #include <stdio.h>  // renameat2
+#include <sys/stat.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
@@ -12,10 +15,11 @@
 #include <thread>
 
 #include "detail/crc32c.hpp"
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
 #include "rank_texts.hpp"
 #include "shard_names.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
+#include "shardwise/ckpt/checkpoint_folders.hpp"
 #include "shardwise/ckpt/checkpoint_index.hpp"
 #include "shardwise/ckpt/safetensors_file.hpp"
 #include "shardwise/core/safetensors.hpp"
@@ -59,43 +63,62 @@ std::string error_of(const std::function<void()>& step) {
   }
 }
 
-// Puts `partial` at `folder`. An earlier checkpoint there is swapped out in one step
+// Puts `partial` at `folder`, where nothing is or a checkpoint of run `run_id` is (anything else
+// is refused and left as it is). An earlier checkpoint of the run is swapped out in one step
 // (renameat2's RENAME_EXCHANGE) and removed after, so that at every moment one whole checkpoint
-// is at `folder`; where the file system cannot swap, the old one moves aside first and comes
-// back if the second rename fails.
-void move_into_place(const std::filesystem::path& partial, const std::filesystem::path& folder) {
-  std::error_code error;
+// is at `folder`; where nothing is there, RENAME_NOREPLACE refuses whatever appeared meanwhile
+// (another run's save of the same step) instead of replacing it.
+void move_into_place(const std::filesystem::path& partial, const std::filesystem::path& folder,
+                     const std::string& run_id) {
   const std::filesystem::path parent = folder.parent_path().empty() ? "." : folder.parent_path();
-  if (std::filesystem::exists(folder, error)) {
-    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, folder.c_str(), RENAME_EXCHANGE) == 0) {
-      detail::sync_directory(parent);
-      std::filesystem::remove_all(partial, error);  // now the old checkpoint
-      return;
+  const SavePlace place = inspect_save_place(folder, run_id);
+  const auto refuse = [&](const std::string& why) {
+    throw CheckpointError("'" + echo_input(folder.string(), 200) + "' " + why +
+                          "; it is left as it is");
+  };
+  if (place.occupant == SavePlace::Occupant::kOther) refuse(place.why);
+  if (place.occupant == SavePlace::Occupant::kNothing) {
+    if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, folder.c_str(), RENAME_NOREPLACE) != 0) {
+      const int error = errno;
+      if (error == EEXIST || error == ENOTEMPTY) {
+        refuse("appeared while this save was written (another run saving into the same folder?)");
+      }
+      if (error != EINVAL && error != ENOSYS) {
+        throw CheckpointError("cannot rename the saved checkpoint into place at " +
+                              shardwise::detail::system_error_text(folder, error));
+      }
+      // No RENAME_NOREPLACE here (NFS): a plain rename, which refuses a folder that is not
+      // empty; an empty one appearing in the instant between is the one case it replaces.
+      if (shardwise::detail::path_kind(folder) != shardwise::detail::PathKind::kAbsent) {
+        refuse("appeared while this save was written (another run saving into the same folder?)");
+      }
+      if (::rename(partial.c_str(), folder.c_str()) != 0) {
+        throw CheckpointError("cannot rename the saved checkpoint into place at " +
+                              shardwise::detail::system_error_text(folder, errno));
+      }
     }
-    const std::filesystem::path old = parent / ("." + folder.filename().string() + ".old");
-    std::filesystem::remove_all(old, error);
-    std::filesystem::rename(folder, old, error);
-    if (error) {
-      throw CheckpointError("cannot move the earlier " +
-                            detail::system_error_text(folder, error.value()) + " aside");
-    }
-    std::filesystem::rename(partial, folder, error);
-    if (error) {
-      const int cause = error.value();
-      std::filesystem::rename(old, folder, error);
-      throw CheckpointError("cannot rename the saved checkpoint into place at " +
-                            detail::system_error_text(folder, cause));
-    }
-    detail::sync_directory(parent);
-    std::filesystem::remove_all(old, error);
+    shardwise::detail::sync_directory(parent);
     return;
   }
-  std::filesystem::rename(partial, folder, error);
-  if (error) {
-    throw CheckpointError("cannot rename the saved checkpoint into place at " +
-                          detail::system_error_text(folder, error.value()));
+  if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, folder.c_str(), RENAME_EXCHANGE) == 0) {
+    shardwise::detail::sync_directory(parent);
+    (void)remove_save_work_folder(partial);  // now the old checkpoint
+    return;
   }
-  detail::sync_directory(parent);
+  const std::filesystem::path old = save_work_folder(folder, run_id, "old");
+  if (auto note = remove_save_work_folder(old)) throw CheckpointError(*note);
+  if (::rename(folder.c_str(), old.c_str()) != 0) {
+    throw CheckpointError("cannot move the earlier " +
+                          shardwise::detail::system_error_text(folder, errno) + " aside");
+  }
+  if (::rename(partial.c_str(), folder.c_str()) != 0) {
+    const int cause = errno;
+    (void)::rename(old.c_str(), folder.c_str());
+    throw CheckpointError("cannot rename the saved checkpoint into place at " +
+                          shardwise::detail::system_error_text(folder, cause));
+  }
+  shardwise::detail::sync_directory(parent);
+  (void)remove_save_work_folder(old);
 }
 
 }  // namespace
@@ -114,10 +137,21 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
                           std::to_string(kMaxChunkBytes));
   }
   if (folder_.filename().empty()) folder_ = folder_.parent_path();
-  partial_ = folder_.parent_path() / ("." + folder_.filename().string() + ".partial");
+  if (!options_.run_id.empty() && !is_run_id(options_.run_id)) {
+    throw InvalidArgument("SaveOptions::run_id is '" + echo_input(options_.run_id, 60) +
+                          "'; expected 32 lowercase hex digits");
+  }
   nlohmann::json mine = nlohmann::json::array();
   for (const BlockToSave& block : blocks) mine.push_back(describe(block));
-  const std::vector<std::string> every = detail::gather_texts(comm_, mine.dump(), options_.timeout);
+  // Rank 0's run id, first in its text: every rank saves under it.
+  const std::string run = comm_.rank() != 0        ? std::string(32, '0')
+                          : options_.run_id.empty() ? new_run_id()
+                                                    : options_.run_id;
+  const std::vector<std::string> every = detail::gather_texts(
+      comm_, run + mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      options_.timeout);
+  run_id_ = every[0].substr(0, 32);
+  partial_ = save_work_folder(folder_, run_id_, "partial");
   // Every rank decides alike, from every rank's descriptions.
   std::map<std::pair<std::string, std::vector<std::int64_t>>, std::size_t> distinct;
   std::map<std::string, std::pair<Shape, DType>> arrays;
@@ -126,7 +160,8 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   std::vector<std::vector<std::pair<int, std::size_t>>> holders;
   std::string problem;
   for (int r = 0; r < static_cast<int>(every.size()) && problem.empty(); ++r) {
-    const nlohmann::json described = nlohmann::json::parse(every[static_cast<std::size_t>(r)]);
+    const nlohmann::json described =
+        nlohmann::json::parse(every[static_cast<std::size_t>(r)].substr(32));
     for (std::size_t i = 0; i < described.size() && problem.empty(); ++i) {
       const nlohmann::json& d = described[i];
       Block block{d["array"],
@@ -197,23 +232,22 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   if (comm_.rank() == 0) {
     mine_error = error_of([&] {
       std::error_code error;
-      // Only a checkpoint is ever replaced: anything else at the path is the user's.
-      if (std::filesystem::exists(folder_, error) &&
-          !std::filesystem::exists(folder_ / kIndexFileName, error)) {
-        throw CheckpointError("'" + echo_input(folder_.string(), 200) +
-                              "' exists and is not a checkpoint; it is left as it is");
+      // Only a checkpoint of this run is ever replaced: anything else at the path is left.
+      const SavePlace place = inspect_save_place(folder_, run_id_);
+      if (place.occupant == SavePlace::Occupant::kOther) {
+        throw CheckpointError("'" + echo_input(folder_.string(), 200) + "' " + place.why +
+                              "; it is left as it is");
       }
-      std::filesystem::remove_all(partial_, error);
-      if (error) {
-        throw CheckpointError("cannot remove an earlier save's " +
-                              detail::system_error_text(partial_, error.value()));
+      // What an interrupted save of this run left (its name holds the run's id).
+      if (auto note = remove_save_work_folder(partial_)) {
+        throw CheckpointError("an earlier save's " + *note);
       }
       if (!folder_.parent_path().empty()) {
         std::filesystem::create_directories(folder_.parent_path(), error);
       }
-      if (!std::filesystem::create_directory(partial_, error) || error) {
+      if (::mkdir(partial_.c_str(), 0755) != 0) {
         throw CheckpointError("cannot make the folder " +
-                              detail::system_error_text(partial_, error.value()));
+                              shardwise::detail::system_error_text(partial_, errno));
       }
       made_partial_ = true;
     });
@@ -235,15 +269,37 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   }
 }
 
-CheckpointSave::~CheckpointSave() { remove_partial(); }
+CheckpointSave::~CheckpointSave() {
+  if (writer_.joinable()) writer_.join();
+  remove_partial();
+}
 
 void CheckpointSave::remove_partial() noexcept {
   if (!made_partial_) return;
   made_partial_ = false;
-  // Best effort: a peer still writing may add a file after the removal; the next save in the
-  // same folder removes what is left (remove_leftovers).
-  std::error_code ignored;
-  std::filesystem::remove_all(partial_, ignored);
+  // Best effort: a peer still writing may add a file after the removal; the run's next save
+  // removes what is left (remove_leftovers). Only the files a save writes are removed.
+  try {
+    (void)remove_save_work_folder(partial_);
+  } catch (...) {  // noexcept: what is left stays for the next save
+  }
+}
+
+void CheckpointSave::write_in_background(std::vector<std::span<const std::byte>> bytes) {
+  if (writer_.joinable()) throw InvalidArgument("CheckpointSave: written twice");
+  written_.store(false);
+  background_bytes_ = std::move(bytes);
+  writer_ = std::thread([this] { write(background_bytes_); });
+}
+
+bool CheckpointSave::every_rank_wrote() {
+  std::int32_t mine = written_.load() ? 1 : 0;
+  std::int32_t all = 0;
+  AllReduceOptions options;
+  options.timeout = options_.timeout;
+  comm_.all_reduce(&mine, &all, 1, DType::kI32, ReduceOp::kMin, world_group(comm_.size()),
+                   options);
+  return all == 1;
 }
 
 std::map<std::string, ArrayRecord> CheckpointSave::array_records() const {
@@ -275,7 +331,7 @@ void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) no
     }
     const std::string header = safetensors_header_bytes(entries, {{"format", "shardwise-shards"}});
     const std::filesystem::path path = partial_ / detail::shard_file_name(comm_.rank());
-    detail::File file(path, O_WRONLY | O_CREAT | O_EXCL);
+    shardwise::detail::File file(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW);
     file.write_all(header.data(), header.size());
     std::uint64_t offset = header.size();
     stats_.bytes_written = offset;
@@ -318,10 +374,17 @@ void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) no
   }
   stats_.write_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  written_.store(true);
 }
 
 SaveStats CheckpointSave::commit() {
   const std::string what = "checkpoint '" + echo_input(folder_.string(), 200) + "' not saved";
+  if (!writer_.joinable() && !written_.load()) {
+    if (!mine_.empty()) error_ = "commit() before write()";
+    written_.store(true);
+  }
+  detail::wait_for_every_rank(comm_, [this] { return written_.load(); }, options_.timeout);
+  if (writer_.joinable()) writer_.join();
   const nlohmann::json mine{{"error", error_}, {"records", records_}};
   // An error message may hold a path's bytes that are not UTF-8: replaced, not thrown on.
   const std::vector<std::string> every = detail::gather_texts(
@@ -353,17 +416,19 @@ SaveStats CheckpointSave::commit() {
         }
         CheckpointIndex index;
         index.metadata_json = metadata_json_;
+        index.run_id = run_id_;
         for (auto& [name, record] : arrays) {
           index.arrays.push_back(std::move(record));
         }
         check_consistent(index, "the index being saved");
         const std::string text = checkpoint_index_json(index);
-        detail::File file(partial_ / kIndexFileName, O_WRONLY | O_CREAT | O_EXCL);
+        shardwise::detail::File file(partial_ / kIndexFileName,
+                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW);
         file.write_all(text.data(), text.size());
         file.sync();
         file.close();
-        detail::sync_directory(partial_);
-        move_into_place(partial_, folder_);
+        shardwise::detail::sync_directory(partial_);
+        move_into_place(partial_, folder_, run_id_);
         made_partial_ = false;
       });
       if (!outcome.empty()) remove_partial();
@@ -384,7 +449,7 @@ SaveStats save_checkpoint(Communicator& comm, const std::filesystem::path& folde
   CheckpointSave save(comm, folder, blocks, metadata_json, options);
   std::vector<std::span<const std::byte>> bytes;
   for (const std::size_t i : save.written_here()) bytes.push_back(blocks[i].bytes);
-  save.write(bytes);
+  save.write_in_background(std::move(bytes));
   return save.commit();
 }
 

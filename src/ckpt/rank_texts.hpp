@@ -2,9 +2,12 @@
 // Every rank's text to every rank (collective over the communicator's ranks): the lengths first,
 // then the texts padded to the longest.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "shardwise/ckpt/checkpoint_error.hpp"
@@ -49,6 +52,27 @@ inline void throw_if_any_failed(const std::vector<std::string>& errors, const st
   throw CheckpointError(
       what + ": rank " + std::to_string(first) + ": " + errors[first] +
       (failed > 1 ? " (and " + std::to_string(failed - 1) + " more ranks failed)" : std::string()));
+}
+
+// Collective over every rank of `comm`: returns once `done()` is true on every rank. Work that
+// may take long on one rank (writing or reading a checkpoint's files) runs on another thread
+// while this one takes part in a 4-byte all-reduce every few milliseconds, each within
+// `timeout`: a slow disk keeps its rank answering, and a rank that stopped (a SIGSTOP, a dead
+// host) fails the others within the runtime's usual timeout instead of hours later.
+inline void wait_for_every_rank(Communicator& comm, const std::function<bool()>& done,
+                                std::chrono::milliseconds timeout) {
+  AllReduceOptions options;
+  options.timeout = timeout;
+  std::chrono::microseconds pause{200};
+  for (;;) {
+    std::int32_t mine = done() ? 1 : 0;
+    std::int32_t all = 0;
+    comm.all_reduce(&mine, &all, 1, DType::kI32, ReduceOp::kMin, world_group(comm.size()),
+                    options);
+    if (all == 1) return;
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(50));
+  }
 }
 
 }  // namespace shardwise::ckpt::detail

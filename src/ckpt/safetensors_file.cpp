@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-#include "file_io.hpp"
+#include "detail/file_io.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/safetensors.hpp"
@@ -51,7 +51,7 @@ void write_safetensors_file(const std::filesystem::path& path,
   const std::filesystem::path partial =
       path.parent_path() / ("." + path.filename().string() + ".partial");
   try {
-    detail::File file(partial, O_WRONLY | O_CREAT | O_TRUNC);
+    shardwise::detail::File file(partial, O_WRONLY | O_CREAT | O_TRUNC);
     file.write_all(header.data(), header.size());
     for (const SafetensorsEntry& entry : entries) {
       file.write_all(entry.bytes.data(), entry.bytes.size());
@@ -61,8 +61,8 @@ void write_safetensors_file(const std::filesystem::path& path,
     std::error_code error;
     std::filesystem::rename(partial, path, error);
     if (error)
-      throw CheckpointError("cannot rename into " + detail::system_error_text(path, error.value()));
-    detail::sync_directory(path.parent_path().empty() ? "." : path.parent_path());
+      throw CheckpointError("cannot rename into " + shardwise::detail::system_error_text(path, error.value()));
+    shardwise::detail::sync_directory(path.parent_path().empty() ? "." : path.parent_path());
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(partial, ignored);

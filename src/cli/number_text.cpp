@@ -15,7 +15,8 @@ double finite_number(const std::string& text, std::string_view flag) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(value)) {
-    throw InvalidArgument(std::string(flag) + " is '" + text + "'; expected a finite number");
+    throw InvalidArgument(std::string(flag) + " is '" + echo_input(text) +
+                          "'; expected a finite number");
   }
   return value;
 }
@@ -25,11 +26,11 @@ std::int64_t integer(const std::string& text, std::string_view flag) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec == std::errc::result_out_of_range) {
-    throw InvalidArgument(std::string(flag) + " is '" + text +
+    throw InvalidArgument(std::string(flag) + " is '" + echo_input(text) +
                           "'; expected an integer of at most 64 bits");
   }
   if (ec != std::errc() || ptr != end) {
-    throw InvalidArgument(std::string(flag) + " is '" + text + "'; expected an integer");
+    throw InvalidArgument(std::string(flag) + " is '" + echo_input(text) + "'; expected an integer");
   }
   return value;
 }
@@ -38,7 +39,7 @@ std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_
                      std::int64_t most) {
   const std::int64_t value = integer(text, flag);
   if (value < least || value > most) {
-    throw InvalidArgument(std::string(flag) + " is " + text + "; expected " +
+    throw InvalidArgument(std::string(flag) + " is " + echo_input(text) + "; expected " +
                           std::to_string(least) + " to " + std::to_string(most));
   }
   return value;

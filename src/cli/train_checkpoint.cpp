@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -40,7 +41,8 @@ std::string gpt_text(const models::GptConfig& gpt) {
          std::to_string(gpt.block_size) + ", vocab_size " + std::to_string(gpt.vocab_size);
 }
 
-// The checkpoint's metadata, checked to be of `gpt` and to hold every array a run of it needs.
+// The checkpoint's metadata, checked to be of `gpt` and to hold every array a run of it needs,
+// each with its parameter's shape.
 CheckpointInfo checked_info(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
                             const std::string& what) {
   CheckpointInfo info = checkpoint_info(index, what);
@@ -49,7 +51,23 @@ CheckpointInfo checked_info(const ckpt::CheckpointIndex& index, const models::Gp
                                 gpt_text(gpt));
   }
   ckpt::require_arrays(index, gpt_checkpoint_arrays(gpt, info.has_optimizer), what);
+  require_gpt_shapes(index, gpt, info.has_optimizer, what);
   return info;
+}
+
+// The first element of `values` that is not finite, or -1.
+std::int64_t first_non_finite(std::span<const float> values) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) return static_cast<std::int64_t>(i);
+  }
+  return -1;
+}
+
+// Rank 0 makes a new run id and every rank takes it.
+std::string agreed_new_run_id(Communicator& comm) {
+  std::string id = comm.rank() == 0 ? ckpt::new_run_id() : std::string(32, '0');
+  comm.broadcast(id.data(), id.size(), DType::kU8, 0, world_group(comm.size()));
+  return id;
 }
 
 // The settings of the saved run that the continuation changes, in words: "--seed 1337 when
@@ -82,8 +100,9 @@ std::vector<std::string> changed_settings(const std::string& saved_metadata,
 
 }  // namespace
 
-void check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt, std::int64_t steps) {
-  if (!flags.resume) return;
+ResumePoint check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt,
+                         std::int64_t steps) {
+  if (!flags.resume) return {};
   const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(*flags.resume));
   const std::string what = "--resume '" + echo_input(*flags.resume, 200) + "'";
   const CheckpointInfo info = checked_info(reader.index(), gpt, what);
@@ -91,9 +110,37 @@ void check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt, st
     throw InvalidArgument(what + " is of step " + std::to_string(info.step) + ", past --steps " +
                           std::to_string(steps));
   }
+  return {info.step, reader.index().run_id};
 }
 
-void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps) {
+void require_gpt_shapes(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
+                        bool with_optimizer, const std::string& what) {
+  for (const train::ParameterSpec& spec : models::gpt_parameters(gpt)) {
+    std::vector<std::string> arrays{train::model_array(spec.name)};
+    if (with_optimizer) {
+      arrays.push_back(train::exp_avg_array(spec.name));
+      arrays.push_back(train::exp_avg_sq_array(spec.name));
+    }
+    for (const std::string& name : arrays) {
+      const ckpt::ArrayRecord* array = index.find(name);
+      if (array == nullptr) continue;  // require_arrays names what is missing
+      if (array->shape != spec.shape || array->dtype != DType::kF32) {
+        throw ckpt::CheckpointError(what + ": array '" + name + "' is " + to_string(array->shape) +
+                                    " " + to_string(array->dtype) + "; the metadata's model has " +
+                                    to_string(spec.shape) + " f32");
+      }
+    }
+  }
+}
+
+bool saves_at(const CheckpointFlags& flags, std::int64_t steps, std::int64_t after,
+              std::int64_t step) {
+  return flags.save && step > after && step <= steps &&
+         ((flags.save_every > 0 && step % flags.save_every == 0) || step == steps);
+}
+
+void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps,
+                            const ResumePoint& resume) {
   if (!flags.save) {
     if (flags.save_every != 0) throw InvalidArgument("--save-every needs --save PATH");
     if (flags.keep != 0) throw InvalidArgument("--keep needs --save PATH");
@@ -125,6 +172,24 @@ void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps) {
     }
   }
   if (flags.resume && flags.resume->empty()) throw InvalidArgument("--resume is an empty path");
+  if (!flags.save || !std::filesystem::is_directory(*flags.save)) return;
+  // A step this run saves must not land on a folder that is not its own: found now, not after
+  // the steps before it.
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(*flags.save, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::int64_t step = ckpt::step_of_folder_name(it->path().filename().string());
+    if (step < 0 || !saves_at(flags, steps, resume.step, step)) continue;
+    const ckpt::SavePlace place = ckpt::inspect_save_place(it->path(), resume.run_id);
+    if (place.occupant != ckpt::SavePlace::Occupant::kOther) continue;
+    throw InvalidArgument("--save '" + echo_input(*flags.save, 200) + "': '" +
+                          echo_input(it->path().string(), 200) + "' " + place.why +
+                          ", and this run saves step " + std::to_string(step) +
+                          " there; it is left as it is: save into another folder" +
+                          (place.why.find("another run") != std::string::npos
+                               ? ", or continue that run with --resume"
+                               : ""));
+  }
 }
 
 std::string checkpoint_metadata(const models::GptConfig& gpt, std::int64_t step,
@@ -187,15 +252,34 @@ TrainingCheckpoints::TrainingCheckpoints(CheckpointFlags flags, Communicator& co
       trainer_(trainer),
       gpt_(gpt),
       run_config_(std::move(run_config)),
-      say_(std::move(say)) {}
+      say_(std::move(say)) {
+  if (!flags_.save) return;
+  std::string error;
+  if (comm_.rank() == 0) {
+    try {
+      lock_ = std::make_unique<ckpt::SaveFolderLock>(*flags_.save);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  ckpt::throw_unless_all_succeeded(comm_, error, "checkpoints not saved");
+}
 
 TrainingCheckpoints::~TrainingCheckpoints() {
-  // A run that failed leaves its background save uncommitted: no index, never loadable.
-  if (pending_ && pending_->writer.joinable()) pending_->writer.join();
+  // A run that failed leaves its background save uncommitted: no index, never loadable (the
+  // save's destructor waits for its writer and removes its folder).
+  pending_.reset();
+}
+
+void TrainingCheckpoints::note(const std::string& text) {
+  if (comm_.rank() == 0 && noted_.insert(text).second) say_("note: " + text);
 }
 
 std::int64_t TrainingCheckpoints::resume() {
-  if (!flags_.resume) return 0;
+  if (!flags_.resume) {
+    run_id_ = agreed_new_run_id(comm_);
+    return 0;
+  }
   const auto start = Clock::now();
   const std::string what = "--resume '" + echo_input(*flags_.resume, 200) + "'";
   // Every rank opens and checks the checkpoint; what one finds wrong all report.
@@ -217,12 +301,31 @@ std::int64_t TrainingCheckpoints::resume() {
     error = e.what();
   }
   ckpt::throw_unless_all_succeeded(comm_, error, "checkpoint not loaded");
+  // The same bytes, not only the same step: hosts whose file systems show different files at
+  // the path would each load their own.
+  char checksum[16];
+  std::snprintf(checksum, sizeof checksum, "%08x", reader->index_checksum());
   ckpt::require_same_on_every_rank(
-      comm_, reader->folder().string() + " at step " + std::to_string(info.step),
+      comm_,
+      utf8_text(reader->folder().string()) + " at step " + std::to_string(info.step) +
+          ", index.json CRC-32C " + checksum,
       "checkpoint not loaded: the ranks found different checkpoints in " + what);
   const ckpt::ReadStats stats = ckpt::load_checkpoint(comm_, *reader, targets);
+  // A value that is not finite would train on as NaN: named instead.
+  for (const ckpt::BlockToLoad& target : targets) {
+    const std::span<const float> values(reinterpret_cast<const float*>(target.bytes.data()),
+                                        target.bytes.size() / sizeof(float));
+    const std::int64_t at = first_non_finite(values);
+    if (at >= 0 && error.empty()) {
+      error = what + ": array '" + target.array + "' holds " + std::to_string(values[at]) +
+              " (element " + std::to_string(at) + " of the block " + to_string(target.box) +
+              "); a checkpoint to train on holds finite values only";
+    }
+  }
+  ckpt::throw_unless_all_succeeded(comm_, error, "checkpoint not loaded");
+  run_id_ = reader->index().run_id.empty() ? agreed_new_run_id(comm_) : reader->index().run_id;
   trainer_.resume_at(info.step);
-  say_("resumed from " + reader->folder().string() + " at step " + std::to_string(info.step) +
+  say_("resumed from " + echo_input(reader->folder().string(), 200) + " at step " + std::to_string(info.step) +
        (info.has_optimizer ? "" : " (no optimizer state: the moments start at zero)") + ", read " +
        megabytes(stats.bytes_read) + " on rank 0 in " +
        std::to_string(seconds_since(start)).substr(0, 5) + " s");
@@ -234,7 +337,7 @@ std::int64_t TrainingCheckpoints::resume() {
 
 void TrainingCheckpoints::after_step(std::int64_t step, std::int64_t steps) {
   if (!flags_.save) return;
-  if (pending_ && every_rank_wrote()) commit_pending();
+  if (pending_ && pending_->save->every_rank_wrote()) commit_pending();
   const bool due = (flags_.save_every > 0 && step % flags_.save_every == 0) || step == steps;
   if (!due) return;
   if (pending_) commit_pending();  // waits for its writer: one save in flight at a time
@@ -245,12 +348,6 @@ void TrainingCheckpoints::finish() {
   if (pending_) commit_pending();
 }
 
-bool TrainingCheckpoints::every_rank_wrote() {
-  std::int32_t mine = pending_->written.load() ? 1 : 0;
-  std::int32_t all = 0;
-  comm_.all_reduce(&mine, &all, 1, DType::kI32, ReduceOp::kMin, world_group(comm_.size()));
-  return all == 1;
-}
 
 void TrainingCheckpoints::save(std::int64_t step) {
   const auto start = Clock::now();
@@ -268,48 +365,50 @@ void TrainingCheckpoints::save(std::int64_t step) {
   const std::string metadata = checkpoint_metadata(gpt_, step, run_config_);
   if (comm_.rank() == 0) {
     try {
-      // No save is in flight now: what earlier ones left behind when killed goes.
-      ckpt::remove_leftovers(*flags_.save);
+      // No save of this run is in flight now: what its earlier ones left when killed goes.
+      for (const std::string& text : ckpt::remove_leftovers(*flags_.save, run_id_)) note(text);
       const std::vector<ckpt::SavedStep> saved = ckpt::list_checkpoints(*flags_.save);
       if (!warned_newer_ && !saved.empty() && saved.back().step > step) {
         warned_newer_ = true;
-        say_("note: " + saved.back().folder.string() + " is newer than this run's step " +
-             std::to_string(step) + "; --keep leaves it, and --resume " + *flags_.save +
-             " would pick it");
+        note(echo_input(saved.back().folder.string(), 200) + " is newer than this run's step " +
+             std::to_string(step) + "; --keep leaves it, and --resume " +
+             echo_input(*flags_.save, 200) + " would pick it");
       }
     } catch (const std::exception& e) {
       say_(std::string("warning: ") + e.what());
     }
   }
+  ckpt::SaveOptions options;
+  options.run_id = run_id_;
   if (!flags_.save_async) {
-    const ckpt::SaveStats stats = ckpt::save_checkpoint(comm_, folder, blocks, metadata);
+    const ckpt::SaveStats stats = ckpt::save_checkpoint(comm_, folder, blocks, metadata, options);
     prune(step);
-    say_("saved " + folder.string() + " (" + megabytes(stats.bytes_total) + ", " +
+    say_("saved " + echo_input(folder.string(), 200) + " (" + megabytes(stats.bytes_total) + ", " +
          std::to_string(seconds_since(start)).substr(0, 5) + " s)");
     return;
   }
   auto pending = std::make_unique<Pending>();
   pending->step = step;
-  pending->save = std::make_unique<ckpt::CheckpointSave>(comm_, folder, blocks, metadata);
+  pending->save = std::make_unique<ckpt::CheckpointSave>(comm_, folder, blocks, metadata, options);
   // The copies are what the step waits for; the writing goes on beside the next steps.
   for (const std::size_t i : pending->save->written_here()) {
     pending->copies.emplace_back(blocks[i].bytes.begin(), blocks[i].bytes.end());
   }
+  std::vector<std::span<const std::byte>> spans;
+  for (const std::vector<std::byte>& copy : pending->copies) spans.emplace_back(copy);
+  pending->save->write_in_background(std::move(spans));
   pending->blocked_seconds = seconds_since(start);
-  Pending* p = pending.get();
-  pending->writer = std::thread([p] {
-    std::vector<std::span<const std::byte>> spans;
-    for (const std::vector<std::byte>& copy : p->copies) spans.emplace_back(copy);
-    p->save->write(spans);
-    p->written.store(true);
-  });
   pending_ = std::move(pending);
 }
 
 void TrainingCheckpoints::prune(std::int64_t saved_step) {
   if (flags_.keep == 0 || comm_.rank() != 0) return;
   try {
-    ckpt::keep_newest(*flags_.save, static_cast<std::size_t>(flags_.keep), saved_step);
+    for (const std::string& text :
+         ckpt::keep_newest(*flags_.save, static_cast<std::size_t>(flags_.keep), saved_step,
+                           run_id_)) {
+      note(text);
+    }
   } catch (const std::exception& e) {  // the save itself is whole: a warning, not the run's end
     say_(std::string("warning: ") + e.what());
   }
@@ -318,12 +417,13 @@ void TrainingCheckpoints::prune(std::int64_t saved_step) {
 void TrainingCheckpoints::commit_pending() {
   std::unique_ptr<Pending> pending = std::move(pending_);
   const auto start = Clock::now();
-  pending->writer.join();
   const ckpt::SaveStats stats = pending->save->commit();
   prune(pending->step);
   const double commit_wait = seconds_since(start);
   say_("saved " +
-       (std::filesystem::path(*flags_.save) / ckpt::step_folder_name(pending->step)).string() +
+       echo_input(
+           (std::filesystem::path(*flags_.save) / ckpt::step_folder_name(pending->step)).string(),
+           200) +
        " in the background (" + megabytes(stats.bytes_total) + "; the step waited " +
        std::to_string(pending->blocked_seconds).substr(0, 6) + " s for the copy, a later one " +
        std::to_string(commit_wait).substr(0, 6) + " s for the write and commit)");

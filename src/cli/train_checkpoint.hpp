@@ -2,17 +2,17 @@
 // `shardwise train --save/--save-every/--keep/--save-async/--resume`: the trainer's state saved
 // as a sharded checkpoint from every rank, and loaded into whatever layout the run has.
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "shardwise/ckpt/checkpoint_index.hpp"
 #include "shardwise/ckpt/checkpoint_save.hpp"
+#include "shardwise/ckpt/save_folder_lock.hpp"
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/train/trainer.hpp"
@@ -27,9 +27,17 @@ struct CheckpointFlags {
   std::optional<std::string> resume;  // a checkpoint, or a folder of them (the newest)
 };
 
+// What --resume names, as check_resume found it before any rank started.
+struct ResumePoint {
+  std::int64_t step = 0;  // the run continues after it (0: a fresh run)
+  std::string run_id;     // the run it continues ("": a fresh run, or a checkpoint of none)
+};
+
 // InvalidArgument naming the flag: --save-every, --keep or --save-async without --save, or
-// out of range.
-void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps);
+// out of range; --save where this run would save a step at a folder that is not its own (a
+// user's folder, another run's checkpoint), which is left as it is. Nothing is made.
+void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps,
+                            const ResumePoint& resume);
 
 // What a checkpoint's metadata says of the run that saved it.
 struct CheckpointInfo {
@@ -51,10 +59,17 @@ struct CheckpointInfo {
 [[nodiscard]] std::vector<std::string> gpt_checkpoint_arrays(const models::GptConfig& gpt,
                                                              bool with_optimizer);
 
+// CheckpointError naming the array where one of the model's arrays in `index` has another shape
+// than `gpt`'s parameter (or is not f32): checked before anything of the model's size is made.
+void require_gpt_shapes(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
+                        bool with_optimizer, const std::string& what);
+
 // What --resume names, checked before any rank starts (a command that streams must refuse bad
 // input before it prints): a checkpoint whose index reads, of the model `gpt`, holding every
-// array the run needs, of a step at most `steps`. CheckpointError naming what is wrong.
-void check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt, std::int64_t steps);
+// array the run needs with the model's shapes, of a step at most `steps`. CheckpointError
+// naming what is wrong.
+[[nodiscard]] ResumePoint check_resume(const CheckpointFlags& flags, const models::GptConfig& gpt,
+                                       std::int64_t steps);
 
 // One rank's checkpoints during a run (collective calls: every rank makes them alike).
 class TrainingCheckpoints {
@@ -68,9 +83,13 @@ class TrainingCheckpoints {
 
   // Loads --resume's state into the trainer and returns the step it continues after (0
   // without --resume). A checkpoint of another model, or one that lacks an array the run needs,
-  // is a CheckpointError naming it. A checkpoint without optimizer state (an import) starts
-  // the moments at zero.
+  // is a CheckpointError naming it; so is a value that is not finite, and ranks that found
+  // checkpoints of different bytes at the path. A checkpoint without optimizer state (an
+  // import) starts the moments at zero. The run keeps the resumed checkpoint's run id (a run
+  // and its continuations are one run: their saves may replace and --keep remove each
+  // other's), else takes a new one.
   std::int64_t resume();
+  [[nodiscard]] const std::string& run_id() const { return run_id_; }
   // After step `step` of `steps`: saves where --save-every or the last step asks; with
   // --save-async, commits a background save once every rank has written it.
   void after_step(std::int64_t step, std::int64_t steps);
@@ -80,10 +99,11 @@ class TrainingCheckpoints {
  private:
   void save(std::int64_t step);
   void commit_pending();
-  // --keep: removes checkpoints older than the K newest up to `saved_step` (rank 0; a failure
-  // is a warning, not the run's end).
+  // --keep: removes the run's checkpoints older than the K newest up to `saved_step` (rank 0;
+  // what it leaves, and a failure, is a note, not the run's end).
   void prune(std::int64_t saved_step);
-  [[nodiscard]] bool every_rank_wrote();
+  // Rank 0 says each note once.
+  void note(const std::string& text);
 
   CheckpointFlags flags_;
   Communicator& comm_;
@@ -91,16 +111,19 @@ class TrainingCheckpoints {
   models::GptConfig gpt_;
   std::string run_config_;
   Say say_;
-  // A background save: its step, the copies of this rank's blocks, the writer thread.
+  // A background save: its step, the copies of this rank's blocks (written by the save's own
+  // thread).
   struct Pending {
     std::int64_t step = 0;
-    std::unique_ptr<ckpt::CheckpointSave> save;
     std::vector<std::vector<std::byte>> copies;
-    std::thread writer;
-    std::atomic<bool> written{false};
+    std::unique_ptr<ckpt::CheckpointSave> save;
     double blocked_seconds = 0;
   };
   std::unique_ptr<Pending> pending_;
+  // Rank 0, with --save: this run alone saves into the folder.
+  std::unique_ptr<ckpt::SaveFolderLock> lock_;
+  std::string run_id_;
+  std::set<std::string> noted_;
   bool warned_newer_ = false;
 };
 

@@ -240,11 +240,11 @@ class TrainCommand final : public Command {
     app_->add_option("--save", checkpoint_flags_.save,
                      "Save the training state into this folder, one sharded checkpoint per save "
                      "(PATH/step-00000100), written by every rank at once");
-    app_->add_option("--save-every", checkpoint_flags_.save_every,
+    app_->add_option("--save-every", save_every_,
                      "Save every N steps (default: at the last step only)")
         ->default_val("0");
-    app_->add_option("--keep", checkpoint_flags_.keep,
-                     "Keep the newest K checkpoints in --save (default: every one)")
+    app_->add_option("--keep", keep_,
+                     "Keep this run's newest K checkpoints in --save (default: every one)")
         ->default_val("0");
     app_->add_flag("--save-async", checkpoint_flags_.save_async,
                    "Copy the state to memory and write it while training goes on");
@@ -287,9 +287,15 @@ class TrainCommand final : public Command {
     settings.zero = static_cast<int>(bounded(zero_, "--zero", 0, 3));
     settings.overlap = !no_overlap_;
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
-    check_checkpoint_flags(checkpoint_flags_, settings.steps);
+    CheckpointFlags checkpoint_flags = checkpoint_flags_;
+    checkpoint_flags.save_every = integer(save_every_, "--save-every");
+    checkpoint_flags.keep = integer(keep_, "--keep");
     const models::GptRecompute recompute = models::parse_gpt_recompute(recompute_, "--recompute");
-    check_resume(checkpoint_flags_, config, settings.steps);
+    if (checkpoint_flags.resume && checkpoint_flags.resume->empty()) {
+      throw InvalidArgument("--resume is an empty path");
+    }
+    const ResumePoint resume = check_resume(checkpoint_flags, config, settings.steps);
+    check_checkpoint_flags(checkpoint_flags, settings.steps, resume);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
     const ScopedBlas blas(blas_);
@@ -375,7 +381,8 @@ class TrainCommand final : public Command {
       backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
         try {
           train_process(comm, mesh, config, {placements, blocks, pipeline, recompute}, settings,
-                        corpus, eval_every, threads, sharding_specs, backend.name, out, mutex);
+                        checkpoint_flags, corpus, eval_every, threads, sharding_specs,
+                        backend.name, out, mutex);
         } catch (const CommError&) {
           throw;
         } catch (const Error& e) {
@@ -403,7 +410,8 @@ class TrainCommand final : public Command {
   // One rank's run: the settings every process must share compared, then its training.
   void train_process(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
                      const TrainLayout& layout, const train::TrainSettings& settings,
-                     const train::Corpus& corpus, std::int64_t eval_every, int threads,
+                     const CheckpointFlags& checkpoint_flags, const train::Corpus& corpus,
+                     std::int64_t eval_every, int threads,
                      const std::string& sharding_specs, const std::string& backend_name,
                      std::ostream& out, std::mutex& mutex) const {
     const int ranks = static_cast<int>(mesh.size());
@@ -437,19 +445,19 @@ class TrainCommand final : public Command {
          {"--log-dir", log_dir_ ? "given" : "not given"},
          {"--schedule", pipeline_text(layout.pipeline)},
          {"--timeline", timeline_ ? "given" : "not given"},
-         {"--save", checkpoint_flags_.save.value_or("")},
-         {"--save-every", std::to_string(checkpoint_flags_.save_every)},
-         {"--keep", std::to_string(checkpoint_flags_.keep)},
-         {"--save-async", checkpoint_flags_.save_async ? "on" : "off"},
-         {"--resume", checkpoint_flags_.resume.value_or("")}});
+         {"--save", checkpoint_flags.save.value_or("")},
+         {"--save-every", std::to_string(checkpoint_flags.save_every)},
+         {"--keep", std::to_string(checkpoint_flags.keep)},
+         {"--save-async", checkpoint_flags.save_async ? "on" : "off"},
+         {"--resume", checkpoint_flags.resume.value_or("")}});
     if (threads > 0) kernels::set_blas_threads(threads);
-    train_rank(comm, mesh, config, layout, settings, corpus, eval_every, out, mutex, backend_name,
-               threads);
+    train_rank(comm, mesh, config, layout, settings, checkpoint_flags, corpus, eval_every, out,
+               mutex, backend_name, threads);
   }
 
   void train_rank(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
                   const TrainLayout& layout, const train::TrainSettings& whole_settings,
-                  const train::Corpus& corpus, std::int64_t eval_every, std::ostream& out,
+                  const CheckpointFlags& checkpoint_flags, const train::Corpus& corpus, std::int64_t eval_every, std::ostream& out,
                   std::mutex& mutex, const std::string& backend_name, int threads) const {
     const bool speaks = comm.rank() == 0;
     train::ParallelContext context(comm, mesh);
@@ -481,7 +489,7 @@ class TrainCommand final : public Command {
     }
     std::unique_ptr<train::RunLog> log;
     std::string run_config;  // config.json's text, for the logs and the checkpoints
-    if ((log_dir_ && speaks) || checkpoint_flags_.save || checkpoint_flags_.resume) {
+    if ((log_dir_ && speaks) || checkpoint_flags.save || checkpoint_flags.resume) {
       TrainRunDescription run{
           model_,
           config,
@@ -507,7 +515,7 @@ class TrainCommand final : public Command {
       run_config = run_config_json(run);
       if (log_dir_ && speaks) log = std::make_unique<train::RunLog>(*log_dir_, run_config);
     }
-    TrainingCheckpoints checkpoints(checkpoint_flags_, comm, trainer, config, run_config,
+    TrainingCheckpoints checkpoints(checkpoint_flags, comm, trainer, config, run_config,
                                     [&](const std::string& line) {
                                       if (!speaks || json_) return;
                                       const std::lock_guard lock(mutex);
@@ -719,6 +727,8 @@ class TrainCommand final : public Command {
   std::string recompute_ = "none";
   std::string blas_ = "onednn";
   CheckpointFlags checkpoint_flags_;
+  std::string save_every_ = "0";
+  std::string keep_ = "0";
   PipelineFlags pipeline_flags_;
   std::optional<std::string> timeline_;
   bool json_ = false;

@@ -138,7 +138,7 @@ CheckpointIndex memory_index() {
   index.arrays.push_back(
       array_record("weight", {4, 2}, DType::kF32,
                    {shard_record({{0, 2}, {0, 2}}, "rank-00000.safetensors", 0, 16, 8, {1, 2}),
-                    shard_record({{2, 4}, {0, 2}}, "rank-00001.safetensors", 0, 16, 0, {})}));
+                    shard_record({{2, 4}, {0, 2}}, "rank-00001.safetensors", 0, 16, 16, {9})}));
   return index;
 }
 
@@ -226,18 +226,18 @@ TEST(CheckpointIndex, AcceptsEmptyCheckpointsAndZeroSizedArrays) {
   // shards share no bytes.
   const CheckpointIndex zero = parse_checkpoint_index(
       index_of_w({shard("[[0, 0], [0, 1]]", "rank-00000.safetensors", 0, 0, 8, "[]"),
-                  shard("[[0, 0], [1, 2]]", "rank-00000.safetensors", 0, 0, 0, "[]")},
+                  shard("[[0, 0], [1, 2]]", "rank-00000.safetensors", 0, 0, 8, "[]")},
                  "[0, 2]"),
       "index.json");
   ASSERT_EQ(zero.arrays.size(), 1U);
   EXPECT_EQ(zero.arrays[0].shards.size(), 2U);
   EXPECT_EQ(zero.total_bytes(), 0U);
   // Shards that touch in one file without sharing bytes, a last chunk shorter than the others,
-  // checksums of 2^32 - 1 and none at all.
+  // checksums of 2^32 - 1.
   EXPECT_NO_THROW((void)parse_checkpoint_index(
       index_of_w({shard("[[0, 2], [0, 2]]", "rank-00000.safetensors", 0, 16, 3,
                         "[0, 1, 2, 3, 4, 4294967295]"),
-                  shard("[[2, 4], [0, 2]]", "rank-00000.safetensors", 16, 16, 0, "[]")}),
+                  shard("[[2, 4], [0, 2]]", "rank-00000.safetensors", 16, 16, 16, "[7]")}),
       "index.json"));
 }
 
@@ -324,14 +324,14 @@ TEST(CheckpointIndex, RefusesBadShapesAndDtypes) {
 TEST(CheckpointIndex, RefusesShapesBeyond64Bits) {
   EXPECT_THAT(error_message<CheckpointError>([] {
                 (void)parse_checkpoint_index(
-                    index_of_w({shard("[[0, 4294967296], [0, 4294967296]]", "a", 0, 0, 0, "[]")},
+                    index_of_w({shard("[[0, 4294967296], [0, 4294967296]]", "a", 0, 0, 8, "[]")},
                                "[4294967296, 4294967296]"),
                     "index.json");
               }),
               HasSubstr("array 'w' elements: 4294967296 x 4294967296 does not fit"));
   EXPECT_THAT(error_message<CheckpointError>([] {
                 (void)parse_checkpoint_index(
-                    index_of_w({shard("[[0, 4611686018427387904]]", "a", 0, 0, 0, "[]")},
+                    index_of_w({shard("[[0, 4611686018427387904]]", "a", 0, 0, 8, "[]")},
                                "[4611686018427387904]"),
                     "index.json");
               }),
@@ -408,7 +408,7 @@ TEST(CheckpointIndex, RefusesShardBytesThatDisagree) {
   EXPECT_THAT(index_error(index_of(
                   R"("a": )" +
                   array_entry("[2]", "F64",
-                              {shard("[[0, 2]]", "rank-00001.safetensors", 15, 16, 0, "[]")}) +
+                              {shard("[[0, 2]]", "rank-00001.safetensors", 15, 16, 16, "[0]")}) +
                   R"(, "w": )" + array_entry("[4, 2]", "F32", {top_shard(), bottom_shard()}))),
               HasSubstr("share bytes of the file 'rank-00001.safetensors'"));
   EXPECT_THAT(
@@ -432,8 +432,8 @@ TEST(CheckpointIndex, RefusesShardBytesThatDisagree) {
               HasSubstr("shard 0 crc32c is 2.5; expected a non-negative integer"));
   EXPECT_THAT(index_error(replaced(good_index(), R"("chunk_bytes": 8, "crc32c": [1, 2])",
                                    R"("chunk_bytes": 0, "crc32c": [1])")),
-              HasSubstr("index.json: array 'w' shard 0 has 1 checksums; its length and chunk size "
-                        "allow at most 0"));
+              HasSubstr("index.json: array 'w' shard 0 has chunk_bytes 0 (no checksums); every "
+                        "shard of a checkpoint has them"));
   EXPECT_THAT(index_error(replaced(good_index(), R"("length": 16)", R"("length": 1.6e1)")),
               HasSubstr("shard 0 length is 16.0; expected a non-negative integer"));
 }
@@ -512,7 +512,8 @@ TEST(CheckpointIndex, CheckConsistentRefusesIndexesMadeInMemory) {
     return error_message<CheckpointError>([&] { check_consistent(index, "memory"); });
   };
   CheckpointIndex index = memory_index();
-  index.arrays[1].shards[1].crc32c = {5};  // chunk_bytes is 0
+  index.arrays[1].shards[1].chunk_bytes = 0;  // an index made in memory may have none
+  index.arrays[1].shards[1].crc32c = {5};
   EXPECT_THAT(consistency_error(index),
               HasSubstr("memory: array 'weight' shard [2:4,0:2] has checksums but no chunk size"));
   index = memory_index();

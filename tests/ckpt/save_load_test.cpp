@@ -57,8 +57,11 @@ Block block_of(int rank, std::int64_t rows, std::int64_t cols, int row_parts, in
 
 // Saves a 37 x 23 array split rows x cols over rows x cols ranks, plus a small array every rank
 // holds whole (written once).
+// The run the tests' saves belong to (a save replaces a checkpoint of its own run only).
+const std::string kRun = "0123456789abcdef0123456789abcdef";
+
 void save_grid(const std::filesystem::path& folder, int row_parts, int col_parts,
-               std::uint64_t chunk_bytes = 1 << 20) {
+               std::uint64_t chunk_bytes = 1 << 20, const std::string& run_id = kRun) {
   run_local(row_parts * col_parts, [&](Communicator& comm) {
     Block block = block_of(comm.rank(), 37, 23, row_parts, col_parts);
     std::vector<float> bias(5, 1.5F);
@@ -67,6 +70,7 @@ void save_grid(const std::filesystem::path& folder, int row_parts, int col_parts
         {"b", {5}, DType::kF32, "replicated", {{0, 5}}, std::as_bytes(std::span(bias))}};
     SaveOptions options;
     options.chunk_bytes = chunk_bytes;
+    options.run_id = run_id;
     save_checkpoint(comm, folder, blocks, R"({"step": 7})", options);
   });
 }
@@ -223,7 +227,9 @@ TEST(CheckpointSaveLoad, AWriteThatFailsOnOneRankLeavesTheEarlierCheckpoint) {
     Block block = block_of(comm.rank(), 37, 23, 1, 2);
     const BlockToSave saved{"w",    {37, 23},  DType::kF32,
                             "grid", block.box, std::as_bytes(std::span(block.values))};
-    CheckpointSave save(comm, root / "a", {&saved, 1}, "{}");
+    SaveOptions options;
+    options.run_id = kRun;
+    CheckpointSave save(comm, root / "a", {&saved, 1}, "{}", options);
     // Rank 1 hands write() too few bytes: its write fails, and so does every rank's commit.
     std::span<const std::byte> bytes = saved.bytes;
     if (comm.rank() == 1) bytes = bytes.first(8);
@@ -239,7 +245,7 @@ TEST(CheckpointSaveLoad, AWriteThatFailsOnOneRankLeavesTheEarlierCheckpoint) {
   EXPECT_EQ(errors[0], errors[1]);
   EXPECT_THAT(errors[0], HasSubstr("not saved: rank 1:"));
   EXPECT_EQ(std::filesystem::file_size(root / "a" / kIndexFileName), before);
-  EXPECT_FALSE(std::filesystem::exists(root / ".a.partial"));
+  EXPECT_FALSE(std::filesystem::exists(save_work_folder(root / "a", kRun, "partial")));
   EXPECT_EQ(CheckpointReader(root / "a").verify(),
             CheckpointReader(root / "a").index().total_bytes());
 }
@@ -257,11 +263,14 @@ TEST(CheckpointSaveLoad, APeerThatFailsMidSaveLeavesNoTemporaryFolder) {
                              const BlockToSave saved{
                                  "w",    {37, 23},  DType::kF32,
                                  "grid", block.box, std::as_bytes(std::span(block.values))};
-                             CheckpointSave save(comm, root / "a", {&saved, 1}, "{}");
+                             SaveOptions options;
+                             options.run_id = kRun;
+                             CheckpointSave save(comm, root / "a", {&saved, 1}, "{}", options);
                              // Rank 0 made it and removes it, on its own thread: only it
                              // can look before the removal.
                              if (comm.rank() == 0) {
-                               EXPECT_TRUE(std::filesystem::exists(root / ".a.partial"));
+                               EXPECT_TRUE(std::filesystem::exists(
+                                   save_work_folder(root / "a", kRun, "partial")));
                              }
                              // Where rank 0 does not wait in commit, rank 1 fails before it
                              // writes: a file it made while rank 0 removed the folder would
@@ -275,7 +284,8 @@ TEST(CheckpointSaveLoad, APeerThatFailsMidSaveLeavesNoTemporaryFolder) {
                            }),
                  CommError)
         << rank0_commits;
-    EXPECT_FALSE(std::filesystem::exists(root / ".a.partial")) << rank0_commits;
+    EXPECT_FALSE(std::filesystem::exists(save_work_folder(root / "a", kRun, "partial")))
+        << rank0_commits;
     EXPECT_EQ(CheckpointReader(root / "a").verify(),
               CheckpointReader(root / "a").index().total_bytes());
   }
@@ -318,8 +328,9 @@ TEST(CheckpointSaveLoad, MissingAndExtraArraysAreNamed) {
 TEST(CheckpointFolders, KeepNewestRemovesTheOldestUpToTheSavedStep) {
   const auto root = fresh_folder("keep");
   for (const int step : {1, 2, 3, 10}) save_grid(root / step_folder_name(step), 1, 1);
-  // Step 10 is another run's: a run that has just saved step 3 keeps 2 and 3, and leaves 10.
-  keep_newest(root, 2, 3);
+  // Step 10 is a later step of the run: a run that has just saved step 3 keeps 2 and 3, and
+  // leaves 10.
+  EXPECT_THAT(keep_newest(root, 2, 3, kRun), ::testing::IsEmpty());
   std::vector<std::int64_t> left;
   for (const SavedStep& saved : list_checkpoints(root)) left.push_back(saved.step);
   EXPECT_EQ(left, (std::vector<std::int64_t>{2, 3, 10}));
@@ -329,27 +340,13 @@ TEST(CheckpointFolders, KeepNewestRemovesTheOldestUpToTheSavedStep) {
   EXPECT_EQ(list_checkpoints(root).size(), 3U);
 }
 
-TEST(CheckpointFolders, LeftoversOfKilledSavesGoAndOthersStay) {
-  const auto root = fresh_folder("leftovers");
-  for (const char* name : {".step-00000004.partial", ".step-00000003.old",
-                           ".step-00000002.removing", ".mine.partial", "step-00000005"}) {
-    std::filesystem::create_directories(root / name);
-  }
-  remove_leftovers(root);
-  std::vector<std::string> left;
-  for (const auto& entry : std::filesystem::directory_iterator(root)) {
-    left.push_back(entry.path().filename().string());
-  }
-  std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{".mine.partial", "step-00000005"}));
-}
-
 TEST(CheckpointSaveLoad, ASaveReplacesACheckpointAndNothingElse) {
   const auto root = fresh_folder("replace");
   save_grid(root / "a", 1, 1);
-  save_grid(root / "a", 1, 2);  // replaced: now two shards
+  save_grid(root / "a", 1, 2);  // the same run's: replaced, now two shards
   EXPECT_EQ(CheckpointReader(root / "a").index().find("w")->shards.size(), 2U);
-  EXPECT_FALSE(std::filesystem::exists(root / ".a.partial"));
+  EXPECT_EQ(CheckpointReader(root / "a").index().run_id, kRun);
+  EXPECT_FALSE(std::filesystem::exists(save_work_folder(root / "a", kRun, "partial")));
   // A folder of the user's is not a checkpoint: left as it is.
   std::filesystem::create_directories(root / "mine");
   std::ofstream(root / "mine" / "notes.txt") << "keep me";
@@ -357,7 +354,9 @@ TEST(CheckpointSaveLoad, ASaveReplacesACheckpointAndNothingElse) {
     save_grid(root / "mine", 1, 1);
     FAIL() << "a save replaced a folder that was not a checkpoint";
   } catch (const std::exception& e) {  // run_local passes rank 0's error on
-    EXPECT_THAT(e.what(), HasSubstr("exists and is not a checkpoint"));
+    EXPECT_THAT(e.what(), HasSubstr("'" + (root / "mine").string() +
+                                    "' is a folder without an index.json: no checkpoint; it "
+                                    "is left as it is"));
   }
   EXPECT_TRUE(std::filesystem::exists(root / "mine" / "notes.txt"));
 }

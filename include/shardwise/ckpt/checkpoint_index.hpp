@@ -35,7 +35,8 @@ struct ShardRecord {
   std::string file;               // a file of the checkpoint folder
   std::uint64_t offset = 0;       // from the file's start
   std::uint64_t length = 0;       // bytes: the box's elements x the dtype's size, row-major
-  std::uint64_t chunk_bytes = 0;  // 0: no checksums (a file from elsewhere, read as it is)
+  // 0: no checksums (a file from elsewhere read as a checkpoint; never in an index.json)
+  std::uint64_t chunk_bytes = 0;
   std::vector<std::uint32_t> crc32c;  // one per chunk
 };
 
@@ -50,6 +51,10 @@ struct ArrayRecord {
 struct CheckpointIndex {
   std::vector<ArrayRecord> arrays;  // in name order
   std::string metadata_json = "{}";
+  // The run that saved it (is_run_id; a run continued by --resume keeps its id): what a later
+  // save of the same run may replace or remove. Empty for a checkpoint of no run (an import,
+  // or a version that did not record runs), which no save replaces or removes.
+  std::string run_id;
 
   // The array called `name`, or nullptr.
   [[nodiscard]] const ArrayRecord* find(std::string_view name) const;
@@ -57,8 +62,14 @@ struct CheckpointIndex {
   [[nodiscard]] std::uint64_t total_bytes() const;
 };
 
+// A run's id: 32 lowercase hex digits (128 random bits).
+[[nodiscard]] bool is_run_id(std::string_view text);
+[[nodiscard]] std::string new_run_id();
+
 // Throws CheckpointError naming the field and value (the index is `what`, a path in messages)
-// for anything inconsistent above, invalid JSON, a version other than kIndexFormatVersion.
+// for anything inconsistent above, invalid JSON, a version other than kIndexFormatVersion, a
+// shard without checksums (every index shardwise writes has them; only a data file read as a
+// checkpoint, CheckpointReader::from_safetensors, has none).
 [[nodiscard]] CheckpointIndex parse_checkpoint_index(std::string_view text,
                                                      const std::string& what);
 [[nodiscard]] std::string checkpoint_index_json(const CheckpointIndex& index);

@@ -31,6 +31,9 @@ class CheckpointReader {
 
   [[nodiscard]] const CheckpointIndex& index() const { return index_; }
   [[nodiscard]] const std::filesystem::path& folder() const { return folder_; }
+  // The CRC-32C of index.json's bytes (0 for a data file read as a checkpoint): ranks that
+  // resolved a path to checkpoints of the same bytes agree on it.
+  [[nodiscard]] std::uint32_t index_checksum() const { return index_crc32c_; }
 
   // Fills every target's bytes (its box of its array, row-major). A target whose array the
   // checkpoint lacks, or has with another shape or dtype, is a CheckpointError naming it; so is
@@ -46,6 +49,7 @@ class CheckpointReader {
   CheckpointReader(std::filesystem::path folder, CheckpointIndex index);
   std::filesystem::path folder_;
   CheckpointIndex index_;
+  std::uint32_t index_crc32c_ = 0;
 };
 
 // Throws CheckpointError where the checkpoint lacks one of `wanted` or holds an array none of
