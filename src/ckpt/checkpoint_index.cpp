@@ -336,7 +336,8 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
       shard.chunk_bytes = unsigned_field(member(item, "chunk_bytes", at), at + " chunk_bytes");
       // A shard without checksums could hold anything (NaN where the model was) and verify.
       if (shard.chunk_bytes == 0) {
-        throw CheckpointError(at + " has chunk_bytes 0 (no checksums); every shard of a "
+        throw CheckpointError(at +
+                              " has chunk_bytes 0 (no checksums); every shard of a "
                               "checkpoint has them");
       }
       const nlohmann::json& crcs = member(item, "crc32c", at);

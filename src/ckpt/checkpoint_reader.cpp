@@ -370,6 +370,15 @@ ReadStats CheckpointReader::read(std::span<const BlockToLoad> targets) const {
   });
 }
 
+void CheckpointReader::check_files() const {
+  as_checkpoint_error([&] {
+    OpenFiles files(folder_);
+    for (const ArrayRecord& array : index_.arrays) {
+      for (const ShardRecord& shard : array.shards) (void)files.file(array, shard);
+    }
+  });
+}
+
 std::uint64_t CheckpointReader::verify() const {
   return as_checkpoint_error([&] {
     ReadStats stats;

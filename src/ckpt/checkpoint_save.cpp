@@ -144,7 +144,7 @@ CheckpointSave::CheckpointSave(Communicator& comm, std::filesystem::path folder,
   nlohmann::json mine = nlohmann::json::array();
   for (const BlockToSave& block : blocks) mine.push_back(describe(block));
   // Rank 0's run id, first in its text: every rank saves under it.
-  const std::string run = comm_.rank() != 0        ? std::string(32, '0')
+  const std::string run = comm_.rank() != 0         ? std::string(32, '0')
                           : options_.run_id.empty() ? new_run_id()
                                                     : options_.run_id;
   const std::vector<std::string> every = detail::gather_texts(
@@ -297,8 +297,7 @@ bool CheckpointSave::every_rank_wrote() {
   std::int32_t all = 0;
   AllReduceOptions options;
   options.timeout = options_.timeout;
-  comm_.all_reduce(&mine, &all, 1, DType::kI32, ReduceOp::kMin, world_group(comm_.size()),
-                   options);
+  comm_.all_reduce(&mine, &all, 1, DType::kI32, ReduceOp::kMin, world_group(comm_.size()), options);
   return all == 1;
 }
 
@@ -383,7 +382,8 @@ SaveStats CheckpointSave::commit() {
     if (!mine_.empty()) error_ = "commit() before write()";
     written_.store(true);
   }
-  detail::wait_for_every_rank(comm_, [this] { return written_.load(); }, options_.timeout);
+  detail::wait_for_every_rank(
+      comm_, [this] { return written_.load(); }, options_.timeout);
   if (writer_.joinable()) writer_.join();
   const nlohmann::json mine{{"error", error_}, {"records", records_}};
   // An error message may hold a path's bytes that are not UTF-8: replaced, not thrown on.

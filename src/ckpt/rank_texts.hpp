@@ -67,8 +67,7 @@ inline void wait_for_every_rank(Communicator& comm, const std::function<bool()>&
   for (;;) {
     std::int32_t mine = done() ? 1 : 0;
     std::int32_t all = 0;
-    comm.all_reduce(&mine, &all, 1, DType::kI32, ReduceOp::kMin, world_group(comm.size()),
-                    options);
+    comm.all_reduce(&mine, &all, 1, DType::kI32, ReduceOp::kMin, world_group(comm.size()), options);
     if (all == 1) return;
     std::this_thread::sleep_for(pause);
     pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(50));

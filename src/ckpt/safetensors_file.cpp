@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-#include "detail/file_io.hpp"
+#include "detail/output_file.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/safetensors.hpp"
@@ -46,28 +46,16 @@ std::string safetensors_header_bytes(
 
 void write_safetensors_file(const std::filesystem::path& path,
                             std::span<const SafetensorsEntry> entries,
-                            const std::vector<std::pair<std::string, std::string>>& metadata) {
+                            const std::vector<std::pair<std::string, std::string>>& metadata,
+                            const OutputPolicy& policy) {
   const std::string header = safetensors_header_bytes(entries, metadata);
-  const std::filesystem::path partial =
-      path.parent_path() / ("." + path.filename().string() + ".partial");
-  try {
-    shardwise::detail::File file(partial, O_WRONLY | O_CREAT | O_TRUNC);
-    file.write_all(header.data(), header.size());
-    for (const SafetensorsEntry& entry : entries) {
-      file.write_all(entry.bytes.data(), entry.bytes.size());
-    }
-    file.sync();
-    file.close();
-    std::error_code error;
-    std::filesystem::rename(partial, path, error);
-    if (error)
-      throw CheckpointError("cannot rename into " + shardwise::detail::system_error_text(path, error.value()));
-    shardwise::detail::sync_directory(path.parent_path().empty() ? "." : path.parent_path());
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(partial, ignored);
-    throw;
-  }
+  shardwise::detail::OutputFile file(path,
+                                     policy.replace_file ? shardwise::detail::IfExists::kReplaceFile
+                                                         : shardwise::detail::IfExists::kRefuse,
+                                     policy.what, policy.hint);
+  file.write(header);
+  for (const SafetensorsEntry& entry : entries) file.write(entry.bytes.data(), entry.bytes.size());
+  file.commit();
 }
 
 }  // namespace shardwise::ckpt

@@ -27,7 +27,8 @@ SaveFolderLock::SaveFolderLock(std::filesystem::path root, std::string flag)
   // The file another holder unlinks as it lets go may be the one this open found: taken only
   // where, once locked, the name still leads to the locked file.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    const int fd =
+        ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd < 0) {
       const int cause = errno;
       throw CheckpointError(named + ": cannot open its lock " +

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "../detail/output_file.hpp"
 #include "backend_flag.hpp"
 #include "command.hpp"
 #include "hf_gpt2.hpp"
@@ -67,7 +68,7 @@ void inspect(const std::string& path, bool json, bool verify, std::ostream& out)
                         {"shards", array.shards.size()},
                         {"bytes", bytes}});
     }
-    nlohmann::json result{{"folder", reader.folder().string()},
+    nlohmann::json result{{"folder", utf8_text(reader.folder().string())},
                           {"bytes", index.total_bytes()},
                           {"files", files},
                           {"metadata", metadata},
@@ -77,7 +78,7 @@ void inspect(const std::string& path, bool json, bool verify, std::ostream& out)
     out << result.dump() << "\n";
     return;
   }
-  out << "checkpoint " << reader.folder().string() << "\n";
+  out << "checkpoint " << echo_input(reader.folder().string(), 1000) << "\n";
   if (metadata.contains("step")) out << "step " << metadata["step"].dump() << "\n";
   if (metadata.contains("model")) out << "model " << metadata["model"].dump() << "\n";
   out << index.arrays.size() << " arrays, " << index.total_bytes() << " bytes in " << files
@@ -91,20 +92,61 @@ void inspect(const std::string& path, bool json, bool verify, std::ostream& out)
   if (verify) out << "verified: " << verified << " bytes read, every checksum matches\n";
 }
 
+// The bytes of `copies` float32 copies of `gpt`'s parameters, refused (naming `what`) where they
+// would not fit in half this machine's memory: checked before any of them is allocated.
+void check_model_fits(const models::GptConfig& gpt, double copies, const std::string& what) {
+  double elements = 0;
+  for (const train::ParameterSpec& spec : models::gpt_parameters(gpt)) {
+    double n = 1;
+    for (const std::int64_t size : spec.shape) n *= static_cast<double>(size);
+    elements += n;
+  }
+  const double bytes = elements * 4 * copies;
+  check_fits(bytes > 9e18 ? INT64_MAX : static_cast<std::int64_t>(bytes), what);
+}
+
+constexpr char kForceHint[] = "; --force replaces it";
+
+// The model's arrays (not its optimizer state) are in the checkpoint with its shapes.
+void require_arrays_of_model(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
+                             const std::string& what) {
+  for (const std::string& name : gpt_checkpoint_arrays(gpt, false)) {
+    if (index.find(name) == nullptr) {
+      throw ckpt::CheckpointError(what + " lacks the array '" + name + "'");
+    }
+  }
+  require_gpt_shapes(index, gpt, false, what);
+}
+
 void export_hf(const std::string& path, const std::string& format, const std::string& folder,
-               std::ostream& out) {
+               bool force, std::ostream& out) {
   if (format != "hf-gpt2") {
     throw InvalidArgument("--format is '" + echo_input(format) + "'; expected hf-gpt2");
+  }
+  if (folder.empty()) throw InvalidArgument("--out is an empty path");
+  // What is in the way is found before anything is read: a user's Hugging Face folder keeps
+  // its files unless --force, and a symlink, FIFO or folder in a file's place is never written.
+  const auto policy =
+      force ? shardwise::detail::IfExists::kReplaceFile : shardwise::detail::IfExists::kRefuse;
+  const std::filesystem::path out_folder = folder;
+  const shardwise::detail::PathKind kind = shardwise::detail::path_kind(out_folder);
+  if (kind != shardwise::detail::PathKind::kAbsent) {
+    if (kind != shardwise::detail::PathKind::kFolder && !std::filesystem::is_directory(folder)) {
+      throw InvalidArgument("--out '" + echo_input(folder, 200) + "' is " +
+                            shardwise::detail::path_kind_words(kind) + ", not a folder");
+    }
+    for (const char* name : {"model.safetensors", "config.json"}) {
+      shardwise::detail::check_output_path(out_folder / name, policy, "--out", kForceHint);
+    }
   }
   const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(path, "checkpoint"));
   const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
   const CheckpointInfo info = checkpoint_info(reader.index(), what);
   // Optimizer state stays behind: the export is the model.
-  for (const std::string& name : gpt_checkpoint_arrays(info.gpt, false)) {
-    if (reader.index().find(name) == nullptr) {
-      throw ckpt::CheckpointError(what + " lacks the array '" + name + "'");
-    }
-  }
+  require_arrays_of_model(reader.index(), info.gpt, what);
+  reader.check_files();
+  // The trainer's values and their Hugging Face layout, both whole.
+  check_model_fits(info.gpt, 2, "exporting " + what);
   std::vector<std::vector<float>> values;
   std::vector<ckpt::SafetensorsEntry> entries;
   for (const train::ParameterSpec& spec : models::gpt_parameters(info.gpt)) {
@@ -124,18 +166,13 @@ void export_hf(const std::string& path, const std::string& format, const std::st
     throw ckpt::CheckpointError("cannot make the folder '" + echo_input(folder, 200) +
                                 "': " + error.message());
   }
-  ckpt::write_safetensors_file(std::filesystem::path(folder) / "model.safetensors", entries,
-                               {{"format", "pt"}});
-  const std::string config = hf_gpt2_config_json(info.gpt);
-  std::ofstream config_file(std::filesystem::path(folder) / "config.json");
-  config_file << config;
-  config_file.close();
-  if (!config_file) {
-    throw ckpt::CheckpointError("cannot write '" + echo_input(folder, 200) + "/config.json'");
-  }
-  out << "exported step " << info.step << " of " << reader.folder().string() << " to " << folder
-      << "/model.safetensors (" << entries.size() << " tensors, Hugging Face GPT-2 layout) and "
-      << folder << "/config.json\n";
+  ckpt::write_safetensors_file(out_folder / "model.safetensors", entries, {{"format", "pt"}},
+                               {force, "--out", kForceHint});
+  shardwise::detail::write_whole_file(out_folder / "config.json", hf_gpt2_config_json(info.gpt),
+                                      policy, "--out", kForceHint);
+  out << "exported step " << info.step << " of " << echo_input(reader.folder().string(), 200)
+      << " to " << echo_input(folder, 200) << "/model.safetensors (" << entries.size()
+      << " tensors, Hugging Face GPT-2 layout) and " << echo_input(folder, 200) << "/config.json\n";
 }
 
 // Which file's tensor holds a parameter: "transformer.h.0..." or, as the original GPT-2 files
@@ -165,75 +202,171 @@ ShardIndex import_box(const Shape& shape, int rank, int ranks) {
   return box;
 }
 
+// The model.safetensors that `path` names (the file, or the one in the folder); a folder
+// without one says what it holds instead and what is read.
+std::filesystem::path hf_weights_file(const std::string& path) {
+  std::filesystem::path file = path;
+  std::error_code error;
+  if (!std::filesystem::is_directory(file, error)) return file;
+  file /= "model.safetensors";
+  if (shardwise::detail::path_kind(file) != shardwise::detail::PathKind::kAbsent) return file;
+  const std::string named = "'" + echo_input(path, 200) + "'";
+  const std::string supported =
+      "; shardwise imports one model.safetensors (with config.json beside it)";
+  if (std::filesystem::exists(std::filesystem::path(path) / "model.safetensors.index.json")) {
+    throw InvalidArgument(named +
+                          " holds a sharded model (model.safetensors.index.json and its "
+                          "parts)" +
+                          supported +
+                          ": save it unsharded (save_pretrained with a max_shard_size past "
+                          "its size) or give one part's file");
+  }
+  for (const char* other :
+       {"pytorch_model.bin", "model.bin", "tf_model.h5", "flax_model.msgpack"}) {
+    if (std::filesystem::exists(std::filesystem::path(path) / other)) {
+      throw InvalidArgument(named + " holds " + other + ", not model.safetensors" + supported +
+                            ": save it with save_pretrained(..., safe_serialization=True)");
+    }
+  }
+  throw InvalidArgument(named + " holds no model.safetensors" + supported);
+}
+
 void import_hf(const std::string& path, const std::string& format,
-               const std::optional<std::string>& model, const std::string& folder, int ranks,
-               const std::string& backend_flag, std::ostream& out) {
+               const std::optional<std::string>& model, const std::string& folder,
+               std::optional<int> ranks_flag, bool force, const std::string& backend_flag,
+               std::ostream& out) {
   if (format != "hf-gpt2") {
     throw InvalidArgument("--format is '" + echo_input(format) + "'; expected hf-gpt2");
   }
-  std::filesystem::path file = path;
-  std::error_code error;
-  if (std::filesystem::is_directory(file, error)) file /= "model.safetensors";
+  if (folder.empty()) throw InvalidArgument("--out is an empty path");
+  const std::filesystem::path file = hf_weights_file(path);
   models::GptConfig gpt;
   if (model) {
     gpt = gpt_model_config(*model, "--model");
   } else {
-    const std::filesystem::path config = file.parent_path() / "config.json";
+    const std::filesystem::path config =
+        (file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path()) /
+        "config.json";
     gpt = gpt_from_hf_config(read_file(config.string(), "config.json"),
                              "'" + echo_input(config.string(), 200) + "'");
   }
-  const BackendInfo& backend = backend_from(backend_flag);
+  // Everything a rank would find wrong is found here, once, before any rank starts or any
+  // parameter is allocated: the output's place, the file's tensors and their shapes, memory.
+  // Only an earlier import is ever replaced (with --force), by a save under its run id.
+  std::string import_run_id;  // empty: a run id of its own
+  if (shardwise::detail::path_kind(folder) != shardwise::detail::PathKind::kAbsent) {
+    std::optional<ckpt::CheckpointIndex> existing;
+    try {
+      existing = ckpt::CheckpointReader(folder).index();
+    } catch (const Error&) {  // not a checkpoint: refused below
+    }
+    const bool an_import = existing && !existing->run_id.empty() &&
+                           nlohmann::json::parse(existing->metadata_json).contains("imported_from");
+    if (!force || !an_import) {
+      throw InvalidArgument(
+          "--out '" + echo_input(folder, 200) + "' exists" +
+          (an_import ? " (an earlier import); it is left as it is" + std::string(kForceHint)
+                     : "; it is left as it is (--force replaces only an "
+                       "earlier import)"));
+    }
+    import_run_id = existing->run_id;
+  }
   const std::vector<train::ParameterSpec> specs = models::gpt_parameters(gpt);
+  std::vector<std::string> wanted;
+  {
+    const ckpt::CheckpointReader reader = ckpt::CheckpointReader::from_safetensors(file);
+    const ckpt::CheckpointIndex& index = reader.index();
+    for (const train::ParameterSpec& spec : specs) {
+      wanted.push_back(hf_name_of(index, spec.name));
+      check_hf_gpt2_tensor(reader, wanted.back(), spec.name, spec.shape);
+    }
+    for (const ckpt::ArrayRecord& array : index.arrays) {
+      if (std::find(wanted.begin(), wanted.end(), array.name) == wanted.end() &&
+          !ignored_hf_tensor(array.name)) {
+        throw ckpt::CheckpointError("the file's tensor '" + echo_input(array.name, 200) +
+                                    "' is no parameter of a GPT-2 of this shape");
+      }
+    }
+    if (index.find("lm_head.weight") != nullptr) {
+      check_hf_gpt2_tensor(reader, "lm_head.weight", "transformer.wte.weight", specs[0].shape);
+    }
+    // Every rank's blocks together hold the model once, and each its head's rows beside them.
+    check_model_fits(gpt, 2, "importing '" + echo_input(file.string(), 200) + "'");
+  }
+  const BackendInfo& backend = backend_from(backend_flag);
+  const int local_ranks = ranks_flag.value_or(1);
   std::mutex mutex;
   std::uint64_t total = 0;
-  backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
-    std::string error_text;
-    std::vector<std::vector<float>> blocks;
-    std::vector<ckpt::BlockToSave> saved;
-    try {
-      const ckpt::CheckpointReader reader = ckpt::CheckpointReader::from_safetensors(file);
-      const ckpt::CheckpointIndex& index = reader.index();
-      std::vector<std::string> wanted;
-      for (const train::ParameterSpec& spec : specs) wanted.push_back(hf_name_of(index, spec.name));
-      for (const ckpt::ArrayRecord& array : index.arrays) {
-        if (std::find(wanted.begin(), wanted.end(), array.name) == wanted.end() &&
-            !ignored_hf_tensor(array.name)) {
-          throw ckpt::CheckpointError("the file's tensor '" + echo_input(array.name, 200) +
-                                      "' is no parameter of a GPT-2 of this shape");
-        }
+  int ranks_run = 0;
+  // A rank's error, kept as the user's (bad input, a full disk), not the runtime's.
+  std::optional<std::string> rank_error;
+  try {
+    backend.run(nullptr, nullptr, local_ranks, [&](Communicator& comm) {
+      if (backend.rank_per_process && ranks_flag && *ranks_flag != comm.size()) {
+        throw InvalidArgument("--ranks is " + std::to_string(*ranks_flag) + ", but the job has " +
+                              std::to_string(comm.size()) +
+                              " processes (one rank each); give --ranks " +
+                              std::to_string(comm.size()) + " or leave it out");
       }
-      for (std::size_t p = 0; p < specs.size(); ++p) {
-        const train::ParameterSpec& spec = specs[p];
-        const ShardIndex box = import_box(spec.shape, comm.rank(), comm.size());
-        if (box.empty() || is_empty(box)) continue;
-        blocks.emplace_back(static_cast<std::size_t>(num_elements(shape_of(box))));
-        read_hf_gpt2_block(reader, wanted[p], spec.name, spec.shape, box, blocks.back().data());
-        if (spec.name == "transformer.wte.weight" && index.find("lm_head.weight") != nullptr) {
-          // A head that is not the embedding would be dropped in silence: refused instead.
-          std::vector<float> head(blocks.back().size());
-          read_hf_gpt2_block(reader, "lm_head.weight", spec.name, spec.shape, box, head.data());
-          if (head != blocks.back()) {
-            throw ckpt::CheckpointError(
-                "the file's lm_head.weight differs from its embedding; shardwise's GPT ties them");
+      std::string error_text;
+      std::vector<std::vector<float>> blocks;
+      std::vector<ckpt::BlockToSave> saved;
+      try {
+        const ckpt::CheckpointReader reader = ckpt::CheckpointReader::from_safetensors(file);
+        const ckpt::CheckpointIndex& index = reader.index();
+        for (std::size_t p = 0; p < specs.size(); ++p) {
+          const train::ParameterSpec& spec = specs[p];
+          const ShardIndex box = import_box(spec.shape, comm.rank(), comm.size());
+          if (box.empty() || is_empty(box)) continue;
+          blocks.emplace_back(static_cast<std::size_t>(num_elements(shape_of(box))));
+          read_hf_gpt2_block(reader, wanted[p], spec.name, spec.shape, box, blocks.back().data());
+          if (spec.name == "transformer.wte.weight" && index.find("lm_head.weight") != nullptr) {
+            // A head that is not the embedding would be dropped in silence: refused instead.
+            std::vector<float> head(blocks.back().size());
+            read_hf_gpt2_block(reader, "lm_head.weight", spec.name, spec.shape, box, head.data());
+            if (head != blocks.back()) {
+              throw ckpt::CheckpointError(
+                  "the file's lm_head.weight differs from its embedding; shardwise's GPT ties "
+                  "them");
+            }
           }
+          saved.push_back({train::model_array(spec.name), spec.shape, DType::kF32,
+                           "dimension 0 in " + std::to_string(comm.size()) + " parts (import)", box,
+                           std::as_bytes(std::span<const float>(blocks.back()))});
         }
-        saved.push_back({train::model_array(spec.name), spec.shape, DType::kF32,
-                         "dimension 0 in " + std::to_string(comm.size()) + " parts (import)", box,
-                         std::as_bytes(std::span<const float>(blocks.back()))});
+      } catch (const Error& e) {
+        error_text = e.what();
       }
-    } catch (const Error& e) {
-      error_text = e.what();
-    }
-    ckpt::throw_unless_all_succeeded(comm, error_text, "not imported");
-    nlohmann::json metadata = nlohmann::json::parse(checkpoint_metadata(gpt, 0, ""));
-    metadata["imported_from"] = file.string();
-    const ckpt::SaveStats stats = ckpt::save_checkpoint(comm, folder, saved, metadata.dump());
-    const std::lock_guard lock(mutex);
-    total = stats.bytes_total;
-  });
-  out << "imported " << file.string() << " as a checkpoint of step 0 in " << folder << " (" << total
-      << " bytes, " << specs.size() << " parameters, without optimizer state, " << ranks << " rank"
-      << (ranks == 1 ? "" : "s") << "); train --resume " << folder
+      try {
+        ckpt::throw_unless_all_succeeded(comm, error_text, "not imported");
+        nlohmann::json metadata = nlohmann::json::parse(checkpoint_metadata(gpt, 0, ""));
+        metadata["imported_from"] = utf8_text(file.string());
+        ckpt::SaveOptions options;
+        options.run_id = import_run_id;
+        const ckpt::SaveStats stats =
+            ckpt::save_checkpoint(comm, folder, saved, metadata.dump(), options);
+        if (comm.rank() == 0) {
+          const std::lock_guard lock(mutex);
+          total = stats.bytes_total;
+          ranks_run = comm.size();
+        }
+      } catch (const CommError&) {
+        throw;
+      } catch (const Error& e) {
+        const std::lock_guard lock(mutex);
+        if (!rank_error) rank_error = e.what();
+        throw;
+      }
+    });
+  } catch (const Error&) {
+    if (rank_error) throw InvalidArgument(*rank_error);
+    throw;
+  }
+  if (ranks_run == 0) return;  // another process of the job reports
+  out << "imported " << echo_input(file.string(), 200) << " as a checkpoint of step 0 in "
+      << echo_input(folder, 200) << " (" << total << " bytes, " << specs.size()
+      << " parameters, without optimizer state, " << ranks_run << " rank"
+      << (ranks_run == 1 ? "" : "s") << "); train --resume " << echo_input(folder, 200)
       << " continues from it on any layout\n";
 }
 
@@ -244,6 +377,11 @@ void checkpoint_loss(const std::string& path, const std::string& data, const std
   const ckpt::CheckpointReader reader = open_checkpoint(path);
   const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
   const CheckpointInfo info = checkpoint_info(reader.index(), what);
+  // The metadata's model is built below: its sizes are held against the arrays and this
+  // machine's memory first (the values, their gradients and the buffers of one window).
+  require_arrays_of_model(reader.index(), info.gpt, what);
+  reader.check_files();
+  check_model_fits(info.gpt, 3, "computing the loss of " + what);
   const std::size_t seq =
       seq_text ? static_cast<std::size_t>(
                      bounded(*seq_text, "--seq", 1, static_cast<std::int64_t>(info.gpt.block_size)))
@@ -313,6 +451,9 @@ class CkptCommand final : public Command {
     export_->add_option("--format", format_, "hf-gpt2 (transformers' GPT2LMHeadModel)")->required();
     export_->add_option("--out", out_, "The folder to write model.safetensors and config.json to")
         ->required();
+    export_->add_flag("--force", force_,
+                      "Replace a model.safetensors and config.json already in --out (regular "
+                      "files only; a symlink or FIFO there is always refused)");
     loss_ = app_->add_subcommand("loss", "The model's mean next-token loss on a file's tokens");
     loss_->add_option("path", path_, "A checkpoint, a --save folder (its newest)")->required();
     loss_->add_option("--data", data_, "The tokens")->required();
@@ -328,8 +469,12 @@ class CkptCommand final : public Command {
     import_->add_option("--model", model_,
                         "The GPT's shape (tiny, small, gpt2 or a JSON file) where there is no "
                         "config.json beside the file");
-    import_->add_option("--ranks", ranks_, "Ranks that read and write it in parallel")
-        ->default_val("1");
+    import_->add_option("--ranks", ranks_,
+                        "Ranks that read and write it in parallel (default 1; under mpirun the "
+                        "job's processes)");
+    import_->add_flag("--force", force_,
+                      "Replace a checkpoint already at --out that an import wrote (never "
+                      "another folder)");
     import_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
   }
 
@@ -339,12 +484,15 @@ class CkptCommand final : public Command {
     if (inspect_->parsed()) {
       inspect(path_, json_, verify_, out);
     } else if (export_->parsed()) {
-      export_hf(path_, format_, out_, out);
+      export_hf(path_, format_, out_, force_, out);
     } else if (loss_->parsed()) {
       checkpoint_loss(path_, data_, data_format_, seq_, json_, out);
     } else {
-      const int ranks = static_cast<int>(bounded(ranks_, "--ranks", 1, 4096));
-      import_hf(path_, format_, model_, out_, ranks, backend_, out);
+      std::optional<int> ranks;
+      if (import_->get_option("--ranks")->count() > 0) {
+        ranks = static_cast<int>(bounded(ranks_, "--ranks", 1, 4096));
+      }
+      import_hf(path_, format_, model_, out_, ranks, force_, backend_, out);
     }
   }
 
@@ -365,6 +513,7 @@ class CkptCommand final : public Command {
   std::string backend_;
   bool json_ = false;
   bool verify_ = false;
+  bool force_ = false;
 };
 
 }  // namespace

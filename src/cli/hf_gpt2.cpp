@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "../detail/json_reader.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
@@ -119,14 +120,7 @@ std::vector<float> to_hf_gpt2(const std::string& name, const Shape& shape,
 void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& hf_name,
                         const std::string& name, const Shape& shape, const ShardIndex& box,
                         float* out) {
-  const ckpt::ArrayRecord* array = file.index().find(hf_name);
-  const Shape expected = hf_gpt2_shape(name, shape);
-  if (array == nullptr) throw ckpt::CheckpointError("the file has no tensor '" + hf_name + "'");
-  if (array->shape != expected) {
-    throw ckpt::CheckpointError("the file's '" + echo_input(hf_name, 200) + "' is " +
-                                to_string(array->shape) + "; GPT-2's layout of " + name + " " +
-                                to_string(shape) + " is " + to_string(expected));
-  }
+  check_hf_gpt2_tensor(file, hf_name, name, shape);
   switch (mapping_of(name)) {
     case Mapping::kSame: {
       const std::vector<float> values = read_floats(file, hf_name, box);
@@ -194,9 +188,49 @@ std::string hf_gpt2_config_json(const models::GptConfig& gpt) {
   return config.dump(2) + "\n";
 }
 
+namespace {
+
+// What a GPT-2 config.json may say, by field: computed as shardwise's GPT computes (checked
+// where a value would change that), or describing nothing the model computes (names, token
+// ids, generation and fine-tuning settings; the dropouts, since shardwise trains without
+// dropout). Any other field is refused, naming it: a model shardwise would compute otherwise
+// must not load as if it were this one.
+const std::set<std::string>& gpt2_config_fields() {
+  static const std::set<std::string> fields{
+      // The sizes, and the fields checked below.
+      "vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_ctx", "n_inner",
+      "activation_function", "layer_norm_epsilon", "scale_attn_weights",
+      "scale_attn_by_inverse_layer_idx", "add_cross_attention", "is_encoder_decoder",
+      "tie_word_embeddings", "pruned_heads", "model_type",
+      // Upcasts attention's scores to float32 in half-precision models: shardwise computes
+      // them in float32 either way.
+      "reorder_and_upcast_attn",
+      // Training and fine-tuning heads' settings, names, token ids, outputs.
+      "resid_pdrop", "embd_pdrop", "attn_pdrop", "summary_first_dropout", "summary_type",
+      "summary_use_proj", "summary_activation", "summary_proj_to_labels", "initializer_range",
+      "architectures", "transformers_version", "torch_dtype", "dtype", "_name_or_path",
+      "_num_labels", "id2label", "label2id", "problem_type", "bos_token_id", "eos_token_id",
+      "pad_token_id", "sep_token_id", "decoder_start_token_id", "use_cache", "task_specific_params",
+      "tokenizer_class", "prefix", "output_attentions", "output_hidden_states", "return_dict",
+      "use_return_dict", "gradient_checkpointing"};
+  return fields;
+}
+
+bool is_true(const nlohmann::json& value) { return value.is_boolean() && value.get<bool>(); }
+bool is_false(const nlohmann::json& value) { return value.is_boolean() && !value.get<bool>(); }
+
+}  // namespace
+
 models::GptConfig gpt_from_hf_config(const std::string& text, const std::string& what) {
   const nlohmann::json config = shardwise::detail::parse_json(text, what);
   if (!config.is_object()) throw InvalidArgument(what + " is not a JSON object");
+  for (const auto& item : config.items()) {
+    if (gpt2_config_fields().count(item.key()) == 0) {
+      throw InvalidArgument(what + ": \"" + echo_input(item.key(), 60) +
+                            "\" is a field shardwise's GPT-2 does not implement (a model that "
+                            "sets it may compute otherwise)");
+    }
+  }
   const auto size = [&](const char* key) -> std::size_t {
     const auto it = config.find(key);
     if (it == config.end() || !it->is_number_unsigned() || it->get<std::uint64_t>() > (1U << 30)) {
@@ -204,33 +238,76 @@ models::GptConfig gpt_from_hf_config(const std::string& text, const std::string&
     }
     return it->get<std::size_t>();
   };
+  const auto refuse = [&](const char* key, const nlohmann::json& value, const std::string& why) {
+    throw InvalidArgument(what + ": \"" + key + "\" is " + echo_input(value.dump(), 40) + "; " +
+                          why);
+  };
+  const auto field = [&](const char* key) -> const nlohmann::json* {
+    const auto it = config.find(key);
+    return it == config.end() ? nullptr : &*it;
+  };
   models::GptConfig gpt{size("n_layer"), size("n_head"), size("n_embd"), size("n_positions"),
                         size("vocab_size")};
-  if (const auto inner = config.find("n_inner");
-      inner != config.end() && !inner->is_null() &&
-      !(inner->is_number_unsigned() && inner->get<std::size_t>() == 4 * gpt.n_embd)) {
-    throw InvalidArgument(what + ": \"n_inner\" is " + echo_input(inner->dump(), 40) +
-                          "; shardwise's GPT has 4 x n_embd");
+  if (const nlohmann::json* v = field("model_type"); v != nullptr && *v != "gpt2") {
+    refuse("model_type", *v, "expected \"gpt2\"");
   }
-  if (const auto activation = config.find("activation_function"); activation != config.end()) {
-    if (*activation != "gelu_new" && *activation != "gelu_pytorch_tanh") {
-      throw InvalidArgument(what + ": \"activation_function\" is " +
-                            echo_input(activation->dump(), 40) +
-                            "; shardwise's GPT computes GELU's tanh form (gelu_new)");
+  if (const nlohmann::json* v = field("n_ctx");
+      v != nullptr && !(v->is_number_unsigned() && v->get<std::size_t>() == gpt.block_size)) {
+    refuse("n_ctx", *v, "expected n_positions, " + std::to_string(gpt.block_size));
+  }
+  if (const nlohmann::json* v = field("n_inner");
+      v != nullptr && !v->is_null() &&
+      !(v->is_number_unsigned() && v->get<std::size_t>() == 4 * gpt.n_embd)) {
+    refuse("n_inner", *v, "shardwise's GPT has 4 x n_embd");
+  }
+  if (const nlohmann::json* v = field("activation_function");
+      v != nullptr && *v != "gelu_new" && *v != "gelu_pytorch_tanh") {
+    refuse("activation_function", *v, "shardwise's GPT computes GELU's tanh form (gelu_new)");
+  }
+  if (const nlohmann::json* v = field("layer_norm_epsilon");
+      v != nullptr && (!v->is_number() || std::abs(v->get<double>() - 1e-5) > 1e-12)) {
+    refuse("layer_norm_epsilon", *v, "shardwise's GPT uses 1e-5");
+  }
+  if (const nlohmann::json* v = field("scale_attn_weights"); v != nullptr && !is_true(*v)) {
+    refuse("scale_attn_weights", *v,
+           "shardwise's GPT scales attention's scores by 1/sqrt(head size), as true does");
+  }
+  if (const nlohmann::json* v = field("scale_attn_by_inverse_layer_idx");
+      v != nullptr && !is_false(*v)) {
+    refuse("scale_attn_by_inverse_layer_idx", *v,
+           "shardwise's GPT does not scale attention by the layer's index");
+  }
+  for (const char* key : {"add_cross_attention", "is_encoder_decoder"}) {
+    if (const nlohmann::json* v = field(key); v != nullptr && !is_false(*v)) {
+      refuse(key, *v, "shardwise's GPT is a decoder without cross-attention");
     }
   }
-  if (const auto eps = config.find("layer_norm_epsilon"); eps != config.end()) {
-    if (!eps->is_number() || std::abs(eps->get<double>() - 1e-5) > 1e-12) {
-      throw InvalidArgument(what + ": \"layer_norm_epsilon\" is " + echo_input(eps->dump(), 40) +
-                            "; shardwise's GPT uses 1e-5");
-    }
+  if (const nlohmann::json* v = field("tie_word_embeddings"); v != nullptr && !is_true(*v)) {
+    refuse("tie_word_embeddings", *v, "shardwise's GPT ties them");
   }
-  if (const auto tied = config.find("tie_word_embeddings");
-      tied != config.end() && *tied == false) {
-    throw InvalidArgument(what + ": \"tie_word_embeddings\" is false; shardwise's GPT ties them");
+  if (const nlohmann::json* v = field("pruned_heads");
+      v != nullptr && !(v->is_object() && v->empty())) {
+    refuse("pruned_heads", *v, "shardwise's GPT has every head of every layer");
   }
   models::validate(gpt);
   return gpt;
+}
+
+void check_hf_gpt2_tensor(const ckpt::CheckpointReader& file, const std::string& hf_name,
+                          const std::string& name, const Shape& shape) {
+  const ckpt::ArrayRecord* array = file.index().find(hf_name);
+  if (array == nullptr) throw ckpt::CheckpointError("the file has no tensor '" + hf_name + "'");
+  const Shape expected = hf_gpt2_shape(name, shape);
+  if (array->shape != expected) {
+    throw ckpt::CheckpointError("the file's '" + echo_input(hf_name, 200) + "' is " +
+                                to_string(array->shape) + "; GPT-2's layout of " + name + " " +
+                                to_string(shape) + " is " + to_string(expected));
+  }
+  if (array->dtype != DType::kF32 && array->dtype != DType::kF64 && array->dtype != DType::kF16 &&
+      array->dtype != DType::kBF16) {
+    throw ckpt::CheckpointError("the file's '" + echo_input(hf_name, 200) + "' is " +
+                                to_string(array->dtype) + "; expected F32, F64, F16 or BF16");
+  }
 }
 
 }  // namespace shardwise::cli

@@ -29,12 +29,18 @@ void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& h
                         const std::string& name, const Shape& shape, const ShardIndex& box,
                         float* out);
 
+// CheckpointError naming the tensor where the file lacks `hf_name`, or holds it in another shape
+// than GPT-2's layout of parameter `name` (shape `shape`), or of a dtype that is not read.
+void check_hf_gpt2_tensor(const ckpt::CheckpointReader& file, const std::string& hf_name,
+                          const std::string& name, const Shape& shape);
+
 // config.json for transformers' GPT2LMHeadModel of `gpt` (GELU with tanh, LayerNorm eps 1e-5,
 // tied embeddings, no dropout), as shardwise's GPT computes.
 [[nodiscard]] std::string hf_gpt2_config_json(const models::GptConfig& gpt);
 
 // The GPT of a Hugging Face config.json; InvalidArgument naming the field where it is not a
-// GPT-2 shardwise computes alike (another activation or LayerNorm epsilon, no n_head).
+// GPT-2 shardwise computes alike (another activation or LayerNorm epsilon, attention scaled
+// otherwise, no n_head), or where it holds a field shardwise does not know.
 [[nodiscard]] models::GptConfig gpt_from_hf_config(const std::string& text,
                                                    const std::string& what);
 

@@ -30,7 +30,8 @@ std::int64_t integer(const std::string& text, std::string_view flag) {
                           "'; expected an integer of at most 64 bits");
   }
   if (ec != std::errc() || ptr != end) {
-    throw InvalidArgument(std::string(flag) + " is '" + echo_input(text) + "'; expected an integer");
+    throw InvalidArgument(std::string(flag) + " is '" + echo_input(text) +
+                          "'; expected an integer");
   }
   return value;
 }

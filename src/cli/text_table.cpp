@@ -1,5 +1,7 @@
 #include "text_table.hpp"
 
+#include "../detail/output_file.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,13 +90,8 @@ std::string read_file(const std::string& path, const std::string& option) {
 }
 
 void write_text_file(const std::string& path, const std::string& text, const std::string& option) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text << '\n';
-  out.close();
-  if (!out) {
-    throw InvalidArgument("cannot write " + option + " '" + echo_input(path) +
-                          "': " + std::strerror(errno));
-  }
+  shardwise::detail::write_whole_file(path, text + "\n", shardwise::detail::IfExists::kReplaceFile,
+                                      option);
 }
 
 }  // namespace shardwise::cli

@@ -25,8 +25,9 @@ inline constexpr std::int64_t kMaxInputFileBytes = std::int64_t{64} << 20;
 // option otherwise (missing, a directory, a device or pipe such as /dev/zero, too large).
 std::string read_file(const std::string& path, const std::string& option);
 
-// Writes `text` to `path` (replacing it), closed and checked; InvalidArgument naming the option
-// where it cannot (a missing folder, a full disk).
+// Writes `text` (and a newline) as the whole file `path`, which may replace a regular file there
+// but never writes through a symlink or into a FIFO or folder (detail/output_file.hpp);
+// FileError naming the option where it cannot (a missing folder, a full disk).
 void write_text_file(const std::string& path, const std::string& text, const std::string& option);
 
 // Refuses (InvalidArgument naming `what`) a run that needs more than half of this machine's

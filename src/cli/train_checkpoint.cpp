@@ -106,6 +106,7 @@ ResumePoint check_resume(const CheckpointFlags& flags, const models::GptConfig& 
   const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(*flags.resume));
   const std::string what = "--resume '" + echo_input(*flags.resume, 200) + "'";
   const CheckpointInfo info = checked_info(reader.index(), gpt, what);
+  reader.check_files();
   if (info.step > steps) {
     throw InvalidArgument(what + " is of step " + std::to_string(info.step) + ", past --steps " +
                           std::to_string(steps));
@@ -182,13 +183,12 @@ void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps,
     if (step < 0 || !saves_at(flags, steps, resume.step, step)) continue;
     const ckpt::SavePlace place = ckpt::inspect_save_place(it->path(), resume.run_id);
     if (place.occupant != ckpt::SavePlace::Occupant::kOther) continue;
-    throw InvalidArgument("--save '" + echo_input(*flags.save, 200) + "': '" +
-                          echo_input(it->path().string(), 200) + "' " + place.why +
-                          ", and this run saves step " + std::to_string(step) +
-                          " there; it is left as it is: save into another folder" +
-                          (place.why.find("another run") != std::string::npos
-                               ? ", or continue that run with --resume"
-                               : ""));
+    throw InvalidArgument(
+        "--save '" + echo_input(*flags.save, 200) + "': '" + echo_input(it->path().string(), 200) +
+        "' " + place.why + ", and this run saves step " + std::to_string(step) +
+        " there; it is left as it is: save into another folder" +
+        (place.why.find("another run") != std::string::npos ? ", or continue that run with --resume"
+                                                            : ""));
   }
 }
 
@@ -325,7 +325,8 @@ std::int64_t TrainingCheckpoints::resume() {
   ckpt::throw_unless_all_succeeded(comm_, error, "checkpoint not loaded");
   run_id_ = reader->index().run_id.empty() ? agreed_new_run_id(comm_) : reader->index().run_id;
   trainer_.resume_at(info.step);
-  say_("resumed from " + echo_input(reader->folder().string(), 200) + " at step " + std::to_string(info.step) +
+  say_("resumed from " + echo_input(reader->folder().string(), 200) + " at step " +
+       std::to_string(info.step) +
        (info.has_optimizer ? "" : " (no optimizer state: the moments start at zero)") + ", read " +
        megabytes(stats.bytes_read) + " on rank 0 in " +
        std::to_string(seconds_since(start)).substr(0, 5) + " s");
@@ -347,7 +348,6 @@ void TrainingCheckpoints::after_step(std::int64_t step, std::int64_t steps) {
 void TrainingCheckpoints::finish() {
   if (pending_) commit_pending();
 }
-
 
 void TrainingCheckpoints::save(std::int64_t step) {
   const auto start = Clock::now();
@@ -404,9 +404,8 @@ void TrainingCheckpoints::save(std::int64_t step) {
 void TrainingCheckpoints::prune(std::int64_t saved_step) {
   if (flags_.keep == 0 || comm_.rank() != 0) return;
   try {
-    for (const std::string& text :
-         ckpt::keep_newest(*flags_.save, static_cast<std::size_t>(flags_.keep), saved_step,
-                           run_id_)) {
+    for (const std::string& text : ckpt::keep_newest(
+             *flags_.save, static_cast<std::size_t>(flags_.keep), saved_step, run_id_)) {
       note(text);
     }
   } catch (const std::exception& e) {  // the save itself is whole: a warning, not the run's end

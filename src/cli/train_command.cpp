@@ -17,6 +17,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "../detail/output_file.hpp"
 #include "backend_flag.hpp"
 #include "blas_flag.hpp"
 #include "command.hpp"
@@ -321,6 +322,12 @@ class TrainCommand final : public Command {
       throw InvalidArgument("--timeline writes the pipeline's executed schedule; --mesh " +
                             mesh.to_string() + " has no pipeline axis of more than one rank");
     }
+    // A timeline that could not be written is found now, not after the run, and nothing is
+    // made for it yet (a symlink or FIFO there is refused, never opened).
+    if (timeline_) {
+      shardwise::detail::check_output_path(*timeline_, shardwise::detail::IfExists::kReplaceFile,
+                                           "--timeline");
+    }
     const BackendInfo& backend = backend_from(backend_);
     const std::string run_text =
         "--model " + model_ + " with --batch " + batch_ + " on " + std::to_string(ranks) + " ranks";
@@ -381,8 +388,8 @@ class TrainCommand final : public Command {
       backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
         try {
           train_process(comm, mesh, config, {placements, blocks, pipeline, recompute}, settings,
-                        checkpoint_flags, corpus, eval_every, threads, sharding_specs,
-                        backend.name, out, mutex);
+                        checkpoint_flags, corpus, eval_every, threads, sharding_specs, backend.name,
+                        out, mutex);
         } catch (const CommError&) {
           throw;
         } catch (const Error& e) {
@@ -411,9 +418,8 @@ class TrainCommand final : public Command {
   void train_process(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
                      const TrainLayout& layout, const train::TrainSettings& settings,
                      const CheckpointFlags& checkpoint_flags, const train::Corpus& corpus,
-                     std::int64_t eval_every, int threads,
-                     const std::string& sharding_specs, const std::string& backend_name,
-                     std::ostream& out, std::mutex& mutex) const {
+                     std::int64_t eval_every, int threads, const std::string& sharding_specs,
+                     const std::string& backend_name, std::ostream& out, std::mutex& mutex) const {
     const int ranks = static_cast<int>(mesh.size());
     if (comm.size() != ranks) {
       throw InvalidArgument("--mesh " + mesh.to_string() + " has " + std::to_string(ranks) +
@@ -457,8 +463,9 @@ class TrainCommand final : public Command {
 
   void train_rank(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
                   const TrainLayout& layout, const train::TrainSettings& whole_settings,
-                  const CheckpointFlags& checkpoint_flags, const train::Corpus& corpus, std::int64_t eval_every, std::ostream& out,
-                  std::mutex& mutex, const std::string& backend_name, int threads) const {
+                  const CheckpointFlags& checkpoint_flags, const train::Corpus& corpus,
+                  std::int64_t eval_every, std::ostream& out, std::mutex& mutex,
+                  const std::string& backend_name, int threads) const {
     const bool speaks = comm.rank() == 0;
     train::ParallelContext context(comm, mesh);
     const std::vector<PartitionSpec>& placements = layout.placements;
@@ -479,14 +486,6 @@ class TrainCommand final : public Command {
     // The whole model's shardings (a pipeline stage's trainer holds its own only).
     const train::ParameterShardings* whole_shardings =
         whole_settings.shardings ? &*whole_settings.shardings : trainer.shardings();
-    // A timeline that could not be written is found now, not after the run.
-    if (timeline_ && speaks) {
-      std::ofstream probe(*timeline_, std::ios::app);
-      if (!probe) {
-        throw InvalidArgument("cannot write --timeline '" + echo_input(*timeline_) +
-                              "': " + std::strerror(errno));
-      }
-    }
     std::unique_ptr<train::RunLog> log;
     std::string run_config;  // config.json's text, for the logs and the checkpoints
     if ((log_dir_ && speaks) || checkpoint_flags.save || checkpoint_flags.resume) {
@@ -552,7 +551,9 @@ class TrainCommand final : public Command {
       for (const auto& [axes, sent] : context.bytes_sent_by_axes()) per_axes[axes] += sign * sent;
     };
     const std::int64_t first_step = checkpoints.resume() + 1;
-    const std::int64_t steps_run = std::max<std::int64_t>(1, settings.steps - first_step + 1);
+    // 0 where --resume's checkpoint is of the last step already: nothing is trained, and no loss
+    // or rate is reported.
+    const std::int64_t steps_run = std::max<std::int64_t>(0, settings.steps - first_step + 1);
     const auto start = Clock::now();
     float loss = 0;
     for (std::int64_t s = first_step; s <= settings.steps; ++s) {
@@ -611,7 +612,7 @@ class TrainCommand final : public Command {
     std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
     comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
     // The last step's executed timeline, every rank's, to rank 0's file.
-    if (timeline_ && layout.pipeline) {
+    if (timeline_ && layout.pipeline && steps_run > 0) {
       const std::int64_t stages = context.degree(train::kPipelineAxis);
       const std::size_t length = most_actions(*layout.pipeline, stages);
       const std::vector<double> own = timeline_fields(schedule, length);
@@ -630,6 +631,9 @@ class TrainCommand final : public Command {
     const double tokens_per_s =
         static_cast<double>(settings.batch * settings.seq * static_cast<std::size_t>(steps_run)) /
         total;
+    const std::string no_steps = "no steps left: the checkpoint is of step " +
+                                 std::to_string(first_step - 1) + ", and --steps is " +
+                                 std::to_string(settings.steps);
     if (json_) {
       nlohmann::json ranks = nlohmann::json::array();
       for (int r = 0; r < comm.size(); ++r) {
@@ -643,19 +647,29 @@ class TrainCommand final : public Command {
         if (layout.pipeline) ranks.back()["stage"] = b[5];
       }
       nlohmann::json comm_bytes = nlohmann::json::object();
-      for (const auto& [axes, bytes] : per_axes) comm_bytes[axes] = bytes / steps_run;
-      nlohmann::json summary{{"parameters", parameters},
-                             {"final_loss", loss},
-                             {"tokens_per_s", tokens_per_s},
-                             {"blas", kernels::blas_description()},
-                             {"ranks", ranks},
-                             {"comm_bytes_per_step", comm_bytes}};
-      if (layout.pipeline) summary["pipeline"] = pipeline_summary(*layout.pipeline, all, kFields);
+      if (steps_run > 0) {
+        for (const auto& [axes, bytes] : per_axes) comm_bytes[axes] = bytes / steps_run;
+      }
+      nlohmann::json summary{
+          {"parameters", parameters},
+          {"steps_run", steps_run},
+          {"final_loss", steps_run > 0 ? nlohmann::json(loss) : nullptr},
+          {"tokens_per_s", steps_run > 0 ? nlohmann::json(tokens_per_s) : nullptr},
+          {"blas", kernels::blas_description()},
+          {"ranks", ranks},
+          {"comm_bytes_per_step", comm_bytes}};
+      if (layout.pipeline && steps_run > 0) {
+        summary["pipeline"] = pipeline_summary(*layout.pipeline, all, kFields);
+      }
       out << nlohmann::json{{"summary", summary}}.dump() << '\n';
       return;
     }
-    out << "done: final loss " << std::fixed << std::setprecision(4) << loss << ", "
-        << std::setprecision(0) << tokens_per_s << " tok/s\n";
+    if (steps_run == 0) {
+      out << "done: " << no_steps << "\n";
+    } else {
+      out << "done: final loss " << std::fixed << std::setprecision(4) << loss << ", "
+          << std::setprecision(0) << tokens_per_s << " tok/s\n";
+    }
     for (int r = 0; r < comm.size(); ++r) {
       const std::int64_t* b = all.data() + kFields * r;
       out << "rank " << r << ": params " << bytes_text(static_cast<std::size_t>(b[0])) << ", grads "
@@ -667,10 +681,11 @@ class TrainCommand final : public Command {
           << "\n";
     }
     for (const auto& [axes, bytes] : per_axes) {
+      if (steps_run == 0) break;
       out << "rank 0 sent along " << axes << ": "
           << bytes_text(static_cast<std::size_t>(bytes / steps_run)) << " per step\n";
     }
-    if (layout.pipeline) {
+    if (layout.pipeline && steps_run > 0) {
       const nlohmann::json p = pipeline_summary(*layout.pipeline, all, kFields);
       out << "pipeline, last step: bubble " << std::setprecision(3)
           << p["bubble_fraction"].get<double>() << " measured, "

@@ -1,5 +1,7 @@
 #include "train_log.hpp"
 
+#include "shardwise/core/error.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -33,13 +35,14 @@ std::string run_config_json(const TrainRunDescription& run) {
                           {"placement", row.placement},
                           {"why", row.why}});
   }
-  Json validation = run.val_data ? Json{{"path", *run.val_data}, {"tokens", run.val_tokens}}
-                                 : Json{{"held_out", "the last tenth of the training data"},
-                                        {"tokens", run.val_tokens}};
+  Json validation =
+      run.val_data
+          ? Json{{"path", utf8_text(*run.val_data)}, {"tokens", run.val_tokens}}
+          : Json{{"held_out", "the last tenth of the training data"}, {"tokens", run.val_tokens}};
   const Json config{
       {"command", "shardwise train"},
       {"model",
-       {{"given", run.model},
+       {{"given", utf8_text(run.model)},
         {"n_layer", run.gpt.n_layer},
         {"n_head", run.gpt.n_head},
         {"n_embd", run.gpt.n_embd},
@@ -68,7 +71,7 @@ std::string run_config_json(const TrainRunDescription& run) {
         {"overlap", s.overlap},
         {"eval_every", run.eval_every},
         {"sequence_parallel", run.sequence_parallel},
-        {"param_sharding", run.param_sharding},
+        {"param_sharding", utf8_text(run.param_sharding)},
         {"json", run.json}}},
       {"placements",
        {{"plan", run.sharding_plan}, {"parameters", parameters}, {"notes", run.notes}}},
@@ -78,11 +81,13 @@ std::string run_config_json(const TrainRunDescription& run) {
                                        {"layers_per_virtual_stage", run.pipeline->layers}}
                                 : Json(nullptr)},
       {"data",
-       {{"train", {{"path", run.data}, {"tokens", run.train_tokens}}},
+       {{"train", {{"path", utf8_text(run.data)}, {"tokens", run.train_tokens}}},
         {"validation", validation},
         {"format", run.data_format},
         {"fingerprint", hex(run.data_fingerprint)}}}};
-  return config.dump(2);
+  // Paths are bytes: stored escaped (utf8_text); anything else a caller gave that is not UTF-8
+  // (a parameter's name from a rules file) is replaced rather than thrown on.
+  return config.dump(2, ' ', false, Json::error_handler_t::replace);
 }
 
 std::int64_t resident_bytes() {

@@ -51,7 +51,10 @@ void check_output_path(const std::filesystem::path& path, IfExists if_exists,
 
 OutputFile::OutputFile(std::filesystem::path path, IfExists if_exists, std::string what,
                        std::string hint)
-    : path_(std::move(path)), if_exists_(if_exists), what_(std::move(what)), hint_(std::move(hint)) {
+    : path_(std::move(path)),
+      if_exists_(if_exists),
+      what_(std::move(what)),
+      hint_(std::move(hint)) {
   check_in_the_way(path_, if_exists_, what_, hint_);
   // A name no one else has: a file or symlink planted at a predictable partial name is never
   // opened (O_EXCL with O_NOFOLLOW fails on any existing entry).

@@ -15,8 +15,8 @@
 namespace shardwise::detail {
 namespace {
 
-using ::testing::HasSubstr;
 using shardwise::testing::tree_snapshot;
+using ::testing::HasSubstr;
 
 std::filesystem::path fresh_folder(const std::string& name) {
   const std::filesystem::path path = std::filesystem::path(::testing::TempDir()) / ("out_" + name);
@@ -43,8 +43,10 @@ TEST(OutputFile, ANewFileAppearsWholeAndAnExistingOneOnlyWhereAllowed) {
   const auto root = fresh_folder("new");
   write_whole_file(root / "a.json", "{}", IfExists::kRefuse, "--out");
   EXPECT_EQ(contents(root / "a.json"), "{}");
-  EXPECT_THAT(error_of([&] { write_whole_file(root / "a.json", "x", IfExists::kRefuse, "--out",
-                                              "; --force replaces it"); }),
+  EXPECT_THAT(error_of([&] {
+                write_whole_file(root / "a.json", "x", IfExists::kRefuse, "--out",
+                                 "; --force replaces it");
+              }),
               HasSubstr("--out '" + (root / "a.json").string() +
                         "' exists; it is left as it is; --force replaces it"));
   EXPECT_EQ(contents(root / "a.json"), "{}");
@@ -90,8 +92,9 @@ TEST(OutputFile, AnUncommittedFileLeavesNothing) {
     file.write("half");
   }
   EXPECT_TRUE(tree_snapshot(root).empty());
-  EXPECT_THAT(error_of([&] { check_output_path(root / "missing" / "x", IfExists::kRefuse, "--out"); }),
-              HasSubstr("does not exist"));
+  EXPECT_THAT(
+      error_of([&] { check_output_path(root / "missing" / "x", IfExists::kRefuse, "--out"); }),
+      HasSubstr("does not exist"));
 }
 
 }  // namespace

@@ -257,32 +257,32 @@ TEST(CheckpointSaveLoad, APeerThatFailsMidSaveLeavesNoTemporaryFolder) {
   const auto root = fresh_folder("peer_failed");
   save_grid(root / "a", 1, 2);
   for (const bool rank0_commits : {true, false}) {
-    EXPECT_THROW(run_local(2,
-                           [&](Communicator& comm) {
-                             Block block = block_of(comm.rank(), 37, 23, 1, 2);
-                             const BlockToSave saved{
-                                 "w",    {37, 23},  DType::kF32,
-                                 "grid", block.box, std::as_bytes(std::span(block.values))};
-                             SaveOptions options;
-                             options.run_id = kRun;
-                             CheckpointSave save(comm, root / "a", {&saved, 1}, "{}", options);
-                             // Rank 0 made it and removes it, on its own thread: only it
-                             // can look before the removal.
-                             if (comm.rank() == 0) {
-                               EXPECT_TRUE(std::filesystem::exists(
-                                   save_work_folder(root / "a", kRun, "partial")));
-                             }
-                             // Where rank 0 does not wait in commit, rank 1 fails before it
-                             // writes: a file it made while rank 0 removed the folder would
-                             // keep the folder (removed by the next save, not tested here).
-                             const bool fails_early = comm.rank() == 1 && !rank0_commits;
-                             if (fails_early) throw std::runtime_error("the step failed");
-                             std::span<const std::byte> bytes = saved.bytes;
-                             save.write({&bytes, 1});
-                             if (comm.rank() == 1) throw std::runtime_error("the step failed");
-                             if (rank0_commits) (void)save.commit();
-                           }),
-                 CommError)
+    EXPECT_THROW(
+        run_local(
+            2,
+            [&](Communicator& comm) {
+              Block block = block_of(comm.rank(), 37, 23, 1, 2);
+              const BlockToSave saved{"w",    {37, 23},  DType::kF32,
+                                      "grid", block.box, std::as_bytes(std::span(block.values))};
+              SaveOptions options;
+              options.run_id = kRun;
+              CheckpointSave save(comm, root / "a", {&saved, 1}, "{}", options);
+              // Rank 0 made it and removes it, on its own thread: only it
+              // can look before the removal.
+              if (comm.rank() == 0) {
+                EXPECT_TRUE(std::filesystem::exists(save_work_folder(root / "a", kRun, "partial")));
+              }
+              // Where rank 0 does not wait in commit, rank 1 fails before it
+              // writes: a file it made while rank 0 removed the folder would
+              // keep the folder (removed by the next save, not tested here).
+              const bool fails_early = comm.rank() == 1 && !rank0_commits;
+              if (fails_early) throw std::runtime_error("the step failed");
+              std::span<const std::byte> bytes = saved.bytes;
+              save.write({&bytes, 1});
+              if (comm.rank() == 1) throw std::runtime_error("the step failed");
+              if (rank0_commits) (void)save.commit();
+            }),
+        CommError)
         << rank0_commits;
     EXPECT_FALSE(std::filesystem::exists(save_work_folder(root / "a", kRun, "partial")))
         << rank0_commits;

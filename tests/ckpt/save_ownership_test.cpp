@@ -22,8 +22,8 @@
 namespace shardwise::ckpt {
 namespace {
 
-using ::testing::HasSubstr;
 using shardwise::testing::tree_snapshot;
+using ::testing::HasSubstr;
 
 const std::string kRun = "00000000000000000000000000000001";
 const std::string kOtherRun = "00000000000000000000000000000002";
@@ -137,8 +137,9 @@ TEST(SaveOwnership, KeepRemovesOnlyTheRunsOwnCheckpoints) {
 TEST(SaveOwnership, LeftoversAreOnlyTheRunsOwnInterruptedSaves) {
   const auto root = fresh_folder("leftovers");
   // The user's folders, named as the saves' once were, and another run's interrupted save.
-  for (const std::string& name : std::vector<std::string>{".step-3.partial", ".step-00000004.removing", ".step-5.old",
-                                 ".step-00000006." + kOtherRun + ".partial"}) {
+  for (const std::string& name :
+       std::vector<std::string>{".step-3.partial", ".step-00000004.removing", ".step-5.old",
+                                ".step-00000006." + kOtherRun + ".partial"}) {
     write_file(root / name / "rank-00000.safetensors", "the user's");
   }
   // This run's: one as a killed save leaves it, one a user put a file into.

@@ -56,7 +56,8 @@ struct SavePlace {
 // Removes a temporary folder of a save (save_work_folder's): the files shardwise writes in it
 // (index.json, rank-N.safetensors), then the folder. Returns a note where something else in it
 // keeps it. No error where it is absent.
-[[nodiscard]] std::optional<std::string> remove_save_work_folder(const std::filesystem::path& folder);
+[[nodiscard]] std::optional<std::string> remove_save_work_folder(
+    const std::filesystem::path& folder);
 
 // Of run `run_id`'s checkpoints in `root` up to step `up_to` (the one just saved), removes all
 // but the newest `keep` (keep >= 1). Returns a note for each checkpoint-like folder it leaves

@@ -31,10 +31,10 @@ inline constexpr std::uint64_t kMinChunkBytes = 1;
 inline constexpr std::uint64_t kMaxChunkBytes = std::uint64_t{256} << 20;
 
 struct ShardRecord {
-  ShardIndex box;                 // the part of the global array it holds, one range per dimension
-  std::string file;               // a file of the checkpoint folder
-  std::uint64_t offset = 0;       // from the file's start
-  std::uint64_t length = 0;       // bytes: the box's elements x the dtype's size, row-major
+  ShardIndex box;            // the part of the global array it holds, one range per dimension
+  std::string file;          // a file of the checkpoint folder
+  std::uint64_t offset = 0;  // from the file's start
+  std::uint64_t length = 0;  // bytes: the box's elements x the dtype's size, row-major
   // 0: no checksums (a file from elsewhere read as a checkpoint; never in an index.json)
   std::uint64_t chunk_bytes = 0;
   std::vector<std::uint32_t> crc32c;  // one per chunk

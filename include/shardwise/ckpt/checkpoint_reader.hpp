@@ -41,6 +41,11 @@ class CheckpointReader {
   // than the index says.
   ReadStats read(std::span<const BlockToLoad> targets) const;
 
+  // Checks, without reading their bytes, that every data file the index names is a regular file
+  // of the folder (not a symlink) at least as long as its shards reach: before a caller
+  // allocates what the index promises.
+  void check_files() const;
+
   // Reads every shard whole, checking every checksum, and that each data file is a safetensors
   // file holding its shards where the index says. Returns the bytes read.
   std::uint64_t verify() const;

@@ -27,10 +27,21 @@ struct SafetensorsEntry {
     std::span<const SafetensorsEntry> entries,
     const std::vector<std::pair<std::string, std::string>>& metadata);
 
-// Writes `path` atomically (a temporary file beside it, fsynced, then renamed). CheckpointError
-// naming the file where it cannot; InvalidArgument where an entry's bytes do not fit its shape.
+// What a writer may do with what is at its path: replace a regular file there (never a symlink,
+// a FIFO or a folder, which are always refused), or refuse anything; `what` and `hint` frame
+// the refusal ("--out '...' exists; it is left as it is" + hint).
+struct OutputPolicy {
+  bool replace_file = false;
+  std::string what = "output";
+  std::string hint;
+};
+
+// Writes `path` atomically (a new file beside it, created without following any symlink,
+// fsynced, then renamed into place). FileError naming the file where it cannot or may not;
+// InvalidArgument where an entry's bytes do not fit its shape.
 void write_safetensors_file(const std::filesystem::path& path,
                             std::span<const SafetensorsEntry> entries,
-                            const std::vector<std::pair<std::string, std::string>>& metadata);
+                            const std::vector<std::pair<std::string, std::string>>& metadata,
+                            const OutputPolicy& policy = {});
 
 }  // namespace shardwise::ckpt
