@@ -19,6 +19,7 @@
 #include "model_argument.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/gpt.hpp"
@@ -108,6 +109,7 @@ nlohmann::json candidate_json(const plan::Prediction& p) {
             {"microbatches", l.microbatches},
             {"schedule", plan::to_string(l.schedule)},
             {"virtual_stages", l.virtual_stages},
+            {"stage_layers", l.stage_layers},
             {"recompute", plan::to_string(l.recompute)},
             {"sequence_parallel", l.sequence_parallel}}},
           {"memory_per_device", memory_json(p.memory)},
@@ -175,6 +177,10 @@ class PlanCommand final : public Command {
     app_->add_option("--schedule", schedule_, "gpipe, 1f1b or interleaved")->default_val("1f1b");
     app_->add_option("--virtual-stages", virtual_, "Model chunks per pipeline rank")
         ->default_val("1");
+    app_->add_option("--stage-layers", stage_layers_,
+                     "Layers of each virtual pipeline stage of --layout, e.g. 3,2 (default: an "
+                     "even split, the earlier stages taking one more where it is uneven, as "
+                     "`shardwise train` splits them)");
     app_->add_option("--top", top_, "Layouts to show")->default_val("5");
     add_blas_option(*app_, blas_);
     app_->add_flag("--json", json_, "Print one JSON object");
@@ -238,7 +244,8 @@ class PlanCommand final : public Command {
                             " positions (the rows of its position embedding)");
     }
     if (!layout_) {  // what only a given layout takes would be lost on a search
-      for (const char* flag : {"--zero", "--microbatches", "--schedule", "--virtual-stages"}) {
+      for (const char* flag :
+           {"--zero", "--microbatches", "--schedule", "--virtual-stages", "--stage-layers"}) {
         if (app_->get_option(flag)->count() > 0) {
           throw InvalidArgument(std::string(flag) +
                                 " describes the layout given with --layout; a search (without "
@@ -249,7 +256,7 @@ class PlanCommand final : public Command {
     std::vector<plan::RankedLayout> ranked;
     std::size_t evaluated = 1;
     if (layout_) {
-      ranked.push_back({plan::evaluate(shape, cluster, setup, layout_from(setup, recompute)), ""});
+      ranked.push_back({plan::evaluate(shape, cluster, setup, layout_from(setup, recompute, shape)), ""});
     } else {
       plan::SearchOptions options;
       options.top = top;
@@ -326,7 +333,8 @@ class PlanCommand final : public Command {
     return value;
   }
 
-  plan::Layout layout_from(const plan::TrainingSetup& setup, plan::Recompute recompute) const {
+  plan::Layout layout_from(const plan::TrainingSetup& setup, plan::Recompute recompute,
+                           const plan::ModelShape& shape) const {
     const Mesh mesh = [&] {
       try {
         return Mesh::parse(*layout_);
@@ -360,6 +368,21 @@ class PlanCommand final : public Command {
     l.virtual_stages = bounded(virtual_, "--virtual-stages", 1, 1 << 20);
     l.recompute = recompute;
     l.sequence_parallel = sequence_parallel_;
+    const std::int64_t chunks = l.pipeline * l.virtual_stages;
+    if (stage_layers_) {
+      std::istringstream words(*stage_layers_);
+      for (std::string word; std::getline(words, word, ',');) {
+        l.stage_layers.push_back(bounded(word, "--stage-layers", 1, shape.layers));
+      }
+      if (static_cast<std::int64_t>(l.stage_layers.size()) != chunks) {
+        throw InvalidArgument("--stage-layers lists " + std::to_string(l.stage_layers.size()) +
+                              " stages; --layout has pipeline x virtual stages = " +
+                              std::to_string(chunks));
+      }
+    } else if (l.pipeline > 1 && chunks <= shape.layers && shape.layers % chunks != 0) {
+      // What the trainer runs: an even split, the earlier stages taking one more.
+      l.stage_layers = PipelineParallelStrategy(chunks).assign_layers_to_stages(shape.layers);
+    }
     return l;
   }
 
@@ -384,6 +407,7 @@ class PlanCommand final : public Command {
   std::optional<std::string> microbatches_;
   std::string schedule_;
   std::string virtual_;
+  std::optional<std::string> stage_layers_;
   std::string top_;
   bool json_ = false;
 };

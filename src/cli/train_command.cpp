@@ -121,6 +121,12 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
   if (pipeline) {
     layout.microbatches = pipeline->microbatches;
     layout.virtual_stages = pipeline->virtual_stages;
+    // The stages as the trainer splits them, uneven ones too.
+    for (const models::GptStageRange& range :
+         models::gpt_virtual_stages(config, *pipeline, layout.pipeline)) {
+      layout.stage_layers.push_back(
+          static_cast<std::int64_t>(range.end_layer - range.first_layer));
+    }
     layout.schedule = pipeline->schedule == ScheduleKind::kGPipe ? plan::Schedule::kGpipe
                       : pipeline->schedule == ScheduleKind::kOneFOneB
                           ? plan::Schedule::kOneFOneB
@@ -221,8 +227,8 @@ class TrainCommand final : public Command {
                      "interleaved")
         ->default_val("1f1b");
     app_->add_option("--microbatches", pipeline_flags_.microbatches,
-                     "Micro-batches per step on each data-parallel rank (default: the pipeline's "
-                     "stages)");
+                     "Micro-batches per step on each data-parallel rank (default: the fewest, at "
+                     "least one per stage, that divide the rank's sequences)");
     app_->add_option("--virtual-stages", pipeline_flags_.virtual_stages,
                      "Model chunks per pipeline rank (interleaved; default 2)");
     app_->add_option("--stages-by", pipeline_flags_.stages_by,

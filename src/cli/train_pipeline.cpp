@@ -70,9 +70,30 @@ std::optional<models::GptPipeline> resolve_pipeline(const PipelineFlags& flags,
   const auto data_parallel =
       static_cast<std::size_t>(train::ParallelContext::data_parallel_size_of(mesh));
   const std::size_t sequences = settings.batch / data_parallel;
-  pipeline.microbatches = flags.microbatches
-                              ? bounded(*flags.microbatches, "--microbatches", 1, kMaxMicrobatches)
-                              : stages;
+  if (!flags.microbatches) {
+    // The default: the fewest micro-batches, at least one per stage, that split the rank's
+    // sequences evenly (for the interleaved schedule, a multiple of the stages).
+    pipeline.microbatches = 0;
+    for (auto m = static_cast<std::size_t>(stages); m <= sequences; ++m) {
+      if (sequences % m == 0 && (!interleaved || m % static_cast<std::size_t>(stages) == 0)) {
+        pipeline.microbatches = static_cast<std::int64_t>(m);
+        break;
+      }
+    }
+    if (pipeline.microbatches == 0 ||
+        pipeline.microbatches > static_cast<std::int64_t>(kMaxMicrobatches)) {
+      throw InvalidArgument(
+          "--mesh " + mesh.to_string() + " runs at least one micro-batch per pipeline stage (" +
+          std::to_string(stages) + "), and no such count" +
+          (interleaved ? " (a multiple of the stages)" : "") + " of at most " +
+          std::to_string(kMaxMicrobatches) + " divides the " + std::to_string(sequences) +
+          " sequences each data-parallel rank takes per step (--batch " +
+          std::to_string(settings.batch) + " over " + std::to_string(data_parallel) +
+          "); give --batch a multiple of " + std::to_string(stages) + ", or --microbatches");
+    }
+  } else {
+    pipeline.microbatches = bounded(*flags.microbatches, "--microbatches", 1, kMaxMicrobatches);
+  }
   if (sequences % static_cast<std::size_t>(pipeline.microbatches) != 0) {
     throw InvalidArgument(
         "--microbatches " + std::to_string(pipeline.microbatches) + " does not divide the " +

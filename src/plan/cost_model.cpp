@@ -3,6 +3,7 @@
 #include "shardwise/strategy/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <map>
 
@@ -77,36 +78,53 @@ double trainer_layer_floats(const ModelShape& model, const TrainingSetup& setup,
          static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s;
 }
 
+// The layers of each virtual stage (Layout::stage_layers, or the even split).
+std::vector<std::int64_t> virtual_stage_layers(const ModelShape& model, const Layout& l) {
+  if (!l.stage_layers.empty()) return l.stage_layers;
+  const std::int64_t count = l.pipeline * l.virtual_stages;
+  return std::vector<std::int64_t>(static_cast<std::size_t>(count), model.layers / count);
+}
+
+// The layers pipeline rank `stage` holds: its virtual stages stage, stage + p, ...
+std::int64_t layers_of_stage(const std::vector<std::int64_t>& chunk_layers, const Layout& l,
+                             std::int64_t stage) {
+  std::int64_t layers = 0;
+  for (std::int64_t k = 0; k < l.virtual_stages; ++k) {
+    layers += chunk_layers[static_cast<std::size_t>(k * l.pipeline + stage)];
+  }
+  return layers;
+}
+
 // What shardwise's fp32 trainer keeps on a pipeline stage (or, without a pipeline, a device), in
 // bytes: a slot per micro-batch chunk in flight (as the schedule's table counts them on this
 // stage), each holding its chunk's layers and its input, and on the last stage the head's;
 // besides, one micro-batch's scratch. Tensor and sequence parallelism split what the trainer's
 // layers split.
 double trainer_stage_activations(const ModelShape& model, const TrainingSetup& setup,
-                                 const Layout& l, bool first, bool last) {
+                                 const Layout& l, const PipelineSchedule* schedule,
+                                 const std::vector<std::int64_t>& chunk_layers,
+                                 std::int64_t stage, bool last) {
   // Each model chunk keeps its own slots, as many as its micro-batches in flight at most; the
   // head is the last chunk's. Without a pipeline one micro-batch is in flight.
   std::vector<std::int64_t> peaks(static_cast<std::size_t>(l.virtual_stages), 1);
-  if (l.pipeline > 1) {
-    const ScheduleKind kind = l.schedule == Schedule::kGpipe      ? ScheduleKind::kGPipe
-                              : l.schedule == Schedule::kOneFOneB ? ScheduleKind::kOneFOneB
-                                                                  : ScheduleKind::kInterleaved1F1B;
-    const PipelineSchedule schedule =
-        build_schedule(kind, l.pipeline, l.microbatches, l.virtual_stages);
-    const auto stage = static_cast<std::size_t>(first ? 0 : l.pipeline - 1);
+  if (schedule != nullptr) {
     std::vector<std::int64_t> in_flight(peaks.size(), 0);
     std::fill(peaks.begin(), peaks.end(), 0);
-    for (const PipelineAction& action : schedule.actions[stage]) {
+    for (const PipelineAction& action : schedule->actions[static_cast<std::size_t>(stage)]) {
       const auto c = static_cast<std::size_t>(action.chunk);
       in_flight[c] += action.pass == Pass::kForward ? 1 : -1;
       peaks[c] = std::max(peaks[c], in_flight[c]);
     }
   }
   double slots = 0;
-  for (const std::int64_t peak : peaks) slots += static_cast<double>(peak);
+  double slot_layers = 0;  // over the chunks, slots x the chunk's layers
+  for (std::size_t c = 0; c < peaks.size(); ++c) {
+    slots += static_cast<double>(peaks[c]);
+    slot_layers += static_cast<double>(peaks[c]) *
+                   static_cast<double>(chunk_layers[c * static_cast<std::size_t>(l.pipeline) +
+                                                    static_cast<std::size_t>(stage)]);
+  }
   const double head_slots = static_cast<double>(peaks.back());
-  const double chunk_layers =
-      static_cast<double>(model.layers) / static_cast<double>(l.pipeline * l.virtual_stages);
   const double t = static_cast<double>(l.model);
   const double s = static_cast<double>(setup.seq);
   const double whole = static_cast<double>(setup.micro_batch) * s;  // rows, BT
@@ -118,9 +136,9 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   // and runs the layer again in backward, into one layer's scratch per model chunk: the layer's
   // arrays but its output.
   double floats = l.recompute == Recompute::kFull
-                      ? slots * (chunk_layers * rows * h + rows * h) +
+                      ? slot_layers * rows * h + slots * rows * h +
                             static_cast<double>(l.virtual_stages) * (layer - rows * h)
-                      : slots * (chunk_layers * layer + rows * h);
+                      : slot_layers * layer + slots * rows * h;
   // The scratch, once per model chunk (each chunk is a model of its own): a row-parallel output
   // (forward), the residual stream's gradient, a LayerNorm input's gradient whole, the branches'
   // and the MLP's this rank's width; under sequence parallelism that gradient's rows, and the
@@ -157,19 +175,25 @@ struct ZeroUnit {
   bool tied_embedding = false;
 };
 
-// The units of the first or last stage: the elements a model rank holds of each, and the chunk
+// The units of pipeline rank `stage`: the elements a model rank holds of each, and the chunk
 // ZeRO leaves it (zero_chunks for the layout's model degree).
-std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l, bool first, bool last,
+std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l,
+                                  const std::vector<std::int64_t>& chunk_layers, std::int64_t stage,
                                   std::int64_t shards, const std::vector<std::int64_t>& chunks) {
-  const std::int64_t per_stage = model.layers / l.pipeline;
-  const std::int64_t stage = first ? 0 : l.pipeline - 1;
+  const bool first = stage == 0;
+  const bool last = stage == l.pipeline - 1;
   std::vector<ZeroUnit> out;
   std::int64_t layer_index = 0;
+  std::size_t virtual_stage = 0;  // of the layer at layer_index
+  std::int64_t virtual_stage_end = chunk_layers.empty() ? 0 : chunk_layers[0];
   for (std::size_t u = 0; u < model.units.size(); ++u) {
     const ModelShape::Unit& unit = model.units[u];
     if (unit.layer) {
       const std::int64_t at = layer_index++;
-      if (at / per_stage != stage) continue;
+      while (at >= virtual_stage_end && virtual_stage + 1 < chunk_layers.size()) {
+        virtual_stage_end += chunk_layers[++virtual_stage];
+      }
+      if (static_cast<std::int64_t>(virtual_stage) % l.pipeline != stage) continue;
     } else if (u == 0 ? !first : !last) {
       continue;
     }
@@ -300,9 +324,24 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
     return "model " + std::to_string(l.model) + " does not divide the MLP width " +
            std::to_string(model.ffn);
   }
-  if (model.layers % (l.pipeline * l.virtual_stages) != 0) {
+  if (!l.stage_layers.empty()) {
+    if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pipeline * l.virtual_stages) {
+      return std::to_string(l.stage_layers.size()) + " stage layer counts for pipeline x virtual "
+             "stages = " + std::to_string(l.pipeline * l.virtual_stages);
+    }
+    std::int64_t sum = 0;
+    for (const std::int64_t n : l.stage_layers) {
+      if (n < 1 || n > model.layers) return "a virtual stage of " + std::to_string(n) + " layers";
+      sum += n;
+    }
+    if (sum != model.layers) {
+      return "the stages' layers add up to " + std::to_string(sum) + ", not the model's " +
+             std::to_string(model.layers);
+    }
+  } else if (model.layers % (l.pipeline * l.virtual_stages) != 0) {
     return "pipeline x virtual stages = " + std::to_string(l.pipeline * l.virtual_stages) +
-           " does not divide the " + std::to_string(model.layers) + " layers";
+           " does not divide the " + std::to_string(model.layers) +
+           " layers (an uneven split names each stage's layers)";
   }
   const std::int64_t per_step = l.data_parallel() * setup.micro_batch;
   if (setup.global_batch % per_step != 0 || setup.global_batch / per_step != l.microbatches) {
@@ -358,15 +397,27 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   const StateBytes bytes = state_bytes(setup);
   const std::int64_t shards = l.zero == 0 ? 1 : (l.fsdp > 1 ? l.fsdp : l.data);
   const std::int64_t replicas = l.zero == 0 ? 1 : (l.fsdp > 1 ? l.data : 1);
-  const std::int64_t per_stage_layers = model.layers / l.pipeline;
+  const std::vector<std::int64_t> chunk_layers = virtual_stage_layers(model, l);
+  const std::int64_t per_stage_layers = layers_of_stage(chunk_layers, l, 0);  // the first's
+  std::optional<PipelineSchedule> schedule;
+  if (l.pipeline > 1) {
+    const ScheduleKind kind = l.schedule == Schedule::kGpipe      ? ScheduleKind::kGPipe
+                              : l.schedule == Schedule::kOneFOneB ? ScheduleKind::kOneFOneB
+                                                                  : ScheduleKind::kInterleaved1F1B;
+    schedule = build_schedule(kind, l.pipeline, l.microbatches, l.virtual_stages);
+  }
 
-  // The first and the last stage; the most loaded one is reported.
+  // Every pipeline stage; the most loaded one is reported.
   MemoryPerDevice best;
   std::int64_t stage_elements = 0;
   std::vector<ZeroUnit> first_stage;
-  for (const bool first : {true, false}) {
-    const bool last = !first || l.pipeline == 1;
-    const std::vector<ZeroUnit> units = stage_units(model, l, first, last, shards, chunks);
+  std::int64_t most_layers = 0;  // on one stage
+  for (std::int64_t stage = 0; stage < l.pipeline; ++stage) {
+    const bool first = stage == 0;
+    const bool last = stage == l.pipeline - 1;
+    const std::int64_t stage_layers = layers_of_stage(chunk_layers, l, stage);
+    most_layers = std::max(most_layers, stage_layers);
+    const std::vector<ZeroUnit> units = stage_units(model, l, chunk_layers, stage, shards, chunks);
     std::int64_t elements = 0;
     std::int64_t sharded = 0;
     for (const ZeroUnit& unit : units) {
@@ -397,7 +448,9 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
           bytes_of(4 * (l.recompute == Recompute::kFull ? rows * static_cast<double>(model.hidden)
                                                         : trainer_layer_floats(model, setup, l)),
                    "one layer's activations");
-      m.activations = bytes_of(trainer_stage_activations(model, setup, l, first, last),
+      m.activations = bytes_of(trainer_stage_activations(model, setup, l,
+                                                         schedule ? &*schedule : nullptr,
+                                                         chunk_layers, stage, last),
                                "the activations on a device");
     } else {
       m.activations_per_layer = activation_bytes_per_layer(model, setup.seq, b, l.model,
@@ -418,7 +471,7 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
                         (1 + (p_stages - 1) / (p_stages * static_cast<double>(l.virtual_stages)));
         }
       }
-      if (!first) layers_held = static_cast<double>(per_stage_layers);  // the last stage: one
+      if (!first) layers_held = static_cast<double>(stage_layers);  // a later stage: one
       m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
                                "the activations on a device");
       if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
@@ -439,7 +492,6 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
       stage_elements = elements;
       first_stage = units;
     }
-    if (l.pipeline == 1) break;
   }
   p.memory = best;
   p.fits = best.total() <= cluster.memory_bytes;
@@ -583,7 +635,10 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   p.hardware_flops_per_step = hardware_flops(model, tokens, setup.seq, l.recompute);
   const double peak =
       setup.precision == Precision::kFp32 ? cluster.peak_flops_fp32 : cluster.peak_flops_bf16;
-  p.compute_time_s = p.hardware_flops_per_step /
+  // The slowest stage sets the pace: an uneven split's most loaded stage, in layers.
+  const double imbalance = static_cast<double>(most_layers * l.pipeline) /
+                           static_cast<double>(model.layers);
+  p.compute_time_s = p.hardware_flops_per_step * std::max(1.0, imbalance) /
                      (static_cast<double>(cluster.devices) * peak * setup.compute_efficiency);
   if (l.pipeline > 1) {
     p.bubble_fraction =

@@ -65,6 +65,10 @@ std::string Layout::to_string() const {
     out << " " << plan::to_string(schedule);
     if (schedule == Schedule::kInterleaved) out << " x" << virtual_stages;
   }
+  if (!stage_layers.empty()) {
+    out << ", layers";
+    for (std::size_t k = 0; k < stage_layers.size(); ++k) out << (k ? "," : " ") << stage_layers[k];
+  }
   if (recompute != Recompute::kNone) out << ", recompute " << plan::to_string(recompute);
   if (sequence_parallel) out << ", sequence parallel";
   return out.str();

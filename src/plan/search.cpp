@@ -93,7 +93,8 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
                      schedule,
                      v,
                      options.recompute,
-                     options.sequence_parallel && t > 1};
+                     options.sequence_parallel && t > 1,
+                     {}};  // an even split: the search leaves uneven ones out
             if (layout_problem(model, cluster, setup, l)) continue;
             const std::int64_t group = zero_group(l);
             auto found = chunks.find({group, t});

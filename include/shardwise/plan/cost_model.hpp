@@ -32,9 +32,9 @@ struct MemoryPerDevice {
 
 struct Prediction {
   Layout layout;
-  MemoryPerDevice memory;  // of the most loaded device (the first or the last pipeline stage)
-  // The memory of the first and (pipelined) the last stage's devices: `memory` is the one of
-  // them with the larger total.
+  MemoryPerDevice memory;  // of the most loaded device (of the most loaded pipeline stage)
+  // The memory of each pipeline stage's devices, stage 0 first (one entry without a pipeline):
+  // `memory` is the one of them with the largest total (the first of equals).
   std::vector<MemoryPerDevice> memory_by_stage;
   // Bytes a device sends per step along each mesh axis ("data", "fsdp", "model", "pipeline").
   std::map<std::string, std::int64_t> comm_bytes_per_step;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardwise::plan {
 
@@ -50,6 +51,10 @@ struct Layout {
   std::int64_t virtual_stages = 1;  // V: model chunks per pipeline rank (interleaved)
   Recompute recompute = Recompute::kNone;
   bool sequence_parallel = false;
+  // The layers of each virtual stage, pipeline x virtual_stages of them in order (virtual stage
+  // k runs on pipeline rank k mod pipeline, as the trainer places them); empty: an even split,
+  // which needs pipeline x virtual_stages to divide the layers.
+  std::vector<std::int64_t> stage_layers;
 
   [[nodiscard]] std::int64_t devices() const { return data * fsdp * model * pipeline; }
   // The ranks a batch is split over.
