@@ -25,6 +25,11 @@
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/core/error.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <fstream>
+
 namespace shardwise {
 namespace {
 
@@ -107,6 +112,39 @@ std::uint64_t child_context(std::uint64_t parent, std::uint64_t split_index) {
   h = (h ^ (split_index + 1)) * 0x100000001b3ULL;
   h ^= h >> 29;
   return h * 0xbf58476d1ce4e5b9ULL;
+}
+
+// The limits on this process's threads that the system sets, in words, for a message: "ulimit
+// -u is 300, kernel.threads-max 127448, the cgroup's pids.max 1000" (the ones that are set).
+std::string thread_limits_text() {
+  std::string text;
+  const auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    add("ulimit -u is " + std::to_string(limit.rlim_cur) +
+        (::geteuid() == 0 ? " (not applied to root)" : ""));
+  }
+  const auto first_line = [](const char* path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  if (const std::string max = first_line("/proc/sys/kernel/threads-max"); !max.empty()) {
+    add("kernel.threads-max " + max);
+  }
+  if (const std::string max = first_line("/sys/fs/cgroup/pids.max"); !max.empty() && max != "max") {
+    add("the cgroup's pids.max " + max);
+  }
+  return text.empty() ? "no limit is set that shardwise can read" : text;
+}
+
+std::string thread_start_failure(int started, int wanted, const std::string& reason) {
+  return "the system would not start another thread (" + reason + ") after " +
+         std::to_string(started) + " of the " + std::to_string(wanted) +
+         " ranks' threads; every in-process rank is a thread (and a helper thread for "
+         "nonblocking operations): run fewer ranks, or raise the limit (" + thread_limits_text() +
+         ")";
 }
 
 class LocalBackend final : public detail::CommBackend {
@@ -226,6 +264,14 @@ class LocalBackend final : public detail::CommBackend {
   }
 
   void start_worker() {
+    try {
+      start_worker_thread();
+    } catch (const std::system_error& e) {
+      throw CommError(thread_start_failure(index_, size(), e.what()));
+    }
+  }
+
+  void start_worker_thread() {
     worker_ = std::thread([this] {
       std::unique_lock lock(queue_mutex_);
       while (true) {
@@ -624,8 +670,7 @@ void run_local(int num_ranks, const std::function<void(Communicator&)>& fn,
   }
   for (std::thread& t : threads) t.join();
   if (unstarted >= 0) {
-    throw CommError("run_local could not start rank " + std::to_string(unstarted) + " of " +
-                    std::to_string(num_ranks) + ": " + reason);
+    throw CommError(thread_start_failure(unstarted, num_ranks, reason));
   }
   if (const auto failure = world.failure()) throw CommError(*failure);
 }
