@@ -288,6 +288,7 @@ void CheckpointSave::remove_partial() noexcept {
 void CheckpointSave::write_in_background(std::vector<std::span<const std::byte>> bytes) {
   if (writer_.joinable()) throw InvalidArgument("CheckpointSave: written twice");
   written_.store(false);
+  write_started_.store(true);
   background_bytes_ = std::move(bytes);
   writer_ = std::thread([this] { write(background_bytes_); });
 }
@@ -314,6 +315,7 @@ std::map<std::string, ArrayRecord> CheckpointSave::array_records() const {
 }
 
 void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) noexcept {
+  write_started_.store(true);
   const auto start = std::chrono::steady_clock::now();
   try {
     if (bytes.size() != mine_.size()) {
@@ -378,7 +380,9 @@ void CheckpointSave::write(std::span<const std::span<const std::byte>> bytes) no
 
 SaveStats CheckpointSave::commit() {
   const std::string what = "checkpoint '" + echo_input(folder_.string(), 200) + "' not saved";
-  if (!writer_.joinable() && !written_.load()) {
+  // write() on a thread of the caller's may still be under way (it is waited for); one never
+  // begun is the caller's mistake, reported rather than waited for forever.
+  if (!writer_.joinable() && !write_started_.load()) {
     if (!mine_.empty()) error_ = "commit() before write()";
     written_.store(true);
   }

@@ -231,3 +231,62 @@ TEST(SaveOwnership, AnIndexWithoutChecksumsIsRefused) {
 
 }  // namespace
 }  // namespace shardwise::ckpt
+
+namespace shardwise::ckpt {
+namespace {
+
+// A rank whose disk is slow keeps answering while it writes: the save waits for it past its
+// timeout. A rank that stops answering (a stopped process) fails the others within it.
+TEST(SaveWaiting, ASlowWriterIsWaitedForAndAStoppedRankIsNot) {
+  const auto root = std::filesystem::path(::testing::TempDir()) / "own_waiting";
+  std::filesystem::remove_all(root);
+  SaveOptions options;
+  options.run_id = kRun;
+  options.timeout = std::chrono::milliseconds(200);
+  // Rank 1 writes 256 MB and fsyncs them: 0.6 to 1.2 s here, several timeouts.
+  const std::int64_t big = std::int64_t{64} << 20;
+  double slow_seconds = 0;
+  // Made before the ranks start: filling them must not count as the rank's absence.
+  const std::vector<float> small(1, 1.0F);
+  const std::vector<float> large(static_cast<std::size_t>(big), 1.0F);
+  run_local(2, [&](Communicator& comm) {
+    const std::vector<float>& values = comm.rank() == 1 ? large : small;
+    const ShardIndex box = comm.rank() == 0 ? ShardIndex{{0, 1}} : ShardIndex{{1, big + 1}};
+    const BlockToSave block{"x", {big + 1}, DType::kF32, "", box, std::as_bytes(std::span(values))};
+    const SaveStats stats = save_checkpoint(comm, root / "slow", {&block, 1}, "{}", options);
+    if (comm.rank() == 1) slow_seconds = stats.write_seconds;
+  });
+  EXPECT_GT(slow_seconds, 0.2) << "the write was not slow enough to show the waiting";
+  EXPECT_TRUE(std::filesystem::exists(root / "slow" / "index.json"));
+  std::filesystem::remove_all(root / "slow");
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    run_local(2, [&](Communicator& comm) {
+      std::vector<float> values(6, 1.0F);
+      const BlockToSave block{"x",       {12}, DType::kF32, "",
+                              {{6 * comm.rank(), 6 * comm.rank() + 6}},
+                              std::as_bytes(std::span(values))};
+      CheckpointSave save(comm, root / "stopped", {&block, 1}, "{}", options);
+      save.write_in_background({block.bytes});
+      // Rank 1 stops answering for ten timeouts.
+      if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(2));
+      try {
+        (void)save.commit();
+      } catch (const Error& e) {
+        const std::lock_guard lock(mutex);
+        errors.emplace_back(e.what());
+        throw;
+      }
+    });
+  } catch (const Error&) {
+  }
+  ASSERT_FALSE(errors.empty());
+  EXPECT_THAT(errors.front(), HasSubstr("did not arrive within 200 ms"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_FALSE(std::filesystem::exists(root / "stopped"));
+}
+
+}  // namespace
+}  // namespace shardwise::ckpt

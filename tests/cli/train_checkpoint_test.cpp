@@ -175,7 +175,12 @@ TEST(TrainCheckpoint, AFullDiskLeavesTheEarlierCheckpoint) {
   EXPECT_THAT(result.err, ::testing::HasSubstr("step-00000006' not saved: rank 0: cannot write"));
   EXPECT_THAT(result.err, ::testing::HasSubstr("File too large"));
   EXPECT_FALSE(std::filesystem::exists(folder + "/step-00000006"));
-  EXPECT_FALSE(std::filesystem::exists(folder + "/.step-00000006.partial")) << result.err;
+  // Nothing but the earlier checkpoint: no temporary folder, no lock.
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    left.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"step-00000003"}) << result.err;
   const auto verify = run_command({"ckpt", "inspect", "--verify", folder});
   EXPECT_EQ(verify.status, 0) << verify.err;
   EXPECT_THAT(verify.out, ::testing::HasSubstr("step 3"));

@@ -72,6 +72,7 @@ class CheckpointSave {
   [[nodiscard]] const std::string& run_id() const { return run_id_; }
   // Writes this rank's file: one span per written_here() block, in its order, of that block's
   // bytes (the constructor's or a copy of them). Does not throw: what fails is kept for commit.
+  // May run on another thread than commit(), which waits for it once it has begun.
   void write(std::span<const std::span<const std::byte>> bytes) noexcept;
   // write() on a thread of its own; the bytes must outlive commit() (or the object).
   void write_in_background(std::vector<std::span<const std::byte>> bytes);
@@ -103,6 +104,7 @@ class CheckpointSave {
   SaveStats stats_;
   std::vector<std::span<const std::byte>> background_bytes_;
   std::thread writer_;
+  std::atomic<bool> write_started_{false};
   std::atomic<bool> written_{false};
   bool committed_ = false;
   bool made_partial_ = false;  // rank 0 made partial_, and it is not in place yet
