@@ -6,6 +6,15 @@
       one never stopped, for ZeRO 0 to 3 (stage 3 saved with --save-async) and HSDP; the
       checkpoint also continues in one process
       on one rank (another backend, another layout) within the trainer's tolerance.
+  checkpoint_runs_test.py concurrent SHARDWISE MODEL
+      Two runs started at once on one --save folder: one is refused with one line, and every
+      checkpoint reported saved is whole.
+  checkpoint_runs_test.py file-size-limit SHARDWISE MODEL [MPIEXEC]
+      Under `ulimit -f`, saves, exports, imports and run logs fail with status 2 and one line,
+      and leave no temporary file.
+  checkpoint_runs_test.py disagree MPIEXEC SHARDWISE MODEL
+      Ranks whose working directories hold different checkpoints at the --resume path are
+      refused before any step.
   checkpoint_runs_test.py kill SHARDWISE [MPIEXEC]
       A run saving every step is killed with SIGKILL at random moments (every rank's process,
       or under mpirun one rank's process); every checkpoint left in the folder is whole (every
@@ -129,11 +138,137 @@ def kill(shardwise, mpiexec=None):
         print(f"resumed and finished; a save was under way at {partial_seen} of 8 kills")
 
 
+def concurrent(shardwise, model):
+    """Two runs started at once on one --save folder: one saves, the other is refused with one
+    line (or, where the first finished before the second began, both save in turn); every
+    checkpoint a run reports saved is whole, and nothing else is left in the folder."""
+    for trial in range(6):
+        with tempfile.TemporaryDirectory() as work:
+            folder = os.path.join(work, "conc")
+            runs = [subprocess.Popen([shardwise, "train", "--model", model, "--steps", "3",
+                                      "--batch", "4", "--save", folder, "--save-every", "1",
+                                      "--seed", str(seed)],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    for seed in (1, 2)]
+            outcomes = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in runs]
+            saved = []
+            for status, out, err in outcomes:
+                if status == 0:
+                    saved += [line.split()[1] for line in out.splitlines()
+                              if line.startswith("saved ")]
+                elif status != 2 or len(err.splitlines()) != 1 or not (
+                        "is in use: another run is saving into it" in err
+                        or "is another run's checkpoint" in err):
+                    sys.exit(f"trial {trial}: status {status}, {err!r}")
+            if not saved:
+                sys.exit(f"trial {trial}: no run saved: {outcomes}")
+            for path in saved:
+                check = run(shardwise, "ckpt", "inspect", "--verify", path, check=False)
+                if check.returncode != 0:
+                    sys.exit(f"trial {trial}: {path} was reported saved and does not verify: "
+                             f"{check.stderr}")
+            left = sorted(os.listdir(folder))
+            if left != ["step-00000001", "step-00000002", "step-00000003"]:
+                sys.exit(f"trial {trial}: the folder holds {left}")
+            print(f"trial {trial}: statuses {[o[0] for o in outcomes]}, every saved step whole")
+
+
+def file_size_limit(shardwise, model, mpiexec=None):
+    """Under `ulimit -f` (the shell ignoring SIGXFSZ or not) a save, an export, an import and
+    the run logs fail with one line and status 2, and leave no temporary file or folder."""
+    import resource
+
+    # OpenMPI's shared-memory transport needs files of about a megabyte itself (its MPI_Init
+    # fails under 1 MiB): under mpirun the limit is 4 MiB, below each rank's file of tiny.
+    limit = 4 << 20 if mpiexec else 16 << 10
+
+    def limited(ignore_signal):
+        def apply():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN if ignore_signal else signal.SIG_DFL)
+        return apply
+
+    with tempfile.TemporaryDirectory() as work:
+        big = ["--model", "tiny"]  # its checkpoint files are past 16 KiB
+        run(shardwise, "train", *big, "--steps", "1", "--batch", "4", "--save",
+            os.path.join(work, "ck"))
+        run(shardwise, "ckpt", "export", os.path.join(work, "ck"), "--format", "hf-gpt2",
+            "--out", os.path.join(work, "hf"))
+        launch = [mpiexec, "--quiet", "--oversubscribe", "-np", "2", shardwise] if mpiexec else [
+            shardwise]
+        mesh = ["--mesh", "data=2"]
+        cases = {
+            "train": ["train", *big, "--steps", "1", "--batch", "4", *mesh, "--save",
+                      os.path.join(work, "t")],
+            "train async": ["train", *big, "--steps", "1", "--batch", "4", *mesh, "--save",
+                            os.path.join(work, "a"), "--save-async"],
+            "train fsdp keep": ["train", *big, "--steps", "2", "--batch", "4", "--mesh", "fsdp=2",
+                                "--zero", "3", "--save", os.path.join(work, "k"),
+                                "--save-every", "1", "--keep", "1"],
+            "import": ["ckpt", "import", os.path.join(work, "hf"), "--format", "hf-gpt2", "--out",
+                       os.path.join(work, "i")] + (["--ranks", "2"] if mpiexec else []),
+            "log-dir": ["train", "--model", model, "--steps", "400", "--batch", "4", *mesh,
+                        "--log-dir", os.path.join(work, "logs")],
+        }
+        if mpiexec:  # the import's and the logs' files stay below 4 MiB
+            del cases["import"]
+            del cases["log-dir"]
+        else:
+            cases["export"] = ["ckpt", "export", os.path.join(work, "ck"), "--format", "hf-gpt2",
+                               "--out", os.path.join(work, "e")]
+        for name, args in cases.items():
+            for ignore in (False, True):
+                result = subprocess.run(launch + args, capture_output=True, text=True,
+                                        timeout=300, preexec_fn=limited(ignore))
+                if result.returncode != 2 or "File too large" not in result.stderr or len(
+                        result.stderr.strip().splitlines()) != 1:
+                    sys.exit(f"{name} (SIGXFSZ {'ignored' if ignore else 'default'}): status "
+                             f"{result.returncode}, {result.stderr!r}")
+                for entry in os.listdir(work):
+                    where = os.path.join(work, entry)
+                    inside = os.listdir(where) if os.path.isdir(where) else []
+                    if ".partial" in entry or any(".partial" in n for n in inside):
+                        sys.exit(f"{name}: left {entry} {inside}")
+                for entry in ("t", "a", "k", "i", "e"):
+                    shutil.rmtree(os.path.join(work, entry), ignore_errors=True)
+                shutil.rmtree(os.path.join(work, "logs"), ignore_errors=True)
+            print(f"{name}: status 2, 'File too large', nothing left behind")
+
+
+def disagree(mpiexec, shardwise, model):
+    """Ranks on two hosts resume from the same path holding different bytes (two working
+    directories stand for two hosts): refused before any step, naming both checkpoints."""
+    with tempfile.TemporaryDirectory() as work:
+        hosts = [os.path.join(work, "hostA"), os.path.join(work, "hostB")]
+        for seed, host in zip((1, 2), hosts):
+            os.makedirs(host)
+            run(shardwise, "train", "--model", model, "--steps", "2", "--batch", "4", "--seed",
+                str(seed), "--save", os.path.join(host, "ck"))
+        for layout in (["--mesh", "data=2"], ["--mesh", "fsdp=2", "--zero", "3"]):
+            train = [shardwise, "train", "--model", model, "--steps", "4", "--batch", "4",
+                     "--resume", "ck", *layout]
+            result = subprocess.run(
+                [mpiexec, "--quiet", "--oversubscribe", "-np", "1", "--wdir", hosts[0], *train,
+                 ":", "-np", "1", "--wdir", hosts[1], *train],
+                capture_output=True, text=True, timeout=300)
+            if (result.returncode != 2 or "the ranks found different checkpoints" not in
+                    result.stderr or "step " in result.stdout.replace("at step", "")):
+                sys.exit(f"{layout}: status {result.returncode}, {result.stderr!r}, "
+                         f"{result.stdout!r}")
+            print(f"{' '.join(layout)}: refused: {result.stderr.strip()}")
+
+
 def main():
     if sys.argv[1] == "resume-mpi":
         resume_mpi(*sys.argv[2:5])
     elif sys.argv[1] == "kill":
         kill(*sys.argv[2:4])
+    elif sys.argv[1] == "concurrent":
+        concurrent(*sys.argv[2:4])
+    elif sys.argv[1] == "file-size-limit":
+        file_size_limit(*sys.argv[2:5])
+    elif sys.argv[1] == "disagree":
+        disagree(*sys.argv[2:5])
     else:
         sys.exit(f"unknown mode {sys.argv[1]}")
     print("ok")
