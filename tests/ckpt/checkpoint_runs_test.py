@@ -15,6 +15,8 @@
   checkpoint_runs_test.py disagree MPIEXEC SHARDWISE MODEL
       Ranks whose working directories hold different checkpoints at the --resume path are
       refused before any step.
+  checkpoint_runs_test.py import-mpi MPIEXEC SHARDWISE MODEL
+      `ckpt import` under mpirun runs on the job's processes and reports once.
   checkpoint_runs_test.py kill SHARDWISE [MPIEXEC]
       A run saving every step is killed with SIGKILL at random moments (every rank's process,
       or under mpirun one rank's process); every checkpoint left in the folder is whole (every
@@ -258,6 +260,31 @@ def disagree(mpiexec, shardwise, model):
             print(f"{' '.join(layout)}: refused: {result.stderr.strip()}")
 
 
+def import_mpi(mpiexec, shardwise, model):
+    """`ckpt import` under mpirun: the job's processes are its ranks (a --ranks that says
+    otherwise is refused with one line), and one line reports the import."""
+    with tempfile.TemporaryDirectory() as work:
+        run(shardwise, "train", "--model", model, "--steps", "1", "--batch", "4", "--save",
+            os.path.join(work, "ck"))
+        run(shardwise, "ckpt", "export", os.path.join(work, "ck"), "--format", "hf-gpt2",
+            "--out", os.path.join(work, "hf"))
+        launch = [mpiexec, "--quiet", "--oversubscribe", "-np", "2", shardwise, "ckpt", "import",
+                  os.path.join(work, "hf"), "--format", "hf-gpt2", "--out",
+                  os.path.join(work, "out")]
+        refused = run(*launch, "--ranks", "3", check=False)
+        if (refused.returncode != 2 or refused.stdout or refused.stderr.count("\n") != 1 or
+                "--ranks is 3, but the job has 2 processes" not in refused.stderr):
+            sys.exit(f"--ranks 3 on 2 processes: {refused.returncode} {refused.stderr!r}")
+        done = run(*launch)
+        lines = done.stdout.splitlines()
+        if len(lines) != 1 or "without optimizer state, 2 ranks" not in lines[0]:
+            sys.exit(f"the import said {done.stdout!r}")
+        files = sorted(os.listdir(os.path.join(work, "out")))
+        if files != ["index.json", "rank-00000.safetensors", "rank-00001.safetensors"]:
+            sys.exit(f"the import wrote {files}")
+        print("import under mpirun: the job's 2 processes, one line")
+
+
 def main():
     if sys.argv[1] == "resume-mpi":
         resume_mpi(*sys.argv[2:5])
@@ -269,6 +296,8 @@ def main():
         file_size_limit(*sys.argv[2:5])
     elif sys.argv[1] == "disagree":
         disagree(*sys.argv[2:5])
+    elif sys.argv[1] == "import-mpi":
+        import_mpi(*sys.argv[2:5])
     else:
         sys.exit(f"unknown mode {sys.argv[1]}")
     print("ok")

@@ -272,6 +272,24 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--mesh", "pipeline=2", "--microbatches", "3"},
                    "--microbatches 3 does not divide the 8 sequences each data-parallel rank "
                    "takes per step (--batch 8 over 1)");
+  // Without --microbatches the default is one that divides the sequences, never blamed on a
+  // flag the user did not give: 3 stages on 8 sequences run 4 micro-batches.
+  {
+    const auto three =
+        testing::run_command({"train", "--model", source_path("examples/models/gpt_micro.json"),
+                              "--mesh", "pipeline=2", "--steps", "1", "--batch", "8"});
+    ASSERT_EQ(three.status, 0) << three.err;
+    const std::string odd = ::testing::TempDir() + "three_layers.json";
+    std::ofstream(odd)
+        << R"({"n_layer": 3, "n_head": 2, "n_embd": 32, "block_size": 16, "vocab_size": 256})";
+    const auto run = testing::run_command(
+        {"train", "--model", odd, "--mesh", "pipeline=3", "--steps", "1", "--batch", "8"});
+    ASSERT_EQ(run.status, 0) << run.err;
+    EXPECT_THAT(run.out, ::testing::HasSubstr("3 stages, 1f1b, 4 micro-batches of 2 sequences"));
+    expect_bad_input({"train", "--model", odd, "--mesh", "pipeline=3", "--batch", "2"},
+                     "--mesh Mesh('pipeline': 3) runs at least one micro-batch per pipeline "
+                     "stage (3), and no such count of at most");
+  }
   expect_bad_input({"train", "--mesh", "pipeline=2", "--virtual-stages", "2"},
                    "--virtual-stages 2 needs --schedule interleaved");
   expect_bad_input({"train", "--mesh", "pipeline=2", "--stages-by", "speed"},

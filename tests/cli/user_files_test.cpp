@@ -15,9 +15,9 @@
 namespace shardwise::cli {
 namespace {
 
-using ::testing::HasSubstr;
 using shardwise::testing::tree_snapshot;
 using testing::expect_bad_input;
+using ::testing::HasSubstr;
 using testing::run_command;
 using testing::source_path;
 
@@ -69,11 +69,11 @@ TEST(UserFiles, ASaveNeverReplacesAUsersFolderOrASymlink) {
   // Running the same command twice: the second run's step 4 would replace the first run's.
   ASSERT_EQ(run_command(train(root / "twice", {})).status, 0);
   const auto first = tree_snapshot(root / "twice");
-  expect_bad_input(train(root / "twice", {}),
-                   "step-00000004' is another run's checkpoint (run ");
+  expect_bad_input(train(root / "twice", {}), "step-00000004' is another run's checkpoint (run ");
   EXPECT_EQ(tree_snapshot(root / "twice"), first);
   // Continuing that run (--resume) into the same folder is the same run: it saves on.
-  const auto continued = run_command(train(root / "twice", {"--resume", (root / "twice").string()}, "6"));
+  const auto continued =
+      run_command(train(root / "twice", {"--resume", (root / "twice").string()}, "6"));
   EXPECT_EQ(continued.status, 0) << continued.err;
   EXPECT_EQ(entries(root / "twice"), (std::vector<std::string>{"step-00000004", "step-00000006"}));
 }
@@ -84,8 +84,8 @@ TEST(UserFiles, KeepAndCleanupRemoveOnlyTheRunsOwn) {
   // Another run (seed 99) saved steps 1 to 3 here; a user's folders sit beside them.
   ASSERT_EQ(run_command(train(d1, {"--seed", "99", "--save-every", "1"}, "3")).status, 0);
   write_file(d1 / "step-00000000" / "index.json", "user data");
-  for (const char* name : {".step-3.partial", ".step-00000004.removing", ".step-5.old",
-                           ".step-00000006.partial"}) {
+  for (const char* name :
+       {".step-3.partial", ".step-00000004.removing", ".step-5.old", ".step-00000006.partial"}) {
     write_file(d1 / name / "rank-00000.safetensors", "the user's");
   }
   const auto before = tree_snapshot(d1);
@@ -135,19 +135,20 @@ TEST(UserFiles, ExportKeepsAUsersModelFolderUnlessForced) {
   write_file(root / "target.txt", "the user's file");
   std::filesystem::create_directories(root / "links");
   std::filesystem::create_symlink(root / "target.txt", root / "links" / "config.json");
-  std::filesystem::create_symlink(root / "target.txt", root / "links" / ".model.safetensors.partial");
+  std::filesystem::create_symlink(root / "target.txt",
+                                  root / "links" / ".model.safetensors.partial");
   ASSERT_EQ(::mkfifo((root / "links" / "model.safetensors").c_str(), 0644), 0);
   const auto links = tree_snapshot(root);
   for (const bool force : {false, true}) {
-    std::vector<std::string> args{"ckpt", "export", ck, "--format", "hf-gpt2", "--out",
-                                  (root / "links").string()};
+    std::vector<std::string> args{
+        "ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "links").string()};
     if (force) args.push_back("--force");
     expect_bad_input(args, "is a FIFO, device or socket; shardwise writes only a new file");
   }
   std::filesystem::remove(root / "links" / "model.safetensors");
-  expect_bad_input({"ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "links").string(),
-                    "--force"},
-                   "config.json' is a symlink");
+  expect_bad_input(
+      {"ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "links").string(), "--force"},
+      "config.json' is a symlink");
   std::map<std::string, std::string> expected = links;
   expected.erase("links/model.safetensors");
   EXPECT_EQ(tree_snapshot(root), expected);
@@ -173,28 +174,30 @@ TEST(UserFiles, ImportReplacesOnlyAnEarlierImport) {
   for (int i = 0; i < 7; ++i) write_file(root / "site" / ("page" + std::to_string(i)), "text");
   const auto site = tree_snapshot(root / "site");
   for (const bool force : {false, true}) {
-    std::vector<std::string> args{"ckpt", "import", hf, "--format", "hf-gpt2", "--out",
-                                  (root / "site").string()};
+    std::vector<std::string> args{
+        "ckpt", "import", hf, "--format", "hf-gpt2", "--out", (root / "site").string()};
     if (force) args.push_back("--force");
-    expect_bad_input(args, "site' exists; it is left as it is (--force replaces only an earlier "
-                           "import)");
+    expect_bad_input(args,
+                     "site' exists; it is left as it is (--force replaces only an earlier "
+                     "import)");
   }
   EXPECT_EQ(tree_snapshot(root / "site"), site);
   // A checkpoint of a training run is no import either.
   expect_bad_input({"ckpt", "import", hf, "--format", "hf-gpt2", "--out",
                     (root / "ck" / "step-00000002").string(), "--force"},
                    "--force replaces only an earlier import");
-  const std::vector<std::string> import{"ckpt", "import", hf, "--format", "hf-gpt2", "--out",
-                                        (root / "imported").string(), "--ranks", "2"};
+  const std::vector<std::string> import{
+      "ckpt",    "import", hf, "--format", "hf-gpt2", "--out", (root / "imported").string(),
+      "--ranks", "2"};
   ASSERT_EQ(run_command(import).status, 0);
   expect_bad_input(import, "(an earlier import); it is left as it is; --force replaces it");
   std::vector<std::string> forced = import;
   forced.push_back("--force");
   const auto replaced = run_command(forced);
   EXPECT_EQ(replaced.status, 0) << replaced.err;
-  EXPECT_EQ(entries(root / "imported"),
-            (std::vector<std::string>{"index.json", "rank-00000.safetensors",
-                                      "rank-00001.safetensors"}));
+  EXPECT_EQ(
+      entries(root / "imported"),
+      (std::vector<std::string>{"index.json", "rank-00000.safetensors", "rank-00001.safetensors"}));
 }
 
 TEST(UserFiles, ATimelineIsNeverWrittenThroughASymlinkOrIntoAFifo) {
@@ -204,10 +207,10 @@ TEST(UserFiles, ATimelineIsNeverWrittenThroughASymlinkOrIntoAFifo) {
   ASSERT_EQ(::mkfifo((root / "pipe.json").c_str(), 0644), 0);
   const auto before = tree_snapshot(root);
   for (const char* name : {"link.json", "pipe.json"}) {
-    expect_bad_input({"train", "--model", source_path("examples/models/gpt_micro.json"), "--mesh",
-                      "pipeline=2", "--steps", "1", "--batch", "4", "--timeline",
-                      (root / name).string()},
-                     "shardwise writes only a new file or over a regular one");
+    expect_bad_input(
+        {"train", "--model", source_path("examples/models/gpt_micro.json"), "--mesh", "pipeline=2",
+         "--steps", "1", "--batch", "4", "--timeline", (root / name).string()},
+        "shardwise writes only a new file or over a regular one");
   }
   EXPECT_EQ(tree_snapshot(root), before);
 }
@@ -223,9 +226,9 @@ TEST(UserFiles, ARunWithNoStepsLeftInventsNoFigures) {
   EXPECT_EQ(summary["steps_run"], 0);
   EXPECT_TRUE(summary["final_loss"].is_null());
   EXPECT_TRUE(summary["tokens_per_s"].is_null());
-  const auto text = run_command({"train", "--model", source_path("examples/models/gpt_micro.json"),
-                                 "--steps", "4", "--batch", "4", "--resume",
-                                 (root / "ck").string()});
+  const auto text =
+      run_command({"train", "--model", source_path("examples/models/gpt_micro.json"), "--steps",
+                   "4", "--batch", "4", "--resume", (root / "ck").string()});
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("done: no steps left: the checkpoint is of step 4, and --steps "
                                   "is 4"));
@@ -237,8 +240,8 @@ TEST(UserFiles, PathsThatAreNotUtf8AreStoredAndPrintedEscaped) {
   const std::filesystem::path data = root / "data\xfe.txt";
   write_file(data, std::string(4000, 'a') + "some text to train on, repeated. ");
   const std::filesystem::path ck = root / "ck\xff";
-  const auto trained = run_command(train(ck, {"--data", data.string(), "--log-dir",
-                                              (root / "logs\xff").string()}, "2"));
+  const auto trained = run_command(
+      train(ck, {"--data", data.string(), "--log-dir", (root / "logs\xff").string()}, "2"));
   ASSERT_EQ(trained.status, 0) << trained.err;
   const auto inspected = run_command({"ckpt", "inspect", ck.string(), "--json"});
   ASSERT_EQ(inspected.status, 0) << inspected.err;
@@ -247,6 +250,20 @@ TEST(UserFiles, PathsThatAreNotUtf8AreStoredAndPrintedEscaped) {
   std::ifstream config(root / "logs\xff" / "config.json");
   const nlohmann::json logged = nlohmann::json::parse(config);
   EXPECT_THAT(logged["data"]["train"]["path"].get<std::string>(), HasSubstr("data\\xfe.txt"));
+  // A model file, a checkpoint to import and an export, all at such paths.
+  write_file(root / "model\xff.json",
+             R"({"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 16, "vocab_size": 256})");
+  const auto modelled =
+      run_command({"train", "--model", (root / "model\xff.json").string(), "--steps", "1",
+                   "--batch", "4", "--data", data.string(), "--save", (root / "m\xff").string()});
+  ASSERT_EQ(modelled.status, 0) << modelled.err;
+  const auto exported = run_command({"ckpt", "export", (root / "m\xff").string(), "--format",
+                                     "hf-gpt2", "--out", (root / "hf\xff").string()});
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  const auto imported = run_command({"ckpt", "import", (root / "hf\xff").string(), "--format",
+                                     "hf-gpt2", "--out", (root / "in\xff").string()});
+  ASSERT_EQ(imported.status, 0) << imported.err;
+  EXPECT_THAT(imported.out, HasSubstr("hf\\xff"));
   // A refusal prints the bytes escaped, in one line.
   const auto refused = run_command(train(ck, {"--data", data.string(), "--steps", "x"}));
   EXPECT_EQ(refused.status, 2);
