@@ -60,6 +60,12 @@ Block block_of(int rank, std::int64_t rows, std::int64_t cols, int row_parts, in
 // The run the tests' saves belong to (a save replaces a checkpoint of its own run only).
 const std::string kRun = "0123456789abcdef0123456789abcdef";
 
+SaveOptions of_the_run() {
+  SaveOptions options;
+  options.run_id = kRun;
+  return options;
+}
+
 void save_grid(const std::filesystem::path& folder, int row_parts, int col_parts,
                std::uint64_t chunk_bytes = 1 << 20, const std::string& run_id = kRun) {
   run_local(row_parts * col_parts, [&](Communicator& comm) {
@@ -227,9 +233,7 @@ TEST(CheckpointSaveLoad, AWriteThatFailsOnOneRankLeavesTheEarlierCheckpoint) {
     Block block = block_of(comm.rank(), 37, 23, 1, 2);
     const BlockToSave saved{"w",    {37, 23},  DType::kF32,
                             "grid", block.box, std::as_bytes(std::span(block.values))};
-    SaveOptions options;
-    options.run_id = kRun;
-    CheckpointSave save(comm, root / "a", {&saved, 1}, "{}", options);
+    CheckpointSave save(comm, root / "a", {&saved, 1}, "{}", of_the_run());
     // Rank 1 hands write() too few bytes: its write fails, and so does every rank's commit.
     std::span<const std::byte> bytes = saved.bytes;
     if (comm.rank() == 1) bytes = bytes.first(8);
@@ -264,9 +268,7 @@ TEST(CheckpointSaveLoad, APeerThatFailsMidSaveLeavesNoTemporaryFolder) {
               Block block = block_of(comm.rank(), 37, 23, 1, 2);
               const BlockToSave saved{"w",    {37, 23},  DType::kF32,
                                       "grid", block.box, std::as_bytes(std::span(block.values))};
-              SaveOptions options;
-              options.run_id = kRun;
-              CheckpointSave save(comm, root / "a", {&saved, 1}, "{}", options);
+              CheckpointSave save(comm, root / "a", {&saved, 1}, "{}", of_the_run());
               // Rank 0 made it and removes it, on its own thread: only it
               // can look before the removal.
               if (comm.rank() == 0) {

@@ -140,12 +140,24 @@ TEST(HfImportChecks, AFullDiskFailsAnImportAsItFailsTraining) {
   EXPECT_EQ(left, 2U) << "a temporary folder was left beside ck and hf";
 }
 
+// The checkpoint of a 2-step run of gpt_micro saved under `root`.
+std::filesystem::path trained_checkpoint(const std::filesystem::path& root) {
+  EXPECT_EQ(run_command({"train", "--model", source_path("examples/models/gpt_micro.json"),
+                         "--steps", "2", "--batch", "4", "--save", (root / "ck").string()})
+                .status,
+            0);
+  return root / "ck" / "step-00000002";
+}
+
+nlohmann::json read_index(const std::filesystem::path& checkpoint) {
+  std::ifstream in(checkpoint / "index.json");
+  return nlohmann::json::parse(in);
+}
+
 // Rewrites the first float of rank 0's data file as `value` and the checksum of its chunk.
 void poison_first_value(const std::filesystem::path& checkpoint, float value) {
   const std::filesystem::path index_path = checkpoint / "index.json";
-  std::ifstream in(index_path);
-  nlohmann::json index = nlohmann::json::parse(in);
-  in.close();
+  nlohmann::json index = read_index(checkpoint);
   nlohmann::json& shard = index["arrays"]["model/transformer.wte.weight"]["shards"][0];
   const std::filesystem::path file = checkpoint / shard["file"].get<std::string>();
   const auto offset = shard["offset"].get<std::uint64_t>();
@@ -166,11 +178,7 @@ void poison_first_value(const std::filesystem::path& checkpoint, float value) {
 TEST(HfImportChecks, NonFiniteValuesAndMissingChecksumsAreRefusedOnResume) {
   const auto root = fresh_folder("nan");
   const std::string model = source_path("examples/models/gpt_micro.json");
-  ASSERT_EQ(run_command({"train", "--model", model, "--steps", "2", "--batch", "4", "--save",
-                         (root / "ck").string()})
-                .status,
-            0);
-  const auto step = root / "ck" / "step-00000002";
+  const auto step = trained_checkpoint(root);
   poison_first_value(step, std::numeric_limits<float>::quiet_NaN());
   // Every checksum matches (it was rewritten): the value itself is refused, by name.
   const auto verify = run_command({"ckpt", "inspect", "--verify", step.string()});
@@ -184,9 +192,7 @@ TEST(HfImportChecks, NonFiniteValuesAndMissingChecksumsAreRefusedOnResume) {
     EXPECT_EQ(resumed.out.find("loss nan"), std::string::npos);
   }
   // A shard without checksums: the index is refused.
-  std::ifstream in(step / "index.json");
-  nlohmann::json index = nlohmann::json::parse(in);
-  in.close();
+  nlohmann::json index = read_index(step);
   index["arrays"]["model/transformer.wte.weight"]["shards"][0]["chunk_bytes"] = 0;
   index["arrays"]["model/transformer.wte.weight"]["shards"][0]["crc32c"] = nlohmann::json::array();
   std::ofstream(step / "index.json") << index.dump();
@@ -201,14 +207,8 @@ TEST(HfImportChecks, NonFiniteValuesAndMissingChecksumsAreRefusedOnResume) {
 TEST(HfImportChecks, MetadataSizesAreHeldAgainstTheArraysBeforeAnythingIsAllocated) {
   const auto root = fresh_folder("sizes");
   const std::string model = source_path("examples/models/gpt_micro.json");
-  ASSERT_EQ(run_command({"train", "--model", model, "--steps", "2", "--batch", "4", "--save",
-                         (root / "ck").string()})
-                .status,
-            0);
-  const auto step = root / "ck" / "step-00000002";
-  std::ifstream in(step / "index.json");
-  nlohmann::json index = nlohmann::json::parse(in);
-  in.close();
+  const auto step = trained_checkpoint(root);
+  nlohmann::json index = read_index(step);
   index["metadata"]["model"]["n_embd"] = 8192;
   index["metadata"]["model"]["vocab_size"] = 65536;
   std::ofstream(step / "index.json") << index.dump();
