@@ -115,7 +115,8 @@ std::uint64_t child_context(std::uint64_t parent, std::uint64_t split_index) {
 }
 
 // The limits on this process's threads that the system sets, in words, for a message: "ulimit
-// -u is 300, kernel.threads-max 127448, the cgroup's pids.max 1000" (the ones that are set).
+// -u is 300, ulimit -v is 524288 KiB, kernel.threads-max 127448, the cgroup's pids.max 1000"
+// (the ones that are set).
 std::string thread_limits_text() {
   std::string text;
   const auto add = [&](const std::string& part) { text += (text.empty() ? "" : ", ") + part; };
@@ -123,6 +124,10 @@ std::string thread_limits_text() {
   if (::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
     add("ulimit -u is " + std::to_string(limit.rlim_cur) +
         (::geteuid() == 0 ? " (not applied to root)" : ""));
+  }
+  // Each thread's stack takes address space: a `ulimit -v` stops threads too.
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    add("ulimit -v is " + std::to_string(limit.rlim_cur / 1024) + " KiB");
   }
   const auto first_line = [](const char* path) {
     std::ifstream in(path);
@@ -143,8 +148,8 @@ std::string thread_start_failure(int started, int wanted, const std::string& rea
   return "the system would not start another thread (" + reason + ") after " +
          std::to_string(started) + " of the " + std::to_string(wanted) +
          " ranks' threads; every in-process rank is a thread (and a helper thread for "
-         "nonblocking operations): run fewer ranks, or raise the limit (" + thread_limits_text() +
-         ")";
+         "nonblocking operations): run fewer ranks, or raise the limit (" +
+         thread_limits_text() + ")";
 }
 
 class LocalBackend final : public detail::CommBackend {
