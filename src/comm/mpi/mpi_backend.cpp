@@ -8,6 +8,7 @@
 #include "../detail/checks.hpp"
 #include "../detail/reduce.hpp"
 #include "../detail/work_state.hpp"
+#include "blocking_call_watch.hpp"
 #include "mpi_signature.hpp"
 #include "shardwise/core/error.hpp"
 
@@ -137,6 +138,8 @@ class MpiWorkState final : public WorkState {
         return true;
       }
       if (!may_post) return false;
+      // The data gets a timeout of its own: a member that arrived late has not used it up.
+      data_deadline_ = Clock::now() + request_.options.timeout;
       post_data();
       stage_ = Stage::kData;
     }
@@ -152,6 +155,25 @@ class MpiWorkState final : public WorkState {
                std::to_string(request_.options.timeout.count()) + " ms");
           return true;
         }
+        if (!is_p2p() && Clock::now() > data_deadline_) {
+          // Every member arrived, but one stopped before its part of the data (a SIGSTOPped
+          // process, a host gone): a collective MPI cannot cancel. It fails, the communicator
+          // refuses what follows, and the buffers MPI may still write stay alive until the
+          // process ends (the run ends on this failure).
+          backend_.broken_ = "an earlier " + request_.name() + " over " +
+                             request_.group.to_string() + " did not finish";
+          for (std::vector<std::byte>& buffer : staging_) {
+            backend_.abandoned_buffers_.push_back(std::move(buffer));
+          }
+          staging_.clear();
+          requests_.clear();
+          fail(request_.name() + " over " + request_.group.to_string() + " on rank " +
+               std::to_string(backend_.rank_) +
+               ": every member arrived, but the data did not finish within " +
+               std::to_string(request_.options.timeout.count()) +
+               " ms (a member stopped during it?)");
+          return true;
+        }
         return false;
       }
       after();
@@ -160,6 +182,12 @@ class MpiWorkState final : public WorkState {
       return true;
     }
     return true;
+  }
+
+  // "all_reduce over [0, 1] on rank 0", for the watchdog's line.
+  [[nodiscard]] std::string watched_name() const {
+    return "rank " + std::to_string(backend_.rank_) + ": " + request_.name() + " over " +
+           request_.group.to_string();
   }
 
   [[nodiscard]] Rank first_receive_peer() const {
@@ -216,6 +244,8 @@ class MpiWorkState final : public WorkState {
                                     : (b.in == b.out ? send_buffer(b.in, b.count * element) : b.in);
           const MPI_Op op = types.reduction(request_.dtype, request_.reduce);
           if (blocking) {
+            const BlockingCallWatch watch(watched_name(), request_.options.timeout,
+                                          Clock::now() + request_.options.timeout);
             add(MPI_Allreduce(in, b.out, mpi_count(b.count), type, op, comm));
           } else {
             add(MPI_Iallreduce(in, b.out, mpi_count(b.count), type, op, comm, &next_request()));
@@ -286,6 +316,8 @@ class MpiWorkState final : public WorkState {
         const CoalescedBuffer& b = request_.buffers.front();
         const int root = request_.group.index_of(request_.root);
         if (blocking) {
+          const BlockingCallWatch watch(watched_name(), request_.options.timeout,
+                                        Clock::now() + request_.options.timeout);
           add(MPI_Bcast(b.out, mpi_count(b.count), type, root, comm));
         } else {
           add(MPI_Ibcast(b.out, mpi_count(b.count), type, root, comm, &next_request()));
@@ -365,6 +397,7 @@ class MpiWorkState final : public WorkState {
   OpRequest request_;
   int member_;
   Clock::time_point deadline_;
+  Clock::time_point data_deadline_ = Clock::time_point::max();
   Stage stage_ = Stage::kStart;
   MpiBackend::GroupComms comms_;
   std::vector<MpiSignature> signatures_;

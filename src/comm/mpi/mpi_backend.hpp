@@ -81,6 +81,8 @@ class MpiBackend final : public CommBackend {
   // Set when an operation timed out with requests MPI cannot cancel: the communicator then
   // refuses every later operation instead of matching it against the stale ones.
   std::optional<std::string> broken_;
+  // Staging buffers of collectives that timed out in flight: MPI may still write them.
+  std::vector<std::vector<std::byte>> abandoned_buffers_;
 };
 
 }  // namespace shardwise::detail

@@ -74,8 +74,8 @@ std::string describe(const MpiSignature& signature) {
   return text;
 }
 
-std::optional<std::string> mismatch(const std::vector<MpiSignature>& signatures,
-                                    const Group& group, const std::string& operation) {
+std::optional<std::string> mismatch(const std::vector<MpiSignature>& signatures, const Group& group,
+                                    const std::string& operation) {
   const MpiSignature& first = signatures.front();
   for (std::size_t i = 1; i < signatures.size(); ++i) {
     const MpiSignature& s = signatures[i];

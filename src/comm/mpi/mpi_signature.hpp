@@ -38,7 +38,7 @@ std::string describe(const MpiSignature& signature);
 
 // The mismatch among the group's signatures (all but in_place, which members may differ in
 // where MPI allows), as an error message; nullopt when they agree.
-std::optional<std::string> mismatch(const std::vector<MpiSignature>& signatures,
-                                    const Group& group, const std::string& operation);
+std::optional<std::string> mismatch(const std::vector<MpiSignature>& signatures, const Group& group,
+                                    const std::string& operation);
 
 }  // namespace shardwise::detail
