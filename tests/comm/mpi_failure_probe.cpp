@@ -2,6 +2,9 @@
 //   throw    - rank 1 throws; the job must end promptly with its message.
 //   pipeline - a 1F1B schedule whose stage 2 fails mid-step; the job must end promptly with it.
 //   timeout  - rank 1 never joins a barrier; rank 0 must fail after its 200 ms timeout.
+//   stopped-all-reduce, stopped-all-gather - rank 1's process is stopped (SIGSTOP) inside a
+//              128 MB collective: rank 0 must end the job within the 2 s timeout (a blocking
+//              all-reduce through the watchdog's one line, an all-gather as a CommError).
 //   mismatch-* - rank 0 makes another call than the others (broadcast vs all-reduce, count 8 vs
 //              16, all-reduce vs all-gather, all-gather counts, f64 vs i64, max vs sum): every
 //              rank must fail at once with an error naming both calls and ranks, not hang or
@@ -12,6 +15,7 @@
 //               clean-hang (rank 0 throws, rank 1 is busy for 30 s: rank 0 stops waiting for
 //               it after 2 s and ends the job with its own line).
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <span>
 #include <string>
@@ -134,6 +138,33 @@ int main(int argc, char** argv) {
         return;
       }
       comm.barrier(world, options);
+    } else if (mode == "stopped-all-reduce" || mode == "stopped-all-gather") {
+      // Both meet, then rank 1's process stops (SIGSTOP) while the data moves: rank 0's call
+      // must end within its 2 s timeout, not wait for it forever.
+      const std::size_t count = std::size_t{32} << 20;
+      std::vector<float> in(count, 1.0F);
+      std::vector<float> out(mode == "stopped-all-gather" ? 2 * count : count);
+      comm.barrier(world);
+      std::thread stopper;
+      if (comm.rank() == 1) {
+        stopper = std::thread([] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          std::raise(SIGSTOP);
+        });
+      }
+      if (mode == "stopped-all-reduce") {
+        shardwise::AllReduceOptions options;
+        options.timeout = std::chrono::seconds(2);
+        comm.all_reduce(in.data(), out.data(), count, shardwise::DType::kF32,
+                        shardwise::ReduceOp::kSum, world, options);
+      } else {
+        shardwise::AllGatherOptions options;
+        options.timeout = std::chrono::seconds(2);
+        comm.all_gather(in.data(), out.data(), count, shardwise::DType::kF32, world, options);
+      }
+      if (stopper.joinable()) stopper.join();
+      // Where the data outran the stop, the probe fails on its own: nothing was shown.
+      throw shardwise::InvalidArgument("the collective finished before the stop");
     } else if (mode == "timeout") {
       if (comm.rank() == 1) {
         std::this_thread::sleep_for(std::chrono::seconds(20));
