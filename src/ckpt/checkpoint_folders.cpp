@@ -1,6 +1,8 @@
 #include "shardwise/ckpt/checkpoint_folders.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,26 +68,80 @@ bool written_by_a_save(const std::string& name) {
   return std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// Removes the files a save writes from `folder` (unlink never follows a symlink), then the
-// folder; a note naming what keeps it where something else is there.
-std::optional<std::string> remove_files_and_folder(const std::filesystem::path& folder) {
+// A folder opened without following a symlink, closed on destruction: what is removed is
+// listed and unlinked through it, so that a folder swapped for a symlink meanwhile leads
+// nowhere outside.
+class FolderHandle {
+ public:
+  explicit FolderHandle(const std::filesystem::path& path)
+      : fd_(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)),
+        error_(fd_ < 0 ? errno : 0) {}
+  ~FolderHandle() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FolderHandle(const FolderHandle&) = delete;
+  FolderHandle& operator=(const FolderHandle&) = delete;
+  [[nodiscard]] int fd() const { return fd_; }
+  [[nodiscard]] int error() const { return error_; }
+  // The same folder as the one at `path` now (device and inode).
+  [[nodiscard]] bool is_at(const std::filesystem::path& path) const {
+    struct stat held {};
+    struct stat there {};
+    return fd_ >= 0 && ::fstat(fd_, &held) == 0 && ::lstat(path.c_str(), &there) == 0 &&
+           held.st_dev == there.st_dev && held.st_ino == there.st_ino;
+  }
+  // Its entries' names; empty where it cannot be read.
+  [[nodiscard]] std::vector<std::string> names() const {
+    std::vector<std::string> found;
+    const int copy = ::dup(fd_);
+    if (copy < 0) return found;
+    DIR* dir = ::fdopendir(copy);
+    if (dir == nullptr) {
+      ::close(copy);
+      return found;
+    }
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name != "." && name != "..") found.push_back(name);
+    }
+    ::closedir(dir);
+    return found;
+  }
+  [[nodiscard]] bool is_regular_file(const std::string& name) const {
+    struct stat info {};
+    return ::fstatat(fd_, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(info.st_mode);
+  }
+
+ private:
+  int fd_;
+  int error_;
+};
+
+std::string not_opened_note(const std::filesystem::path& folder, int error) {
+  if (error == ELOOP || error == ENOTDIR) {
+    return quoted(folder) + " is not a folder (a symlink?); it is left as it is";
+  }
+  return "cannot open " + shardwise::detail::system_error_text(folder, error);
+}
+
+// Removes, through `handle` (the folder at `folder`), the files a save writes, then the folder:
+// nothing at all where it holds anything else (a note says what).
+std::optional<std::string> remove_files_and_folder(const FolderHandle& handle,
+                                                   const std::filesystem::path& folder) {
+  std::vector<std::string> ours;
   std::vector<std::string> others;
-  for (const std::string& name : entries_of(folder)) {
-    if (!written_by_a_save(name)) {
-      others.push_back(name);
-      continue;
-    }
-    const std::filesystem::path file = folder / name;
-    if (path_kind(file) == PathKind::kFolder) {
-      others.push_back(name);
-    } else if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
-      return "cannot remove " + shardwise::detail::system_error_text(file, errno);
-    }
+  for (const std::string& name : handle.names()) {
+    (written_by_a_save(name) && handle.is_regular_file(name) ? ours : others).push_back(name);
   }
   if (!others.empty()) {
     return quoted(folder) + " holds '" + echo_input(others.front(), 100) + "'" +
            (others.size() > 1 ? " and " + std::to_string(others.size() - 1) + " more" : "") +
            ", which no save writes; it is left as it is";
+  }
+  for (const std::string& name : ours) {
+    if (::unlinkat(handle.fd(), name.c_str(), 0) != 0 && errno != ENOENT) {
+      return "cannot remove " + shardwise::detail::system_error_text(folder / name, errno);
+    }
   }
   if (::rmdir(folder.c_str()) != 0 && errno != ENOENT) {
     return "cannot remove " + shardwise::detail::system_error_text(folder, errno);
@@ -177,11 +233,19 @@ std::optional<std::string> remove_checkpoint(const std::filesystem::path& folder
   if (path_kind(doomed) != PathKind::kAbsent) {
     if (auto note = remove_save_work_folder(doomed)) return note;
   }
+  // Held open before the rename and compared after it: what moved must be the folder that was
+  // inspected, never a symlink or another folder put in its place meanwhile (moved back then).
+  const FolderHandle handle(folder);
+  if (handle.fd() < 0) return not_opened_note(folder, handle.error());
   if (::rename(folder.c_str(), doomed.c_str()) != 0) {
     return "cannot remove the old checkpoint " +
            shardwise::detail::system_error_text(folder, errno);
   }
-  return remove_files_and_folder(doomed);
+  if (!handle.is_at(doomed)) {
+    (void)::rename(doomed.c_str(), folder.c_str());
+    return quoted(folder) + " changed while it was removed; it is left as it is";
+  }
+  return remove_files_and_folder(handle, doomed);
 }
 
 std::optional<std::string> remove_save_work_folder(const std::filesystem::path& folder) {
@@ -190,34 +254,53 @@ std::optional<std::string> remove_save_work_folder(const std::filesystem::path& 
   if (kind != PathKind::kFolder) {
     return quoted(folder) + " is " + path_kind_words(kind) + "; it is left as it is";
   }
-  return remove_files_and_folder(folder);
+  const FolderHandle handle(folder);
+  if (handle.fd() < 0) return not_opened_note(folder, handle.error());
+  return remove_files_and_folder(handle, folder);
 }
 
 std::vector<std::string> keep_newest(const std::filesystem::path& root, std::size_t keep,
-                                     std::int64_t up_to, const std::string& run_id) {
+                                     std::int64_t up_to, const std::string& run_id,
+                                     const std::vector<RunAncestor>& ancestors) {
   std::vector<std::string> notes;
-  std::vector<SavedStep> own;
+  // Each of the line's checkpoints with the run whose id it carries.
+  std::vector<std::pair<SavedStep, std::string>> line;
   for (const SavedStep& saved : list_checkpoints(root)) {
     if (saved.step > up_to) continue;
-    const SavePlace place = inspect_save_place(saved.folder, run_id);
+    SavePlace place = inspect_save_place(saved.folder, run_id);
+    std::string owner = run_id;
+    for (const RunAncestor& ancestor : ancestors) {
+      if (place.occupant == SavePlace::Occupant::kThisRunsCheckpoint) break;
+      if (saved.step > ancestor.step) continue;  // the ancestor's steps after this line left it
+      place = inspect_save_place(saved.folder, ancestor.run_id);
+      owner = ancestor.run_id;
+    }
     if (place.occupant == SavePlace::Occupant::kThisRunsCheckpoint) {
-      own.push_back(saved);
+      line.emplace_back(saved, owner);
     } else {
+      place = inspect_save_place(saved.folder, run_id);
       notes.push_back("--keep leaves " + quoted(saved.folder) + ": it " + place.why);
     }
   }
-  for (std::size_t i = 0; i + std::max<std::size_t>(keep, 1) < own.size(); ++i) {
-    if (auto note = remove_checkpoint(own[i].folder, run_id)) notes.push_back("--keep: " + *note);
+  for (std::size_t i = 0; i + std::max<std::size_t>(keep, 1) < line.size(); ++i) {
+    if (auto note = remove_checkpoint(line[i].first.folder, line[i].second)) {
+      notes.push_back("--keep: " + *note);
+    }
   }
   return notes;
 }
 
 std::vector<std::string> remove_leftovers(const std::filesystem::path& root,
-                                          const std::string& run_id) {
+                                          const std::string& run_id,
+                                          const std::vector<RunAncestor>& ancestors) {
   std::vector<std::string> notes;
   if (path_kind(root) != PathKind::kFolder) return notes;
   for (const std::string& name : entries_of(root)) {
-    if (!is_work_folder_name(name, run_id)) continue;
+    bool ours = is_work_folder_name(name, run_id);
+    for (const RunAncestor& ancestor : ancestors) {
+      ours = ours || is_work_folder_name(name, ancestor.run_id);
+    }
+    if (!ours) continue;
     if (auto note = remove_save_work_folder(root / name)) notes.push_back(*note);
   }
   return notes;

@@ -255,7 +255,7 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
     throw CheckpointError(e.what());
   }
   if (!json.is_object()) throw CheckpointError(what + " is not a JSON object");
-  only_keys(json, {"format", "version", "run", "metadata", "arrays"}, what);
+  only_keys(json, {"format", "version", "run", "lineage", "metadata", "arrays"}, what);
   const nlohmann::json& format = member(json, "format", what);
   if (format != "shardwise-checkpoint") {
     throw CheckpointError(what + ": \"format\" is " + echo_input(format.dump(), 40) +
@@ -273,6 +273,21 @@ CheckpointIndex parse_checkpoint_index(std::string_view text, const std::string&
                             "; expected 32 lowercase hex digits");
     }
     index.run_id = run->get<std::string>();
+  }
+  if (const auto lineage = json.find("lineage"); lineage != json.end()) {
+    if (!lineage->is_array() || lineage->size() > kMaxAncestors) {
+      throw CheckpointError(what + ": \"lineage\" is not a list of at most " +
+                            std::to_string(kMaxAncestors) + " [run, step] pairs");
+    }
+    for (const nlohmann::json& entry : *lineage) {
+      if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() ||
+          !is_run_id(entry[0].get<std::string>())) {
+        throw CheckpointError(what + ": \"lineage\" holds " + echo_input(entry.dump(), 60) +
+                              "; expected [run, step] with a run of 32 lowercase hex digits");
+      }
+      index.ancestors.push_back(
+          {entry[0].get<std::string>(), size_field(entry[1], what + " lineage step")});
+    }
   }
   const nlohmann::json& metadata = member(json, "metadata", what);
   if (!metadata.is_object()) throw CheckpointError(what + ": \"metadata\" is not an object");
@@ -386,6 +401,13 @@ std::string checkpoint_index_json(const CheckpointIndex& index) {
                       {"metadata", nlohmann::json::parse(index.metadata_json)},
                       {"arrays", arrays}};
   if (!index.run_id.empty()) json["run"] = index.run_id;
+  if (!index.ancestors.empty()) {
+    nlohmann::json lineage = nlohmann::json::array();
+    for (const RunAncestor& ancestor : index.ancestors) {
+      lineage.push_back({ancestor.run_id, ancestor.step});
+    }
+    json["lineage"] = lineage;
+  }
   // Names hold what callers gave; bytes that are not UTF-8 would make dump() throw.
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

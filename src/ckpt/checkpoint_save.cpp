@@ -421,6 +421,7 @@ SaveStats CheckpointSave::commit() {
         CheckpointIndex index;
         index.metadata_json = metadata_json_;
         index.run_id = run_id_;
+        index.ancestors = options_.ancestors;
         for (auto& [name, record] : arrays) {
           index.arrays.push_back(std::move(record));
         }

@@ -111,7 +111,7 @@ ResumePoint check_resume(const CheckpointFlags& flags, const models::GptConfig& 
     throw InvalidArgument(what + " is of step " + std::to_string(info.step) + ", past --steps " +
                           std::to_string(steps));
   }
-  return {info.step, reader.index().run_id};
+  return {info.step};
 }
 
 void require_gpt_shapes(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
@@ -181,14 +181,16 @@ void check_checkpoint_flags(const CheckpointFlags& flags, std::int64_t steps,
        it.increment(error)) {
     const std::int64_t step = ckpt::step_of_folder_name(it->path().filename().string());
     if (step < 0 || !saves_at(flags, steps, resume.step, step)) continue;
-    const ckpt::SavePlace place = ckpt::inspect_save_place(it->path(), resume.run_id);
+    // This run's id is new (a continuation is a run of its own): whatever is there is not its.
+    const ckpt::SavePlace place = ckpt::inspect_save_place(it->path(), "");
     if (place.occupant != ckpt::SavePlace::Occupant::kOther) continue;
     throw InvalidArgument(
         "--save '" + echo_input(*flags.save, 200) + "': '" + echo_input(it->path().string(), 200) +
         "' " + place.why + ", and this run saves step " + std::to_string(step) +
         " there; it is left as it is: save into another folder" +
-        (place.why.find("another run") != std::string::npos ? ", or continue that run with --resume"
-                                                            : ""));
+        (resume.step > 0 ? " (a run continued from step " + std::to_string(resume.step) +
+                               " saves its later steps as a branch of its own)"
+                         : std::string()));
   }
 }
 
@@ -276,10 +278,8 @@ void TrainingCheckpoints::note(const std::string& text) {
 }
 
 std::int64_t TrainingCheckpoints::resume() {
-  if (!flags_.resume) {
-    run_id_ = agreed_new_run_id(comm_);
-    return 0;
-  }
+  run_id_ = agreed_new_run_id(comm_);
+  if (!flags_.resume) return 0;
   const auto start = Clock::now();
   const std::string what = "--resume '" + echo_input(*flags_.resume, 200) + "'";
   // Every rank opens and checks the checkpoint; what one finds wrong all report.
@@ -323,7 +323,8 @@ std::int64_t TrainingCheckpoints::resume() {
     }
   }
   ckpt::throw_unless_all_succeeded(comm_, error, "checkpoint not loaded");
-  run_id_ = reader->index().run_id.empty() ? agreed_new_run_id(comm_) : reader->index().run_id;
+  ancestors_ = reader->index().ancestors;
+  if (!reader->index().run_id.empty()) ancestors_.push_back({reader->index().run_id, info.step});
   trainer_.resume_at(info.step);
   say_("resumed from " + echo_input(reader->folder().string(), 200) + " at step " +
        std::to_string(info.step) +
@@ -366,7 +367,8 @@ void TrainingCheckpoints::save(std::int64_t step) {
   if (comm_.rank() == 0) {
     try {
       // No save of this run is in flight now: what its earlier ones left when killed goes.
-      for (const std::string& text : ckpt::remove_leftovers(*flags_.save, run_id_)) note(text);
+      for (const std::string& text : ckpt::remove_leftovers(*flags_.save, run_id_, ancestors_))
+        note(text);
       const std::vector<ckpt::SavedStep> saved = ckpt::list_checkpoints(*flags_.save);
       if (!warned_newer_ && !saved.empty() && saved.back().step > step) {
         warned_newer_ = true;
@@ -380,6 +382,7 @@ void TrainingCheckpoints::save(std::int64_t step) {
   }
   ckpt::SaveOptions options;
   options.run_id = run_id_;
+  options.ancestors = ancestors_;
   if (!flags_.save_async) {
     const ckpt::SaveStats stats = ckpt::save_checkpoint(comm_, folder, blocks, metadata, options);
     prune(step);
@@ -404,8 +407,9 @@ void TrainingCheckpoints::save(std::int64_t step) {
 void TrainingCheckpoints::prune(std::int64_t saved_step) {
   if (flags_.keep == 0 || comm_.rank() != 0) return;
   try {
-    for (const std::string& text : ckpt::keep_newest(
-             *flags_.save, static_cast<std::size_t>(flags_.keep), saved_step, run_id_)) {
+    for (const std::string& text :
+         ckpt::keep_newest(*flags_.save, static_cast<std::size_t>(flags_.keep), saved_step, run_id_,
+                           ancestors_)) {
       note(text);
     }
   } catch (const std::exception& e) {  // the save itself is whole: a warning, not the run's end

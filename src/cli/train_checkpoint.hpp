@@ -30,7 +30,6 @@ struct CheckpointFlags {
 // What --resume names, as check_resume found it before any rank started.
 struct ResumePoint {
   std::int64_t step = 0;  // the run continues after it (0: a fresh run)
-  std::string run_id;     // the run it continues ("": a fresh run, or a checkpoint of none)
 };
 
 // InvalidArgument naming the flag: --save-every, --keep or --save-async without --save, or
@@ -85,9 +84,10 @@ class TrainingCheckpoints {
   // without --resume). A checkpoint of another model, or one that lacks an array the run needs,
   // is a CheckpointError naming it; so is a value that is not finite, and ranks that found
   // checkpoints of different bytes at the path. A checkpoint without optimizer state (an
-  // import) starts the moments at zero. The run keeps the resumed checkpoint's run id (a run
-  // and its continuations are one run: their saves may replace and --keep remove each
-  // other's), else takes a new one.
+  // import) starts the moments at zero. Every run takes a new run id (two continuations of one
+  // checkpoint are two runs, and neither replaces the other's saves); the resumed checkpoint's
+  // run and its own ancestors become this run's ancestors, whose checkpoints up to the step
+  // continued from --keep may remove.
   std::int64_t resume();
   [[nodiscard]] const std::string& run_id() const { return run_id_; }
   // After step `step` of `steps`: saves where --save-every or the last step asks; with
@@ -123,6 +123,7 @@ class TrainingCheckpoints {
   // Rank 0, with --save: this run alone saves into the folder.
   std::unique_ptr<ckpt::SaveFolderLock> lock_;
   std::string run_id_;
+  std::vector<ckpt::RunAncestor> ancestors_;
   std::set<std::string> noted_;
   bool warned_newer_ = false;
 };

@@ -15,6 +15,9 @@
   checkpoint_runs_test.py disagree MPIEXEC SHARDWISE MODEL
       Ranks whose working directories hold different checkpoints at the --resume path are
       refused before any step.
+  checkpoint_runs_test.py swapped SHARDWISE MODEL
+      A run saving with --keep while another process swaps its step folders for symlinks to a
+      user's folder: the user's files stay whole.
   checkpoint_runs_test.py import-mpi MPIEXEC SHARDWISE MODEL
       `ckpt import` under mpirun runs on the job's processes and reports once.
   checkpoint_runs_test.py kill SHARDWISE [MPIEXEC]
@@ -285,6 +288,51 @@ def import_mpi(mpiexec, shardwise, model):
         print("import under mpirun: the job's 2 processes, one line")
 
 
+def swapped(shardwise, model):
+    """While a run saves every step with --keep 1, another process keeps swapping each step's
+    folder with a symlink to a user's folder (renameat2's RENAME_EXCHANGE, twice, as fast as it
+    can): whatever the run does, the user's files stay byte for byte."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    with tempfile.TemporaryDirectory() as work:
+        victim = os.path.join(work, "victim")
+        os.makedirs(victim)
+        files = {"index.json": b"{}", "rank-00000.safetensors": b"weights", "notes.txt": b"mine"}
+        for name, data in files.items():
+            with open(os.path.join(victim, name), "wb") as f:
+                f.write(data)
+        folder = os.path.join(work, "ck")
+        process = subprocess.Popen([shardwise, "train", "--model", model, "--steps", "300",
+                                    "--batch", "4", "--save", folder, "--save-every", "1",
+                                    "--keep", "1"], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True)
+        swaps = 0
+        while process.poll() is None:
+            for name in os.listdir(folder) if os.path.isdir(folder) else []:
+                if not name.startswith("step-"):
+                    continue
+                path = os.path.join(folder, name).encode()
+                link = os.path.join(folder, ".x" + name)
+                if not os.path.lexists(link):
+                    os.symlink(victim, link)
+                for _ in range(2):
+                    libc.renameat2(-100, path, -100, link.encode(), 2)
+                swaps += 1
+        status = process.wait()
+        for name, data in files.items():
+            path = os.path.join(victim, name)
+            if not os.path.exists(path):
+                sys.exit(f"the user's {name} was removed ({swaps} swaps, run status {status})")
+            with open(path, "rb") as f:
+                if f.read() != data:
+                    sys.exit(f"the user's {name} changed ({swaps} swaps, run status {status})")
+        if sorted(os.listdir(victim)) != sorted(files):
+            sys.exit(f"the user's folder holds {os.listdir(victim)}")
+        if status not in (0, 2):
+            sys.exit(f"the run ended with status {status}: {process.stderr.read()}")
+        print(f"{swaps} swaps, run status {status}: the user's files are whole")
+
+
 def main():
     if sys.argv[1] == "resume-mpi":
         resume_mpi(*sys.argv[2:5])
@@ -296,6 +344,8 @@ def main():
         file_size_limit(*sys.argv[2:5])
     elif sys.argv[1] == "disagree":
         disagree(*sys.argv[2:5])
+    elif sys.argv[1] == "swapped":
+        swapped(*sys.argv[2:4])
     elif sys.argv[1] == "import-mpi":
         import_mpi(*sys.argv[2:5])
     else:

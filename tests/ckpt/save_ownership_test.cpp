@@ -149,11 +149,32 @@ TEST(SaveOwnership, LeftoversAreOnlyTheRunsOwnInterruptedSaves) {
   std::map<std::string, std::string> expected = tree_snapshot(root);
   expected.erase(".step-00000007." + kRun + ".partial");
   expected.erase(".step-00000007." + kRun + ".partial/rank-00000.safetensors");
-  expected.erase(".step-00000008." + kRun + ".removing/index.json");
+  // The folder with the user's file in it is left whole: its index.json too.
   const std::vector<std::string> notes = remove_leftovers(root, kRun);
   EXPECT_EQ(tree_snapshot(root), expected);
   ASSERT_EQ(notes.size(), 1U);
   EXPECT_THAT(notes[0], HasSubstr("holds 'mine.txt', which no save writes; it is left as it is"));
+}
+
+// A run continued from step 2 of another (its ancestor) may remove that run's checkpoints up
+// to step 2, and its leftovers; the ancestor's steps 3 and 4 are another branch and stay.
+TEST(SaveOwnership, KeepFollowsTheLineNotTheBranches) {
+  const auto root = fresh_folder("line");
+  for (const char* step : {"step-00000001", "step-00000002", "step-00000003", "step-00000004"}) {
+    ASSERT_EQ(save(root / step, kOtherRun), "");
+  }
+  write_file(root / (".step-00000005." + kOtherRun + ".partial") / "rank-00000.safetensors", "");
+  for (const char* step : {"step-00000006", "step-00000007"})
+    ASSERT_EQ(save(root / step, kRun), "");
+  const std::vector<RunAncestor> line{{kOtherRun, 2}};
+  EXPECT_THAT(remove_leftovers(root, kRun, line), ::testing::IsEmpty());
+  const std::vector<std::string> notes = keep_newest(root, 1, 7, kRun, line);
+  std::vector<std::int64_t> left;
+  for (const SavedStep& saved : list_checkpoints(root)) left.push_back(saved.step);
+  EXPECT_EQ(left, (std::vector<std::int64_t>{3, 4, 7}));
+  ASSERT_EQ(notes.size(), 2U);
+  EXPECT_THAT(notes[0], HasSubstr("step-00000003': it is another run's checkpoint"));
+  EXPECT_FALSE(std::filesystem::exists(root / (".step-00000005." + kOtherRun + ".partial")));
 }
 
 TEST(SaveOwnership, TwoRunsSavingOneStepAtOnceLeaveOneWholeCheckpoint) {
@@ -265,7 +286,10 @@ TEST(SaveWaiting, ASlowWriterIsWaitedForAndAStoppedRankIsNot) {
   try {
     run_local(2, [&](Communicator& comm) {
       std::vector<float> values(6, 1.0F);
-      const BlockToSave block{"x",       {12}, DType::kF32, "",
+      const BlockToSave block{"x",
+                              {12},
+                              DType::kF32,
+                              "",
                               {{6 * comm.rank(), 6 * comm.rank() + 6}},
                               std::as_bytes(std::span(values))};
       CheckpointSave save(comm, root / "stopped", {&block, 1}, "{}", options);

@@ -78,6 +78,25 @@ TEST(UserFiles, ASaveNeverReplacesAUsersFolderOrASymlink) {
   EXPECT_EQ(entries(root / "twice"), (std::vector<std::string>{"step-00000004", "step-00000006"}));
 }
 
+// Two runs continued from one checkpoint are two runs: the second does not replace the
+// first's saves (it is refused before training), whatever it was continued from.
+TEST(UserFiles, TwoContinuationsOfOneCheckpointDoNotReplaceEachOther) {
+  const auto root = fresh_folder("forks");
+  ASSERT_EQ(run_command(train(root / "base", {}, "2")).status, 0);
+  const std::string from = (root / "base" / "step-00000002").string();
+  ASSERT_EQ(run_command(train(root / "ft", {"--resume", from, "--seed", "1"})).status, 0);
+  const auto first = tree_snapshot(root / "ft");
+  expect_bad_input(train(root / "ft", {"--resume", from, "--seed", "2"}),
+                   "step-00000004' is another run's checkpoint (run ");
+  EXPECT_EQ(tree_snapshot(root / "ft"), first);
+  // A continuation of the newest checkpoint into the same folder goes on saving, and --keep
+  // removes the line's earlier checkpoints, the base run's up to where it was continued.
+  const auto on =
+      run_command(train(root / "base", {"--resume", (root / "base").string(), "--keep", "1"}, "6"));
+  ASSERT_EQ(on.status, 0) << on.err;
+  EXPECT_EQ(entries(root / "base"), std::vector<std::string>{"step-00000006"});
+}
+
 TEST(UserFiles, KeepAndCleanupRemoveOnlyTheRunsOwn) {
   const auto root = fresh_folder("keep");
   const auto d1 = root / "d1";

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/ckpt/checkpoint_index.hpp"
+
 namespace shardwise::ckpt {
 
 // "step-00000100" (at least eight digits).
@@ -48,29 +50,35 @@ struct SavePlace {
 
 // Removes `folder` if it is run `run_id`'s checkpoint (inspect_save_place), by a rename to its
 // ".removing" name first, so that a removal killed halfway never leaves a folder that looks
-// like a checkpoint and lacks files; only the files shardwise writes are removed. Returns a
-// note saying why where it leaves anything.
+// like a checkpoint and lacks files; only the files shardwise writes are removed, through the
+// folder held open (what moved must be what was inspected). Returns a note saying why where it
+// leaves anything.
 [[nodiscard]] std::optional<std::string> remove_checkpoint(const std::filesystem::path& folder,
                                                            const std::string& run_id);
 
 // Removes a temporary folder of a save (save_work_folder's): the files shardwise writes in it
-// (index.json, rank-N.safetensors), then the folder. Returns a note where something else in it
-// keeps it. No error where it is absent.
+// (index.json, rank-N.safetensors), then the folder, through a descriptor opened without
+// following a symlink; where anything else is in it, nothing is removed and a note says why.
+// No error where it is absent.
 [[nodiscard]] std::optional<std::string> remove_save_work_folder(
     const std::filesystem::path& folder);
 
-// Of run `run_id`'s checkpoints in `root` up to step `up_to` (the one just saved), removes all
-// but the newest `keep` (keep >= 1). Returns a note for each checkpoint-like folder it leaves
-// that is not the run's (another run's, a user's), and for what it could not remove.
+// Of the line's checkpoints in `root` up to step `up_to` (the one just saved), removes all but
+// the newest `keep` (keep >= 1). The line is run `run_id` and the runs it continues
+// (`ancestors`), each up to the step it was continued from: an ancestor's later checkpoints
+// belong to another branch and stay. Returns a note for each checkpoint-like folder it leaves
+// that is not the line's (another run's, a user's), and for what it could not remove.
 [[nodiscard]] std::vector<std::string> keep_newest(const std::filesystem::path& root,
                                                    std::size_t keep, std::int64_t up_to,
-                                                   const std::string& run_id);
+                                                   const std::string& run_id,
+                                                   const std::vector<RunAncestor>& ancestors = {});
 
-// Removes what run `run_id`'s saves and removals killed halfway left in `root` (its
-// save_work_folder folders); returns notes for what it leaves. Only while no save of the run
-// into `root` is under way.
-[[nodiscard]] std::vector<std::string> remove_leftovers(const std::filesystem::path& root,
-                                                        const std::string& run_id);
+// Removes what the line's saves and removals killed halfway left in `root` (their
+// save_work_folder folders, of run `run_id` or an ancestor); returns notes for what it leaves.
+// Only while no save of the run into `root` is under way.
+[[nodiscard]] std::vector<std::string> remove_leftovers(
+    const std::filesystem::path& root, const std::string& run_id,
+    const std::vector<RunAncestor>& ancestors = {});
 
 // What a checkpoint argument names: PATH itself where it is a checkpoint (it holds an index),
 // else the newest checkpoint in it. CheckpointError naming `flag` where there is none.

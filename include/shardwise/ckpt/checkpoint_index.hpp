@@ -48,13 +48,25 @@ struct ArrayRecord {
   std::vector<ShardRecord> shards;
 };
 
+// A run a later one continues (--resume): its id and the step the continuation took from it.
+struct RunAncestor {
+  std::string run_id;
+  std::int64_t step = 0;
+  friend bool operator==(const RunAncestor&, const RunAncestor&) = default;
+};
+inline constexpr std::size_t kMaxAncestors = 10'000;
+
 struct CheckpointIndex {
   std::vector<ArrayRecord> arrays;  // in name order
   std::string metadata_json = "{}";
-  // The run that saved it (is_run_id; a run continued by --resume keeps its id): what a later
-  // save of the same run may replace or remove. Empty for a checkpoint of no run (an import,
-  // or a version that did not record runs), which no save replaces or removes.
+  // The run that saved it (is_run_id; every invocation, a --resume too, is a run of its own):
+  // what a later save of the same run may replace or remove. Empty for a checkpoint of no
+  // recorded run (saved by a version that did not record runs), which no save replaces or
+  // removes.
   std::string run_id;
+  // The runs it continues, oldest first (its --resume's lineage and that checkpoint's run):
+  // --keep may remove their checkpoints up to the step each was continued from.
+  std::vector<RunAncestor> ancestors;
 
   // The array called `name`, or nullptr.
   [[nodiscard]] const ArrayRecord* find(std::string_view name) const;

@@ -38,6 +38,8 @@ struct SaveOptions {
   std::uint64_t chunk_bytes = std::uint64_t{1} << 20;  // one CRC-32C per chunk
   // The run saving (is_run_id), rank 0's counts; empty: a run of its own, new_run_id().
   std::string run_id;
+  // The runs it continues, recorded in the index (rank 0's).
+  std::vector<RunAncestor> ancestors;
   // How long a rank waits at a collective step for the others, as the runtime's operations
   // do. A slow disk does not count against it: while any rank still writes, every rank takes
   // part in a small all-reduce every few milliseconds (commit()), so only a rank that stopped
