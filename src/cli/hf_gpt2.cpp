@@ -212,7 +212,19 @@ const std::set<std::string>& gpt2_config_fields() {
       "_num_labels", "id2label", "label2id", "problem_type", "bos_token_id", "eos_token_id",
       "pad_token_id", "sep_token_id", "decoder_start_token_id", "use_cache", "task_specific_params",
       "tokenizer_class", "prefix", "output_attentions", "output_hidden_states", "return_dict",
-      "use_return_dict", "gradient_checkpointing"};
+      "use_return_dict", "gradient_checkpointing",
+      // In the published gpt2-medium, -large and -xl configs and older transformers' ones:
+      // special-token settings (n_special is checked to be 0) and framework switches.
+      "n_special", "predict_special_tokens", "output_past", "is_decoder", "torchscript",
+      "use_bfloat16", "num_labels", "chunk_size_feed_forward", "finetuning_task", "tf_legacy_loss",
+      "tie_encoder_decoder", "cross_attention_hidden_size",
+      // Generation's defaults, which configs of that age carry.
+      "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+      "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
+      "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+      "num_return_sequences", "output_scores", "return_dict_in_generate", "forced_bos_token_id",
+      "forced_eos_token_id", "remove_invalid_values", "exponential_decay_length_penalty",
+      "suppress_tokens", "begin_suppress_tokens"};
   return fields;
 }
 
@@ -281,6 +293,11 @@ models::GptConfig gpt_from_hf_config(const std::string& text, const std::string&
     if (const nlohmann::json* v = field(key); v != nullptr && !is_false(*v)) {
       refuse(key, *v, "shardwise's GPT is a decoder without cross-attention");
     }
+  }
+  if (const nlohmann::json* v = field("n_special");
+      v != nullptr && !(v->is_number_unsigned() && v->get<std::uint64_t>() == 0)) {
+    refuse("n_special", *v,
+           "shardwise's GPT has no special-token embeddings beside its vocabulary");
   }
   if (const nlohmann::json* v = field("tie_word_embeddings"); v != nullptr && !is_true(*v)) {
     refuse("tie_word_embeddings", *v, "shardwise's GPT ties them");

@@ -95,6 +95,36 @@ std::int64_t layers_of_stage(const std::vector<std::int64_t>& chunk_layers, cons
   return layers;
 }
 
+// The most micro-batches each of pipeline rank `stage`'s model chunks holds at once, as the
+// schedule's table runs them (one each without a pipeline).
+std::vector<std::int64_t> chunk_peaks(const PipelineSchedule* schedule, const Layout& l,
+                                      std::int64_t stage) {
+  std::vector<std::int64_t> peaks(static_cast<std::size_t>(l.virtual_stages), 1);
+  if (schedule == nullptr) return peaks;
+  std::vector<std::int64_t> in_flight(peaks.size(), 0);
+  std::fill(peaks.begin(), peaks.end(), 0);
+  for (const PipelineAction& action : schedule->actions[static_cast<std::size_t>(stage)]) {
+    const auto c = static_cast<std::size_t>(action.chunk);
+    in_flight[c] += action.pass == Pass::kForward ? 1 : -1;
+    peaks[c] = std::max(peaks[c], in_flight[c]);
+  }
+  return peaks;
+}
+
+// Layers' activations pipeline rank `stage` holds at once, in layers of one micro-batch: each
+// chunk's micro-batches in flight times its layers.
+double held_layer_units(const PipelineSchedule* schedule, const std::vector<std::int64_t>& layers,
+                        const Layout& l, std::int64_t stage) {
+  const std::vector<std::int64_t> peaks = chunk_peaks(schedule, l, stage);
+  double held = 0;
+  for (std::size_t c = 0; c < peaks.size(); ++c) {
+    held += static_cast<double>(peaks[c]) *
+            static_cast<double>(layers[c * static_cast<std::size_t>(l.pipeline) +
+                                       static_cast<std::size_t>(stage)]);
+  }
+  return held;
+}
+
 // What shardwise's fp32 trainer keeps on a pipeline stage (or, without a pipeline, a device), in
 // bytes: a slot per micro-batch chunk in flight (as the schedule's table counts them on this
 // stage), each holding its chunk's layers and its input, and on the last stage the head's;
@@ -105,17 +135,8 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
                                  const std::vector<std::int64_t>& chunk_layers,
                                  std::int64_t stage, bool last) {
   // Each model chunk keeps its own slots, as many as its micro-batches in flight at most; the
-  // head is the last chunk's. Without a pipeline one micro-batch is in flight.
-  std::vector<std::int64_t> peaks(static_cast<std::size_t>(l.virtual_stages), 1);
-  if (schedule != nullptr) {
-    std::vector<std::int64_t> in_flight(peaks.size(), 0);
-    std::fill(peaks.begin(), peaks.end(), 0);
-    for (const PipelineAction& action : schedule->actions[static_cast<std::size_t>(stage)]) {
-      const auto c = static_cast<std::size_t>(action.chunk);
-      in_flight[c] += action.pass == Pass::kForward ? 1 : -1;
-      peaks[c] = std::max(peaks[c], in_flight[c]);
-    }
-  }
+  // head is the last chunk's.
+  const std::vector<std::int64_t> peaks = chunk_peaks(schedule, l, stage);
   double slots = 0;
   double slot_layers = 0;  // over the chunks, slots x the chunk's layers
   for (std::size_t c = 0; c < peaks.size(); ++c) {
@@ -471,7 +492,10 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
                         (1 + (p_stages - 1) / (p_stages * static_cast<double>(l.virtual_stages)));
         }
       }
-      if (!first) layers_held = static_cast<double>(stage_layers);  // a later stage: one
+      // Later stages, and an uneven split's first: what the schedule keeps in flight there.
+      if (!first || !l.stage_layers.empty()) {
+        layers_held = held_layer_units(schedule ? &*schedule : nullptr, chunk_layers, l, stage);
+      }
       m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
                                "the activations on a device");
       if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time

@@ -16,8 +16,8 @@
 namespace shardwise::cli {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::expect_bad_input;
+using ::testing::HasSubstr;
 using testing::run_command;
 using testing::source_path;
 
@@ -60,6 +60,17 @@ TEST(HfImportChecks, EveryConfigFieldTheModelDoesNotComputeIsRefusedByName) {
               HasSubstr("\"scale_attn_weights\" is false"));
   // Upcasting attention in float32 changes nothing here: shardwise computes in float32.
   EXPECT_EQ(refusal(with_field("reorder_and_upcast_attn", "true")), "");
+  // gpt2-large's published config.json, as the hub serves it.
+  EXPECT_EQ(refusal(R"({"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+      "attn_pdrop": 0.1, "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256,
+      "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024,
+      "n_embd": 1280, "n_head": 20, "n_layer": 36, "n_positions": 1024, "resid_pdrop": 0.1,
+      "summary_activation": null, "summary_first_dropout": 0.1, "summary_proj_to_labels": true,
+      "summary_type": "cls_index", "summary_use_proj": true,
+      "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}},
+      "vocab_size": 50257, "n_special": 0, "predict_special_tokens": true, "output_past": true})"),
+            "");
+  EXPECT_THAT(refusal(with_field("n_special", "2")), HasSubstr("\"n_special\" is 2"));
   EXPECT_THAT(refusal(transformers_config(R"(, "add_cross_attention": true)")),
               HasSubstr("\"add_cross_attention\" is true"));
   EXPECT_THAT(refusal(transformers_config(R"(, "pruned_heads": {"0": [1]})")),
@@ -68,7 +79,8 @@ TEST(HfImportChecks, EveryConfigFieldTheModelDoesNotComputeIsRefusedByName) {
               HasSubstr("\"rotary_dim\" is a field shardwise's GPT-2 does not implement"));
   EXPECT_THAT(refusal(transformers_config(R"(, "tie_word_embeddings": false)")),
               HasSubstr("\"tie_word_embeddings\" is false"));
-  EXPECT_THAT(refusal(with_field("model_type", "\"gptj\"")), HasSubstr("\"model_type\" is \"gptj\"; expected \"gpt2\""));
+  EXPECT_THAT(refusal(with_field("model_type", "\"gptj\"")),
+              HasSubstr("\"model_type\" is \"gptj\"; expected \"gpt2\""));
 }
 
 std::filesystem::path fresh_folder(const std::string& name) {
@@ -184,9 +196,9 @@ TEST(HfImportChecks, NonFiniteValuesAndMissingChecksumsAreRefusedOnResume) {
   const auto verify = run_command({"ckpt", "inspect", "--verify", step.string()});
   EXPECT_EQ(verify.status, 0) << verify.err;
   for (const char* mesh : {"data=1", "fsdp=2"}) {
-    const auto resumed = run_command({"train", "--model", model, "--steps", "4", "--batch", "4",
-                                      "--mesh", mesh, "--zero", std::string(mesh) == "data=1" ? "0" : "3",
-                                      "--resume", step.string()});
+    const auto resumed = run_command(
+        {"train", "--model", model, "--steps", "4", "--batch", "4", "--mesh", mesh, "--zero",
+         std::string(mesh) == "data=1" ? "0" : "3", "--resume", step.string()});
     EXPECT_EQ(resumed.status, 2) << mesh;
     EXPECT_THAT(resumed.err, HasSubstr("array 'model/transformer.wte.weight' holds nan"));
     EXPECT_EQ(resumed.out.find("loss nan"), std::string::npos);
@@ -219,8 +231,9 @@ TEST(HfImportChecks, MetadataSizesAreHeldAgainstTheArraysBeforeAnythingIsAllocat
     } else {
       args.insert(args.end(), {"--format", "hf-gpt2", "--out", (root / "out").string()});
     }
-    expect_bad_input(args, "array 'model/transformer.wte.weight' is (256, 32) f32; the "
-                           "metadata's model has (65536, 8192) f32");
+    expect_bad_input(args,
+                     "array 'model/transformer.wte.weight' is (256, 32) f32; the "
+                     "metadata's model has (65536, 8192) f32");
   }
   // A config.json of 2^20 x 2^20: refused for the memory it needs, before any of it is held.
   const auto hf = exported(root / "big");
