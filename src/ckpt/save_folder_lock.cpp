@@ -20,15 +20,25 @@ SaveFolderLock::SaveFolderLock(std::filesystem::path root, std::string flag)
   const std::string named = flag + " '" + echo_input(root_.string(), 200) + "'";
   std::error_code error;
   if (path_kind(root_) == PathKind::kAbsent) {
-    made_root_ = std::filesystem::create_directories(root_, error);
+    // The folders this makes, the deepest first, to remove again if they stay empty.
+    for (std::filesystem::path at = std::filesystem::absolute(root_, error);
+         !error && path_kind(at) == PathKind::kAbsent && at != at.parent_path();
+         at = at.parent_path()) {
+      made_.push_back(at);
+    }
+    std::filesystem::create_directories(root_, error);
     if (error) throw CheckpointError("cannot make the folder " + named + ": " + error.message());
   }
   const std::filesystem::path file = root_ / kFileName;
   // The file another holder unlinks as it lets go may be the one this open found: taken only
   // where, once locked, the name still leads to the locked file.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd =
-        ::open(file.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
+    // Made here (and removed when released), or one that was there: kept as it is.
+    int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    made_file_ = fd >= 0;
+    if (fd < 0 && errno == EEXIST) {
+      fd = ::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    }
     if (fd < 0) {
       const int cause = errno;
       throw CheckpointError(named + ": cannot open its lock " +
@@ -66,9 +76,11 @@ SaveFolderLock::SaveFolderLock(std::filesystem::path root, std::string flag)
 SaveFolderLock::~SaveFolderLock() {
   if (fd_ < 0) return;
   // Unlinked while held: a process that opened the old file finds it gone and tries again.
-  (void)::unlink((root_ / kFileName).c_str());
+  if (made_file_) (void)::unlink((root_ / kFileName).c_str());
   ::close(fd_);
-  if (made_root_) (void)::rmdir(root_.c_str());  // only where it is empty
+  for (const std::filesystem::path& folder : made_) {
+    if (::rmdir(folder.c_str()) != 0) break;  // only where it is empty
+  }
 }
 
 }  // namespace shardwise::ckpt

@@ -156,6 +156,9 @@ void export_hf(const std::string& path, const std::string& format, const std::st
     const ckpt::BlockToLoad target{train::model_array(spec.name), spec.shape, DType::kF32, box,
                                    std::as_writable_bytes(std::span<float>(whole))};
     (void)reader.read({&target, 1});
+    if (std::string bad = non_finite_value(whole, target.array, box, what); !bad.empty()) {
+      throw ckpt::CheckpointError(bad);
+    }
     values.push_back(to_hf_gpt2(spec.name, spec.shape, whole));
     entries.push_back({spec.name, DType::kF32, hf_gpt2_shape(spec.name, spec.shape),
                        std::as_bytes(std::span<const float>(values.back()))});
@@ -252,6 +255,9 @@ void import_hf(const std::string& path, const std::string& format,
   }
   // Everything a rank would find wrong is found here, once, before any rank starts or any
   // parameter is allocated: the output's place, the file's tensors and their shapes, memory.
+  // Every rank's blocks together hold the model once, and each its head's rows beside them:
+  // checked on the config's sizes alone, before the file is opened.
+  check_model_fits(gpt, 2, "importing '" + echo_input(file.string(), 200) + "'");
   // Only an earlier import is ever replaced (with --force), by a save under its run id.
   std::string import_run_id;  // empty: a run id of its own
   if (shardwise::detail::path_kind(folder) != shardwise::detail::PathKind::kAbsent) {
@@ -290,8 +296,6 @@ void import_hf(const std::string& path, const std::string& format,
     if (index.find("lm_head.weight") != nullptr) {
       check_hf_gpt2_tensor(reader, "lm_head.weight", "transformer.wte.weight", specs[0].shape);
     }
-    // Every rank's blocks together hold the model once, and each its head's rows beside them.
-    check_model_fits(gpt, 2, "importing '" + echo_input(file.string(), 200) + "'");
   }
   const BackendInfo& backend = backend_from(backend_flag);
   const int local_ranks = ranks_flag.value_or(1);
@@ -320,6 +324,11 @@ void import_hf(const std::string& path, const std::string& format,
           if (box.empty() || is_empty(box)) continue;
           blocks.emplace_back(static_cast<std::size_t>(num_elements(shape_of(box))));
           read_hf_gpt2_block(reader, wanted[p], spec.name, spec.shape, box, blocks.back().data());
+          if (std::string bad = non_finite_value(blocks.back(), wanted[p], box,
+                                                 "'" + echo_input(file.string(), 200) + "'");
+              !bad.empty()) {
+            throw ckpt::CheckpointError(bad);
+          }
           if (spec.name == "transformer.wte.weight" && index.find("lm_head.weight") != nullptr) {
             // A head that is not the embedding would be dropped in silence: refused instead.
             std::vector<float> head(blocks.back().size());

@@ -25,11 +25,11 @@ std::int64_t integer(const std::string& text, std::string_view flag) {
   std::int64_t value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec == std::errc::result_out_of_range) {
+  if (ec == std::errc::result_out_of_range) {
     throw InvalidArgument(std::string(flag) + " is '" + echo_input(text) +
                           "'; expected an integer of at most 64 bits");
   }
-  if (ec != std::errc() || ptr != end) {
+  if (text.empty() || ec != std::errc() || ptr != end) {
     throw InvalidArgument(std::string(flag) + " is '" + echo_input(text) +
                           "'; expected an integer");
   }

@@ -55,14 +55,6 @@ CheckpointInfo checked_info(const ckpt::CheckpointIndex& index, const models::Gp
   return info;
 }
 
-// The first element of `values` that is not finite, or -1.
-std::int64_t first_non_finite(std::span<const float> values) {
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) return static_cast<std::int64_t>(i);
-  }
-  return -1;
-}
-
 // Rank 0 makes a new run id and every rank takes it.
 std::string agreed_new_run_id(Communicator& comm) {
   std::string id = comm.rank() == 0 ? ckpt::new_run_id() : std::string(32, '0');
@@ -112,6 +104,17 @@ ResumePoint check_resume(const CheckpointFlags& flags, const models::GptConfig& 
                           std::to_string(steps));
   }
   return {info.step};
+}
+
+std::string non_finite_value(std::span<const float> values, const std::string& array,
+                             const ShardIndex& box, const std::string& what) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (std::isfinite(values[i])) continue;
+    return what + ": array '" + echo_input(array, 200) + "' holds " + std::to_string(values[i]) +
+           " (element " + std::to_string(i) + " of the block " + to_string(box) +
+           "); a model to train, export or import holds finite values only";
+  }
+  return {};
 }
 
 void require_gpt_shapes(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
@@ -315,12 +318,7 @@ std::int64_t TrainingCheckpoints::resume() {
   for (const ckpt::BlockToLoad& target : targets) {
     const std::span<const float> values(reinterpret_cast<const float*>(target.bytes.data()),
                                         target.bytes.size() / sizeof(float));
-    const std::int64_t at = first_non_finite(values);
-    if (at >= 0 && error.empty()) {
-      error = what + ": array '" + target.array + "' holds " + std::to_string(values[at]) +
-              " (element " + std::to_string(at) + " of the block " + to_string(target.box) +
-              "); a checkpoint to train on holds finite values only";
-    }
+    if (error.empty()) error = non_finite_value(values, target.array, target.box, what);
   }
   ckpt::throw_unless_all_succeeded(comm_, error, "checkpoint not loaded");
   ancestors_ = reader->index().ancestors;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,11 @@ struct CheckpointInfo {
 // AdamW moments where with_optimizer.
 [[nodiscard]] std::vector<std::string> gpt_checkpoint_arrays(const models::GptConfig& gpt,
                                                              bool with_optimizer);
+
+// The words for the first value of `values` (the block `box` of `array`) that is not finite,
+// prefixed by `what`; empty where every one is.
+[[nodiscard]] std::string non_finite_value(std::span<const float> values, const std::string& array,
+                                           const ShardIndex& box, const std::string& what);
 
 // CheckpointError naming the array where one of the model's arrays in `index` has another shape
 // than `gpt`'s parameter (or is not f32): checked before anything of the model's size is made.

@@ -518,7 +518,6 @@ class TrainCommand final : public Command {
           whole_shardings != nullptr ? whole_shardings->notes : std::vector<std::string>{},
           layout.pipeline};
       run_config = run_config_json(run);
-      if (log_dir_ && speaks) log = std::make_unique<train::RunLog>(*log_dir_, run_config);
     }
     TrainingCheckpoints checkpoints(checkpoint_flags, comm, trainer, config, run_config,
                                     [&](const std::string& line) {
@@ -529,7 +528,6 @@ class TrainCommand final : public Command {
                                     });
     if (speaks && !json_) {
       std::lock_guard lock(mutex);
-      if (log) out << "logs: " << *log_dir_ << " (tensorboard --logdir " << *log_dir_ << ")\n";
       out << "mesh " << mesh.to_string() << " (" << comm.size() << " rank"
           << (comm.size() > 1 ? "s" : "") << ", " << comm.backend() << "), GPT " << config.n_layer
           << " layers x " << config.n_embd << " wide, " << parameters << " parameters\n"
@@ -557,6 +555,16 @@ class TrainCommand final : public Command {
       for (const auto& [axes, sent] : context.bytes_sent_by_axes()) per_axes[axes] += sign * sent;
     };
     const std::int64_t first_step = checkpoints.resume() + 1;
+    // The logs are made once nothing can refuse the run any more (the lock, the checkpoint's
+    // checks): a refused run leaves no log folder to refuse its retry.
+    if (log_dir_ && speaks) {
+      log = std::make_unique<train::RunLog>(*log_dir_, run_config);
+      if (!json_) {
+        const std::lock_guard lock(mutex);
+        out << "logs: " << echo_input(*log_dir_, 200) << " (tensorboard --logdir "
+            << echo_input(*log_dir_, 200) << ")\n";
+      }
+    }
     // 0 where --resume's checkpoint is of the last step already: nothing is trained, and no loss
     // or rate is reported.
     const std::int64_t steps_run = std::max<std::int64_t>(0, settings.steps - first_step + 1);

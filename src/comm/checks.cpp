@@ -1,5 +1,6 @@
 #include "detail/checks.hpp"
 
+#include <chrono>
 #include <string>
 
 #include "shardwise/core/error.hpp"
@@ -22,10 +23,13 @@ int member_index(const Group& group, Rank rank, int world_size, const char* op) 
 }
 
 void check_options(const CommOptions& options, const char* op) {
-  if (options.timeout.count() <= 0) {
+  // At most a year: every backend adds it to the clock's now, which must not overflow.
+  constexpr std::chrono::milliseconds kLongest = std::chrono::hours(24 * 365);
+  if (options.timeout.count() <= 0 || options.timeout > kLongest) {
     throw InvalidArgument(std::string(op) + ": timeout is " +
                           std::to_string(options.timeout.count()) +
-                          " ms; expected a positive duration");
+                          " ms; expected a positive duration of at most " +
+                          std::to_string(kLongest.count()) + " ms (a year)");
   }
 }
 
@@ -72,7 +76,6 @@ PermuteRole permute_role(const std::vector<PermutePair>& pairs, int member) {
   return role;
 }
 
-
 void check_block_layouts(const BlockLayout& send, const BlockLayout& receive, int group_size,
                          const void* in, const void* out) {
   const auto n = static_cast<std::size_t>(group_size);
@@ -94,7 +97,5 @@ void check_block_layouts(const BlockLayout& send, const BlockLayout& receive, in
     throw InvalidArgument("all_to_allv: in and out must be different buffers");
   }
 }
-
-
 
 }  // namespace shardwise::detail

@@ -11,6 +11,7 @@
 #include "../detail/crc32c.hpp"
 #include "hf_gpt2.hpp"
 #include "run_command.hpp"
+#include "shardwise/ckpt/checkpoint_reader.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::cli {
@@ -131,6 +132,23 @@ TEST(HfImportChecks, BadInputIsOneLineWithStatus2AndNoRankNumbers) {
                    "holds a sharded model (model.safetensors.index.json and its parts)");
 }
 
+TEST(HfImportChecks, AWeightThatIsNotFiniteIsNotImported) {
+  const auto root = fresh_folder("import_nan");
+  const auto hf = exported(root);
+  const auto reader = ckpt::CheckpointReader::from_safetensors(hf / "model.safetensors");
+  const ckpt::ShardRecord& shard = reader.index().find("transformer.wte.weight")->shards[0];
+  std::fstream data(hf / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+  const float inf = std::numeric_limits<float>::infinity();
+  data.seekp(static_cast<std::streamoff>(shard.offset + 4 * 37));
+  data.write(reinterpret_cast<const char*>(&inf), sizeof inf);
+  data.close();
+  expect_bad_input({"ckpt", "import", hf.string(), "--format", "hf-gpt2", "--out",
+                    (root / "out").string(), "--ranks", "2"},
+                   "model.safetensors': array 'transformer.wte.weight' holds inf (element 37 of "
+                   "the block ");
+  EXPECT_FALSE(std::filesystem::exists(root / "out"));
+}
+
 TEST(HfImportChecks, AFullDiskFailsAnImportAsItFailsTraining) {
   const auto root = fresh_folder("full");
   const auto hf = exported(root);
@@ -203,6 +221,11 @@ TEST(HfImportChecks, NonFiniteValuesAndMissingChecksumsAreRefusedOnResume) {
     EXPECT_THAT(resumed.err, HasSubstr("array 'model/transformer.wte.weight' holds nan"));
     EXPECT_EQ(resumed.out.find("loss nan"), std::string::npos);
   }
+  // Nor is it exported.
+  expect_bad_input({"ckpt", "export", step.string(), "--format", "hf-gpt2", "--out",
+                    (root / "hf").string()},
+                   "array 'model/transformer.wte.weight' holds nan");
+  EXPECT_FALSE(std::filesystem::exists(root / "hf"));
   // A shard without checksums: the index is refused.
   nlohmann::json index = read_index(step);
   index["arrays"]["model/transformer.wte.weight"]["shards"][0]["chunk_bytes"] = 0;
@@ -242,7 +265,14 @@ TEST(HfImportChecks, MetadataSizesAreHeldAgainstTheArraysBeforeAnythingIsAllocat
   const auto big = run_command({"ckpt", "import", hf.string(), "--format", "hf-gpt2", "--out",
                                 (root / "big" / "out").string()});
   EXPECT_EQ(big.status, 2) << big.err;
-  EXPECT_THAT(big.err, HasSubstr("is (256, 32); GPT-2's layout of transformer.wte.weight"));
+  EXPECT_THAT(big.err, HasSubstr("model.safetensors' needs about "));
+  EXPECT_THAT(big.err, HasSubstr("bytes of buffers; this machine has"));
+  // Sizes that fit the machine but not the file: the file's shapes are named.
+  std::ofstream(hf / "config.json") << R"({"n_layer": 2, "n_head": 2, "n_embd": 64,
+      "n_positions": 16, "vocab_size": 256})";
+  expect_bad_input({"ckpt", "import", hf.string(), "--format", "hf-gpt2", "--out",
+                    (root / "big" / "out").string()},
+                   "is (256, 32); GPT-2's layout of transformer.wte.weight");
 }
 
 }  // namespace

@@ -133,6 +133,10 @@ TEST(UserFiles, ASecondRunOnALockedFolderIsRefused) {
   EXPECT_THAT(result.err, HasSubstr("is in use: another run is saving into it"));
   EXPECT_EQ(result.out.find("step "), std::string::npos) << "trained before refusing";
   EXPECT_EQ(entries(root / "conc"), (std::vector<std::string>{".shardwise-save.lock"}));
+  // Nor are its logs made: a retry once the folder is free finds no logs in the way.
+  const auto logged = run_command(train(root / "conc", {"--log-dir", (root / "logs").string()}));
+  EXPECT_EQ(logged.status, 2);
+  EXPECT_FALSE(std::filesystem::exists(root / "logs"));
 }
 
 TEST(UserFiles, ExportKeepsAUsersModelFolderUnlessForced) {
@@ -149,13 +153,10 @@ TEST(UserFiles, ExportKeepsAUsersModelFolderUnlessForced) {
       {"ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "hf").string(), "--force"});
   ASSERT_EQ(forced.status, 0) << forced.err;
   EXPECT_NE(tree_snapshot(root / "hf"), before);
-  // A symlinked config.json, a planted partial name and a FIFO: never written through, not
-  // even with --force; the planted partial file's target is untouched.
+  // A symlinked config.json and a FIFO: never written through, not even with --force.
   write_file(root / "target.txt", "the user's file");
   std::filesystem::create_directories(root / "links");
   std::filesystem::create_symlink(root / "target.txt", root / "links" / "config.json");
-  std::filesystem::create_symlink(root / "target.txt",
-                                  root / "links" / ".model.safetensors.partial");
   ASSERT_EQ(::mkfifo((root / "links" / "model.safetensors").c_str(), 0644), 0);
   const auto links = tree_snapshot(root);
   for (const bool force : {false, true}) {
@@ -171,11 +172,13 @@ TEST(UserFiles, ExportKeepsAUsersModelFolderUnlessForced) {
   std::map<std::string, std::string> expected = links;
   expected.erase("links/model.safetensors");
   EXPECT_EQ(tree_snapshot(root), expected);
-  // Without the FIFO and the symlinked config, the export writes beside the planted partial.
+  // Without the FIFO and the symlinked config, the export writes, and leaves no partial file.
   std::filesystem::remove(root / "links" / "config.json");
   const auto written = run_command(
       {"ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "links").string()});
   ASSERT_EQ(written.status, 0) << written.err;
+  EXPECT_EQ(entries(root / "links"),
+            (std::vector<std::string>{"config.json", "model.safetensors"}));
   std::ifstream target(root / "target.txt");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(target), {}), "the user's file");
 }

@@ -207,6 +207,16 @@ TEST(LocalFailure, ANonPositiveTimeoutIsBadInput) {
     });
   });
   EXPECT_THAT(message, HasSubstr("all_reduce: timeout is -5 ms; expected a positive duration"));
+  // One past a year is refused too: every backend adds a timeout to the clock's now.
+  EXPECT_THAT(error_of([&] {
+                run_local(2, [&](Communicator& comm) {
+                  float x = 0;
+                  AllReduceOptions options;
+                  options.timeout = std::chrono::milliseconds::max();
+                  comm.all_reduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, world_group(2), options);
+                });
+              }),
+              HasSubstr("expected a positive duration of at most 31536000000 ms (a year)"));
   EXPECT_THAT(error_of([&] {
                 run_local(2, [&](Communicator& comm) {
                   float x = 0;

@@ -2,11 +2,13 @@
 // The one run that saves into a folder of checkpoints holds its lock (rank 0's process, for the
 // whole run): a second run started on the same --save folder is refused at once, with one line,
 // instead of both writing the same step's folder. The lock is flock(2) on a file of the folder,
-// ".shardwise-save.lock", which the holder removes when it lets go (a folder this lock made,
-// and that is empty then, goes too), so that a run that never saved leaves nothing behind.
+// ".shardwise-save.lock", which the holder removes when it lets go where it made it (the folders
+// this lock made, and that are empty then, go too), so that a run that never saved leaves
+// nothing behind; a file of that name that was there stays.
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace shardwise::ckpt {
 
@@ -27,7 +29,8 @@ class SaveFolderLock {
  private:
   std::filesystem::path root_;
   int fd_ = -1;
-  bool made_root_ = false;
+  std::vector<std::filesystem::path> made_;  // the folders it made, deepest first
+  bool made_file_ = false;
 };
 
 }  // namespace shardwise::ckpt
