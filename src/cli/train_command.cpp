@@ -124,8 +124,7 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
     // The stages as the trainer splits them, uneven ones too.
     for (const models::GptStageRange& range :
          models::gpt_virtual_stages(config, *pipeline, layout.pipeline)) {
-      layout.stage_layers.push_back(
-          static_cast<std::int64_t>(range.end_layer - range.first_layer));
+      layout.stage_layers.push_back(static_cast<std::int64_t>(range.end_layer - range.first_layer));
     }
     layout.schedule = pipeline->schedule == ScheduleKind::kGPipe ? plan::Schedule::kGpipe
                       : pipeline->schedule == ScheduleKind::kOneFOneB
@@ -328,6 +327,7 @@ class TrainCommand final : public Command {
       throw InvalidArgument("--timeline writes the pipeline's executed schedule; --mesh " +
                             mesh.to_string() + " has no pipeline axis of more than one rank");
     }
+    if (log_dir_) train::RunLog::check_folder(*log_dir_);
     // A timeline that could not be written is found now, not after the run, and nothing is
     // made for it yet (a symlink or FIFO there is refused, never opened).
     if (timeline_) {

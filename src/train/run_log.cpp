@@ -52,24 +52,34 @@ double float_as_json_number(float value) {
   return parsed;
 }
 
+void RunLog::check_folder(const std::string& directory, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const std::string named = flag + " '" + echo_input(directory, 200) + "'";
+  if (fs::exists(fs::symlink_status(directory, error)) && !fs::is_directory(directory, error)) {
+    throw InvalidArgument(named + " is not a folder");
+  }
+  for (const char* name : {"config.json", "metrics.jsonl"}) {
+    const std::string path = directory + "/" + name;
+    if (fs::exists(fs::symlink_status(path, error))) {
+      throw InvalidArgument(named + " already holds a run's logs ('" + echo_input(path, 200) +
+                            "'); choose another folder or remove it");
+    }
+  }
+}
+
 RunLog::RunLog(const std::string& directory, std::string_view config_json,
                const std::string& flag) {
   namespace fs = std::filesystem;
   std::error_code error;
+  check_folder(directory, flag);
   fs::create_directories(directory, error);
   if (!fs::is_directory(directory)) {
-    throw InvalidArgument(flag + " '" + directory + "' is not a folder" +
+    throw InvalidArgument(flag + " '" + echo_input(directory, 200) + "' is not a folder" +
                           (error ? " and cannot be made one: " + error.message() : std::string()));
   }
   const std::string config_path = directory + "/config.json";
   metrics_path_ = directory + "/metrics.jsonl";
-  // Both refused before either is written: a refused run leaves the folder as it was.
-  for (const std::string& path : {config_path, metrics_path_}) {
-    if (fs::exists(fs::symlink_status(path))) {
-      throw InvalidArgument(flag + " '" + directory + "' already holds a run's logs ('" + path +
-                            "'); choose another folder or remove it");
-    }
-  }
   const int config_fd = create_new(config_path, flag);
   try {
     detail::write_all(config_fd, std::string(config_json) + "\n", "'" + config_path + "'");

@@ -26,6 +26,10 @@ class RunLog {
   // written, or holds a config.json or metrics.jsonl already.
   RunLog(const std::string& directory, std::string_view config_json,
          const std::string& flag = "--log-dir");
+  // What the constructor refuses of `directory` before it makes anything (not a folder, a
+  // run's logs in it), checked without making anything: for a command to refuse it before it
+  // prints.
+  static void check_folder(const std::string& directory, const std::string& flag = "--log-dir");
   ~RunLog();
   RunLog(const RunLog&) = delete;
   RunLog& operator=(const RunLog&) = delete;
