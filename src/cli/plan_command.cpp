@@ -19,11 +19,11 @@
 #include "model_argument.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
-#include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/plan/search.hpp"
+#include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 #include "text_table.hpp"
 
 namespace shardwise::cli {
@@ -256,7 +256,8 @@ class PlanCommand final : public Command {
     std::vector<plan::RankedLayout> ranked;
     std::size_t evaluated = 1;
     if (layout_) {
-      ranked.push_back({plan::evaluate(shape, cluster, setup, layout_from(setup, recompute, shape)), ""});
+      ranked.push_back(
+          {plan::evaluate(shape, cluster, setup, layout_from(setup, recompute, shape)), ""});
     } else {
       plan::SearchOptions options;
       options.top = top;
@@ -375,9 +376,9 @@ class PlanCommand final : public Command {
         l.stage_layers.push_back(bounded(word, "--stage-layers", 1, shape.layers));
       }
       if (static_cast<std::int64_t>(l.stage_layers.size()) != chunks) {
-        throw InvalidArgument("--stage-layers lists " + std::to_string(l.stage_layers.size()) +
-                              " stages; --layout has pipeline x virtual stages = " +
-                              std::to_string(chunks));
+        throw InvalidArgument(
+            "--stage-layers lists " + std::to_string(l.stage_layers.size()) +
+            " stages; --layout has pipeline x virtual stages = " + std::to_string(chunks));
       }
     } else if (l.pipeline > 1 && chunks <= shape.layers && shape.layers % chunks != 0) {
       // What the trainer runs: an even split, the earlier stages taking one more.

@@ -3,9 +3,9 @@
 #include "shardwise/strategy/pipeline_schedule.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
@@ -119,8 +119,8 @@ double held_layer_units(const PipelineSchedule* schedule, const std::vector<std:
   double held = 0;
   for (std::size_t c = 0; c < peaks.size(); ++c) {
     held += static_cast<double>(peaks[c]) *
-            static_cast<double>(layers[c * static_cast<std::size_t>(l.pipeline) +
-                                       static_cast<std::size_t>(stage)]);
+            static_cast<double>(
+                layers[c * static_cast<std::size_t>(l.pipeline) + static_cast<std::size_t>(stage)]);
   }
   return held;
 }
@@ -132,8 +132,8 @@ double held_layer_units(const PipelineSchedule* schedule, const std::vector<std:
 // layers split.
 double trainer_stage_activations(const ModelShape& model, const TrainingSetup& setup,
                                  const Layout& l, const PipelineSchedule* schedule,
-                                 const std::vector<std::int64_t>& chunk_layers,
-                                 std::int64_t stage, bool last) {
+                                 const std::vector<std::int64_t>& chunk_layers, std::int64_t stage,
+                                 bool last) {
   // Each model chunk keeps its own slots, as many as its micro-batches in flight at most; the
   // head is the last chunk's.
   const std::vector<std::int64_t> peaks = chunk_peaks(schedule, l, stage);
@@ -347,8 +347,10 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
   }
   if (!l.stage_layers.empty()) {
     if (static_cast<std::int64_t>(l.stage_layers.size()) != l.pipeline * l.virtual_stages) {
-      return std::to_string(l.stage_layers.size()) + " stage layer counts for pipeline x virtual "
-             "stages = " + std::to_string(l.pipeline * l.virtual_stages);
+      return std::to_string(l.stage_layers.size()) +
+             " stage layer counts for pipeline x virtual "
+             "stages = " +
+             std::to_string(l.pipeline * l.virtual_stages);
     }
     std::int64_t sum = 0;
     for (const std::int64_t n : l.stage_layers) {
@@ -469,10 +471,10 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
           bytes_of(4 * (l.recompute == Recompute::kFull ? rows * static_cast<double>(model.hidden)
                                                         : trainer_layer_floats(model, setup, l)),
                    "one layer's activations");
-      m.activations = bytes_of(trainer_stage_activations(model, setup, l,
-                                                         schedule ? &*schedule : nullptr,
-                                                         chunk_layers, stage, last),
-                               "the activations on a device");
+      m.activations =
+          bytes_of(trainer_stage_activations(model, setup, l, schedule ? &*schedule : nullptr,
+                                             chunk_layers, stage, last),
+                   "the activations on a device");
     } else {
       m.activations_per_layer = activation_bytes_per_layer(model, setup.seq, b, l.model,
                                                            l.sequence_parallel, l.recompute);
@@ -660,8 +662,8 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   const double peak =
       setup.precision == Precision::kFp32 ? cluster.peak_flops_fp32 : cluster.peak_flops_bf16;
   // The slowest stage sets the pace: an uneven split's most loaded stage, in layers.
-  const double imbalance = static_cast<double>(most_layers * l.pipeline) /
-                           static_cast<double>(model.layers);
+  const double imbalance =
+      static_cast<double>(most_layers * l.pipeline) / static_cast<double>(model.layers);
   p.compute_time_s = p.hardware_flops_per_step * std::max(1.0, imbalance) /
                      (static_cast<double>(cluster.devices) * peak * setup.compute_efficiency);
   if (l.pipeline > 1) {

@@ -222,9 +222,9 @@ TEST(HfImportChecks, NonFiniteValuesAndMissingChecksumsAreRefusedOnResume) {
     EXPECT_EQ(resumed.out.find("loss nan"), std::string::npos);
   }
   // Nor is it exported.
-  expect_bad_input({"ckpt", "export", step.string(), "--format", "hf-gpt2", "--out",
-                    (root / "hf").string()},
-                   "array 'model/transformer.wte.weight' holds nan");
+  expect_bad_input(
+      {"ckpt", "export", step.string(), "--format", "hf-gpt2", "--out", (root / "hf").string()},
+      "array 'model/transformer.wte.weight' holds nan");
   EXPECT_FALSE(std::filesystem::exists(root / "hf"));
   // A shard without checksums: the index is refused.
   nlohmann::json index = read_index(step);

@@ -294,7 +294,8 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
     const std::int64_t stages = degree("pipeline");
     ASSERT_EQ(by_stage.size(), static_cast<std::size_t>(stages)) << where;
     std::int64_t largest = 0;
-    for (const auto& stage : by_stage) largest = std::max(largest, stage["total"].get<std::int64_t>());
+    for (const auto& stage : by_stage)
+      largest = std::max(largest, stage["total"].get<std::int64_t>());
     for (const auto& rank : summary["ranks"]) {
       const std::size_t stage = rank.contains("stage") ? rank["stage"].get<std::size_t>() : 0;
       const std::string which = where + " rank " + rank["rank"].dump();

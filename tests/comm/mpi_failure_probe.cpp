@@ -15,8 +15,8 @@
 //               clean-hang (rank 0 throws, rank 1 is busy for 30 s: rank 0 stops waiting for
 //               it after 2 s and ends the job with its own line).
 #include <algorithm>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <span>
 #include <string>
 #include <thread>
