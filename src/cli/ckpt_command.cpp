@@ -110,12 +110,12 @@ constexpr char kForceHint[] = "; --force replaces it";
 // The model's arrays (not its optimizer state) are in the checkpoint with its shapes.
 void require_arrays_of_model(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
                              const std::string& what) {
-  for (const std::string& name : gpt_checkpoint_arrays(gpt, false)) {
+  for (const std::string& name : train::checkpoint_arrays(models::gpt_parameters(gpt), false)) {
     if (index.find(name) == nullptr) {
       throw ckpt::CheckpointError(what + " lacks the array '" + name + "'");
     }
   }
-  require_gpt_shapes(index, gpt, false, what);
+  train::require_checkpoint_shapes(index, models::gpt_parameters(gpt), false, what);
 }
 
 void export_hf(const std::string& path, const std::string& format, const std::string& folder,
@@ -156,7 +156,7 @@ void export_hf(const std::string& path, const std::string& format, const std::st
     const ckpt::BlockToLoad target{train::model_array(spec.name), spec.shape, DType::kF32, box,
                                    std::as_writable_bytes(std::span<float>(whole))};
     (void)reader.read({&target, 1});
-    if (std::string bad = non_finite_value(whole, target.array, box, what); !bad.empty()) {
+    if (std::string bad = train::non_finite_value(whole, target.array, box, what); !bad.empty()) {
       throw ckpt::CheckpointError(bad);
     }
     values.push_back(to_hf_gpt2(spec.name, spec.shape, whole));
@@ -324,8 +324,8 @@ void import_hf(const std::string& path, const std::string& format,
           if (box.empty() || is_empty(box)) continue;
           blocks.emplace_back(static_cast<std::size_t>(num_elements(shape_of(box))));
           read_hf_gpt2_block(reader, wanted[p], spec.name, spec.shape, box, blocks.back().data());
-          if (std::string bad = non_finite_value(blocks.back(), wanted[p], box,
-                                                 "'" + echo_input(file.string(), 200) + "'");
+          if (std::string bad = train::non_finite_value(blocks.back(), wanted[p], box,
+                                                        "'" + echo_input(file.string(), 200) + "'");
               !bad.empty()) {
             throw ckpt::CheckpointError(bad);
           }
@@ -348,7 +348,8 @@ void import_hf(const std::string& path, const std::string& format,
       }
       try {
         ckpt::throw_unless_all_succeeded(comm, error_text, "not imported");
-        nlohmann::json metadata = nlohmann::json::parse(checkpoint_metadata(gpt, 0, ""));
+        nlohmann::json metadata =
+            nlohmann::json::parse(train::checkpoint_metadata(gpt_metadata_json(gpt), 0, ""));
         metadata["imported_from"] = utf8_text(file.string());
         ckpt::SaveOptions options;
         options.run_id = import_run_id;

@@ -293,15 +293,16 @@ class TrainCommand final : public Command {
     settings.zero = static_cast<int>(bounded(zero_, "--zero", 0, 3));
     settings.overlap = !no_overlap_;
     const std::int64_t eval_every = bounded(eval_every_, "--eval-every", 0, settings.steps);
-    CheckpointFlags checkpoint_flags = checkpoint_flags_;
+    train::CheckpointPolicy checkpoint_flags = checkpoint_flags_;
     checkpoint_flags.save_every = integer(save_every_, "--save-every");
     checkpoint_flags.keep = integer(keep_, "--keep");
     const models::GptRecompute recompute = models::parse_gpt_recompute(recompute_, "--recompute");
     if (checkpoint_flags.resume && checkpoint_flags.resume->empty()) {
       throw InvalidArgument("--resume is an empty path");
     }
-    const ResumePoint resume = check_resume(checkpoint_flags, config, settings.steps);
-    check_checkpoint_flags(checkpoint_flags, settings.steps, resume);
+    const train::ResumePoint resume =
+        train::check_resume(checkpoint_flags, gpt_checkpointed_model(config), settings.steps);
+    train::check_checkpoint_policy(checkpoint_flags, settings.steps, resume);
     const int threads =
         threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
     const ScopedBlas blas(blas_);
@@ -423,7 +424,7 @@ class TrainCommand final : public Command {
   // One rank's run: the settings every process must share compared, then its training.
   void train_process(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
                      const TrainLayout& layout, const train::TrainSettings& settings,
-                     const CheckpointFlags& checkpoint_flags, const train::Corpus& corpus,
+                     const train::CheckpointPolicy& checkpoint_flags, const train::Corpus& corpus,
                      std::int64_t eval_every, int threads, const std::string& sharding_specs,
                      const std::string& backend_name, std::ostream& out, std::mutex& mutex) const {
     const int ranks = static_cast<int>(mesh.size());
@@ -469,7 +470,7 @@ class TrainCommand final : public Command {
 
   void train_rank(Communicator& comm, const Mesh& mesh, const models::GptConfig& config,
                   const TrainLayout& layout, const train::TrainSettings& whole_settings,
-                  const CheckpointFlags& checkpoint_flags, const train::Corpus& corpus,
+                  const train::CheckpointPolicy& checkpoint_flags, const train::Corpus& corpus,
                   std::int64_t eval_every, std::ostream& out, std::mutex& mutex,
                   const std::string& backend_name, int threads) const {
     const bool speaks = comm.rank() == 0;
@@ -519,13 +520,14 @@ class TrainCommand final : public Command {
           layout.pipeline};
       run_config = run_config_json(run);
     }
-    TrainingCheckpoints checkpoints(checkpoint_flags, comm, trainer, config, run_config,
-                                    [&](const std::string& line) {
-                                      if (!speaks || json_) return;
-                                      const std::lock_guard lock(mutex);
-                                      out << line << "\n";
-                                      out.flush();
-                                    });
+    train::CheckpointManager checkpoints(checkpoint_flags, comm, trainer,
+                                         gpt_checkpointed_model(config), run_config,
+                                         [&](const std::string& line) {
+                                           if (!speaks || json_) return;
+                                           const std::lock_guard lock(mutex);
+                                           out << line << "\n";
+                                           out.flush();
+                                         });
     if (speaks && !json_) {
       std::lock_guard lock(mutex);
       out << "mesh " << mesh.to_string() << " (" << comm.size() << " rank"
@@ -755,7 +757,7 @@ class TrainCommand final : public Command {
   std::optional<std::string> log_dir_;
   std::string recompute_ = "none";
   std::string blas_ = "onednn";
-  CheckpointFlags checkpoint_flags_;
+  train::CheckpointPolicy checkpoint_flags_;
   std::string save_every_ = "0";
   std::string keep_ = "0";
   PipelineFlags pipeline_flags_;
