@@ -37,6 +37,7 @@
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/placement.hpp"
 #include "shardwise/train/run_log.hpp"
+#include "shardwise/train/settings_agreement.hpp"
 #include "shardwise/train/trainer.hpp"
 #include "text_table.hpp"
 #include "train_checkpoint.hpp"
@@ -79,29 +80,6 @@ Mesh train_mesh(const std::optional<std::string>& text) {
                           "the axes only");
   }
   return mesh;
-}
-
-// Every rank of a run must train with the same flags and data: a rank with another seed or
-// learning rate would otherwise train a different model without any collective noticing (their
-// sizes agree). Each rank hashes each setting; rank 0's row is compared with every other.
-void check_ranks_agree(Communicator& comm,
-                       const std::vector<std::pair<const char*, std::string>>& settings) {
-  std::vector<std::int64_t> mine;
-  for (const auto& [flag, value] : settings) {
-    mine.push_back(static_cast<std::int64_t>(std::hash<std::string>{}(value)));
-  }
-  std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(comm.size()));
-  comm.all_gather(mine.data(), all.data(), mine.size(), DType::kI64, world_group(comm.size()));
-  for (int r = 1; r < comm.size(); ++r) {
-    for (std::size_t f = 0; f < mine.size(); ++f) {
-      if (all[static_cast<std::size_t>(r) * mine.size() + f] != all[f]) {
-        throw InvalidArgument("rank " + std::to_string(r) + " runs with another " +
-                              settings[f].first +
-                              " than rank 0; every rank of a run needs the "
-                              "same flags and data");
-      }
-    }
-  }
 }
 
 // What one rank holds, as the planner predicts it for this run (the trainer's fp32 state after
@@ -432,7 +410,7 @@ class TrainCommand final : public Command {
       throw InvalidArgument("--mesh " + mesh.to_string() + " has " + std::to_string(ranks) +
                             " devices but the job has " + std::to_string(comm.size()) + " ranks");
     }
-    check_ranks_agree(
+    train::check_ranks_agree(
         comm,
         {{"--model", std::to_string(config.n_layer) + "," + std::to_string(config.n_head) + "," +
                          std::to_string(config.n_embd) + "," + std::to_string(config.block_size) +
