@@ -102,7 +102,10 @@ def kill(shardwise, mpiexec=None):
         first[first.index("400")] = "2"
         run(*launcher, shardwise, *first)
         partial_seen = 0
-        for attempt in range(8):
+        # At least 8 kills, and on until one has landed during a save (at most 24).
+        attempt = -1
+        while attempt < 7 or (partial_seen == 0 and attempt < 23):
+            attempt += 1
             if mpiexec:
                 command = [mpiexec, "--quiet", "--oversubscribe", "-np", "2", shardwise] + train
             else:
@@ -140,7 +143,10 @@ def kill(shardwise, mpiexec=None):
                      folder, "--backend", "local", "--mesh", "fsdp=2", "--zero", "3", "--json")
         if sorted(losses(result.stdout)) != [newest + 1, newest + 2]:
             sys.exit(f"resuming step {newest} ran {result.stdout}")
-        print(f"resumed and finished; a save was under way at {partial_seen} of 8 kills")
+        if partial_seen == 0:
+            sys.exit(f"no kill of {attempt + 1} landed during a save: the test showed nothing")
+        print(f"resumed and finished; a save was under way at {partial_seen} of "
+              f"{attempt + 1} kills")
 
 
 def concurrent(shardwise, model):
