@@ -36,8 +36,7 @@ std::vector<float> losses_on(const std::string& mesh_text, int zero,
   settings.zero = zero;
   settings.seed = 5;
   const Mesh mesh = Mesh::parse(mesh_text);
-  std::vector<float> losses;
-  std::mutex mutex;
+  std::vector<std::vector<float>> by_rank(static_cast<std::size_t>(mesh.size()));
   run_local(static_cast<int>(mesh.size()), [&](Communicator& comm) {
     ParallelContext context(comm, mesh);
     models::GptModel model(config, 42, context, std::nullopt, sequence_parallel, pipeline);
@@ -45,16 +44,17 @@ std::vector<float> losses_on(const std::string& mesh_text, int zero,
     std::vector<float> mine;
     for (int step = 0; step < kSteps; ++step) mine.push_back(trainer.step().loss);
     mine.push_back(trainer.validation_loss(2));
-    std::lock_guard lock(mutex);
-    if (comm.rank() == 0) losses = mine;
-    // Every stage reports the same (the last stage's) loss.
-    if (comm.rank() != 0) {
-      for (std::size_t s = 0; s < mine.size(); ++s) {
-        EXPECT_NEAR(mine[s], losses.empty() ? mine[s] : losses[s], 1e-6) << mesh_text;
-      }
-    }
+    by_rank[static_cast<std::size_t>(comm.rank())] = std::move(mine);  // each rank its own slot
   });
-  return losses;
+  // Every stage reports the same (the last stage's) loss: every rank against rank 0, after all
+  // have finished.
+  for (std::size_t r = 1; r < by_rank.size(); ++r) {
+    EXPECT_EQ(by_rank[r].size(), by_rank[0].size()) << mesh_text << " rank " << r;
+    for (std::size_t s = 0; s < by_rank[r].size() && s < by_rank[0].size(); ++s) {
+      EXPECT_NEAR(by_rank[r][s], by_rank[0][s], 1e-6) << mesh_text << " rank " << r;
+    }
+  }
+  return by_rank[0];
 }
 
 TEST(PipelineTraining, EveryScheduleAndLayoutFollowsOneRank) {
