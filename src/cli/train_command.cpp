@@ -152,10 +152,13 @@ class TrainCommand final : public Command {
  public:
   explicit TrainCommand(CLI::App& parent)
       : app_(parent.add_subcommand("train",
-                                   "Train the GPT on byte tokens, on one rank or a data x fsdp "
-                                   "mesh, matching the one-rank run step for step")) {
+                                   "Train the GPT on text or token files, on one rank or any "
+                                   "mesh of data, fsdp, model and pipeline axes, matching the "
+                                   "one-rank run step for step")) {
     app_->add_option("--model", model_, "tiny, small, gpt2 or a JSON file")->default_val("tiny");
-    app_->add_option("--mesh", mesh_, "Data-parallel mesh, e.g. data=2,fsdp=2 (one rank without)");
+    app_->add_option("--mesh", mesh_,
+                     "The mesh of data, fsdp, model and pipeline axes, e.g. data=2,fsdp=2 (one "
+                     "rank without)");
     app_->add_option(
             "--zero", zero_,
             "ZeRO stage: 0 (plain data parallel), 1 (optimizer state sharded), 2 (+ gradients "

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <mutex>
 #include <string>
 #include <vector>
 
