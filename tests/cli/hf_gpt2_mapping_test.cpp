@@ -111,11 +111,11 @@ TEST(HfGpt2Mapping, ImportThenExportGivesTheSameFile) {
   const std::filesystem::path root =
       std::filesystem::path(::testing::TempDir()) / "hf_mapping_round_trip";
   std::filesystem::remove_all(root);
-  ASSERT_EQ(run_command({"train", "--model", source_path("examples/models/gpt_micro.json"),
-                         "--steps", "3", "--batch", "4", "--mesh", "model=2", "--save",
-                         (root / "ck").string()})
-                .status,
-            0);
+  ASSERT_EQ(
+      run_command({"train", "--model", source_path("examples/models/gpt_micro.json"), "--steps",
+                   "3", "--batch", "4", "--mesh", "model=2", "--save", (root / "ck").string()})
+          .status,
+      0);
   ASSERT_EQ(run_command({"ckpt", "export", (root / "ck").string(), "--format", "hf-gpt2", "--out",
                          (root / "hf").string()})
                 .status,
@@ -123,8 +123,8 @@ TEST(HfGpt2Mapping, ImportThenExportGivesTheSameFile) {
   for (const char* ranks : {"1", "3"}) {
     const std::string in = (root / (std::string("in") + ranks)).string();
     const std::string out = (root / (std::string("out") + ranks)).string();
-    ASSERT_EQ(run_command({"ckpt", "import", (root / "hf").string(), "--format", "hf-gpt2",
-                           "--out", in, "--ranks", ranks})
+    ASSERT_EQ(run_command({"ckpt", "import", (root / "hf").string(), "--format", "hf-gpt2", "--out",
+                           in, "--ranks", ranks})
                   .status,
               0);
     ASSERT_EQ(run_command({"ckpt", "export", in, "--format", "hf-gpt2", "--out", out}).status, 0);
