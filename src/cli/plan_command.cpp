@@ -202,7 +202,7 @@ class PlanCommand final : public Command {
         efficiency_ ? share(*efficiency_, "--efficiency", plan::TrainingSetup::kLeastEfficiency)
                     : (device_ == "cpu" ? 0.75 : 0.5);
     setup.overlap = share(overlap_, "--overlap", 0);
-    const plan::Recompute recompute = plan::parse_recompute(recompute_, "--recompute");
+    const plan::Recompute recompute = parse_recompute(recompute_, "--recompute");
     std::optional<std::int64_t> heads;
     if (heads_) heads = bounded(*heads_, "--heads", 1, std::int64_t{1} << 20);
     const ModelManifest manifest = read_model_argument(model_, "--model").manifest;

@@ -54,7 +54,7 @@ struct TrainLayout {
   const std::vector<PartitionSpec>& placements;
   const std::vector<train::ParameterSpec>& blocks;
   const std::optional<models::GptPipeline>& pipeline;
-  models::GptRecompute recompute;
+  Recompute recompute;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -87,7 +87,7 @@ Mesh train_mesh(const std::optional<std::string>& text) {
 double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
                       const train::TrainSettings& settings, bool sequence_parallel,
                       const std::optional<models::GptPipeline>& pipeline,
-                      models::GptRecompute recompute) {
+                      Recompute recompute) {
   const auto ranks = static_cast<std::int64_t>(mesh.size());
   plan::Layout layout;
   layout.zero = settings.zero;
@@ -104,15 +104,10 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
          models::gpt_virtual_stages(config, *pipeline, layout.pipeline)) {
       layout.stage_layers.push_back(static_cast<std::int64_t>(range.end_layer - range.first_layer));
     }
-    layout.schedule = pipeline->schedule == ScheduleKind::kGPipe ? plan::Schedule::kGpipe
-                      : pipeline->schedule == ScheduleKind::kOneFOneB
-                          ? plan::Schedule::kOneFOneB
-                          : plan::Schedule::kInterleaved;
+    layout.schedule = pipeline->schedule;
   }
   layout.sequence_parallel = sequence_parallel;
-  layout.recompute = recompute == models::GptRecompute::kFull        ? plan::Recompute::kFull
-                     : recompute == models::GptRecompute::kSelective ? plan::Recompute::kSelective
-                                                                     : plan::Recompute::kNone;
+  layout.recompute = recompute;
   plan::TrainingSetup setup;
   setup.global_batch = static_cast<std::int64_t>(settings.batch);
   setup.seq = static_cast<std::int64_t>(settings.seq);
@@ -277,7 +272,7 @@ class TrainCommand final : public Command {
     train::CheckpointPolicy checkpoint_flags = checkpoint_flags_;
     checkpoint_flags.save_every = integer(save_every_, "--save-every");
     checkpoint_flags.keep = integer(keep_, "--keep");
-    const models::GptRecompute recompute = models::parse_gpt_recompute(recompute_, "--recompute");
+    const Recompute recompute = parse_recompute(recompute_, "--recompute");
     if (checkpoint_flags.resume && checkpoint_flags.resume->empty()) {
       throw InvalidArgument("--resume is an empty path");
     }

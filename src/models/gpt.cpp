@@ -97,7 +97,7 @@ void Gpt::size_activations(Activations& a, std::size_t batch, std::size_t seq) {
   a.encoded.assign(R * C, 0);
   a.residual3.assign(L * R * C, 0);
   // Full recomputation keeps each layer's output only; one layer's scratch holds the rest.
-  if (recompute_ == GptRecompute::kFull) {
+  if (recompute_ == Recompute::kFull) {
     if (recomputed_.batch != batch || recomputed_.seq != seq) {
       recomputed_.batch = batch;
       recomputed_.seq = seq;
@@ -303,8 +303,8 @@ Gpt::LayerActivations Gpt::layer(Activations& a, std::size_t l) {
   const std::size_t C = config_.n_embd, BT = a.batch * a.seq, R = local_rows(a.batch, a.seq);
   float* const output = a.residual3.data() + l * R * C;
   // Under full recomputation a layer keeps its output only: the rest is the one layer's scratch.
-  Activations& kept = recompute_ == GptRecompute::kFull ? recomputed_ : a;
-  const std::size_t k = recompute_ == GptRecompute::kFull ? 0 : l;
+  Activations& kept = recompute_ == Recompute::kFull ? recomputed_ : a;
+  const std::size_t k = recompute_ == Recompute::kFull ? 0 : l;
   return {kept.ln1.data() + k * BT * C,
           kept.ln1_mean.data() + k * R,
           kept.ln1_rstd.data() + k * R,
@@ -331,28 +331,13 @@ float* Gpt::param(std::size_t layer, std::size_t which) {
   return store_.value(index_[2 + layer * kPerLayer + which]);
 }
 
-void Gpt::set_recompute(GptRecompute recompute) {
+void Gpt::set_recompute(Recompute recompute) {
   if (!slots_.empty()) {
     throw InvalidArgument("the recomputation mode is set before the first forward");
   }
   recompute_ = recompute;
 }
 
-GptRecompute parse_gpt_recompute(const std::string& text, const std::string& flag) {
-  if (text == "none") return GptRecompute::kNone;
-  if (text == "selective") return GptRecompute::kSelective;
-  if (text == "full") return GptRecompute::kFull;
-  throw InvalidArgument(flag + " is '" + echo_input(text) + "'; expected none, selective or full");
-}
-
-std::string recompute_name(GptRecompute recompute) {
-  switch (recompute) {
-    case GptRecompute::kNone: return "none";
-    case GptRecompute::kSelective: return "selective";
-    case GptRecompute::kFull: return "full";
-  }
-  return "none";
-}
 
 void Gpt::norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, std::size_t batch, std::size_t seq) {
@@ -531,7 +516,7 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     store_.gather(layer_unit(l));
     // Full recomputation: the layer's forward again, into the scratch, with the unit gathered
     // once for it and its backward.
-    if (recompute_ == GptRecompute::kFull) layer_forward(a, residual, l, batch, seq);
+    if (recompute_ == Recompute::kFull) layer_forward(a, residual, l, batch, seq);
     // residual3 = residual2 + fcproj: both get dresidual. One buffer holds it, and then, the
     // LayerNorm's gradient added in place once the MLP's product has read it, d(residual2).
     const float* dmlp = whole_output_grad(dresidual_.data());

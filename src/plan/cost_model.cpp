@@ -373,7 +373,7 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
            std::to_string(setup.micro_batch) + " on each of " + std::to_string(l.data_parallel()) +
            " data-parallel ranks";
   }
-  if (l.schedule == Schedule::kInterleaved) {
+  if (l.schedule == ScheduleKind::kInterleaved1F1B) {
     if (l.pipeline == 1 || l.virtual_stages < 2) {
       return "the interleaved schedule needs pipeline > 1 and virtual stages >= 2";
     }
@@ -424,10 +424,7 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   const std::int64_t per_stage_layers = layers_of_stage(chunk_layers, l, 0);  // the first's
   std::optional<PipelineSchedule> schedule;
   if (l.pipeline > 1) {
-    const ScheduleKind kind = l.schedule == Schedule::kGpipe      ? ScheduleKind::kGPipe
-                              : l.schedule == Schedule::kOneFOneB ? ScheduleKind::kOneFOneB
-                                                                  : ScheduleKind::kInterleaved1F1B;
-    schedule = build_schedule(kind, l.pipeline, l.microbatches, l.virtual_stages);
+    schedule = build_schedule(l.schedule, l.pipeline, l.microbatches, l.virtual_stages);
   }
 
   // Every pipeline stage; the most loaded one is reported.
@@ -485,9 +482,9 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
       if (l.pipeline > 1) {
         const double p_stages = static_cast<double>(l.pipeline);
         const double in_flight = static_cast<double>(std::min(l.pipeline, l.microbatches));
-        if (l.schedule == Schedule::kGpipe) {
+        if (l.schedule == ScheduleKind::kGPipe) {
           layers_held *= static_cast<double>(l.microbatches);
-        } else if (l.schedule == Schedule::kOneFOneB) {
+        } else if (l.schedule == ScheduleKind::kOneFOneB) {
           layers_held *= in_flight;
         } else {
           layers_held = static_cast<double>(model.layers) *

@@ -22,11 +22,10 @@ constexpr std::pair<const char*, Precision> kPrecisions[] = {{"fp32", Precision:
                                                              {"bf16-mixed", Precision::kBf16Mixed}};
 constexpr std::pair<const char*, Optimizer> kOptimizers[] = {{"adam", Optimizer::kAdam},
                                                              {"sgd", Optimizer::kSgd}};
-constexpr std::pair<const char*, Recompute> kRecomputes[] = {
-    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
-constexpr std::pair<const char*, Schedule> kSchedules[] = {{"gpipe", Schedule::kGpipe},
-                                                           {"1f1b", Schedule::kOneFOneB},
-                                                           {"interleaved", Schedule::kInterleaved}};
+constexpr std::pair<const char*, ScheduleKind> kSchedules[] = {
+    {"gpipe", ScheduleKind::kGPipe},
+    {"1f1b", ScheduleKind::kOneFOneB},
+    {"interleaved", ScheduleKind::kInterleaved1F1B}};
 
 template <class Enum, std::size_t N>
 std::string name_of(Enum value, const std::pair<const char*, Enum> (&names)[N]) {
@@ -40,8 +39,6 @@ std::string name_of(Enum value, const std::pair<const char*, Enum> (&names)[N]) 
 
 std::string to_string(Precision value) { return name_of(value, kPrecisions); }
 std::string to_string(Optimizer value) { return name_of(value, kOptimizers); }
-std::string to_string(Recompute value) { return name_of(value, kRecomputes); }
-std::string to_string(Schedule value) { return name_of(value, kSchedules); }
 
 Precision parse_precision(const std::string& text, const std::string& flag) {
   return parse_enum(text, flag, kPrecisions);
@@ -49,10 +46,7 @@ Precision parse_precision(const std::string& text, const std::string& flag) {
 Optimizer parse_optimizer(const std::string& text, const std::string& flag) {
   return parse_enum(text, flag, kOptimizers);
 }
-Recompute parse_recompute(const std::string& text, const std::string& flag) {
-  return parse_enum(text, flag, kRecomputes);
-}
-Schedule parse_schedule(const std::string& text, const std::string& flag) {
+ScheduleKind parse_schedule(const std::string& text, const std::string& flag) {
   return parse_enum(text, flag, kSchedules);
 }
 
@@ -63,7 +57,7 @@ std::string Layout::to_string() const {
       << (microbatches == 1 ? "" : "es");
   if (pipeline > 1) {
     out << " " << plan::to_string(schedule);
-    if (schedule == Schedule::kInterleaved) out << " x" << virtual_stages;
+    if (schedule == ScheduleKind::kInterleaved1F1B) out << " x" << virtual_stages;
   }
   if (!stage_layers.empty()) {
     out << ", layers";

@@ -74,11 +74,11 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
       const std::int64_t dp = n / (t * p);
       if (setup.global_batch % (dp * setup.micro_batch) != 0) continue;
       const std::int64_t m = setup.global_batch / (dp * setup.micro_batch);
-      std::vector<std::pair<Schedule, std::int64_t>> schedules{{Schedule::kOneFOneB, 1}};
+      std::vector<std::pair<ScheduleKind, std::int64_t>> schedules{{ScheduleKind::kOneFOneB, 1}};
       if (p > 1) {
-        schedules.emplace_back(Schedule::kGpipe, 1);
+        schedules.emplace_back(ScheduleKind::kGPipe, 1);
         for (std::int64_t v : divisors(model.layers / p)) {
-          if (v >= 2 && m % p == 0) schedules.emplace_back(Schedule::kInterleaved, v);
+          if (v >= 2 && m % p == 0) schedules.emplace_back(ScheduleKind::kInterleaved1F1B, v);
         }
       }
       for (std::int64_t fsdp : divisors(dp)) {

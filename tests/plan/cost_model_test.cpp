@@ -127,11 +127,11 @@ TEST(CostModel, BubbleIsPMinusOneOverMAndOverVmInterleaved) {
   layout.pipeline = 8;
   layout.microbatches = 8;
   EXPECT_DOUBLE_EQ(evaluate(model, devices(512), setup, layout).bubble_fraction, 7.0 / 8.0);
-  layout.schedule = Schedule::kInterleaved;
+  layout.schedule = ScheduleKind::kInterleaved1F1B;
   layout.virtual_stages = 4;
   EXPECT_DOUBLE_EQ(evaluate(model, devices(512), setup, layout).bubble_fraction, 7.0 / 32.0);
   // Korthikanti: 1F1B's first stage holds p micro-batches of L/p layers, GPipe all m.
-  layout.schedule = Schedule::kOneFOneB;
+  layout.schedule = ScheduleKind::kOneFOneB;
   layout.virtual_stages = 1;
   const Prediction one_f_one_b = evaluate(model, devices(512), setup, layout);
   EXPECT_EQ(one_f_one_b.memory.activations, 96 * one_f_one_b.memory.activations_per_layer);
@@ -152,12 +152,12 @@ TEST(CostModel, LayoutsThatCannotRunAreNamed) {
   EXPECT_TRUE(evaluate(model, devices(8), setup, layout).fits == false);
   layout.model = 1;
   layout.pipeline = 8;
-  layout.schedule = Schedule::kInterleaved;
+  layout.schedule = ScheduleKind::kInterleaved1F1B;
   layout.virtual_stages = 5;
   EXPECT_THAT(error_of([&] { (void)evaluate(model, devices(8), setup, layout); }),
               HasSubstr("does not divide the 96 layers"));
   layout.virtual_stages = 1;
-  layout.schedule = Schedule::kOneFOneB;
+  layout.schedule = ScheduleKind::kOneFOneB;
   layout.fsdp = 8;
   layout.pipeline = 1;
   EXPECT_THAT(error_of([&] { (void)evaluate(model, devices(8), setup, layout); }),

@@ -17,6 +17,7 @@
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
+#include "shardwise/strategy/recompute.hpp"
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_store.hpp"
 #include "shardwise/train/pipeline_executor.hpp"
@@ -101,17 +102,11 @@ struct GptStageRange {
 [[nodiscard]] std::vector<train::ParameterSpec> gpt_stage_parameters(const GptConfig& config,
                                                                      const GptStageRange& range);
 
-// What a layer keeps for backward (Korthikanti et al. 2022). The attention kernel never keeps
-// its seq x seq weights (it recomputes them tile by tile in backward), so kNone and kSelective,
-// which recomputes exactly that attention core, keep the same bytes. kFull keeps each layer's
-// input alone (the residual stream after it) and runs the layer's forward again in its
+// What a layer keeps for backward: shardwise::Recompute (strategy/recompute.hpp). The attention
+// kernel never keeps its seq x seq weights (it recomputes them tile by tile in backward), so
+// kNone and kSelective keep the same bytes; kFull runs each layer's forward again in its
 // backward, into one layer's scratch shared by every micro-batch; under ZeRO-3 the layer is
 // gathered once in backward for both.
-enum class GptRecompute { kNone, kSelective, kFull };
-
-// "none", "selective", "full"; InvalidArgument naming `flag` for anything else.
-[[nodiscard]] GptRecompute parse_gpt_recompute(const std::string& text, const std::string& flag);
-[[nodiscard]] std::string recompute_name(GptRecompute recompute);
 
 // The head computes logits, probabilities and their gradients for this many rows at a time:
 // as many as hold at most kHeadBlockFloats floats of this rank's vocabulary (at least one row,
@@ -177,8 +172,8 @@ class Gpt {
   [[nodiscard]] std::size_t activation_bytes() const;
 
   // What the layers keep for backward; set before the first forward (InvalidArgument after).
-  void set_recompute(GptRecompute recompute);
-  [[nodiscard]] GptRecompute recompute() const { return recompute_; }
+  void set_recompute(Recompute recompute);
+  [[nodiscard]] Recompute recompute() const { return recompute_; }
 
  private:
   // What one micro-batch's forward keeps for its backward (llm.c's layout: one vector per kind,
@@ -246,7 +241,7 @@ class Gpt {
   static constexpr std::size_t kNotHeld = static_cast<std::size_t>(-1);
   std::vector<std::size_t> index_;
   std::vector<std::unique_ptr<Activations>> slots_;
-  GptRecompute recompute_ = GptRecompute::kNone;
+  Recompute recompute_ = Recompute::kNone;
   // Full recomputation's one layer of activations (its output excepted), shared by the slots.
   Activations recomputed_;
   // The shape the gradient scratch is sized for.
@@ -307,7 +302,7 @@ class GptModel final : public train::Model {
   // The first of this rank's model chunks (the whole model without a pipeline).
   [[nodiscard]] Gpt& gpt() { return *chunks_.front(); }
   // What every chunk's layers keep for backward (before the first step).
-  void set_recompute(GptRecompute recompute) {
+  void set_recompute(Recompute recompute) {
     for (const auto& chunk : chunks_) chunk->set_recompute(recompute);
   }
   // Bytes of the activations every chunk keeps.

@@ -6,22 +6,24 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/strategy/pipeline_schedule.hpp"
+#include "shardwise/strategy/recompute.hpp"
+
 namespace shardwise::plan {
 
 enum class Precision { kFp32, kBf16Mixed };
 enum class Optimizer { kAdam, kSgd };
-enum class Recompute { kNone, kSelective, kFull };
-enum class Schedule { kGpipe, kOneFOneB, kInterleaved };
+// The schedule and the recomputation are the strategies' enums, which the trainer runs.
+using shardwise::Recompute;
+using shardwise::ScheduleKind;
 
 std::string to_string(Precision value);  // "fp32", "bf16-mixed"
 std::string to_string(Optimizer value);  // "adam", "sgd"
-std::string to_string(Recompute value);  // "none", "selective", "full"
-std::string to_string(Schedule value);   // "gpipe", "1f1b", "interleaved"
+using shardwise::to_string;
 // The inverses; InvalidArgument naming `flag` and the text otherwise.
 Precision parse_precision(const std::string& text, const std::string& flag);
 Optimizer parse_optimizer(const std::string& text, const std::string& flag);
-Recompute parse_recompute(const std::string& text, const std::string& flag);
-Schedule parse_schedule(const std::string& text, const std::string& flag);
+ScheduleKind parse_schedule(const std::string& text, const std::string& flag);
 
 struct TrainingSetup {
   // The least compute efficiency a prediction takes (below it a step would take 100x its FLOPs'
@@ -47,7 +49,7 @@ struct Layout {
   std::int64_t pipeline = 1;
   int zero = 0;
   std::int64_t microbatches = 1;  // per step on each data-parallel rank (m)
-  Schedule schedule = Schedule::kOneFOneB;
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;
   std::int64_t virtual_stages = 1;  // V: model chunks per pipeline rank (interleaved)
   Recompute recompute = Recompute::kNone;
   bool sequence_parallel = false;
