@@ -86,8 +86,7 @@ Mesh train_mesh(const std::optional<std::string>& text) {
 // ZeRO, its activations and gathered units): one count for the planner and this check.
 double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
                       const train::TrainSettings& settings, bool sequence_parallel,
-                      const std::optional<models::GptPipeline>& pipeline,
-                      Recompute recompute) {
+                      const std::optional<models::GptPipeline>& pipeline, Recompute recompute) {
   const auto ranks = static_cast<std::int64_t>(mesh.size());
   plan::Layout layout;
   layout.zero = settings.zero;
@@ -100,8 +99,8 @@ double bytes_per_rank(const models::GptConfig& config, const Mesh& mesh,
     layout.microbatches = pipeline->microbatches;
     layout.virtual_stages = pipeline->virtual_stages;
     // The stages as the trainer splits them, uneven ones too.
-    for (const models::GptStageRange& range :
-         models::gpt_virtual_stages(config, *pipeline, layout.pipeline)) {
+    for (const train::LayerRange& range :
+         train::virtual_stage_ranges(config.n_layer, *pipeline, layout.pipeline)) {
       layout.stage_layers.push_back(static_cast<std::int64_t>(range.end_layer - range.first_layer));
     }
     layout.schedule = pipeline->schedule;
@@ -328,9 +327,9 @@ class TrainCommand final : public Command {
       placements = train::model_placements(whole, mesh, rules.axis_rules, rules.name_rules);
       // Every model rank's blocks have the same shapes; ZeRO splits them alike.
       blocks = train::local_parameters(whole, mesh, 0, placements);
-      models::check_model_placements(
-          config, mesh.has_axis("model") ? static_cast<int>(mesh.axis_size("model")) : 1,
-          placements);
+      train::check_model_placements(
+          models::GptDefinition(config),
+          mesh.has_axis("model") ? static_cast<int>(mesh.axis_size("model")) : 1, placements);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument("--mesh " + mesh.to_string() + ": " + e.what());
     }

@@ -23,7 +23,7 @@ double head_flops(const models::GptConfig& c) {
   return 2 * static_cast<double>(c.vocab_size) * static_cast<double>(c.n_embd);
 }
 
-std::string layer_span(const models::GptStageRange& range) {
+std::string layer_span(const train::LayerRange& range) {
   return range.end_layer - range.first_layer == 1 ? "layer " + std::to_string(range.first_layer)
                                                   : "layers " + std::to_string(range.first_layer) +
                                                         "-" + std::to_string(range.end_layer - 1);
@@ -144,8 +144,8 @@ std::string pipeline_plan(const models::GptConfig& config, const models::GptPipe
   };
   const PipelineSchedule schedule =
       build_schedule(pipeline.schedule, stages, pipeline.microbatches, pipeline.virtual_stages);
-  const std::vector<models::GptStageRange> ranges =
-      models::gpt_virtual_stages(config, pipeline, stages);
+  const std::vector<train::LayerRange> ranges =
+      train::virtual_stage_ranges(config.n_layer, pipeline, stages);
   std::string text =
       "pipeline: " + std::to_string(stages) + " stages, " + to_string(pipeline.schedule) + ", " +
       std::to_string(pipeline.microbatches) + " micro-batches of " +
@@ -155,11 +155,11 @@ std::string pipeline_plan(const models::GptConfig& config, const models::GptPipe
   for (std::int64_t s = 0; s < stages; ++s) {
     text += "\n  stage " + std::to_string(s) + " (" + ranks_of(s) + "):";
     for (std::int64_t k = 0; k < pipeline.virtual_stages; ++k) {
-      const models::GptStageRange& range =
+      const train::LayerRange& range =
           ranges[static_cast<std::size_t>(schedule.virtual_stage(s, k))];
-      text += std::string(k == 0 ? " " : "; ") +
-              (range.has_embeddings() ? "the embeddings, " : "") + layer_span(range) +
-              (range.has_head(config) ? ", the final norm and the head" : "");
+      text += std::string(k == 0 ? " " : "; ") + (range.has_first() ? "the embeddings, " : "") +
+              layer_span(range) +
+              (range.has_last(config.n_layer) ? ", the final norm and the head" : "");
     }
   }
   return text + "\n";

@@ -12,7 +12,6 @@
 #include "shardwise/kernels/embedding.hpp"
 #include "shardwise/kernels/layernorm.hpp"
 #include "shardwise/kernels/matmul.hpp"
-#include "shardwise/models/gpt_pipeline.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/placement.hpp"
 
@@ -29,7 +28,7 @@ void zero(std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0F); }
 Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel tensor_parallel,
          bool sequence_parallel, std::optional<GptStageRange> range)
     : config_(config),
-      range_(range ? *range : GptStageRange::whole(config)),
+      range_(range ? *range : GptStageRange{0, config.n_layer}),
       store_(store),
       tp_(tensor_parallel),
       sequence_parallel_(sequence_parallel) {
@@ -40,7 +39,7 @@ Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel t
   // What the stage holds, by name: its parameters are found in the store among any others.
   std::vector<std::string> held;
   for (const ParameterSpec& spec : gpt_stage_parameters(config_, range_)) held.push_back(spec.name);
-  has_head_ = range_.has_head(config_);
+  has_head_ = range_.has_last(config_.n_layer);
   const auto t = static_cast<std::size_t>(tp_.degree());
   const std::vector<PartitionSpec> placements = gpt_model_placements(config_, tp_.degree());
   const std::vector<ParameterSpec> whole = gpt_parameters(config_);
@@ -177,7 +176,7 @@ void Gpt::check_batch(std::span<const std::int32_t> tokens, std::span<const std:
                           std::to_string(config_.block_size) + " tokens");
   }
   // The first stage embeds the tokens, the last predicts the targets: each checks its own.
-  const bool needs_tokens = range_.has_embeddings();
+  const bool needs_tokens = range_.has_first();
   if ((needs_tokens && tokens.size() != batch * seq) ||
       (has_head_ && targets.size() != batch * seq)) {
     throw InvalidArgument("tokens and targets need " + std::to_string(batch * seq) +
@@ -203,7 +202,7 @@ void Gpt::check_batch(std::span<const std::int32_t> tokens, std::span<const std:
 
 float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
                    std::size_t batch, std::size_t seq, bool backward_follows) {
-  if (!(range_ == GptStageRange::whole(config_))) {
+  if (!(range_ == GptStageRange{0, config_.n_layer})) {
     throw InvalidArgument("forward() runs the whole model; this object runs layers " +
                           std::to_string(range_.first_layer) + " to " +
                           std::to_string(range_.end_layer) + " (forward_stage)");
@@ -219,7 +218,7 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
                          bool backward_follows) {
   check_batch(tokens, targets, batch, seq);
   const std::size_t boundary = boundary_elements(batch, seq);
-  if ((!range_.has_embeddings() && input.size() != boundary) ||
+  if ((!range_.has_first() && input.size() != boundary) ||
       (!has_head_ && output.size() != boundary)) {
     throw InvalidArgument("a stage's input and output hold " + std::to_string(boundary) +
                           " floats of the residual stream; got " + std::to_string(input.size()) +
@@ -228,12 +227,12 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
   Activations& act = slot(slot_index);
   size_activations(act, batch, seq);
   size_scratch(batch, seq);
-  if (range_.has_embeddings()) act.tokens.assign(tokens.begin(), tokens.end());
+  if (range_.has_first()) act.tokens.assign(tokens.begin(), tokens.end());
   if (has_head_) act.targets.assign(targets.begin(), targets.end());
   const std::size_t C = config_.n_embd;
   const std::size_t BT = batch * seq, R = local_rows(batch, seq);
   act.head_held = false;
-  if (!range_.has_embeddings()) {
+  if (!range_.has_first()) {
     std::copy(input.begin(), input.end(), act.encoded.begin());
   } else {
     // Each unit is gathered just before its use and released after (no-ops unless a ZeRO-3
@@ -338,7 +337,6 @@ void Gpt::set_recompute(Recompute recompute) {
   recompute_ = recompute;
 }
 
-
 void Gpt::norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                        const float* bias, std::size_t batch, std::size_t seq) {
   const std::size_t C = config_.n_embd, R = local_rows(batch, seq);
@@ -407,7 +405,7 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
   const std::size_t batch = act.batch, seq = act.seq;
   const std::size_t boundary = boundary_elements(batch, seq);
   if ((!has_head_ && output_grad.size() != boundary) ||
-      (!range_.has_embeddings() && input_grad.size() != boundary)) {
+      (!range_.has_first() && input_grad.size() != boundary)) {
     throw InvalidArgument("a stage's output and input gradients hold " + std::to_string(boundary) +
                           " floats of the residual stream; got " +
                           std::to_string(output_grad.size()) + " and " +
@@ -545,7 +543,7 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     tell(2 + l * kPerLayer, 2 + l * kPerLayer + kPerLayer - 1);
     store_.release(layer_unit(l));
   }
-  if (!range_.has_embeddings()) {
+  if (!range_.has_first()) {
     std::copy(dresidual_.begin(), dresidual_.end(), input_grad.begin());
     return;
   }
@@ -572,175 +570,19 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
   tell(kWte, kWpe);
 }
 
-std::vector<GptStageRange> gpt_virtual_stages(const GptConfig& config, const GptPipeline& pipeline,
-                                              std::int64_t stages) {
-  const std::int64_t count = stages * pipeline.virtual_stages;
-  if (count < 1) {
-    throw InvalidArgument("a pipeline of " + std::to_string(stages) + " stages x " +
-                          std::to_string(pipeline.virtual_stages) + " model chunks");
-  }
-  std::vector<std::int64_t> layers = pipeline.layers;
-  const auto total = static_cast<std::int64_t>(config.n_layer);
-  if (layers.empty()) {
-    if (count > total) {
-      throw InvalidArgument(std::to_string(total) + " layers cannot fill " + std::to_string(count) +
-                            " virtual pipeline stages (stages x " +
-                            "model chunks); each needs at least one layer");
-    }
-    for (std::int64_t v = 0; v < count; ++v) layers.push_back(total / count + (v < total % count));
-  }
-  std::int64_t sum = 0;
-  for (const std::int64_t n : layers) {
-    if (n < 1)
-      throw InvalidArgument("a virtual pipeline stage of " + std::to_string(n) + " layers");
-    sum += n;
-  }
-  if (static_cast<std::int64_t>(layers.size()) != count || sum != total) {
-    throw InvalidArgument(std::to_string(layers.size()) + " virtual stages of " +
-                          std::to_string(sum) + " layers for a pipeline of " +
-                          std::to_string(count) + " virtual stages and a model of " +
-                          std::to_string(total));
-  }
-  std::vector<GptStageRange> ranges;
-  std::size_t first = 0;
-  for (const std::int64_t n : layers) {
-    ranges.push_back({first, first + static_cast<std::size_t>(n)});
-    first += static_cast<std::size_t>(n);
-  }
-  return ranges;
-}
-
-namespace {
-
-// This rank's parameters: those of its model chunks (all of them without a pipeline), split
-// over the model axis as `placements` say; the last stage's token embedding marked as the tied
-// copy of the first stage's.
-std::vector<ParameterSpec> local_stage_parameters(const GptConfig& config,
-                                                  const train::ParallelContext& context,
-                                                  const std::vector<PartitionSpec>& placements,
-                                                  const std::vector<GptStageRange>& ranges) {
-  std::vector<ParameterSpec> local = gpt_local_parameters(config, context, placements);
-  if (ranges.empty()) return local;
-  std::vector<std::string> held;
-  for (const GptStageRange& range : ranges) {
-    for (const ParameterSpec& spec : gpt_stage_parameters(config, range)) held.push_back(spec.name);
-  }
-  std::vector<ParameterSpec> mine;
-  for (ParameterSpec& spec : local) {
-    if (std::find(held.begin(), held.end(), spec.name) == held.end()) continue;
-    spec.tied_copy =
-        spec.name == "transformer.wte.weight" && context.coordinate(train::kPipelineAxis) != 0;
-    mine.push_back(std::move(spec));
-  }
-  return mine;
-}
-
-// This rank's chunks: virtual stages chunk x stages + stage of the schedule.
-std::vector<GptStageRange> my_ranges(const GptConfig& config, const train::ParallelContext& context,
-                                     const std::optional<GptPipeline>& pipeline) {
-  if (!pipeline) return {};
-  const std::int64_t stages = context.degree(train::kPipelineAxis);
-  const std::vector<GptStageRange> all = gpt_virtual_stages(config, *pipeline, stages);
-  std::vector<GptStageRange> mine;
-  for (std::int64_t k = 0; k < pipeline->virtual_stages; ++k) {
-    mine.push_back(
-        all[static_cast<std::size_t>(k * stages + context.coordinate(train::kPipelineAxis))]);
-  }
-  return mine;
-}
-
-}  // namespace
-
-GptModel::GptModel(const GptConfig& config, std::uint64_t seed) : store_(gpt_parameters(config)) {
-  chunks_.push_back(std::make_unique<Gpt>(config, store_));
-  store_.initialize_on_use(seed);
-}
+GptModel::GptModel(const GptConfig& config, std::uint64_t seed)
+    : DistributedModel(std::make_shared<GptDefinition>(config), seed) {}
 
 GptModel::GptModel(const GptConfig& config, std::uint64_t seed,
                    const train::ParallelContext& context,
                    const std::optional<std::vector<PartitionSpec>>& placements,
                    bool sequence_parallel, std::optional<GptPipeline> pipeline)
-    : context_(&context),
-      pipeline_(std::move(pipeline)),
-      store_(local_stage_parameters(
-          config, context,
-          placements ? *placements
-                     : gpt_model_placements(config, context.degree(train::kModelAxis)),
-          my_ranges(config, context, pipeline_))) {
-  if (pipeline_) {
-    schedule_ = build_schedule(pipeline_->schedule, context.degree(train::kPipelineAxis),
-                               pipeline_->microbatches, pipeline_->virtual_stages);
-    // Validation runs the schedule's forwards only, in its order.
-    forward_schedule_ = schedule_;
-    for (auto& actions : forward_schedule_->actions) {
-      std::erase_if(actions, [](const PipelineAction& a) { return a.pass == Pass::kBackward; });
-    }
-    for (const GptStageRange& range : my_ranges(config, context, pipeline_)) {
-      chunks_.push_back(std::make_unique<Gpt>(config, store_, train::TensorParallel(context),
-                                              sequence_parallel, range));
-    }
-  } else {
-    chunks_.push_back(
-        std::make_unique<Gpt>(config, store_, train::TensorParallel(context), sequence_parallel));
-  }
-  // Drawn when first used: a ZeRO-3 trainer draws only this rank's slices.
-  store_.initialize_on_use(seed);
-}
+    : DistributedModel(std::make_shared<GptDefinition>(config), seed, context,
+                       {placements.value_or(std::vector<PartitionSpec>{}), sequence_parallel,
+                        Recompute::kNone, std::move(pipeline)}) {}
 
-std::size_t GptModel::activation_bytes() const {
-  std::size_t bytes = 0;
-  for (const auto& chunk : chunks_) bytes += chunk->activation_bytes();
-  return bytes;
-}
-
-float GptModel::forward_backward(std::span<const std::int32_t> tokens,
-                                 std::span<const std::int32_t> targets, std::size_t sequences,
-                                 std::size_t seq, bool with_grads,
-                                 const train::GradientsReady& ready) {
-  if (pipeline_) return pipelined_forward_backward(tokens, targets, sequences, seq, with_grads);
-  Gpt& gpt = *chunks_.front();
-  const float mean = gpt.forward(tokens, targets, sequences, seq, with_grads);
-  if (with_grads) gpt.backward(ready);
-  return mean;
-}
-
-float GptModel::pipelined_forward_backward(std::span<const std::int32_t> tokens,
-                                           std::span<const std::int32_t> targets,
-                                           std::size_t sequences, std::size_t seq,
-                                           bool with_grads) {
-  const auto microbatches = static_cast<std::size_t>(pipeline_->microbatches);
-  if (sequences % microbatches != 0) {
-    throw InvalidArgument(std::to_string(sequences) + " sequences per rank do not divide into " +
-                          std::to_string(microbatches) + " micro-batches");
-  }
-  const std::size_t per = sequences / microbatches;
-  const MicrobatchData data = [&](std::int64_t m) {
-    const std::size_t at = static_cast<std::size_t>(m) * per * seq;
-    return std::pair{tokens.subspan(at, per * seq), targets.subspan(at, per * seq)};
-  };
-  const PipelineSchedule& schedule = with_grads ? *schedule_ : *forward_schedule_;
-  std::vector<std::unique_ptr<GptPipelineChunk>> adapters;
-  std::vector<train::PipelineChunk*> driven;
-  for (const auto& chunk : chunks_) {
-    adapters.push_back(std::make_unique<GptPipelineChunk>(
-        *chunk, per, seq, 1.0F / static_cast<float>(microbatches), data));
-    driven.push_back(adapters.back().get());
-  }
-  Communicator& pipeline = context_->communicator(train::kPipelineAxis);
-  last_schedule_ = train::run_pipeline_schedule(schedule, driven, pipeline);
-  // The mean loss, from the last stage to every stage.
-  double loss = last_schedule_.loss_sum / static_cast<double>(microbatches);
-  pipeline.all_reduce(&loss, &loss, 1, DType::kF64, ReduceOp::kSum,
-                      context_->group(train::kPipelineAxis));
-  // The tied token embedding: its first-stage and last-stage copies' gradients summed, so both
-  // stay equal (Megatron-LM's embedding group).
-  const int stages = pipeline.size();
-  if (with_grads && stages > 1 && (pipeline.rank() == 0 || pipeline.rank() == stages - 1)) {
-    const std::size_t wte = store_.index_of("transformer.wte.weight");
-    pipeline.all_reduce(store_.grad(wte), store_.grad(wte), store_.count(wte), DType::kF32,
-                        ReduceOp::kSum, Group({0, stages - 1}, "pipeline"));
-  }
-  return static_cast<float>(loss);
+void GptModel::set_recompute(Recompute recompute) {
+  for (const auto& chunk : chunks()) static_cast<Gpt&>(*chunk).set_recompute(recompute);
 }
 
 }  // namespace shardwise::models

@@ -123,12 +123,12 @@ std::vector<ParameterSpec> gpt_stage_parameters(const GptConfig& c, const GptSta
                           "; expected at least one layer, within the model");
   }
   std::vector<ParameterSpec> held;
-  const bool head = range.has_head(c);
+  const bool head = range.has_last(c.n_layer);
   for (std::size_t p = 0; p < whole.size(); ++p) {
     const bool layer = p >= 2 && p < 2 + c.n_layer * kPerLayer;
     const std::size_t l = layer ? (p - 2) / kPerLayer : 0;
-    const bool keep = (p == kWte && (range.has_embeddings() || head)) ||
-                      (p == kWpe && range.has_embeddings()) ||
+    const bool keep = (p == kWte && (range.has_first() || head)) ||
+                      (p == kWpe && range.has_first()) ||
                       (layer && l >= range.first_layer && l < range.end_layer) ||
                       (p >= 2 + c.n_layer * kPerLayer && head);
     if (keep) held.push_back(std::move(whole[p]));
@@ -163,32 +163,6 @@ std::vector<PartitionSpec> gpt_model_placements(const GptConfig& c, int degree) 
     placements[at + kFcProjW] = columns;
   }
   return placements;
-}
-
-void check_model_placements(const GptConfig& config, int degree,
-                            const std::vector<PartitionSpec>& placements) {
-  const std::vector<ParameterSpec> whole = gpt_parameters(config);
-  const std::vector<PartitionSpec> needed = gpt_model_placements(config, degree);
-  if (placements.size() != whole.size()) {
-    throw InvalidArgument(std::to_string(placements.size()) + " placements for the GPT's " +
-                          std::to_string(whole.size()) + " parameters");
-  }
-  for (std::size_t p = 0; p < whole.size(); ++p) {
-    if (placements[p] != needed[p]) {
-      throw InvalidArgument("parameter '" + whole[p].name + "' would be split over 'model' by " +
-                            placements[p].to_string() + "; the GPT's layers split it by " +
-                            needed[p].to_string() +
-                            " (Megatron-LM's column- and row-parallel layers)");
-    }
-  }
-}
-
-std::vector<ParameterSpec> gpt_local_parameters(const GptConfig& config,
-                                                const train::ParallelContext& context,
-                                                const std::vector<PartitionSpec>& placements) {
-  check_model_placements(config, context.degree(train::kModelAxis), placements);
-  return train::local_parameters(gpt_parameters(config), context.mesh(), context.rank(),
-                                 placements);
 }
 
 }  // namespace shardwise::models

@@ -378,7 +378,7 @@ TEST(TrainCommand, ARulesFileIsReadWholeAndWhatCannotApplyIsRefused) {
                     rules("embed_on_model.json", R"({"logical_axis_rules": [["embed", "model"],
                                                      ["heads", "model"]]})")},
                    "parameter 'transformer.wte.weight' would be split over 'model' by P(None, "
-                   "'model'); the GPT's layers split it by P('model')");
+                   "'model'); the model's layers split it by P('model')");
   // specs says the same of the name rules: not an error there (a manifest may need them), a note.
   const testing::Result shown =
       run_command({"specs", "--model", "tiny", "--mesh", "fsdp=2", "--rules", names});

@@ -16,7 +16,8 @@
 
 #include "error_of.hpp"
 #include "shardwise/comm/run_local.hpp"
-#include "shardwise/models/gpt_pipeline.hpp"
+#include "shardwise/models/gpt.hpp"
+#include "shardwise/train/scheduled_chunk.hpp"
 #include "stage_checks.hpp"
 
 namespace shardwise::models {
@@ -72,18 +73,13 @@ TEST(GptPipeline, EverySchedulesGivesTheWholeModelsLossAndGradients) {
       train::ParameterStore store(specs);
       store.initialize(13);
       store.zero_grads();
-      const MicrobatchData data = [&](std::int64_t m) {
-        const auto at = static_cast<std::size_t>(m) * per * seq;
-        return std::pair{std::span<const std::int32_t>(tokens.data() + at, per * seq),
-                         std::span<const std::int32_t>(targets.data() + at, per * seq)};
-      };
       std::vector<std::unique_ptr<Gpt>> gpts;
-      std::vector<std::unique_ptr<GptPipelineChunk>> chunks;
+      std::vector<std::unique_ptr<train::ScheduledChunk>> chunks;
       std::vector<train::PipelineChunk*> driven;
       for (const GptStageRange& range : ranges) {
         gpts.push_back(std::make_unique<Gpt>(config, store, train::TensorParallel(), false, range));
-        chunks.push_back(std::make_unique<GptPipelineChunk>(
-            *gpts.back(), per, seq, 1.0F / static_cast<float>(microbatches), data));
+        chunks.push_back(std::make_unique<train::ScheduledChunk>(
+            *gpts.back(), tokens, targets, per, seq, 1.0F / static_cast<float>(microbatches)));
         driven.push_back(chunks.back().get());
       }
       const train::PipelineStepResult result = train::run_pipeline_schedule(schedule, driven, comm);

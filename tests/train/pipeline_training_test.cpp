@@ -103,7 +103,7 @@ TEST(PipelineTraining, InterleavedOnFourStagesAndFourAxesFollowOneRank) {
 
 TEST(PipelineTraining, UnevenLayerSplitsAndBadSplitsAreNamed) {
   const models::GptPipeline uneven{ScheduleKind::kOneFOneB, 2, 1, {3, 1}};
-  EXPECT_EQ(models::gpt_virtual_stages(kConfig, uneven, 2),
+  EXPECT_EQ(train::virtual_stage_ranges(kConfig.n_layer, uneven, 2),
             (std::vector<models::GptStageRange>{{0, 3}, {3, 4}}));
   const std::vector<float> one = losses_on("data=1", 0, std::nullopt);
   const std::vector<float> many = losses_on("pipeline=2", 0, uneven);
@@ -117,13 +117,13 @@ TEST(PipelineTraining, UnevenLayerSplitsAndBadSplitsAreNamed) {
     EXPECT_NEAR(five_many[s], five_one[s], 1e-5 * five_one[s]) << "5 layers, step " << s + 1;
   }
   EXPECT_THAT(error_of([] {
-                (void)models::gpt_virtual_stages(
-                    kConfig, models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {4, 0}}, 2);
+                (void)train::virtual_stage_ranges(
+                    kConfig.n_layer, models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {4, 0}}, 2);
               }),
               ::testing::HasSubstr("a virtual pipeline stage of 0 layers"));
   EXPECT_THAT(error_of([] {
-                (void)models::gpt_virtual_stages(
-                    kConfig, models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {}}, 8);
+                (void)train::virtual_stage_ranges(
+                    kConfig.n_layer, models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {}}, 8);
               }),
               ::testing::HasSubstr("4 layers cannot fill 8 virtual pipeline stages"));
 }

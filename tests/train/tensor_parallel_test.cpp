@@ -192,7 +192,7 @@ TEST(TensorParallel, SizesTheDegreeDoesNotDivideAndOtherSplitsAreRefused) {
     placements[2 + 8] = PartitionSpec{None, "model"};  // the MLP's first layer, by input
     EXPECT_THAT(error_of([&] { models::GptModel model(kConfig, 1, context, placements); }),
                 HasSubstr("parameter 'transformer.h.0.mlp.c_fc.weight' would be split over "
-                          "'model' by P(None, 'model'); the GPT's layers split it by "
+                          "'model' by P(None, 'model'); the model's layers split it by "
                           "P('model')"));
   });
 }

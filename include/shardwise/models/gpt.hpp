@@ -18,9 +18,12 @@
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
 #include "shardwise/strategy/recompute.hpp"
+#include "shardwise/train/distributed_model.hpp"
+#include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_store.hpp"
 #include "shardwise/train/pipeline_executor.hpp"
+#include "shardwise/train/pipeline_layout.hpp"
 #include "shardwise/train/tensor_parallel.hpp"
 #include "shardwise/train/trainer.hpp"
 
@@ -69,31 +72,11 @@ void validate(const GptConfig& config);
 // the vocabulary).
 [[nodiscard]] std::vector<PartitionSpec> gpt_model_placements(const GptConfig& config, int degree);
 
-// Throws InvalidArgument naming the first parameter `placements` split otherwise than
-// gpt_model_placements(config, degree) (and what that throws).
-void check_model_placements(const GptConfig& config, int degree,
-                            const std::vector<PartitionSpec>& placements);
-
-// The parameters this rank of `context` holds: gpt_parameters split as `placements` say (the
-// rules' model_placements, which must equal gpt_model_placements: an InvalidArgument names the
-// first parameter they split otherwise).
-[[nodiscard]] std::vector<train::ParameterSpec> gpt_local_parameters(
-    const GptConfig& config, const train::ParallelContext& context,
-    const std::vector<PartitionSpec>& placements);
-
 // The part of the GPT one pipeline stage (or one of its model chunks) runs: layers
 // [first_layer, end_layer), led by the embeddings where first_layer is 0 and closed by the final
 // LayerNorm, the tied head and the loss where end_layer is n_layer. Between stages passes the
 // residual stream (this rank's rows of it under sequence parallelism).
-struct GptStageRange {
-  std::size_t first_layer = 0;
-  std::size_t end_layer = 0;
-
-  [[nodiscard]] static GptStageRange whole(const GptConfig& config) { return {0, config.n_layer}; }
-  [[nodiscard]] bool has_embeddings() const { return first_layer == 0; }
-  [[nodiscard]] bool has_head(const GptConfig& config) const { return end_layer == config.n_layer; }
-  friend bool operator==(const GptStageRange&, const GptStageRange&) = default;
-};
+using GptStageRange = train::LayerRange;
 
 // gpt_parameters' names a stage holds: the token embedding where it has the embeddings or the
 // head (the head is tied to it), the position embedding with the embeddings, its layers' and,
@@ -114,12 +97,12 @@ struct GptStageRange {
 inline constexpr std::size_t kHeadBlockFloats = std::size_t{1} << 20;
 [[nodiscard]] std::size_t head_block_rows(std::size_t rows, std::size_t vocab_local);
 
-class Gpt {
+class Gpt final : public train::ModelChunk {
  public:
   // Takes the parameters from `store` (laid out by gpt_parameters(config), or holding at least
   // those of `range`); activations are sized on the first forward of each batch shape.
   // Over `tensor_parallel`'s model axis, the store holding this rank's blocks
-  // (gpt_local_parameters); degree 1: the whole model.
+  // (train::rank_parameters); degree 1: the whole model.
   // With sequence_parallel (tensor parallelism only), the residual stream, the LayerNorms and
   // the row-parallel outputs hold this rank's positions of each sequence (Korthikanti et al.
   // 2022); a batch's sequence length must then divide by the degree.
@@ -149,7 +132,7 @@ class Gpt {
   // Floats of the residual stream a stage receives and passes on for a micro-batch of `batch`
   // sequences of `seq` tokens: this rank's rows (all of them, or its positions under sequence
   // parallelism) x n_embd.
-  [[nodiscard]] std::size_t boundary_elements(std::size_t batch, std::size_t seq) const;
+  [[nodiscard]] std::size_t boundary_elements(std::size_t batch, std::size_t seq) const override;
 
   // The stage's forward of one micro-batch, its activations kept in `slot` (one per micro-batch
   // in flight) until its backward. The first stage reads `tokens`, later ones `input`
@@ -169,7 +152,19 @@ class Gpt {
                       const train::GradientsReady& ready = {});
 
   // Bytes of the activations kept for backward (every slot) and of the gradients' scratch.
-  [[nodiscard]] std::size_t activation_bytes() const;
+  [[nodiscard]] std::size_t activation_bytes() const override;
+
+  // The chunk as the training layer drives it: forward_stage and backward_stage.
+  float forward(std::size_t slot, std::span<const std::int32_t> tokens,
+                std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
+                std::span<const float> input, std::span<float> output,
+                bool backward_follows) override {
+    return forward_stage(slot, tokens, targets, batch, seq, input, output, backward_follows);
+  }
+  void backward(std::size_t slot, std::span<const float> output_grad, std::span<float> input_grad,
+                float loss_scale, const train::GradientsReady& ready) override {
+    backward_stage(slot, output_grad, input_grad, loss_scale, ready);
+  }
 
   // What the layers keep for backward; set before the first forward (InvalidArgument after).
   void set_recompute(Recompute recompute);
@@ -260,68 +255,57 @@ class Gpt {
   std::vector<float> norm_local_, partial_, dfull_;
 };
 
-// How the GPT is pipelined over the context's pipeline axis: the schedule, its micro-batches
-// (each a share of a rank's sequences) and each stage's model chunks; the layers of each virtual
-// stage in order (empty: as even as possible, the earlier stages taking one more).
-struct GptPipeline {
-  ScheduleKind schedule = ScheduleKind::kOneFOneB;
-  std::int64_t microbatches = 1;
-  std::int64_t virtual_stages = 1;
-  std::vector<std::int64_t> layers;
+// How the GPT is pipelined over the context's pipeline axis (the training layer's layout).
+using GptPipeline = train::PipelineLayout;
+
+// The GPT as the training layer builds it on any layout (train/model_definition.hpp): the
+// family "gpt" of the registry (models/model_registry.hpp).
+class GptDefinition final : public train::ModelDefinition {
+ public:
+  explicit GptDefinition(const GptConfig& config);
+
+  [[nodiscard]] const GptConfig& config() const { return config_; }
+  [[nodiscard]] std::string family() const override { return "gpt"; }
+  [[nodiscard]] std::string config_json() const override;
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::string describe_config(const std::string& config_json) const override;
+  [[nodiscard]] std::size_t vocab_size() const override { return config_.vocab_size; }
+  [[nodiscard]] std::size_t context_length() const override { return config_.block_size; }
+  [[nodiscard]] std::size_t layers() const override { return config_.n_layer; }
+  [[nodiscard]] std::vector<train::ParameterSpec> parameters() const override;
+  [[nodiscard]] std::vector<std::int64_t> parameter_layers() const override;
+  [[nodiscard]] std::vector<std::string> chunk_parameters(
+      const train::LayerRange& range) const override;
+  [[nodiscard]] std::vector<PartitionSpec> model_placements(int degree) const override;
+  [[nodiscard]] ModelManifest manifest() const override;
+  // Per layer 24 C^2 (its matrix products) + 4 seq C (attention); the head 2 V C.
+  [[nodiscard]] std::vector<double> layer_flops(std::size_t seq) const override;
+  [[nodiscard]] double head_flops() const override;
+  void check_options(bool sequence_parallel, Recompute recompute,
+                     const std::string& field) const override;
+  [[nodiscard]] std::unique_ptr<train::ModelChunk> build_chunk(
+      train::ParameterStore& store, const train::ChunkOptions& options) const override;
+
+ private:
+  GptConfig config_;
 };
 
-// The layers of each virtual stage (`pipeline.layers`, or an even split of the model's layers):
-// an InvalidArgument names a split that leaves a stage without a layer or does not add up.
-[[nodiscard]] std::vector<GptStageRange> gpt_virtual_stages(const GptConfig& config,
-                                                            const GptPipeline& pipeline,
-                                                            std::int64_t stages);
-
-// The GPT as the trainer sees it: its parameters (initialised from the seed) and the model.
-class GptModel final : public train::Model {
+// The GPT as the trainer sees it: a DistributedModel of a GptDefinition.
+class GptModel final : public train::DistributedModel {
  public:
   // One rank: the whole model.
   GptModel(const GptConfig& config, std::uint64_t seed);
   // This rank's part of the model on `context`: its blocks of the parameters split over the
   // model axis as `placements` say (gpt_model_placements where not given), initialised from the
-  // whole model's values.
-  // With `pipeline` over the context's pipeline axis, only this stage's chunks and their
-  // parameters (the token embedding on the first stage and, for the tied head, on the last,
-  // whose copy's gradient is summed into the first's); forward_backward then runs the
-  // schedule's micro-batches and returns the mean loss on every stage.
+  // whole model's values; with `pipeline`, only this stage's chunks and their parameters.
   GptModel(const GptConfig& config, std::uint64_t seed, const train::ParallelContext& context,
            const std::optional<std::vector<PartitionSpec>>& placements = std::nullopt,
            bool sequence_parallel = false, std::optional<GptPipeline> pipeline = std::nullopt);
-  GptModel(const GptModel&) = delete;
-  GptModel& operator=(const GptModel&) = delete;
 
-  train::ParameterStore& parameters() override { return store_; }
-  float forward_backward(std::span<const std::int32_t> tokens,
-                         std::span<const std::int32_t> targets, std::size_t sequences,
-                         std::size_t seq, bool with_grads,
-                         const train::GradientsReady& ready = {}) override;
   // The first of this rank's model chunks (the whole model without a pipeline).
-  [[nodiscard]] Gpt& gpt() { return *chunks_.front(); }
+  [[nodiscard]] Gpt& gpt() { return static_cast<Gpt&>(chunk(0)); }
   // What every chunk's layers keep for backward (before the first step).
-  void set_recompute(Recompute recompute) {
-    for (const auto& chunk : chunks_) chunk->set_recompute(recompute);
-  }
-  // Bytes of the activations every chunk keeps.
-  [[nodiscard]] std::size_t activation_bytes() const;
-  // What the last step's schedule ran on this rank (empty without a pipeline).
-  [[nodiscard]] const train::PipelineStepResult& last_schedule() const { return last_schedule_; }
-
- private:
-  float pipelined_forward_backward(std::span<const std::int32_t> tokens,
-                                   std::span<const std::int32_t> targets, std::size_t sequences,
-                                   std::size_t seq, bool with_grads);
-
-  const train::ParallelContext* context_ = nullptr;
-  std::optional<GptPipeline> pipeline_;
-  std::optional<PipelineSchedule> schedule_;
-  std::optional<PipelineSchedule> forward_schedule_;  // its forwards only, for validation
-  train::ParameterStore store_;
-  std::vector<std::unique_ptr<Gpt>> chunks_;
-  train::PipelineStepResult last_schedule_;
+  void set_recompute(Recompute recompute);
 };
 
 }  // namespace shardwise::models

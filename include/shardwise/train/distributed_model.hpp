@@ -1,0 +1,98 @@
+#pragma once
+// Any ModelDefinition as the trainer sees it on one rank of a layout: this rank's blocks of the
+// parameters (split over the model axis as the placements say, only those of its pipeline
+// chunks), its chunks, and, on a pipeline, the schedule's micro-batches (the forward-only
+// schedule for validation), the loss to every stage and the tied parameters' gradient sums.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "shardwise/core/partition_spec.hpp"
+#include "shardwise/strategy/pipeline_schedule.hpp"
+#include "shardwise/train/model_definition.hpp"
+#include "shardwise/train/parallel_context.hpp"
+#include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/pipeline_executor.hpp"
+#include "shardwise/train/pipeline_layout.hpp"
+#include "shardwise/train/trainer.hpp"
+
+namespace shardwise::train {
+
+// How a model is laid out on the ranks of a context.
+struct ModelLayout {
+  // The placement of every parameter over the mesh (definition.parameters() order): the model
+  // axis' split, which must be model_placements'. Empty: model_placements.
+  std::vector<PartitionSpec> placements;
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  // Over the context's pipeline axis; absent: every rank runs the whole model.
+  std::optional<PipelineLayout> pipeline;
+};
+
+class DistributedModel : public Model {
+ public:
+  // One rank: the whole model, initialised from `seed`.
+  DistributedModel(std::shared_ptr<const ModelDefinition> definition, std::uint64_t seed);
+  // This rank's part of the model on `context`, initialised from the whole model's values drawn
+  // from `seed` (a ZeRO-3 trainer draws only this rank's slices). InvalidArgument where the
+  // layout cannot run: placements the layers do not compute with, a pipeline its layers cannot
+  // fill, options the family refuses.
+  DistributedModel(std::shared_ptr<const ModelDefinition> definition, std::uint64_t seed,
+                   const ParallelContext& context, ModelLayout layout);
+  ~DistributedModel() override;
+  DistributedModel(const DistributedModel&) = delete;
+  DistributedModel& operator=(const DistributedModel&) = delete;
+
+  ParameterStore& parameters() override { return store_; }
+  // Without a pipeline, the chunk's forward and backward (telling `ready` as it goes). On one,
+  // the schedule's micro-batches (each a share of `sequences`), the mean loss returned on every
+  // stage, and the gradients of every tied parameter summed over the ranks holding it.
+  float forward_backward(std::span<const std::int32_t> tokens,
+                         std::span<const std::int32_t> targets, std::size_t sequences,
+                         std::size_t seq, bool with_grads,
+                         const GradientsReady& ready = {}) override;
+
+  [[nodiscard]] const ModelDefinition& definition() const { return *definition_; }
+  // This rank's chunks, in its chunk order (one without a pipeline).
+  [[nodiscard]] std::span<const std::unique_ptr<ModelChunk>> chunks() const { return chunks_; }
+  [[nodiscard]] ModelChunk& chunk(std::size_t index) { return *chunks_.at(index); }
+  // Bytes of the activations every chunk keeps.
+  [[nodiscard]] std::size_t activation_bytes() const;
+  // What the last step's schedule ran on this rank (empty without a pipeline).
+  [[nodiscard]] const PipelineStepResult& last_schedule() const { return last_schedule_; }
+  [[nodiscard]] const std::optional<PipelineLayout>& pipeline() const { return layout_.pipeline; }
+
+ private:
+  // A parameter several pipeline ranks hold: its store index here and those ranks.
+  struct TiedGroup {
+    std::size_t parameter = 0;
+    std::vector<int> stages;
+  };
+  float pipelined_forward_backward(std::span<const std::int32_t> tokens,
+                                   std::span<const std::int32_t> targets, std::size_t sequences,
+                                   std::size_t seq, bool with_grads);
+  void sum_tied_gradients();
+
+  std::shared_ptr<const ModelDefinition> definition_;
+  const ParallelContext* context_ = nullptr;
+  ModelLayout layout_;
+  std::optional<PipelineSchedule> schedule_;
+  std::optional<PipelineSchedule> forward_schedule_;  // its forwards only, for validation
+  ParameterStore store_;
+  std::vector<std::unique_ptr<ModelChunk>> chunks_;
+  std::vector<TiedGroup> tied_;
+  PipelineStepResult last_schedule_;
+};
+
+// The parameters rank `rank` of `mesh` holds of `definition` laid out as `layout` says: its
+// blocks after the model axis (all of them, or its pipeline chunks' only, a parameter an earlier
+// pipeline rank also holds marked as the tied copy). What DistributedModel's store holds.
+[[nodiscard]] std::vector<ParameterSpec> rank_parameters(const ModelDefinition& definition,
+                                                         const Mesh& mesh, std::int64_t rank,
+                                                         const ModelLayout& layout);
+
+}  // namespace shardwise::train

@@ -1,0 +1,114 @@
+#pragma once
+// A model the training layer can build on any layout: what a model family gives the job (its
+// parameters with their logical axes, how tensor parallelism must split them, its layers and
+// their cost, the planner's manifest, its checkpoint metadata) and how it runs one chunk of
+// its layers. DistributedModel (distributed_model.hpp) builds it on a rank: this rank's blocks of
+// the parameters, its pipeline chunks, the micro-batch schedule and the tied parameters' sums,
+// none of which a family writes again.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shardwise/core/partition_spec.hpp"
+#include "shardwise/strategy/model_manifest.hpp"
+#include "shardwise/strategy/recompute.hpp"
+#include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/pipeline_layout.hpp"
+#include "shardwise/train/tensor_parallel.hpp"
+#include "shardwise/train/trainer.hpp"
+
+namespace shardwise::train {
+
+// One chunk of a model's layers (the whole model without a pipeline), run micro-batch by
+// micro-batch: a micro-batch's activations are kept in a slot (one per micro-batch in flight)
+// from its forward to its backward.
+class ModelChunk {
+ public:
+  virtual ~ModelChunk() = default;
+  // Floats passed to the next chunk per micro-batch of `batch` sequences of `seq` tokens.
+  [[nodiscard]] virtual std::size_t boundary_elements(std::size_t batch, std::size_t seq) const = 0;
+  // The forward of one micro-batch into `slot`. The first chunk reads `tokens`, later ones
+  // `input` (boundary_elements); the last reads `targets` and returns the micro-batch's mean
+  // loss, the others write `output` and return 0. Where backward_follows, backward of this
+  // slot comes next (a ZeRO-3 chunk may keep its last units gathered for it).
+  virtual float forward(std::size_t slot, std::span<const std::int32_t> tokens,
+                        std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
+                        std::span<const float> input, std::span<float> output,
+                        bool backward_follows) = 0;
+  // Its backward, adding into the store's gradients: the last chunk starts from its loss
+  // weighted by `loss_scale`, the others from `output_grad`; every chunk but the first writes
+  // its input's gradient to `input_grad`. `ready` hears of each parameter range once final.
+  virtual void backward(std::size_t slot, std::span<const float> output_grad,
+                        std::span<float> input_grad, float loss_scale,
+                        const GradientsReady& ready) = 0;
+  // Bytes of the activations kept for backward (every slot) and of the gradients' scratch.
+  [[nodiscard]] virtual std::size_t activation_bytes() const = 0;
+};
+
+// How a chunk runs on its rank.
+struct ChunkOptions {
+  LayerRange range;
+  TensorParallel tensor_parallel;  // the model axis (degree 1 without)
+  bool sequence_parallel = false;  // activations split along the sequence over the model axis
+  Recompute recompute = Recompute::kNone;
+};
+
+class ModelDefinition {
+ public:
+  virtual ~ModelDefinition() = default;
+
+  // The family's name ("gpt"), as the registry and the checkpoints know it.
+  [[nodiscard]] virtual std::string family() const = 0;
+  // The configuration as a JSON object: checkpoint metadata's "model", a run log's, and what a
+  // family reads back to build the same model.
+  [[nodiscard]] virtual std::string config_json() const = 0;
+  // For a person: "a GPT of n_layer 4, n_head 4, ...".
+  [[nodiscard]] virtual std::string describe() const = 0;
+  // For a person, a configuration this family or another wrote (a checkpoint's model, beside
+  // this one); the default echoes the JSON.
+  [[nodiscard]] virtual std::string describe_config(const std::string& config_json) const;
+  [[nodiscard]] virtual std::size_t vocab_size() const = 0;
+  // The longest sequence the model takes.
+  [[nodiscard]] virtual std::size_t context_length() const = 0;
+  // The repeated layers a pipeline splits among its stages.
+  [[nodiscard]] virtual std::size_t layers() const = 0;
+
+  // Every parameter of the whole model in the store's order, with its logical axes, unit and
+  // initialisation.
+  [[nodiscard]] virtual std::vector<ParameterSpec> parameters() const = 0;
+  // The layer each parameter (parameters() order) belongs to, or -1 for those outside the
+  // layers (embeddings, final norm, head).
+  [[nodiscard]] virtual std::vector<std::int64_t> parameter_layers() const = 0;
+  // The names of the parameters a chunk of `range` reads. A parameter two chunks on different
+  // pipeline ranks read (a tied embedding) is held by both; its gradients are summed between
+  // them, and the first rank's copy is the one that counts (ParameterSpec::tied_copy).
+  [[nodiscard]] virtual std::vector<std::string> chunk_parameters(
+      const LayerRange& range) const = 0;
+  // The split over the model axis the layers compute with, for `degree` ranks (P() for every
+  // parameter where it is 1): an InvalidArgument names what the degree does not divide.
+  [[nodiscard]] virtual std::vector<PartitionSpec> model_placements(int degree) const = 0;
+  // The planner's manifest (names, shapes, logical axes and their units).
+  [[nodiscard]] virtual ModelManifest manifest() const = 0;
+  // Forward FLOPs per token of each layer at sequence length `seq`, and of the head (counted on
+  // the last stage): the costs stages are balanced by.
+  [[nodiscard]] virtual std::vector<double> layer_flops(std::size_t seq) const = 0;
+  [[nodiscard]] virtual double head_flops() const = 0;
+  // Refuses options the family cannot run (an InvalidArgument naming `field` and the value).
+  virtual void check_options(bool sequence_parallel, Recompute recompute,
+                             const std::string& field) const = 0;
+  // One chunk reading its parameters from `store` (which holds at least chunk_parameters of
+  // the range, split as model_placements say).
+  [[nodiscard]] virtual std::unique_ptr<ModelChunk> build_chunk(
+      ParameterStore& store, const ChunkOptions& options) const = 0;
+};
+
+// Throws InvalidArgument naming the first parameter `placements` split otherwise than the
+// model's layers compute (model_placements(degree)).
+void check_model_placements(const ModelDefinition& model, int degree,
+                            const std::vector<PartitionSpec>& placements);
+
+}  // namespace shardwise::train

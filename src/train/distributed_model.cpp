@@ -1,0 +1,173 @@
+#include "shardwise/train/distributed_model.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "shardwise/core/error.hpp"
+#include "shardwise/train/placement.hpp"
+#include "shardwise/train/scheduled_chunk.hpp"
+
+namespace shardwise::train {
+namespace {
+
+std::vector<PartitionSpec> placements_of(const ModelDefinition& definition, const Mesh& mesh,
+                                         const ModelLayout& layout) {
+  const int degree = mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1;
+  if (layout.placements.empty()) return definition.model_placements(degree);
+  check_model_placements(definition, degree, layout.placements);
+  return layout.placements;
+}
+
+std::int64_t stages_of(const Mesh& mesh) {
+  return mesh.has_axis(kPipelineAxis) ? mesh.axis_size(kPipelineAxis) : 1;
+}
+
+std::int64_t stage_of(const Mesh& mesh, std::int64_t rank) {
+  return mesh.has_axis(kPipelineAxis) ? mesh.coords_at(rank)[mesh.axis_index(kPipelineAxis)] : 0;
+}
+
+// The pipeline ranks whose chunks read each parameter, by name.
+std::map<std::string, std::set<int>> holders(const ModelDefinition& definition,
+                                             const PipelineLayout& pipeline, std::int64_t stages) {
+  std::map<std::string, std::set<int>> held;
+  for (std::int64_t s = 0; s < stages; ++s) {
+    for (const LayerRange& range : stage_chunks(definition.layers(), pipeline, stages, s)) {
+      for (const std::string& name : definition.chunk_parameters(range)) {
+        held[name].insert(static_cast<int>(s));
+      }
+    }
+  }
+  return held;
+}
+
+}  // namespace
+
+std::vector<ParameterSpec> rank_parameters(const ModelDefinition& definition, const Mesh& mesh,
+                                           std::int64_t rank, const ModelLayout& layout) {
+  std::vector<ParameterSpec> local = local_parameters(definition.parameters(), mesh, rank,
+                                                      placements_of(definition, mesh, layout));
+  if (!layout.pipeline) return local;
+  const std::int64_t stages = stages_of(mesh);
+  const int stage = static_cast<int>(stage_of(mesh, rank));
+  const std::map<std::string, std::set<int>> held = holders(definition, *layout.pipeline, stages);
+  std::vector<ParameterSpec> mine;
+  for (ParameterSpec& spec : local) {
+    const auto it = held.find(spec.name);
+    if (it == held.end() || it->second.count(stage) == 0) continue;
+    spec.tied_copy = *it->second.begin() != stage;
+    mine.push_back(std::move(spec));
+  }
+  return mine;
+}
+
+DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> definition,
+                                   std::uint64_t seed)
+    : definition_(std::move(definition)), store_(definition_->parameters()) {
+  ChunkOptions options;
+  options.range = {0, definition_->layers()};
+  chunks_.push_back(definition_->build_chunk(store_, options));
+  store_.initialize_on_use(seed);
+}
+
+DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> definition,
+                                   std::uint64_t seed, const ParallelContext& context,
+                                   ModelLayout layout)
+    : definition_(std::move(definition)),
+      context_(&context),
+      layout_(std::move(layout)),
+      store_(rank_parameters(*definition_, context.mesh(), context.rank(), layout_)) {
+  definition_->check_options(layout_.sequence_parallel, layout_.recompute, "the layout");
+  const std::int64_t stages = context.degree(kPipelineAxis);
+  std::vector<LayerRange> ranges{{0, definition_->layers()}};
+  if (layout_.pipeline) {
+    const PipelineLayout& p = *layout_.pipeline;
+    schedule_ = build_schedule(p.schedule, stages, p.microbatches, p.virtual_stages);
+    // Validation runs the schedule's forwards only, in its order.
+    forward_schedule_ = schedule_;
+    for (auto& actions : forward_schedule_->actions) {
+      std::erase_if(actions, [](const PipelineAction& a) { return a.pass == Pass::kBackward; });
+    }
+    ranges = stage_chunks(definition_->layers(), p, stages, context.coordinate(kPipelineAxis));
+    for (const auto& [name, ranks] : holders(*definition_, p, stages)) {
+      if (ranks.size() < 2 || ranks.count(context.coordinate(kPipelineAxis)) == 0) continue;
+      tied_.push_back({store_.index_of(name), {ranks.begin(), ranks.end()}});
+    }
+    // Every rank of a group sums in one order: the parameters'.
+    std::sort(tied_.begin(), tied_.end(),
+              [](const TiedGroup& a, const TiedGroup& b) { return a.parameter < b.parameter; });
+  }
+  for (const LayerRange& range : ranges) {
+    ChunkOptions options;
+    options.range = range;
+    options.tensor_parallel = TensorParallel(context);
+    options.sequence_parallel = layout_.sequence_parallel;
+    options.recompute = layout_.recompute;
+    chunks_.push_back(definition_->build_chunk(store_, options));
+  }
+  // Drawn when first used: a ZeRO-3 trainer draws only this rank's slices.
+  store_.initialize_on_use(seed);
+}
+
+DistributedModel::~DistributedModel() = default;
+
+std::size_t DistributedModel::activation_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& chunk : chunks_) bytes += chunk->activation_bytes();
+  return bytes;
+}
+
+float DistributedModel::forward_backward(std::span<const std::int32_t> tokens,
+                                         std::span<const std::int32_t> targets,
+                                         std::size_t sequences, std::size_t seq, bool with_grads,
+                                         const GradientsReady& ready) {
+  if (layout_.pipeline) {
+    return pipelined_forward_backward(tokens, targets, sequences, seq, with_grads);
+  }
+  ModelChunk& chunk = *chunks_.front();
+  const float mean = chunk.forward(0, tokens, targets, sequences, seq, {}, {}, with_grads);
+  if (with_grads) chunk.backward(0, {}, {}, 1.0F, ready);
+  return mean;
+}
+
+float DistributedModel::pipelined_forward_backward(std::span<const std::int32_t> tokens,
+                                                   std::span<const std::int32_t> targets,
+                                                   std::size_t sequences, std::size_t seq,
+                                                   bool with_grads) {
+  const auto microbatches = static_cast<std::size_t>(layout_.pipeline->microbatches);
+  if (sequences % microbatches != 0) {
+    throw InvalidArgument(std::to_string(sequences) + " sequences per rank do not divide into " +
+                          std::to_string(microbatches) + " micro-batches");
+  }
+  const std::size_t per = sequences / microbatches;
+  const PipelineSchedule& schedule = with_grads ? *schedule_ : *forward_schedule_;
+  std::vector<std::unique_ptr<ScheduledChunk>> adapters;
+  std::vector<PipelineChunk*> driven;
+  for (const auto& chunk : chunks_) {
+    adapters.push_back(std::make_unique<ScheduledChunk>(*chunk, tokens, targets, per, seq,
+                                                        1.0F / static_cast<float>(microbatches)));
+    driven.push_back(adapters.back().get());
+  }
+  Communicator& pipeline = context_->communicator(kPipelineAxis);
+  last_schedule_ = run_pipeline_schedule(schedule, driven, pipeline);
+  // The mean loss, from the last stage to every stage.
+  double loss = last_schedule_.loss_sum / static_cast<double>(microbatches);
+  pipeline.all_reduce(&loss, &loss, 1, DType::kF64, ReduceOp::kSum, context_->group(kPipelineAxis));
+  if (with_grads) sum_tied_gradients();
+  return static_cast<float>(loss);
+}
+
+void DistributedModel::sum_tied_gradients() {
+  // Each tied parameter's copies' gradients summed, so that every copy stays equal (Megatron-LM's
+  // embedding group, for any parameter two stages read).
+  Communicator& pipeline = context_->communicator(kPipelineAxis);
+  for (const TiedGroup& group : tied_) {
+    pipeline.all_reduce(store_.grad(group.parameter), store_.grad(group.parameter),
+                        store_.count(group.parameter), DType::kF32, ReduceOp::kSum,
+                        Group(group.stages, std::string(kPipelineAxis)));
+  }
+}
+
+}  // namespace shardwise::train
