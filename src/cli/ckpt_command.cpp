@@ -12,7 +12,6 @@
 #include "../detail/output_file.hpp"
 #include "backend_flag.hpp"
 #include "command.hpp"
-#include "hf_gpt2.hpp"
 #include "model_argument.hpp"
 #include "number_text.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
@@ -21,6 +20,9 @@
 #include "shardwise/ckpt/checkpoint_save.hpp"
 #include "shardwise/ckpt/safetensors_file.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/models/model_registry.hpp"
+#include "shardwise/train/checkpoint_manager.hpp"
+#include "shardwise/train/distributed_model.hpp"
 #include "shardwise/train/token_source.hpp"
 #include "text_table.hpp"
 #include "train_checkpoint.hpp"
@@ -92,11 +94,11 @@ void inspect(const std::string& path, bool json, bool verify, std::ostream& out)
   if (verify) out << "verified: " << verified << " bytes read, every checksum matches\n";
 }
 
-// The bytes of `copies` float32 copies of `gpt`'s parameters, refused (naming `what`) where they
-// would not fit in half this machine's memory: checked before any of them is allocated.
-void check_model_fits(const models::GptConfig& gpt, double copies, const std::string& what) {
+// The bytes of `copies` float32 copies of the model's parameters, refused (naming `what`) where
+// they would not fit in half this machine's memory: checked before any of them is allocated.
+void check_model_fits(const train::ModelDefinition& model, double copies, const std::string& what) {
   double elements = 0;
-  for (const train::ParameterSpec& spec : models::gpt_parameters(gpt)) {
+  for (const train::ParameterSpec& spec : model.parameters()) {
     double n = 1;
     for (const std::int64_t size : spec.shape) n *= static_cast<double>(size);
     elements += n;
@@ -105,24 +107,42 @@ void check_model_fits(const models::GptConfig& gpt, double copies, const std::st
   check_fits(bytes > 9e18 ? INT64_MAX : static_cast<std::int64_t>(bytes), what);
 }
 
+// The Hugging Face adapter --format names, among the registered families'.
+const models::HfAdapter& hf_adapter(const std::string& format) {
+  std::string formats;
+  for (const models::ModelFamily& family : models::model_families()) {
+    if (!family.hugging_face) continue;
+    if (family.hugging_face->format() == format) return *family.hugging_face;
+    formats += (formats.empty() ? "" : ", ") + family.hugging_face->format();
+  }
+  throw InvalidArgument("--format is '" + echo_input(format) + "'; expected " + formats);
+}
+
+// The adapter of `model`'s family; InvalidArgument where it has none.
+const models::HfAdapter& hf_adapter_of(const train::ModelDefinition& model) {
+  const models::ModelFamily& family = models::model_family(model.family(), "the model");
+  if (!family.hugging_face) {
+    throw InvalidArgument("the model family '" + family.name + "' has no Hugging Face format");
+  }
+  return *family.hugging_face;
+}
+
 constexpr char kForceHint[] = "; --force replaces it";
 
 // The model's arrays (not its optimizer state) are in the checkpoint with its shapes.
-void require_arrays_of_model(const ckpt::CheckpointIndex& index, const models::GptConfig& gpt,
-                             const std::string& what) {
-  for (const std::string& name : train::checkpoint_arrays(models::gpt_parameters(gpt), false)) {
+void require_arrays_of_model(const ckpt::CheckpointIndex& index,
+                             const train::ModelDefinition& model, const std::string& what) {
+  for (const std::string& name : train::checkpoint_arrays(model.parameters(), false)) {
     if (index.find(name) == nullptr) {
       throw ckpt::CheckpointError(what + " lacks the array '" + name + "'");
     }
   }
-  train::require_checkpoint_shapes(index, models::gpt_parameters(gpt), false, what);
+  train::require_checkpoint_shapes(index, model.parameters(), false, what);
 }
 
 void export_hf(const std::string& path, const std::string& format, const std::string& folder,
                bool force, std::ostream& out) {
-  if (format != "hf-gpt2") {
-    throw InvalidArgument("--format is '" + echo_input(format) + "'; expected hf-gpt2");
-  }
+  const models::HfAdapter& adapter = hf_adapter(format);
   if (folder.empty()) throw InvalidArgument("--out is an empty path");
   // What is in the way is found before anything is read: a user's Hugging Face folder keeps
   // its files unless --force, and a symlink, FIFO or folder in a file's place is never written.
@@ -143,13 +163,17 @@ void export_hf(const std::string& path, const std::string& format, const std::st
   const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
   const CheckpointInfo info = checkpoint_info(reader.index(), what);
   // Optimizer state stays behind: the export is the model.
-  require_arrays_of_model(reader.index(), info.gpt, what);
+  if (adapter.format() != hf_adapter_of(*info.model).format()) {
+    throw InvalidArgument("--format " + format + " holds another family's models; " + what +
+                          " holds " + info.model->describe());
+  }
+  require_arrays_of_model(reader.index(), *info.model, what);
   reader.check_files();
   // The trainer's values and their Hugging Face layout, both whole.
-  check_model_fits(info.gpt, 2, "exporting " + what);
+  check_model_fits(*info.model, 2, "exporting " + what);
   std::vector<std::vector<float>> values;
   std::vector<ckpt::SafetensorsEntry> entries;
-  for (const train::ParameterSpec& spec : models::gpt_parameters(info.gpt)) {
+  for (const train::ParameterSpec& spec : info.model->parameters()) {
     std::vector<float> whole(static_cast<std::size_t>(num_elements(spec.shape)));
     ShardIndex box;
     for (const std::int64_t size : spec.shape) box.push_back({0, size});
@@ -159,8 +183,8 @@ void export_hf(const std::string& path, const std::string& format, const std::st
     if (std::string bad = train::non_finite_value(whole, target.array, box, what); !bad.empty()) {
       throw ckpt::CheckpointError(bad);
     }
-    values.push_back(to_hf_gpt2(spec.name, spec.shape, whole));
-    entries.push_back({spec.name, DType::kF32, hf_gpt2_shape(spec.name, spec.shape),
+    values.push_back(adapter.to_hf(spec.name, spec.shape, whole));
+    entries.push_back({spec.name, DType::kF32, adapter.hf_shape(spec.name, spec.shape),
                        std::as_bytes(std::span<const float>(values.back()))});
   }
   std::error_code error;
@@ -171,27 +195,12 @@ void export_hf(const std::string& path, const std::string& format, const std::st
   }
   ckpt::write_safetensors_file(out_folder / "model.safetensors", entries, {{"format", "pt"}},
                                {force, "--out", kForceHint});
-  shardwise::detail::write_whole_file(out_folder / "config.json", hf_gpt2_config_json(info.gpt),
-                                      policy, "--out", kForceHint);
+  shardwise::detail::write_whole_file(
+      out_folder / "config.json", adapter.hf_config_json(*info.model), policy, "--out", kForceHint);
   out << "exported step " << info.step << " of " << echo_input(reader.folder().string(), 200)
       << " to " << echo_input(folder, 200) << "/model.safetensors (" << entries.size()
-      << " tensors, Hugging Face GPT-2 layout) and " << echo_input(folder, 200) << "/config.json\n";
-}
-
-// Which file's tensor holds a parameter: "transformer.h.0..." or, as the original GPT-2 files
-// name them, "h.0...".
-std::string hf_name_of(const ckpt::CheckpointIndex& index, const std::string& name) {
-  if (index.find(name) != nullptr) return name;
-  const std::string bare = name.substr(std::string("transformer.").size());
-  if (index.find(bare) != nullptr) return bare;
-  throw ckpt::CheckpointError("the file has no tensor '" + name + "' (nor '" + bare + "')");
-}
-
-// The tensors of a GPT-2 file shardwise does not take: buffers transformers recomputes, and the
-// head, tied to the embedding (checked equal to it where it is there).
-bool ignored_hf_tensor(const std::string& name) {
-  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias") ||
-         name == "lm_head.weight";
+      << " tensors, " << adapter.words() << " layout) and " << echo_input(folder, 200)
+      << "/config.json\n";
 }
 
 // This rank's block of a parameter in an import over `ranks` ranks: dimension 0 cut into
@@ -238,26 +247,28 @@ void import_hf(const std::string& path, const std::string& format,
                const std::optional<std::string>& model, const std::string& folder,
                std::optional<int> ranks_flag, bool force, const std::string& backend_flag,
                std::ostream& out) {
-  if (format != "hf-gpt2") {
-    throw InvalidArgument("--format is '" + echo_input(format) + "'; expected hf-gpt2");
-  }
+  const models::HfAdapter& adapter = hf_adapter(format);
   if (folder.empty()) throw InvalidArgument("--out is an empty path");
   const std::filesystem::path file = hf_weights_file(path);
-  models::GptConfig gpt;
+  std::shared_ptr<const train::ModelDefinition> definition;
   if (model) {
-    gpt = gpt_model_config(*model, "--model");
+    definition = model_definition(*model, "--model");
+    if (hf_adapter_of(*definition).format() != adapter.format()) {
+      throw InvalidArgument("--model " + echo_input(*model) + " is " + definition->describe() +
+                            ", not a model --format " + format + " holds");
+    }
   } else {
     const std::filesystem::path config =
         (file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path()) /
         "config.json";
-    gpt = gpt_from_hf_config(read_file(config.string(), "config.json"),
-                             "'" + echo_input(config.string(), 200) + "'");
+    definition = adapter.model_from_hf_config(read_file(config.string(), "config.json"),
+                                              "'" + echo_input(config.string(), 200) + "'");
   }
   // Everything a rank would find wrong is found here, once, before any rank starts or any
   // parameter is allocated: the output's place, the file's tensors and their shapes, memory.
   // Every rank's blocks together hold the model once, and each its head's rows beside them:
   // checked on the config's sizes alone, before the file is opened.
-  check_model_fits(gpt, 2, "importing '" + echo_input(file.string(), 200) + "'");
+  check_model_fits(*definition, 2, "importing '" + echo_input(file.string(), 200) + "'");
   // Only an earlier import is ever replaced (with --force), by a save under its run id.
   std::string import_run_id;  // empty: a run id of its own
   if (shardwise::detail::path_kind(folder) != shardwise::detail::PathKind::kAbsent) {
@@ -277,24 +288,27 @@ void import_hf(const std::string& path, const std::string& format,
     }
     import_run_id = existing->run_id;
   }
-  const std::vector<train::ParameterSpec> specs = models::gpt_parameters(gpt);
+  const std::vector<train::ParameterSpec> specs = definition->parameters();
   std::vector<std::string> wanted;
   {
     const ckpt::CheckpointReader reader = ckpt::CheckpointReader::from_safetensors(file);
     const ckpt::CheckpointIndex& index = reader.index();
     for (const train::ParameterSpec& spec : specs) {
-      wanted.push_back(hf_name_of(index, spec.name));
-      check_hf_gpt2_tensor(reader, wanted.back(), spec.name, spec.shape);
+      wanted.push_back(adapter.hf_name_of(index, spec.name));
+      adapter.check_tensor(reader, wanted.back(), spec.name, spec.shape);
     }
     for (const ckpt::ArrayRecord& array : index.arrays) {
       if (std::find(wanted.begin(), wanted.end(), array.name) == wanted.end() &&
-          !ignored_hf_tensor(array.name)) {
+          !adapter.ignored_tensor(array.name)) {
         throw ckpt::CheckpointError("the file's tensor '" + echo_input(array.name, 200) +
-                                    "' is no parameter of a GPT-2 of this shape");
+                                    "' is no parameter of " + definition->describe());
       }
     }
-    if (index.find("lm_head.weight") != nullptr) {
-      check_hf_gpt2_tensor(reader, "lm_head.weight", "transformer.wte.weight", specs[0].shape);
+    for (const auto& [tensor, parameter] : adapter.tied_tensors()) {
+      if (index.find(tensor) == nullptr) continue;
+      for (const train::ParameterSpec& spec : specs) {
+        if (spec.name == parameter) adapter.check_tensor(reader, tensor, spec.name, spec.shape);
+      }
     }
   }
   const BackendInfo& backend = backend_from(backend_flag);
@@ -323,20 +337,20 @@ void import_hf(const std::string& path, const std::string& format,
           const ShardIndex box = import_box(spec.shape, comm.rank(), comm.size());
           if (box.empty() || is_empty(box)) continue;
           blocks.emplace_back(static_cast<std::size_t>(num_elements(shape_of(box))));
-          read_hf_gpt2_block(reader, wanted[p], spec.name, spec.shape, box, blocks.back().data());
+          adapter.read_block(reader, wanted[p], spec.name, spec.shape, box, blocks.back().data());
           if (std::string bad = train::non_finite_value(blocks.back(), wanted[p], box,
                                                         "'" + echo_input(file.string(), 200) + "'");
               !bad.empty()) {
             throw ckpt::CheckpointError(bad);
           }
-          if (spec.name == "transformer.wte.weight" && index.find("lm_head.weight") != nullptr) {
-            // A head that is not the embedding would be dropped in silence: refused instead.
-            std::vector<float> head(blocks.back().size());
-            read_hf_gpt2_block(reader, "lm_head.weight", spec.name, spec.shape, box, head.data());
-            if (head != blocks.back()) {
-              throw ckpt::CheckpointError(
-                  "the file's lm_head.weight differs from its embedding; shardwise's GPT ties "
-                  "them");
+          for (const auto& [tensor, parameter] : adapter.tied_tensors()) {
+            if (spec.name != parameter || index.find(tensor) == nullptr) continue;
+            // A tied copy that differs would be dropped in silence: refused instead.
+            std::vector<float> copy(blocks.back().size());
+            adapter.read_block(reader, tensor, spec.name, spec.shape, box, copy.data());
+            if (copy != blocks.back()) {
+              throw ckpt::CheckpointError("the file's " + tensor + " differs from its " +
+                                          parameter + "; the model ties them");
             }
           }
           saved.push_back({train::model_array(spec.name), spec.shape, DType::kF32,
@@ -349,7 +363,7 @@ void import_hf(const std::string& path, const std::string& format,
       try {
         ckpt::throw_unless_all_succeeded(comm, error_text, "not imported");
         nlohmann::json metadata =
-            nlohmann::json::parse(train::checkpoint_metadata(gpt_metadata_json(gpt), 0, ""));
+            nlohmann::json::parse(train::checkpoint_metadata(definition->config_json(), 0, ""));
         metadata["imported_from"] = utf8_text(file.string());
         ckpt::SaveOptions options;
         options.run_id = import_run_id;
@@ -389,13 +403,14 @@ void checkpoint_loss(const std::string& path, const std::string& data, const std
   const CheckpointInfo info = checkpoint_info(reader.index(), what);
   // The metadata's model is built below: its sizes are held against the arrays and this
   // machine's memory first (the values, their gradients and the buffers of one window).
-  require_arrays_of_model(reader.index(), info.gpt, what);
+  require_arrays_of_model(reader.index(), *info.model, what);
   reader.check_files();
-  check_model_fits(info.gpt, 3, "computing the loss of " + what);
+  check_model_fits(*info.model, 3, "computing the loss of " + what);
   const std::size_t seq =
-      seq_text ? static_cast<std::size_t>(
-                     bounded(*seq_text, "--seq", 1, static_cast<std::int64_t>(info.gpt.block_size)))
-               : info.gpt.block_size;
+      seq_text
+          ? static_cast<std::size_t>(bounded(
+                *seq_text, "--seq", 1, static_cast<std::int64_t>(info.model->context_length())))
+          : info.model->context_length();
   const std::shared_ptr<const train::TokenSource> tokens =
       train::file_source(data, train::parse_token_format(format, "--data-format"), "--data");
   if (tokens->size() < seq + 1) {
@@ -407,12 +422,12 @@ void checkpoint_loss(const std::string& path, const std::string& data, const std
   std::vector<std::int32_t> all(windows * seq + 1);
   tokens->read(0, all.size(), all.data());
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (all[i] < 0 || static_cast<std::size_t>(all[i]) >= info.gpt.vocab_size) {
+    if (all[i] < 0 || static_cast<std::size_t>(all[i]) >= info.model->vocab_size()) {
       throw InvalidArgument("--data '" + echo_input(data, 200) + "': token " + std::to_string(i) +
                             " is " + std::to_string(all[i]) + ", outside the model's vocabulary");
     }
   }
-  models::GptModel model(info.gpt, 0);
+  train::DistributedModel model(info.model, 0);
   train::ParameterStore& store = model.parameters();
   std::vector<ckpt::BlockToLoad> targets;
   for (std::size_t p = 0; p < store.specs().size(); ++p) {
@@ -477,7 +492,7 @@ class CkptCommand final : public Command {
     import_->add_option("--format", format_, "hf-gpt2")->required();
     import_->add_option("--out", out_, "The checkpoint folder to write")->required();
     import_->add_option("--model", model_,
-                        "The GPT's shape (tiny, small, gpt2 or a JSON file) where there is no "
+                        "The model (a preset or a model file) where there is no "
                         "config.json beside the file");
     import_->add_option("--ranks", ranks_,
                         "Ranks that read and write it in parallel (default 1; under mpirun the "

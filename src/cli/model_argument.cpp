@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "../detail/json_reader.hpp"
-#include "../models/detail/gpt_config_json.hpp"
 #include "../strategy/detail/model_description_json.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/models/model_registry.hpp"
 #include "shardwise/plan/model_shape.hpp"
 #include "text_table.hpp"
 
@@ -50,31 +50,29 @@ ModelManifest safetensors_manifest(const std::string& path, const std::string& f
   }
 }
 
-ModelArgument of_gpt(const models::GptConfig& config) {
-  return {config, models::gpt_manifest(config)};
+ModelArgument of_model(std::shared_ptr<const train::ModelDefinition> model) {
+  ModelManifest manifest = model->manifest();
+  return {std::move(model), std::move(manifest)};
 }
 
 }  // namespace
 
 ModelArgument read_model_argument(const std::string& value, const std::string& flag) {
-  if (models::is_gpt_preset(value)) {
-    return of_gpt(models::gpt_preset(value, flag));
-  }
+  if (models::is_preset(value)) return of_model(models::model_from_preset(value, flag));
   if (value.size() > 12 && value.substr(value.size() - 12) == ".safetensors") {
-    return {std::nullopt, safetensors_manifest(value, flag)};
+    return {nullptr, safetensors_manifest(value, flag)};
   }
   struct stat info {};
   if (::stat(value.c_str(), &info) != 0) {
-    throw InvalidArgument(flag + ": '" + echo_input(value) +
-                          "' is neither a model (tiny, small, gpt2) nor a readable file");
+    throw InvalidArgument(flag + ": '" + echo_input(value) + "' is neither a model (" +
+                          models::preset_names() + ") nor a readable file");
   }
   const std::string named = flag + " '" + value + "'";
   const std::string text = read_file(value, flag);
   try {
     const nlohmann::json json = shardwise::detail::parse_json(text, named);
-    if (models::detail::is_gpt_config(json))
-      return of_gpt(models::detail::gpt_config_of(json, named));
-    return {std::nullopt, shardwise::detail::model_description_of(json)};
+    if (models::is_model_config(text)) return of_model(models::model_from_config(text, named));
+    return {nullptr, shardwise::detail::model_description_of(json)};
   } catch (const Error& e) {
     // Messages of the readers below name the file themselves or not at all.
     const std::string message = e.what();
@@ -83,15 +81,17 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
   }
 }
 
-models::GptConfig gpt_model_config(const std::string& value, const std::string& flag) {
+std::shared_ptr<const train::ModelDefinition> model_definition(const std::string& value,
+                                                               const std::string& flag) {
   ModelArgument argument = read_model_argument(value, flag);
-  if (!argument.gpt) {
+  if (!argument.model) {
     throw InvalidArgument(flag + " '" + echo_input(value) +
-                          "' describes parameters, not a GPT the trainer can build; give "
-                          "tiny, small, gpt2 or a JSON file with n_layer, n_head, n_embd, "
-                          "block_size and vocab_size");
+                          "' describes parameters, not a model the trainer can build; give " +
+                          models::preset_names() +
+                          " or a model file (a GPT's: n_layer, n_head, n_embd, block_size and "
+                          "vocab_size)");
   }
-  return *argument.gpt;
+  return std::move(argument.model);
 }
 
 }  // namespace shardwise::cli

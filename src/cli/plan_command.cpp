@@ -21,7 +21,6 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/kernels/matmul.hpp"
-#include "shardwise/models/gpt.hpp"
 #include "shardwise/plan/search.hpp"
 #include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 #include "text_table.hpp"

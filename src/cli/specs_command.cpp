@@ -51,7 +51,7 @@ class SpecsCommand final : public Command {
     // declared logical axes.
     const ModelArgument model = read_model_argument(model_, "--model");
     const ModelManifest manifest =
-        model.gpt ? train::manifest_of(models::gpt_parameters(*model.gpt)) : model.manifest;
+        model.model ? train::manifest_of(model.model->parameters()) : model.manifest;
     ParallelismConfig config = ParallelismConfig::from_mesh(mesh, fsdp_on_data_);
     config.sharding_config.fsdp_min_weight_size = fsdp_min_weight_size_;
     config.validate();

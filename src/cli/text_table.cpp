@@ -15,34 +15,6 @@
 
 namespace shardwise::cli {
 
-std::string format_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()), 0);
-    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-  }
-  std::ostringstream out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
-    }
-    out << line << '\n';
-  }
-  return out.str();
-}
-
-std::string with_thousands(std::int64_t value) {
-  const std::string digits = std::to_string(value < 0 ? -value : value);
-  std::string out = value < 0 ? "-" : "";
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
 std::string join_ints(const std::vector<std::int64_t>& values, const char* separator) {
   std::string text;
   for (std::size_t i = 0; i < values.size(); ++i) {

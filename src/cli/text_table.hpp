@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "../detail/text_format.hpp"
+
 namespace shardwise::cli {
 
-// Left-aligned columns separated by two spaces; the first row is the header.
-std::string format_table(const std::vector<std::vector<std::string>>& rows);
-
-// 124439808 -> "124,439,808".
-std::string with_thousands(std::int64_t value);
+using shardwise::detail::bytes_text;
+using shardwise::detail::format_table;
+using shardwise::detail::with_thousands;
 
 // Joins integers: ({2, 4}, " x ") -> "2 x 4".
 std::string join_ints(const std::vector<std::int64_t>& values, const char* separator);

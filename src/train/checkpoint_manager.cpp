@@ -99,6 +99,14 @@ std::vector<std::string> changed_settings(const std::string& saved_metadata,
 
 }  // namespace
 
+CheckpointedModel checkpointed_model(std::shared_ptr<const ModelDefinition> model) {
+  CheckpointedModel checkpointed;
+  checkpointed.metadata_json = model->config_json();
+  checkpointed.parameters = model->parameters();
+  checkpointed.describe = [model](const std::string& json) { return model->describe_config(json); };
+  return checkpointed;
+}
+
 std::string checkpoint_metadata(const std::string& model_json, std::int64_t step,
                                 const std::string& run_config) {
   nlohmann::json metadata{{"step", step}, {"model", nlohmann::json::parse(model_json)}};

@@ -7,13 +7,14 @@
 #include <iterator>
 #include <numeric>
 
-#include "hf_gpt2.hpp"
 #include "run_command.hpp"
 #include "shardwise/ckpt/checkpoint_reader.hpp"
 #include "shardwise/ckpt/safetensors_file.hpp"
+#include "shardwise/models/hf_gpt2.hpp"
 
 namespace shardwise::cli {
 namespace {
+using namespace shardwise::models;  // NOLINT: the mapping under test
 
 using testing::run_command;
 using testing::source_path;

@@ -9,13 +9,14 @@
 #include <string>
 
 #include "../detail/crc32c.hpp"
-#include "hf_gpt2.hpp"
 #include "run_command.hpp"
 #include "shardwise/ckpt/checkpoint_reader.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/models/hf_gpt2.hpp"
 
 namespace shardwise::cli {
 namespace {
+using namespace shardwise::models;  // NOLINT: the mapping under test
 
 using testing::expect_bad_input;
 using ::testing::HasSubstr;

@@ -356,8 +356,9 @@ TEST(PlanCommand, CountsTheParametersTheTrainerBuildsForEveryModelFileItAccepts)
     ASSERT_EQ(planned.status, 0) << model << ": " << planned.err;
     const std::int64_t plan_count = nlohmann::json::parse(planned.out)["model"]["parameters"];
     std::int64_t built = 0;
-    const models::GptConfig config = read_model_argument(model, "--model").gpt.value();
-    for (const train::ParameterSpec& p : models::gpt_parameters(config)) {
+    const auto definition = read_model_argument(model, "--model").model;
+    ASSERT_NE(definition, nullptr) << model;
+    for (const train::ParameterSpec& p : definition->parameters()) {
       built += static_cast<std::int64_t>(num_elements(p.shape));
     }
     EXPECT_EQ(plan_count, built) << model;

@@ -249,7 +249,7 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--model", "huge"}, "--model: 'huge' is neither a model");
   expect_bad_input({"train", "--zero", "5"}, "--zero is 5; expected 0 to 3");
   expect_bad_input({"train", "--mesh", "expert=2"},
-                   "--mesh: axis 'expert' is not one `shardwise train` runs (data, fsdp, model, "
+                   "--mesh: axis 'expert' is not one the training job runs (data, fsdp, model, "
                    "pipeline)");
   expect_bad_input({"train", "--mesh", "model=3"},
                    "the model degree 3 does not divide the 4 attention heads (n_head)");

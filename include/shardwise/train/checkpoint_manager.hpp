@@ -18,6 +18,7 @@
 #include "shardwise/ckpt/checkpoint_save.hpp"
 #include "shardwise/ckpt/save_folder_lock.hpp"
 #include "shardwise/comm/communicator.hpp"
+#include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/parameter_store.hpp"
 #include "shardwise/train/trainer.hpp"
 
@@ -44,6 +45,10 @@ struct CheckpointedModel {
   // The whole model's parameters: the arrays a checkpoint of it holds, with their shapes.
   std::vector<ParameterSpec> parameters;
 };
+
+// A model definition as its checkpoints describe it: config_json() as the metadata's "model",
+// describe_config for a checkpoint's model in words, parameters().
+[[nodiscard]] CheckpointedModel checkpointed_model(std::shared_ptr<const ModelDefinition> model);
 
 // The metadata a training checkpoint carries: the step, the model's object, and the run's
 // resolved configuration (`run_config`, a JSON object's text; empty for none).

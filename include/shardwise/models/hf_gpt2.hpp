@@ -12,8 +12,9 @@
 #include "shardwise/ckpt/checkpoint_reader.hpp"
 #include "shardwise/core/shape.hpp"
 #include "shardwise/models/gpt.hpp"
+#include "shardwise/models/hf_adapter.hpp"
 
-namespace shardwise::cli {
+namespace shardwise::models {
 
 // The shape Hugging Face gives parameter `name` of shardwise shape `shape`.
 [[nodiscard]] Shape hf_gpt2_shape(const std::string& name, const Shape& shape);
@@ -36,12 +37,47 @@ void check_hf_gpt2_tensor(const ckpt::CheckpointReader& file, const std::string&
 
 // config.json for transformers' GPT2LMHeadModel of `gpt` (GELU with tanh, LayerNorm eps 1e-5,
 // tied embeddings, no dropout), as shardwise's GPT computes.
-[[nodiscard]] std::string hf_gpt2_config_json(const models::GptConfig& gpt);
+[[nodiscard]] std::string hf_gpt2_config_json(const GptConfig& gpt);
 
 // The GPT of a Hugging Face config.json; InvalidArgument naming the field where it is not a
 // GPT-2 shardwise computes alike (another activation or LayerNorm epsilon, attention scaled
 // otherwise, no n_head), or where it holds a field shardwise does not know.
-[[nodiscard]] models::GptConfig gpt_from_hf_config(const std::string& text,
-                                                   const std::string& what);
+[[nodiscard]] GptConfig gpt_from_hf_config(const std::string& text, const std::string& what);
 
-}  // namespace shardwise::cli
+}  // namespace shardwise::models
+
+namespace shardwise::models {
+
+// The GPT's Hugging Face adapter, on the functions above.
+class HfGpt2Adapter final : public HfAdapter {
+ public:
+  [[nodiscard]] std::string format() const override { return "hf-gpt2"; }
+  [[nodiscard]] std::string words() const override { return "Hugging Face GPT-2"; }
+  [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
+      const std::string& text, const std::string& what) const override;
+  [[nodiscard]] std::string hf_config_json(const train::ModelDefinition& model) const override;
+  [[nodiscard]] Shape hf_shape(const std::string& name, const Shape& shape) const override {
+    return hf_gpt2_shape(name, shape);
+  }
+  [[nodiscard]] std::vector<float> to_hf(const std::string& name, const Shape& shape,
+                                         const std::vector<float>& values) const override {
+    return to_hf_gpt2(name, shape, values);
+  }
+  void read_block(const ckpt::CheckpointReader& file, const std::string& hf_name,
+                  const std::string& name, const Shape& shape, const ShardIndex& box,
+                  float* out) const override {
+    read_hf_gpt2_block(file, hf_name, name, shape, box, out);
+  }
+  void check_tensor(const ckpt::CheckpointReader& file, const std::string& hf_name,
+                    const std::string& name, const Shape& shape) const override {
+    check_hf_gpt2_tensor(file, hf_name, name, shape);
+  }
+  [[nodiscard]] std::string hf_name_of(const ckpt::CheckpointIndex& file,
+                                       const std::string& name) const override;
+  [[nodiscard]] bool ignored_tensor(const std::string& hf_name) const override;
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> tied_tensors() const override {
+    return {{"lm_head.weight", "transformer.wte.weight"}};
+  }
+};
+
+}  // namespace shardwise::models

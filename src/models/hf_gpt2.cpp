@@ -1,4 +1,4 @@
-#include "hf_gpt2.hpp"
+#include "shardwise/models/hf_gpt2.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/half.hpp"
 
-namespace shardwise::cli {
+namespace shardwise::models {
 namespace {
 
 enum class Mapping {
@@ -166,7 +166,7 @@ void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& h
   }
 }
 
-std::string hf_gpt2_config_json(const models::GptConfig& gpt) {
+std::string hf_gpt2_config_json(const GptConfig& gpt) {
   const nlohmann::json config{{"architectures", {"GPT2LMHeadModel"}},
                               {"model_type", "gpt2"},
                               {"vocab_size", gpt.vocab_size},
@@ -233,7 +233,7 @@ bool is_false(const nlohmann::json& value) { return value.is_boolean() && !value
 
 }  // namespace
 
-models::GptConfig gpt_from_hf_config(const std::string& text, const std::string& what) {
+GptConfig gpt_from_hf_config(const std::string& text, const std::string& what) {
   const nlohmann::json config = shardwise::detail::parse_json(text, what);
   if (!config.is_object()) throw InvalidArgument(what + " is not a JSON object");
   for (const auto& item : config.items()) {
@@ -258,8 +258,8 @@ models::GptConfig gpt_from_hf_config(const std::string& text, const std::string&
     const auto it = config.find(key);
     return it == config.end() ? nullptr : &*it;
   };
-  models::GptConfig gpt{size("n_layer"), size("n_head"), size("n_embd"), size("n_positions"),
-                        size("vocab_size")};
+  GptConfig gpt{size("n_layer"), size("n_head"), size("n_embd"), size("n_positions"),
+                size("vocab_size")};
   if (const nlohmann::json* v = field("model_type"); v != nullptr && *v != "gpt2") {
     refuse("model_type", *v, "expected \"gpt2\"");
   }
@@ -327,4 +327,36 @@ void check_hf_gpt2_tensor(const ckpt::CheckpointReader& file, const std::string&
   }
 }
 
-}  // namespace shardwise::cli
+}  // namespace shardwise::models
+
+namespace shardwise::models {
+
+std::shared_ptr<const train::ModelDefinition> HfGpt2Adapter::model_from_hf_config(
+    const std::string& text, const std::string& what) const {
+  return std::make_shared<GptDefinition>(gpt_from_hf_config(text, what));
+}
+
+std::string HfGpt2Adapter::hf_config_json(const train::ModelDefinition& model) const {
+  const auto* gpt = dynamic_cast<const GptDefinition*>(&model);
+  if (gpt == nullptr) {
+    throw InvalidArgument("the hf-gpt2 format holds GPT models; this is " + model.describe());
+  }
+  return hf_gpt2_config_json(gpt->config());
+}
+
+// "transformer.h.0..." or, as the original GPT-2 files name them, "h.0...".
+std::string HfGpt2Adapter::hf_name_of(const ckpt::CheckpointIndex& file,
+                                      const std::string& name) const {
+  if (file.find(name) != nullptr) return name;
+  const std::string bare = name.substr(std::string("transformer.").size());
+  if (file.find(bare) != nullptr) return bare;
+  throw ckpt::CheckpointError("the file has no tensor '" + name + "' (nor '" + bare + "')");
+}
+
+// Buffers transformers recomputes, and the head, tied to the embedding.
+bool HfGpt2Adapter::ignored_tensor(const std::string& hf_name) const {
+  return hf_name.ends_with(".attn.bias") || hf_name.ends_with(".attn.masked_bias") ||
+         hf_name == "lm_head.weight";
+}
+
+}  // namespace shardwise::models

@@ -1,0 +1,141 @@
+#include "shardwise/models/model_registry.hpp"
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "../detail/json_reader.hpp"
+#include "detail/gpt_config_json.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/models/gpt.hpp"
+#include "shardwise/models/hf_gpt2.hpp"
+
+namespace shardwise::models {
+namespace {
+
+// A configuration object's "family", or "" where it has none (or is no object).
+std::string family_of(std::string_view json) {
+  const nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);
+  if (!parsed.is_object()) return "";
+  const auto it = parsed.find("family");
+  return it != parsed.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+ModelFamily gpt_family() {
+  ModelFamily family;
+  family.name = "gpt";
+  family.summary =
+      "GPT-2 as nanoGPT writes it: learned positions, LayerNorm, GELU, the head tied to the "
+      "token embedding";
+  family.presets = {"tiny", "small", "gpt2"};
+  family.preset = [](const std::string& name) {
+    return std::make_shared<GptDefinition>(gpt_preset(name, "--model"));
+  };
+  family.from_config = [](std::string_view json, const std::string& what) {
+    nlohmann::json parsed = shardwise::detail::parse_json(json, what);
+    if (parsed.is_object()) parsed.erase("family");
+    return std::make_shared<GptDefinition>(detail::gpt_config_of(parsed, what));
+  };
+  // The GPT's files and checkpoints predate "family": its keys say it.
+  family.recognizes = [](std::string_view json) {
+    const std::string named = family_of(json);
+    if (!named.empty()) return named == "gpt";
+    const nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);
+    return !parsed.is_discarded() && detail::is_gpt_config(parsed);
+  };
+  family.hugging_face = std::make_shared<HfGpt2Adapter>();
+  return family;
+}
+
+std::mutex& registry_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::vector<ModelFamily>& registry() {
+  static std::vector<ModelFamily> families{gpt_family()};
+  return families;
+}
+
+}  // namespace
+
+const std::vector<ModelFamily>& model_families() {
+  const std::lock_guard lock(registry_mutex());
+  return registry();
+}
+
+void register_model_family(ModelFamily family) {
+  const std::lock_guard lock(registry_mutex());
+  for (const ModelFamily& known : registry()) {
+    if (known.name == family.name) {
+      throw InvalidArgument("a model family named '" + family.name + "' is registered already");
+    }
+    for (const std::string& preset : family.presets) {
+      for (const std::string& taken : known.presets) {
+        if (preset == taken) {
+          throw InvalidArgument("the preset '" + preset + "' is the family '" + known.name +
+                                "''s already");
+        }
+      }
+    }
+  }
+  registry().push_back(std::move(family));
+}
+
+const ModelFamily& model_family(const std::string& name, const std::string& field) {
+  std::string names;
+  for (const ModelFamily& family : model_families()) {
+    if (family.name == name) return family;
+    names += (names.empty() ? "" : ", ") + family.name;
+  }
+  throw InvalidArgument(field + ": '" + echo_input(name) + "' is not a model family (" + names +
+                        ")");
+}
+
+std::string preset_names() {
+  std::string names;
+  for (const ModelFamily& family : model_families()) {
+    for (const std::string& preset : family.presets) {
+      names += (names.empty() ? "" : ", ") + preset;
+    }
+  }
+  return names;
+}
+
+bool is_preset(const std::string& name) {
+  for (const ModelFamily& family : model_families()) {
+    for (const std::string& preset : family.presets) {
+      if (preset == name) return true;
+    }
+  }
+  return false;
+}
+
+std::shared_ptr<const train::ModelDefinition> model_from_preset(const std::string& name,
+                                                                const std::string& field) {
+  for (const ModelFamily& family : model_families()) {
+    for (const std::string& preset : family.presets) {
+      if (preset == name) return family.preset(name);
+    }
+  }
+  throw InvalidArgument(field + ": '" + echo_input(name) + "' is not a model (" + preset_names() +
+                        " or a JSON file)");
+}
+
+bool is_model_config(std::string_view json) {
+  for (const ModelFamily& family : model_families()) {
+    if (family.recognizes(json)) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<const train::ModelDefinition> model_from_config(std::string_view json,
+                                                                const std::string& what) {
+  for (const ModelFamily& family : model_families()) {
+    if (family.recognizes(json)) return family.from_config(json, what);
+  }
+  const std::string named = family_of(json);
+  if (!named.empty()) (void)model_family(named, what);  // names the known families
+  throw InvalidArgument(what + " describes no model family the registry knows");
+}
+
+}  // namespace shardwise::models

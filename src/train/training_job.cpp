@@ -1,0 +1,456 @@
+#include "shardwise/train/training_job.hpp"
+
+#include <unistd.h>
+
+#include <bit>
+#include <chrono>
+#include <limits>
+#include <mutex>
+
+#include "../detail/output_file.hpp"
+#include "../detail/text_format.hpp"
+#include "shardwise/comm/backend_choice.hpp"
+#include "shardwise/comm/group.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/kernels/blas_library.hpp"
+#include "shardwise/kernels/matmul.hpp"
+#include "shardwise/plan/cost_model.hpp"
+#include "shardwise/plan/model_shape.hpp"
+#include "shardwise/train/distributed_model.hpp"
+#include "shardwise/train/job_log.hpp"
+#include "shardwise/train/job_pipeline.hpp"
+#include "shardwise/train/placement.hpp"
+#include "shardwise/train/run_log.hpp"
+#include "shardwise/train/settings_agreement.hpp"
+
+namespace shardwise::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The mesh a job runs: axes data, fsdp, model and pipeline, rank r on device r.
+void check_mesh(const Mesh& mesh) {
+  for (const std::string& axis : mesh.axis_names()) {
+    if (axis != "data" && axis != "fsdp" && axis != "model" && axis != "pipeline") {
+      throw InvalidArgument("--mesh: axis '" + axis +
+                            "' is not one the training job runs (data, fsdp, model, pipeline)");
+    }
+  }
+  if (!mesh.has_default_device_ids()) {
+    throw InvalidArgument("--mesh: " + mesh.to_string() +
+                          " names devices; the training job runs rank r as device r, so give "
+                          "the axes only");
+  }
+}
+
+std::int64_t degree_of(const Mesh& mesh, std::string_view axis) {
+  return mesh.has_axis(axis) ? mesh.axis_size(axis) : 1;
+}
+
+// What one rank holds, as the planner predicts it for this run (the trainer's fp32 state after
+// ZeRO, its activations and gathered units): one count for the planner and this check.
+double planned_bytes_per_rank(const JobSettings& job,
+                              const std::optional<PipelineLayout>& pipeline) {
+  const Mesh& mesh = job.mesh;
+  const TrainSettings& settings = job.training;
+  plan::Layout layout;
+  layout.zero = settings.zero;
+  // At ZeRO 0 an fsdp axis is one more data axis.
+  layout.fsdp = settings.zero > 0 ? degree_of(mesh, "fsdp") : 1;
+  layout.model = degree_of(mesh, kModelAxis);
+  layout.pipeline = degree_of(mesh, kPipelineAxis);
+  layout.data = mesh.size() / (layout.fsdp * layout.model * layout.pipeline);
+  if (pipeline) {
+    layout.microbatches = pipeline->microbatches;
+    layout.virtual_stages = pipeline->virtual_stages;
+    // The stages as the trainer splits them, uneven ones too.
+    for (const LayerRange& range :
+         virtual_stage_ranges(job.model->layers(), *pipeline, layout.pipeline)) {
+      layout.stage_layers.push_back(static_cast<std::int64_t>(range.size()));
+    }
+    layout.schedule = pipeline->schedule;
+  }
+  layout.sequence_parallel = job.sequence_parallel;
+  layout.recompute = job.recompute;
+  plan::TrainingSetup setup;
+  setup.global_batch = static_cast<std::int64_t>(settings.batch);
+  setup.seq = static_cast<std::int64_t>(settings.seq);
+  setup.micro_batch = setup.global_batch / (layout.data * layout.fsdp) / layout.microbatches;
+  setup.precision = plan::Precision::kFp32;
+  plan::Cluster cluster;  // only the memory counts here
+  cluster.devices = mesh.size();
+  cluster.devices_per_node = mesh.size();
+  cluster.memory_bytes = std::numeric_limits<std::int64_t>::max();
+  cluster.peak_flops_fp32 = cluster.peak_flops_bf16 = 1;
+  cluster.intra_node = cluster.inter_node = {1, 0};
+  const plan::ModelShape shape = plan::shape_of(job.model->manifest());
+  return static_cast<double>(plan::evaluate(shape, cluster, setup, layout).memory.total());
+}
+
+Corpus corpus_of(const DataSettings& data, std::size_t seq, std::size_t vocab) {
+  if (!data.path) return Corpus::builtin(seq);
+  auto train = file_source(*data.path, data.format, "--data");
+  auto held_out = data.validation_path
+                      ? file_source(*data.validation_path, data.format, "--val-data")
+                      : nullptr;
+  return {std::move(train), std::move(held_out), seq, vocab};
+}
+
+std::string on_off(bool value) { return value ? "on" : "off"; }
+
+// The measured bubble and each stage's peak activation bytes, from every rank's report and its
+// last schedule's busy and elapsed seconds.
+PipelineReport pipeline_report(const PipelineLayout& pipeline, const std::vector<RankReport>& ranks,
+                               const std::vector<double>& busy,
+                               const std::vector<double>& elapsed) {
+  double bubble = 0;
+  std::map<std::int64_t, std::int64_t> peak_by_stage;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    bubble += busy[r] > 0 ? (elapsed[r] - busy[r]) / busy[r] : 0;
+    peak_by_stage[ranks[r].stage] =
+        std::max(peak_by_stage[ranks[r].stage], ranks[r].activation_bytes);
+  }
+  PipelineReport report;
+  report.layout = pipeline;
+  report.bubble_fraction = bubble / static_cast<double>(ranks.size());
+  for (const auto& [stage, bytes] : peak_by_stage) {
+    report.peak_activation_bytes_per_stage.push_back(bytes);
+  }
+  report.published_bubble_fraction =
+      build_schedule(pipeline.schedule, static_cast<std::int64_t>(peak_by_stage.size()),
+                     pipeline.microbatches, pipeline.virtual_stages)
+          .bubble_fraction();
+  return report;
+}
+
+}  // namespace
+
+TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) {
+  JobSettings& s = settings_;
+  if (!s.model) throw InvalidArgument("the job has no model");
+  check_mesh(s.mesh);
+  TrainSettings& t = s.training;
+  if (t.seq == 0) t.seq = s.model->context_length();
+  if (t.seq > s.model->context_length()) {
+    throw InvalidArgument("--seq is " + std::to_string(t.seq) + "; the model takes at most " +
+                          std::to_string(s.model->context_length()) + " tokens");
+  }
+  if (s.data.format == TokenFormat::kText && s.model->vocab_size() < 256) {
+    throw InvalidArgument("--model: vocab_size " + std::to_string(s.model->vocab_size()) +
+                          " is below 256, the byte tokens' vocabulary");
+  }
+  const ResumePoint resume = check_resume(s.checkpoints, checkpointed_model(s.model), t.steps);
+  check_checkpoint_policy(s.checkpoints, t.steps, resume);
+  check_settings(t, static_cast<std::size_t>(ParallelContext::data_parallel_size_of(s.mesh)));
+  if (s.eval_every < 0 || s.eval_every > t.steps) {
+    throw InvalidArgument("--eval-every is " + std::to_string(s.eval_every) + "; expected 0 to " +
+                          std::to_string(t.steps));
+  }
+  const std::int64_t model_degree = degree_of(s.mesh, kModelAxis);
+  if (s.sequence_parallel && model_degree == 1) {
+    throw InvalidArgument("--sequence-parallel splits the sequence over the model axis; --mesh " +
+                          s.mesh.to_string() + " has none");
+  }
+  if (s.sequence_parallel && t.seq % static_cast<std::size_t>(model_degree) != 0) {
+    throw InvalidArgument("--sequence-parallel: --seq " + std::to_string(t.seq) +
+                          " does not divide among the " + std::to_string(model_degree) +
+                          " model ranks");
+  }
+  s.model->check_options(s.sequence_parallel, s.recompute, "--model");
+  pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t);
+  if (s.timeline && !pipeline_) {
+    throw InvalidArgument("--timeline writes the pipeline's executed schedule; --mesh " +
+                          s.mesh.to_string() + " has no pipeline axis of more than one rank");
+  }
+  if (s.log_dir) RunLog::check_folder(*s.log_dir);
+  // A timeline that could not be written is found now, not after the run, and nothing is
+  // made for it yet (a symlink or FIFO there is refused, never opened).
+  if (s.timeline) {
+    shardwise::detail::check_output_path(*s.timeline, shardwise::detail::IfExists::kReplaceFile,
+                                         "--timeline");
+  }
+  layout_ = resolve_job_layout(*s.model, s.mesh, t.zero, s.param_sharding, s.sharding_rules);
+  try {
+    bytes_per_rank_ = planned_bytes_per_rank(s, pipeline_);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument("--model " + s.model_given + " with --batch " + std::to_string(t.batch) +
+                          " on " + std::to_string(s.mesh.size()) + " ranks: " + e.what());
+  }
+  corpus_ = std::make_unique<const Corpus>(corpus_of(s.data, t.seq, s.model->vocab_size()));
+}
+
+TrainingJob::~TrainingJob() = default;
+
+void TrainingJob::check_memory(const BackendInfo& backend) const {
+  // Every rank on this machine counts: the threads of this process, or the processes the
+  // launcher started here.
+  const int processes = backend.rank_per_process ? processes_on_this_node() : 1;
+  const double ranks_here = backend.rank_per_process ? processes : settings_.mesh.size();
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  const double needed = bytes_per_rank_ * ranks_here;
+  if (needed > memory / 2) {
+    throw InvalidArgument(
+        "--model " + settings_.model_given + " with --batch " +
+        std::to_string(settings_.training.batch) + " on " + std::to_string(settings_.mesh.size()) +
+        " ranks" +
+        (processes > 1 ? " (" + std::to_string(processes) + " processes on this machine)"
+                       : std::string()) +
+        " needs about " +
+        shardwise::detail::with_thousands(needed > 9e18 ? INT64_MAX
+                                                        : static_cast<std::int64_t>(needed)) +
+        " bytes of buffers; this machine has " +
+        shardwise::detail::with_thousands(static_cast<std::int64_t>(memory)) +
+        " bytes of memory, and a run may use half");
+  }
+}
+
+void TrainingJob::run(const BackendInfo& backend, JobObserver& observer) const {
+  const int ranks = static_cast<int>(settings_.mesh.size());
+  std::mutex mutex;
+  // Input found bad on a rank (a token file's id outside the vocabulary, drawn at step 900)
+  // stays the user's error, not the runtime's: the first such message, with its rank.
+  std::optional<std::string> input_error;
+  try {
+    backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
+      try {
+        run_rank(comm, observer);
+      } catch (const CommError&) {
+        throw;
+      } catch (const Error& e) {
+        const std::lock_guard lock(mutex);
+        if (!input_error) {
+          input_error =
+              (ranks > 1 && !backend.rank_per_process ? "rank " + std::to_string(comm.rank()) + ": "
+                                                      : std::string()) +
+              e.what();
+        }
+        throw;
+      }
+    });
+  } catch (const Error&) {
+    // A rank's input error (the others then fail in the runtime), or every rank failing alike
+    // (a checkpoint they all found wrong): the rank's message.
+    if (input_error) throw InvalidArgument(*input_error);
+    throw;
+  }
+}
+
+void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
+  const JobSettings& s = settings_;
+  const TrainSettings& t = s.training;
+  if (comm.size() != s.mesh.size()) {
+    throw InvalidArgument("--mesh " + s.mesh.to_string() + " has " + std::to_string(s.mesh.size()) +
+                          " devices but the job has " + std::to_string(comm.size()) + " ranks");
+  }
+  // What ranks compare is every spec, however it was asked for.
+  std::string sharding_specs;
+  for (const PartitionSpec& spec : layout_.placements) sharding_specs += spec.to_string();
+  if (layout_.shardings) {
+    sharding_specs += "|";
+    for (const PartitionSpec& spec : layout_.shardings->specs) sharding_specs += spec.to_string();
+  }
+  std::vector<std::pair<std::string, std::string>> agreed{
+      {"--model", s.model->family() + ":" + s.model->config_json()},
+      {"--mesh", s.mesh.to_string()},
+      {"--zero", std::to_string(t.zero)},
+      {"--steps", std::to_string(t.steps)},
+      {"--batch", std::to_string(t.batch)},
+      {"--seq", std::to_string(t.seq)},
+      {"--lr", std::to_string(std::bit_cast<std::uint32_t>(t.learning_rate))},
+      {"--warmup", std::to_string(t.warmup)},
+      {"--seed", std::to_string(t.seed)},
+      {"--data", std::to_string(corpus_->fingerprint())},
+      {"--eval-every", std::to_string(s.eval_every)},
+      {"--no-overlap", on_off(!t.overlap)},
+      {"--sequence-parallel", on_off(s.sequence_parallel)},
+      {"--recompute", to_string(s.recompute)},
+      {"--param-sharding", sharding_specs},
+      {"--backend", comm.backend()},
+      {"--threads", std::to_string(s.threads)},
+      {"--blas", kernels::blas_description()},
+      {"--log-dir", s.log_dir ? "given" : "not given"},
+      {"--schedule", pipeline_ ? to_string(*pipeline_) : "none"},
+      {"--timeline", s.timeline ? "given" : "not given"},
+      {"--save", s.checkpoints.save.value_or("")},
+      {"--save-every", std::to_string(s.checkpoints.save_every)},
+      {"--keep", std::to_string(s.checkpoints.keep)},
+      {"--save-async", on_off(s.checkpoints.save_async)},
+      {"--resume", s.checkpoints.resume.value_or("")}};
+  agreed.insert(agreed.end(), s.caller_settings.begin(), s.caller_settings.end());
+  check_ranks_agree(comm, agreed);
+  if (s.threads > 0) kernels::set_blas_threads(s.threads);
+  train_rank(comm, observer);
+}
+
+void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
+  const JobSettings& s = settings_;
+  const bool speaks = comm.rank() == 0;
+  ParallelContext context(comm, s.mesh);
+  DistributedModel model(s.model, s.training.seed, context,
+                         {layout_.placements, s.sequence_parallel, s.recompute, pipeline_});
+  // A pipeline stage's ZeRO shards those of its own parameters.
+  TrainSettings settings = s.training;
+  settings.shardings = layout_.shardings;
+  if (pipeline_ && settings.shardings) {
+    settings.shardings =
+        shardings_held(*settings.shardings, layout_.blocks, model.parameters().specs());
+  }
+  Trainer trainer(context, model, *corpus_, settings);
+  const ParameterShardings* whole_shardings =
+      layout_.shardings ? &*layout_.shardings : trainer.shardings();
+  JobPlan plan;
+  plan.mesh = s.mesh.to_string();
+  plan.ranks = comm.size();
+  plan.backend = comm.backend();
+  plan.model = s.model->describe();
+  plan.layers = s.model->layers();
+  for (const ParameterSpec& spec : layout_.blocks) {
+    plan.parameters += static_cast<std::size_t>(num_elements(spec.whole_shape()));
+  }
+  plan.batch = settings.batch;
+  plan.seq = settings.seq;
+  plan.data_parallel = context.data_parallel_size();
+  plan.model_parallel = context.degree(kModelAxis);
+  plan.sequence_parallel = s.sequence_parallel;
+  plan.sharding = sharding_plan(settings.zero, context, model.parameters().units().size());
+  plan.pipeline = pipeline_;
+  if (pipeline_) {
+    const std::int64_t stages = context.degree(kPipelineAxis);
+    plan.published_bubble = build_schedule(pipeline_->schedule, stages, pipeline_->microbatches,
+                                           pipeline_->virtual_stages)
+                                .bubble_fraction();
+    const std::size_t axis = s.mesh.axis_index(kPipelineAxis);
+    for (std::int64_t stage = 0; stage < stages; ++stage) {
+      StagePlan stage_plan;
+      for (std::int64_t r = 0; r < s.mesh.size(); ++r) {
+        if (s.mesh.coords_at(r)[axis] == stage) stage_plan.ranks.push_back(r);
+      }
+      stage_plan.chunks = stage_chunks(s.model->layers(), *pipeline_, stages, stage);
+      plan.stages.push_back(std::move(stage_plan));
+    }
+  }
+  plan.rows = parameter_plan_rows(layout_.blocks, s.model->parameter_layers(), layout_.placements,
+                                  whole_shardings);
+  if (whole_shardings != nullptr) plan.notes = whole_shardings->notes;
+  std::string run_config;  // config.json's text, for the logs and the checkpoints
+  if ((s.log_dir && speaks) || s.checkpoints.save || s.checkpoints.resume) {
+    run_config = run_config_json({&s, &pipeline_, comm.backend(), kernels::blas_description(),
+                                  corpus_->train_tokens(), corpus_->val_tokens(),
+                                  corpus_->fingerprint(), plan.sharding, plan.rows, plan.notes});
+  }
+  CheckpointManager checkpoints(s.checkpoints, comm, trainer, checkpointed_model(s.model),
+                                run_config, [&](const std::string& line) {
+                                  if (speaks) observer.note(line);
+                                });
+  if (speaks) observer.started(plan);
+  // What this rank sent along each axes in training steps (not in validation).
+  std::map<std::string, std::int64_t> per_axes;
+  const auto add_sent = [&](std::int64_t sign) {
+    for (const auto& [axes, sent] : context.bytes_sent_by_axes()) per_axes[axes] += sign * sent;
+  };
+  const std::int64_t first_step = checkpoints.resume() + 1;
+  // The logs are made once nothing can refuse the run any more (the lock, the checkpoint's
+  // checks): a refused run leaves no log folder to refuse its retry.
+  std::unique_ptr<RunLog> log;
+  if (s.log_dir && speaks) {
+    log = std::make_unique<RunLog>(*s.log_dir, run_config);
+    observer.logging(*s.log_dir);
+  }
+  std::vector<RankMemory> memory(static_cast<std::size_t>(comm.size()));
+  // 0 where the resumed checkpoint is of the last step already: nothing is trained.
+  const std::int64_t steps_run = std::max<std::int64_t>(0, settings.steps - first_step + 1);
+  const auto start = Clock::now();
+  float loss = 0;
+  for (std::int64_t step = first_step; step <= settings.steps; ++step) {
+    const auto before = Clock::now();
+    add_sent(-1);
+    const StepStats stats = trainer.step();
+    add_sent(+1);
+    StepReport report;
+    report.step = step;
+    report.steps = settings.steps;
+    report.first_step = first_step;
+    report.loss = stats.loss;
+    report.learning_rate = stats.learning_rate;
+    report.grad_norm = stats.grad_norm;
+    report.seconds = std::chrono::duration<double>(Clock::now() - before).count();
+    report.tokens_per_s = static_cast<double>(settings.batch * settings.seq) / report.seconds;
+    loss = stats.loss;
+    if (s.eval_every > 0 && step % s.eval_every == 0) {
+      report.val_loss = trainer.validation_loss(s.eval_batches);
+    }
+    if (s.log_dir) {
+      const RankMemory mine{
+          static_cast<std::int64_t>(trainer.params_bytes() + trainer.grads_bytes() +
+                                    trainer.optimizer_bytes() + model.activation_bytes() +
+                                    trainer.gathered_peak_bytes()),
+          resident_bytes()};
+      comm.all_gather(&mine, memory.data(), 2, DType::kI64, world_group(comm.size()));
+      if (log) log->record(step, step_scalars(report, memory));
+    }
+    checkpoints.after_step(step, settings.steps);
+    report.elapsed_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (speaks) observer.step(report);
+  }
+  checkpoints.finish();
+  const double total = std::chrono::duration<double>(Clock::now() - start).count();
+  // Every rank's bytes and its last schedule, to every rank.
+  const PipelineStepResult& schedule = model.last_schedule();
+  constexpr std::size_t kFields = 8;
+  const std::int64_t mine[kFields] = {static_cast<std::int64_t>(trainer.params_bytes()),
+                                      static_cast<std::int64_t>(trainer.grads_bytes()),
+                                      static_cast<std::int64_t>(trainer.optimizer_bytes()),
+                                      static_cast<std::int64_t>(model.activation_bytes()),
+                                      static_cast<std::int64_t>(trainer.gathered_peak_bytes()),
+                                      context.coordinate(kPipelineAxis),
+                                      static_cast<std::int64_t>(schedule.busy_seconds() * 1e9),
+                                      static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9)};
+  std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
+  JobSummary summary;
+  summary.parameters = plan.parameters;
+  summary.steps = settings.steps;
+  summary.first_step = first_step;
+  summary.steps_run = steps_run;
+  summary.final_loss = loss;
+  summary.tokens_per_s =
+      static_cast<double>(settings.batch * settings.seq * static_cast<std::size_t>(steps_run)) /
+      total;
+  summary.blas = kernels::blas_description();
+  summary.pipelined = pipeline_.has_value();
+  std::vector<double> busy, elapsed;
+  for (int r = 0; r < comm.size(); ++r) {
+    const std::int64_t* b = all.data() + kFields * static_cast<std::size_t>(r);
+    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5]});
+    busy.push_back(static_cast<double>(b[6]));
+    elapsed.push_back(static_cast<double>(b[7]));
+  }
+  if (steps_run > 0) {
+    for (const auto& [axes, bytes] : per_axes)
+      summary.comm_bytes_per_step[axes] = bytes / steps_run;
+  }
+  if (pipeline_ && steps_run > 0) {
+    summary.pipeline = pipeline_report(*pipeline_, summary.ranks, busy, elapsed);
+  }
+  // The last step's executed timeline, every rank's, to rank 0's file.
+  if (s.timeline && pipeline_ && steps_run > 0) {
+    const std::int64_t stages = context.degree(kPipelineAxis);
+    const std::size_t length = most_actions(*pipeline_, stages);
+    const std::vector<double> own = timeline_fields(schedule, length);
+    std::vector<double> every(own.size() * static_cast<std::size_t>(comm.size()));
+    comm.all_gather(own.data(), every.data(), own.size(), DType::kF64, world_group(comm.size()));
+    if (speaks) {
+      std::vector<std::int64_t> stage_of;
+      for (const RankReport& rank : summary.ranks) stage_of.push_back(rank.stage);
+      shardwise::detail::write_whole_file(
+          *s.timeline, timeline_json(*pipeline_, stages, every, length, stage_of) + "\n",
+          shardwise::detail::IfExists::kReplaceFile, "--timeline");
+    }
+  }
+  if (speaks) observer.finished(summary);
+}
+
+}  // namespace shardwise::train
