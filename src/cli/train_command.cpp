@@ -203,7 +203,7 @@ class TrainCommand final : public Command {
   explicit TrainCommand(CLI::App& parent)
       : app_(parent.add_subcommand(
             "train",
-            "Train a model (a GPT preset or file) on text or token files, on one rank or any "
+            "Train a model (a preset or a model file) on text or token files, on one rank or any "
             "mesh of data, fsdp, model and pipeline axes, matching the "
             "one-rank run step for step")) {
     app_->add_option("--model", model_, "A preset (" + models::preset_names() + ") or a model file")

@@ -87,6 +87,17 @@ double planned_bytes_per_rank(const JobSettings& job,
   return static_cast<double>(plan::evaluate(shape, cluster, setup, layout).memory.total());
 }
 
+// Values, gradients and AdamW's two moments of every parameter, in fp32.
+double state_bytes_floor(const ModelDefinition& model) {
+  double elements = 0;
+  for (const ParameterSpec& spec : model.parameters()) {
+    double n = 1;
+    for (const std::int64_t size : spec.shape) n *= static_cast<double>(size);
+    elements += n;
+  }
+  return elements * 4 * 4;
+}
+
 Corpus corpus_of(const DataSettings& data, std::size_t seq, std::size_t vocab) {
   if (!data.path) return Corpus::builtin(seq);
   auto train = file_source(*data.path, data.format, "--data");
@@ -172,9 +183,11 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
   layout_ = resolve_job_layout(*s.model, s.mesh, t.zero, s.param_sharding, s.sharding_rules);
   try {
     bytes_per_rank_ = planned_bytes_per_rank(s, pipeline_);
-  } catch (const InvalidArgument& e) {
-    throw InvalidArgument("--model " + s.model_given + " with --batch " + std::to_string(t.batch) +
-                          " on " + std::to_string(s.mesh.size()) + " ranks: " + e.what());
+  } catch (const InvalidArgument&) {
+    // A model the planner cannot shape (no attention heads, no transformer layers) still runs:
+    // the check counts its fp32 state alone (values, gradients, two moments), unsharded, and
+    // never refuses it for what the planner cannot model.
+    bytes_per_rank_ = state_bytes_floor(*s.model);
   }
   corpus_ = std::make_unique<const Corpus>(corpus_of(s.data, t.seq, s.model->vocab_size()));
 }

@@ -1,5 +1,6 @@
-# Installs the built project into a fresh prefix, then configures, builds and runs the
-# consumer project in examples/consumer against it, as another project would.
+# Installs the built project into a fresh prefix, then configures, builds and runs a project of
+# examples/ (EXAMPLE, its program PROGRAM) against it, as another project would, and checks that
+# it printed EXPECT (a regular expression).
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 
@@ -12,10 +13,12 @@ function(run_step)
 endfunction()
 
 run_step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-run_step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/consumer -B ${WORK_DIR}/build
-         -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
+run_step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/${EXAMPLE} -B ${WORK_DIR}/build
+         -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+         -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
 run_step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run_step(${WORK_DIR}/build/consumer)
-if(NOT step_output MATCHES "device 6 holds \\[4:8, 8:12\\]")
-  message(FATAL_ERROR "consumer printed something unexpected:\n${step_output}")
+run_step(${WORK_DIR}/build/${PROGRAM})
+if(NOT step_output MATCHES "${EXPECT}")
+  message(FATAL_ERROR "${PROGRAM} printed something unexpected:\n${step_output}")
 endif()
+message(STATUS "${step_output}")

@@ -59,8 +59,13 @@ struct JobSettings {
   std::string model_given;  // how the caller named the model (its logs keep it)
   // Axes data, fsdp, model and pipeline, rank r on device r.
   Mesh mesh{{"data"}, {1}};
-  // Steps, batch, sequence (0: the model's context), learning rate, ZeRO stage, seed.
-  TrainSettings training;
+  // Steps, batch, sequence (0, the default here: the model's context), learning rate, ZeRO
+  // stage, seed. `shardings` is the job's to fill (from param_sharding).
+  TrainSettings training = [] {
+    TrainSettings settings;
+    settings.seq = 0;
+    return settings;
+  }();
   // How ZeRO splits each parameter: "first-dim" (dimension 0, as FSDP2), "logical-axes" (the
   // strategies' FSDP rules on the logical axes), or the name of `sharding_rules`' source.
   std::string param_sharding = "first-dim";
@@ -114,6 +119,7 @@ class TrainingJob {
   [[nodiscard]] const std::optional<PipelineLayout>& pipeline() const { return pipeline_; }
   // The bytes one rank holds, as the planner predicts them for this layout (fp32 state after
   // ZeRO, activations, gathered units), uneven pipeline stages included: the most of any stage.
+  // For a model the planner cannot shape (it models transformers), its fp32 state unsharded.
   [[nodiscard]] double bytes_per_rank() const { return bytes_per_rank_; }
   // InvalidArgument where this job's ranks on this machine (the threads of this process, or the
   // processes `backend`'s launcher started here) need more than half its memory.
