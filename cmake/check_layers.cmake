@@ -21,6 +21,17 @@ foreach(layer IN LISTS _layers)
        "${SOURCE_DIR}/src/${layer}/*.cpp" "${SOURCE_DIR}/src/${layer}/*.hpp"
        "${SOURCE_DIR}/include/shardwise/${layer}/*.hpp")
   foreach(file IN LISTS _files)
+    # A layer's own internals (src/<layer>/detail/) are private to it: another layer reaching
+    # them ("../<layer>/detail/...") is caught as an upward include would be.
+    file(STRINGS "${file}" _private REGEX "^#include \"(\\.\\./)+[a-z]+/detail/")
+    foreach(line IN LISTS _private)
+      string(REGEX REPLACE "^#include \"(\\.\\./)+([a-z]+)/detail/.*" "\\2" _target "${line}")
+      if(NOT _target STREQUAL layer)
+        file(RELATIVE_PATH _relative "${SOURCE_DIR}" "${file}")
+        string(APPEND _violations
+               "  ${_relative} (${layer}) includes ${_target}'s internals: ${line}\n")
+      endif()
+    endforeach()
     file(STRINGS "${file}" _includes REGEX "^#include \"shardwise/[a-z]+/")
     foreach(line IN LISTS _includes)
       string(REGEX REPLACE "^#include \"shardwise/([a-z]+)/.*" "\\1" _target "${line}")

@@ -5,7 +5,6 @@
 #include <fstream>
 
 #include "../detail/json_reader.hpp"
-#include "../strategy/detail/model_description_json.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/plan/model_shape.hpp"
@@ -72,7 +71,7 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
   try {
     const nlohmann::json json = shardwise::detail::parse_json(text, named);
     if (models::is_model_config(text)) return of_model(models::model_from_config(text, named));
-    return {nullptr, shardwise::detail::model_description_of(json)};
+    return {nullptr, load_model_description(text)};
   } catch (const Error& e) {
     // Messages of the readers below name the file themselves or not at all.
     const std::string message = e.what();

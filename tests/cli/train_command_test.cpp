@@ -170,6 +170,35 @@ TEST(TrainCommand, PipelineLayoutsSeeTheSameLossesAsOneRank) {
   EXPECT_THAT(text.out, HasSubstr("pipeline, last step: bubble "));
 }
 
+// Layers that do not split evenly among the stages train, by count and by cost, with the one
+// rank's losses: the memory check plans the stages the trainer runs instead of refusing them.
+TEST(TrainCommand, UnevenPipelineStagesTrain) {
+  for (const int layers : {5, 7}) {
+    const std::string model = ::testing::TempDir() + "uneven_" + std::to_string(layers) + ".json";
+    std::ofstream(model) << R"({"n_layer": )" << layers
+                         << R"(, "n_head": 2, "n_embd": 32, "block_size": 16, "vocab_size": 256})";
+    const std::vector<std::string> base{"train",   "--model", model, "--steps", "2",
+                                        "--batch", "4",       "--json"};
+    const auto one = json_lines(run_command(base).out);
+    ASSERT_EQ(one.size(), 3U) << layers;
+    for (const char* by : {"count", "cost"}) {
+      std::vector<std::string> args = base;
+      args.insert(args.end(), {"--mesh", "pipeline=2", "--stages-by", by});
+      const testing::Result r = run_command(args);
+      ASSERT_EQ(r.status, 0) << layers << " layers by " << by << ": " << r.err;
+      const auto many = json_lines(r.out);
+      ASSERT_EQ(many.size(), 3U);
+      for (std::size_t s = 0; s < 2; ++s) {
+        const double a = one[s]["loss"].get<double>();
+        EXPECT_NEAR(many[s]["loss"].get<double>(), a, 2e-5 * a) << layers << " by " << by;
+      }
+      const auto& split = many.back()["summary"]["pipeline"]["layers"];
+      EXPECT_EQ(split[0].get<int>() + split[1].get<int>(), layers);
+      EXPECT_NE(split[0].get<int>(), split[1].get<int>());
+    }
+  }
+}
+
 // --recompute: full recomputation runs each layer's forward again in backward, so every layout
 // gives exactly the losses it gives without (the same operations on the same values), keeping
 // less; selective keeps what none keeps (attention never keeps its weights).
