@@ -71,6 +71,7 @@ Communicator::~Communicator() = default;
 Rank Communicator::rank() const { return backend_->rank(); }
 int Communicator::size() const { return backend_->size(); }
 std::string Communicator::backend() const { return backend_->name(); }
+int Communicator::max_tag() const { return backend_->max_tag(); }
 const std::vector<Rank>& Communicator::world_ranks() const { return backend_->world_ranks(); }
 
 namespace {}  // namespace
@@ -323,6 +324,11 @@ Work Communicator::batch_isend_irecv(const std::vector<P2POp>& ops,
   for (const P2POp& op : ops) {
     const bool sends = op.kind == P2POp::Kind::kSend;
     detail::check_peer(op.peer, rank(), size(), sends ? "send" : "recv");
+    if (op.tag < 0 || op.tag > max_tag()) {
+      throw InvalidArgument(std::string(sends ? "send" : "recv") + ": tag " +
+                            std::to_string(op.tag) + " is outside 0 to " +
+                            std::to_string(max_tag()) + ", the backend's bound");
+    }
     request.messages.push_back(op);
     std::vector<std::byte> payload;
     if (sends && op.count > 0) {

@@ -124,7 +124,7 @@ float DistributedModel::forward_backward(std::span<const std::int32_t> tokens,
                                          std::size_t sequences, std::size_t seq, bool with_grads,
                                          const GradientsReady& ready) {
   if (layout_.pipeline) {
-    return pipelined_forward_backward(tokens, targets, sequences, seq, with_grads);
+    return pipelined_forward_backward(tokens, targets, sequences, seq, with_grads, ready);
   }
   ModelChunk& chunk = *chunks_.front();
   const float mean = chunk.forward(0, tokens, targets, sequences, seq, {}, {}, with_grads);
@@ -135,7 +135,7 @@ float DistributedModel::forward_backward(std::span<const std::int32_t> tokens,
 float DistributedModel::pipelined_forward_backward(std::span<const std::int32_t> tokens,
                                                    std::span<const std::int32_t> targets,
                                                    std::size_t sequences, std::size_t seq,
-                                                   bool with_grads) {
+                                                   bool with_grads, const GradientsReady& ready) {
   const auto microbatches = static_cast<std::size_t>(layout_.pipeline->microbatches);
   if (sequences % microbatches != 0) {
     throw InvalidArgument(std::to_string(sequences) + " sequences per rank do not divide into " +
@@ -143,15 +143,34 @@ float DistributedModel::pipelined_forward_backward(std::span<const std::int32_t>
   }
   const std::size_t per = sequences / microbatches;
   const PipelineSchedule& schedule = with_grads ? *schedule_ : *forward_schedule_;
+  Communicator& pipeline = context_->communicator(kPipelineAxis);
+  // Final gradients announced in each chunk's last backward, those of tied parameters left for
+  // the trainer to reduce after their sum.
+  GradientsReady untied;
+  if (ready && with_grads) {
+    untied = [this, &ready](std::size_t begin, std::size_t end) {
+      for (const TiedGroup& group : tied_) {
+        const std::size_t at = store_.offset(group.parameter);
+        if (begin < at + store_.count(group.parameter) && at < end) return;
+      }
+      ready(begin, end);
+    };
+  }
+  std::vector<std::int64_t> last_backward(chunks_.size(), -1);
+  for (const PipelineAction& action : schedule.actions[static_cast<std::size_t>(pipeline.rank())]) {
+    if (action.pass == Pass::kBackward) {
+      last_backward[static_cast<std::size_t>(action.chunk)] = action.microbatch;
+    }
+  }
   std::vector<std::unique_ptr<ScheduledChunk>> adapters;
   std::vector<PipelineChunk*> driven;
-  for (const auto& chunk : chunks_) {
-    adapters.push_back(std::make_unique<ScheduledChunk>(*chunk, tokens, targets, per, seq,
-                                                        1.0F / static_cast<float>(microbatches)));
+  for (std::size_t k = 0; k < chunks_.size(); ++k) {
+    adapters.push_back(std::make_unique<ScheduledChunk>(*chunks_[k], tokens, targets, per, seq,
+                                                        1.0F / static_cast<float>(microbatches),
+                                                        untied, last_backward[k]));
     driven.push_back(adapters.back().get());
   }
-  Communicator& pipeline = context_->communicator(kPipelineAxis);
-  last_schedule_ = run_pipeline_schedule(schedule, driven, pipeline);
+  last_schedule_ = run_pipeline_schedule(schedule, driven, pipeline, layout_.align_pipeline_clocks);
   // The mean loss, from the last stage to every stage.
   double loss = last_schedule_.loss_sum / static_cast<double>(microbatches);
   pipeline.all_reduce(&loss, &loss, 1, DType::kF64, ReduceOp::kSum, context_->group(kPipelineAxis));

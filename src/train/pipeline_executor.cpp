@@ -23,6 +23,10 @@ int tag_of(Pass pass, std::int64_t virtual_stage, std::int64_t microbatch,
 
 }  // namespace
 
+std::int64_t pipeline_max_tag(std::int64_t virtual_stages, std::int64_t microbatches) {
+  return virtual_stages * microbatches * 2 - 1;
+}
+
 double PipelineStepResult::busy_seconds() const {
   double busy = 0;
   for (const ExecutedAction& executed : timeline) busy += executed.end - executed.start;
@@ -35,7 +39,7 @@ double PipelineStepResult::elapsed_seconds() const {
 
 PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
                                          std::span<PipelineChunk* const> chunks,
-                                         Communicator& pipeline) {
+                                         Communicator& pipeline, bool align_clocks) {
   const std::int64_t stages = schedule.num_stages;
   const std::int64_t microbatches = schedule.num_microbatches;
   const std::int64_t virtual_stages = stages * schedule.virtual_stages;
@@ -47,10 +51,12 @@ PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
     throw InvalidArgument("a schedule of " + std::to_string(schedule.virtual_stages) +
                           " model chunks per stage given " + std::to_string(chunks.size()));
   }
-  if (virtual_stages * microbatches * 2 > INT_MAX) {
+  if (pipeline_max_tag(virtual_stages, microbatches) > pipeline.max_tag()) {
     throw InvalidArgument(std::to_string(virtual_stages) + " virtual stages x " +
-                          std::to_string(microbatches) +
-                          " micro-batches need more message tags than a communicator has");
+                          std::to_string(microbatches) + " micro-batches need message tags up to " +
+                          std::to_string(pipeline_max_tag(virtual_stages, microbatches)) +
+                          "; the " + pipeline.backend() + " backend takes tags up to " +
+                          std::to_string(pipeline.max_tag()));
   }
   const std::int64_t stage = pipeline.rank();
   const auto rank_of = [&](std::int64_t virtual_stage) {
@@ -59,7 +65,8 @@ PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
   SendRecvOptions options;
   options.axes = "pipeline";
   // Every stage starts its clock together, so the timelines of a step line up.
-  if (stages > 1) pipeline.barrier(world_group(pipeline.size()).relabeled("pipeline"));
+  if (stages > 1 && align_clocks)
+    pipeline.barrier(world_group(pipeline.size()).relabeled("pipeline"));
   const auto start = Clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   PipelineStepResult result;

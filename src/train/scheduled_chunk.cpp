@@ -8,13 +8,16 @@ namespace shardwise::train {
 
 ScheduledChunk::ScheduledChunk(ModelChunk& chunk, std::span<const std::int32_t> tokens,
                                std::span<const std::int32_t> targets, std::size_t sequences,
-                               std::size_t seq, float loss_scale)
+                               std::size_t seq, float loss_scale, GradientsReady ready,
+                               std::int64_t last_backward)
     : chunk_(chunk),
       tokens_(tokens),
       targets_(targets),
       sequences_(sequences),
       seq_(seq),
-      loss_scale_(loss_scale) {}
+      loss_scale_(loss_scale),
+      ready_(std::move(ready)),
+      last_backward_(last_backward) {}
 
 std::size_t ScheduledChunk::boundary_elements() const {
   return chunk_.boundary_elements(sequences_, seq_);
@@ -51,7 +54,8 @@ void ScheduledChunk::backward(std::int64_t microbatch, std::span<const float> ou
     throw InvalidArgument("backward of micro-batch " + std::to_string(microbatch) +
                           " before its forward");
   }
-  chunk_.backward(it->second, output_grad, input_grad, loss_scale_, {});
+  chunk_.backward(it->second, output_grad, input_grad, loss_scale_,
+                  microbatch == last_backward_ ? ready_ : GradientsReady());
   free_.push_back(it->second);
   slot_of_.erase(it);
 }

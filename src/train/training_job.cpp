@@ -19,6 +19,7 @@
 #include "shardwise/train/distributed_model.hpp"
 #include "shardwise/train/job_log.hpp"
 #include "shardwise/train/job_pipeline.hpp"
+#include "shardwise/train/pipeline_executor.hpp"
 #include "shardwise/train/placement.hpp"
 #include "shardwise/train/run_log.hpp"
 #include "shardwise/train/settings_agreement.hpp"
@@ -294,6 +295,21 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
       {"--resume", s.checkpoints.resume.value_or("")}};
   agreed.insert(agreed.end(), s.caller_settings.begin(), s.caller_settings.end());
   check_ranks_agree(comm, agreed);
+  // Every pipeline message has a tag of its own; a backend bounds them (MPI guarantees only
+  // 32767), and a schedule past the bound is refused before the first step, naming its flags.
+  if (pipeline_) {
+    const std::int64_t stages = degree_of(s.mesh, kPipelineAxis);
+    const std::int64_t needed =
+        pipeline_max_tag(stages * pipeline_->virtual_stages, pipeline_->microbatches);
+    if (needed > comm.max_tag()) {
+      throw InvalidArgument(
+          "--microbatches " + std::to_string(pipeline_->microbatches) + " x --virtual-stages " +
+          std::to_string(pipeline_->virtual_stages) + " x " + std::to_string(stages) +
+          " pipeline stages need message tags up to " + std::to_string(needed) + "; the " +
+          comm.backend() + " backend takes tags up to " + std::to_string(comm.max_tag()) +
+          ": give fewer micro-batches or model chunks");
+    }
+  }
   if (s.threads > 0) kernels::set_blas_threads(s.threads);
   train_rank(comm, observer);
 }
@@ -302,8 +318,10 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   const JobSettings& s = settings_;
   const bool speaks = comm.rank() == 0;
   ParallelContext context(comm, s.mesh);
-  DistributedModel model(s.model, s.training.seed, context,
-                         {layout_.placements, s.sequence_parallel, s.recompute, pipeline_});
+  // The stages' clocks start together only where a timeline is drawn from them.
+  DistributedModel model(
+      s.model, s.training.seed, context,
+      {layout_.placements, s.sequence_parallel, s.recompute, pipeline_, s.timeline.has_value()});
   // A pipeline stage's ZeRO shards those of its own parameters.
   TrainSettings settings = s.training;
   settings.shardings = layout_.shardings;

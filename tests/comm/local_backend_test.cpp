@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "conformance_checks.hpp"
@@ -50,6 +51,20 @@ TEST(LocalBackend, ByteCountersAddUp) {
   const auto json = nlohmann::json::parse(counters[0].to_json());
   EXPECT_EQ(json["total"]["sent"], 1800);
   EXPECT_EQ(json["by_op"]["all_gather"]["received"], 1200);
+}
+
+// Tags: in process any non-negative int (MPI bounds them by MPI_TAG_UB); a negative one is
+// refused before anything is sent, naming it.
+TEST(LocalBackend, TagsUpToTheBackendsBound) {
+  run_local(2, [](Communicator& comm) {
+    EXPECT_EQ(comm.max_tag(), std::numeric_limits<int>::max());
+    const float value = 1;
+    SendRecvOptions options;
+    options.tag = -1;
+    EXPECT_THAT(
+        error_of([&] { (void)comm.isend(&value, 1, DType::kF32, 1 - comm.rank(), options); }),
+        HasSubstr("tag -1 is outside 0 to 2147483647"));
+  });
 }
 
 TEST(LocalBackend, AMemberThatNeverArrivesTimesOutNamingIt) {

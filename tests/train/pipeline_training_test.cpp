@@ -101,6 +101,56 @@ TEST(PipelineTraining, InterleavedOnFourStagesAndFourAxesFollowOneRank) {
   }
 }
 
+// On a pipeline the gradients-ready hook hears of a stage's layers, once each, in its last
+// micro-batch's backward, and never of the tied embedding, whose gradients are final only once
+// both stages' copies are summed after the schedule.
+TEST(PipelineTraining, GradientsReadyReachesThePipelineButNotTiedParameters) {
+  const Mesh mesh = Mesh::parse("pipeline=2");
+  const Corpus corpus = Corpus::builtin(16);
+  run_local(2, [&](Communicator& comm) {
+    ParallelContext context(comm, mesh);
+    models::GptModel model(kConfig, 42, context, std::nullopt, false,
+                           models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {}});
+    ParameterStore& store = model.parameters();
+    store.zero_grads();
+    const TokenBatch batch = corpus.batch(Corpus::Split::kTrain, 5, 1, 0, 4, 16);
+    std::vector<std::pair<std::size_t, std::size_t>> told;
+    (void)model.forward_backward(
+        batch.tokens, batch.targets, 4, 16, true,
+        [&](std::size_t begin, std::size_t end) { told.emplace_back(begin, end); });
+    std::vector<bool> covered(store.parameter_elements(), false);
+    for (const auto& [begin, end] : told) {
+      for (std::size_t i = begin; i < end; ++i) {
+        EXPECT_FALSE(covered[i]) << "rank " << comm.rank() << " element " << i << " told twice";
+        covered[i] = true;
+      }
+    }
+    // The layers' parameters are told; the tied embedding never is (nor the position
+    // embedding, which the GPT announces in one range with it: the trainer reduces both after).
+    for (std::size_t p = 0; p < store.specs().size(); ++p) {
+      const std::string& name = store.specs()[p].name;
+      const bool tied = name == "transformer.wte.weight";
+      const bool layer = name.find(".h.") != std::string::npos;
+      for (std::size_t i = store.offset(p); i < store.offset(p) + store.count(p); ++i) {
+        if (tied) {
+          ASSERT_FALSE(covered[i]) << "rank " << comm.rank() << " " << name;
+        }
+        if (layer) {
+          ASSERT_TRUE(covered[i]) << "rank " << comm.rank() << " " << name;
+        }
+      }
+    }
+  });
+}
+
+// The tags a schedule needs: one per (pass, receiving virtual stage, micro-batch).
+TEST(PipelineTraining, TheTagsAScheduleNeeds) {
+  EXPECT_EQ(train::pipeline_max_tag(1, 1), 1);
+  EXPECT_EQ(train::pipeline_max_tag(8, 16), 255);
+  // 4 stages x 2 chunks x 4096 micro-batches pass MPI's guaranteed 32767.
+  EXPECT_GT(train::pipeline_max_tag(8, 4096), 32767);
+}
+
 TEST(PipelineTraining, UnevenLayerSplitsAndBadSplitsAreNamed) {
   const models::GptPipeline uneven{ScheduleKind::kOneFOneB, 2, 1, {3, 1}};
   EXPECT_EQ(train::virtual_stage_ranges(kConfig.n_layer, uneven, 2),

@@ -104,6 +104,9 @@ class Communicator {
   [[nodiscard]] int size() const;
   // "local" or "mpi".
   [[nodiscard]] std::string backend() const;
+  // The largest point-to-point tag the backend takes (MPI_TAG_UB under MPI, which the standard
+  // guarantees only to be at least 32767; INT_MAX in process).
+  [[nodiscard]] int max_tag() const;
   // The world ranks of this communicator's members, in its rank order (0..n-1 for a world).
   [[nodiscard]] const std::vector<Rank>& world_ranks() const;
 

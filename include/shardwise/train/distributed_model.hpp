@@ -31,6 +31,9 @@ struct ModelLayout {
   Recompute recompute = Recompute::kNone;
   // Over the context's pipeline axis; absent: every rank runs the whole model.
   std::optional<PipelineLayout> pipeline;
+  // Whether each step's stages start their clocks together (a barrier): for a timeline that
+  // lines up; it costs a synchronisation per step.
+  bool align_pipeline_clocks = false;
 };
 
 class DistributedModel : public Model {
@@ -49,8 +52,9 @@ class DistributedModel : public Model {
 
   ParameterStore& parameters() override { return store_; }
   // Without a pipeline, the chunk's forward and backward (telling `ready` as it goes). On one,
-  // the schedule's micro-batches (each a share of `sequences`), the mean loss returned on every
-  // stage, and the gradients of every tied parameter summed over the ranks holding it.
+  // the schedule's micro-batches (each a share of `sequences`), `ready` told in each chunk's
+  // last backward (never of a tied parameter, whose gradients are final only once summed over
+  // the ranks holding it, after the schedule), and the mean loss returned on every stage.
   float forward_backward(std::span<const std::int32_t> tokens,
                          std::span<const std::int32_t> targets, std::size_t sequences,
                          std::size_t seq, bool with_grads,
@@ -74,7 +78,7 @@ class DistributedModel : public Model {
   };
   float pipelined_forward_backward(std::span<const std::int32_t> tokens,
                                    std::span<const std::int32_t> targets, std::size_t sequences,
-                                   std::size_t seq, bool with_grads);
+                                   std::size_t seq, bool with_grads, const GradientsReady& ready);
   void sum_tied_gradients();
 
   std::shared_ptr<const ModelDefinition> definition_;

@@ -53,13 +53,21 @@ struct PipelineStepResult {
   [[nodiscard]] double elapsed_seconds() const;
 };
 
+// The largest message tag a schedule of `virtual_stages` virtual stages in all (stages x model
+// chunks) and `microbatches` micro-batches uses: (virtual_stages x microbatches) x 2 - 1. A
+// backend must take it (Communicator::max_tag; MPI guarantees only 32767).
+[[nodiscard]] std::int64_t pipeline_max_tag(std::int64_t virtual_stages, std::int64_t microbatches);
+
 // Runs the actions of stage `pipeline.rank()` of `schedule` (which must have pipeline.size()
 // stages and chunks.size() virtual stages: an InvalidArgument otherwise). Messages go to the
 // members of `pipeline` that run the neighbouring virtual stages (stage s is member s), counted
 // under "pipeline" in its byte counters. A failing pass throws after this rank's sends in flight
-// have finished, so no peer reads a freed buffer.
+// have finished, so no peer reads a freed buffer. InvalidArgument where the schedule needs tags
+// past pipeline.max_tag().
+// With align_clocks, every stage starts its clock together (a barrier first), so that the
+// timelines of a step line up for a drawing; without, each stage's clock starts when it does.
 PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
                                          std::span<PipelineChunk* const> chunks,
-                                         Communicator& pipeline);
+                                         Communicator& pipeline, bool align_clocks = true);
 
 }  // namespace shardwise::train

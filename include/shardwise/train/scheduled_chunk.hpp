@@ -20,9 +20,11 @@ class ScheduledChunk final : public PipelineChunk {
   // Micro-batch m is sequences [m * sequences, (m + 1) * sequences) of `tokens` and `targets`
   // (rows of `seq`); the last chunk's loss is weighted by `loss_scale` in backward
   // (1 / micro-batches: the step's loss is their mean).
+  // `ready` hears of final gradients in the backward of micro-batch `last_backward` (the
+  // chunk's last in the schedule), so that their reduction overlaps what backward is left.
   ScheduledChunk(ModelChunk& chunk, std::span<const std::int32_t> tokens,
                  std::span<const std::int32_t> targets, std::size_t sequences, std::size_t seq,
-                 float loss_scale);
+                 float loss_scale, GradientsReady ready = {}, std::int64_t last_backward = -1);
 
   [[nodiscard]] std::size_t boundary_elements() const override;
   float forward(std::int64_t microbatch, std::span<const float> input,
@@ -40,6 +42,8 @@ class ScheduledChunk final : public PipelineChunk {
   std::size_t sequences_;
   std::size_t seq_;
   float loss_scale_;
+  GradientsReady ready_;
+  std::int64_t last_backward_;
   std::map<std::int64_t, std::size_t> slot_of_;  // micro-batches in flight
   std::vector<std::size_t> free_;
   std::size_t slots_ = 0;

@@ -4,6 +4,7 @@
 // alike. A backend runs operations of one communicator in the order they are started.
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,8 @@ class CommBackend {
   [[nodiscard]] virtual Rank rank() const = 0;
   [[nodiscard]] virtual int size() const = 0;
   [[nodiscard]] virtual std::string name() const = 0;
+  // The largest message tag the backend takes (MPI guarantees only 32767: MPI_TAG_UB).
+  [[nodiscard]] virtual int max_tag() const { return std::numeric_limits<int>::max(); }
   [[nodiscard]] virtual const std::vector<Rank>& world_ranks() const = 0;
 
   // Starts a validated operation. A blocking call waits on the Work at once, so a backend may

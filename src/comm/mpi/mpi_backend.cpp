@@ -620,4 +620,14 @@ void MpiBackend::abort(const std::string& reason) {
   progress();
 }
 
+int MpiBackend::max_tag() const {
+  int* bound = nullptr;
+  int found = 0;
+  if (MPI_Comm_get_attr(comm_, MPI_TAG_UB, &bound, &found) != MPI_SUCCESS || found == 0 ||
+      bound == nullptr) {
+    return 32767;  // what the standard guarantees
+  }
+  return *bound;
+}
+
 }  // namespace shardwise::detail

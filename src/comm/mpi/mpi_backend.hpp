@@ -34,6 +34,7 @@ class MpiBackend final : public CommBackend {
   [[nodiscard]] Rank rank() const override { return rank_; }
   [[nodiscard]] int size() const override { return size_; }
   [[nodiscard]] std::string name() const override { return "mpi"; }
+  [[nodiscard]] int max_tag() const override;
   [[nodiscard]] const std::vector<Rank>& world_ranks() const override { return world_ranks_; }
 
   Work start(OpRequest request) override;
