@@ -1,5 +1,5 @@
 cmake_minimum_required(VERSION 3.25)
-# Fails when a file of one layer includes a public header of a layer above it (DESIGN.md's
+# Fails when a file of one layer includes a public header of a layer above it (docs/architecture.md's
 # table): run at every build (target shardwise_layers), so such an include fails the build.
 #   cmake -DSOURCE_DIR=... -P cmake/check_layers.cmake
 set(_allowed_core core)
@@ -43,5 +43,5 @@ foreach(layer IN LISTS _layers)
   endforeach()
 endforeach()
 if(_violations)
-  message(FATAL_ERROR "includes that go up the layers (see DESIGN.md):\n${_violations}")
+  message(FATAL_ERROR "includes that go up the layers (see docs/architecture.md):\n${_violations}")
 endif()

@@ -213,16 +213,10 @@ void for_each_run(const ShardIndex& part, const ShardIndex& source, const ShardI
   }
 }
 
-std::uint64_t elements_of(const ShardIndex& box) {
-  std::uint64_t n = 1;
-  for (const IndexRange& range : box)
-    n *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.size()));
-  return n;
-}
-
-// A safetensors file's header, and where its data starts. `what` names the file in errors.
-std::pair<SafetensorsHeader, std::uint64_t> read_header(const shardwise::detail::File& file,
-                                                        const std::string& what) {
+// A safetensors file's header text and the bytes of data after it (the one reader of the
+// length prefix). `what` names the file in errors.
+std::pair<std::string, std::uint64_t> read_header_text(const shardwise::detail::File& file,
+                                                       const std::string& what) {
   const std::uint64_t size = file.size();
   if (size < 8) {
     throw CheckpointError(what + " has " + std::to_string(size) + " bytes: no safetensors header");
@@ -239,8 +233,15 @@ std::pair<SafetensorsHeader, std::uint64_t> read_header(const shardwise::detail:
   }
   std::string header(length, '\0');
   file.read_at(header.data(), length, 8);
+  return {std::move(header), size - 8 - length};
+}
+
+// A safetensors file's header, and where its data starts.
+std::pair<SafetensorsHeader, std::uint64_t> read_header(const shardwise::detail::File& file,
+                                                        const std::string& what) {
+  const auto [header, data_bytes] = read_header_text(file, what);
   try {
-    return {parse_safetensors_header(header, size - 8 - length), 8 + length};
+    return {parse_safetensors_header(header, data_bytes), 8 + header.size()};
   } catch (const Error& e) {
     throw CheckpointError(what + ": " + e.what());
   }
@@ -270,6 +271,13 @@ CheckpointReader::CheckpointReader(std::filesystem::path folder) : folder_(std::
     index_ = parse_checkpoint_index(
         text, "'" + echo_input((folder_ / kIndexFileName).string(), 200) + "'");
     index_crc32c_ = shardwise::detail::crc32c(text.data(), text.size());
+  });
+}
+
+std::pair<std::string, std::uint64_t> read_safetensors_header(const std::filesystem::path& path) {
+  return as_checkpoint_error([&] {
+    const shardwise::detail::File file(path, O_RDONLY);
+    return read_header_text(file, "'" + echo_input(path.string(), 200) + "'");
   });
 }
 

@@ -47,13 +47,6 @@ nlohmann::json describe(const BlockToSave& block) {
           {"box", box}};
 }
 
-std::uint64_t elements_of(const ShardIndex& box) {
-  std::uint64_t n = 1;
-  for (const IndexRange& range : box)
-    n *= static_cast<std::uint64_t>(std::max<std::int64_t>(0, range.size()));
-  return n;
-}
-
 std::string error_of(const std::function<void()>& step) {
   try {
     step();

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "../detail/json_reader.hpp"
+#include "shardwise/ckpt/checkpoint_reader.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/plan/model_shape.hpp"
@@ -13,9 +14,6 @@
 namespace shardwise::cli {
 namespace {
 
-// The largest .safetensors header read (the format's own limit is 100 MB).
-constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
-
 ModelManifest safetensors_manifest(const std::string& path, const std::string& flag) {
   const std::string named = flag + " '" + path + "'";
   // Checked before it is opened: opening a pipe would wait for a writer.
@@ -23,29 +21,11 @@ ModelManifest safetensors_manifest(const std::string& path, const std::string& f
   if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
     throw InvalidArgument(named + " is not a readable regular file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument(named + " is not a readable regular file");
-  const auto size = static_cast<std::uint64_t>(info.st_size);
-  unsigned char length_bytes[8] = {};
-  if (size < 8 || !in.read(reinterpret_cast<char*>(length_bytes), 8)) {
-    throw InvalidArgument(named + " is shorter than a safetensors header");
-  }
-  std::uint64_t length = 0;
-  for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[i];
-  if (length > kMaxSafetensorsHeader || length > size - 8) {
-    throw InvalidArgument(named + ": the safetensors header claims " + std::to_string(length) +
-                          " bytes; the file has " + std::to_string(size - 8) +
-                          " after the length (at most " + std::to_string(kMaxSafetensorsHeader) +
-                          ")");
-  }
-  std::string header(length, '\0');
-  if (!in.read(header.data(), static_cast<std::streamsize>(length))) {
-    throw InvalidArgument(named + ": cannot read the safetensors header");
-  }
   try {
-    return plan::manifest_from_safetensors_header(header, size - 8 - length);
+    const auto [header, data_bytes] = ckpt::read_safetensors_header(path);
+    return plan::manifest_from_safetensors_header(header, data_bytes);
   } catch (const Error& e) {
-    throw InvalidArgument(named + ": " + e.what());
+    throw InvalidArgument(flag + " " + e.what());
   }
 }
 

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
-#include "detail/text_scanner.hpp"
 #include "detail/check.hpp"
+#include "detail/text_scanner.hpp"
+#include "shardwise/core/checked_math.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {
@@ -92,6 +93,14 @@ ShardIndex intersect(const ShardIndex& a, const ShardIndex& b) {
 
 bool is_empty(const ShardIndex& index) {
   return std::any_of(index.begin(), index.end(), [](const IndexRange& r) { return r.empty(); });
+}
+
+std::uint64_t elements_of(const ShardIndex& index) {
+  std::int64_t n = 1;
+  for (const IndexRange& range : index) {
+    n = checked_multiply(n, std::max<std::int64_t>(0, range.size()), "the elements of an index");
+  }
+  return static_cast<std::uint64_t>(n);
 }
 
 }  // namespace shardwise

@@ -150,6 +150,9 @@ const MklLibrary* load_mkl(std::string_view path, std::string_view source) {
 
 bool fits_int(std::size_t value) { return value <= static_cast<std::size_t>(INT_MAX); }
 
+// Products MKL was selected for whose sizes its 32-bit interface cannot hold: oneDNN ran them.
+std::atomic<std::uint64_t> products_past_mkl_sizes{0};
+
 }  // namespace
 
 void select_blas(std::string_view setting, std::string_view source) {
@@ -182,7 +185,12 @@ std::string blas_setting() {
 }
 
 std::string blas_description() {
-  if (const MklLibrary* mkl = selected_mkl.load()) return mkl->description;
+  if (const MklLibrary* mkl = selected_mkl.load()) {
+    const std::uint64_t past = products_past_mkl_sizes.load();
+    return past == 0 ? mkl->description
+                     : mkl->description + " (" + std::to_string(past) + " product" +
+                           (past == 1 ? "" : "s") + " past MKL's 32-bit sizes ran on oneDNN)";
+  }
   const dnnl_version_t* version = dnnl_version();
   return "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
          std::to_string(version->patch);
@@ -196,7 +204,10 @@ bool mkl_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
   const MklLibrary* mkl = selected_mkl.load(std::memory_order_acquire);
   if (mkl == nullptr) return false;
   for (const std::size_t size : {m, n, k, lda, ldb, ldc}) {
-    if (!fits_int(size)) return false;
+    if (!fits_int(size)) {
+      products_past_mkl_sizes.fetch_add(1);
+      return false;
+    }
   }
   // MKL reports a stride shorter than its row on stderr and computes nothing; oneDNN fails the
   // call. Either is a kernel's bug: an error, as oneDNN's failure is.

@@ -396,136 +396,106 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   return evaluate(model, cluster, setup, l, zero_chunks(model, zero_group(l), l.model));
 }
 
-Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
-                    const Layout& l, const std::vector<std::int64_t>& chunks) {
-  if (const auto problem = layout_problem(model, cluster, setup, l)) {
-    throw InvalidArgument("layout " + l.to_string() + ": " + *problem);
-  }
-  if (!(setup.compute_efficiency >= TrainingSetup::kLeastEfficiency &&
-        setup.compute_efficiency <= 1)) {
-    throw InvalidArgument("the compute efficiency is " + std::to_string(setup.compute_efficiency) +
-                          "; expected " + std::to_string(TrainingSetup::kLeastEfficiency) +
-                          " to 1");
-  }
-  if (!(setup.overlap >= 0 && setup.overlap <= 1)) {
-    throw InvalidArgument("the overlap is " + std::to_string(setup.overlap) + "; expected 0 to 1");
-  }
-  if (model.units.empty() || chunks.size() != model.units.size()) {
-    throw InvalidArgument("the model shape lists " + std::to_string(model.units.size()) +
-                          " units and " + std::to_string(chunks.size()) +
-                          " chunks (shape_of and zero_chunks fill them)");
-  }
-  Prediction p;
-  p.layout = l;
-  const StateBytes bytes = state_bytes(setup);
-  const std::int64_t shards = l.zero == 0 ? 1 : (l.fsdp > 1 ? l.fsdp : l.data);
-  const std::int64_t replicas = l.zero == 0 ? 1 : (l.fsdp > 1 ? l.data : 1);
-  const std::vector<std::int64_t> chunk_layers = virtual_stage_layers(model, l);
+// What one device of pipeline stage `stage` holds: its units' state after ZeRO, its
+// activations as the schedule keeps them, and ZeRO-3's gathered buffers.
+MemoryPerDevice stage_memory(const ModelShape& model, const TrainingSetup& setup, const Layout& l,
+                             const StateBytes& bytes, const std::vector<std::int64_t>& chunk_layers,
+                             const std::vector<ZeroUnit>& units, const PipelineSchedule* schedule,
+                             std::int64_t stage) {
+  const bool first = stage == 0;
+  const bool last = stage == l.pipeline - 1;
   const std::int64_t per_stage_layers = layers_of_stage(chunk_layers, l, 0);  // the first's
-  std::optional<PipelineSchedule> schedule;
-  if (l.pipeline > 1) {
-    schedule = build_schedule(l.schedule, l.pipeline, l.microbatches, l.virtual_stages);
+  std::int64_t elements = 0;
+  std::int64_t sharded = 0;
+  for (const ZeroUnit& unit : units) {
+    elements += unit.elements;
+    sharded += unit.chunk;
   }
-
-  // Every pipeline stage; the most loaded one is reported.
-  MemoryPerDevice best;
-  std::int64_t stage_elements = 0;
-  std::vector<ZeroUnit> first_stage;
-  std::int64_t most_layers = 0;  // on one stage
-  for (std::int64_t stage = 0; stage < l.pipeline; ++stage) {
-    const bool first = stage == 0;
-    const bool last = stage == l.pipeline - 1;
-    const std::int64_t stage_layers = layers_of_stage(chunk_layers, l, stage);
-    most_layers = std::max(most_layers, stage_layers);
-    const std::vector<ZeroUnit> units = stage_units(model, l, chunk_layers, stage, shards, chunks);
-    std::int64_t elements = 0;
-    std::int64_t sharded = 0;
-    for (const ZeroUnit& unit : units) {
-      elements += unit.elements;
-      sharded += unit.chunk;
+  MemoryPerDevice m;
+  const auto state = [&](std::int64_t per_parameter, std::int64_t count) {
+    return bytes_of(static_cast<double>(per_parameter) * static_cast<double>(count),
+                    "the model state on a device");
+  };
+  m.params = state(bytes.params, l.zero >= 3 ? sharded : elements);
+  m.grads = state(bytes.grads, l.zero >= 2 ? sharded : elements);
+  // shardwise's fp32 trainer reduce-scatters ZeRO-2's gradients after a full-buffer backward:
+  // it holds both.
+  if (setup.precision == Precision::kFp32 && l.zero == 2) {
+    m.grads = state(bytes.grads, sharded + elements);
+  }
+  m.optimizer = state(bytes.optimizer, l.zero >= 1 ? sharded : elements);
+  const std::int64_t b = setup.micro_batch;
+  if (setup.precision == Precision::kFp32) {
+    // shardwise's own trainer, counted as it allocates (the agreement test holds the two equal
+    // for every layout it runs). Under full recomputation a layer keeps its output: this
+    // rank's rows of the stream.
+    const double rows = static_cast<double>(b) * static_cast<double>(setup.seq) /
+                        (l.sequence_parallel ? static_cast<double>(l.model) : 1.0);
+    m.activations_per_layer =
+        bytes_of(4 * (l.recompute == Recompute::kFull ? rows * static_cast<double>(model.hidden)
+                                                      : trainer_layer_floats(model, setup, l)),
+                 "one layer's activations");
+    m.activations =
+        bytes_of(trainer_stage_activations(model, setup, l, schedule, chunk_layers, stage, last),
+                 "the activations on a device");
+  } else {
+    m.activations_per_layer =
+        activation_bytes_per_layer(model, setup.seq, b, l.model, l.sequence_parallel, l.recompute);
+    // Micro-batches whose activations a first stage holds at once (Korthikanti et al. 2022,
+    // section 4.2.3): all m with GPipe, p with 1F1B, and with V interleaved chunks the layers
+    // of 1 + (p - 1) / (p V) models.
+    double layers_held = static_cast<double>(per_stage_layers);
+    if (l.pipeline > 1) {
+      const double p_stages = static_cast<double>(l.pipeline);
+      const double in_flight = static_cast<double>(std::min(l.pipeline, l.microbatches));
+      if (l.schedule == ScheduleKind::kGPipe) {
+        layers_held *= static_cast<double>(l.microbatches);
+      } else if (l.schedule == ScheduleKind::kOneFOneB) {
+        layers_held *= in_flight;
+      } else {
+        layers_held = static_cast<double>(model.layers) *
+                      (1 + (p_stages - 1) / (p_stages * static_cast<double>(l.virtual_stages)));
+      }
     }
-    MemoryPerDevice m;
-    const auto state = [&](std::int64_t per_parameter, std::int64_t count) {
-      return bytes_of(static_cast<double>(per_parameter) * static_cast<double>(count),
-                      "the model state on a device");
-    };
-    m.params = state(bytes.params, l.zero >= 3 ? sharded : elements);
-    m.grads = state(bytes.grads, l.zero >= 2 ? sharded : elements);
-    // shardwise's fp32 trainer reduce-scatters ZeRO-2's gradients after a full-buffer backward:
-    // it holds both.
-    if (setup.precision == Precision::kFp32 && l.zero == 2) {
-      m.grads = state(bytes.grads, sharded + elements);
+    // Later stages, and an uneven split's first: what the schedule keeps in flight there.
+    if (!first || !l.stage_layers.empty()) {
+      layers_held = held_layer_units(schedule, chunk_layers, l, stage);
     }
-    m.optimizer = state(bytes.optimizer, l.zero >= 1 ? sharded : elements);
-    const std::int64_t b = setup.micro_batch;
-    if (setup.precision == Precision::kFp32) {
-      // shardwise's own trainer, counted as it allocates (the agreement test holds the two equal
-      // for every layout it runs). Under full recomputation a layer keeps its output: this
-      // rank's rows of the stream.
-      const double rows = static_cast<double>(b) * static_cast<double>(setup.seq) /
-                          (l.sequence_parallel ? static_cast<double>(l.model) : 1.0);
-      m.activations_per_layer =
-          bytes_of(4 * (l.recompute == Recompute::kFull ? rows * static_cast<double>(model.hidden)
-                                                        : trainer_layer_floats(model, setup, l)),
-                   "one layer's activations");
+    m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
+                             "the activations on a device");
+    if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
       m.activations =
-          bytes_of(trainer_stage_activations(model, setup, l, schedule ? &*schedule : nullptr,
-                                             chunk_layers, stage, last),
+          bytes_of(static_cast<double>(m.activations) +
+                       static_cast<double>(activation_bytes_per_layer(
+                           model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone)),
                    "the activations on a device");
-    } else {
-      m.activations_per_layer = activation_bytes_per_layer(model, setup.seq, b, l.model,
-                                                           l.sequence_parallel, l.recompute);
-      // Micro-batches whose activations a first stage holds at once (Korthikanti et al. 2022,
-      // section 4.2.3): all m with GPipe, p with 1F1B, and with V interleaved chunks the layers
-      // of 1 + (p - 1) / (p V) models.
-      double layers_held = static_cast<double>(per_stage_layers);
-      if (l.pipeline > 1) {
-        const double p_stages = static_cast<double>(l.pipeline);
-        const double in_flight = static_cast<double>(std::min(l.pipeline, l.microbatches));
-        if (l.schedule == ScheduleKind::kGPipe) {
-          layers_held *= static_cast<double>(l.microbatches);
-        } else if (l.schedule == ScheduleKind::kOneFOneB) {
-          layers_held *= in_flight;
-        } else {
-          layers_held = static_cast<double>(model.layers) *
-                        (1 + (p_stages - 1) / (p_stages * static_cast<double>(l.virtual_stages)));
-        }
-      }
-      // Later stages, and an uneven split's first: what the schedule keeps in flight there.
-      if (!first || !l.stage_layers.empty()) {
-        layers_held = held_layer_units(schedule ? &*schedule : nullptr, chunk_layers, l, stage);
-      }
-      m.activations = bytes_of(layers_held * static_cast<double>(m.activations_per_layer),
-                               "the activations on a device");
-      if (l.recompute == Recompute::kFull) {  // one layer recomputed at a time
-        m.activations =
-            bytes_of(static_cast<double>(m.activations) +
-                         static_cast<double>(activation_bytes_per_layer(
-                             model, setup.seq, b, l.model, l.sequence_parallel, Recompute::kNone)),
-                     "the activations on a device");
-      }
-    }
-    if (l.zero == 3) {  // the layer in use and the next, gathered, and one layer's gradients
-      const std::int64_t layer = ceil_div(model.layer_parameters, l.model);
-      m.buffers = state(2 * bytes.params + bytes.grads, layer);
-    }
-    p.memory_by_stage.push_back(m);
-    if (first || m.total() > best.total()) best = m;
-    if (first) {
-      stage_elements = elements;
-      first_stage = units;
     }
   }
-  p.memory = best;
-  p.fits = best.total() <= cluster.memory_bytes;
+  if (l.zero == 3) {  // the layer in use and the next, gathered, and one layer's gradients
+    const std::int64_t layer = ceil_div(model.layer_parameters, l.model);
+    m.buffers = state(2 * bytes.params + bytes.grads, layer);
+  }
+  return m;
+}
 
-  // Bytes per step along each axis, sent by the first device of the first stage, collective
-  // by collective as shardwise's trainer issues them: gradients unit by unit, the loss averaged
-  // and the gradient norm summed once.
-  const double m = static_cast<double>(l.microbatches);
+// Bytes per step along each axis (and of each kind, and ring steps for latency), sent by the
+// first device of the first stage, collective by collective as shardwise's trainer issues
+// them: gradients unit by unit, the loss averaged and the gradient norm summed once.
+struct Traffic {
   std::map<std::string, double> sent;
   std::map<std::string, double> by_kind;
-  std::map<std::string, double> steps;  // ring steps, for latency
+  std::map<std::string, double> steps;
+};
+
+Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const Layout& l,
+                     const StateBytes& bytes, const std::vector<ZeroUnit>& first_stage,
+                     std::int64_t stage_elements, std::int64_t per_stage_layers,
+                     std::int64_t shards, std::int64_t replicas) {
+  Traffic traffic;
+  std::map<std::string, double>& sent = traffic.sent;
+  std::map<std::string, double>& by_kind = traffic.by_kind;
+  std::map<std::string, double>& steps = traffic.steps;
+  const double m = static_cast<double>(l.microbatches);
   const std::string shard_axis = l.fsdp > 1 ? "fsdp" : "data";
   const auto add = [&](const std::string& axis, const char* kind, double value, double ring_steps) {
     if (value <= 0) return;
@@ -645,7 +615,69 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     all_reduce("pipeline", l.pipeline, 1, 8, 1);
     all_reduce("pipeline", l.pipeline, 1, 8, 1);
   }
-  for (const auto& [kind, value] : by_kind) {
+  return traffic;
+}
+
+Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
+                    const Layout& l, const std::vector<std::int64_t>& chunks) {
+  if (const auto problem = layout_problem(model, cluster, setup, l)) {
+    throw InvalidArgument("layout " + l.to_string() + ": " + *problem);
+  }
+  if (!(setup.compute_efficiency >= TrainingSetup::kLeastEfficiency &&
+        setup.compute_efficiency <= 1)) {
+    throw InvalidArgument("the compute efficiency is " + std::to_string(setup.compute_efficiency) +
+                          "; expected " + std::to_string(TrainingSetup::kLeastEfficiency) +
+                          " to 1");
+  }
+  if (!(setup.overlap >= 0 && setup.overlap <= 1)) {
+    throw InvalidArgument("the overlap is " + std::to_string(setup.overlap) + "; expected 0 to 1");
+  }
+  if (model.units.empty() || chunks.size() != model.units.size()) {
+    throw InvalidArgument("the model shape lists " + std::to_string(model.units.size()) +
+                          " units and " + std::to_string(chunks.size()) +
+                          " chunks (shape_of and zero_chunks fill them)");
+  }
+  Prediction p;
+  p.layout = l;
+  const StateBytes bytes = state_bytes(setup);
+  const std::int64_t shards = l.zero == 0 ? 1 : (l.fsdp > 1 ? l.fsdp : l.data);
+  const std::int64_t replicas = l.zero == 0 ? 1 : (l.fsdp > 1 ? l.data : 1);
+  const std::vector<std::int64_t> chunk_layers = virtual_stage_layers(model, l);
+  const std::int64_t per_stage_layers = layers_of_stage(chunk_layers, l, 0);  // the first's
+  std::optional<PipelineSchedule> schedule;
+  if (l.pipeline > 1) {
+    schedule = build_schedule(l.schedule, l.pipeline, l.microbatches, l.virtual_stages);
+  }
+
+  // Every pipeline stage; the most loaded one is reported.
+  MemoryPerDevice best;
+  std::int64_t stage_elements = 0;
+  std::vector<ZeroUnit> first_stage;
+  std::int64_t most_layers = 0;  // on one stage
+  for (std::int64_t stage = 0; stage < l.pipeline; ++stage) {
+    const bool first = stage == 0;
+    const std::int64_t stage_layers = layers_of_stage(chunk_layers, l, stage);
+    most_layers = std::max(most_layers, stage_layers);
+    const std::vector<ZeroUnit> units = stage_units(model, l, chunk_layers, stage, shards, chunks);
+    std::int64_t elements = 0;
+    for (const ZeroUnit& unit : units) elements += unit.elements;
+    const MemoryPerDevice m = stage_memory(model, setup, l, bytes, chunk_layers, units,
+                                           schedule ? &*schedule : nullptr, stage);
+    p.memory_by_stage.push_back(m);
+    if (first || m.total() > best.total()) best = m;
+    if (first) {
+      stage_elements = elements;
+      first_stage = units;
+    }
+  }
+  p.memory = best;
+  p.fits = best.total() <= cluster.memory_bytes;
+
+  const Traffic traffic = step_traffic(model, setup, l, bytes, first_stage, stage_elements,
+                                       per_stage_layers, shards, replicas);
+  const std::map<std::string, double>& sent = traffic.sent;
+  const double m = static_cast<double>(l.microbatches);
+  for (const auto& [kind, value] : traffic.by_kind) {
     p.comm_bytes_per_kind[kind] = bytes_of(value, std::string("the bytes sent by ") + kind);
   }
   for (const auto& [axis, value] : sent) {
@@ -676,7 +708,7 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
     const auto it = sent.find(axis.name);
     if (it == sent.end()) continue;
     const Link link = link_of(cluster, axis);
-    double time = it->second / link.bandwidth + steps[axis.name] * link.latency;
+    double time = it->second / link.bandwidth + traffic.steps.at(axis.name) * link.latency;
     const bool hidden = std::string(axis.name) == "data" || std::string(axis.name) == "fsdp";
     if (hidden) time *= 1 - setup.overlap;
     p.comm_time_s += time;

@@ -191,18 +191,6 @@ void ParameterStore::shard(UnitResidency* residency) {
   grads_ = {};
 }
 
-void ParameterStore::unshard(std::span<const float> values) {
-  if (values.size() != parameter_elements_) {
-    throw InvalidArgument("unshard: " + std::to_string(values.size()) + " values for " +
-                          std::to_string(parameter_elements_) + " parameter elements");
-  }
-  residency_ = nullptr;
-  sharded_ = false;
-  values_.assign(values.begin(), values.end());
-  grads_.assign(values_.size(), 0.0F);
-  pending_seed_.reset();
-}
-
 void ParameterStore::initialize(std::uint64_t seed) {
   initialize_on_use(seed);
   materialize();

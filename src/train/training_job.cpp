@@ -314,28 +314,14 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
   train_rank(comm, observer);
 }
 
-void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
+JobPlan TrainingJob::describe_plan(const ParallelContext& context, DistributedModel& model,
+                                   const TrainSettings& settings,
+                                   const ParameterShardings* whole_shardings) const {
   const JobSettings& s = settings_;
-  const bool speaks = comm.rank() == 0;
-  ParallelContext context(comm, s.mesh);
-  // The stages' clocks start together only where a timeline is drawn from them.
-  DistributedModel model(
-      s.model, s.training.seed, context,
-      {layout_.placements, s.sequence_parallel, s.recompute, pipeline_, s.timeline.has_value()});
-  // A pipeline stage's ZeRO shards those of its own parameters.
-  TrainSettings settings = s.training;
-  settings.shardings = layout_.shardings;
-  if (pipeline_ && settings.shardings) {
-    settings.shardings =
-        shardings_held(*settings.shardings, layout_.blocks, model.parameters().specs());
-  }
-  Trainer trainer(context, model, *corpus_, settings);
-  const ParameterShardings* whole_shardings =
-      layout_.shardings ? &*layout_.shardings : trainer.shardings();
   JobPlan plan;
   plan.mesh = s.mesh.to_string();
-  plan.ranks = comm.size();
-  plan.backend = comm.backend();
+  plan.ranks = static_cast<int>(s.mesh.size());
+  plan.backend = context.world().backend();
   plan.model = s.model->describe();
   plan.layers = s.model->layers();
   for (const ParameterSpec& spec : layout_.blocks) {
@@ -366,6 +352,93 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   plan.rows = parameter_plan_rows(layout_.blocks, s.model->parameter_layers(), layout_.placements,
                                   whole_shardings);
   if (whole_shardings != nullptr) plan.notes = whole_shardings->notes;
+  return plan;
+}
+
+JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& trainer,
+                                  DistributedModel& model, std::size_t parameters,
+                                  std::int64_t first_step, float loss, double seconds,
+                                  const std::map<std::string, std::int64_t>& per_axes) const {
+  const JobSettings& s = settings_;
+  const TrainSettings& settings = s.training;
+  Communicator& comm = context.world();
+  const bool speaks = comm.rank() == 0;
+  const std::int64_t steps_run = std::max<std::int64_t>(0, settings.steps - first_step + 1);
+  // Every rank's bytes and its last schedule, to every rank.
+  const PipelineStepResult& schedule = model.last_schedule();
+  constexpr std::size_t kFields = 8;
+  const std::int64_t mine[kFields] = {static_cast<std::int64_t>(trainer.params_bytes()),
+                                      static_cast<std::int64_t>(trainer.grads_bytes()),
+                                      static_cast<std::int64_t>(trainer.optimizer_bytes()),
+                                      static_cast<std::int64_t>(model.activation_bytes()),
+                                      static_cast<std::int64_t>(trainer.gathered_peak_bytes()),
+                                      context.coordinate(kPipelineAxis),
+                                      static_cast<std::int64_t>(schedule.busy_seconds() * 1e9),
+                                      static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9)};
+  std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
+  JobSummary summary;
+  summary.parameters = parameters;
+  summary.steps = settings.steps;
+  summary.first_step = first_step;
+  summary.steps_run = steps_run;
+  summary.final_loss = loss;
+  summary.tokens_per_s =
+      static_cast<double>(settings.batch * settings.seq * static_cast<std::size_t>(steps_run)) /
+      seconds;
+  summary.blas = kernels::blas_description();
+  summary.pipelined = pipeline_.has_value();
+  std::vector<double> busy, elapsed;
+  for (int r = 0; r < comm.size(); ++r) {
+    const std::int64_t* b = all.data() + kFields * static_cast<std::size_t>(r);
+    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5]});
+    busy.push_back(static_cast<double>(b[6]));
+    elapsed.push_back(static_cast<double>(b[7]));
+  }
+  if (steps_run > 0) {
+    for (const auto& [axes, bytes] : per_axes)
+      summary.comm_bytes_per_step[axes] = bytes / steps_run;
+  }
+  if (pipeline_ && steps_run > 0) {
+    summary.pipeline = pipeline_report(*pipeline_, summary.ranks, busy, elapsed);
+  }
+  // The last step's executed timeline, every rank's, to rank 0's file.
+  if (s.timeline && pipeline_ && steps_run > 0) {
+    const std::int64_t stages = context.degree(kPipelineAxis);
+    const std::size_t length = most_actions(*pipeline_, stages);
+    const std::vector<double> own = timeline_fields(schedule, length);
+    std::vector<double> every(own.size() * static_cast<std::size_t>(comm.size()));
+    comm.all_gather(own.data(), every.data(), own.size(), DType::kF64, world_group(comm.size()));
+    if (speaks) {
+      std::vector<std::int64_t> stage_of;
+      for (const RankReport& rank : summary.ranks) stage_of.push_back(rank.stage);
+      shardwise::detail::write_whole_file(
+          *s.timeline, timeline_json(*pipeline_, stages, every, length, stage_of) + "\n",
+          shardwise::detail::IfExists::kReplaceFile, "--timeline");
+    }
+  }
+  return summary;
+}
+
+void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
+  const JobSettings& s = settings_;
+  const bool speaks = comm.rank() == 0;
+  ParallelContext context(comm, s.mesh);
+  // The stages' clocks start together only where a timeline is drawn from them.
+  DistributedModel model(
+      s.model, s.training.seed, context,
+      {layout_.placements, s.sequence_parallel, s.recompute, pipeline_, s.timeline.has_value()});
+  // A pipeline stage's ZeRO shards those of its own parameters.
+  TrainSettings settings = s.training;
+  settings.shardings = layout_.shardings;
+  if (pipeline_ && settings.shardings) {
+    settings.shardings =
+        shardings_held(*settings.shardings, layout_.blocks, model.parameters().specs());
+  }
+  Trainer trainer(context, model, *corpus_, settings);
+  const ParameterShardings* whole_shardings =
+      layout_.shardings ? &*layout_.shardings : trainer.shardings();
+  const JobPlan plan = describe_plan(context, model, settings, whole_shardings);
   std::string run_config;  // config.json's text, for the logs and the checkpoints
   if ((s.log_dir && speaks) || s.checkpoints.save || s.checkpoints.resume) {
     run_config = run_config_json({&s, &pipeline_, comm.backend(), kernels::blas_description(),
@@ -391,8 +464,6 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
     observer.logging(*s.log_dir);
   }
   std::vector<RankMemory> memory(static_cast<std::size_t>(comm.size()));
-  // 0 where the resumed checkpoint is of the last step already: nothing is trained.
-  const std::int64_t steps_run = std::max<std::int64_t>(0, settings.steps - first_step + 1);
   const auto start = Clock::now();
   float loss = 0;
   for (std::int64_t step = first_step; step <= settings.steps; ++step) {
@@ -428,59 +499,8 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   }
   checkpoints.finish();
   const double total = std::chrono::duration<double>(Clock::now() - start).count();
-  // Every rank's bytes and its last schedule, to every rank.
-  const PipelineStepResult& schedule = model.last_schedule();
-  constexpr std::size_t kFields = 8;
-  const std::int64_t mine[kFields] = {static_cast<std::int64_t>(trainer.params_bytes()),
-                                      static_cast<std::int64_t>(trainer.grads_bytes()),
-                                      static_cast<std::int64_t>(trainer.optimizer_bytes()),
-                                      static_cast<std::int64_t>(model.activation_bytes()),
-                                      static_cast<std::int64_t>(trainer.gathered_peak_bytes()),
-                                      context.coordinate(kPipelineAxis),
-                                      static_cast<std::int64_t>(schedule.busy_seconds() * 1e9),
-                                      static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9)};
-  std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
-  comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
-  JobSummary summary;
-  summary.parameters = plan.parameters;
-  summary.steps = settings.steps;
-  summary.first_step = first_step;
-  summary.steps_run = steps_run;
-  summary.final_loss = loss;
-  summary.tokens_per_s =
-      static_cast<double>(settings.batch * settings.seq * static_cast<std::size_t>(steps_run)) /
-      total;
-  summary.blas = kernels::blas_description();
-  summary.pipelined = pipeline_.has_value();
-  std::vector<double> busy, elapsed;
-  for (int r = 0; r < comm.size(); ++r) {
-    const std::int64_t* b = all.data() + kFields * static_cast<std::size_t>(r);
-    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5]});
-    busy.push_back(static_cast<double>(b[6]));
-    elapsed.push_back(static_cast<double>(b[7]));
-  }
-  if (steps_run > 0) {
-    for (const auto& [axes, bytes] : per_axes)
-      summary.comm_bytes_per_step[axes] = bytes / steps_run;
-  }
-  if (pipeline_ && steps_run > 0) {
-    summary.pipeline = pipeline_report(*pipeline_, summary.ranks, busy, elapsed);
-  }
-  // The last step's executed timeline, every rank's, to rank 0's file.
-  if (s.timeline && pipeline_ && steps_run > 0) {
-    const std::int64_t stages = context.degree(kPipelineAxis);
-    const std::size_t length = most_actions(*pipeline_, stages);
-    const std::vector<double> own = timeline_fields(schedule, length);
-    std::vector<double> every(own.size() * static_cast<std::size_t>(comm.size()));
-    comm.all_gather(own.data(), every.data(), own.size(), DType::kF64, world_group(comm.size()));
-    if (speaks) {
-      std::vector<std::int64_t> stage_of;
-      for (const RankReport& rank : summary.ranks) stage_of.push_back(rank.stage);
-      shardwise::detail::write_whole_file(
-          *s.timeline, timeline_json(*pipeline_, stages, every, length, stage_of) + "\n",
-          shardwise::detail::IfExists::kReplaceFile, "--timeline");
-    }
-  }
+  const JobSummary summary =
+      summarise(context, trainer, model, plan.parameters, first_step, loss, total, per_axes);
   if (speaks) observer.finished(summary);
 }
 

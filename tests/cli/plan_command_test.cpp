@@ -119,7 +119,7 @@ TEST(PlanCommand, BadInput) {
   }
   expect_bad_input(
       {"plan", "--model", hostile, "--devices", "8", "--global-batch", "8", "--seq", "8"},
-      "the safetensors header claims 9223372036854775807 bytes");
+      "says its safetensors header has 9223372036854775807 bytes");
 }
 
 // What a hostile audit found: numbers whose predictions are not finite, flags that disagree

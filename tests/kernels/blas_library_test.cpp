@@ -180,6 +180,23 @@ TEST(BlasLibrary, ShortStridesAreAnErrorOnMkl) {
       detail::sgemm(true, true, 4, 5, 6, 1.0F, x.data(), 4, x.data(), 5, 0.0F, y.data(), 5), Error);
 }
 
+// A product whose sizes MKL's 32-bit interface cannot hold (a row stride past INT_MAX) runs on
+// oneDNN, with the same values, and the description says so.
+TEST(BlasLibrary, ProductsPastMklsSizesRunOnOneDnnAndAreCounted) {
+  const std::string mkl = mkl_for_tests();
+  if (mkl.empty()) GTEST_SKIP() << "no libmkl_rt on this machine (tests/mkl_for_tests.hpp)";
+  const SelectedFor selected("mkl:" + mkl);
+  EXPECT_THAT(blas_description(), ::testing::Not(HasSubstr("past MKL's 32-bit sizes")));
+  // One row of A is read, whatever its stride.
+  const std::vector<float> a{1.0F, 2.0F};
+  const std::vector<float> b{3.0F, 4.0F, 5.0F, 6.0F};
+  std::vector<float> c(2, 0.0F);
+  const std::size_t stride = std::size_t{1} << 31;
+  detail::sgemm(false, false, 1, 2, 2, 1.0F, a.data(), stride, b.data(), 2, 0.0F, c.data(), 2);
+  EXPECT_EQ(c, (std::vector<float>{13.0F, 16.0F}));
+  EXPECT_THAT(blas_description(), HasSubstr("1 product past MKL's 32-bit sizes ran on oneDNN"));
+}
+
 // The attention calls its tile products from inside its loop's threads, where MKL must run on the
 // calling thread alone: the same output as on oneDNN.
 TEST(BlasLibrary, MklInsideTheKernelsLoops) {

@@ -1,4 +1,4 @@
-// The expectations of the reference module's own tests (REFERENCE.md), kept true, and its
+// The expectations of the reference module's own tests (docs/strategies.md), kept true, and its
 // create_partition_spec done without a hard-coded layer count.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

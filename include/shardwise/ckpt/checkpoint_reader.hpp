@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "shardwise/ckpt/array_block.hpp"
@@ -19,6 +20,12 @@ struct ReadStats {
   std::uint64_t bytes_read = 0;    // from the files, whole chunks
   std::uint64_t bytes_needed = 0;  // of them, the targets' bytes
 };
+
+// A .safetensors file's header (its JSON text, at most 100 MB, as the length prefix says) and
+// the bytes of data after it: CheckpointError naming the file where the prefix claims more
+// than the file or the bound holds. The one reader of the prefix (CheckpointReader uses it).
+[[nodiscard]] std::pair<std::string, std::uint64_t> read_safetensors_header(
+    const std::filesystem::path& path);
 
 class CheckpointReader {
  public:

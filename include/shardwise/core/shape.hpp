@@ -53,4 +53,8 @@ ShardIndex intersect(const ShardIndex& a, const ShardIndex& b);
 // True when any dimension of the index is empty (it selects no element).
 bool is_empty(const ShardIndex& index);
 
+// The elements an index selects (a range of negative size selects none); InvalidArgument
+// where the count overflows int64.
+std::uint64_t elements_of(const ShardIndex& index);
+
 }  // namespace shardwise

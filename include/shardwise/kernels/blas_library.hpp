@@ -28,7 +28,8 @@ void select_blas(std::string_view setting, std::string_view source);
 // that selects another for a while and then restores it.
 [[nodiscard]] std::string blas_setting();
 
-// The library in use and its version, e.g. "oneDNN 2.6.3" or "MKL 2025.0.1 (libmkl_rt.so.3)".
+// The library in use and its version, e.g. "oneDNN 2.6.3" or "MKL 2025.0.1 (libmkl_rt.so.3)";
+// with MKL, also how many products its 32-bit sizes could not hold and oneDNN ran instead.
 [[nodiscard]] std::string blas_description();
 
 }  // namespace shardwise::kernels

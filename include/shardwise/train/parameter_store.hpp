@@ -127,10 +127,9 @@ class ParameterStore {
   void release(std::size_t unit);
 
   // Hands the values to `residency` (which has copied what it keeps) and frees both buffers;
-  // nullptr detaches it again, leaving the store without values until unshard().
+  // nullptr detaches it again, leaving the store without values (a ZeRO-3 trainer's values
+  // live in its shards: Trainer::full_parameters() gathers them while it lives).
   void shard(UnitResidency* residency);
-  // Gives the store full buffers again, holding `values` (parameter_elements() of them).
-  void unshard(std::span<const float> values);
   [[nodiscard]] bool sharded() const { return sharded_; }
 
   // Fills every parameter from its init rule, the seed and each element's index in the whole

@@ -31,6 +31,8 @@
 
 namespace shardwise::train {
 
+class DistributedModel;
+
 // How layers go to pipeline stages.
 enum class StagesBy {
   kCount,  // equal counts, the first stages taking the remainder
@@ -135,6 +137,15 @@ class TrainingJob {
 
  private:
   void train_rank(Communicator& comm, JobObserver& observer) const;
+  // What rank 0 reports before the first step.
+  [[nodiscard]] JobPlan describe_plan(const ParallelContext& context, DistributedModel& model,
+                                      const TrainSettings& settings,
+                                      const ParameterShardings* whole_shardings) const;
+  // Every rank's bytes and last schedule gathered (collective), the timeline written.
+  [[nodiscard]] JobSummary summarise(const ParallelContext& context, Trainer& trainer,
+                                     DistributedModel& model, std::size_t parameters,
+                                     std::int64_t first_step, float loss, double seconds,
+                                     const std::map<std::string, std::int64_t>& per_axes) const;
 
   JobSettings settings_;
   std::optional<PipelineLayout> pipeline_;
