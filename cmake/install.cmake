@@ -3,7 +3,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS shardwise EXPORT shardwiseTargets
+install(TARGETS shardwise shardwise_core shardwise_kernels shardwise_training
+        EXPORT shardwiseTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS shardwise_command RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
