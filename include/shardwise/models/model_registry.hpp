@@ -36,7 +36,8 @@ struct ModelFamily {
 // Every registered family, the built-in ones first.
 [[nodiscard]] const std::vector<ModelFamily>& model_families();
 // Adds a family (a program's own model, for the commands' functions below); InvalidArgument
-// where its name or a preset is taken already.
+// where its name or a preset is taken already. Register before other threads read the
+// registry (model_families hands out a reference to the list).
 void register_model_family(ModelFamily family);
 // The family named `name`; InvalidArgument naming `field` and the known names otherwise.
 [[nodiscard]] const ModelFamily& model_family(const std::string& name, const std::string& field);
