@@ -31,7 +31,7 @@ ModelManifest safetensors_manifest(const std::string& path, const std::string& f
 
 ModelArgument of_model(std::shared_ptr<const train::ModelDefinition> model) {
   ModelManifest manifest = model->manifest();
-  return {std::move(model), std::move(manifest)};
+  return {std::move(model), std::move(manifest), nullptr, {}};
 }
 
 }  // namespace
@@ -39,19 +39,51 @@ ModelArgument of_model(std::shared_ptr<const train::ModelDefinition> model) {
 ModelArgument read_model_argument(const std::string& value, const std::string& flag) {
   if (models::is_preset(value)) return of_model(models::model_from_preset(value, flag));
   if (value.size() > 12 && value.substr(value.size() - 12) == ".safetensors") {
-    return {nullptr, safetensors_manifest(value, flag)};
+    return {nullptr, safetensors_manifest(value, flag), nullptr, {}};
   }
   struct stat info {};
   if (::stat(value.c_str(), &info) != 0) {
     throw InvalidArgument(flag + ": '" + echo_input(value) + "' is neither a model (" +
                           models::preset_names() + ") nor a readable file");
   }
-  const std::string named = flag + " '" + value + "'";
-  const std::string text = read_file(value, flag);
+  // A Hugging Face model folder: its config.json.
+  const std::string path = S_ISDIR(info.st_mode) ? value + "/config.json" : value;
+  if (S_ISDIR(info.st_mode) && ::stat(path.c_str(), &info) != 0) {
+    throw InvalidArgument(flag + " '" + echo_input(value) +
+                          "' is a directory without a config.json (a Hugging Face model folder "
+                          "has one)");
+  }
+  const std::string named = flag + " '" + path + "'";
+  const std::string text = read_file(path, flag);
   try {
     const nlohmann::json json = shardwise::detail::parse_json(text, named);
     if (models::is_model_config(text)) return of_model(models::model_from_config(text, named));
-    return {nullptr, load_model_description(text)};
+    // A config.json of a family the trainer builds: what `train` runs. The planner reads it as
+    // it is (its dtype, and fields the family refuses, such as Qwen2's biases).
+    ModelArgument described;
+    try {
+      described.hf_model = models::model_from_hf_config(text, named);
+    } catch (const InvalidArgument& e) {
+      described.hf_refusal = e.what();
+    }
+    if (described.hf_model) {
+      try {
+        described.manifest = load_model_description(text);
+      } catch (const Error&) {
+        described.manifest = described.hf_model->manifest();
+      }
+      return described;
+    }
+    if (!described.hf_refusal.empty() && !text.empty()) {
+      try {
+        described.manifest = load_model_description(text);
+      } catch (const Error&) {
+        throw InvalidArgument(described.hf_refusal);
+      }
+      return described;
+    }
+    described.manifest = load_model_description(text);
+    return described;
   } catch (const Error& e) {
     // Messages of the readers below name the file themselves or not at all.
     const std::string message = e.what();
@@ -63,6 +95,8 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
 std::shared_ptr<const train::ModelDefinition> model_definition(const std::string& value,
                                                                const std::string& flag) {
   ModelArgument argument = read_model_argument(value, flag);
+  if (!argument.hf_refusal.empty()) throw InvalidArgument(argument.hf_refusal);
+  if (argument.hf_model) return std::move(argument.hf_model);
   if (!argument.model) {
     throw InvalidArgument(flag + " '" + echo_input(value) +
                           "' describes parameters, not a model the trainer can build; give " +

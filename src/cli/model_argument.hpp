@@ -19,6 +19,10 @@ struct ModelArgument {
   // Every parameter's name, shape and dtype: the model's manifest, else the manifest,
   // config.json or .safetensors header the file holds.
   ModelManifest manifest;
+  // For a Hugging Face config.json: the model its family's adapter builds (what `train` runs),
+  // or why the family refuses it (the planner may still read it).
+  std::shared_ptr<const train::ModelDefinition> hf_model;
+  std::string hf_refusal;
 };
 
 // Reads `value` given to `flag`; an InvalidArgument naming the flag and the file otherwise.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "../detail/json_reader.hpp"
+#include "detail/hf_tensors.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/half.hpp"
@@ -33,52 +34,6 @@ Mapping mapping_of(const std::string& name) {
     return Mapping::kTransposed;
   }
   return Mapping::kSame;
-}
-
-// Elements of `dtype` to floats.
-void to_floats(const std::vector<std::byte>& bytes, DType dtype, float* out) {
-  const std::size_t n = bytes.size() / size_in_bytes(dtype);
-  switch (dtype) {
-    case DType::kF32: std::memcpy(out, bytes.data(), bytes.size()); return;
-    case DType::kF64:
-      for (std::size_t i = 0; i < n; ++i) {
-        double v = 0;
-        std::memcpy(&v, bytes.data() + i * 8, 8);
-        out[i] = static_cast<float>(v);
-      }
-      return;
-    case DType::kF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        Float16 v;
-        std::memcpy(&v, bytes.data() + i * 2, 2);
-        out[i] = to_float(v);
-      }
-      return;
-    case DType::kBF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        BFloat16 v;
-        std::memcpy(&v, bytes.data() + i * 2, 2);
-        out[i] = to_float(v);
-      }
-      return;
-    default:
-      throw InvalidArgument("a GPT-2 weight of dtype " + to_string(dtype) +
-                            "; expected F32, F64, F16 or BF16");
-  }
-}
-
-// Reads `hf_box` of the file's tensor as floats.
-std::vector<float> read_floats(const ckpt::CheckpointReader& file, const std::string& hf_name,
-                               const ShardIndex& hf_box) {
-  const ckpt::ArrayRecord* array = file.index().find(hf_name);
-  std::uint64_t elements = 1;
-  for (const IndexRange& range : hf_box) elements *= static_cast<std::uint64_t>(range.size());
-  std::vector<std::byte> bytes(elements * size_in_bytes(array->dtype));
-  const ckpt::BlockToLoad target{hf_name, array->shape, array->dtype, hf_box, bytes};
-  (void)file.read({&target, 1});
-  std::vector<float> values(elements);
-  to_floats(bytes, array->dtype, values.data());
-  return values;
 }
 
 }  // namespace
@@ -123,13 +78,13 @@ void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& h
   check_hf_gpt2_tensor(file, hf_name, name, shape);
   switch (mapping_of(name)) {
     case Mapping::kSame: {
-      const std::vector<float> values = read_floats(file, hf_name, box);
+      const std::vector<float> values = detail::read_hf_floats(file, hf_name, box);
       std::memcpy(out, values.data(), values.size() * sizeof(float));
       return;
     }
     case Mapping::kTransposed: {
       // Their (in, out) box is ours swapped; its transpose is our block.
-      const std::vector<float> values = read_floats(file, hf_name, {box[1], box[0]});
+      const std::vector<float> values = detail::read_hf_floats(file, hf_name, {box[1], box[0]});
       const auto rows = static_cast<std::size_t>(box[0].size());
       const auto cols = static_cast<std::size_t>(box[1].size());
       for (std::size_t c = 0; c < cols; ++c) {
@@ -144,7 +99,7 @@ void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& h
       const auto ins = static_cast<std::size_t>(box[2].size());
       for (std::int64_t q = box[0].start; q < box[0].stop; ++q) {
         const std::vector<float> values =
-            read_floats(file, hf_name, {box[2], {q * c + box[1].start, q * c + box[1].stop}});
+            detail::read_hf_floats(file, hf_name, {box[2], {q * c + box[1].start, q * c + box[1].stop}});
         float* slab = out + static_cast<std::size_t>(q - box[0].start) * outs * ins;
         for (std::size_t i = 0; i < ins; ++i) {
           for (std::size_t o = 0; o < outs; ++o) slab[o * ins + i] = values[i * outs + o];
@@ -157,7 +112,7 @@ void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& h
       const auto outs = static_cast<std::size_t>(box[1].size());
       for (std::int64_t q = box[0].start; q < box[0].stop; ++q) {
         const std::vector<float> values =
-            read_floats(file, hf_name, {{q * c + box[1].start, q * c + box[1].stop}});
+            detail::read_hf_floats(file, hf_name, {{q * c + box[1].start, q * c + box[1].stop}});
         std::memcpy(out + static_cast<std::size_t>(q - box[0].start) * outs, values.data(),
                     outs * sizeof(float));
       }
@@ -312,19 +267,8 @@ GptConfig gpt_from_hf_config(const std::string& text, const std::string& what) {
 
 void check_hf_gpt2_tensor(const ckpt::CheckpointReader& file, const std::string& hf_name,
                           const std::string& name, const Shape& shape) {
-  const ckpt::ArrayRecord* array = file.index().find(hf_name);
-  if (array == nullptr) throw ckpt::CheckpointError("the file has no tensor '" + hf_name + "'");
-  const Shape expected = hf_gpt2_shape(name, shape);
-  if (array->shape != expected) {
-    throw ckpt::CheckpointError("the file's '" + echo_input(hf_name, 200) + "' is " +
-                                to_string(array->shape) + "; GPT-2's layout of " + name + " " +
-                                to_string(shape) + " is " + to_string(expected));
-  }
-  if (array->dtype != DType::kF32 && array->dtype != DType::kF64 && array->dtype != DType::kF16 &&
-      array->dtype != DType::kBF16) {
-    throw ckpt::CheckpointError("the file's '" + echo_input(hf_name, 200) + "' is " +
-                                to_string(array->dtype) + "; expected F32, F64, F16 or BF16");
-  }
+  detail::check_hf_tensor(file, hf_name, hf_gpt2_shape(name, shape),
+                          "GPT-2's layout of " + name + " " + to_string(shape));
 }
 
 }  // namespace shardwise::models

@@ -8,6 +8,8 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/models/hf_gpt2.hpp"
+#include "shardwise/models/hf_llama.hpp"
+#include "shardwise/models/llama.hpp"
 
 namespace shardwise::models {
 namespace {
@@ -46,13 +48,31 @@ ModelFamily gpt_family() {
   return family;
 }
 
+ModelFamily llama_family() {
+  ModelFamily family;
+  family.name = "llama";
+  family.summary =
+      "Llama as transformers writes it: rotary positions, RMSNorm, SwiGLU, grouped-query "
+      "attention, a tied or untied head";
+  family.presets = llama_preset_names();
+  family.preset = [](const std::string& name) {
+    return std::make_shared<LlamaDefinition>(llama_preset(name, "--model"));
+  };
+  family.from_config = [](std::string_view json, const std::string& what) {
+    return std::make_shared<LlamaDefinition>(llama_config_from_json(json, what));
+  };
+  family.recognizes = [](std::string_view json) { return is_llama_config(json); };
+  family.hugging_face = std::make_shared<HfLlamaAdapter>();
+  return family;
+}
+
 std::mutex& registry_mutex() {
   static std::mutex mutex;
   return mutex;
 }
 
 std::vector<ModelFamily>& registry() {
-  static std::vector<ModelFamily> families{gpt_family()};
+  static std::vector<ModelFamily> families{gpt_family(), llama_family()};
   return families;
 }
 
@@ -136,6 +156,27 @@ std::shared_ptr<const train::ModelDefinition> model_from_config(std::string_view
   const std::string named = family_of(json);
   if (!named.empty()) (void)model_family(named, what);  // names the known families
   throw InvalidArgument(what + " describes no model family the registry knows");
+}
+
+}  // namespace shardwise::models
+
+namespace shardwise::models {
+
+std::shared_ptr<const train::ModelDefinition> model_from_hf_config(std::string_view json,
+                                                                   const std::string& what) {
+  const nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);
+  if (!parsed.is_object()) return nullptr;
+  const auto type = parsed.find("model_type");
+  if (type == parsed.end() || !type->is_string()) return nullptr;
+  for (const ModelFamily& family : model_families()) {
+    if (!family.hugging_face) continue;
+    for (const std::string& known : family.hugging_face->model_types()) {
+      if (known == type->get<std::string>()) {
+        return family.hugging_face->model_from_hf_config(std::string(json), what);
+      }
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace shardwise::models

@@ -83,7 +83,8 @@ JobLayout resolve_job_layout(const ModelDefinition& model, const Mesh& mesh, int
   const std::vector<ParameterSpec> whole = model.parameters();
   JobLayout layout;
   try {
-    layout.placements = model_placements(whole, mesh, rules.axis_rules, rules.name_rules);
+    layout.placements =
+        model_placements(model.manifest(), mesh, rules.axis_rules, rules.name_rules);
     layout.blocks = local_parameters(whole, mesh, 0, layout.placements);
     check_model_placements(
         model, mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1,

@@ -25,8 +25,14 @@ PartitionSpec model_part(const PartitionSpec& spec) {
 std::vector<PartitionSpec> model_placements(const std::vector<ParameterSpec>& parameters,
                                             const Mesh& mesh, const LogicalAxisRules& axis_rules,
                                             const ParameterNameRules& name_rules) {
-  if (!mesh.has_axis(kModelAxis)) return std::vector<PartitionSpec>(parameters.size());
-  const ModelLayout layout = layout_model(manifest_of(parameters), mesh, axis_rules, name_rules);
+  return model_placements(manifest_of(parameters), mesh, axis_rules, name_rules);
+}
+
+std::vector<PartitionSpec> model_placements(const ModelManifest& manifest, const Mesh& mesh,
+                                            const LogicalAxisRules& axis_rules,
+                                            const ParameterNameRules& name_rules) {
+  if (!mesh.has_axis(kModelAxis)) return std::vector<PartitionSpec>(manifest.parameters.size());
+  const ModelLayout layout = layout_model(manifest, mesh, axis_rules, name_rules);
   std::vector<PartitionSpec> placements;
   for (const ParameterLayout& placed : layout.parameters) {
     placements.push_back(model_part(placed.spec));

@@ -131,7 +131,8 @@ TEST(SpecsCommand, GroupedQueryAttentionKeepsHeadsWholeOrRefuses) {
 TEST(SpecsCommand, BadInput) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--model", "/nonexistent.json", "--mesh", "data=2"},
-            "--model: '/nonexistent.json' is neither a model (tiny, small, gpt2) nor a readable "
+            "--model: '/nonexistent.json' is neither a model (tiny, small, gpt2, llama-tiny, "
+            "smollm2-135m) nor a readable "
             "file"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "expert=2"},
             "mesh axis 'expert' is not one of data, fsdp, model, pipeline"},

@@ -14,6 +14,33 @@
 
 namespace shardwise::kernels {
 
+// Grouped-query attention (Ainslie et al. 2023) as Llama computes it: `heads` query heads share
+// `kv_heads` heads of keys and values, query head h reading key/value head h / (heads /
+// kv_heads); the shared heads are read where they lie, never repeated. q is (batch, seq, heads
+// head_size) with `q_stride` floats between positions, k and v (batch, seq, kv_heads head_size)
+// with `kv_stride`; out is dense (batch, seq, heads head_size); lse (batch, heads, seq). heads
+// must be a multiple of kv_heads.
+struct AttentionLayout {
+  std::size_t batch = 0;
+  std::size_t seq = 0;
+  std::size_t heads = 0;
+  std::size_t kv_heads = 0;
+  std::size_t head_size = 0;
+  std::size_t q_stride = 0;
+  std::size_t kv_stride = 0;
+};
+
+void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v,
+                       const AttentionLayout& layout);
+// Backward runs one (sequence, key/value head) per thread, its query heads in order: dk and dv
+// of a shared head are summed in a fixed order. With kOverwrite dq, dk and dv are written.
+void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                        const float* k, const float* v, const float* out, const float* lse,
+                        const AttentionLayout& layout,
+                        InputGradient mode = InputGradient::kAccumulate);
+
+// GPT-2's packed q, k, v (every head its own keys and values):
+
 void attention_forward(float* out, float* lse, const float* qkv, std::size_t batch, std::size_t seq,
                        std::size_t channels, std::size_t heads);
 

@@ -22,6 +22,8 @@ class HfAdapter {
   // The --format that names it ("hf-gpt2") and what it is in words ("Hugging Face GPT-2").
   [[nodiscard]] virtual std::string format() const = 0;
   [[nodiscard]] virtual std::string words() const = 0;
+  // The config.json "model_type"s it reads ("gpt2").
+  [[nodiscard]] virtual std::vector<std::string> model_types() const = 0;
 
   // The model a Hugging Face config.json describes; InvalidArgument naming the field where
   // the family would compute otherwise than it says.

@@ -53,6 +53,7 @@ class HfGpt2Adapter final : public HfAdapter {
  public:
   [[nodiscard]] std::string format() const override { return "hf-gpt2"; }
   [[nodiscard]] std::string words() const override { return "Hugging Face GPT-2"; }
+  [[nodiscard]] std::vector<std::string> model_types() const override { return {"gpt2"}; }
   [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
       const std::string& text, const std::string& what) const override;
   [[nodiscard]] std::string hf_config_json(const train::ModelDefinition& model) const override;

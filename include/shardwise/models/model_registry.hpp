@@ -52,6 +52,11 @@ void register_model_family(ModelFamily family);
     const std::string& name, const std::string& field);
 [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_config(
     std::string_view json, const std::string& what);
+// The model a Hugging Face config.json describes, through the adapter of the family that reads
+// its "model_type"; null where no family reads it (the planner may still read such a config as
+// a manifest). InvalidArgument starting with `what` where the family refuses a field.
+[[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
+    std::string_view json, const std::string& what);
 // Whether a configuration object is a model the registry can build (rather than a manifest or
 // another description).
 [[nodiscard]] bool is_model_config(std::string_view json);

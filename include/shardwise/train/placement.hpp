@@ -10,6 +10,7 @@
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/logical_axis_rules.hpp"
+#include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/parameter_rules.hpp"
 #include "shardwise/train/parameter_store.hpp"
 
@@ -24,6 +25,12 @@ inline constexpr std::string_view kPipelineAxis = "pipeline";
 [[nodiscard]] std::vector<PartitionSpec> model_placements(
     const std::vector<ParameterSpec>& parameters, const Mesh& mesh,
     const LogicalAxisRules& axis_rules, const ParameterNameRules& name_rules);
+// The same for a model's manifest, whose axis units (a head's width) the rules respect: an axis
+// that does not divide a dimension's whole heads leaves it whole.
+[[nodiscard]] std::vector<PartitionSpec> model_placements(const ModelManifest& manifest,
+                                                          const Mesh& mesh,
+                                                          const LogicalAxisRules& axis_rules,
+                                                          const ParameterNameRules& name_rules);
 
 // What `device` holds of each parameter under those placements: its block (shape and block set,
 // the whole's shape kept in global_shape); a parameter the placement leaves whole is unchanged.

@@ -1,0 +1,39 @@
+#pragma once
+// shardwise's Llama as transformers' LlamaForCausalLM stores it: the same names and (out, in)
+// layouts, so every tensor maps one to one; config.json both ways through llama.hpp's reader.
+
+#include "shardwise/models/hf_adapter.hpp"
+
+namespace shardwise::models {
+
+class HfLlamaAdapter final : public HfAdapter {
+ public:
+  [[nodiscard]] std::string format() const override { return "hf-llama"; }
+  [[nodiscard]] std::string words() const override { return "Hugging Face Llama"; }
+  [[nodiscard]] std::vector<std::string> model_types() const override { return {"llama"}; }
+  [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
+      const std::string& text, const std::string& what) const override;
+  [[nodiscard]] std::string hf_config_json(const train::ModelDefinition& model) const override;
+  [[nodiscard]] Shape hf_shape(const std::string& /*name*/, const Shape& shape) const override {
+    return shape;
+  }
+  [[nodiscard]] std::vector<float> to_hf(const std::string& /*name*/, const Shape& /*shape*/,
+                                         const std::vector<float>& values) const override {
+    return values;
+  }
+  void read_block(const ckpt::CheckpointReader& file, const std::string& hf_name,
+                  const std::string& name, const Shape& shape, const ShardIndex& box,
+                  float* out) const override;
+  void check_tensor(const ckpt::CheckpointReader& file, const std::string& hf_name,
+                    const std::string& name, const Shape& shape) const override;
+  [[nodiscard]] std::string hf_name_of(const ckpt::CheckpointIndex& file,
+                                       const std::string& name) const override;
+  // Rotary frequencies some files keep as buffers (transformers recomputes them).
+  [[nodiscard]] bool ignored_tensor(const std::string& hf_name) const override;
+  // A tied model's file may carry the head as a copy of the embedding.
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> tied_tensors() const override {
+    return {{"lm_head.weight", "model.embed_tokens.weight"}};
+  }
+};
+
+}  // namespace shardwise::models

@@ -1,0 +1,105 @@
+#pragma once
+// A Llama-style decoder as transformers' LlamaForCausalLM computes it: a token embedding (no
+// position embedding), pre-norm blocks (RMSNorm; grouped-query attention with rotary position
+// embeddings in Hugging Face's rotate_half layout, no biases; the SwiGLU MLP gate, up, down),
+// a final RMSNorm and a head tied to the embedding or its own; fp32 on the CPU. Its parameters
+// carry transformers' names and (out, in) layouts, so Hugging Face files map one to one.
+//
+// Tensor parallelism (Megatron-LM's split, `model` axis of degree t): query heads, the MLP's
+// width and the vocabulary split over t; key/value heads split where t divides their count, and
+// where their count divides t each key/value projection is held whole by every model rank, each
+// computing with the head its query heads read (t / kv ranks per head, vLLM's rule) and the
+// projection's gradient summed over the axis. Any other degree is refused naming the sizes.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardwise/core/partition_spec.hpp"
+#include "shardwise/kernels/rotary.hpp"
+#include "shardwise/strategy/model_manifest.hpp"
+#include "shardwise/train/model_definition.hpp"
+
+namespace shardwise::models {
+
+struct LlamaConfig {
+  std::size_t n_layer = 4;
+  std::size_t hidden_size = 128;
+  std::size_t n_head = 4;
+  std::size_t n_kv_head = 2;
+  std::size_t head_dim = 32;
+  std::size_t intermediate_size = 352;
+  std::size_t context_length = 64;  // max_position_embeddings
+  std::size_t vocab_size = 256;
+  double rope_theta = 10000;
+  kernels::RotaryScaling rope_scaling;  // factor 0: none
+  double rms_norm_eps = 1e-5;
+  bool tie_word_embeddings = false;
+
+  friend bool operator==(const LlamaConfig& a, const LlamaConfig& b);
+};
+
+// "llama-tiny" (trains in seconds on a CPU) or "smollm2-135m"; InvalidArgument naming `field`.
+[[nodiscard]] LlamaConfig llama_preset(const std::string& name, const std::string& field);
+[[nodiscard]] const std::vector<std::string>& llama_preset_names();
+// Sizes positive and bounded, head_dim even, n_head a multiple of n_kv_head, theta, epsilon and
+// the scaling finite and positive; InvalidArgument naming the field and the value.
+void validate(const LlamaConfig& config);
+
+// The configuration in Hugging Face's LlamaConfig names (with "family": "llama"): the trainer's
+// model file, checkpoint metadata's "model", and, without "family", a config.json.
+[[nodiscard]] std::string llama_config_json(const LlamaConfig& config, bool with_family = true);
+// A Llama config in those names (transformers' config.json or the trainer's file). Fields that
+// change nothing the model computes (names, token ids, dropouts, generation settings) are
+// ignored; any field asking for something this family does not compute (attention_bias,
+// mlp_bias, another hidden_act, a sliding window, another rope type) is refused naming it, as
+// are missing, zero, negative, huge or inconsistent sizes: InvalidArgument starting with `what`.
+[[nodiscard]] LlamaConfig llama_config_from_json(std::string_view text, const std::string& what);
+// Whether a configuration is the trainer's Llama file ("family": "llama"). A config.json
+// ("model_type": "llama") is read through the family's Hugging Face adapter.
+[[nodiscard]] bool is_llama_config(std::string_view text);
+
+// The parameters in transformers' names and order: model.embed_tokens, per layer
+// input_layernorm, q/k/v/o_proj, post_attention_layernorm, gate/up/down_proj, then model.norm
+// and (untied) lm_head; normal(0, 0.02) weights, norms one; weight decay on matrices and the
+// embedding only.
+[[nodiscard]] std::vector<train::ParameterSpec> llama_parameters(const LlamaConfig& config);
+// The split over the model axis the layers compute with (see above); P() everywhere at degree 1.
+[[nodiscard]] std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& config,
+                                                                int degree);
+// Whether degree t holds each key/value head on t / n_kv_head ranks (their count divides t).
+[[nodiscard]] bool replicates_kv_heads(const LlamaConfig& config, int degree);
+
+class LlamaDefinition final : public train::ModelDefinition {
+ public:
+  explicit LlamaDefinition(const LlamaConfig& config);
+
+  [[nodiscard]] const LlamaConfig& config() const { return config_; }
+  [[nodiscard]] std::string family() const override { return "llama"; }
+  [[nodiscard]] std::string config_json() const override;
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] std::string describe_config(const std::string& config_json) const override;
+  [[nodiscard]] std::size_t vocab_size() const override { return config_.vocab_size; }
+  [[nodiscard]] std::size_t context_length() const override { return config_.context_length; }
+  [[nodiscard]] std::size_t layers() const override { return config_.n_layer; }
+  [[nodiscard]] std::vector<train::ParameterSpec> parameters() const override;
+  [[nodiscard]] std::vector<std::int64_t> parameter_layers() const override;
+  [[nodiscard]] std::vector<std::string> chunk_parameters(
+      const train::LayerRange& range) const override;
+  [[nodiscard]] std::vector<PartitionSpec> model_placements(int degree) const override;
+  [[nodiscard]] ModelManifest manifest() const override;
+  // Per layer 2 C (q + 2 kv + o) + 6 C F (the MLP) + 4 seq H hd (attention); the head 2 V C.
+  [[nodiscard]] std::vector<double> layer_flops(std::size_t seq) const override;
+  [[nodiscard]] double head_flops() const override;
+  void check_options(bool sequence_parallel, Recompute recompute,
+                     const std::string& field) const override;
+  [[nodiscard]] std::unique_ptr<train::ModelChunk> build_chunk(
+      train::ParameterStore& store, const train::ChunkOptions& options) const override;
+
+ private:
+  LlamaConfig config_;
+};
+
+}  // namespace shardwise::models

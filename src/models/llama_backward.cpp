@@ -1,0 +1,201 @@
+// The Llama chunk's backward (detail/llama_chunk.hpp).
+#include <algorithm>
+#include <utility>
+
+#include "detail/llama_chunk.hpp"
+#include "detail/llama_layout.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/kernels/attention.hpp"
+#include "shardwise/kernels/matmul.hpp"
+#include "shardwise/kernels/rmsnorm.hpp"
+#include "shardwise/kernels/swiglu.hpp"
+#include "shardwise/models/gpt.hpp"
+
+namespace shardwise::models::detail {
+
+using kernels::InputGradient;
+
+const float* LlamaChunk::column_input_grad(std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.hidden_size;
+  if (!sequence_parallel_) {
+    tp_.sum(dnorm_.data(), batch * seq * C);
+    return dnorm_.data();
+  }
+  tp_.reduce_scatter_sequence(dnorm_local_.data(), dnorm_.data(), batch, seq, C);
+  return dnorm_local_.data();
+}
+
+const float* LlamaChunk::whole_output_grad(const float* local, std::size_t batch,
+                                           std::size_t seq) {
+  if (!sequence_parallel_) return local;
+  tp_.gather_sequence(dfull_.data(), local, batch, seq, config_.hidden_size);
+  return dfull_.data();
+}
+
+void LlamaChunk::norm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                               const float* weight, const float* rstd, std::size_t batch,
+                               std::size_t seq) {
+  const std::size_t C = config_.hidden_size, R = local_rows(batch, seq);
+  if (!sequence_parallel_) {
+    kernels::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, R, C);
+    return;
+  }
+  // This rank's positions' part of the weight's gradient, summed over the axis in a scratch so
+  // that only this pass's part is summed.
+  std::fill(norm_grad_.begin(), norm_grad_.end(), 0.0F);
+  kernels::rmsnorm_backward(dinp, norm_grad_.data(), dout, inp, weight, rstd, R, C);
+  tp_.sum(norm_grad_.data(), C);
+  for (std::size_t c = 0; c < C; ++c) dweight[c] += norm_grad_[c];
+}
+
+void LlamaChunk::tell(const train::GradientsReady& ready, std::size_t first,
+                      std::size_t last) const {
+  if (!ready) return;
+  ready(store_.offset(index_[first]), store_.offset(index_[last]) + store_.count(index_[last]));
+}
+
+void LlamaChunk::head_backward(Activations& act, float loss_scale) {
+  const std::size_t C = config_.hidden_size, BT = act.batch * act.seq;
+  const std::size_t R = local_rows(act.batch, act.seq), L = layers();
+  const std::size_t norm = llama_final_norm(config_.n_layer);
+  if (!std::exchange(act.head_held, false)) {
+    store_.gather(unit(norm));
+    if (config_.tie_word_embeddings) store_.gather(unit(kEmbedTokens));
+  }
+  const std::size_t block = head_block_rows(BT, vocab_);
+  const std::vector<float> dlosses(block, loss_scale / static_cast<float>(BT));
+  std::vector<float> losses(block);
+  for (std::size_t r0 = 0; r0 < BT; r0 += block) {
+    const std::size_t rows = std::min(block, BT - r0);
+    const float* normf = act.normf.data() + r0 * C;
+    kernels::matmul_forward(logits_.data(), normf, value(head_weight()), nullptr, rows, C, vocab_);
+    tp_.cross_entropy_forward(losses.data(), probs_.data(), logits_.data(),
+                              act.targets.data() + r0, rows, vocab_, vocab_start_);
+    std::fill(dlogits_.begin(), dlogits_.begin() + static_cast<std::ptrdiff_t>(rows * vocab_),
+              0.0F);
+    tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(),
+                               act.targets.data() + r0, rows, vocab_, vocab_start_);
+    kernels::matmul_backward(dnorm_.data() + r0 * C, grad(head_weight()), nullptr, dlogits_.data(),
+                             normf, value(head_weight()), rows, C, vocab_,
+                             InputGradient::kOverwrite);
+  }
+  const float* dnormf = column_input_grad(act.batch, act.seq);
+  if (config_.tie_word_embeddings) store_.release(unit(kEmbedTokens));
+  const float* top = L > 0 ? act.residual3.data() + (L - 1) * R * C : act.encoded.data();
+  std::fill(dresidual_.begin(), dresidual_.end(), 0.0F);
+  norm_backward(dresidual_.data(), grad(norm), dnormf, top, value(norm), act.rstdf.data(),
+                act.batch, act.seq);
+}
+
+void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size_t l,
+                                std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.hidden_size, BT = batch * seq;
+  const auto p = [&](std::size_t which) { return llama_layer_param(l, which); };
+  // residual3 = residual2 + down: dresidual_ is d(residual2) along the residual path, and the
+  // MLP's input gradient is added to it in place once the MLP's products have read it.
+  const float* dmlp = whole_output_grad(dresidual_.data(), batch, seq);
+  kernels::matmul_backward(dact_.data(), grad(p(kDownProj)), nullptr, dmlp, a.act,
+                           value(p(kDownProj)), BT, mlp_, C, InputGradient::kOverwrite);
+  kernels::swiglu_backward(dgate_.data(), dup_.data(), dact_.data(), a.gate, a.up, BT * mlp_,
+                           InputGradient::kOverwrite);
+  kernels::matmul_backward(dnorm_.data(), grad(p(kGateProj)), nullptr, dgate_.data(), a.norm2,
+                           value(p(kGateProj)), BT, C, mlp_, InputGradient::kOverwrite);
+  kernels::matmul_backward(dnorm_.data(), grad(p(kUpProj)), nullptr, dup_.data(), a.norm2,
+                           value(p(kUpProj)), BT, C, mlp_);
+  norm_backward(dresidual_.data(), grad(p(kPostNorm)), column_input_grad(batch, seq), a.residual2,
+                value(p(kPostNorm)), a.rstd2, batch, seq);
+  // residual2 = residual + attproj, the same way.
+  const float* dattention = whole_output_grad(dresidual_.data(), batch, seq);
+  kernels::matmul_backward(datty_.data(), grad(p(kOProj)), nullptr, dattention, a.atty,
+                           value(p(kOProj)), BT, q_width_, C, InputGradient::kOverwrite);
+  const kernels::AttentionLayout attention{batch,    seq,      heads_,   kv_heads_,
+                                           config_.head_dim, q_width_, kv_width_};
+  kernels::attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.q, a.k, a.v,
+                              a.atty, a.lse, attention, InputGradient::kOverwrite);
+  rotary_.rotate_back(dq_.data(), batch, seq, heads_, q_width_);
+  rotary_.rotate_back(dk_.data(), batch, seq, kv_heads_, kv_width_);
+  kernels::matmul_backward(dnorm_.data(), grad(p(kQProj)), nullptr, dq_.data(), a.norm1,
+                           value(p(kQProj)), BT, C, q_width_, InputGradient::kOverwrite);
+  // A replicated key/value projection: this rank's head's rows of its gradient in a scratch
+  // of the whole projection, summed over the axis (each rank adding its query heads' part of
+  // its head), then added: every rank's copy receives the same whole gradient.
+  const std::size_t kv_whole = config_.n_kv_head * config_.head_dim * C;
+  const std::size_t kv_offset = kv_first_head_ * config_.head_dim * C;
+  float* dk_weight = grad(p(kKProj));
+  float* dv_weight = grad(p(kVProj));
+  if (replicated_kv_) {
+    std::fill(kv_grad_.begin(), kv_grad_.end(), 0.0F);
+    dk_weight = kv_grad_.data() + kv_offset;
+    dv_weight = kv_grad_.data() + kv_whole + kv_offset;
+  }
+  kernels::matmul_backward(dnorm_.data(), dk_weight, nullptr, dk_.data(), a.norm1,
+                           kv_weight(l, kKProj), BT, C, kv_width_);
+  kernels::matmul_backward(dnorm_.data(), dv_weight, nullptr, dv_.data(), a.norm1,
+                           kv_weight(l, kVProj), BT, C, kv_width_);
+  if (replicated_kv_) {
+    tp_.sum(kv_grad_.data(), kv_grad_.size());
+    float* dk = grad(p(kKProj));
+    float* dv = grad(p(kVProj));
+    for (std::size_t i = 0; i < kv_whole; ++i) {
+      dk[i] += kv_grad_[i];
+      dv[i] += kv_grad_[kv_whole + i];
+    }
+  }
+  norm_backward(dresidual_.data(), grad(p(kInputNorm)), column_input_grad(batch, seq), residual,
+                value(p(kInputNorm)), a.rstd1, batch, seq);
+}
+
+void LlamaChunk::embedding_backward(Activations& act) {
+  const std::size_t C = config_.hidden_size, BT = act.batch * act.seq;
+  // Every rank has the whole gradient of the embedding's output (gathered along the sequence
+  // under sequence parallelism); each adds into its rows of the vocabulary.
+  tp_.lookup_backward(grad(kEmbedTokens), whole_output_grad(dresidual_.data(), act.batch, act.seq),
+                      act.tokens.data(), BT, C, vocab_start_, vocab_);
+}
+
+void LlamaChunk::backward(std::size_t slot_index, std::span<const float> output_grad,
+                          std::span<float> input_grad, float loss_scale,
+                          const train::GradientsReady& ready) {
+  if (slot_index >= slots_.size() || slots_[slot_index]->batch == 0) {
+    throw InvalidArgument("backward of micro-batch slot " + std::to_string(slot_index) +
+                          " before its forward");
+  }
+  Activations& act = *slots_[slot_index];
+  const std::size_t batch = act.batch, seq = act.seq;
+  const std::size_t boundary = boundary_elements(batch, seq);
+  if ((!has_head_ && output_grad.size() != boundary) ||
+      (!range_.has_first() && input_grad.size() != boundary)) {
+    throw InvalidArgument("a chunk's output and input gradients hold " +
+                          std::to_string(boundary) + " floats of the residual stream; got " +
+                          std::to_string(output_grad.size()) + " and " +
+                          std::to_string(input_grad.size()));
+  }
+  size_scratch(batch, seq);
+  const std::size_t C = config_.hidden_size, R = local_rows(batch, seq), L = layers();
+  if (!has_head_) {
+    std::copy(output_grad.begin(), output_grad.end(), dresidual_.begin());
+  } else {
+    head_backward(act, loss_scale);
+    const std::size_t norm = llama_final_norm(config_.n_layer);
+    tell(ready, norm, config_.tie_word_embeddings ? norm : llama_lm_head(config_.n_layer));
+    store_.release(unit(norm));
+  }
+  for (std::size_t i = L; i-- > 0;) {
+    const std::size_t l = range_.first_layer + i;
+    const float* residual = i == 0 ? act.encoded.data() : act.residual3.data() + (i - 1) * R * C;
+    const Layer a = layer(act, i);
+    store_.gather(unit(llama_layer_param(l, 0)));
+    if (recompute_ == Recompute::kFull) layer_forward(a, residual, l, batch, seq);
+    layer_backward(a, residual, l, batch, seq);
+    tell(ready, llama_layer_param(l, 0), llama_layer_param(l, kLlamaPerLayer - 1));
+    store_.release(unit(llama_layer_param(l, 0)));
+  }
+  if (!range_.has_first()) {
+    std::copy(dresidual_.begin(), dresidual_.end(), input_grad.begin());
+    return;
+  }
+  embedding_backward(act);
+  tell(ready, kEmbedTokens, kEmbedTokens);
+}
+
+}  // namespace shardwise::models::detail

@@ -1,0 +1,341 @@
+// The Llama chunk's construction, activations and forward (detail/llama_chunk.hpp).
+#include "detail/llama_chunk.hpp"
+
+#include <algorithm>
+
+#include "detail/llama_layout.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/kernels/attention.hpp"
+#include "shardwise/kernels/cross_entropy.hpp"
+#include "shardwise/kernels/elementwise.hpp"
+#include "shardwise/kernels/matmul.hpp"
+#include "shardwise/kernels/rmsnorm.hpp"
+#include "shardwise/kernels/swiglu.hpp"
+#include "shardwise/models/gpt.hpp"
+
+namespace shardwise::models::detail {
+
+using train::ParameterSpec;
+
+LlamaChunk::LlamaChunk(LlamaConfig config, train::ParameterStore& store,
+                       const train::ChunkOptions& options)
+    : config_(config),
+      range_(options.range.end_layer == 0 ? train::LayerRange{0, config.n_layer} : options.range),
+      store_(store),
+      tp_(options.tensor_parallel),
+      sequence_parallel_(options.sequence_parallel),
+      recompute_(options.recompute) {
+  if (sequence_parallel_ && tp_.degree() == 1) {
+    throw InvalidArgument(
+        "sequence parallelism splits the sequence over the model axis; the mesh has none");
+  }
+  const LlamaDefinition definition(config_);
+  const std::vector<std::string> held = definition.chunk_parameters(range_);
+  has_head_ = range_.has_last(config_.n_layer);
+  const int degree = tp_.degree();
+  const auto t = static_cast<std::size_t>(degree);
+  const std::vector<PartitionSpec> placements = llama_model_placements(config_, degree);
+  const std::vector<ParameterSpec> whole = llama_parameters(config_);
+  index_.assign(whole.size(), kNotHeld);
+  for (std::size_t p = 0; p < whole.size(); ++p) {
+    const ParameterSpec& spec = whole[p];
+    if (std::find(held.begin(), held.end(), spec.name) == held.end()) continue;
+    const std::size_t i = store_.index_of(spec.name);
+    const ParameterSpec& in_store = store_.specs()[i];
+    Shape local = spec.shape;
+    for (std::size_t d = 0; d < placements[p].size(); ++d) {
+      if (!placements[p].entry(d).is_replicated()) local[d] /= static_cast<std::int64_t>(t);
+    }
+    if (in_store.whole_shape() != spec.shape || in_store.shape != local) {
+      throw InvalidArgument("parameter '" + spec.name + "' has shape " + to_string(in_store.shape) +
+                            " of " + to_string(in_store.whole_shape()) + "; the model needs " +
+                            to_string(local) + " of " + to_string(spec.shape));
+    }
+    index_[p] = i;
+  }
+  const auto r = static_cast<std::size_t>(tp_.rank());
+  heads_ = config_.n_head / t;
+  q_width_ = heads_ * config_.head_dim;
+  replicated_kv_ = replicates_kv_heads(config_, degree);
+  // Replicated: every rank holds every key/value head and computes with the one its query
+  // heads read, head r / (t / kv) (its query heads all lie in that head's group).
+  kv_heads_ = replicated_kv_ ? 1 : config_.n_kv_head / t;
+  kv_first_head_ = replicated_kv_ ? r / (t / config_.n_kv_head) : 0;
+  kv_width_ = kv_heads_ * config_.head_dim;
+  mlp_ = config_.intermediate_size / t;
+  vocab_ = config_.vocab_size / t;
+  vocab_start_ = r * vocab_;
+  rotary_ = kernels::RotaryTable(
+      kernels::rotary_frequencies(config_.head_dim, config_.rope_theta, config_.rope_scaling),
+      config_.context_length);
+}
+
+std::size_t LlamaChunk::Activations::bytes() const {
+  std::size_t floats = 0;
+  for (const auto* kept : {&encoded, &norm1, &rstd1, &q, &k, &v, &atty, &lse, &residual2, &norm2,
+                        &rstd2, &gate, &up, &act, &residual3, &normf, &rstdf, &losses}) {
+    floats += kept->size();
+  }
+  return floats * sizeof(float);
+}
+
+LlamaChunk::Activations& LlamaChunk::slot(std::size_t index) {
+  while (slots_.size() <= index) slots_.push_back(std::make_unique<Activations>());
+  return *slots_[index];
+}
+
+std::size_t LlamaChunk::local_rows(std::size_t batch, std::size_t seq) const {
+  return sequence_parallel_ ? batch * seq / static_cast<std::size_t>(tp_.degree()) : batch * seq;
+}
+
+std::size_t LlamaChunk::boundary_elements(std::size_t batch, std::size_t seq) const {
+  return local_rows(batch, seq) * config_.hidden_size;
+}
+
+void LlamaChunk::size_activations(Activations& a, std::size_t batch, std::size_t seq) {
+  if (batch == a.batch && seq == a.seq) return;
+  a.batch = batch;
+  a.seq = seq;
+  const std::size_t L = layers(), C = config_.hidden_size, BT = batch * seq;
+  const std::size_t R = local_rows(batch, seq);
+  a.encoded.assign(R * C, 0);
+  a.residual3.assign(L * R * C, 0);
+  if (recompute_ == Recompute::kFull) {
+    if (recomputed_.batch != batch || recomputed_.seq != seq) {
+      recomputed_.batch = batch;
+      recomputed_.seq = seq;
+      size_layers(recomputed_, std::min<std::size_t>(L, 1), batch, seq);
+    }
+  } else {
+    size_layers(a, L, batch, seq);
+  }
+  const std::size_t head = has_head_ ? 1 : 0;
+  a.normf.assign(head * BT * C, 0);
+  a.rstdf.assign(head * R, 0);
+  a.losses.assign(head * BT, 0);
+}
+
+void LlamaChunk::size_layers(Activations& a, std::size_t n, std::size_t batch,
+                             std::size_t seq) const {
+  const std::size_t C = config_.hidden_size, BT = batch * seq, R = local_rows(batch, seq);
+  for (auto* v : {&a.norm1, &a.norm2}) v->assign(n * BT * C, 0);
+  for (auto* v : {&a.rstd1, &a.rstd2}) v->assign(n * R, 0);
+  a.residual2.assign(n * R * C, 0);
+  for (auto* v : {&a.q, &a.atty}) v->assign(n * BT * q_width_, 0);
+  for (auto* v : {&a.k, &a.v}) v->assign(n * BT * kv_width_, 0);
+  a.lse.assign(n * batch * heads_ * seq, 0);
+  for (auto* v : {&a.gate, &a.up, &a.act}) v->assign(n * BT * mlp_, 0);
+}
+
+void LlamaChunk::size_scratch(std::size_t batch, std::size_t seq) {
+  if (batch == scratch_batch_ && seq == scratch_seq_) return;
+  scratch_batch_ = batch;
+  scratch_seq_ = seq;
+  const std::size_t C = config_.hidden_size, BT = batch * seq, R = local_rows(batch, seq);
+  for (auto* v : {&dresidual_, &projected_}) v->assign(R * C, 0);
+  dnorm_.assign(BT * C, 0);
+  for (auto* v : {&dq_, &datty_}) v->assign(BT * q_width_, 0);
+  for (auto* v : {&dk_, &dv_}) v->assign(BT * kv_width_, 0);
+  for (auto* v : {&dgate_, &dup_, &dact_}) v->assign(BT * mlp_, 0);
+  const std::size_t block = has_head_ ? head_block_rows(BT, vocab_) : 0;
+  for (auto* v : {&logits_, &probs_, &dlogits_}) v->assign(block * vocab_, 0);
+  if (sequence_parallel_) {
+    for (auto* v : {&dnorm_local_, &norm_local_}) v->assign(R * C, 0);
+    for (auto* v : {&partial_, &dfull_}) v->assign(BT * C, 0);
+    norm_grad_.assign(C, 0);
+  }
+  if (replicated_kv_) kv_grad_.assign(2 * config_.n_kv_head * config_.head_dim * C, 0);
+}
+
+std::size_t LlamaChunk::activation_bytes() const {
+  std::size_t bytes = recomputed_.bytes();
+  for (const auto& a : slots_) bytes += a->bytes();
+  std::size_t floats = 0;
+  for (const auto* v : {&dresidual_, &projected_, &dnorm_, &dq_, &dk_, &dv_, &datty_, &dgate_,
+                        &dup_, &dact_, &logits_, &probs_, &dlogits_, &dnorm_local_, &norm_local_,
+                        &partial_, &dfull_, &norm_grad_, &kv_grad_}) {
+    floats += v->size();
+  }
+  return bytes + floats * sizeof(float);
+}
+
+void LlamaChunk::check_batch(std::span<const std::int32_t> tokens,
+                             std::span<const std::int32_t> targets, std::size_t batch,
+                             std::size_t seq) const {
+  if (batch < 1 || seq < 1 || seq > config_.context_length) {
+    throw InvalidArgument("a batch of " + std::to_string(batch) + " sequences of " +
+                          std::to_string(seq) + " tokens; expected at least one sequence of 1 to " +
+                          std::to_string(config_.context_length) + " tokens");
+  }
+  const bool needs_tokens = range_.has_first();
+  if ((needs_tokens && tokens.size() != batch * seq) ||
+      (has_head_ && targets.size() != batch * seq)) {
+    throw InvalidArgument("tokens and targets need " + std::to_string(batch * seq) +
+                          " entries each, got " + std::to_string(tokens.size()) + " and " +
+                          std::to_string(targets.size()));
+  }
+  for (std::span<const std::int32_t> ids :
+       {needs_tokens ? tokens : std::span<const std::int32_t>(),
+        has_head_ ? targets : std::span<const std::int32_t>()}) {
+    for (std::int32_t id : ids) {
+      if (id < 0 || static_cast<std::size_t>(id) >= config_.vocab_size) {
+        throw InvalidArgument("token " + std::to_string(id) + " is outside the vocabulary 0.." +
+                              std::to_string(config_.vocab_size - 1));
+      }
+    }
+  }
+  if (sequence_parallel_ && seq % static_cast<std::size_t>(tp_.degree()) != 0) {
+    throw InvalidArgument("sequence parallelism splits each sequence over the " +
+                          std::to_string(tp_.degree()) + " model ranks; " + std::to_string(seq) +
+                          " tokens do not divide among them");
+  }
+}
+
+LlamaChunk::Layer LlamaChunk::layer(Activations& a, std::size_t l) {
+  const std::size_t C = config_.hidden_size, BT = a.batch * a.seq, R = local_rows(a.batch, a.seq);
+  float* const output = a.residual3.data() + l * R * C;
+  Activations& kept = recompute_ == Recompute::kFull ? recomputed_ : a;
+  const std::size_t k = recompute_ == Recompute::kFull ? 0 : l;
+  return {kept.norm1.data() + k * BT * C,
+          kept.rstd1.data() + k * R,
+          kept.q.data() + k * BT * q_width_,
+          kept.k.data() + k * BT * kv_width_,
+          kept.v.data() + k * BT * kv_width_,
+          kept.atty.data() + k * BT * q_width_,
+          kept.lse.data() + k * a.batch * heads_ * a.seq,
+          projected_.data(),
+          kept.residual2.data() + k * R * C,
+          kept.norm2.data() + k * BT * C,
+          kept.rstd2.data() + k * R,
+          kept.gate.data() + k * BT * mlp_,
+          kept.up.data() + k * BT * mlp_,
+          kept.act.data() + k * BT * mlp_,
+          projected_.data(),
+          output};
+}
+
+std::size_t LlamaChunk::head_weight() const {
+  return config_.tie_word_embeddings ? kEmbedTokens : llama_lm_head(config_.n_layer);
+}
+
+float* LlamaChunk::kv_weight(std::size_t l, std::size_t which) {
+  return value(llama_layer_param(l, which)) + kv_first_head_ * config_.head_dim * config_.hidden_size;
+}
+
+void LlamaChunk::norm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                              std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.hidden_size, R = local_rows(batch, seq);
+  float* local = sequence_parallel_ ? norm_local_.data() : out;
+  kernels::rmsnorm_forward(local, rstd, inp, weight, static_cast<float>(config_.rms_norm_eps), R,
+                           C);
+  if (sequence_parallel_) tp_.gather_sequence(out, local, batch, seq, C);
+}
+
+void LlamaChunk::row_parallel(float* out, const float* inp, const float* weight,
+                              std::size_t in_local, std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.hidden_size, BT = batch * seq;
+  if (!sequence_parallel_) {
+    tp_.row_parallel_forward(out, inp, weight, nullptr, BT, in_local, C);
+    return;
+  }
+  kernels::matmul_forward(partial_.data(), inp, weight, nullptr, BT, in_local, C);
+  tp_.reduce_scatter_sequence(out, partial_.data(), batch, seq, C);
+}
+
+void LlamaChunk::layer_forward(const Layer& a, const float* residual, std::size_t l,
+                               std::size_t batch, std::size_t seq) {
+  const std::size_t C = config_.hidden_size, BT = batch * seq, R = local_rows(batch, seq);
+  norm_forward(a.norm1, a.rstd1, residual, value(llama_layer_param(l, kInputNorm)), batch, seq);
+  // Column-parallel q, k and v of this rank's heads, rotated; row-parallel output projection.
+  kernels::matmul_forward(a.q, a.norm1, value(llama_layer_param(l, kQProj)), nullptr, BT, C,
+                          q_width_);
+  kernels::matmul_forward(a.k, a.norm1, kv_weight(l, kKProj), nullptr, BT, C, kv_width_);
+  kernels::matmul_forward(a.v, a.norm1, kv_weight(l, kVProj), nullptr, BT, C, kv_width_);
+  rotary_.rotate(a.q, batch, seq, heads_, q_width_);
+  rotary_.rotate(a.k, batch, seq, kv_heads_, kv_width_);
+  const kernels::AttentionLayout attention{batch,    seq,      heads_,   kv_heads_,
+                                           config_.head_dim, q_width_, kv_width_};
+  kernels::attention_forward(a.atty, a.lse, a.q, a.k, a.v, attention);
+  row_parallel(a.attproj, a.atty, value(llama_layer_param(l, kOProj)), q_width_, batch, seq);
+  kernels::residual_forward(a.residual2, residual, a.attproj, R * C);
+  norm_forward(a.norm2, a.rstd2, a.residual2, value(llama_layer_param(l, kPostNorm)), batch, seq);
+  kernels::matmul_forward(a.gate, a.norm2, value(llama_layer_param(l, kGateProj)), nullptr, BT, C,
+                          mlp_);
+  kernels::matmul_forward(a.up, a.norm2, value(llama_layer_param(l, kUpProj)), nullptr, BT, C,
+                          mlp_);
+  kernels::swiglu_forward(a.act, a.gate, a.up, BT * mlp_);
+  row_parallel(a.down, a.act, value(llama_layer_param(l, kDownProj)), mlp_, batch, seq);
+  kernels::residual_forward(a.residual3, a.residual2, a.down, R * C);
+}
+
+float LlamaChunk::forward(std::size_t slot_index, std::span<const std::int32_t> tokens,
+                          std::span<const std::int32_t> targets, std::size_t batch,
+                          std::size_t seq, std::span<const float> input, std::span<float> output,
+                          bool backward_follows) {
+  check_batch(tokens, targets, batch, seq);
+  const std::size_t boundary = boundary_elements(batch, seq);
+  if ((!range_.has_first() && input.size() != boundary) ||
+      (!has_head_ && output.size() != boundary)) {
+    throw InvalidArgument("a chunk's input and output hold " + std::to_string(boundary) +
+                          " floats of the residual stream; got " + std::to_string(input.size()) +
+                          " and " + std::to_string(output.size()));
+  }
+  Activations& act = slot(slot_index);
+  size_activations(act, batch, seq);
+  size_scratch(batch, seq);
+  if (range_.has_first()) act.tokens.assign(tokens.begin(), tokens.end());
+  if (has_head_) act.targets.assign(targets.begin(), targets.end());
+  const std::size_t C = config_.hidden_size, BT = batch * seq;
+  act.head_held = false;
+  if (!range_.has_first()) {
+    std::copy(input.begin(), input.end(), act.encoded.begin());
+  } else {
+    // Each rank looks up the tokens of its vocabulary rows; the sum over the axis completes
+    // the lookups (scattered along the sequence under sequence parallelism).
+    store_.gather(unit(kEmbedTokens));
+    float* looked_up = sequence_parallel_ ? partial_.data() : act.encoded.data();
+    tp_.lookup(looked_up, act.tokens.data(), value(kEmbedTokens), BT, C, vocab_start_, vocab_);
+    if (sequence_parallel_) {
+      tp_.reduce_scatter_sequence(act.encoded.data(), partial_.data(), batch, seq, C);
+    } else {
+      tp_.sum(act.encoded.data(), BT * C);
+    }
+    store_.release(unit(kEmbedTokens));
+  }
+  const float* residual = act.encoded.data();
+  for (std::size_t i = 0; i < layers(); ++i) {
+    const std::size_t l = range_.first_layer + i;
+    const Layer a = layer(act, i);
+    store_.gather(unit(llama_layer_param(l, 0)));
+    layer_forward(a, residual, l, batch, seq);
+    store_.release(unit(llama_layer_param(l, 0)));
+    residual = a.residual3;
+  }
+  if (!has_head_) {
+    std::copy(residual, residual + boundary, output.begin());
+    return 0;
+  }
+  const std::size_t norm = llama_final_norm(config_.n_layer);
+  store_.gather(unit(norm));
+  if (config_.tie_word_embeddings) store_.gather(unit(kEmbedTokens));
+  norm_forward(act.normf.data(), act.rstdf.data(), residual, value(norm), batch, seq);
+  const std::size_t block = head_block_rows(BT, vocab_);
+  for (std::size_t r0 = 0; r0 < BT; r0 += block) {
+    const std::size_t rows = std::min(block, BT - r0);
+    kernels::matmul_forward(logits_.data(), act.normf.data() + r0 * C, value(head_weight()),
+                            nullptr, rows, C, vocab_);
+    tp_.cross_entropy_forward(act.losses.data() + r0, probs_.data(), logits_.data(),
+                              act.targets.data() + r0, rows, vocab_, vocab_start_);
+  }
+  if (backward_follows) {
+    act.head_held = true;
+  } else {
+    if (config_.tie_word_embeddings) store_.release(unit(kEmbedTokens));
+    store_.release(unit(norm));
+  }
+  double sum = 0;
+  for (float loss : act.losses) sum += loss;
+  return static_cast<float>(sum / static_cast<double>(BT));
+}
+
+}  // namespace shardwise::models::detail

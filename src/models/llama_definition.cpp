@@ -1,0 +1,117 @@
+// The Llama as a training-layer model definition: its configuration as JSON, its parameters'
+// layers, costs and chunks.
+#include <nlohmann/json.hpp>
+
+#include "detail/llama_chunk.hpp"
+#include "detail/llama_layout.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/models/llama.hpp"
+#include "shardwise/train/parameter_shardings.hpp"
+
+namespace shardwise::models {
+namespace {
+
+std::string llama_text(const LlamaConfig& c) {
+  std::string text = std::to_string(c.n_layer) + " layers of " + std::to_string(c.hidden_size) +
+                     ", " + std::to_string(c.n_head) + " heads of " +
+                     std::to_string(c.head_dim) + " sharing " + std::to_string(c.n_kv_head) +
+                     " key/value heads, MLP " + std::to_string(c.intermediate_size) +
+                     ", vocabulary " + std::to_string(c.vocab_size) + ", context " +
+                     std::to_string(c.context_length) + ", " +
+                     (c.tie_word_embeddings ? "tied" : "untied") + " head";
+  return text;
+}
+
+}  // namespace
+
+LlamaDefinition::LlamaDefinition(const LlamaConfig& config) : config_(config) {
+  validate(config_);
+}
+
+std::string LlamaDefinition::config_json() const {
+  return nlohmann::json::parse(llama_config_json(config_)).dump();
+}
+
+std::string LlamaDefinition::describe() const { return "a Llama of " + llama_text(config_); }
+
+std::string LlamaDefinition::describe_config(const std::string& config_json) const {
+  try {
+    return "a Llama of " + llama_text(llama_config_from_json(config_json, "the model"));
+  } catch (const std::exception&) {
+    return ModelDefinition::describe_config(config_json);
+  }
+}
+
+std::vector<train::ParameterSpec> LlamaDefinition::parameters() const {
+  return llama_parameters(config_);
+}
+
+std::vector<std::int64_t> LlamaDefinition::parameter_layers() const {
+  std::vector<std::int64_t> layers{-1};  // the embedding
+  for (std::size_t l = 0; l < config_.n_layer; ++l) {
+    layers.insert(layers.end(), detail::kLlamaPerLayer, static_cast<std::int64_t>(l));
+  }
+  layers.insert(layers.end(), config_.tie_word_embeddings ? 1 : 2, -1);  // norm (and head)
+  return layers;
+}
+
+std::vector<std::string> LlamaDefinition::chunk_parameters(const train::LayerRange& range) const {
+  if (range.first_layer >= range.end_layer || range.end_layer > config_.n_layer) {
+    throw InvalidArgument("a chunk of layers " + std::to_string(range.first_layer) + " to " +
+                          std::to_string(range.end_layer) + " of the model's " +
+                          std::to_string(config_.n_layer) +
+                          "; expected at least one layer, within the model");
+  }
+  const std::vector<train::ParameterSpec> whole = parameters();
+  const std::vector<std::int64_t> layer_of = parameter_layers();
+  const bool head = range.has_last(config_.n_layer);
+  std::vector<std::string> names;
+  for (std::size_t p = 0; p < whole.size(); ++p) {
+    const std::int64_t l = layer_of[p];
+    const bool keep =
+        (p == detail::kEmbedTokens &&
+         (range.has_first() || (head && config_.tie_word_embeddings))) ||
+        (l >= 0 && static_cast<std::size_t>(l) >= range.first_layer &&
+         static_cast<std::size_t>(l) < range.end_layer) ||
+        (p >= detail::llama_final_norm(config_.n_layer) && head);
+    if (keep) names.push_back(whole[p].name);
+  }
+  return names;
+}
+
+std::vector<PartitionSpec> LlamaDefinition::model_placements(int degree) const {
+  return llama_model_placements(config_, degree);
+}
+
+ModelManifest LlamaDefinition::manifest() const {
+  ModelManifest manifest = train::manifest_of(parameters());
+  const auto head = static_cast<std::int64_t>(config_.head_dim);
+  manifest.axis_units = {{"heads", head}, {"kv_heads", head}};
+  return manifest;
+}
+
+std::vector<double> LlamaDefinition::layer_flops(std::size_t seq) const {
+  const auto C = static_cast<double>(config_.hidden_size);
+  const auto Q = static_cast<double>(config_.n_head * config_.head_dim);
+  const auto KV = static_cast<double>(config_.n_kv_head * config_.head_dim);
+  const auto F = static_cast<double>(config_.intermediate_size);
+  const double per_token =
+      2 * C * (2 * Q + 2 * KV) + 6 * C * F + 4 * static_cast<double>(seq) * Q;
+  return std::vector<double>(config_.n_layer, per_token);
+}
+
+double LlamaDefinition::head_flops() const {
+  return 2 * static_cast<double>(config_.vocab_size) * static_cast<double>(config_.hidden_size);
+}
+
+void LlamaDefinition::check_options(bool /*sequence_parallel*/, Recompute /*recompute*/,
+                                    const std::string& /*field*/) const {
+  // Every option runs; the chunk refuses sequence parallelism without a model axis itself.
+}
+
+std::unique_ptr<train::ModelChunk> LlamaDefinition::build_chunk(
+    train::ParameterStore& store, const train::ChunkOptions& options) const {
+  return std::make_unique<detail::LlamaChunk>(config_, store, options);
+}
+
+}  // namespace shardwise::models

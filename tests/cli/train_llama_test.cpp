@@ -1,0 +1,193 @@
+// The Llama family through every strategy as a user runs `shardwise train`: each layout's
+// losses within 1e-5 of one rank's over 10 steps, grouped-query attention split and replicated
+// over the model axis, the degrees it cannot run refused naming the sizes, and hostile model
+// files refused in one line.
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "run_command.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/core/mesh.hpp"
+#include "shardwise/models/llama.hpp"
+#include "shardwise/strategy/parallelism_config.hpp"
+#include "shardwise/strategy/sharding_rules.hpp"
+#include "shardwise/strategy/tensor_parallel_strategy.hpp"
+#include "shardwise/train/placement.hpp"
+
+namespace shardwise::cli {
+namespace {
+
+using testing::expect_bad_input;
+using testing::json_lines;
+using testing::run_command;
+using testing::source_path;
+
+std::vector<std::string> llama(const std::string& file, std::vector<std::string> extra) {
+  std::vector<std::string> args{"train",  "--model", source_path("examples/models/" + file),
+                                "--steps", "10",     "--batch",
+                                "12",      "--seq",  "12",
+                                "--seed",  "5",
+                                "--lr",    "3e-3",   "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+void expect_same_losses(const std::string& file, const std::vector<std::vector<std::string>>& layouts,
+                        double* worst) {
+  const testing::Result one_run = run_command(llama(file, {}));
+  ASSERT_EQ(one_run.status, 0) << one_run.err;
+  const auto one = json_lines(one_run.out);
+  ASSERT_EQ(one.size(), 11U);
+  // The model learns: a run whose gradients were lost would stay near ln(vocabulary).
+  EXPECT_LT(one[9]["loss"].get<double>(), one[0]["loss"].get<double>() - 0.5) << file;
+  for (const std::vector<std::string>& layout : layouts) {
+    std::string where;
+    for (const std::string& flag : layout) where += flag + " ";
+    const testing::Result r = run_command(llama(file, layout));
+    ASSERT_EQ(r.status, 0) << where << r.err;
+    const auto many = json_lines(r.out);
+    ASSERT_EQ(many.size(), one.size()) << where;
+    for (std::size_t s = 0; s + 1 < one.size(); ++s) {
+      const double a = one[s]["loss"].get<double>();
+      const double b = many[s]["loss"].get<double>();
+      EXPECT_NEAR(b, a, 1e-5 * a) << file << " " << where << "step " << s + 1;
+      *worst = std::max(*worst, std::abs(b - a) / a);
+    }
+    EXPECT_EQ(many.back()["summary"]["parameters"], one.back()["summary"]["parameters"]) << where;
+    // As many ranks as the mesh has devices.
+    const std::string& axes = layout[1];
+    std::size_t ranks = 1;
+    for (std::size_t at = axes.find('='); at != std::string::npos; at = axes.find('=', at + 1)) {
+      ranks *= std::stoul(axes.substr(at + 1));
+    }
+    EXPECT_EQ(many.back()["summary"]["ranks"].size(), ranks) << where;
+  }
+}
+
+TEST(TrainLlama, EveryLayoutSeesTheOneRanksLosses) {
+  double worst = 0;
+  // Untied head, 4 query heads sharing 2 key/value heads.
+  expect_same_losses(
+      "llama_micro.json",
+      {{"--mesh", "data=2"},
+       {"--mesh", "fsdp=2", "--zero", "1"},
+       {"--mesh", "fsdp=2", "--zero", "2"},
+       {"--mesh", "fsdp=2", "--zero", "3"},
+       {"--mesh", "fsdp=3", "--zero", "3"},  // uneven groups: 32 and 64 rows over 3 ranks
+       {"--mesh", "data=2,fsdp=2", "--zero", "3"},
+       {"--mesh", "model=2"},                           // key/value heads split
+       {"--mesh", "model=4"},                           // replicated on 2 ranks each
+       {"--mesh", "model=2", "--sequence-parallel"},
+       {"--mesh", "model=4", "--sequence-parallel"},
+       {"--mesh", "pipeline=2", "--schedule", "gpipe", "--microbatches", "4"},
+       {"--mesh", "pipeline=2", "--schedule", "1f1b", "--microbatches", "4"},
+       {"--mesh", "pipeline=2", "--schedule", "interleaved", "--microbatches", "2"},
+       {"--mesh", "fsdp=2,model=2", "--zero", "3", "--recompute", "full"},
+       {"--mesh", "data=2,fsdp=2,model=2,pipeline=2", "--zero", "3"}},
+      &worst);
+  // SmolLM2's 9 heads and 3 key/value heads at a reduced width, the head tied.
+  expect_same_losses("smollm2_micro.json",
+                     {{"--mesh", "model=3"},  // split: one key/value head per rank
+                      {"--mesh", "model=9"},  // replicated: each on 3 ranks
+                      {"--mesh", "model=3", "--sequence-parallel"},
+                      {"--mesh", "pipeline=2", "--microbatches", "2"},  // tied through the groups
+                      {"--mesh", "fsdp=2,model=3", "--zero", "3"}},
+                     &worst);
+  std::cout << "worst relative deviation from one rank: " << worst << "\n";
+}
+
+// Full recomputation gives the same losses and keeps less.
+TEST(TrainLlama, RecomputationKeepsLessForTheSameLosses) {
+  const auto none = json_lines(run_command(llama("llama_micro.json", {})).out);
+  const auto full = json_lines(run_command(llama("llama_micro.json", {"--recompute", "full"})).out);
+  ASSERT_EQ(full.size(), none.size());
+  for (std::size_t s = 0; s + 1 < none.size(); ++s) EXPECT_EQ(full[s]["loss"], none[s]["loss"]);
+  const auto peak = [](const std::vector<nlohmann::json>& run) {
+    return run.back()["summary"]["ranks"][0]["activations_peak_bytes"].get<std::int64_t>();
+  };
+  EXPECT_LT(peak(full), peak(none));
+}
+
+// The degrees grouped-query attention cannot run, refused naming the sizes.
+TEST(TrainLlama, DegreesThatSplitAKeyValueHeadAreRefused) {
+  const std::string file = ::testing::TempDir() + "llama_6_heads_2_kv.json";
+  std::ofstream(file) << R"({"family": "llama", "num_hidden_layers": 1, "hidden_size": 48,
+    "num_attention_heads": 6, "num_key_value_heads": 2, "intermediate_size": 96,
+    "vocab_size": 258, "max_position_embeddings": 16})";
+  expect_bad_input({"train", "--model", file, "--steps", "1", "--mesh", "model=3"},
+                   "the model degree 3 neither divides the 2 key/value heads "
+                   "(num_key_value_heads) nor is a multiple of them");
+  expect_bad_input({"train", "--model", source_path("examples/models/llama_micro.json"), "--steps",
+                    "1", "--mesh", "model=8"},
+                   "the model degree 8 does not divide the 4 attention heads");
+}
+
+// One truth for the split: the placements the trainer computes with are those the reference
+// strategy's rules give (its QKV spec for the query heads, the key/value heads' whole units
+// kept whole where the degree does not divide them), for every degree the model runs.
+TEST(TrainLlama, TheStrategysRulesGiveTheTrainersPlacements) {
+  models::LlamaConfig c = models::llama_preset("smollm2-135m", "preset");
+  c.n_layer = 2;
+  c.vocab_size = 9 * 64;
+  c.intermediate_size = 9 * 32;
+  const models::LlamaDefinition definition(c);
+  for (int degree = 1; degree <= 9; ++degree) {
+    const Mesh mesh({"model"}, {degree});
+    const ShardingRules rules = default_sharding_rules(ParallelismConfig::from_mesh(mesh));
+    const std::vector<PartitionSpec> from_rules =
+        train::model_placements(definition.manifest(), mesh, rules.axis_rules, rules.name_rules);
+    if (degree != 1 && degree != 3 && degree != 9) {
+      EXPECT_THROW((void)definition.model_placements(degree), InvalidArgument) << degree;
+      continue;
+    }
+    const std::vector<PartitionSpec> trainer = definition.model_placements(degree);
+    EXPECT_EQ(trainer, from_rules) << "degree " << degree;
+    if (degree == 1) continue;
+    const PartitionSpec qkv = TensorParallelStrategy().get_attention_qkv_spec();
+    EXPECT_EQ(qkv, (PartitionSpec{"model", None}));
+    EXPECT_EQ(trainer[2], PartitionSpec{"model"}) << "q_proj";  // qkv, trailing None dropped
+    // k_proj: split at 3 (one head each), whole at 9 (each head on 3 ranks).
+    EXPECT_EQ(trainer[3], degree == 3 ? PartitionSpec{"model"} : PartitionSpec()) << degree;
+    EXPECT_EQ(models::replicates_kv_heads(c, degree), degree == 9);
+  }
+}
+
+// Hostile model files: one line each, status 2, the field named.
+TEST(TrainLlama, HostileConfigFieldsAreRefusedInOneLine) {
+  const auto base = nlohmann::json::parse(R"({"family": "llama", "num_hidden_layers": 1,
+    "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "intermediate_size": 64, "vocab_size": 256, "max_position_embeddings": 16})");
+  const std::vector<std::tuple<std::string, nlohmann::json, std::string>> cases{
+      {"hidden_size", nullptr, "\"hidden_size\" is missing"},
+      {"num_hidden_layers", 0, "\"num_hidden_layers\" is 0; expected an integer from 1 to"},
+      {"num_attention_heads", -4, "\"num_attention_heads\" is -4"},
+      {"vocab_size", 9223372036854775807LL, "\"vocab_size\" is 9223372036854775807"},
+      {"intermediate_size", 1e300, "\"intermediate_size\" is 1e+300"},
+      {"head_dim", 7, "head_dim is 7; rotary embeddings rotate pairs"},
+      {"num_key_value_heads", 3, "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
+      {"rope_theta", -1, "\"rope_theta\" is -1; expected a finite positive number"},
+      {"rope_scaling", nlohmann::json{{"rope_type", "yarn"}, {"factor", 4}},
+       "\"rope_scaling\" is {\"factor\":4,\"rope_type\":\"yarn\"}"},
+      {"rope_scaling", nlohmann::json{{"rope_type", "llama3"}, {"factor", 8}},
+       "\"low_freq_factor\" is missing"},
+      {"attention_bias", true, "\"attention_bias\" is true"},
+      {"mlp_bias", true, "\"mlp_bias\" is true"},
+      {"hidden_act", "gelu", "\"hidden_act\" is \"gelu\""},
+      {"sliding_window", 4096, "\"sliding_window\" is 4096"},
+      {"qk_layernorm", true, "\"qk_layernorm\" is a field shardwise's Llama does not implement"}};
+  for (const auto& [field, value, message] : cases) {
+    nlohmann::json config = base;
+    if (value.is_null()) {
+      config.erase(field);
+    } else {
+      config[field] = value;
+    }
+    const std::string file = ::testing::TempDir() + "hostile_llama.json";
+    std::ofstream(file) << config.dump();
+    expect_bad_input({"train", "--model", file, "--steps", "1"}, message);
+  }
+}
+
+}  // namespace
+}  // namespace shardwise::cli
