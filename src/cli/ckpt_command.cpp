@@ -289,6 +289,18 @@ void import_hf(const std::string& path, const std::string& format,
     import_run_id = existing->run_id;
   }
   const std::vector<train::ParameterSpec> specs = definition->parameters();
+  // The file's copies of a parameter the model ties (a tensor that is itself a parameter, as an
+  // untied model's head, is no copy).
+  std::vector<std::pair<std::string, std::string>> tied;
+  for (const auto& pair : adapter.tied_tensors()) {
+    if (std::none_of(specs.begin(), specs.end(),
+                     [&](const train::ParameterSpec& spec) { return spec.name == pair.first; })) {
+      tied.push_back(pair);
+    }
+  }
+  const auto is_tied_copy = [&](const std::string& name) {
+    return std::any_of(tied.begin(), tied.end(), [&](const auto& pair) { return pair.first == name; });
+  };
   std::vector<std::string> wanted;
   {
     const ckpt::CheckpointReader reader = ckpt::CheckpointReader::from_safetensors(file);
@@ -299,12 +311,12 @@ void import_hf(const std::string& path, const std::string& format,
     }
     for (const ckpt::ArrayRecord& array : index.arrays) {
       if (std::find(wanted.begin(), wanted.end(), array.name) == wanted.end() &&
-          !adapter.ignored_tensor(array.name)) {
+          !adapter.ignored_tensor(array.name) && !is_tied_copy(array.name)) {
         throw ckpt::CheckpointError("the file's tensor '" + echo_input(array.name, 200) +
                                     "' is no parameter of " + definition->describe());
       }
     }
-    for (const auto& [tensor, parameter] : adapter.tied_tensors()) {
+    for (const auto& [tensor, parameter] : tied) {
       if (index.find(tensor) == nullptr) continue;
       for (const train::ParameterSpec& spec : specs) {
         if (spec.name == parameter) adapter.check_tensor(reader, tensor, spec.name, spec.shape);
@@ -343,7 +355,7 @@ void import_hf(const std::string& path, const std::string& format,
               !bad.empty()) {
             throw ckpt::CheckpointError(bad);
           }
-          for (const auto& [tensor, parameter] : adapter.tied_tensors()) {
+          for (const auto& [tensor, parameter] : tied) {
             if (spec.name != parameter || index.find(tensor) == nullptr) continue;
             // A tied copy that differs would be dropped in silence: refused instead.
             std::vector<float> copy(blocks.back().size());
@@ -473,7 +485,7 @@ class CkptCommand final : public Command {
     inspect_->add_flag("--verify", verify_, "Read every byte and check every checksum");
     export_ = app_->add_subcommand("export", "Write a checkpoint's model as one model.safetensors");
     export_->add_option("path", path_, "A checkpoint or a --save folder (its newest)")->required();
-    export_->add_option("--format", format_, "hf-gpt2 (transformers' GPT2LMHeadModel)")->required();
+    export_->add_option("--format", format_, "hf-gpt2 (transformers' GPT2LMHeadModel) or hf-llama (LlamaForCausalLM)")->required();
     export_->add_option("--out", out_, "The folder to write model.safetensors and config.json to")
         ->required();
     export_->add_flag("--force", force_,
@@ -489,7 +501,7 @@ class CkptCommand final : public Command {
     import_ = app_->add_subcommand("import", "Turn Hugging Face GPT-2 weights into a checkpoint");
     import_->add_option("path", path_, "model.safetensors, or a folder holding it and config.json")
         ->required();
-    import_->add_option("--format", format_, "hf-gpt2")->required();
+    import_->add_option("--format", format_, "hf-gpt2 or hf-llama")->required();
     import_->add_option("--out", out_, "The checkpoint folder to write")->required();
     import_->add_option("--model", model_,
                         "The model (a preset or a model file) where there is no "

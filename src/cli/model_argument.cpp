@@ -50,8 +50,8 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
   const std::string path = S_ISDIR(info.st_mode) ? value + "/config.json" : value;
   if (S_ISDIR(info.st_mode) && ::stat(path.c_str(), &info) != 0) {
     throw InvalidArgument(flag + " '" + echo_input(value) +
-                          "' is a directory without a config.json (a Hugging Face model folder "
-                          "has one)");
+                          "' is a directory, not a file (nor a Hugging Face model folder: it has "
+                          "no config.json)");
   }
   const std::string named = flag + " '" + path + "'";
   const std::string text = read_file(path, flag);
@@ -74,14 +74,7 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
       }
       return described;
     }
-    if (!described.hf_refusal.empty() && !text.empty()) {
-      try {
-        described.manifest = load_model_description(text);
-      } catch (const Error&) {
-        throw InvalidArgument(described.hf_refusal);
-      }
-      return described;
-    }
+    // The planner's own reading (and its messages) for what the family refused.
     described.manifest = load_model_description(text);
     return described;
   } catch (const Error& e) {

@@ -332,7 +332,7 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--data", "/dev/zero"}, "--data '/dev/zero' is not a regular file");
   expect_bad_input({"train", "--model", "gpt2", "--batch", "65536"},
                    "--model gpt2 with --batch 65536 on 1 ranks needs about");
-  expect_bad_input({"train", "--model", "/tmp"}, "--model '/tmp' is a directory without a config.json");
+  expect_bad_input({"train", "--model", "/tmp"}, "--model '/tmp' is a directory, not a file");
   expect_bad_input({"train", "--model", "/dev/zero"}, "is not a regular file");
   expect_bad_input({"train", "--steps", "9223372036854775808"},
                    "expected an integer of at most 64 bits");
