@@ -299,7 +299,8 @@ void import_hf(const std::string& path, const std::string& format,
     }
   }
   const auto is_tied_copy = [&](const std::string& name) {
-    return std::any_of(tied.begin(), tied.end(), [&](const auto& pair) { return pair.first == name; });
+    return std::any_of(tied.begin(), tied.end(),
+                       [&](const auto& pair) { return pair.first == name; });
   };
   std::vector<std::string> wanted;
   {
@@ -485,7 +486,10 @@ class CkptCommand final : public Command {
     inspect_->add_flag("--verify", verify_, "Read every byte and check every checksum");
     export_ = app_->add_subcommand("export", "Write a checkpoint's model as one model.safetensors");
     export_->add_option("path", path_, "A checkpoint or a --save folder (its newest)")->required();
-    export_->add_option("--format", format_, "hf-gpt2 (transformers' GPT2LMHeadModel) or hf-llama (LlamaForCausalLM)")->required();
+    export_
+        ->add_option("--format", format_,
+                     "hf-gpt2 (transformers' GPT2LMHeadModel) or hf-llama (LlamaForCausalLM)")
+        ->required();
     export_->add_option("--out", out_, "The folder to write model.safetensors and config.json to")
         ->required();
     export_->add_flag("--force", force_,

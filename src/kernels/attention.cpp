@@ -182,8 +182,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
             const std::size_t rows = std::min(kQueryTile, seq - q0);
             const std::size_t cols = std::min(kKeyTile, q0 + rows - k0);
             const float queries_beta = overwrite && k0 == 0 ? 0.0F : 1.0F;
-            detail::sgemm(false, true, rows, cols, head_size, scale, qh + q0 * qs, qs,
-                          kh + k0 * ks, ks, 0.0F, weights, kKeyTile);
+            detail::sgemm(false, true, rows, cols, head_size, scale, qh + q0 * qs, qs, kh + k0 * ks,
+                          ks, 0.0F, weights, kKeyTile);
             detail::sgemm(false, true, rows, cols, head_size, 1.0F, dy + q0 * os, os, vh + k0 * ks,
                           ks, 0.0F, dweights, kKeyTile);
             softmax_backward_tile(weights, dweights, row_lse + q0, delta + q0, rows, cols,
@@ -193,8 +193,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
             const std::size_t before = write_keys ? std::min(written, cols) : cols;
             const auto key_rows = [&](std::size_t from, std::size_t to, float beta) {
               if (from == to) return;
-              detail::sgemm(true, false, to - from, head_size, rows, 1.0F, weights + from,
-                            kKeyTile, dy + q0 * os, os, beta, dvh + (k0 + from) * ks, ks);
+              detail::sgemm(true, false, to - from, head_size, rows, 1.0F, weights + from, kKeyTile,
+                            dy + q0 * os, os, beta, dvh + (k0 + from) * ks, ks);
               detail::sgemm(true, false, to - from, head_size, rows, 1.0F, dweights + from,
                             kKeyTile, qh + q0 * qs, qs, beta, dkh + (k0 + from) * ks, ks);
             };

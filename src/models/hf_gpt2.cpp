@@ -98,8 +98,8 @@ void read_hf_gpt2_block(const ckpt::CheckpointReader& file, const std::string& h
       const auto outs = static_cast<std::size_t>(box[1].size());
       const auto ins = static_cast<std::size_t>(box[2].size());
       for (std::int64_t q = box[0].start; q < box[0].stop; ++q) {
-        const std::vector<float> values =
-            detail::read_hf_floats(file, hf_name, {box[2], {q * c + box[1].start, q * c + box[1].stop}});
+        const std::vector<float> values = detail::read_hf_floats(
+            file, hf_name, {box[2], {q * c + box[1].start, q * c + box[1].stop}});
         float* slab = out + static_cast<std::size_t>(q - box[0].start) * outs * ins;
         for (std::size_t i = 0; i < ins; ++i) {
           for (std::size_t o = 0; o < outs; ++o) slab[o * ins + i] = values[i * outs + o];

@@ -23,8 +23,8 @@ std::string HfLlamaAdapter::hf_config_json(const train::ModelDefinition& model) 
 }
 
 void HfLlamaAdapter::read_block(const ckpt::CheckpointReader& file, const std::string& hf_name,
-                                const std::string& name, const Shape& shape,
-                                const ShardIndex& box, float* out) const {
+                                const std::string& name, const Shape& shape, const ShardIndex& box,
+                                float* out) const {
   check_tensor(file, hf_name, name, shape);
   const std::vector<float> values = detail::read_hf_floats(file, hf_name, box);
   std::memcpy(out, values.data(), values.size() * sizeof(float));

@@ -44,7 +44,7 @@ void to_floats(const std::vector<std::byte>& bytes, DType dtype, float* out) {
 }  // namespace
 
 std::vector<float> read_hf_floats(const ckpt::CheckpointReader& file, const std::string& hf_name,
-                               const ShardIndex& hf_box) {
+                                  const ShardIndex& hf_box) {
   const ckpt::ArrayRecord* array = file.index().find(hf_name);
   std::uint64_t elements = 1;
   for (const IndexRange& range : hf_box) elements *= static_cast<std::uint64_t>(range.size());
@@ -55,7 +55,6 @@ std::vector<float> read_hf_floats(const ckpt::CheckpointReader& file, const std:
   to_floats(bytes, array->dtype, values.data());
   return values;
 }
-
 
 void check_hf_tensor(const ckpt::CheckpointReader& file, const std::string& hf_name,
                      const Shape& expected, const std::string& layout) {

@@ -25,8 +25,7 @@ const float* LlamaChunk::column_input_grad(std::size_t batch, std::size_t seq) {
   return dnorm_local_.data();
 }
 
-const float* LlamaChunk::whole_output_grad(const float* local, std::size_t batch,
-                                           std::size_t seq) {
+const float* LlamaChunk::whole_output_grad(const float* local, std::size_t batch, std::size_t seq) {
   if (!sequence_parallel_) return local;
   tp_.gather_sequence(dfull_.data(), local, batch, seq, config_.hidden_size);
   return dfull_.data();
@@ -69,8 +68,8 @@ void LlamaChunk::head_backward(Activations& act, float loss_scale) {
     const std::size_t rows = std::min(block, BT - r0);
     const float* normf = act.normf.data() + r0 * C;
     kernels::matmul_forward(logits_.data(), normf, value(head_weight()), nullptr, rows, C, vocab_);
-    tp_.cross_entropy_forward(losses.data(), probs_.data(), logits_.data(),
-                              act.targets.data() + r0, rows, vocab_, vocab_start_);
+    tp_.cross_entropy_forward(losses.data(), probs_.data(), logits_.data(), act.targets.data() + r0,
+                              rows, vocab_, vocab_start_);
     std::fill(dlogits_.begin(), dlogits_.begin() + static_cast<std::ptrdiff_t>(rows * vocab_),
               0.0F);
     tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(),
@@ -108,8 +107,8 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
   const float* dattention = whole_output_grad(dresidual_.data(), batch, seq);
   kernels::matmul_backward(datty_.data(), grad(p(kOProj)), nullptr, dattention, a.atty,
                            value(p(kOProj)), BT, q_width_, C, InputGradient::kOverwrite);
-  const kernels::AttentionLayout attention{batch,    seq,      heads_,   kv_heads_,
-                                           config_.head_dim, q_width_, kv_width_};
+  const kernels::AttentionLayout attention{batch,    seq,      heads_, kv_heads_, config_.head_dim,
+                                           q_width_, kv_width_};
   kernels::attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.q, a.k, a.v,
                               a.atty, a.lse, attention, InputGradient::kOverwrite);
   rotary_.rotate_back(dq_.data(), batch, seq, heads_, q_width_);
@@ -165,8 +164,8 @@ void LlamaChunk::backward(std::size_t slot_index, std::span<const float> output_
   const std::size_t boundary = boundary_elements(batch, seq);
   if ((!has_head_ && output_grad.size() != boundary) ||
       (!range_.has_first() && input_grad.size() != boundary)) {
-    throw InvalidArgument("a chunk's output and input gradients hold " +
-                          std::to_string(boundary) + " floats of the residual stream; got " +
+    throw InvalidArgument("a chunk's output and input gradients hold " + std::to_string(boundary) +
+                          " floats of the residual stream; got " +
                           std::to_string(output_grad.size()) + " and " +
                           std::to_string(input_grad.size()));
   }

@@ -73,7 +73,7 @@ LlamaChunk::LlamaChunk(LlamaConfig config, train::ParameterStore& store,
 std::size_t LlamaChunk::Activations::bytes() const {
   std::size_t floats = 0;
   for (const auto* kept : {&encoded, &norm1, &rstd1, &q, &k, &v, &atty, &lse, &residual2, &norm2,
-                        &rstd2, &gate, &up, &act, &residual3, &normf, &rstdf, &losses}) {
+                           &rstd2, &gate, &up, &act, &residual3, &normf, &rstdf, &losses}) {
     floats += kept->size();
   }
   return floats * sizeof(float);
@@ -219,7 +219,8 @@ std::size_t LlamaChunk::head_weight() const {
 }
 
 float* LlamaChunk::kv_weight(std::size_t l, std::size_t which) {
-  return value(llama_layer_param(l, which)) + kv_first_head_ * config_.head_dim * config_.hidden_size;
+  return value(llama_layer_param(l, which)) +
+         kv_first_head_ * config_.head_dim * config_.hidden_size;
 }
 
 void LlamaChunk::norm_forward(float* out, float* rstd, const float* inp, const float* weight,
@@ -253,8 +254,8 @@ void LlamaChunk::layer_forward(const Layer& a, const float* residual, std::size_
   kernels::matmul_forward(a.v, a.norm1, kv_weight(l, kVProj), nullptr, BT, C, kv_width_);
   rotary_.rotate(a.q, batch, seq, heads_, q_width_);
   rotary_.rotate(a.k, batch, seq, kv_heads_, kv_width_);
-  const kernels::AttentionLayout attention{batch,    seq,      heads_,   kv_heads_,
-                                           config_.head_dim, q_width_, kv_width_};
+  const kernels::AttentionLayout attention{batch,    seq,      heads_, kv_heads_, config_.head_dim,
+                                           q_width_, kv_width_};
   kernels::attention_forward(a.atty, a.lse, a.q, a.k, a.v, attention);
   row_parallel(a.attproj, a.atty, value(llama_layer_param(l, kOProj)), q_width_, batch, seq);
   kernels::residual_forward(a.residual2, residual, a.attproj, R * C);
@@ -269,8 +270,8 @@ void LlamaChunk::layer_forward(const Layer& a, const float* residual, std::size_
 }
 
 float LlamaChunk::forward(std::size_t slot_index, std::span<const std::int32_t> tokens,
-                          std::span<const std::int32_t> targets, std::size_t batch,
-                          std::size_t seq, std::span<const float> input, std::span<float> output,
+                          std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
+                          std::span<const float> input, std::span<float> output,
                           bool backward_follows) {
   check_batch(tokens, targets, batch, seq);
   const std::size_t boundary = boundary_elements(batch, seq);

@@ -40,23 +40,49 @@ LlamaConfig smollm2_135m() {
 // Fields of a config.json that describe nothing the model computes: names, token ids,
 // training-time settings (the dropouts: shardwise trains without dropout), generation defaults.
 const std::set<std::string>& ignored_fields() {
-  static const std::set<std::string> fields{
-      "architectures", "transformers_version", "torch_dtype", "dtype", "_name_or_path",
-      "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range", "use_cache",
-      "attention_dropout", "tokenizer_class", "output_attentions", "output_hidden_states",
-      "return_dict", "id2label", "label2id", "problem_type", "is_llama_config",
-      "rope_interleaved", "max_length", "do_sample", "temperature", "top_p", "top_k",
-      "num_beams", "tie_encoder_decoder", "torchscript", "chunk_size_feed_forward",
-      "use_bfloat16", "pretraining_tp", "family", "model_type"};
+  static const std::set<std::string> fields{"architectures",
+                                            "transformers_version",
+                                            "torch_dtype",
+                                            "dtype",
+                                            "_name_or_path",
+                                            "bos_token_id",
+                                            "eos_token_id",
+                                            "pad_token_id",
+                                            "initializer_range",
+                                            "use_cache",
+                                            "attention_dropout",
+                                            "tokenizer_class",
+                                            "output_attentions",
+                                            "output_hidden_states",
+                                            "return_dict",
+                                            "id2label",
+                                            "label2id",
+                                            "problem_type",
+                                            "is_llama_config",
+                                            "rope_interleaved",
+                                            "max_length",
+                                            "do_sample",
+                                            "temperature",
+                                            "top_p",
+                                            "top_k",
+                                            "num_beams",
+                                            "tie_encoder_decoder",
+                                            "torchscript",
+                                            "chunk_size_feed_forward",
+                                            "use_bfloat16",
+                                            "pretraining_tp",
+                                            "family",
+                                            "model_type"};
   return fields;
 }
 
 const std::set<std::string>& known_fields() {
   static const std::set<std::string> fields{
-      "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-      "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings",
-      "rope_theta", "rope_scaling", "rope_parameters", "rms_norm_eps", "tie_word_embeddings",
-      "hidden_act", "attention_bias", "mlp_bias", "sliding_window", "use_sliding_window"};
+      "vocab_size",          "hidden_size",         "intermediate_size", "num_hidden_layers",
+      "num_attention_heads", "num_key_value_heads", "head_dim",          "max_position_embeddings",
+      "rope_theta",          "rope_scaling",        "rope_parameters",   "rms_norm_eps",
+      "tie_word_embeddings", "hidden_act",          "attention_bias",    "mlp_bias",
+      "sliding_window",      "use_sliding_window"};
   return fields;
 }
 
@@ -128,14 +154,17 @@ void read_rope(const Reader& r, const nlohmann::json& rope, const std::string& k
   c.rope_scaling.factor = r.positive(rope, "factor", 0, true);
   c.rope_scaling.low_freq_factor = r.positive(rope, "low_freq_factor", 0, true);
   c.rope_scaling.high_freq_factor = r.positive(rope, "high_freq_factor", 0, true);
-  c.rope_scaling.original_context =
-      r.positive(rope, "original_max_position_embeddings", 0, true);
+  c.rope_scaling.original_context = r.positive(rope, "original_max_position_embeddings", 0, true);
   if (c.rope_scaling.high_freq_factor <= c.rope_scaling.low_freq_factor) {
     r.refuse(key, rope, "high_freq_factor must exceed low_freq_factor");
   }
   for (const auto& item : rope.items()) {
-    static const std::set<std::string> fields{"rope_type", "type", "rope_theta", "factor",
-                                              "low_freq_factor", "high_freq_factor",
+    static const std::set<std::string> fields{"rope_type",
+                                              "type",
+                                              "rope_theta",
+                                              "factor",
+                                              "low_freq_factor",
+                                              "high_freq_factor",
                                               "original_max_position_embeddings"};
     if (fields.count(item.key()) == 0) {
       r.refuse(key, rope, "its \"" + echo_input(item.key(), 40) + "\" is not llama3's");
@@ -194,8 +223,8 @@ void validate(const LlamaConfig& c) {
                           " is not a multiple of num_key_value_heads " +
                           std::to_string(c.n_kv_head));
   }
-  for (const auto& [value, field] : {std::pair{c.rope_theta, "rope_theta"},
-                                     {c.rms_norm_eps, "rms_norm_eps"}}) {
+  for (const auto& [value, field] :
+       {std::pair{c.rope_theta, "rope_theta"}, {c.rms_norm_eps, "rms_norm_eps"}}) {
     if (!std::isfinite(value) || value <= 0) {
       throw InvalidArgument(std::string(field) + " is " + std::to_string(value) +
                             "; expected a finite positive number");
@@ -207,8 +236,9 @@ void validate(const LlamaConfig& c) {
         s.low_freq_factor > 0 && std::isfinite(s.high_freq_factor) &&
         s.high_freq_factor > s.low_freq_factor && std::isfinite(s.original_context) &&
         s.original_context > 0)) {
-    throw InvalidArgument("rope_scaling needs a finite positive factor, low_freq_factor < "
-                          "high_freq_factor and original_max_position_embeddings");
+    throw InvalidArgument(
+        "rope_scaling needs a finite positive factor, low_freq_factor < "
+        "high_freq_factor and original_max_position_embeddings");
   }
 }
 
@@ -226,13 +256,12 @@ std::string llama_config_json(const LlamaConfig& c, bool with_family) {
                       {"tie_word_embeddings", c.tie_word_embeddings},
                       {"rope_scaling", nullptr}};
   if (c.rope_scaling.factor != 0) {
-    json["rope_scaling"] = {
-        {"rope_type", "llama3"},
-        {"factor", c.rope_scaling.factor},
-        {"low_freq_factor", c.rope_scaling.low_freq_factor},
-        {"high_freq_factor", c.rope_scaling.high_freq_factor},
-        {"original_max_position_embeddings",
-         static_cast<std::int64_t>(c.rope_scaling.original_context)}};
+    json["rope_scaling"] = {{"rope_type", "llama3"},
+                            {"factor", c.rope_scaling.factor},
+                            {"low_freq_factor", c.rope_scaling.low_freq_factor},
+                            {"high_freq_factor", c.rope_scaling.high_freq_factor},
+                            {"original_max_position_embeddings",
+                             static_cast<std::int64_t>(c.rope_scaling.original_context)}};
   }
   if (with_family) {
     json["family"] = "llama";

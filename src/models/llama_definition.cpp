@@ -13,10 +13,10 @@ namespace {
 
 std::string llama_text(const LlamaConfig& c) {
   std::string text = std::to_string(c.n_layer) + " layers of " + std::to_string(c.hidden_size) +
-                     ", " + std::to_string(c.n_head) + " heads of " +
-                     std::to_string(c.head_dim) + " sharing " + std::to_string(c.n_kv_head) +
-                     " key/value heads, MLP " + std::to_string(c.intermediate_size) +
-                     ", vocabulary " + std::to_string(c.vocab_size) + ", context " +
+                     ", " + std::to_string(c.n_head) + " heads of " + std::to_string(c.head_dim) +
+                     " sharing " + std::to_string(c.n_kv_head) + " key/value heads, MLP " +
+                     std::to_string(c.intermediate_size) + ", vocabulary " +
+                     std::to_string(c.vocab_size) + ", context " +
                      std::to_string(c.context_length) + ", " +
                      (c.tie_word_embeddings ? "tied" : "untied") + " head";
   return text;
@@ -24,9 +24,7 @@ std::string llama_text(const LlamaConfig& c) {
 
 }  // namespace
 
-LlamaDefinition::LlamaDefinition(const LlamaConfig& config) : config_(config) {
-  validate(config_);
-}
+LlamaDefinition::LlamaDefinition(const LlamaConfig& config) : config_(config) { validate(config_); }
 
 std::string LlamaDefinition::config_json() const {
   return nlohmann::json::parse(llama_config_json(config_)).dump();
@@ -68,12 +66,11 @@ std::vector<std::string> LlamaDefinition::chunk_parameters(const train::LayerRan
   std::vector<std::string> names;
   for (std::size_t p = 0; p < whole.size(); ++p) {
     const std::int64_t l = layer_of[p];
-    const bool keep =
-        (p == detail::kEmbedTokens &&
-         (range.has_first() || (head && config_.tie_word_embeddings))) ||
-        (l >= 0 && static_cast<std::size_t>(l) >= range.first_layer &&
-         static_cast<std::size_t>(l) < range.end_layer) ||
-        (p >= detail::llama_final_norm(config_.n_layer) && head);
+    const bool keep = (p == detail::kEmbedTokens &&
+                       (range.has_first() || (head && config_.tie_word_embeddings))) ||
+                      (l >= 0 && static_cast<std::size_t>(l) >= range.first_layer &&
+                       static_cast<std::size_t>(l) < range.end_layer) ||
+                      (p >= detail::llama_final_norm(config_.n_layer) && head);
     if (keep) names.push_back(whole[p].name);
   }
   return names;
@@ -95,8 +92,7 @@ std::vector<double> LlamaDefinition::layer_flops(std::size_t seq) const {
   const auto Q = static_cast<double>(config_.n_head * config_.head_dim);
   const auto KV = static_cast<double>(config_.n_kv_head * config_.head_dim);
   const auto F = static_cast<double>(config_.intermediate_size);
-  const double per_token =
-      2 * C * (2 * Q + 2 * KV) + 6 * C * F + 4 * static_cast<double>(seq) * Q;
+  const double per_token = 2 * C * (2 * Q + 2 * KV) + 6 * C * F + 4 * static_cast<double>(seq) * Q;
   return std::vector<double>(config_.n_layer, per_token);
 }
 

@@ -177,8 +177,8 @@ TEST(TrainCommand, UnevenPipelineStagesTrain) {
     const std::string model = ::testing::TempDir() + "uneven_" + std::to_string(layers) + ".json";
     std::ofstream(model) << R"({"n_layer": )" << layers
                          << R"(, "n_head": 2, "n_embd": 32, "block_size": 16, "vocab_size": 256})";
-    const std::vector<std::string> base{"train",   "--model", model, "--steps", "2",
-                                        "--batch", "4",       "--json"};
+    const std::vector<std::string> base{"train", "--model", model, "--steps",
+                                        "2",     "--batch", "4",   "--json"};
     const auto one = json_lines(run_command(base).out);
     ASSERT_EQ(one.size(), 3U) << layers;
     for (const char* by : {"count", "cost"}) {

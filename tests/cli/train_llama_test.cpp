@@ -24,17 +24,17 @@ using testing::run_command;
 using testing::source_path;
 
 std::vector<std::string> llama(const std::string& file, std::vector<std::string> extra) {
-  std::vector<std::string> args{"train",  "--model", source_path("examples/models/" + file),
-                                "--steps", "10",     "--batch",
-                                "12",      "--seq",  "12",
-                                "--seed",  "5",
-                                "--lr",    "3e-3",   "--json"};
+  std::vector<std::string> args{"train",   "--model", source_path("examples/models/" + file),
+                                "--steps", "10",      "--batch",
+                                "12",      "--seq",   "12",
+                                "--seed",  "5",       "--lr",
+                                "3e-3",    "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
-void expect_same_losses(const std::string& file, const std::vector<std::vector<std::string>>& layouts,
-                        double* worst) {
+void expect_same_losses(const std::string& file,
+                        const std::vector<std::vector<std::string>>& layouts, double* worst) {
   const testing::Result one_run = run_command(llama(file, {}));
   ASSERT_EQ(one_run.status, 0) << one_run.err;
   const auto one = json_lines(one_run.out);
@@ -76,8 +76,8 @@ TEST(TrainLlama, EveryLayoutSeesTheOneRanksLosses) {
        {"--mesh", "fsdp=2", "--zero", "3"},
        {"--mesh", "fsdp=3", "--zero", "3"},  // uneven groups: 32 and 64 rows over 3 ranks
        {"--mesh", "data=2,fsdp=2", "--zero", "3"},
-       {"--mesh", "model=2"},                           // key/value heads split
-       {"--mesh", "model=4"},                           // replicated on 2 ranks each
+       {"--mesh", "model=2"},  // key/value heads split
+       {"--mesh", "model=4"},  // replicated on 2 ranks each
        {"--mesh", "model=2", "--sequence-parallel"},
        {"--mesh", "model=4", "--sequence-parallel"},
        {"--mesh", "pipeline=2", "--schedule", "gpipe", "--microbatches", "4"},
@@ -165,7 +165,8 @@ TEST(TrainLlama, HostileConfigFieldsAreRefusedInOneLine) {
       {"vocab_size", 9223372036854775807LL, "\"vocab_size\" is 9223372036854775807"},
       {"intermediate_size", 1e300, "\"intermediate_size\" is 1e+300"},
       {"head_dim", 7, "head_dim is 7; rotary embeddings rotate pairs"},
-      {"num_key_value_heads", 3, "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
+      {"num_key_value_heads", 3,
+       "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
       {"rope_theta", -1, "\"rope_theta\" is -1; expected a finite positive number"},
       {"rope_scaling", nlohmann::json{{"rope_type", "yarn"}, {"factor", 4}},
        "\"rope_scaling\" is {\"factor\":4,\"rope_type\":\"yarn\"}"},

@@ -61,7 +61,8 @@ TEST(LlamaKernels, RmsNormIsItsDefinitionAndItsGradient) {
   (void)loss();
   for (std::size_t r = 0; r < rows; ++r) {
     double squares = 0;
-    for (std::size_t c = 0; c < channels; ++c) squares += inp[r * channels + c] * inp[r * channels + c];
+    for (std::size_t c = 0; c < channels; ++c)
+      squares += inp[r * channels + c] * inp[r * channels + c];
     const double s = 1 / std::sqrt(squares / channels + eps);
     for (std::size_t c = 0; c < channels; ++c) {
       EXPECT_NEAR(out[r * channels + c], inp[r * channels + c] * s * weight[c], 1e-5);
@@ -90,14 +91,17 @@ TEST(LlamaKernels, RotaryRotatesEachHalfPairAndBackIsItsGradient) {
     for (std::size_t h = 0; h < heads; ++h) {
       for (std::size_t i = 0; i < head / 2; ++i) {
         const double angle = static_cast<double>(t) * std::pow(10000.0, -2.0 * i / head);
-        const float a = x[row * stride + h * head + i], b = x[row * stride + h * head + i + head / 2];
-        EXPECT_NEAR(rotated[row * stride + h * head + i], a * std::cos(angle) - b * std::sin(angle), 1e-4);
+        const float a = x[row * stride + h * head + i],
+                    b = x[row * stride + h * head + i + head / 2];
+        EXPECT_NEAR(rotated[row * stride + h * head + i], a * std::cos(angle) - b * std::sin(angle),
+                    1e-4);
         EXPECT_NEAR(rotated[row * stride + h * head + i + head / 2],
                     b * std::cos(angle) + a * std::sin(angle), 1e-4);
       }
     }
     // The floats past the heads are not touched.
-    for (std::size_t c = heads * head; c < stride; ++c) EXPECT_EQ(rotated[row * stride + c], x[row * stride + c]);
+    for (std::size_t c = heads * head; c < stride; ++c)
+      EXPECT_EQ(rotated[row * stride + c], x[row * stride + c]);
   }
   // A rotation's gradient is its transpose, the inverse rotation.
   const std::vector<float> probe = random_values(x.size(), 5);

@@ -37,15 +37,15 @@ class LlamaChunk final : public train::ModelChunk {
     std::size_t seq = 0;
     bool head_held = false;  // forward left the head's units gathered for backward
     std::vector<std::int32_t> tokens, targets;
-    std::vector<float> encoded, norm1, rstd1, q, k, v, atty, lse, residual2, norm2, rstd2, gate,
-        up, act, residual3, normf, rstdf, losses;
+    std::vector<float> encoded, norm1, rstd1, q, k, v, atty, lse, residual2, norm2, rstd2, gate, up,
+        act, residual3, normf, rstdf, losses;
     [[nodiscard]] std::size_t bytes() const;
   };
   // Layer l's arrays (l counted from the chunk's first layer); attproj and down are the one
   // projected_ scratch (the residual adds that read them need neither in backward).
   struct Layer {
-    float *norm1, *rstd1, *q, *k, *v, *atty, *lse, *attproj, *residual2, *norm2, *rstd2, *gate,
-        *up, *act, *down, *residual3;
+    float *norm1, *rstd1, *q, *k, *v, *atty, *lse, *attproj, *residual2, *norm2, *rstd2, *gate, *up,
+        *act, *down, *residual3;
   };
   Layer layer(Activations& a, std::size_t l);
   void size_activations(Activations& a, std::size_t batch, std::size_t seq);
@@ -107,8 +107,7 @@ class LlamaChunk final : public train::ModelChunk {
   Activations recomputed_;  // full recomputation's one layer
   std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
   std::vector<float> dresidual_, projected_, dnorm_, dq_, dk_, dv_, datty_, dgate_, dup_, dact_,
-      logits_, probs_, dlogits_, dnorm_local_, norm_local_, partial_, dfull_, norm_grad_,
-      kv_grad_;
+      logits_, probs_, dlogits_, dnorm_local_, norm_local_, partial_, dfull_, norm_grad_, kv_grad_;
 };
 
 }  // namespace shardwise::models::detail
