@@ -31,7 +31,7 @@ ModelManifest safetensors_manifest(const std::string& path, const std::string& f
 
 ModelArgument of_model(std::shared_ptr<const train::ModelDefinition> model) {
   ModelManifest manifest = model->manifest();
-  return {std::move(model), std::move(manifest), nullptr, {}};
+  return {std::move(model), std::move(manifest), {}};
 }
 
 }  // namespace
@@ -39,7 +39,7 @@ ModelArgument of_model(std::shared_ptr<const train::ModelDefinition> model) {
 ModelArgument read_model_argument(const std::string& value, const std::string& flag) {
   if (models::is_preset(value)) return of_model(models::model_from_preset(value, flag));
   if (value.size() > 12 && value.substr(value.size() - 12) == ".safetensors") {
-    return {nullptr, safetensors_manifest(value, flag), nullptr, {}};
+    return {nullptr, safetensors_manifest(value, flag), {}};
   }
   struct stat info {};
   if (::stat(value.c_str(), &info) != 0) {
@@ -62,20 +62,18 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
     // it is (its dtype, and fields the family refuses, such as Qwen2's biases).
     ModelArgument described;
     try {
-      described.hf_model = models::model_from_hf_config(text, named);
+      described.model = models::model_from_hf_config(text, named);
     } catch (const InvalidArgument& e) {
-      described.hf_refusal = e.what();
+      described.refusal = e.what();
     }
-    if (described.hf_model) {
-      try {
-        described.manifest = load_model_description(text);
-      } catch (const Error&) {
-        described.manifest = described.hf_model->manifest();
-      }
-      return described;
+    // The planner's own reading (and its messages); a config it cannot read that the family
+    // builds is planned as the family builds it.
+    try {
+      described.manifest = load_model_description(text);
+    } catch (const Error&) {
+      if (!described.model) throw;
+      described.manifest = described.model->manifest();
     }
-    // The planner's own reading (and its messages) for what the family refused.
-    described.manifest = load_model_description(text);
     return described;
   } catch (const Error& e) {
     // Messages of the readers below name the file themselves or not at all.
@@ -88,8 +86,7 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
 std::shared_ptr<const train::ModelDefinition> model_definition(const std::string& value,
                                                                const std::string& flag) {
   ModelArgument argument = read_model_argument(value, flag);
-  if (!argument.hf_refusal.empty()) throw InvalidArgument(argument.hf_refusal);
-  if (argument.hf_model) return std::move(argument.hf_model);
+  if (!argument.refusal.empty()) throw InvalidArgument(argument.refusal);
   if (!argument.model) {
     throw InvalidArgument(flag + " '" + echo_input(value) +
                           "' describes parameters, not a model the trainer can build; give " +

@@ -13,16 +13,15 @@
 namespace shardwise::cli {
 
 struct ModelArgument {
-  // The model the trainer builds: a preset of a registered family (models/model_registry.hpp)
-  // or a model file of one. Null for other descriptions.
+  // The model the trainer builds: a preset of a registered family (models/model_registry.hpp),
+  // a model file of one, or a Hugging Face config.json of one. Null for other descriptions.
   std::shared_ptr<const train::ModelDefinition> model;
   // Every parameter's name, shape and dtype: the model's manifest, else the manifest,
   // config.json or .safetensors header the file holds.
   ModelManifest manifest;
-  // For a Hugging Face config.json: the model its family's adapter builds (what `train` runs),
-  // or why the family refuses it (the planner may still read it).
-  std::shared_ptr<const train::ModelDefinition> hf_model;
-  std::string hf_refusal;
+  // Why the family a Hugging Face config.json names refuses it (the planner may still read it,
+  // as it reads Qwen2's biases); empty otherwise.
+  std::string refusal;
 };
 
 // Reads `value` given to `flag`; an InvalidArgument naming the flag and the file otherwise.

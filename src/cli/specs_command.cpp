@@ -5,7 +5,6 @@
 #include "command.hpp"
 #include "model_argument.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
-#include "shardwise/train/parameter_shardings.hpp"
 #include "specs_render.hpp"
 #include "text_table.hpp"
 
@@ -47,11 +46,10 @@ class SpecsCommand final : public Command {
 
   void run(std::ostream& out) const override {
     const Mesh mesh = Mesh::parse(mesh_);
-    // The trainer's GPT is laid out as the trainer holds it: its names, (out, in) shapes and
-    // declared logical axes.
-    const ModelArgument model = read_model_argument(model_, "--model");
-    const ModelManifest manifest =
-        model.model ? train::manifest_of(model.model->parameters()) : model.manifest;
+    // A model the trainer builds is laid out as the trainer holds it (its manifest: names,
+    // (out, in) shapes, declared logical axes and head widths); a Hugging Face config.json as
+    // the planner reads it (its dtype).
+    const ModelManifest manifest = read_model_argument(model_, "--model").manifest;
     ParallelismConfig config = ParallelismConfig::from_mesh(mesh, fsdp_on_data_);
     config.sharding_config.fsdp_min_weight_size = fsdp_min_weight_size_;
     config.validate();

@@ -12,6 +12,7 @@
 #include "shardwise/kernels/embedding.hpp"
 #include "shardwise/kernels/layernorm.hpp"
 #include "shardwise/kernels/matmul.hpp"
+#include "shardwise/train/chunk_inputs.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/placement.hpp"
 
@@ -36,30 +37,9 @@ Gpt::Gpt(GptConfig config, train::ParameterStore& store, train::TensorParallel t
     throw InvalidArgument(
         "sequence parallelism splits the sequence over the model axis; the mesh has none");
   }
-  // What the stage holds, by name: its parameters are found in the store among any others.
-  std::vector<std::string> held;
-  for (const ParameterSpec& spec : gpt_stage_parameters(config_, range_)) held.push_back(spec.name);
   has_head_ = range_.has_last(config_.n_layer);
   const auto t = static_cast<std::size_t>(tp_.degree());
-  const std::vector<PartitionSpec> placements = gpt_model_placements(config_, tp_.degree());
-  const std::vector<ParameterSpec> whole = gpt_parameters(config_);
-  index_.assign(whole.size(), kNotHeld);
-  for (std::size_t p = 0; p < whole.size(); ++p) {
-    const ParameterSpec& spec = whole[p];
-    if (std::find(held.begin(), held.end(), spec.name) == held.end()) continue;
-    const std::size_t i = store_.index_of(spec.name);
-    const ParameterSpec& in_store = store_.specs()[i];
-    Shape local = spec.shape;
-    for (std::size_t d = 0; d < placements[p].size(); ++d) {
-      if (!placements[p].entry(d).is_replicated()) local[d] /= static_cast<std::int64_t>(t);
-    }
-    if (in_store.whole_shape() != spec.shape || in_store.shape != local) {
-      throw InvalidArgument("parameter '" + spec.name + "' has shape " + to_string(in_store.shape) +
-                            " of " + to_string(in_store.whole_shape()) + "; the model needs " +
-                            to_string(local) + " of " + to_string(spec.shape));
-    }
-    index_[p] = i;
-  }
+  index_ = train::chunk_parameter_indices(GptDefinition(config_), store_, range_, tp_.degree());
   channels_ = config_.n_embd / t;
   heads_ = config_.n_head / t;
   width_ = 4 * config_.n_embd / t;
@@ -168,36 +148,9 @@ std::size_t Gpt::activation_bytes() const {
   return bytes + floats * sizeof(float);
 }
 
-void Gpt::check_batch(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                      std::size_t batch, std::size_t seq) const {
-  if (batch < 1 || seq < 1 || seq > config_.block_size) {
-    throw InvalidArgument("a batch of " + std::to_string(batch) + " sequences of " +
-                          std::to_string(seq) + " tokens; expected at least one sequence of 1 to " +
-                          std::to_string(config_.block_size) + " tokens");
-  }
-  // The first stage embeds the tokens, the last predicts the targets: each checks its own.
-  const bool needs_tokens = range_.has_first();
-  if ((needs_tokens && tokens.size() != batch * seq) ||
-      (has_head_ && targets.size() != batch * seq)) {
-    throw InvalidArgument("tokens and targets need " + std::to_string(batch * seq) +
-                          " entries each, got " + std::to_string(tokens.size()) + " and " +
-                          std::to_string(targets.size()));
-  }
-  for (std::span<const std::int32_t> ids :
-       {needs_tokens ? tokens : std::span<const std::int32_t>(),
-        has_head_ ? targets : std::span<const std::int32_t>()}) {
-    for (std::int32_t id : ids) {
-      if (id < 0 || static_cast<std::size_t>(id) >= config_.vocab_size) {
-        throw InvalidArgument("token " + std::to_string(id) + " is outside the vocabulary 0.." +
-                              std::to_string(config_.vocab_size - 1));
-      }
-    }
-  }
-  if (sequence_parallel_ && seq % static_cast<std::size_t>(tp_.degree()) != 0) {
-    throw InvalidArgument("sequence parallelism splits each sequence over the " +
-                          std::to_string(tp_.degree()) + " model ranks; " + std::to_string(seq) +
-                          " tokens do not divide among them");
-  }
+train::ChunkLimits Gpt::limits() const {
+  return {range_, config_.n_layer, config_.block_size, config_.vocab_size,
+          sequence_parallel_ ? tp_.degree() : 1};
 }
 
 float Gpt::forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
@@ -216,14 +169,9 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
                          std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
                          std::span<const float> input, std::span<float> output,
                          bool backward_follows) {
-  check_batch(tokens, targets, batch, seq);
+  train::check_chunk_batch(tokens, targets, batch, seq, limits());
   const std::size_t boundary = boundary_elements(batch, seq);
-  if ((!range_.has_first() && input.size() != boundary) ||
-      (!has_head_ && output.size() != boundary)) {
-    throw InvalidArgument("a stage's input and output hold " + std::to_string(boundary) +
-                          " floats of the residual stream; got " + std::to_string(input.size()) +
-                          " and " + std::to_string(output.size()));
-  }
+  train::check_chunk_forward_boundary(input.size(), output.size(), boundary, limits());
   Activations& act = slot(slot_index);
   size_activations(act, batch, seq);
   size_scratch(batch, seq);
@@ -404,13 +352,7 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
   Activations& act = *slots_[slot_index];
   const std::size_t batch = act.batch, seq = act.seq;
   const std::size_t boundary = boundary_elements(batch, seq);
-  if ((!has_head_ && output_grad.size() != boundary) ||
-      (!range_.has_first() && input_grad.size() != boundary)) {
-    throw InvalidArgument("a stage's output and input gradients hold " + std::to_string(boundary) +
-                          " floats of the residual stream; got " +
-                          std::to_string(output_grad.size()) + " and " +
-                          std::to_string(input_grad.size()));
-  }
+  train::check_chunk_backward_boundary(output_grad.size(), input_grad.size(), boundary, limits());
   size_scratch(batch, seq);
   const std::size_t C = config_.n_embd, Cl = channels_, W = width_;
   const std::size_t BT = batch * seq, R = local_rows(batch, seq);

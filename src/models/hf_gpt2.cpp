@@ -9,7 +9,6 @@
 #include "detail/hf_tensors.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/core/error.hpp"
-#include "shardwise/core/half.hpp"
 
 namespace shardwise::models {
 namespace {

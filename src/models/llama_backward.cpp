@@ -10,6 +10,7 @@
 #include "shardwise/kernels/rmsnorm.hpp"
 #include "shardwise/kernels/swiglu.hpp"
 #include "shardwise/models/gpt.hpp"
+#include "shardwise/train/chunk_inputs.hpp"
 
 namespace shardwise::models::detail {
 
@@ -162,13 +163,7 @@ void LlamaChunk::backward(std::size_t slot_index, std::span<const float> output_
   Activations& act = *slots_[slot_index];
   const std::size_t batch = act.batch, seq = act.seq;
   const std::size_t boundary = boundary_elements(batch, seq);
-  if ((!has_head_ && output_grad.size() != boundary) ||
-      (!range_.has_first() && input_grad.size() != boundary)) {
-    throw InvalidArgument("a chunk's output and input gradients hold " + std::to_string(boundary) +
-                          " floats of the residual stream; got " +
-                          std::to_string(output_grad.size()) + " and " +
-                          std::to_string(input_grad.size()));
-  }
+  train::check_chunk_backward_boundary(output_grad.size(), input_grad.size(), boundary, limits());
   size_scratch(batch, seq);
   const std::size_t C = config_.hidden_size, R = local_rows(batch, seq), L = layers();
   if (!has_head_) {

@@ -12,6 +12,7 @@
 #include "shardwise/kernels/rmsnorm.hpp"
 #include "shardwise/kernels/swiglu.hpp"
 #include "shardwise/models/gpt.hpp"
+#include "shardwise/train/chunk_inputs.hpp"
 
 namespace shardwise::models::detail {
 
@@ -29,30 +30,10 @@ LlamaChunk::LlamaChunk(LlamaConfig config, train::ParameterStore& store,
     throw InvalidArgument(
         "sequence parallelism splits the sequence over the model axis; the mesh has none");
   }
-  const LlamaDefinition definition(config_);
-  const std::vector<std::string> held = definition.chunk_parameters(range_);
   has_head_ = range_.has_last(config_.n_layer);
   const int degree = tp_.degree();
   const auto t = static_cast<std::size_t>(degree);
-  const std::vector<PartitionSpec> placements = llama_model_placements(config_, degree);
-  const std::vector<ParameterSpec> whole = llama_parameters(config_);
-  index_.assign(whole.size(), kNotHeld);
-  for (std::size_t p = 0; p < whole.size(); ++p) {
-    const ParameterSpec& spec = whole[p];
-    if (std::find(held.begin(), held.end(), spec.name) == held.end()) continue;
-    const std::size_t i = store_.index_of(spec.name);
-    const ParameterSpec& in_store = store_.specs()[i];
-    Shape local = spec.shape;
-    for (std::size_t d = 0; d < placements[p].size(); ++d) {
-      if (!placements[p].entry(d).is_replicated()) local[d] /= static_cast<std::int64_t>(t);
-    }
-    if (in_store.whole_shape() != spec.shape || in_store.shape != local) {
-      throw InvalidArgument("parameter '" + spec.name + "' has shape " + to_string(in_store.shape) +
-                            " of " + to_string(in_store.whole_shape()) + "; the model needs " +
-                            to_string(local) + " of " + to_string(spec.shape));
-    }
-    index_[p] = i;
-  }
+  index_ = train::chunk_parameter_indices(LlamaDefinition(config_), store_, range_, degree);
   const auto r = static_cast<std::size_t>(tp_.rank());
   heads_ = config_.n_head / t;
   q_width_ = heads_ * config_.head_dim;
@@ -159,36 +140,9 @@ std::size_t LlamaChunk::activation_bytes() const {
   return bytes + floats * sizeof(float);
 }
 
-void LlamaChunk::check_batch(std::span<const std::int32_t> tokens,
-                             std::span<const std::int32_t> targets, std::size_t batch,
-                             std::size_t seq) const {
-  if (batch < 1 || seq < 1 || seq > config_.context_length) {
-    throw InvalidArgument("a batch of " + std::to_string(batch) + " sequences of " +
-                          std::to_string(seq) + " tokens; expected at least one sequence of 1 to " +
-                          std::to_string(config_.context_length) + " tokens");
-  }
-  const bool needs_tokens = range_.has_first();
-  if ((needs_tokens && tokens.size() != batch * seq) ||
-      (has_head_ && targets.size() != batch * seq)) {
-    throw InvalidArgument("tokens and targets need " + std::to_string(batch * seq) +
-                          " entries each, got " + std::to_string(tokens.size()) + " and " +
-                          std::to_string(targets.size()));
-  }
-  for (std::span<const std::int32_t> ids :
-       {needs_tokens ? tokens : std::span<const std::int32_t>(),
-        has_head_ ? targets : std::span<const std::int32_t>()}) {
-    for (std::int32_t id : ids) {
-      if (id < 0 || static_cast<std::size_t>(id) >= config_.vocab_size) {
-        throw InvalidArgument("token " + std::to_string(id) + " is outside the vocabulary 0.." +
-                              std::to_string(config_.vocab_size - 1));
-      }
-    }
-  }
-  if (sequence_parallel_ && seq % static_cast<std::size_t>(tp_.degree()) != 0) {
-    throw InvalidArgument("sequence parallelism splits each sequence over the " +
-                          std::to_string(tp_.degree()) + " model ranks; " + std::to_string(seq) +
-                          " tokens do not divide among them");
-  }
+train::ChunkLimits LlamaChunk::limits() const {
+  return {range_, config_.n_layer, config_.context_length, config_.vocab_size,
+          sequence_parallel_ ? tp_.degree() : 1};
 }
 
 LlamaChunk::Layer LlamaChunk::layer(Activations& a, std::size_t l) {
@@ -273,14 +227,9 @@ float LlamaChunk::forward(std::size_t slot_index, std::span<const std::int32_t> 
                           std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
                           std::span<const float> input, std::span<float> output,
                           bool backward_follows) {
-  check_batch(tokens, targets, batch, seq);
+  train::check_chunk_batch(tokens, targets, batch, seq, limits());
   const std::size_t boundary = boundary_elements(batch, seq);
-  if ((!range_.has_first() && input.size() != boundary) ||
-      (!has_head_ && output.size() != boundary)) {
-    throw InvalidArgument("a chunk's input and output hold " + std::to_string(boundary) +
-                          " floats of the residual stream; got " + std::to_string(input.size()) +
-                          " and " + std::to_string(output.size()));
-  }
+  train::check_chunk_forward_boundary(input.size(), output.size(), boundary, limits());
   Activations& act = slot(slot_index);
   size_activations(act, batch, seq);
   size_scratch(batch, seq);

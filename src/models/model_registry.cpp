@@ -158,10 +158,6 @@ std::shared_ptr<const train::ModelDefinition> model_from_config(std::string_view
   throw InvalidArgument(what + " describes no model family the registry knows");
 }
 
-}  // namespace shardwise::models
-
-namespace shardwise::models {
-
 std::shared_ptr<const train::ModelDefinition> model_from_hf_config(std::string_view json,
                                                                    const std::string& what) {
   const nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);

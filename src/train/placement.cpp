@@ -22,12 +22,6 @@ PartitionSpec model_part(const PartitionSpec& spec) {
 
 }  // namespace
 
-std::vector<PartitionSpec> model_placements(const std::vector<ParameterSpec>& parameters,
-                                            const Mesh& mesh, const LogicalAxisRules& axis_rules,
-                                            const ParameterNameRules& name_rules) {
-  return model_placements(manifest_of(parameters), mesh, axis_rules, name_rules);
-}
-
 std::vector<PartitionSpec> model_placements(const ModelManifest& manifest, const Mesh& mesh,
                                             const LogicalAxisRules& axis_rules,
                                             const ParameterNameRules& name_rules) {

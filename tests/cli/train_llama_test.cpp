@@ -10,6 +10,7 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/models/llama.hpp"
+#include "shardwise/models/model_registry.hpp"
 #include "shardwise/strategy/parallelism_config.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/strategy/tensor_parallel_strategy.hpp"
@@ -150,6 +151,31 @@ TEST(TrainLlama, TheStrategysRulesGiveTheTrainersPlacements) {
     // k_proj: split at 3 (one head each), whole at 9 (each head on 3 ranks).
     EXPECT_EQ(trainer[3], degree == 3 ? PartitionSpec{"model"} : PartitionSpec()) << degree;
     EXPECT_EQ(models::replicates_kv_heads(c, degree), degree == 9);
+  }
+}
+
+// `shardwise specs` shows the blocks the trainer holds: key/value projections split at model=2
+// and whole at model=4, every shard shape the trainer's (the same manifest, head widths kept).
+TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
+  const std::string file = source_path("examples/models/llama_micro.json");
+  const std::shared_ptr<const train::ModelDefinition> model = models::model_from_config(
+      nlohmann::json::parse(std::ifstream(file)).dump(), "llama_micro.json");
+  for (const int degree : {2, 4}) {
+    const Mesh mesh({"model"}, {degree});
+    const std::vector<train::ParameterSpec> held =
+        train::local_parameters(model->parameters(), mesh, 0, model->model_placements(degree));
+    const testing::Result r = run_command(
+        {"specs", "--model", file, "--mesh", "model=" + std::to_string(degree), "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto parameters = nlohmann::json::parse(r.out)["parameters"];
+    ASSERT_EQ(parameters.size(), held.size());
+    for (std::size_t p = 0; p < held.size(); ++p) {
+      EXPECT_EQ(parameters[p]["name"], held[p].name);
+      EXPECT_EQ(parameters[p]["shard_shape"].get<std::vector<std::int64_t>>(), held[p].shape)
+          << held[p].name << " on model=" << degree;
+    }
+    EXPECT_EQ(held[3].name, "model.layers.0.self_attn.k_proj.weight");
+    EXPECT_EQ(held[3].shape[0], degree == 2 ? 8 : 16);  // one head of 8, or both
   }
 }
 

@@ -170,8 +170,9 @@ TEST(TensorParallel, TheRulesPlaceTheGptAsItsLayersSplitIt) {
   const Mesh mesh = Mesh::parse("data=2,model=2");
   const std::vector<ParameterSpec> whole = models::gpt_parameters(kConfig);
   const ShardingRules rules = default_sharding_rules(ParallelismConfig::from_mesh(mesh));
-  EXPECT_EQ(model_placements(whole, mesh, rules.axis_rules, rules.name_rules),
-            models::gpt_model_placements(kConfig, 2));
+  EXPECT_EQ(
+      model_placements(models::gpt_manifest(kConfig), mesh, rules.axis_rules, rules.name_rules),
+      models::gpt_model_placements(kConfig, 2));
   const std::size_t qkv = 2 + 2;  // the first layer's c_attn.weight
   EXPECT_EQ(whole[qkv].name, "transformer.h.0.attn.c_attn.weight");
   EXPECT_EQ(models::gpt_model_placements(kConfig, 2)[qkv], (PartitionSpec{None, "model"}));

@@ -18,6 +18,7 @@
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
 #include "shardwise/strategy/recompute.hpp"
+#include "shardwise/train/chunk_inputs.hpp"
 #include "shardwise/train/distributed_model.hpp"
 #include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/parallel_context.hpp"
@@ -217,8 +218,7 @@ class Gpt final : public train::ModelChunk {
   // The arrays of `layers` layers (all but their outputs, residual3).
   void size_layers(Activations& a, std::size_t layers, std::size_t batch, std::size_t seq) const;
   void size_scratch(std::size_t batch, std::size_t seq);
-  void check_batch(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                   std::size_t batch, std::size_t seq) const;
+  [[nodiscard]] train::ChunkLimits limits() const;
 
   GptConfig config_;
   GptStageRange range_;
@@ -233,7 +233,6 @@ class Gpt final : public train::ModelChunk {
   // sequence parallelism.
   [[nodiscard]] std::size_t local_rows(std::size_t batch, std::size_t seq) const;
   // Store index of each parameter, in gpt_parameters order (kNotHeld for another stage's).
-  static constexpr std::size_t kNotHeld = static_cast<std::size_t>(-1);
   std::vector<std::size_t> index_;
   std::vector<std::unique_ptr<Activations>> slots_;
   Recompute recompute_ = Recompute::kNone;

@@ -106,6 +106,15 @@ class ModelDefinition {
       ParameterStore& store, const ChunkOptions& options) const = 0;
 };
 
+// Where a chunk of `range` finds each of the model's parameters (parameters() order) in
+// `store`: its index there, or kNotHeld for a parameter the chunk does not read. InvalidArgument
+// naming the parameter where the store holds it in another shape than its block of `degree`
+// ranks (model_placements).
+inline constexpr std::size_t kNotHeld = static_cast<std::size_t>(-1);
+[[nodiscard]] std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
+                                                               const ParameterStore& store,
+                                                               const LayerRange& range, int degree);
+
 // Throws InvalidArgument naming the first parameter `placements` split otherwise than the
 // model's layers compute (model_placements(degree)).
 void check_model_placements(const ModelDefinition& model, int degree,

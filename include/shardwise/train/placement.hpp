@@ -19,14 +19,11 @@ namespace shardwise::train {
 inline constexpr std::string_view kModelAxis = "model";
 inline constexpr std::string_view kPipelineAxis = "pipeline";
 
-// Each parameter's split over the mesh's model axis: the spec `shardwise specs` lays it out with
-// (layout_model over the whole mesh, the same rules), with only the entries naming 'model'
-// kept; P() for every parameter where the mesh has no model axis.
-[[nodiscard]] std::vector<PartitionSpec> model_placements(
-    const std::vector<ParameterSpec>& parameters, const Mesh& mesh,
-    const LogicalAxisRules& axis_rules, const ParameterNameRules& name_rules);
-// The same for a model's manifest, whose axis units (a head's width) the rules respect: an axis
-// that does not divide a dimension's whole heads leaves it whole.
+// Each parameter of a model's manifest split over the mesh's model axis: the spec `shardwise
+// specs` lays it out with (layout_model over the whole mesh, the same rules, the manifest's
+// axis units: an axis that does not divide a dimension's whole heads leaves it whole), with
+// only the entries naming 'model' kept; P() for every parameter where the mesh has no model
+// axis.
 [[nodiscard]] std::vector<PartitionSpec> model_placements(const ModelManifest& manifest,
                                                           const Mesh& mesh,
                                                           const LogicalAxisRules& axis_rules,

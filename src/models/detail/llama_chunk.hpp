@@ -12,6 +12,7 @@
 
 #include "shardwise/kernels/rotary.hpp"
 #include "shardwise/models/llama.hpp"
+#include "shardwise/train/chunk_inputs.hpp"
 #include "shardwise/train/model_definition.hpp"
 
 namespace shardwise::models::detail {
@@ -51,8 +52,7 @@ class LlamaChunk final : public train::ModelChunk {
   void size_activations(Activations& a, std::size_t batch, std::size_t seq);
   void size_layers(Activations& a, std::size_t layers, std::size_t batch, std::size_t seq) const;
   void size_scratch(std::size_t batch, std::size_t seq);
-  void check_batch(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
-                   std::size_t batch, std::size_t seq) const;
+  [[nodiscard]] train::ChunkLimits limits() const;
   void layer_forward(const Layer& a, const float* residual, std::size_t l, std::size_t batch,
                      std::size_t seq);
   void layer_backward(const Layer& a, const float* residual, std::size_t l, std::size_t batch,
@@ -101,7 +101,6 @@ class LlamaChunk final : public train::ModelChunk {
               vocab_start_ = 0, kv_first_head_ = 0;
   bool replicated_kv_ = false;
   kernels::RotaryTable rotary_;
-  static constexpr std::size_t kNotHeld = static_cast<std::size_t>(-1);
   std::vector<std::size_t> index_;  // store index of each parameter (llama_parameters order)
   std::vector<std::unique_ptr<Activations>> slots_;
   Activations recomputed_;  // full recomputation's one layer
