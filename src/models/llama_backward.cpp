@@ -112,8 +112,8 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
                                            q_width_, kv_width_};
   kernels::attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.q, a.k, a.v,
                               a.atty, a.lse, attention, InputGradient::kOverwrite);
-  rotary_.rotate_back(dq_.data(), batch, seq, heads_, q_width_);
-  rotary_.rotate_back(dk_.data(), batch, seq, kv_heads_, kv_width_);
+  rotary(seq).rotate_back(dq_.data(), batch, seq, heads_, q_width_);
+  rotary(seq).rotate_back(dk_.data(), batch, seq, kv_heads_, kv_width_);
   kernels::matmul_backward(dnorm_.data(), grad(p(kQProj)), nullptr, dq_.data(), a.norm1,
                            value(p(kQProj)), BT, C, q_width_, InputGradient::kOverwrite);
   // A replicated key/value projection: this rank's head's rows of its gradient in a scratch

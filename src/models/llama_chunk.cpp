@@ -46,9 +46,8 @@ LlamaChunk::LlamaChunk(LlamaConfig config, train::ParameterStore& store,
   mlp_ = config_.intermediate_size / t;
   vocab_ = config_.vocab_size / t;
   vocab_start_ = r * vocab_;
-  rotary_ = kernels::RotaryTable(
-      kernels::rotary_frequencies(config_.head_dim, config_.rope_theta, config_.rope_scaling),
-      config_.context_length);
+  frequencies_ =
+      kernels::rotary_frequencies(config_.head_dim, config_.rope_theta, config_.rope_scaling);
 }
 
 std::size_t LlamaChunk::Activations::bytes() const {
@@ -145,6 +144,11 @@ train::ChunkLimits LlamaChunk::limits() const {
           sequence_parallel_ ? tp_.degree() : 1};
 }
 
+const kernels::RotaryTable& LlamaChunk::rotary(std::size_t seq) {
+  if (rotary_.positions() < seq) rotary_ = kernels::RotaryTable(frequencies_, seq);
+  return rotary_;
+}
+
 LlamaChunk::Layer LlamaChunk::layer(Activations& a, std::size_t l) {
   const std::size_t C = config_.hidden_size, BT = a.batch * a.seq, R = local_rows(a.batch, a.seq);
   float* const output = a.residual3.data() + l * R * C;
@@ -206,8 +210,8 @@ void LlamaChunk::layer_forward(const Layer& a, const float* residual, std::size_
                           q_width_);
   kernels::matmul_forward(a.k, a.norm1, kv_weight(l, kKProj), nullptr, BT, C, kv_width_);
   kernels::matmul_forward(a.v, a.norm1, kv_weight(l, kVProj), nullptr, BT, C, kv_width_);
-  rotary_.rotate(a.q, batch, seq, heads_, q_width_);
-  rotary_.rotate(a.k, batch, seq, kv_heads_, kv_width_);
+  rotary(seq).rotate(a.q, batch, seq, heads_, q_width_);
+  rotary(seq).rotate(a.k, batch, seq, kv_heads_, kv_width_);
   const kernels::AttentionLayout attention{batch,    seq,      heads_, kv_heads_, config_.head_dim,
                                            q_width_, kv_width_};
   kernels::attention_forward(a.atty, a.lse, a.q, a.k, a.v, attention);

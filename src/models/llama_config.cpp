@@ -58,8 +58,6 @@ const std::set<std::string>& ignored_fields() {
                                             "id2label",
                                             "label2id",
                                             "problem_type",
-                                            "is_llama_config",
-                                            "rope_interleaved",
                                             "max_length",
                                             "do_sample",
                                             "temperature",
@@ -137,38 +135,46 @@ class Reader {
   const std::string& what_;
 };
 
-// rope_scaling / rope_parameters: "default" (or none) or "llama3".
+// rope_scaling / rope_parameters: "default" (or none) or "llama3", with only that type's keys;
+// a rope_theta in it must agree with the top level's where both are given.
 void read_rope(const Reader& r, const nlohmann::json& rope, const std::string& key,
                LlamaConfig& c) {
   if (!rope.is_object()) r.refuse(key, rope, "expected an object or null");
   std::string type = "default";
   for (const char* name : {"rope_type", "type"}) {
-    if (rope.contains(name) && rope[name].is_string()) type = rope[name].get<std::string>();
+    if (!rope.contains(name)) continue;
+    if (!rope[name].is_string())
+      r.refuse(key, rope, std::string("its \"") + name + "\" is no name");
+    type = rope[name].get<std::string>();
   }
-  if (rope.contains("rope_theta")) c.rope_theta = r.positive(rope, "rope_theta", c.rope_theta);
-  if (type == "default") return;
-  if (type != "llama3") {
+  if (type != "default" && type != "llama3") {
     r.refuse(key, rope,
              "shardwise's Llama computes rotary embeddings unscaled or with type \"llama3\"");
   }
+  static const std::set<std::string> common{"rope_type", "type", "rope_theta"};
+  static const std::set<std::string> llama3{"factor", "low_freq_factor", "high_freq_factor",
+                                            "original_max_position_embeddings"};
+  for (const auto& item : rope.items()) {
+    if (common.count(item.key()) == 0 && (type != "llama3" || llama3.count(item.key()) == 0)) {
+      r.refuse(key, rope,
+               "its \"" + echo_input(item.key(), 40) + "\" is not a field of type " + type);
+    }
+  }
+  if (rope.contains("rope_theta")) {
+    const double theta = r.positive(rope, "rope_theta", c.rope_theta);
+    if (r.find("rope_theta") != nullptr && theta != c.rope_theta) {
+      r.refuse(key, rope,
+               "its rope_theta disagrees with the top level's " + std::to_string(c.rope_theta));
+    }
+    c.rope_theta = theta;
+  }
+  if (type == "default") return;
   c.rope_scaling.factor = r.positive(rope, "factor", 0, true);
   c.rope_scaling.low_freq_factor = r.positive(rope, "low_freq_factor", 0, true);
   c.rope_scaling.high_freq_factor = r.positive(rope, "high_freq_factor", 0, true);
   c.rope_scaling.original_context = r.positive(rope, "original_max_position_embeddings", 0, true);
   if (c.rope_scaling.high_freq_factor <= c.rope_scaling.low_freq_factor) {
     r.refuse(key, rope, "high_freq_factor must exceed low_freq_factor");
-  }
-  for (const auto& item : rope.items()) {
-    static const std::set<std::string> fields{"rope_type",
-                                              "type",
-                                              "rope_theta",
-                                              "factor",
-                                              "low_freq_factor",
-                                              "high_freq_factor",
-                                              "original_max_position_embeddings"};
-    if (fields.count(item.key()) == 0) {
-      r.refuse(key, rope, "its \"" + echo_input(item.key(), 40) + "\" is not llama3's");
-    }
   }
 }
 

@@ -100,6 +100,10 @@ class LlamaChunk final : public train::ModelChunk {
   std::size_t heads_ = 0, q_width_ = 0, kv_heads_ = 0, kv_width_ = 0, mlp_ = 0, vocab_ = 0,
               vocab_start_ = 0, kv_first_head_ = 0;
   bool replicated_kv_ = false;
+  // The rotary table for the longest sequence seen so far (never the whole context a config
+  // may claim: its cos and sin are as many floats as one sequence's q).
+  [[nodiscard]] const kernels::RotaryTable& rotary(std::size_t seq);
+  std::vector<float> frequencies_;
   kernels::RotaryTable rotary_;
   std::vector<std::size_t> index_;  // store index of each parameter (llama_parameters order)
   std::vector<std::unique_ptr<Activations>> slots_;
