@@ -13,24 +13,17 @@ where PyTorch or transformers is missing.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
+from interop_common import run, windows_loss
+
 try:
     import torch
-    import torch.nn.functional as F
     from transformers import GPT2LMHeadModel
 except ImportError as missing:  # optional: the suite passes without them
     print(f"skipped: {missing}")
     sys.exit(77)
-
-
-def run(*args):
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed ({result.returncode}): {result.stderr}")
-    return result.stdout
 
 
 def main():
@@ -47,16 +40,7 @@ def main():
         ours = json.loads(run(shardwise, "ckpt", "loss", ckpt, "--data", data, "--json"))
 
         model = GPT2LMHeadModel.from_pretrained(hf, torch_dtype=torch.float32)
-        model.eval()
-        seq = ours["seq"]
-        tokens = torch.tensor(list(open(data, "rb").read()), dtype=torch.long)
-        losses = []
-        with torch.no_grad():
-            for w in range(ours["windows"]):
-                window = tokens[w * seq: w * seq + seq + 1]
-                logits = model(window[:-1].unsqueeze(0)).logits[0]
-                losses.append(F.cross_entropy(logits, window[1:]).item())
-        theirs = sum(losses) / len(losses)
+        theirs = windows_loss(model, data, ours["seq"], ours["windows"])
         print(f"shardwise loss {ours['loss']:.7f}, transformers loss {theirs:.7f}")
         if abs(theirs - ours["loss"]) > 1e-4:
             sys.exit(f"losses differ by {abs(theirs - ours['loss'])}")

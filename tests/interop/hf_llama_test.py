@@ -14,38 +14,23 @@ Exits 77 (skipped) where PyTorch or transformers is missing.
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
+from interop_common import run, windows_loss
+
 try:
     import torch
-    import torch.nn.functional as F
     from transformers import LlamaConfig, LlamaForCausalLM
 except ImportError as missing:  # optional: the suite passes without them
     print(f"skipped: {missing}")
     sys.exit(77)
 
 
-def run(*args):
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed ({result.returncode}): {result.stderr}")
-    return result.stdout
-
-
 def transformers_loss(folder, data, seq, windows):
     model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32,
                                              attn_implementation="sdpa")
-    model.eval()
-    tokens = torch.tensor(list(open(data, "rb").read()), dtype=torch.long)
-    losses = []
-    with torch.no_grad():
-        for w in range(windows):
-            window = tokens[w * seq: w * seq + seq + 1]
-            logits = model(window[:-1].unsqueeze(0)).logits[0]
-            losses.append(F.cross_entropy(logits, window[1:]).item())
-    return sum(losses) / len(losses)
+    return windows_loss(model, data, seq, windows)
 
 
 def compare(shardwise, ckpt, hf, data, what):

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gradient_check.hpp"
 #include "shardwise/kernels/attention.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/kernels/elementwise.hpp"
@@ -21,38 +22,9 @@
 namespace shardwise::kernels {
 namespace {
 
-std::vector<float> random_values(std::size_t count, unsigned seed, float scale = 1.0F) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> normal(0.0F, scale);
-  std::vector<float> values(count);
-  for (float& v : values) v = normal(gen);
-  return values;
-}
-
-double weighted_sum(const std::vector<float>& out, const std::vector<float>& probe) {
-  double sum = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) sum += static_cast<double>(out[i]) * probe[i];
-  return sum;
-}
-
-// Compares `analytic` (d loss / d input) with central differences of `loss` at every element
-// of `input` (perturbed in place and restored).
-void expect_gradient(std::vector<float>& input, const std::vector<float>& analytic,
-                     const std::function<double()>& loss, const std::string& what,
-                     float step = 1e-2F, double tolerance = 1e-2) {
-  ASSERT_EQ(input.size(), analytic.size()) << what;
-  for (std::size_t i = 0; i < input.size(); ++i) {
-    const float saved = input[i];
-    input[i] = saved + step;
-    const double up = loss();
-    input[i] = saved - step;
-    const double down = loss();
-    input[i] = saved;
-    const double numeric = (up - down) / (2.0 * static_cast<double>(step));
-    EXPECT_NEAR(analytic[i], numeric, tolerance * std::max(1.0, std::abs(numeric)))
-        << what << " element " << i;
-  }
-}
+using testing::expect_gradient;
+using testing::random_values;
+using testing::weighted_sum;
 
 TEST(GradientCheck, Matmul) {
   const std::size_t rows = 5, in = 7, out = 3;

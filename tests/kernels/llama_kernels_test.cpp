@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "gradient_check.hpp"
 #include "shardwise/kernels/attention.hpp"
 #include "shardwise/kernels/rmsnorm.hpp"
 #include "shardwise/kernels/rotary.hpp"
@@ -16,36 +17,9 @@
 namespace shardwise::kernels {
 namespace {
 
-std::vector<float> random_values(std::size_t count, unsigned seed, float scale = 1.0F) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> normal(0.0F, scale);
-  std::vector<float> values(count);
-  for (float& v : values) v = normal(gen);
-  return values;
-}
-
-double weighted_sum(const std::vector<float>& out, const std::vector<float>& probe) {
-  double sum = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) sum += static_cast<double>(out[i]) * probe[i];
-  return sum;
-}
-
-template <typename Loss>
-void expect_gradient(std::vector<float>& input, const std::vector<float>& analytic, Loss loss,
-                     const char* what) {
-  ASSERT_EQ(input.size(), analytic.size());
-  for (std::size_t i = 0; i < input.size(); ++i) {
-    const float saved = input[i];
-    input[i] = saved + 1e-2F;
-    const double up = loss();
-    input[i] = saved - 1e-2F;
-    const double down = loss();
-    input[i] = saved;
-    const double numeric = (up - down) / 2e-2;
-    EXPECT_NEAR(analytic[i], numeric, 1e-2 * std::max(1.0, std::abs(numeric)))
-        << what << " element " << i;
-  }
-}
+using testing::expect_gradient;
+using testing::random_values;
+using testing::weighted_sum;
 
 TEST(LlamaKernels, RmsNormIsItsDefinitionAndItsGradient) {
   const std::size_t rows = 4, channels = 6;
