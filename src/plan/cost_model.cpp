@@ -63,6 +63,15 @@ double head_block_rows(double rows, double vocab_local) {
   return std::max(1.0, std::min(rows, std::floor(1048576.0 / std::max(vocab_local, 1.0))));
 }
 
+// The Llama's per-row floats of one model rank's branches, forward (q, k, v, attention's output,
+// gate, up, their product) and alike their gradients' scratch.
+double trainer_branch_width(const ModelShape& model, const Layout& l) {
+  const double t = static_cast<double>(l.model);
+  const double q = static_cast<double>(model.heads * model.head_dim) / t;
+  const double kv = static_cast<double>(model.kv_width(l.model));
+  return 2 * q + 2 * kv + 3 * static_cast<double>(model.ffn) / t;
+}
+
 // What one layer of shardwise's fp32 trainer keeps for backward, in floats, for a micro-batch:
 // the LayerNorms' outputs whole, the residual stream after attention and after the MLP this
 // rank's rows with their LayerNorm statistics, Q K V, attention's output and the MLP's inside
@@ -74,8 +83,15 @@ double trainer_layer_floats(const ModelShape& model, const TrainingSetup& setup,
   const double whole = static_cast<double>(setup.micro_batch) * s;  // rows, BT
   const double rows = l.sequence_parallel ? whole / t : whole;      // this rank's, R
   const double h = static_cast<double>(model.hidden);
-  return 2 * whole * h + 2 * rows * h + 4 * rows + whole * 12 * h / t +
-         static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s;
+  const double lse =
+      static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s;
+  if (model.gated_mlp) {
+    // The Llama: its two RMSNorms' outputs whole and one statistic each; q, k, v (this rank's
+    // key/value heads: split, or the one its query heads read), attention's output, and the
+    // MLP's gate, up and their product.
+    return 2 * whole * h + 2 * rows * h + 2 * rows + whole * trainer_branch_width(model, l) + lse;
+  }
+  return 2 * whole * h + 2 * rows * h + 4 * rows + whole * 12 * h / t + lse;
 }
 
 // The layers of each virtual stage (Layout::stage_layers, or the even split).
@@ -164,14 +180,23 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   // (forward), the residual stream's gradient, a LayerNorm input's gradient whole, the branches'
   // and the MLP's this rank's width; under sequence parallelism that gradient's rows, and the
   // gathers' and reduce-scatters' buffers.
+  // The Llama's: the same pieces at its widths, an RMSNorm weight's gradient under sequence
+  // parallelism, and where its key/value heads are replicated both projections' gradients
+  // whole.
+  const double branch_scratch =
+      model.gated_mlp ? whole * trainer_branch_width(model, l) : whole * 12 * h / t;
+  const double kv_whole =
+      static_cast<double>(model.kv_heads * model.head_dim) * static_cast<double>(model.hidden);
   floats += static_cast<double>(l.virtual_stages) *
-            (2 * rows * h + whole * h + whole * 12 * h / t +
-             (l.sequence_parallel ? 2 * rows * h + 2 * whole * h : 0));
+            (2 * rows * h + whole * h + branch_scratch +
+             (l.sequence_parallel ? 2 * rows * h + 2 * whole * h + (model.gated_mlp ? h : 0) : 0) +
+             (model.gated_mlp && model.replicates_kv_heads(l.model) ? 2 * kv_whole : 0));
   if (last) {
-    // Per slot the final norm's output and statistics and the losses; once one block of rows'
-    // logits, probabilities and their gradient.
-    floats +=
-        head_slots * (whole * h + 2 * rows + whole) + 3 * head_block_rows(whole, v / t) * v / t;
+    // Per slot the final norm's output and statistics (LayerNorm's two, RMSNorm's one) and the
+    // losses; once one block of rows' logits, probabilities and their gradient.
+    const double statistics = model.gated_mlp ? 1 : 2;
+    floats += head_slots * (whole * h + statistics * rows + whole) +
+              3 * head_block_rows(whole, v / t) * v / t;
   }
   return 4 * floats;
 }
@@ -255,12 +280,7 @@ std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shar
     std::int64_t chunk = 0;
     for (std::size_t i = 0; i < unit.shapes.size(); ++i) {
       // The block a model rank holds: ZeRO splits it further.
-      Shape shape = unit.shapes[i];
-      if (i < unit.model_split.size() && unit.model_split[i] >= 0) {
-        shape[static_cast<std::size_t>(unit.model_split[i])] /= model_degree;
-      } else if (unit.model_split.empty() && model_degree > 1) {
-        shape = {ceil_div(num_elements(shape), model_degree)};  // split evenly, as a vector
-      }
+      const Shape shape = unit.block(i, model_degree);
       auto found = decided.find(shape);
       if (found == decided.end())
         found = decided.emplace(shape, zero_chunk_of(shape, shards)).first;
@@ -332,10 +352,11 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
   }
   if (l.zero < 0 || l.zero > 3) return "zero " + std::to_string(l.zero) + " is not 0 to 3";
   if (l.fsdp > 1 && l.zero == 0) return "an fsdp axis shards: zero 1, 2 or 3";
-  if (model.heads % l.model != 0 || model.kv_heads % l.model != 0) {
+  if (model.heads % l.model != 0 ||
+      (model.kv_heads % l.model != 0 && !model.replicates_kv_heads(l.model))) {
     return "model " + std::to_string(l.model) + " does not divide the " +
            std::to_string(model.heads) + " heads (" + std::to_string(model.kv_heads) +
-           " key/value)";
+           " key/value, which it may also be a multiple of)";
   }
   if (model.vocab % l.model != 0) {
     return "model " + std::to_string(l.model) + " does not divide the vocabulary " +
@@ -550,6 +571,16 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
                                         static_cast<double>(model.hidden);
   const double rows = static_cast<double>(setup.micro_batch) * static_cast<double>(setup.seq);
   const double layers = static_cast<double>(per_stage_layers);
+  // A norm's parameter vectors (LayerNorm's weight and bias, RMSNorm's weight), as sequence
+  // parallelism sums their gradients over the model axis.
+  const double norm_vector = (model.gated_mlp ? 1 : 2) * static_cast<double>(model.hidden);
+  // The Llama's replicated key/value projections: both gradients, whole, summed over the axis
+  // in each layer's backward.
+  if (model.gated_mlp && model.replicates_kv_heads(l.model)) {
+    all_reduce("model", l.model,
+               2 * static_cast<double>(model.kv_heads * model.head_dim * model.hidden), 4,
+               layers * m);
+  }
   if (l.model > 1 && l.sequence_parallel) {
     // Korthikanti et al.: each layer's two all-reduces forward and two backward become an
     // all-gather along the sequence and a reduce-scatter each (a recomputed layer's forward
@@ -561,17 +592,19 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;  // of each kind
     gather("model", "all_gather", l.model, chunk, element, per_layer * layers * m);
     gather("model", "reduce_scatter", l.model, chunk, element, per_layer * layers * m);
-    all_reduce("model", l.model, 2 * static_cast<double>(model.hidden), 4, 2 * layers * m);
+    all_reduce("model", l.model, norm_vector, 4, 2 * layers * m);
     // The embedding's lookups scattered and the residual stream's gradient gathered for its
     // rows; the position embedding's gradient summed; the final norm's output gathered for the
     // head, its gradient scattered, its parameters' gradients summed (one stage: all of it).
     gather("model", "reduce_scatter", l.model, chunk, element, m);
     gather("model", "all_gather", l.model, chunk, element, m);
-    all_reduce("model", l.model, static_cast<double>(setup.seq * model.hidden), 4, m);
+    if (model.context > 0) {  // learned positions
+      all_reduce("model", l.model, static_cast<double>(setup.seq * model.hidden), 4, m);
+    }
     if (l.pipeline == 1) {
       gather("model", "all_gather", l.model, chunk, element, m);
       gather("model", "reduce_scatter", l.model, chunk, element, m);
-      all_reduce("model", l.model, 2 * static_cast<double>(model.hidden), 4, m);
+      all_reduce("model", l.model, norm_vector, 4, m);
       // The cross-entropy's all-reduces run again in backward, which computes the head's
       // logits block by block anew.
       all_reduce("model", l.model, rows, 4, 2 * m);

@@ -45,11 +45,21 @@ std::int64_t ModelShape::Unit::elements(std::int64_t degree) const {
     return (total + degree - 1) / degree;
   }
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const std::int64_t count = num_elements(shapes[i]);
-    const bool split = i < model_split.size() && model_split[i] >= 0;
-    total = checked_add(total, split ? count / degree : count, "parameters");
+    total = checked_add(total, num_elements(block(i, degree)), "parameters");
   }
   return total;
+}
+
+Shape ModelShape::Unit::block(std::size_t i, std::int64_t degree) const {
+  Shape shape = shapes.at(i);
+  if (model_split.empty()) {
+    return degree > 1 ? Shape{(num_elements(shape) + degree - 1) / degree} : shape;
+  }
+  if (i >= model_split.size() || model_split[i] < 0) return shape;
+  const std::int64_t heads = i < split_heads.size() ? split_heads[i] : 0;
+  if (heads > 0 && heads % degree != 0) return shape;  // the heads replicated, held whole
+  shape[static_cast<std::size_t>(model_split[i])] /= degree;
+  return shape;
 }
 
 std::string ModelShape::to_string() const {
@@ -76,6 +86,8 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   // tensor parallelism (the strategies' rules: heads, kv_heads, mlp and vocab to the model
   // axis), or -1 where its axes name none of them.
   std::map<std::pair<std::string, std::size_t>, int> declared_split;
+  // Key/value projections, by unit name and shape index: their heads stay whole.
+  std::set<std::pair<std::string, std::size_t>> kv_projections;
   const auto record_axes = [&](const ParameterInfo& p, const ModelShape::Unit& unit) {
     if (!p.logical_axes) return;
     int split = -1;
@@ -101,6 +113,11 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       unit.name = "layer " + std::to_string(*layer);
       unit.layer = true;
       record_axes(p, unit);
+      const bool kv_axis =
+          p.logical_axes && !p.logical_axes->empty() && p.logical_axes->front() == "kv_heads";
+      if (kv_axis || contains_any(p.name, {"k_proj", "v_proj", ".wk", ".wv"})) {
+        kv_projections.emplace(unit.name, unit.shapes.size());
+      }
       unit.shapes.push_back(p.shape);
       per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
       if (p.shape.size() >= 2) {  // a matrix, or matrices stacked (Q, K and V)
@@ -221,6 +238,14 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   }
   shape.heads = *stated;
   shape.kv_heads = key != nullptr ? key->shape[0] / shape.head_dim : shape.heads;
+  for (ModelShape::Unit& unit : shape.units) {
+    unit.split_heads.assign(unit.shapes.size(), 0);
+    for (std::size_t i = 0; i < unit.shapes.size(); ++i) {
+      if (kv_projections.count({unit.name, i}) != 0 && unit.model_split[i] == 0) {
+        unit.split_heads[i] = unit.shapes[i][0] / shape.head_dim;
+      }
+    }
+  }
   return shape;
 }
 

@@ -225,14 +225,42 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            // uneven stages of a 5-layer model (3 + 2; 2 + 2 + 1; interleaved 2 + 1 + 1 + 1)
            {"pipeline=2 odd", "0", 2},
            {"pipeline=3 odd", "1", 3},
-           {"fsdp=2,pipeline=2 il odd", "2", 4}}) {
+           {"fsdp=2,pipeline=2 il odd", "2", 4},
+           // the Llama (llama-tiny: 4 heads sharing 2 key/value heads, untied head), its key/value
+           // heads split on model=2 and replicated on model=4; a tied one on a pipeline
+           {"data=2 llama", "1", 2},
+           {"fsdp=2 llama", "3", 2},
+           {"data=2,fsdp=2 llama", "2", 4},
+           {"model=2 llama", "0", 2},
+           {"model=4 llama", "0", 4},
+           {"model=2 sp llama", "0", 2},
+           {"model=4 sp llama", "1", 4},
+           {"fsdp=2,model=2 llama", "3", 4},
+           {"fsdp=2,model=4 sp full llama", "3", 8},
+           {"pipeline=2 llama", "0", 2},
+           {"fsdp=2,pipeline=2 llama", "3", 4},
+           {"model=2,pipeline=2 sp llama", "1", 4},
+           {"pipeline=2 il llama", "0", 2},
+           {"pipeline=2 full llama", "0", 2},
+           {"pipeline=2 tied", "0", 2},
+           {"model=4,pipeline=2 sp tied", "1", 8},
+           {"fsdp=2,model=2 tied", "3", 4}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
-    const std::string model_file = ::testing::TempDir() + "plan_agreement_5_layers.json";
+    const bool tied = mesh.find(" tied") != std::string::npos;
+    const std::string model_file = ::testing::TempDir() + "plan_agreement_model.json";
     if (odd) {
       std::ofstream(model_file)
           << R"({"n_layer": 5, "n_head": 4, "n_embd": 128, "block_size": 64, "vocab_size": 256})";
     }
-    const std::string model_name = odd ? model_file : "tiny";
+    if (tied) {
+      std::ofstream(model_file) << R"({"family": "llama", "num_hidden_layers": 4,
+        "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 64,
+        "tie_word_embeddings": true})";
+    }
+    const std::string model_name = odd || tied                                ? model_file
+                                   : mesh.find(" llama") != std::string::npos ? "llama-tiny"
+                                                                              : "tiny";
     const bool sequence_parallel = mesh.find(" sp") != std::string::npos;
     const bool full_recompute = mesh.find(" full") != std::string::npos;
     const bool interleaved = mesh.find(" il") != std::string::npos;

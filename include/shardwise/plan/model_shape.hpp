@@ -21,7 +21,9 @@ struct ModelShape {
   std::int64_t head_dim = 0;  // h / a for GPT-2 and most Llamas
   std::int64_t ffn = 0;       // the MLP's inner width (4h for GPT-2)
   std::int64_t vocab = 0;     // V
-  bool gated_mlp = false;     // Llama's SwiGLU: three matrices instead of two
+  // Llama's layout: SwiGLU (three matrices instead of two), RMSNorm without a bias, no learned
+  // positions; shardwise's trainer keeps what its Llama keeps.
+  bool gated_mlp = false;
   // Exact counts from the manifest.
   std::int64_t parameters = 0;        // every parameter
   std::int64_t layer_parameters = 0;  // one transformer layer's (the largest layer)
@@ -46,11 +48,29 @@ struct ModelShape {
     // -1 where each model rank holds it whole (norms, the row-parallel layers' biases). Empty:
     // unknown, the unit taken as split evenly (a shape written by hand).
     std::vector<int> model_split = {};
+    // Per shape: the whole heads along its split dimension where they must stay whole (a
+    // key/value projection's heads), 0 otherwise. A degree those heads do not divide, and that
+    // they divide, leaves the projection whole on every model rank (the heads replicated, as
+    // the trainer holds them); empty: none.
+    std::vector<std::int64_t> split_heads = {};
     [[nodiscard]] std::int64_t elements() const;
     // The elements one of `degree` model ranks holds (rounded up where split evenly).
     [[nodiscard]] std::int64_t elements(std::int64_t degree) const;
+    // The block of shape i one of `degree` model ranks holds (the shape where it is held whole;
+    // for a unit split evenly, its share as a vector).
+    [[nodiscard]] Shape block(std::size_t i, std::int64_t degree) const;
   };
   std::vector<Unit> units;
+
+  // Whether `degree` model ranks hold the key/value heads replicated: their count divides the
+  // degree without the degree dividing it (each head on degree / kv_heads ranks).
+  [[nodiscard]] bool replicates_kv_heads(std::int64_t degree) const {
+    return degree > 1 && kv_heads > 0 && kv_heads % degree != 0 && degree % kv_heads == 0;
+  }
+  // The key/value channels one model rank computes with: its kv_heads / degree heads, or one.
+  [[nodiscard]] std::int64_t kv_width(std::int64_t degree) const {
+    return (replicates_kv_heads(degree) ? 1 : kv_heads / degree) * head_dim;
+  }
 
   // "12 layers, hidden 768, 12 heads, ffn 3072, vocab 50257, 124,439,808 parameters".
   [[nodiscard]] std::string to_string() const;
