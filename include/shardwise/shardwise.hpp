@@ -50,6 +50,7 @@
 #include "shardwise/models/hf_adapter.hpp"
 #include "shardwise/models/hf_gpt2.hpp"
 #include "shardwise/models/hf_llama.hpp"
+#include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/llama.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/plan/cluster.hpp"

@@ -20,6 +20,7 @@
 #include "shardwise/ckpt/checkpoint_save.hpp"
 #include "shardwise/ckpt/safetensors_file.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/train/checkpoint_manager.hpp"
 #include "shardwise/train/distributed_model.hpp"
@@ -118,15 +119,6 @@ const models::HfAdapter& hf_adapter(const std::string& format) {
   throw InvalidArgument("--format is '" + echo_input(format) + "'; expected " + formats);
 }
 
-// The adapter of `model`'s family; InvalidArgument where it has none.
-const models::HfAdapter& hf_adapter_of(const train::ModelDefinition& model) {
-  const models::ModelFamily& family = models::model_family(model.family(), "the model");
-  if (!family.hugging_face) {
-    throw InvalidArgument("the model family '" + family.name + "' has no Hugging Face format");
-  }
-  return *family.hugging_face;
-}
-
 constexpr char kForceHint[] = "; --force replaces it";
 
 // The model's arrays (not its optimizer state) are in the checkpoint with its shapes.
@@ -163,7 +155,7 @@ void export_hf(const std::string& path, const std::string& format, const std::st
   const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
   const CheckpointInfo info = checkpoint_info(reader.index(), what);
   // Optimizer state stays behind: the export is the model.
-  if (adapter.format() != hf_adapter_of(*info.model).format()) {
+  if (adapter.format() != models::hf_adapter_of(*info.model).format()) {
     throw InvalidArgument("--format " + format + " holds another family's models; " + what +
                           " holds " + info.model->describe());
   }
@@ -214,55 +206,22 @@ ShardIndex import_box(const Shape& shape, int rank, int ranks) {
   return box;
 }
 
-// The model.safetensors that `path` names (the file, or the one in the folder); a folder
-// without one says what it holds instead and what is read.
-std::filesystem::path hf_weights_file(const std::string& path) {
-  std::filesystem::path file = path;
-  std::error_code error;
-  if (!std::filesystem::is_directory(file, error)) return file;
-  file /= "model.safetensors";
-  if (shardwise::detail::path_kind(file) != shardwise::detail::PathKind::kAbsent) return file;
-  const std::string named = "'" + echo_input(path, 200) + "'";
-  const std::string supported =
-      "; shardwise imports one model.safetensors (with config.json beside it)";
-  if (std::filesystem::exists(std::filesystem::path(path) / "model.safetensors.index.json")) {
-    throw InvalidArgument(named +
-                          " holds a sharded model (model.safetensors.index.json and its "
-                          "parts)" +
-                          supported +
-                          ": save it unsharded (save_pretrained with a max_shard_size past "
-                          "its size) or give one part's file");
-  }
-  for (const char* other :
-       {"pytorch_model.bin", "model.bin", "tf_model.h5", "flax_model.msgpack"}) {
-    if (std::filesystem::exists(std::filesystem::path(path) / other)) {
-      throw InvalidArgument(named + " holds " + other + ", not model.safetensors" + supported +
-                            ": save it with save_pretrained(..., safe_serialization=True)");
-    }
-  }
-  throw InvalidArgument(named + " holds no model.safetensors" + supported);
-}
-
 void import_hf(const std::string& path, const std::string& format,
                const std::optional<std::string>& model, const std::string& folder,
                std::optional<int> ranks_flag, bool force, const std::string& backend_flag,
                std::ostream& out) {
   const models::HfAdapter& adapter = hf_adapter(format);
   if (folder.empty()) throw InvalidArgument("--out is an empty path");
-  const std::filesystem::path file = hf_weights_file(path);
+  const std::filesystem::path file = models::hf_weights_file(path);
   std::shared_ptr<const train::ModelDefinition> definition;
   if (model) {
     definition = model_definition(*model, "--model");
-    if (hf_adapter_of(*definition).format() != adapter.format()) {
+    if (models::hf_adapter_of(*definition).format() != adapter.format()) {
       throw InvalidArgument("--model " + echo_input(*model) + " is " + definition->describe() +
                             ", not a model --format " + format + " holds");
     }
   } else {
-    const std::filesystem::path config =
-        (file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path()) /
-        "config.json";
-    definition = adapter.model_from_hf_config(read_file(config.string(), "config.json"),
-                                              "'" + echo_input(config.string(), 200) + "'");
+    definition = models::HfWeights::folder_model(file, adapter);
   }
   // Everything a rank would find wrong is found here, once, before any rank starts or any
   // parameter is allocated: the output's place, the file's tensors and their shapes, memory.
@@ -289,41 +248,7 @@ void import_hf(const std::string& path, const std::string& format,
     import_run_id = existing->run_id;
   }
   const std::vector<train::ParameterSpec> specs = definition->parameters();
-  // The file's copies of a parameter the model ties (a tensor that is itself a parameter, as an
-  // untied model's head, is no copy).
-  std::vector<std::pair<std::string, std::string>> tied;
-  for (const auto& pair : adapter.tied_tensors()) {
-    if (std::none_of(specs.begin(), specs.end(),
-                     [&](const train::ParameterSpec& spec) { return spec.name == pair.first; })) {
-      tied.push_back(pair);
-    }
-  }
-  const auto is_tied_copy = [&](const std::string& name) {
-    return std::any_of(tied.begin(), tied.end(),
-                       [&](const auto& pair) { return pair.first == name; });
-  };
-  std::vector<std::string> wanted;
-  {
-    const ckpt::CheckpointReader reader = ckpt::CheckpointReader::from_safetensors(file);
-    const ckpt::CheckpointIndex& index = reader.index();
-    for (const train::ParameterSpec& spec : specs) {
-      wanted.push_back(adapter.hf_name_of(index, spec.name));
-      adapter.check_tensor(reader, wanted.back(), spec.name, spec.shape);
-    }
-    for (const ckpt::ArrayRecord& array : index.arrays) {
-      if (std::find(wanted.begin(), wanted.end(), array.name) == wanted.end() &&
-          !adapter.ignored_tensor(array.name) && !is_tied_copy(array.name)) {
-        throw ckpt::CheckpointError("the file's tensor '" + echo_input(array.name, 200) +
-                                    "' is no parameter of " + definition->describe());
-      }
-    }
-    for (const auto& [tensor, parameter] : tied) {
-      if (index.find(tensor) == nullptr) continue;
-      for (const train::ParameterSpec& spec : specs) {
-        if (spec.name == parameter) adapter.check_tensor(reader, tensor, spec.name, spec.shape);
-      }
-    }
-  }
+  (void)models::HfWeights(file, adapter, definition);  // the file checked whole, once
   const BackendInfo& backend = backend_from(backend_flag);
   const int local_ranks = ranks_flag.value_or(1);
   std::mutex mutex;
@@ -343,29 +268,12 @@ void import_hf(const std::string& path, const std::string& format,
       std::vector<std::vector<float>> blocks;
       std::vector<ckpt::BlockToSave> saved;
       try {
-        const ckpt::CheckpointReader reader = ckpt::CheckpointReader::from_safetensors(file);
-        const ckpt::CheckpointIndex& index = reader.index();
-        for (std::size_t p = 0; p < specs.size(); ++p) {
-          const train::ParameterSpec& spec = specs[p];
+        const models::HfWeights weights(file, adapter, definition);
+        for (const train::ParameterSpec& spec : specs) {
           const ShardIndex box = import_box(spec.shape, comm.rank(), comm.size());
           if (box.empty() || is_empty(box)) continue;
           blocks.emplace_back(static_cast<std::size_t>(num_elements(shape_of(box))));
-          adapter.read_block(reader, wanted[p], spec.name, spec.shape, box, blocks.back().data());
-          if (std::string bad = train::non_finite_value(blocks.back(), wanted[p], box,
-                                                        "'" + echo_input(file.string(), 200) + "'");
-              !bad.empty()) {
-            throw ckpt::CheckpointError(bad);
-          }
-          for (const auto& [tensor, parameter] : tied) {
-            if (spec.name != parameter || index.find(tensor) == nullptr) continue;
-            // A tied copy that differs would be dropped in silence: refused instead.
-            std::vector<float> copy(blocks.back().size());
-            adapter.read_block(reader, tensor, spec.name, spec.shape, box, copy.data());
-            if (copy != blocks.back()) {
-              throw ckpt::CheckpointError("the file's " + tensor + " differs from its " +
-                                          parameter + "; the model ties them");
-            }
-          }
+          weights.read(spec.name, box, blocks.back().data());
           saved.push_back({train::model_array(spec.name), spec.shape, DType::kF32,
                            "dimension 0 in " + std::to_string(comm.size()) + " parts (import)", box,
                            std::as_bytes(std::span<const float>(blocks.back()))});

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../detail/file_io.hpp"
 #include "../detail/text_format.hpp"
 
 namespace shardwise::cli {
@@ -17,13 +18,9 @@ using shardwise::detail::with_thousands;
 std::string join_ints(const std::vector<std::int64_t>& values, const char* separator);
 
 // The whole content of a file; throws shardwise::InvalidArgument naming the option and path.
-// The largest input file the command reads (manifests and rules are kilobytes; a Llama-70B
-// manifest is under 100 KB).
-inline constexpr std::int64_t kMaxInputFileBytes = std::int64_t{64} << 20;
-
-// The contents of a regular file of at most kMaxInputFileBytes; InvalidArgument naming the
-// option otherwise (missing, a directory, a device or pipe such as /dev/zero, too large).
-std::string read_file(const std::string& path, const std::string& option);
+// Input files are read as every layer reads them (detail/file_io.hpp).
+using shardwise::detail::kMaxInputFileBytes;
+using shardwise::detail::read_file;
 
 // Writes `text` (and a newline) as the whole file `path`, which may replace a regular file there
 // but never writes through a symlink or into a FIFO or folder (detail/output_file.hpp);

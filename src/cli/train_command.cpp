@@ -18,6 +18,7 @@
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
+#include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/strategy/parallelism_config.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
@@ -206,7 +207,9 @@ class TrainCommand final : public Command {
             "Train a model (a preset or a model file) on text or token files, on one rank or any "
             "mesh of data, fsdp, model and pipeline axes, matching the "
             "one-rank run step for step")) {
-    app_->add_option("--model", model_, "A preset (" + models::preset_names() + ") or a model file")
+    app_->add_option("--model", model_,
+                     "A preset (" + models::preset_names() +
+                         "), a model file, or a Hugging Face model folder or its config.json")
         ->default_val("tiny");
     app_->add_option("--mesh", mesh_,
                      "The mesh of data, fsdp, model and pipeline axes, e.g. data=2,fsdp=2 (one "
@@ -290,6 +293,9 @@ class TrainCommand final : public Command {
     app_->add_option("--resume", checkpoint_flags_.resume,
                      "Continue from a checkpoint (or the newest in a --save folder), saved on "
                      "any layout; on the same layout the run continues bit for bit");
+    app_->add_option("--init-from", init_from_,
+                     "Start from a Hugging Face model folder's weights (fine-tuning; its "
+                     "config.json is the model unless --model names the same one)");
   }
 
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
@@ -298,8 +304,11 @@ class TrainCommand final : public Command {
 
   void run(std::ostream& out) const override {
     train::JobSettings job;
-    job.model = model_definition(model_, "--model");
-    job.model_given = model_;
+    if (init_from_ && init_from_->empty()) throw InvalidArgument("--init-from is an empty path");
+    // --init-from's folder is the model where --model is not given.
+    const bool folder_model = init_from_ && app_->get_option("--model")->count() == 0;
+    job.model_given = folder_model ? *init_from_ : model_;
+    job.model = model_definition(job.model_given, folder_model ? "--init-from" : "--model");
     job.data.format = train::parse_token_format(data_format_, "--data-format");
     if (!data_ && (val_data_ || app_->get_option("--data-format")->count() > 0)) {
       throw InvalidArgument(std::string(val_data_ ? "--val-data" : "--data-format") +
@@ -330,6 +339,17 @@ class TrainCommand final : public Command {
     job.checkpoints.keep = integer(keep_, "--keep");
     if (job.checkpoints.resume && job.checkpoints.resume->empty()) {
       throw InvalidArgument("--resume is an empty path");
+    }
+    if (init_from_) {
+      // The folder's own model, or one that is the same (a preset or file of its sizes).
+      const auto held = model_definition(*init_from_, "--init-from");
+      if (held->family() != job.model->family() ||
+          held->config_json() != job.model->config_json()) {
+        throw InvalidArgument("--init-from '" + echo_input(*init_from_, 200) + "' holds " +
+                              held->describe() + "; --model is " + job.model->describe());
+      }
+      job.checkpoints.init_from = models::hf_initial_values(*init_from_, job.model);
+      job.checkpoints.init_from_words = "--init-from '" + echo_input(*init_from_, 200) + "'";
     }
     job.recompute = parse_recompute(recompute_, "--recompute");
     job.sequence_parallel = sequence_parallel_;
@@ -379,6 +399,7 @@ class TrainCommand final : public Command {
   std::string recompute_ = "none";
   std::string blas_ = "onednn";
   train::CheckpointPolicy checkpoint_flags_;
+  std::optional<std::string> init_from_;
   std::string save_every_ = "0";
   std::string keep_ = "0";
   std::string schedule_;

@@ -42,6 +42,14 @@ class File {
 
 void sync_directory(const std::filesystem::path& path);
 
+// The largest input file a command reads (manifests, rules and configs are kilobytes; a
+// Llama-70B manifest is under 100 KB).
+inline constexpr std::int64_t kMaxInputFileBytes = std::int64_t{64} << 20;
+
+// The contents of a regular file of at most kMaxInputFileBytes; InvalidArgument naming the
+// option otherwise (missing, a directory, a device or pipe such as /dev/zero, too large).
+std::string read_file(const std::string& path, const std::string& option);
+
 // "'path': No space left on device"
 [[nodiscard]] std::string system_error_text(const std::filesystem::path& path, int error);
 

@@ -195,6 +195,11 @@ bool saves_at(const CheckpointPolicy& flags, std::int64_t steps, std::int64_t af
 
 void check_checkpoint_policy(const CheckpointPolicy& flags, std::int64_t steps,
                              const ResumePoint& resume) {
+  if (flags.init_from && flags.resume) {
+    throw InvalidArgument(
+        "--init-from and --resume both say where the run starts; give one (--resume continues a "
+        "run, --init-from starts a new one from a model's values)");
+  }
   if (!flags.save) {
     if (flags.save_every != 0) throw InvalidArgument("--save-every needs --save PATH");
     if (flags.keep != 0) throw InvalidArgument("--keep needs --save PATH");
@@ -277,9 +282,33 @@ void CheckpointManager::note(const std::string& text) {
   if (comm_.rank() == 0 && noted_.insert(text).second) say_("note: " + text);
 }
 
+void CheckpointManager::initialise() {
+  const auto start = Clock::now();
+  std::vector<ParameterBlock> blocks;
+  const std::string prefix = model_array("");
+  for (const StateBlock& block : trainer_.state_blocks()) {
+    if (block.optimizer) continue;
+    const auto count = static_cast<std::size_t>(num_elements(shape_of(block.box)));
+    blocks.push_back({block.array.substr(prefix.size()), block.shape, block.box,
+                      std::span<float>(block.data, count)});
+  }
+  std::string error;
+  try {
+    policy_.init_from(blocks);
+  } catch (const std::exception& e) {  // a file system's error too, not only bad input
+    error = e.what();
+  }
+  ckpt::throw_unless_all_succeeded(comm_, error, "not initialised");
+  say_("initialised from " + policy_.init_from_words + " in " +
+       std::to_string(seconds_since(start)).substr(0, 5) + " s");
+}
+
 std::int64_t CheckpointManager::resume() {
   run_id_ = agreed_new_run_id(comm_);
-  if (!policy_.resume) return 0;
+  if (!policy_.resume) {
+    if (policy_.init_from) initialise();
+    return 0;
+  }
   const auto start = Clock::now();
   const std::string what = "--resume '" + echo_input(*policy_.resume, 200) + "'";
   // Every rank opens and checks the checkpoint; what one finds wrong all report.

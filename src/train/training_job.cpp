@@ -292,7 +292,8 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
       {"--save-every", std::to_string(s.checkpoints.save_every)},
       {"--keep", std::to_string(s.checkpoints.keep)},
       {"--save-async", on_off(s.checkpoints.save_async)},
-      {"--resume", s.checkpoints.resume.value_or("")}};
+      {"--resume", s.checkpoints.resume.value_or("")},
+      {"--init-from", s.checkpoints.init_from ? s.checkpoints.init_from_words : ""}};
   agreed.insert(agreed.end(), s.caller_settings.begin(), s.caller_settings.end());
   check_ranks_agree(comm, agreed);
   // Every pipeline message has a tag of its own; a backend bounds them (MPI guarantees only

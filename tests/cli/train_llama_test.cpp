@@ -4,6 +4,7 @@
 // files refused in one line.
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "run_command.hpp"
@@ -176,6 +177,51 @@ TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
     }
     EXPECT_EQ(held[3].name, "model.layers.0.self_attn.k_proj.weight");
     EXPECT_EQ(held[3].shape[0], degree == 2 ? 8 : 16);  // one head of 8, or both
+  }
+}
+
+// Fine-tuning in one command: --init-from a Hugging Face folder (here one `ckpt export` wrote)
+// starts from its weights on any layout, exactly as `ckpt import` then --resume does; the
+// folder is the model unless --model names the same one; what cannot start is refused.
+TEST(TrainLlama, InitFromAHuggingFaceFolderStartsFromItsWeights) {
+  for (const auto& [model, format] : {std::pair{std::string("llama_micro.json"), "hf-llama"},
+                                      {std::string("gpt_micro.json"), "hf-gpt2"}}) {
+    const std::string base = ::testing::TempDir() + "init_from_" + format;
+    std::filesystem::remove_all(base);
+    const std::string ckpt = base + "/ckpt", hf = base + "/hf", imported = base + "/imported";
+    ASSERT_EQ(run_command({"train", "--model", source_path("examples/models/" + model), "--steps",
+                           "3", "--batch", "12", "--seq", "12", "--save", ckpt})
+                  .status,
+              0);
+    ASSERT_EQ(run_command({"ckpt", "export", ckpt, "--format", format, "--out", hf}).status, 0);
+    ASSERT_EQ(run_command({"ckpt", "import", hf, "--format", format, "--out", imported}).status, 0);
+    const auto from = [&](std::vector<std::string> start, const std::string& mesh) {
+      std::vector<std::string> args{"train", "--steps", "4",    "--batch", "12",     "--seq",
+                                    "12",    "--lr",    "3e-3", "--json",  "--mesh", mesh};
+      args.insert(args.end(), start.begin(), start.end());
+      const testing::Result r = run_command(args);
+      EXPECT_EQ(r.status, 0) << r.err;
+      std::vector<double> losses;
+      for (const auto& line : json_lines(r.out)) {
+        if (line.contains("step")) losses.push_back(line["loss"].get<double>());
+      }
+      return losses;
+    };
+    const std::vector<double> resumed = from({"--model", hf, "--resume", imported}, "data=2");
+    ASSERT_EQ(resumed.size(), 4U);
+    EXPECT_EQ(from({"--init-from", hf}, "data=2"), resumed) << format;
+    const std::vector<double> other = from({"--init-from", hf, "--model", hf}, "model=2");
+    ASSERT_EQ(other.size(), 4U);
+    for (std::size_t s = 0; s < 4; ++s) EXPECT_NEAR(other[s], resumed[s], 1e-5 * resumed[s]);
+    // A fresh run from the seed starts elsewhere: the weights were read.
+    EXPECT_NE(from({"--model", hf}, "data=2").front(), resumed.front()) << format;
+    expect_bad_input({"train", "--init-from", hf, "--resume", imported, "--steps", "1"},
+                     "--init-from and --resume both say where the run starts");
+    expect_bad_input({"train", "--init-from", hf, "--model", "llama-tiny", "--steps", "1"},
+                     "--init-from '" + hf + "' holds a ");
+    expect_bad_input({"train", "--init-from", base, "--steps", "1"},
+                     "is a directory, not a file (nor a Hugging Face model folder");
+    expect_bad_input({"train", "--init-from", "", "--steps", "1"}, "--init-from is an empty path");
   }
 }
 

@@ -10,6 +10,8 @@
 2. Models transformers itself makes and saves (random weights; with and without grouped-query
    attention, tied and untied heads, Llama 3's rope scaling; float32, float16 and bfloat16
    files) import with `ckpt import --format hf-llama` and give transformers' loss.
+3. One of those folders fine-tuned with `train --init-from` on model=2 and exported: transformers
+   computes the lower loss shardwise reports.
 Exits 77 (skipped) where PyTorch or transformers is missing.
 """
 import json
@@ -91,6 +93,17 @@ def main():
                 # model near the uniform guess (ln 256 = 5.545) would hide a wrong detail.
                 if abs(loss - 5.545) < 0.5:
                     sys.exit(f"model {i}'s loss {loss} is too close to the uniform guess")
+        # Fine-tuning in one command: transformers' model trained on model=2 from its folder,
+        # exported, and transformers computes the fine-tuned loss as shardwise does.
+        tuned = os.path.join(folder, "tuned")
+        run(shardwise, "train", "--init-from", made, "--steps", "10", "--data", data,
+            "--mesh", "model=2", "--lr", "1e-3", "--save", tuned)
+        tuned_hf = os.path.join(folder, "tuned_hf")
+        run(shardwise, "ckpt", "export", tuned, "--format", "hf-llama", "--out", tuned_hf)
+        before = compare(shardwise, converted, made, data, "before fine-tuning")["loss"]
+        after = compare(shardwise, tuned, tuned_hf, data, "fine-tuned with --init-from")["loss"]
+        if not after < before:
+            sys.exit(f"fine-tuning did not lower the loss: {before} to {after}")
     print("ok")
 
 

@@ -24,6 +24,19 @@
 
 namespace shardwise::train {
 
+// One block of a parameter a run starts from: the whole parameter's name, shape, the block's
+// box in it and where its values go (row-major).
+struct ParameterBlock {
+  std::string name;
+  Shape shape;
+  ShardIndex box;
+  std::span<float> values;
+};
+// Values a run starts from in place of its seed's, filling every block of this rank's at once
+// (on every rank, before the first step); throws naming what is wrong. A Hugging Face folder's
+// through its family: models::hf_initial_values.
+using InitialValues = std::function<void(std::span<const ParameterBlock> blocks)>;
+
 // When and where a run saves, and what it continues from. Messages name the fields as the
 // `shardwise train` flags of the same names.
 struct CheckpointPolicy {
@@ -32,6 +45,10 @@ struct CheckpointPolicy {
   std::int64_t keep = 0;            // 0: every one
   bool save_async = false;
   std::optional<std::string> resume;  // a checkpoint, or a folder of them (the newest)
+  // The values a fresh run starts from (fine-tuning; at most one of it and resume), and what
+  // they are in words for messages ("--init-from 'DIR'").
+  InitialValues init_from;
+  std::string init_from_words;
 };
 
 // What a checkpoint says of its model, as the model's family writes and reads it.
@@ -107,13 +124,13 @@ class CheckpointManager {
   CheckpointManager& operator=(const CheckpointManager&) = delete;
 
   // Loads policy.resume's state into the trainer and returns the step it continues after (0
-  // without one). A checkpoint of another model, or one that lacks an array the run needs, is
-  // a CheckpointError naming it; so is a value that is not finite, and ranks that found
-  // checkpoints of different bytes at the path. A checkpoint without optimizer state (an
-  // import) starts the moments at zero. Every run takes a new run id (two continuations of one
-  // checkpoint are two runs, and neither replaces the other's saves); the resumed checkpoint's
-  // run and its own ancestors become this run's ancestors, whose checkpoints up to the step
-  // continued from keep may remove.
+  // without one); without one, policy.init_from's values where it is set. A checkpoint of another
+  // model, or one that lacks an array the run needs, is a CheckpointError naming it; so is a value
+  // that is not finite, and ranks that found checkpoints of different bytes at the path. A
+  // checkpoint without optimizer state (an import) starts the moments at zero. Every run takes a
+  // new run id (two continuations of one checkpoint are two runs, and neither replaces the other's
+  // saves); the resumed checkpoint's run and its own ancestors become this run's ancestors, whose
+  // checkpoints up to the step continued from keep may remove.
   std::int64_t resume();
   [[nodiscard]] const std::string& run_id() const { return run_id_; }
   // After step `step` of `steps`: saves where save_every or the last step asks; with
@@ -124,6 +141,7 @@ class CheckpointManager {
 
  private:
   void save(std::int64_t step);
+  void initialise();
   void commit_pending();
   // keep: removes the line's checkpoints older than the K newest up to `saved_step` (rank 0;
   // what it leaves, and a failure, is a note, not the run's end).

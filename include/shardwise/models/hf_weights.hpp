@@ -1,0 +1,61 @@
+#pragma once
+// A Hugging Face weights file read as a model's parameters, through its family's adapter: found
+// in a folder (one model.safetensors; a sharded or non-safetensors folder refused naming what it
+// holds), checked whole against the model before any value is read (every parameter present in
+// the family's layout and a float dtype, no tensor but buffers and tied copies besides), then
+// read block by block, each block's values finite and a tied copy equal to its parameter.
+// `shardwise ckpt import` and `shardwise train --init-from` read files through it alone.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shardwise/ckpt/checkpoint_reader.hpp"
+#include "shardwise/models/hf_adapter.hpp"
+#include "shardwise/train/checkpoint_manager.hpp"
+#include "shardwise/train/model_definition.hpp"
+
+namespace shardwise::models {
+
+// The model.safetensors `path` names (the file, or the one in the folder); InvalidArgument
+// saying what a folder holds instead.
+[[nodiscard]] std::filesystem::path hf_weights_file(const std::string& path);
+
+// The adapter of `model`'s family; InvalidArgument where the family has none.
+[[nodiscard]] const HfAdapter& hf_adapter_of(const train::ModelDefinition& model);
+
+class HfWeights {
+ public:
+  // Opens `file` and checks it holds `model` (CheckpointError naming the tensor otherwise).
+  HfWeights(std::filesystem::path file, const HfAdapter& adapter,
+            std::shared_ptr<const train::ModelDefinition> model);
+
+  [[nodiscard]] const std::filesystem::path& file() const { return file_; }
+  // The model the file's folder's config.json describes, by `adapter`.
+  [[nodiscard]] static std::shared_ptr<const train::ModelDefinition> folder_model(
+      const std::filesystem::path& file, const HfAdapter& adapter);
+
+  // Reads the block `box` of parameter `name` (the model's) into `out`, the box's elements
+  // row-major; CheckpointError where a value is not finite or a tied copy differs.
+  void read(const std::string& name, const ShardIndex& box, float* out) const;
+
+ private:
+  std::filesystem::path file_;
+  const HfAdapter& adapter_;
+  std::shared_ptr<const train::ModelDefinition> model_;
+  ckpt::CheckpointReader reader_;
+  std::vector<train::ParameterSpec> specs_;
+  std::vector<std::string> tensors_;  // the file's tensor of each parameter
+  // (tensor, parameter): the file's copies of a parameter the model ties.
+  std::vector<std::pair<std::string, std::string>> tied_;
+};
+
+// A run's start from the weights in `path` (a folder or its model.safetensors) of `model`: each
+// rank opens the file and reads its blocks (train::CheckpointPolicy::init_from). The file is
+// checked once here, before any rank starts.
+[[nodiscard]] train::InitialValues hf_initial_values(
+    const std::string& path, std::shared_ptr<const train::ModelDefinition> model);
+
+}  // namespace shardwise::models
