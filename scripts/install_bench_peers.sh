@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up build/peer-venv with torch + numpy for the peer benchmarks (bench/dtensor_peer.py,
-# bench/torch_gpt_peer.py), and Intel MKL's libmkl_rt for `shardwise train --blas mkl`.
+# Sets up build/peer-venv with torch, transformers and numpy for the peer benchmarks
+# (bench/dtensor_peer.py, bench/torch_gpt_peer.py, bench/llama_peer.py), and Intel MKL's
+# libmkl_rt for `shardwise train --blas mkl`.
 # Benchmarks only: no CI step depends on it (the tests of MKL's products run where it is).
 # Idempotent: rerunning keeps the venv and only lets pip fill in what is missing.
 set -euo pipefail
@@ -35,12 +36,15 @@ fi
 "$venv/bin/python" -m pip install --no-cache-dir --quiet --upgrade pip
 # mkl: Intel MKL's runtime library (libmkl_rt in $venv/lib), which `shardwise train --blas mkl:PATH`
 # loads; bench/compare_training.sh runs shardwise on it beside PyTorch, whose wheels carry MKL.
-"$venv/bin/python" -m pip install --no-cache-dir torch numpy mkl
+# transformers: the Llama peer (bench/llama_peer.py) and, run with this venv's python, the
+# interop tests' LlamaForCausalLM and GPT2LMHeadModel.
+"$venv/bin/python" -m pip install --no-cache-dir torch numpy mkl transformers safetensors
 
 "$venv/bin/python" - <<'PY'
-import numpy, torch, torch.distributed as dist
+import numpy, torch, transformers, torch.distributed as dist
 from torch.distributed.tensor import distribute_tensor  # DTensor must be public API
 assert dist.is_available(), "torch.distributed is not available in this build"
 assert dist.is_gloo_available(), "gloo backend is not available in this build"
-print(f"peer venv ok: torch {torch.__version__}, numpy {numpy.__version__}, gloo available")
+print(f"peer venv ok: torch {torch.__version__}, transformers {transformers.__version__}, "
+      f"numpy {numpy.__version__}, gloo available")
 PY

@@ -81,6 +81,7 @@
 #include "shardwise/train/chunk_inputs.hpp"
 #include "shardwise/train/corpus.hpp"
 #include "shardwise/train/distributed_model.hpp"
+#include "shardwise/train/head_blocks.hpp"
 #include "shardwise/train/event_file.hpp"
 #include "shardwise/train/job_layout.hpp"
 #include "shardwise/train/job_log.hpp"

@@ -118,7 +118,7 @@ void Gpt::size_scratch(std::size_t batch, std::size_t seq) {
   dqkv_.assign(BT * 3 * channels_, 0);
   // The head runs a block of rows at a time: one block's logits, probabilities and their
   // gradient, never the batch's.
-  const std::size_t block = has_head_ ? head_block_rows(BT, vocab_) : 0;
+  const std::size_t block = has_head_ ? train::head_block_rows(BT, vocab_) : 0;
   for (auto* v : {&logits_, &probs_, &dlogits_}) v->assign(block * vocab_, 0);
   if (sequence_parallel_) {
     dnorm_local_.assign(R * C, 0);
@@ -224,7 +224,7 @@ float Gpt::forward_stage(std::size_t slot_index, std::span<const std::int32_t> t
                store_.value(index_[last]), store_.value(index_[last + 1]), batch, seq);
   // The output head is the token embedding (tied weights): this rank's logits are those of
   // its rows of the vocabulary, a block of rows at a time; only each row's loss is kept.
-  const std::size_t block = head_block_rows(BT, vocab_);
+  const std::size_t block = train::head_block_rows(BT, vocab_);
   for (std::size_t r0 = 0; r0 < BT; r0 += block) {
     const std::size_t rows = std::min(block, BT - r0);
     kernels::matmul_forward(logits_.data(), act.lnf.data() + r0 * C, store_.value(index_[kWte]),
@@ -267,11 +267,6 @@ Gpt::LayerActivations Gpt::layer(Activations& a, std::size_t l) {
           kept.fch_gelu.data() + k * BT * width_,
           projected_.data(),
           output};
-}
-
-std::size_t head_block_rows(std::size_t rows, std::size_t vocab_local) {
-  return std::max<std::size_t>(
-      1, std::min(rows, kHeadBlockFloats / std::max<std::size_t>(vocab_local, 1)));
 }
 
 float* Gpt::param(std::size_t layer, std::size_t which) {
@@ -418,7 +413,7 @@ void Gpt::backward_stage(std::size_t slot_index, std::span<const float> output_g
     // The mean loss: every row's loss counts loss_scale / BT. A block of rows at a time, its
     // logits and probabilities computed again (the same values as in forward), then their
     // gradient through the head.
-    const std::size_t block = head_block_rows(BT, vocab_);
+    const std::size_t block = train::head_block_rows(BT, vocab_);
     const std::vector<float> dlosses(block, loss_scale / static_cast<float>(BT));
     std::vector<float> losses(block);
     for (std::size_t r0 = 0; r0 < BT; r0 += block) {

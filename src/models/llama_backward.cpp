@@ -9,8 +9,8 @@
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/kernels/rmsnorm.hpp"
 #include "shardwise/kernels/swiglu.hpp"
-#include "shardwise/models/gpt.hpp"
 #include "shardwise/train/chunk_inputs.hpp"
+#include "shardwise/train/head_blocks.hpp"
 
 namespace shardwise::models::detail {
 
@@ -62,7 +62,7 @@ void LlamaChunk::head_backward(Activations& act, float loss_scale) {
     store_.gather(unit(norm));
     if (config_.tie_word_embeddings) store_.gather(unit(kEmbedTokens));
   }
-  const std::size_t block = head_block_rows(BT, vocab_);
+  const std::size_t block = train::head_block_rows(BT, vocab_);
   const std::vector<float> dlosses(block, loss_scale / static_cast<float>(BT));
   std::vector<float> losses(block);
   for (std::size_t r0 = 0; r0 < BT; r0 += block) {

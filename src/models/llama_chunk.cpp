@@ -11,8 +11,8 @@
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/kernels/rmsnorm.hpp"
 #include "shardwise/kernels/swiglu.hpp"
-#include "shardwise/models/gpt.hpp"
 #include "shardwise/train/chunk_inputs.hpp"
+#include "shardwise/train/head_blocks.hpp"
 
 namespace shardwise::models::detail {
 
@@ -117,7 +117,7 @@ void LlamaChunk::size_scratch(std::size_t batch, std::size_t seq) {
   for (auto* v : {&dq_, &datty_}) v->assign(BT * q_width_, 0);
   for (auto* v : {&dk_, &dv_}) v->assign(BT * kv_width_, 0);
   for (auto* v : {&dgate_, &dup_, &dact_}) v->assign(BT * mlp_, 0);
-  const std::size_t block = has_head_ ? head_block_rows(BT, vocab_) : 0;
+  const std::size_t block = has_head_ ? train::head_block_rows(BT, vocab_) : 0;
   for (auto* v : {&logits_, &probs_, &dlogits_}) v->assign(block * vocab_, 0);
   if (sequence_parallel_) {
     for (auto* v : {&dnorm_local_, &norm_local_}) v->assign(R * C, 0);
@@ -273,7 +273,7 @@ float LlamaChunk::forward(std::size_t slot_index, std::span<const std::int32_t> 
   store_.gather(unit(norm));
   if (config_.tie_word_embeddings) store_.gather(unit(kEmbedTokens));
   norm_forward(act.normf.data(), act.rstdf.data(), residual, value(norm), batch, seq);
-  const std::size_t block = head_block_rows(BT, vocab_);
+  const std::size_t block = train::head_block_rows(BT, vocab_);
   for (std::size_t r0 = 0; r0 < BT; r0 += block) {
     const std::size_t rows = std::min(block, BT - r0);
     kernels::matmul_forward(logits_.data(), act.normf.data() + r0 * C, value(head_weight()),

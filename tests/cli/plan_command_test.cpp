@@ -244,9 +244,13 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"pipeline=2 full llama", "0", 2},
            {"pipeline=2 tied", "0", 2},
            {"model=4,pipeline=2 sp tied", "1", 8},
-           {"fsdp=2,model=2 tied", "3", 4}}) {
+           {"fsdp=2,model=2 tied", "3", 4},
+           // a vocabulary whose head blocks stop at 128 rows rather than at 2^20 floats
+           {"data=2 vocab", "1", 2},
+           {"model=2 vocab", "0", 2}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
+    const bool vocab = mesh.find(" vocab") != std::string::npos;
     const std::string model_file = ::testing::TempDir() + "plan_agreement_model.json";
     if (odd) {
       std::ofstream(model_file)
@@ -258,7 +262,12 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
         "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 64,
         "tie_word_embeddings": true})";
     }
-    const std::string model_name = odd || tied                                ? model_file
+    if (vocab) {
+      std::ofstream(model_file) << R"({"family": "llama", "num_hidden_layers": 2,
+        "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "intermediate_size": 128, "vocab_size": 32768, "max_position_embeddings": 64})";
+    }
+    const std::string model_name = odd || tied || vocab                       ? model_file
                                    : mesh.find(" llama") != std::string::npos ? "llama-tiny"
                                                                               : "tiny";
     const bool sequence_parallel = mesh.find(" sp") != std::string::npos;

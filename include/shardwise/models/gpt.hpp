@@ -20,6 +20,7 @@
 #include "shardwise/strategy/recompute.hpp"
 #include "shardwise/train/chunk_inputs.hpp"
 #include "shardwise/train/distributed_model.hpp"
+#include "shardwise/train/head_blocks.hpp"
 #include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_store.hpp"
@@ -92,11 +93,7 @@ using GptStageRange = train::LayerRange;
 // backward, into one layer's scratch shared by every micro-batch; under ZeRO-3 the layer is
 // gathered once in backward for both.
 
-// The head computes logits, probabilities and their gradients for this many rows at a time:
-// as many as hold at most kHeadBlockFloats floats of this rank's vocabulary (at least one row,
-// at most `rows`). No batch x seq x vocabulary buffer lives across a step.
-inline constexpr std::size_t kHeadBlockFloats = std::size_t{1} << 20;
-[[nodiscard]] std::size_t head_block_rows(std::size_t rows, std::size_t vocab_local);
+// The head computes a block of rows at a time (train/head_blocks.hpp).
 
 class Gpt final : public train::ModelChunk {
  public:
