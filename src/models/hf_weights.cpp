@@ -1,8 +1,10 @@
 #include "shardwise/models/hf_weights.hpp"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "../detail/file_io.hpp"
+#include "../detail/json_reader.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/model_registry.hpp"
@@ -15,17 +17,12 @@ std::filesystem::path hf_weights_file(const std::string& path) {
   if (!std::filesystem::is_directory(file, error)) return file;
   file /= "model.safetensors";
   if (shardwise::detail::path_kind(file) != shardwise::detail::PathKind::kAbsent) return file;
+  file.replace_filename("model.safetensors.index.json");
+  if (shardwise::detail::path_kind(file) != shardwise::detail::PathKind::kAbsent) return file;
   const std::string named = "'" + echo_input(path, 200) + "'";
   const std::string supported =
-      "; shardwise imports one model.safetensors (with config.json beside it)";
-  if (std::filesystem::exists(std::filesystem::path(path) / "model.safetensors.index.json")) {
-    throw InvalidArgument(named +
-                          " holds a sharded model (model.safetensors.index.json and its "
-                          "parts)" +
-                          supported +
-                          ": save it unsharded (save_pretrained with a max_shard_size past "
-                          "its size) or give one part's file");
-  }
+      "; shardwise reads model.safetensors, or model.safetensors.index.json and its parts (with "
+      "config.json beside them)";
   for (const char* other :
        {"pytorch_model.bin", "model.bin", "tf_model.h5", "flax_model.msgpack"}) {
     if (std::filesystem::exists(std::filesystem::path(path) / other)) {
@@ -53,13 +50,85 @@ std::shared_ptr<const train::ModelDefinition> HfWeights::folder_model(
                                       "'" + echo_input(config.string(), 200) + "'");
 }
 
+namespace {
+
+constexpr std::size_t kMaxParts = 100000;
+
+// The parts a model.safetensors.index.json names (its "weight_map": tensor to file), each a file
+// name in the index's folder; InvalidArgument naming what is wrong.
+std::vector<std::pair<std::string, std::string>> weight_map(const std::filesystem::path& index) {
+  const std::string what = "'" + echo_input(index.string(), 200) + "'";
+  const nlohmann::json json = shardwise::detail::parse_json(
+      shardwise::detail::read_file(index.string(), "the weights index"), what);
+  const auto map = json.is_object() ? json.find("weight_map") : json.end();
+  if (!json.is_object() || map == json.end() || !map->is_object() || map->empty()) {
+    throw InvalidArgument(what + " has no \"weight_map\" object of tensors and their files");
+  }
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const auto& [tensor, part] : map->items()) {
+    if (!part.is_string()) {
+      throw InvalidArgument(what + ": the file of tensor '" + echo_input(tensor, 200) + "' is " +
+                            echo_input(part.dump(), 60) + ", not a file name");
+    }
+    const std::string name = part.get<std::string>();
+    if (name.empty() || name.find('/') != std::string::npos || name == "." || name == ".." ||
+        !name.ends_with(".safetensors")) {
+      throw InvalidArgument(what + ": tensor '" + echo_input(tensor, 200) + "' is in '" +
+                            echo_input(name, 200) +
+                            "'; a part is a .safetensors file beside the index");
+    }
+    entries.emplace_back(tensor, name);
+  }
+  return entries;
+}
+
+}  // namespace
+
 HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
                      std::shared_ptr<const train::ModelDefinition> model)
     : file_(std::move(file)),
       adapter_(adapter),
       model_(std::move(model)),
-      reader_(ckpt::CheckpointReader::from_safetensors(file_)),
       specs_(model_->parameters()) {
+  if (file_.filename() != "model.safetensors.index.json") {
+    readers_.push_back(ckpt::CheckpointReader::from_safetensors(file_));
+  } else {
+    // A sharded model: every part opened, their tensors one index, each tensor in the part the
+    // index says and in no other.
+    std::vector<std::string> parts;
+    const std::vector<std::pair<std::string, std::string>> entries = weight_map(file_);
+    for (const auto& [tensor, part] : entries) {
+      if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
+    }
+    if (parts.size() > kMaxParts) {
+      throw InvalidArgument("'" + echo_input(file_.string(), 200) + "' names " +
+                            std::to_string(parts.size()) + " parts; at most " +
+                            std::to_string(kMaxParts) + " are read");
+    }
+    for (const std::string& part : parts) {
+      readers_.push_back(ckpt::CheckpointReader::from_safetensors(file_.parent_path() / part));
+    }
+    for (const auto& [tensor, part] : entries) {
+      const std::size_t r =
+          static_cast<std::size_t>(std::find(parts.begin(), parts.end(), part) - parts.begin());
+      if (readers_[r].index().find(tensor) == nullptr) {
+        throw ckpt::CheckpointError("'" + echo_input(file_.string(), 200) + "' puts tensor '" +
+                                    echo_input(tensor, 200) + "' in " + part +
+                                    ", which does not hold it");
+      }
+    }
+  }
+  for (std::size_t r = 0; r < readers_.size(); ++r) {
+    for (const ckpt::ArrayRecord& array : readers_[r].index().arrays) {
+      if (!part_of_.emplace(array.name, r).second) {
+        throw ckpt::CheckpointError("the parts of '" + echo_input(file_.string(), 200) +
+                                    "' hold tensor '" + echo_input(array.name, 200) + "' twice");
+      }
+      index_.arrays.push_back(array);
+    }
+  }
+  std::sort(index_.arrays.begin(), index_.arrays.end(),
+            [](const ckpt::ArrayRecord& a, const ckpt::ArrayRecord& b) { return a.name < b.name; });
   // The file's copies of a parameter the model ties (a tensor that is itself a parameter, as an
   // untied model's head, is no copy).
   for (const auto& pair : adapter_.tied_tensors()) {
@@ -68,10 +137,10 @@ HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
       tied_.push_back(pair);
     }
   }
-  const ckpt::CheckpointIndex& index = reader_.index();
+  const ckpt::CheckpointIndex& index = index_;
   for (const train::ParameterSpec& spec : specs_) {
     tensors_.push_back(adapter_.hf_name_of(index, spec.name));
-    adapter_.check_tensor(reader_, tensors_.back(), spec.name, spec.shape);
+    adapter_.check_tensor(reader_of(tensors_.back()), tensors_.back(), spec.name, spec.shape);
   }
   for (const ckpt::ArrayRecord& array : index.arrays) {
     const bool tied_copy = std::any_of(tied_.begin(), tied_.end(),
@@ -85,7 +154,9 @@ HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
   for (const auto& [tensor, parameter] : tied_) {
     if (index.find(tensor) == nullptr) continue;
     for (const train::ParameterSpec& spec : specs_) {
-      if (spec.name == parameter) adapter_.check_tensor(reader_, tensor, spec.name, spec.shape);
+      if (spec.name == parameter) {
+        adapter_.check_tensor(reader_of(tensor), tensor, spec.name, spec.shape);
+      }
     }
   }
 }
@@ -100,23 +171,28 @@ void HfWeights::read(const std::string& name, const ShardIndex& box, float* out)
   const train::ParameterSpec& spec = *it;
   const std::string& tensor = tensors_[static_cast<std::size_t>(it - specs_.begin())];
   const auto count = static_cast<std::size_t>(num_elements(shape_of(box)));
-  adapter_.read_block(reader_, tensor, spec.name, spec.shape, box, out);
+  adapter_.read_block(reader_of(tensor), tensor, spec.name, spec.shape, box, out);
   if (std::string bad = train::non_finite_value({out, count}, tensor, box,
                                                 "'" + echo_input(file_.string(), 200) + "'");
       !bad.empty()) {
     throw ckpt::CheckpointError(bad);
   }
-  const ckpt::CheckpointIndex& index = reader_.index();
   for (const auto& [copy_name, parameter] : tied_) {
-    if (spec.name != parameter || index.find(copy_name) == nullptr) continue;
+    if (spec.name != parameter || index_.find(copy_name) == nullptr) continue;
     // A tied copy that differs would be dropped in silence: refused instead.
     std::vector<float> copy(count);
-    adapter_.read_block(reader_, copy_name, spec.name, spec.shape, box, copy.data());
+    adapter_.read_block(reader_of(copy_name), copy_name, spec.name, spec.shape, box, copy.data());
     if (!std::equal(copy.begin(), copy.end(), out)) {
       throw ckpt::CheckpointError("the file's " + copy_name + " differs from its " + parameter +
                                   "; the model ties them");
     }
   }
+}
+
+const ckpt::CheckpointReader& HfWeights::reader_of(const std::string& tensor) const {
+  const auto it = part_of_.find(tensor);
+  if (it == part_of_.end()) throw ckpt::CheckpointError("the file has no tensor '" + tensor + "'");
+  return readers_[it->second];
 }
 
 train::InitialValues hf_initial_values(const std::string& path,

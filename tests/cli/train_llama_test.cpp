@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "run_command.hpp"
+#include "shardwise/ckpt/checkpoint_reader.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/models/llama.hpp"
@@ -223,6 +224,64 @@ TEST(TrainLlama, InitFromAHuggingFaceFolderStartsFromItsWeights) {
                      "is a directory, not a file (nor a Hugging Face model folder");
     expect_bad_input({"train", "--init-from", "", "--steps", "1"}, "--init-from is an empty path");
   }
+}
+
+// A sharded Hugging Face folder (model.safetensors.index.json and its parts, as transformers
+// writes one past max_shard_size) imports and starts a run as the unsharded file does; an index
+// that names a part outside its folder, a part without the tensor, or no weight map is refused.
+TEST(TrainLlama, ShardedHuggingFaceFoldersReadAsOneFile) {
+  const std::string base = ::testing::TempDir() + "sharded_hf";
+  std::filesystem::remove_all(base);
+  const std::string ckpt = base + "/ckpt", hf = base + "/hf", sharded = base + "/sharded";
+  ASSERT_EQ(run_command({"train", "--model", source_path("examples/models/llama_micro.json"),
+                         "--steps", "2", "--batch", "12", "--seq", "12", "--save", ckpt})
+                .status,
+            0);
+  ASSERT_EQ(run_command({"ckpt", "export", ckpt, "--format", "hf-llama", "--out", hf}).status, 0);
+  std::filesystem::create_directories(sharded);
+  std::filesystem::copy_file(hf + "/config.json", sharded + "/config.json");
+  std::filesystem::copy_file(hf + "/model.safetensors",
+                             sharded + "/model-00001-of-00001.safetensors");
+  const ckpt::CheckpointReader exported =
+      ckpt::CheckpointReader::from_safetensors(hf + "/model.safetensors");
+  nlohmann::json map = nlohmann::json::object();
+  for (const ckpt::ArrayRecord& array : exported.index().arrays) {
+    map[array.name] = "model-00001-of-00001.safetensors";
+  }
+  const auto write_index = [&](const nlohmann::json& index) {
+    std::ofstream(sharded + "/model.safetensors.index.json") << index.dump();
+  };
+  write_index({{"metadata", {{"total_size", 0}}}, {"weight_map", map}});
+  const auto loss_of = [&](const std::string& folder) {
+    const std::string out = base + "/imported_" + std::filesystem::path(folder).filename().string();
+    const testing::Result imported =
+        run_command({"ckpt", "import", folder, "--format", "hf-llama", "--out", out});
+    EXPECT_EQ(imported.status, 0) << imported.err;
+    const std::string text = base + "/text.txt";
+    std::ofstream(text) << "The quick brown fox jumps over the lazy dog. ";
+    const testing::Result loss = run_command({"ckpt", "loss", out, "--data", text, "--json"});
+    EXPECT_EQ(loss.status, 0) << loss.err;
+    return nlohmann::json::parse(loss.out)["loss"].get<double>();
+  };
+  EXPECT_EQ(loss_of(sharded), loss_of(hf));
+  EXPECT_EQ(run_command({"train", "--init-from", sharded, "--steps", "1", "--seq", "12"}).status,
+            0);
+  const auto refused = [&](const nlohmann::json& index, const std::string& message) {
+    write_index(index);
+    expect_bad_input({"ckpt", "import", sharded, "--format", "hf-llama", "--out", base + "/x"},
+                     message);
+  };
+  nlohmann::json outside = map;
+  outside["model.norm.weight"] = "../hf/model.safetensors";
+  refused({{"weight_map", outside}}, "a part is a .safetensors file beside the index");
+  nlohmann::json missing = map;
+  missing["model.norm.weight"] = "model-00002-of-00002.safetensors";
+  refused({{"weight_map", missing}}, "model-00002-of-00002.safetensors");
+  nlohmann::json wrong = map;
+  wrong["not.in.the.part"] = "model-00001-of-00001.safetensors";
+  refused({{"weight_map", wrong}}, "puts tensor 'not.in.the.part' in");
+  refused(nlohmann::json::object(), "has no \"weight_map\" object");
+  refused({{"weight_map", {{"a", 7}}}}, "the file of tensor 'a' is 7, not a file name");
 }
 
 // Hostile model files: one line each, status 2, the field named.

@@ -9,7 +9,8 @@
    and exporting it again gives the same file byte for byte.
 2. Models transformers itself makes and saves (random weights; with and without grouped-query
    attention, tied and untied heads, Llama 3's rope scaling; float32, float16 and bfloat16
-   files) import with `ckpt import --format hf-llama` and give transformers' loss.
+   files, and a sharded save) import with `ckpt import --format hf-llama` and give
+   transformers' loss.
 3. One of those folders fine-tuned with `train --init-from` on model=2 and exported: transformers
    computes the lower loss shardwise reports.
 Exits 77 (skipped) where PyTorch or transformers is missing.
@@ -93,6 +94,15 @@ def main():
                 # model near the uniform guess (ln 256 = 5.545) would hide a wrong detail.
                 if abs(loss - 5.545) < 0.5:
                     sys.exit(f"model {i}'s loss {loss} is too close to the uniform guess")
+        # transformers' sharded save (model.safetensors.index.json and its parts) of the last
+        # model imports with the same loss.
+        sharded = os.path.join(folder, "sharded")
+        model.save_pretrained(sharded, max_shard_size="100KB")
+        if not os.path.exists(os.path.join(sharded, "model.safetensors.index.json")):
+            sys.exit("transformers did not shard the model: the test would not test sharding")
+        sharded_ckpt = os.path.join(folder, "sharded_ckpt")
+        run(shardwise, "ckpt", "import", sharded, "--format", "hf-llama", "--out", sharded_ckpt)
+        compare(shardwise, sharded_ckpt, sharded, data, "transformers' sharded save")
         # Fine-tuning in one command: transformers' model trained on model=2 from its folder,
         # exported, and transformers computes the fine-tuned loss as shardwise does.
         tuned = os.path.join(folder, "tuned")

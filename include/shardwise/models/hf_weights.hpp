@@ -1,12 +1,14 @@
 #pragma once
 // A Hugging Face weights file read as a model's parameters, through its family's adapter: found
-// in a folder (one model.safetensors; a sharded or non-safetensors folder refused naming what it
-// holds), checked whole against the model before any value is read (every parameter present in
-// the family's layout and a float dtype, no tensor but buffers and tied copies besides), then
-// read block by block, each block's values finite and a tied copy equal to its parameter.
-// `shardwise ckpt import` and `shardwise train --init-from` read files through it alone.
+// in a folder (model.safetensors, or model.safetensors.index.json and the parts it names, as
+// transformers shards a model; a folder of other formats refused naming what it holds), checked
+// whole against the model before any value is read (every parameter present in the family's layout
+// and a float dtype, no tensor but buffers and tied copies besides), then read block by block, each
+// block's values finite and a tied copy equal to its parameter. `shardwise ckpt import` and
+// `shardwise train --init-from` read files through it alone.
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,8 +21,8 @@
 
 namespace shardwise::models {
 
-// The model.safetensors `path` names (the file, or the one in the folder); InvalidArgument
-// saying what a folder holds instead.
+// The weights `path` names: the file, or the folder's model.safetensors or (sharded)
+// model.safetensors.index.json; InvalidArgument saying what a folder holds instead.
 [[nodiscard]] std::filesystem::path hf_weights_file(const std::string& path);
 
 // The adapter of `model`'s family; InvalidArgument where the family has none.
@@ -28,7 +30,8 @@ namespace shardwise::models {
 
 class HfWeights {
  public:
-  // Opens `file` and checks it holds `model` (CheckpointError naming the tensor otherwise).
+  // Opens `file` (a .safetensors file, or a model.safetensors.index.json and every part it
+  // names) and checks it holds `model` (CheckpointError naming the tensor otherwise).
   HfWeights(std::filesystem::path file, const HfAdapter& adapter,
             std::shared_ptr<const train::ModelDefinition> model);
 
@@ -45,7 +48,12 @@ class HfWeights {
   std::filesystem::path file_;
   const HfAdapter& adapter_;
   std::shared_ptr<const train::ModelDefinition> model_;
-  ckpt::CheckpointReader reader_;
+  // The file's parts (one for model.safetensors), their tensors as one index, and each
+  // tensor's part.
+  std::vector<ckpt::CheckpointReader> readers_;
+  ckpt::CheckpointIndex index_;
+  std::map<std::string, std::size_t> part_of_;
+  [[nodiscard]] const ckpt::CheckpointReader& reader_of(const std::string& tensor) const;
   std::vector<train::ParameterSpec> specs_;
   std::vector<std::string> tensors_;  // the file's tensor of each parameter
   // (tensor, parameter): the file's copies of a parameter the model ties.
