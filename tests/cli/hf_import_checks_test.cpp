@@ -124,13 +124,17 @@ TEST(HfImportChecks, BadInputIsOneLineWithStatus2AndNoRankNumbers) {
   std::ofstream(root / "bin" / "pytorch_model.bin") << "pickle";
   expect_bad_input({"ckpt", "import", (root / "bin").string(), "--format", "hf-gpt2", "--out",
                     (root / "o").string()},
-                   "holds pytorch_model.bin, not model.safetensors; shardwise imports one "
-                   "model.safetensors");
+                   "holds pytorch_model.bin, not model.safetensors; shardwise reads "
+                   "model.safetensors, or model.safetensors.index.json and its parts");
+  // A sharded folder is read through its index (tests/cli/train_llama_test.cpp); one without
+  // a weight map says so.
   std::filesystem::create_directories(root / "sharded");
   std::ofstream(root / "sharded" / "model.safetensors.index.json") << "{}";
+  std::filesystem::copy_file(exported(root / "unsharded") / "config.json",
+                             root / "sharded" / "config.json");
   expect_bad_input({"ckpt", "import", (root / "sharded").string(), "--format", "hf-gpt2", "--out",
                     (root / "o").string()},
-                   "holds a sharded model (model.safetensors.index.json and its parts)");
+                   "has no \"weight_map\" object of tensors and their files");
 }
 
 TEST(HfImportChecks, AWeightThatIsNotFiniteIsNotImported) {
