@@ -56,8 +56,9 @@ Shape ModelShape::Unit::block(std::size_t i, std::int64_t degree) const {
     return degree > 1 ? Shape{(num_elements(shape) + degree - 1) / degree} : shape;
   }
   if (i >= model_split.size() || model_split[i] < 0) return shape;
-  const std::int64_t heads = i < split_heads.size() ? split_heads[i] : 0;
-  if (heads > 0 && heads % degree != 0) return shape;  // the heads replicated, held whole
+  const std::int64_t whole_heads = i < split_heads.size() ? split_heads[i] : 0;
+  if (whole_heads > 0 && whole_heads % degree != 0)
+    return shape;  // the heads replicated, held whole
   shape[static_cast<std::size_t>(model_split[i])] /= degree;
   return shape;
 }
