@@ -95,10 +95,11 @@ HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
   } else {
     // A sharded model: every part opened, their tensors one index, each tensor in the part the
     // index says and in no other.
-    std::vector<std::string> parts;
     const std::vector<std::pair<std::string, std::string>> entries = weight_map(file_);
+    std::map<std::string, std::size_t> part_index;  // each part's reader, in the index's order
+    std::vector<std::string> parts;
     for (const auto& [tensor, part] : entries) {
-      if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
+      if (part_index.emplace(part, parts.size()).second) parts.push_back(part);
     }
     if (parts.size() > kMaxParts) {
       throw InvalidArgument("'" + echo_input(file_.string(), 200) + "' names " +
@@ -109,9 +110,7 @@ HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
       readers_.push_back(ckpt::CheckpointReader::from_safetensors(file_.parent_path() / part));
     }
     for (const auto& [tensor, part] : entries) {
-      const std::size_t r =
-          static_cast<std::size_t>(std::find(parts.begin(), parts.end(), part) - parts.begin());
-      if (readers_[r].index().find(tensor) == nullptr) {
+      if (readers_[part_index.at(part)].index().find(tensor) == nullptr) {
         throw ckpt::CheckpointError("'" + echo_input(file_.string(), 200) + "' puts tensor '" +
                                     echo_input(tensor, 200) + "' in " + part +
                                     ", which does not hold it");
