@@ -6,12 +6,48 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <random>
+#include <string>
 #include <system_error>
 
 #include "detail/file_io.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 
 namespace shardwise::ckpt {
+
+namespace {
+
+// A new lock file at `file`, locked (its descriptor), or -1 with errno EEXIST where the name is
+// taken; CheckpointError where the folder cannot hold a file.
+int make_locked(const std::filesystem::path& file, const std::string& named) {
+  std::filesystem::path own = file;
+  own += "." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
+  const int fd = ::open(own.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw CheckpointError(named + ": cannot make its lock " +
+                          shardwise::detail::system_error_text(own, errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {  // nobody else can know its name: cannot happen
+    const int cause = errno;
+    ::close(fd);
+    (void)::unlink(own.c_str());
+    throw CheckpointError(named + ": cannot lock " +
+                          shardwise::detail::system_error_text(own, cause));
+  }
+  const int linked = ::link(own.c_str(), file.c_str());
+  const int cause = errno;
+  (void)::unlink(own.c_str());
+  if (linked == 0) return fd;
+  ::close(fd);
+  if (cause != EEXIST) {
+    throw CheckpointError(named + ": cannot make its lock " +
+                          shardwise::detail::system_error_text(file, cause));
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+}  // namespace
 
 SaveFolderLock::SaveFolderLock(std::filesystem::path root, std::string flag)
     : root_(std::move(root)) {
@@ -33,12 +69,14 @@ SaveFolderLock::SaveFolderLock(std::filesystem::path root, std::string flag)
   // The file another holder unlinks as it lets go may be the one this open found: taken only
   // where, once locked, the name still leads to the locked file.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    // Made here (and removed when released), or one that was there: kept as it is.
-    int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    // A lock this run makes appears under its name already locked: made under a name of its
+    // own, locked, then linked into place (link fails where the name is taken). Made in place,
+    // a second run could open and lock it before its maker did, and then neither would remove
+    // it. Where the name is taken the file there is used and kept as it is.
+    int fd = make_locked(file, named);
     made_file_ = fd >= 0;
-    if (fd < 0 && errno == EEXIST) {
-      fd = ::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    }
+    if (fd < 0) fd = ::open(file.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT) continue;  // its holder removed it meanwhile
     if (fd < 0) {
       const int cause = errno;
       throw CheckpointError(named + ": cannot open its lock " +
