@@ -90,16 +90,31 @@ def descendants(pid):
     return found
 
 
+def save_under_way(folder, seconds):
+    """Polls `folder` until a checkpoint is being written in it (a `.partial` name), at most
+    `seconds`; whether one was seen."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if any(n.endswith(".partial") for n in os.listdir(folder)):
+                return True
+        except FileNotFoundError:
+            pass
+        time.sleep(0.0005)
+    return False
+
+
 def kill(shardwise, mpiexec=None):
     rng = random.Random(20261201)
     with tempfile.TemporaryDirectory() as work:
         folder = os.path.join(work, "ckpt")
-        train = ["train", "--model", "tiny", "--steps", "400", "--save", folder,
+        # More steps than the kills leave it time for: every kill finds the run still going.
+        train = ["train", "--model", "tiny", "--steps", "100000", "--save", folder,
                  "--save-every", "1", "--keep", "2", "--mesh", "fsdp=2", "--zero", "3"]
         launcher = [mpiexec, "--quiet", "--oversubscribe", "-np", "2"] if mpiexec else []
         # A first checkpoint, so that every kill below has one to leave intact.
         first = list(train)
-        first[first.index("400")] = "2"
+        first[first.index("100000")] = "2"
         run(*launcher, shardwise, *first)
         partial_seen = 0
         # At least 8 kills, and on until one has landed during a save (at most 24).
@@ -121,7 +136,10 @@ def kill(shardwise, mpiexec=None):
                 victim = rng.choice(ranks) if ranks else process.pid
             else:
                 victim = process.pid
-            if os.path.isdir(folder) and any(n.endswith(".partial") for n in os.listdir(folder)):
+            # Then the kill waits (up to two seconds) for a save under way, so that it lands
+            # during one however fast this machine trains: a kill at a random moment alone
+            # missed every save on a fast machine.
+            if save_under_way(folder, seconds=2.0):
                 partial_seen += 1
             os.kill(victim, signal.SIGKILL)
             process.wait(timeout=60)
