@@ -71,11 +71,12 @@ void LlamaChunk::head_backward(Activations& act, float loss_scale) {
     kernels::matmul_forward(logits_.data(), normf, value(head_weight()), nullptr, rows, C, vocab_);
     tp_.cross_entropy_forward(losses.data(), probs_.data(), logits_.data(), act.targets.data() + r0,
                               rows, vocab_, vocab_start_);
-    std::fill(dlogits_.begin(), dlogits_.begin() + static_cast<std::ptrdiff_t>(rows * vocab_),
-              0.0F);
-    tp_.cross_entropy_backward(dlogits_.data(), dlosses.data(), probs_.data(),
-                               act.targets.data() + r0, rows, vocab_, vocab_start_);
-    kernels::matmul_backward(dnorm_.data() + r0 * C, grad(head_weight()), nullptr, dlogits_.data(),
+    // The logits are read for the last time above: their gradient is written over them.
+    float* dlogits = logits_.data();
+    std::fill(dlogits, dlogits + rows * vocab_, 0.0F);
+    tp_.cross_entropy_backward(dlogits, dlosses.data(), probs_.data(), act.targets.data() + r0,
+                               rows, vocab_, vocab_start_);
+    kernels::matmul_backward(dnorm_.data() + r0 * C, grad(head_weight()), nullptr, dlogits,
                              normf, value(head_weight()), rows, C, vocab_,
                              InputGradient::kOverwrite);
   }
@@ -96,11 +97,15 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
   const float* dmlp = whole_output_grad(dresidual_.data(), batch, seq);
   kernels::matmul_backward(dact_.data(), grad(p(kDownProj)), nullptr, dmlp, a.act,
                            value(p(kDownProj)), BT, mlp_, C, InputGradient::kOverwrite);
-  kernels::swiglu_backward(dgate_.data(), dup_.data(), dact_.data(), a.gate, a.up, BT * mlp_,
+  // The gradients of gate and up over gate and up themselves: the kernel reads an element's
+  // gate and up before it writes their gradients, and nothing reads them after.
+  float* const dgate = a.gate;
+  float* const dup = a.up;
+  kernels::swiglu_backward(dgate, dup, dact_.data(), a.gate, a.up, BT * mlp_,
                            InputGradient::kOverwrite);
-  kernels::matmul_backward(dnorm_.data(), grad(p(kGateProj)), nullptr, dgate_.data(), a.norm2,
+  kernels::matmul_backward(dnorm_.data(), grad(p(kGateProj)), nullptr, dgate, a.norm2,
                            value(p(kGateProj)), BT, C, mlp_, InputGradient::kOverwrite);
-  kernels::matmul_backward(dnorm_.data(), grad(p(kUpProj)), nullptr, dup_.data(), a.norm2,
+  kernels::matmul_backward(dnorm_.data(), grad(p(kUpProj)), nullptr, dup, a.norm2,
                            value(p(kUpProj)), BT, C, mlp_);
   norm_backward(dresidual_.data(), grad(p(kPostNorm)), column_input_grad(batch, seq), a.residual2,
                 value(p(kPostNorm)), a.rstd2, batch, seq);

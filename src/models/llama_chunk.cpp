@@ -116,9 +116,9 @@ void LlamaChunk::size_scratch(std::size_t batch, std::size_t seq) {
   dnorm_.assign(BT * C, 0);
   for (auto* v : {&dq_, &datty_}) v->assign(BT * q_width_, 0);
   for (auto* v : {&dk_, &dv_}) v->assign(BT * kv_width_, 0);
-  for (auto* v : {&dgate_, &dup_, &dact_}) v->assign(BT * mlp_, 0);
+  dact_.assign(BT * mlp_, 0);
   const std::size_t block = has_head_ ? train::head_block_rows(BT, vocab_) : 0;
-  for (auto* v : {&logits_, &probs_, &dlogits_}) v->assign(block * vocab_, 0);
+  for (auto* v : {&logits_, &probs_}) v->assign(block * vocab_, 0);
   if (sequence_parallel_) {
     for (auto* v : {&dnorm_local_, &norm_local_}) v->assign(R * C, 0);
     for (auto* v : {&partial_, &dfull_}) v->assign(BT * C, 0);
@@ -131,9 +131,9 @@ std::size_t LlamaChunk::activation_bytes() const {
   std::size_t bytes = recomputed_.bytes();
   for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
-  for (const auto* v : {&dresidual_, &projected_, &dnorm_, &dq_, &dk_, &dv_, &datty_, &dgate_,
-                        &dup_, &dact_, &logits_, &probs_, &dlogits_, &dnorm_local_, &norm_local_,
-                        &partial_, &dfull_, &norm_grad_, &kv_grad_}) {
+  for (const auto* v : {&dresidual_, &projected_, &dnorm_, &dq_, &dk_, &dv_, &datty_, &dact_,
+                        &logits_, &probs_, &dnorm_local_, &norm_local_, &partial_, &dfull_,
+                        &norm_grad_, &kv_grad_}) {
     floats += v->size();
   }
   return bytes + floats * sizeof(float);

@@ -67,12 +67,13 @@ double head_block_rows(double rows, double vocab_local) {
 }
 
 // The Llama's per-row floats of one model rank's branches, forward (q, k, v, attention's output,
-// gate, up, their product) and alike their gradients' scratch.
-double trainer_branch_width(const ModelShape& model, const Layout& l) {
+// gate, up, their product) or their gradients' scratch (the same but gate's and up's, which the
+// backward writes over gate and up).
+double trainer_branch_width(const ModelShape& model, const Layout& l, bool scratch = false) {
   const double t = static_cast<double>(l.model);
   const double q = static_cast<double>(model.heads * model.head_dim) / t;
   const double kv = static_cast<double>(model.kv_width(l.model));
-  return 2 * q + 2 * kv + 3 * static_cast<double>(model.ffn) / t;
+  return 2 * q + 2 * kv + (scratch ? 1 : 3) * static_cast<double>(model.ffn) / t;
 }
 
 // What one layer of shardwise's fp32 trainer keeps for backward, in floats, for a micro-batch:
@@ -187,7 +188,7 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   // parallelism, and where its key/value heads are replicated both projections' gradients
   // whole.
   const double branch_scratch =
-      model.gated_mlp ? whole * trainer_branch_width(model, l) : whole * 12 * h / t;
+      model.gated_mlp ? whole * trainer_branch_width(model, l, true) : whole * 12 * h / t;
   const double kv_whole =
       static_cast<double>(model.kv_heads * model.head_dim) * static_cast<double>(model.hidden);
   floats += static_cast<double>(l.virtual_stages) *
@@ -196,10 +197,12 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
              (model.gated_mlp && model.replicates_kv_heads(l.model) ? 2 * kv_whole : 0));
   if (last) {
     // Per slot the final norm's output and statistics (LayerNorm's two, RMSNorm's one) and the
-    // losses; once one block of rows' logits, probabilities and their gradient.
+    // losses; once one block of rows' logits, probabilities and their gradient (the Llama's
+    // written over its logits).
     const double statistics = model.gated_mlp ? 1 : 2;
+    const double head_blocks = model.gated_mlp ? 2 : 3;
     floats += head_slots * (whole * h + statistics * rows + whole) +
-              3 * head_block_rows(whole, v / t) * v / t;
+              head_blocks * head_block_rows(whole, v / t) * v / t;
   }
   return 4 * floats;
 }

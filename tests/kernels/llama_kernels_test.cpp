@@ -134,6 +134,19 @@ TEST(LlamaKernels, SwiGluIsItsDefinitionAndItsGradient) {
                   InputGradient::kOverwrite);
   expect_gradient(gate, dgate, loss, "dgate");
   expect_gradient(up, dup, loss, "dup");
+  // In place (the Llama's backward writes the gradients over gate and up), over more elements
+  // than one thread's share: the same bits.
+  const std::size_t many = 20011;
+  const std::vector<float> many_gate = random_values(many, 9), many_up = random_values(many, 10);
+  const std::vector<float> many_dout = random_values(many, 11);
+  std::vector<float> apart_gate(many), apart_up(many);
+  swiglu_backward(apart_gate.data(), apart_up.data(), many_dout.data(), many_gate.data(),
+                  many_up.data(), many, InputGradient::kOverwrite);
+  std::vector<float> in_place_gate = many_gate, in_place_up = many_up;
+  swiglu_backward(in_place_gate.data(), in_place_up.data(), many_dout.data(), in_place_gate.data(),
+                  in_place_up.data(), many, InputGradient::kOverwrite);
+  EXPECT_EQ(in_place_gate, apart_gate);
+  EXPECT_EQ(in_place_up, apart_up);
 }
 
 // Grouped-query attention equals multi-head attention whose every query head has its own copy

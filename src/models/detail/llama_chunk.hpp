@@ -109,8 +109,11 @@ class LlamaChunk final : public train::ModelChunk {
   std::vector<std::unique_ptr<Activations>> slots_;
   Activations recomputed_;  // full recomputation's one layer
   std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
-  std::vector<float> dresidual_, projected_, dnorm_, dq_, dk_, dv_, datty_, dgate_, dup_, dact_,
-      logits_, probs_, dlogits_, dnorm_local_, norm_local_, partial_, dfull_, norm_grad_, kv_grad_;
+  // The backward's scratch. The gated MLP's input gradients (of gate and up) are written over the
+  // layer's gate and up, which the backward reads for the last time computing them, and the
+  // head's logits' gradient over its logits: neither has a buffer of its own.
+  std::vector<float> dresidual_, projected_, dnorm_, dq_, dk_, dv_, datty_, dact_, logits_, probs_,
+      dnorm_local_, norm_local_, partial_, dfull_, norm_grad_, kv_grad_;
 };
 
 }  // namespace shardwise::models::detail
