@@ -44,11 +44,12 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
     if (input_gradient == InputGradient::kOverwrite) std::fill(dinp, dinp + rows * in, 0.0F);
     return;
   }
+  // The weight's gradient first: inp is read for the last time there, so that dinp may be inp.
+  detail::sgemm(true, false, out_features, in, rows, 1.0F, dout, out_features, inp, in, 1.0F,
+                dweight, in);
   const float beta = input_gradient == InputGradient::kOverwrite ? 0.0F : 1.0F;
   detail::sgemm(false, false, rows, in, out_features, 1.0F, dout, out_features, weight, in, beta,
                 dinp, in);
-  detail::sgemm(true, false, out_features, in, rows, 1.0F, dout, out_features, inp, in, 1.0F,
-                dweight, in);
   if (dbias != nullptr) {
     detail::parallel_for(out_features, 32, [&](std::size_t first, std::size_t last) {
       add_column_sums(dbias, dout, rows, out_features, first, last);

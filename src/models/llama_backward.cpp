@@ -94,15 +94,16 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
   const auto p = [&](std::size_t which) { return llama_layer_param(l, which); };
   // residual3 = residual2 + down: dresidual_ is d(residual2) along the residual path, and the
   // MLP's input gradient is added to it in place once the MLP's products have read it.
+  // Each gradient of the MLP over the array it is the gradient of, read for the last time
+  // computing it: the product's over the product (the down projection's weight gradient read it
+  // first), gate's and up's over gate and up (the kernel reads an element before it writes).
   const float* dmlp = whole_output_grad(dresidual_.data(), batch, seq);
-  kernels::matmul_backward(dact_.data(), grad(p(kDownProj)), nullptr, dmlp, a.act,
-                           value(p(kDownProj)), BT, mlp_, C, InputGradient::kOverwrite);
-  // The gradients of gate and up over gate and up themselves: the kernel reads an element's
-  // gate and up before it writes their gradients, and nothing reads them after.
+  float* const dact = a.act;
+  kernels::matmul_backward(dact, grad(p(kDownProj)), nullptr, dmlp, a.act, value(p(kDownProj)), BT,
+                           mlp_, C, InputGradient::kOverwrite);
   float* const dgate = a.gate;
   float* const dup = a.up;
-  kernels::swiglu_backward(dgate, dup, dact_.data(), a.gate, a.up, BT * mlp_,
-                           InputGradient::kOverwrite);
+  kernels::swiglu_backward(dgate, dup, dact, a.gate, a.up, BT * mlp_, InputGradient::kOverwrite);
   kernels::matmul_backward(dnorm_.data(), grad(p(kGateProj)), nullptr, dgate, a.norm2,
                            value(p(kGateProj)), BT, C, mlp_, InputGradient::kOverwrite);
   kernels::matmul_backward(dnorm_.data(), grad(p(kUpProj)), nullptr, dup, a.norm2,
@@ -110,17 +111,24 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
   norm_backward(dresidual_.data(), grad(p(kPostNorm)), column_input_grad(batch, seq), a.residual2,
                 value(p(kPostNorm)), a.rstd2, batch, seq);
   // residual2 = residual + attproj, the same way.
+  // The attention's gradients in the MLP's arrays, which nothing reads any more, where they fit
+  // (attention_grads_in_mlp()); else in scratch of their own.
+  const bool in_mlp = attention_grads_in_mlp();
+  float* const datty = in_mlp ? a.gate : datty_.data();
+  float* const dq = in_mlp ? a.gate + BT * q_width_ : dq_.data();
+  float* const dk = in_mlp ? a.up : dk_.data();
+  float* const dv = in_mlp ? a.up + BT * kv_width_ : dv_.data();
   const float* dattention = whole_output_grad(dresidual_.data(), batch, seq);
-  kernels::matmul_backward(datty_.data(), grad(p(kOProj)), nullptr, dattention, a.atty,
-                           value(p(kOProj)), BT, q_width_, C, InputGradient::kOverwrite);
+  kernels::matmul_backward(datty, grad(p(kOProj)), nullptr, dattention, a.atty, value(p(kOProj)),
+                           BT, q_width_, C, InputGradient::kOverwrite);
   const kernels::AttentionLayout attention{batch,    seq,      heads_, kv_heads_, config_.head_dim,
                                            q_width_, kv_width_};
-  kernels::attention_backward(dq_.data(), dk_.data(), dv_.data(), datty_.data(), a.q, a.k, a.v,
-                              a.atty, a.lse, attention, InputGradient::kOverwrite);
-  rotary(seq).rotate_back(dq_.data(), batch, seq, heads_, q_width_);
-  rotary(seq).rotate_back(dk_.data(), batch, seq, kv_heads_, kv_width_);
-  kernels::matmul_backward(dnorm_.data(), grad(p(kQProj)), nullptr, dq_.data(), a.norm1,
-                           value(p(kQProj)), BT, C, q_width_, InputGradient::kOverwrite);
+  kernels::attention_backward(dq, dk, dv, datty, a.q, a.k, a.v, a.atty, a.lse, attention,
+                              InputGradient::kOverwrite);
+  rotary(seq).rotate_back(dq, batch, seq, heads_, q_width_);
+  rotary(seq).rotate_back(dk, batch, seq, kv_heads_, kv_width_);
+  kernels::matmul_backward(dnorm_.data(), grad(p(kQProj)), nullptr, dq, a.norm1, value(p(kQProj)),
+                           BT, C, q_width_, InputGradient::kOverwrite);
   // A replicated key/value projection: this rank's head's rows of its gradient in a scratch
   // of the whole projection, summed over the axis (each rank adding its query heads' part of
   // its head), then added: every rank's copy receives the same whole gradient.
@@ -133,17 +141,17 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
     dk_weight = kv_grad_.data() + kv_offset;
     dv_weight = kv_grad_.data() + kv_whole + kv_offset;
   }
-  kernels::matmul_backward(dnorm_.data(), dk_weight, nullptr, dk_.data(), a.norm1,
-                           kv_weight(l, kKProj), BT, C, kv_width_);
-  kernels::matmul_backward(dnorm_.data(), dv_weight, nullptr, dv_.data(), a.norm1,
-                           kv_weight(l, kVProj), BT, C, kv_width_);
+  kernels::matmul_backward(dnorm_.data(), dk_weight, nullptr, dk, a.norm1, kv_weight(l, kKProj), BT,
+                           C, kv_width_);
+  kernels::matmul_backward(dnorm_.data(), dv_weight, nullptr, dv, a.norm1, kv_weight(l, kVProj), BT,
+                           C, kv_width_);
   if (replicated_kv_) {
     tp_.sum(kv_grad_.data(), kv_grad_.size());
-    float* dk = grad(p(kKProj));
-    float* dv = grad(p(kVProj));
+    float* dk_whole = grad(p(kKProj));
+    float* dv_whole = grad(p(kVProj));
     for (std::size_t i = 0; i < kv_whole; ++i) {
-      dk[i] += kv_grad_[i];
-      dv[i] += kv_grad_[kv_whole + i];
+      dk_whole[i] += kv_grad_[i];
+      dv_whole[i] += kv_grad_[kv_whole + i];
     }
   }
   norm_backward(dresidual_.data(), grad(p(kInputNorm)), column_input_grad(batch, seq), residual,

@@ -114,9 +114,9 @@ void LlamaChunk::size_scratch(std::size_t batch, std::size_t seq) {
   const std::size_t C = config_.hidden_size, BT = batch * seq, R = local_rows(batch, seq);
   for (auto* v : {&dresidual_, &projected_}) v->assign(R * C, 0);
   dnorm_.assign(BT * C, 0);
-  for (auto* v : {&dq_, &datty_}) v->assign(BT * q_width_, 0);
-  for (auto* v : {&dk_, &dv_}) v->assign(BT * kv_width_, 0);
-  dact_.assign(BT * mlp_, 0);
+  const bool own = !attention_grads_in_mlp();
+  for (auto* v : {&dq_, &datty_}) v->assign(own ? BT * q_width_ : 0, 0);
+  for (auto* v : {&dk_, &dv_}) v->assign(own ? BT * kv_width_ : 0, 0);
   const std::size_t block = has_head_ ? train::head_block_rows(BT, vocab_) : 0;
   for (auto* v : {&logits_, &probs_}) v->assign(block * vocab_, 0);
   if (sequence_parallel_) {
@@ -127,13 +127,17 @@ void LlamaChunk::size_scratch(std::size_t batch, std::size_t seq) {
   if (replicated_kv_) kv_grad_.assign(2 * config_.n_kv_head * config_.head_dim * C, 0);
 }
 
+bool LlamaChunk::attention_grads_in_mlp() const {
+  return 2 * q_width_ <= mlp_ && 2 * kv_width_ <= mlp_;
+}
+
 std::size_t LlamaChunk::activation_bytes() const {
   std::size_t bytes = recomputed_.bytes();
   for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
-  for (const auto* v : {&dresidual_, &projected_, &dnorm_, &dq_, &dk_, &dv_, &datty_, &dact_,
-                        &logits_, &probs_, &dnorm_local_, &norm_local_, &partial_, &dfull_,
-                        &norm_grad_, &kv_grad_}) {
+  for (const auto* v : {&dresidual_, &projected_, &dnorm_, &dq_, &dk_, &dv_, &datty_, &logits_,
+                        &probs_, &dnorm_local_, &norm_local_, &partial_, &dfull_, &norm_grad_,
+                        &kv_grad_}) {
     floats += v->size();
   }
   return bytes + floats * sizeof(float);

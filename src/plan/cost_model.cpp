@@ -66,14 +66,23 @@ double head_block_rows(double rows, double vocab_local) {
   return std::max(1.0, std::min(rows, std::max(by_size, 128.0)));
 }
 
-// The Llama's per-row floats of one model rank's branches, forward (q, k, v, attention's output,
-// gate, up, their product) or their gradients' scratch (the same but gate's and up's, which the
-// backward writes over gate and up).
-double trainer_branch_width(const ModelShape& model, const Layout& l, bool scratch = false) {
+// The Llama's per-row floats of one model rank's branches: q, k, v, attention's output, gate, up
+// and their product.
+double trainer_branch_width(const ModelShape& model, const Layout& l) {
   const double t = static_cast<double>(l.model);
   const double q = static_cast<double>(model.heads * model.head_dim) / t;
   const double kv = static_cast<double>(model.kv_width(l.model));
-  return 2 * q + 2 * kv + (scratch ? 1 : 3) * static_cast<double>(model.ffn) / t;
+  return 2 * q + 2 * kv + 3 * static_cast<double>(model.ffn) / t;
+}
+
+// The Llama's per-row floats of its branches' gradients' scratch: the MLP's gradients are written
+// over the MLP's arrays, and the attention's into them where q's two fit gate's width and k's and
+// v's up's; else attention's output's, q's, k's and v's of their own.
+double trainer_branch_scratch_width(const ModelShape& model, const Layout& l) {
+  const auto t = static_cast<std::int64_t>(l.model);
+  const std::int64_t q = model.heads * model.head_dim / t, kv = model.kv_width(l.model);
+  const std::int64_t mlp = model.ffn / t;
+  return 2 * q <= mlp && 2 * kv <= mlp ? 0 : static_cast<double>(2 * q + 2 * kv);
 }
 
 // What one layer of shardwise's fp32 trainer keeps for backward, in floats, for a micro-batch:
@@ -184,11 +193,11 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   // (forward), the residual stream's gradient, a LayerNorm input's gradient whole, the branches'
   // and the MLP's this rank's width; under sequence parallelism that gradient's rows, and the
   // gathers' and reduce-scatters' buffers.
-  // The Llama's: the same pieces at its widths, an RMSNorm weight's gradient under sequence
-  // parallelism, and where its key/value heads are replicated both projections' gradients
-  // whole.
+  // The Llama's: the same pieces but the branches' (its MLP's gradients over the MLP's arrays,
+  // attention's where they fit), an RMSNorm weight's gradient under sequence parallelism, and
+  // where its key/value heads are replicated both projections' gradients whole.
   const double branch_scratch =
-      model.gated_mlp ? whole * trainer_branch_width(model, l, true) : whole * 12 * h / t;
+      model.gated_mlp ? whole * trainer_branch_scratch_width(model, l) : whole * 12 * h / t;
   const double kv_whole =
       static_cast<double>(model.kv_heads * model.head_dim) * static_cast<double>(model.hidden);
   floats += static_cast<double>(l.virtual_stages) *

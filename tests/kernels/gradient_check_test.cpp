@@ -73,6 +73,26 @@ TEST(GradientCheck, MatmulBackwardCanWriteTheInputGradient) {
   EXPECT_EQ(dbias2, dbias1);
 }
 
+// The input's gradient written over the input (the Llama's MLP does so): the weight's gradient
+// still read the input, and the input's gradient is the one written elsewhere. The shapes are
+// large enough that the BLAS blocks them.
+TEST(GradientCheck, MatmulBackwardCanWriteTheInputGradientOverTheInput) {
+  for (const std::size_t rows : {std::size_t{5}, std::size_t{300}}) {
+    const std::size_t in = 130, out = 70;
+    const std::vector<float> inp = random_values(rows * in, 34);
+    const std::vector<float> weight = random_values(out * in, 35);
+    const std::vector<float> dout = random_values(rows * out, 36);
+    std::vector<float> apart(rows * in), dweight1(out * in, 1.0F);
+    matmul_backward(apart.data(), dweight1.data(), nullptr, dout.data(), inp.data(), weight.data(),
+                    rows, in, out, InputGradient::kOverwrite);
+    std::vector<float> over = inp, dweight2(out * in, 1.0F);
+    matmul_backward(over.data(), dweight2.data(), nullptr, dout.data(), over.data(), weight.data(),
+                    rows, in, out, InputGradient::kOverwrite);
+    EXPECT_EQ(over, apart) << rows;
+    EXPECT_EQ(dweight2, dweight1) << rows;
+  }
+}
+
 // Widths below, at and between multiples of the 16 partial sums a row is summed in: the values
 // against the definition in double, the gradients against differences.
 TEST(GradientCheck, LayerNormOfEveryWidthAgainstDouble) {

@@ -14,7 +14,8 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
                     std::size_t rows, std::size_t in, std::size_t out_features);
 
 // dinp += dout weight (dinp = dout weight with kOverwrite); dweight += dout^T inp; dbias += column
-// sums of dout (dbias may be null).
+// sums of dout (dbias may be null). dinp may be inp (dweight is computed before dinp is written):
+// the input's gradient over the input, where nothing reads the input after.
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, std::size_t rows, std::size_t in,
                      std::size_t out_features,

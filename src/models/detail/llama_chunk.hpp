@@ -109,10 +109,13 @@ class LlamaChunk final : public train::ModelChunk {
   std::vector<std::unique_ptr<Activations>> slots_;
   Activations recomputed_;  // full recomputation's one layer
   std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
-  // The backward's scratch. The gated MLP's input gradients (of gate and up) are written over the
-  // layer's gate and up, which the backward reads for the last time computing them, and the
-  // head's logits' gradient over its logits: neither has a buffer of its own.
-  std::vector<float> dresidual_, projected_, dnorm_, dq_, dk_, dv_, datty_, dact_, logits_, probs_,
+  // Whether the attention's gradients (attention's output's and q's in the layer's gate, k's and
+  // v's in its up) fit the MLP's arrays, dead once the backward has passed the MLP.
+  [[nodiscard]] bool attention_grads_in_mlp() const;
+  // The backward's scratch. The MLP's gradients are written over the arrays they are the
+  // gradients of, the attention's into the MLP's arrays where they fit (else dq_, dk_, dv_ and
+  // datty_ hold them), the head's logits' gradient over its logits.
+  std::vector<float> dresidual_, projected_, dnorm_, dq_, dk_, dv_, datty_, logits_, probs_,
       dnorm_local_, norm_local_, partial_, dfull_, norm_grad_, kv_grad_;
 };
 
