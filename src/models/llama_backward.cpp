@@ -19,10 +19,10 @@ using kernels::InputGradient;
 const float* LlamaChunk::column_input_grad(std::size_t batch, std::size_t seq) {
   const std::size_t C = config_.hidden_size;
   if (!sequence_parallel_) {
-    tp_.sum(dnorm_.data(), batch * seq * C);
-    return dnorm_.data();
+    tp_.sum(dnorm(), batch * seq * C);
+    return dnorm();
   }
-  tp_.reduce_scatter_sequence(dnorm_local_.data(), dnorm_.data(), batch, seq, C);
+  tp_.reduce_scatter_sequence(dnorm_local_.data(), dnorm(), batch, seq, C);
   return dnorm_local_.data();
 }
 
@@ -76,7 +76,7 @@ void LlamaChunk::head_backward(Activations& act, float loss_scale) {
     std::fill(dlogits, dlogits + rows * vocab_, 0.0F);
     tp_.cross_entropy_backward(dlogits, dlosses.data(), probs_.data(), act.targets.data() + r0,
                                rows, vocab_, vocab_start_);
-    kernels::matmul_backward(dnorm_.data() + r0 * C, grad(head_weight()), nullptr, dlogits,
+    kernels::matmul_backward(dnorm() + r0 * C, grad(head_weight()), nullptr, dlogits,
                              normf, value(head_weight()), rows, C, vocab_,
                              InputGradient::kOverwrite);
   }
@@ -104,9 +104,9 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
   float* const dgate = a.gate;
   float* const dup = a.up;
   kernels::swiglu_backward(dgate, dup, dact, a.gate, a.up, BT * mlp_, InputGradient::kOverwrite);
-  kernels::matmul_backward(dnorm_.data(), grad(p(kGateProj)), nullptr, dgate, a.norm2,
+  kernels::matmul_backward(dnorm(), grad(p(kGateProj)), nullptr, dgate, a.norm2,
                            value(p(kGateProj)), BT, C, mlp_, InputGradient::kOverwrite);
-  kernels::matmul_backward(dnorm_.data(), grad(p(kUpProj)), nullptr, dup, a.norm2,
+  kernels::matmul_backward(dnorm(), grad(p(kUpProj)), nullptr, dup, a.norm2,
                            value(p(kUpProj)), BT, C, mlp_);
   norm_backward(dresidual_.data(), grad(p(kPostNorm)), column_input_grad(batch, seq), a.residual2,
                 value(p(kPostNorm)), a.rstd2, batch, seq);
@@ -127,7 +127,7 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
                               InputGradient::kOverwrite);
   rotary(seq).rotate_back(dq, batch, seq, heads_, q_width_);
   rotary(seq).rotate_back(dk, batch, seq, kv_heads_, kv_width_);
-  kernels::matmul_backward(dnorm_.data(), grad(p(kQProj)), nullptr, dq, a.norm1, value(p(kQProj)),
+  kernels::matmul_backward(dnorm(), grad(p(kQProj)), nullptr, dq, a.norm1, value(p(kQProj)),
                            BT, C, q_width_, InputGradient::kOverwrite);
   // A replicated key/value projection: this rank's head's rows of its gradient in a scratch
   // of the whole projection, summed over the axis (each rank adding its query heads' part of
@@ -141,9 +141,9 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
     dk_weight = kv_grad_.data() + kv_offset;
     dv_weight = kv_grad_.data() + kv_whole + kv_offset;
   }
-  kernels::matmul_backward(dnorm_.data(), dk_weight, nullptr, dk, a.norm1, kv_weight(l, kKProj), BT,
+  kernels::matmul_backward(dnorm(), dk_weight, nullptr, dk, a.norm1, kv_weight(l, kKProj), BT,
                            C, kv_width_);
-  kernels::matmul_backward(dnorm_.data(), dv_weight, nullptr, dv, a.norm1, kv_weight(l, kVProj), BT,
+  kernels::matmul_backward(dnorm(), dv_weight, nullptr, dv, a.norm1, kv_weight(l, kVProj), BT,
                            C, kv_width_);
   if (replicated_kv_) {
     tp_.sum(kv_grad_.data(), kv_grad_.size());

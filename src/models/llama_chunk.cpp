@@ -112,8 +112,8 @@ void LlamaChunk::size_scratch(std::size_t batch, std::size_t seq) {
   scratch_batch_ = batch;
   scratch_seq_ = seq;
   const std::size_t C = config_.hidden_size, BT = batch * seq, R = local_rows(batch, seq);
-  for (auto* v : {&dresidual_, &projected_}) v->assign(R * C, 0);
-  dnorm_.assign(BT * C, 0);
+  dresidual_.assign(R * C, 0);
+  projected_.assign(BT * C, 0);  // this rank's rows of a row-parallel output; dnorm() whole
   const bool own = !attention_grads_in_mlp();
   for (auto* v : {&dq_, &datty_}) v->assign(own ? BT * q_width_ : 0, 0);
   for (auto* v : {&dk_, &dv_}) v->assign(own ? BT * kv_width_ : 0, 0);
@@ -135,7 +135,7 @@ std::size_t LlamaChunk::activation_bytes() const {
   std::size_t bytes = recomputed_.bytes();
   for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
-  for (const auto* v : {&dresidual_, &projected_, &dnorm_, &dq_, &dk_, &dv_, &datty_, &logits_,
+  for (const auto* v : {&dresidual_, &projected_, &dq_, &dk_, &dv_, &datty_, &logits_,
                         &probs_, &dnorm_local_, &norm_local_, &partial_, &dfull_, &norm_grad_,
                         &kv_grad_}) {
     floats += v->size();

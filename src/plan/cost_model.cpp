@@ -194,14 +194,15 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   // and the MLP's this rank's width; under sequence parallelism that gradient's rows, and the
   // gathers' and reduce-scatters' buffers.
   // The Llama's: the same pieces but the branches' (its MLP's gradients over the MLP's arrays,
-  // attention's where they fit), an RMSNorm weight's gradient under sequence parallelism, and
-  // where its key/value heads are replicated both projections' gradients whole.
+  // attention's where they fit) and the row-parallel output's (the norm input's gradient's
+  // buffer holds it), an RMSNorm weight's gradient under sequence parallelism, and where its
+  // key/value heads are replicated both projections' gradients whole.
   const double branch_scratch =
       model.gated_mlp ? whole * trainer_branch_scratch_width(model, l) : whole * 12 * h / t;
   const double kv_whole =
       static_cast<double>(model.kv_heads * model.head_dim) * static_cast<double>(model.hidden);
   floats += static_cast<double>(l.virtual_stages) *
-            (2 * rows * h + whole * h + branch_scratch +
+            ((model.gated_mlp ? 1 : 2) * rows * h + whole * h + branch_scratch +
              (l.sequence_parallel ? 2 * rows * h + 2 * whole * h + (model.gated_mlp ? h : 0) : 0) +
              (model.gated_mlp && model.replicates_kv_heads(l.model) ? 2 * kv_whole : 0));
   if (last) {

@@ -69,7 +69,11 @@ class LlamaChunk final : public train::ModelChunk {
   // A row-parallel product's output, this rank's rows (summed, or reduce-scattered).
   void row_parallel(float* out, const float* inp, const float* weight, std::size_t in_local,
                     std::size_t batch, std::size_t seq);
-  // dnorm_ summed over the axis (this rank's rows of it under sequence parallelism).
+  // The gradient of an RMSNorm's output, whole (batch x seq x hidden): the projected_ scratch,
+  // which holds the row-parallel outputs in forward and nothing in backward (the recomputing
+  // forward of full recomputation writes it before its layer's backward begins).
+  [[nodiscard]] float* dnorm() { return projected_.data(); }
+  // dnorm() summed over the axis (this rank's rows of it under sequence parallelism).
   const float* column_input_grad(std::size_t batch, std::size_t seq);
   // A row-parallel layer's output gradient, whole.
   const float* whole_output_grad(const float* local, std::size_t batch, std::size_t seq);
@@ -115,7 +119,7 @@ class LlamaChunk final : public train::ModelChunk {
   // The backward's scratch. The MLP's gradients are written over the arrays they are the
   // gradients of, the attention's into the MLP's arrays where they fit (else dq_, dk_, dv_ and
   // datty_ hold them), the head's logits' gradient over its logits.
-  std::vector<float> dresidual_, projected_, dnorm_, dq_, dk_, dv_, datty_, logits_, probs_,
+  std::vector<float> dresidual_, projected_, dq_, dk_, dv_, datty_, logits_, probs_,
       dnorm_local_, norm_local_, partial_, dfull_, norm_grad_, kv_grad_;
 };
 
