@@ -57,12 +57,12 @@ Link link_of(const Cluster& cluster, const Axis& axis) {
                                                             : cluster.intra_node;
 }
 
-// The rows the trainer's head computes at a time: as many as hold at most 2^20 floats of a rank's
+// The rows the trainer's head computes at a time: as many as hold at most 2^15 floats of a rank's
 // vocabulary but at least 128 (train::head_block_rows; the planner's layer may not include the
 // trainer's, and the agreement test holds the two equal, a vocabulary on each side of the bound
 // included).
 double head_block_rows(double rows, double vocab_local) {
-  const double by_size = std::floor(1048576.0 / std::max(vocab_local, 1.0));
+  const double by_size = std::floor(32768.0 / std::max(vocab_local, 1.0));
   return std::max(1.0, std::min(rows, std::max(by_size, 128.0)));
 }
 

@@ -248,9 +248,11 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            // an MLP too narrow for the attention's gradients, which have scratch of their own
            {"model=2 narrow", "0", 2},
            {"fsdp=2,model=4 full narrow", "3", 8},
-           // a vocabulary whose head blocks stop at 128 rows rather than at 2^20 floats
+           // a vocabulary whose head blocks stop at 128 rows rather than at 2^15 floats, and one
+           // whose blocks stop at 2^15 floats (384 on model=2: 192 a rank, 170 rows a block)
            {"data=2 vocab", "1", 2},
-           {"model=2 vocab", "0", 2}}) {
+           {"model=2 vocab", "0", 2},
+           {"model=2 small vocab", "0", 2}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;
@@ -267,9 +269,11 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
         "tie_word_embeddings": true})";
     }
     if (vocab) {
+      const bool small = mesh.find(" small") != std::string::npos;
       std::ofstream(model_file) << R"({"family": "llama", "num_hidden_layers": 2,
         "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "intermediate_size": 128, "vocab_size": 32768, "max_position_embeddings": 64})";
+        "intermediate_size": 128, "vocab_size": )"
+                                << (small ? 384 : 32768) << R"(, "max_position_embeddings": 64})";
     }
     if (narrow) {
       std::ofstream(model_file) << R"({"family": "llama", "num_hidden_layers": 2,
