@@ -4,6 +4,8 @@
 
 #include "command.hpp"
 #include "model_argument.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/train/placement.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "specs_render.hpp"
 #include "text_table.hpp"
@@ -44,12 +46,44 @@ class SpecsCommand final : public Command {
 
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
 
+  // The shard shapes, but a model's rows its model ranks share (train::SharedRows: replicated
+  // key/value heads, which no PartitionSpec can place) as the trainer holds them, with a note.
+  static std::vector<Shape> held_shapes(const ModelArgument& argument, ModelLayout& layout) {
+    std::vector<Shape> held;
+    for (const ParameterLayout& p : layout.parameters) held.push_back(p.shard_shape);
+    const Mesh& mesh = layout.mesh;
+    if (!argument.model || !mesh.has_axis(train::kModelAxis)) return held;
+    const auto degree = static_cast<int>(mesh.axis_size(train::kModelAxis));
+    std::vector<train::SharedRows> shared;
+    try {
+      shared = argument.model->shared_rows(degree);
+    } catch (const InvalidArgument&) {
+      return held;  // a degree the model cannot run: the layout's notes say what does not divide
+    }
+    for (const train::SharedRows& rows : shared) {
+      if (rows.parameter >= held.size() || held[rows.parameter].empty()) continue;
+      Shape& shape = held[rows.parameter];
+      const PartitionSpec& spec = layout.parameters[rows.parameter].spec;
+      // Rows another axis splits too (FSDP's) are that axis' split of the trainer's block.
+      if (spec.size() == 0 || spec.entry(0).is_replicated()) {
+        shape[0] /= static_cast<std::int64_t>(rows.blocks);
+      }
+      layout.notes.push_back(layout.parameters[rows.parameter].parameter.name +
+                             ": the trainer holds its rows in " + std::to_string(rows.blocks) +
+                             " blocks, each on " + std::to_string(degree / static_cast<int>(rows.blocks)) +
+                             " 'model' ranks (replicated key/value heads): " + to_string(shape) +
+                             " a device");
+    }
+    return held;
+  }
+
   void run(std::ostream& out) const override {
     const Mesh mesh = Mesh::parse(mesh_);
     // A model the trainer builds is laid out as the trainer holds it (its manifest: names,
     // (out, in) shapes, declared logical axes and head widths); a Hugging Face config.json as
     // the planner reads it (its dtype).
-    const ModelManifest manifest = read_model_argument(model_, "--model").manifest;
+    const ModelArgument argument = read_model_argument(model_, "--model");
+    const ModelManifest& manifest = argument.manifest;
     ParallelismConfig config = ParallelismConfig::from_mesh(mesh, fsdp_on_data_);
     config.sharding_config.fsdp_min_weight_size = fsdp_min_weight_size_;
     config.validate();
@@ -77,7 +111,8 @@ class SpecsCommand final : public Command {
           std::to_string(fsdp_min_weight_size_) +
           "): give a smaller size to shard this model over '" + fsdp_axis + "'");
     }
-    out << (json_ ? render_specs_json(layout) + "\n" : render_specs_text(layout));
+    const std::vector<Shape> held = held_shapes(argument, layout);
+    out << (json_ ? render_specs_json(layout, held) + "\n" : render_specs_text(layout));
   }
 
  private:

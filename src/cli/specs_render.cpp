@@ -76,16 +76,18 @@ std::string render_specs_text(const ModelLayout& layout) {
   return out.str();
 }
 
-std::string render_specs_json(const ModelLayout& layout) {
+std::string render_specs_json(const ModelLayout& layout, const std::vector<Shape>& held_shapes) {
   using nlohmann::ordered_json;
   ordered_json parameters = ordered_json::array();
-  for (const ParameterLayout& p : layout.parameters) {
+  for (std::size_t i = 0; i < layout.parameters.size(); ++i) {
+    const ParameterLayout& p = layout.parameters[i];
     parameters.push_back({{"name", p.parameter.name},
                           {"shape", p.parameter.shape},
                           {"dtype", to_string(p.parameter.dtype)},
                           {"logical_axes", axes_json(p.logical_axes)},
                           {"spec", p.spec.to_string()},
                           {"shard_shape", p.shard_shape},
+                          {"held_shape", i < held_shapes.size() ? held_shapes[i] : p.shard_shape},
                           {"stage", p.stage}});
   }
   ordered_json by_device = ordered_json::array();

@@ -129,29 +129,24 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
   rotary(seq).rotate_back(dk, batch, seq, kv_heads_, kv_width_);
   kernels::matmul_backward(dnorm(), grad(p(kQProj)), nullptr, dq, a.norm1, value(p(kQProj)),
                            BT, C, q_width_, InputGradient::kOverwrite);
-  // A replicated key/value projection: this rank's head's rows of its gradient in a scratch
-  // of the whole projection, summed over the axis (each rank adding its query heads' part of
-  // its head), then added: every rank's copy receives the same whole gradient.
-  const std::size_t kv_whole = config_.n_kv_head * config_.head_dim * C;
-  const std::size_t kv_offset = kv_first_head_ * config_.head_dim * C;
-  float* dk_weight = grad(p(kKProj));
-  float* dv_weight = grad(p(kVProj));
+  // A replicated key/value head: this micro-batch's gradient of it in scratch, summed over the
+  // ranks holding it (each adding its query heads' part), then added: every copy receives the
+  // same whole gradient.
+  const std::size_t kv_block = kv_width_ * C;
+  float* dk_weight = replicated_kv_ ? kv_grad_.data() : grad(p(kKProj));
+  float* dv_weight = replicated_kv_ ? kv_grad_.data() + kv_block : grad(p(kVProj));
+  if (replicated_kv_) std::fill(kv_grad_.begin(), kv_grad_.end(), 0.0F);
+  kernels::matmul_backward(dnorm(), dk_weight, nullptr, dk, a.norm1, value(p(kKProj)), BT, C,
+                           kv_width_);
+  kernels::matmul_backward(dnorm(), dv_weight, nullptr, dv, a.norm1, value(p(kVProj)), BT, C,
+                           kv_width_);
   if (replicated_kv_) {
-    std::fill(kv_grad_.begin(), kv_grad_.end(), 0.0F);
-    dk_weight = kv_grad_.data() + kv_offset;
-    dv_weight = kv_grad_.data() + kv_whole + kv_offset;
-  }
-  kernels::matmul_backward(dnorm(), dk_weight, nullptr, dk, a.norm1, kv_weight(l, kKProj), BT,
-                           C, kv_width_);
-  kernels::matmul_backward(dnorm(), dv_weight, nullptr, dv, a.norm1, kv_weight(l, kVProj), BT,
-                           C, kv_width_);
-  if (replicated_kv_) {
-    tp_.sum(kv_grad_.data(), kv_grad_.size());
-    float* dk_whole = grad(p(kKProj));
-    float* dv_whole = grad(p(kVProj));
-    for (std::size_t i = 0; i < kv_whole; ++i) {
-      dk_whole[i] += kv_grad_[i];
-      dv_whole[i] += kv_grad_[kv_whole + i];
+    tp_.sum_among(kv_grad_.data(), kv_grad_.size(), kv_sharers_);
+    float* dk_held = grad(p(kKProj));
+    float* dv_held = grad(p(kVProj));
+    for (std::size_t i = 0; i < kv_block; ++i) {
+      dk_held[i] += kv_grad_[i];
+      dv_held[i] += kv_grad_[kv_block + i];
     }
   }
   norm_backward(dresidual_.data(), grad(p(kInputNorm)), column_input_grad(batch, seq), residual,

@@ -38,10 +38,10 @@ LlamaChunk::LlamaChunk(LlamaConfig config, train::ParameterStore& store,
   heads_ = config_.n_head / t;
   q_width_ = heads_ * config_.head_dim;
   replicated_kv_ = replicates_kv_heads(config_, degree);
-  // Replicated: every rank holds every key/value head and computes with the one its query
-  // heads read, head r / (t / kv) (its query heads all lie in that head's group).
+  // Replicated: a rank holds and computes with the one head its query heads read, head r / (t /
+  // kv) (its query heads all lie in that head's group), as t / kv ranks do (llama_shared_rows).
   kv_heads_ = replicated_kv_ ? 1 : config_.n_kv_head / t;
-  kv_first_head_ = replicated_kv_ ? r / (t / config_.n_kv_head) : 0;
+  kv_sharers_ = replicated_kv_ ? static_cast<int>(t / config_.n_kv_head) : 1;
   kv_width_ = kv_heads_ * config_.head_dim;
   mlp_ = config_.intermediate_size / t;
   vocab_ = config_.vocab_size / t;
@@ -124,7 +124,7 @@ void LlamaChunk::size_scratch(std::size_t batch, std::size_t seq) {
     for (auto* v : {&partial_, &dfull_}) v->assign(BT * C, 0);
     norm_grad_.assign(C, 0);
   }
-  if (replicated_kv_) kv_grad_.assign(2 * config_.n_kv_head * config_.head_dim * C, 0);
+  if (replicated_kv_) kv_grad_.assign(2 * kv_width_ * C, 0);
 }
 
 bool LlamaChunk::attention_grads_in_mlp() const {
@@ -180,11 +180,6 @@ std::size_t LlamaChunk::head_weight() const {
   return config_.tie_word_embeddings ? kEmbedTokens : llama_lm_head(config_.n_layer);
 }
 
-float* LlamaChunk::kv_weight(std::size_t l, std::size_t which) {
-  return value(llama_layer_param(l, which)) +
-         kv_first_head_ * config_.head_dim * config_.hidden_size;
-}
-
 void LlamaChunk::norm_forward(float* out, float* rstd, const float* inp, const float* weight,
                               std::size_t batch, std::size_t seq) {
   const std::size_t C = config_.hidden_size, R = local_rows(batch, seq);
@@ -212,8 +207,8 @@ void LlamaChunk::layer_forward(const Layer& a, const float* residual, std::size_
   // Column-parallel q, k and v of this rank's heads, rotated; row-parallel output projection.
   kernels::matmul_forward(a.q, a.norm1, value(llama_layer_param(l, kQProj)), nullptr, BT, C,
                           q_width_);
-  kernels::matmul_forward(a.k, a.norm1, kv_weight(l, kKProj), nullptr, BT, C, kv_width_);
-  kernels::matmul_forward(a.v, a.norm1, kv_weight(l, kVProj), nullptr, BT, C, kv_width_);
+  kernels::matmul_forward(a.k, a.norm1, value(llama_layer_param(l, kKProj)), nullptr, BT, C, kv_width_);
+  kernels::matmul_forward(a.v, a.norm1, value(llama_layer_param(l, kVProj)), nullptr, BT, C, kv_width_);
   rotary(seq).rotate(a.q, batch, seq, heads_, q_width_);
   rotary(seq).rotate(a.k, batch, seq, kv_heads_, kv_width_);
   const kernels::AttentionLayout attention{batch,    seq,      heads_, kv_heads_, config_.head_dim,

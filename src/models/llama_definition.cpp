@@ -80,6 +80,10 @@ std::vector<PartitionSpec> LlamaDefinition::model_placements(int degree) const {
   return llama_model_placements(config_, degree);
 }
 
+std::vector<train::SharedRows> LlamaDefinition::shared_rows(int degree) const {
+  return llama_shared_rows(config_, degree);
+}
+
 ModelManifest LlamaDefinition::manifest() const {
   ModelManifest manifest = train::manifest_of(parameters());
   const auto head = static_cast<std::int64_t>(config_.head_dim);

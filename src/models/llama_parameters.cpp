@@ -51,6 +51,17 @@ bool replicates_kv_heads(const LlamaConfig& c, int degree) {
   return degree > 1 && c.n_kv_head % t != 0 && t % c.n_kv_head == 0;
 }
 
+std::vector<train::SharedRows> llama_shared_rows(const LlamaConfig& c, int degree) {
+  std::vector<train::SharedRows> shared;
+  if (!replicates_kv_heads(c, degree)) return shared;
+  for (std::size_t l = 0; l < c.n_layer; ++l) {
+    for (const std::size_t which : {detail::kKProj, detail::kVProj}) {
+      shared.push_back({detail::llama_layer_param(l, which), c.n_kv_head});
+    }
+  }
+  return shared;
+}
+
 std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& c, int degree) {
   const std::vector<ParameterSpec> specs = llama_parameters(c);
   std::vector<PartitionSpec> placements(specs.size());

@@ -196,15 +196,15 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   // The Llama's: the same pieces but the branches' (its MLP's gradients over the MLP's arrays,
   // attention's where they fit) and the row-parallel output's (the norm input's gradient's
   // buffer holds it), an RMSNorm weight's gradient under sequence parallelism, and where its
-  // key/value heads are replicated both projections' gradients whole.
+  // key/value heads are replicated both projections' gradients of the rank's head.
   const double branch_scratch =
       model.gated_mlp ? whole * trainer_branch_scratch_width(model, l) : whole * 12 * h / t;
-  const double kv_whole =
-      static_cast<double>(model.kv_heads * model.head_dim) * static_cast<double>(model.hidden);
+  const double kv_head =
+      static_cast<double>(model.head_dim) * static_cast<double>(model.hidden);
   floats += static_cast<double>(l.virtual_stages) *
             ((model.gated_mlp ? 1 : 2) * rows * h + whole * h + branch_scratch +
              (l.sequence_parallel ? 2 * rows * h + 2 * whole * h + (model.gated_mlp ? h : 0) : 0) +
-             (model.gated_mlp && model.replicates_kv_heads(l.model) ? 2 * kv_whole : 0));
+             (model.gated_mlp && model.replicates_kv_heads(l.model) ? 2 * kv_head : 0));
   if (last) {
     // Per slot the final norm's output and statistics (LayerNorm's two, RMSNorm's one) and the
     // losses; once one block of rows' logits, probabilities and their gradient (the Llama's
@@ -590,12 +590,11 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
   // A norm's parameter vectors (LayerNorm's weight and bias, RMSNorm's weight), as sequence
   // parallelism sums their gradients over the model axis.
   const double norm_vector = (model.gated_mlp ? 1 : 2) * static_cast<double>(model.hidden);
-  // The Llama's replicated key/value projections: both gradients, whole, summed over the axis
-  // in each layer's backward.
+  // The Llama's replicated key/value heads: both projections' gradients of a rank's head summed
+  // over the model / kv_heads ranks holding it, in each layer's backward.
   if (model.gated_mlp && model.replicates_kv_heads(l.model)) {
-    all_reduce("model", l.model,
-               2 * static_cast<double>(model.kv_heads * model.head_dim * model.hidden), 4,
-               layers * m);
+    all_reduce("model", l.model / model.kv_heads,
+               2 * static_cast<double>(model.head_dim * model.hidden), 4, layers * m);
   }
   if (l.model > 1 && l.sequence_parallel) {
     // Korthikanti et al.: each layer's two all-reduces forward and two backward become an

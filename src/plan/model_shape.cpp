@@ -57,9 +57,12 @@ Shape ModelShape::Unit::block(std::size_t i, std::int64_t degree) const {
   }
   if (i >= model_split.size() || model_split[i] < 0) return shape;
   const std::int64_t whole_heads = i < split_heads.size() ? split_heads[i] : 0;
-  if (whole_heads > 0 && whole_heads % degree != 0)
-    return shape;  // the heads replicated, held whole
-  shape[static_cast<std::size_t>(model_split[i])] /= degree;
+  // Heads the degree does not divide but divides: one head on each degree / heads ranks
+  // (vLLM's rule, the trainer's train::SharedRows); heads neither: held whole.
+  const std::int64_t blocks = whole_heads == 0 || whole_heads % degree == 0 ? degree
+                              : degree % whole_heads == 0                  ? whole_heads
+                                                                           : 1;
+  shape[static_cast<std::size_t>(model_split[i])] /= blocks;
   return shape;
 }
 

@@ -13,9 +13,13 @@
 namespace shardwise::train {
 namespace {
 
+int model_degree(const Mesh& mesh) {
+  return mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1;
+}
+
 std::vector<PartitionSpec> placements_of(const ModelDefinition& definition, const Mesh& mesh,
                                          const ModelLayout& layout) {
-  const int degree = mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1;
+  const int degree = model_degree(mesh);
   if (layout.placements.empty()) return definition.model_placements(degree);
   check_model_placements(definition, degree, layout.placements);
   return layout.placements;
@@ -47,8 +51,9 @@ std::map<std::string, std::set<int>> holders(const ModelDefinition& definition,
 
 std::vector<ParameterSpec> rank_parameters(const ModelDefinition& definition, const Mesh& mesh,
                                            std::int64_t rank, const ModelLayout& layout) {
-  std::vector<ParameterSpec> local = local_parameters(definition.parameters(), mesh, rank,
-                                                      placements_of(definition, mesh, layout));
+  std::vector<ParameterSpec> local =
+      local_parameters(definition.parameters(), mesh, rank, placements_of(definition, mesh, layout),
+                       definition.shared_rows(model_degree(mesh)));
   if (!layout.pipeline) return local;
   const std::int64_t stages = stages_of(mesh);
   const int stage = static_cast<int>(stage_of(mesh, rank));

@@ -85,10 +85,9 @@ JobLayout resolve_job_layout(const ModelDefinition& model, const Mesh& mesh, int
   try {
     layout.placements =
         model_placements(model.manifest(), mesh, rules.axis_rules, rules.name_rules);
-    layout.blocks = local_parameters(whole, mesh, 0, layout.placements);
-    check_model_placements(
-        model, mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1,
-        layout.placements);
+    const int degree = mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1;
+    check_model_placements(model, degree, layout.placements);
+    layout.blocks = local_parameters(whole, mesh, 0, layout.placements, model.shared_rows(degree));
   } catch (const InvalidArgument& e) {
     throw InvalidArgument("--mesh " + mesh.to_string() + ": " + e.what());
   }
@@ -139,8 +138,16 @@ std::vector<ParameterPlanRow> parameter_plan_rows(const std::vector<ParameterSpe
       block = NamedSharding(Mesh({shardings->axis}, {shardings->size}), zero, Evenness::kUneven)
                   .shard_shape(specs[p].shape);
     }
-    rows.push_back({name, specs[p].whole_shape(), block,
-                    whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string(),
+    std::string placement =
+        whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string();
+    if (specs[p].model_sharers > 1) {
+      // Rows no PartitionSpec can place: say how they lie over the model axis.
+      placement += " (rows in " +
+                   std::to_string(specs[p].global_shape[0] / specs[p].shape[0]) +
+                   " blocks over 'model', each on " + std::to_string(specs[p].model_sharers) +
+                   " ranks)";
+    }
+    rows.push_back({name, specs[p].whole_shape(), block, placement,
                     shardings != nullptr ? shardings->reasons[p] : std::string("ZeRO 0")});
   }
   return rows;

@@ -10,6 +10,8 @@ std::string ModelDefinition::describe_config(const std::string& config_json) con
   return "a model of " + echo_input(config_json, 200);
 }
 
+std::vector<SharedRows> ModelDefinition::shared_rows(int /*degree*/) const { return {}; }
+
 std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
                                                  const ParameterStore& store,
                                                  const LayerRange& range, int degree) {
@@ -17,6 +19,8 @@ std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
   const std::vector<std::string> held = model.chunk_parameters(range);
   const std::vector<ParameterSpec> whole = model.parameters();
   const std::vector<PartitionSpec> placements = model.model_placements(degree);
+  std::vector<std::size_t> shared_blocks(whole.size(), 1);
+  for (const SharedRows& rows : model.shared_rows(degree)) shared_blocks.at(rows.parameter) = rows.blocks;
   std::vector<std::size_t> index(whole.size(), kNotHeld);
   for (std::size_t p = 0; p < whole.size(); ++p) {
     const ParameterSpec& spec = whole[p];
@@ -27,6 +31,7 @@ std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
     for (std::size_t d = 0; d < placements[p].size(); ++d) {
       if (!placements[p].entry(d).is_replicated()) local[d] /= degree;
     }
+    if (!local.empty()) local[0] /= static_cast<std::int64_t>(shared_blocks[p]);
     if (in_store.whole_shape() != spec.shape || in_store.shape != local) {
       throw InvalidArgument(
           "parameter '" + spec.name + "' has shape " + shardwise::to_string(in_store.shape) +

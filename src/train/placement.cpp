@@ -20,6 +20,31 @@ PartitionSpec model_part(const PartitionSpec& spec) {
   return PartitionSpec(std::move(entries));
 }
 
+// The block of rows `device` holds of a parameter its model ranks share in `blocks` blocks.
+ParameterSpec shared_rows_of(const ParameterSpec& whole, const PartitionSpec& placement,
+                             const Mesh& mesh, DeviceId device, std::size_t blocks) {
+  const auto degree = static_cast<std::size_t>(mesh.axis_size(kModelAxis));
+  const std::int64_t rows = whole.shape.empty() ? 0 : whole.shape[0];
+  const auto b = static_cast<std::int64_t>(blocks);
+  if (!placement.all_axes().empty() || whole.shape.empty() || degree % blocks != 0 ||
+      rows % b != 0) {
+    throw InvalidArgument("parameter '" + whole.name + "' of shape " + to_string(whole.shape) +
+                          " placed by " + placement.to_string() + " cannot have its rows shared in " +
+                          std::to_string(blocks) + " blocks by " + std::to_string(degree) +
+                          " model ranks (whole placement, blocks dividing its rows and the axis)");
+  }
+  const std::int64_t coordinate =
+      mesh.coords_at(mesh.position_of_device(device))[mesh.axis_index(kModelAxis)];
+  const std::int64_t mine = coordinate / static_cast<std::int64_t>(degree / blocks);
+  ParameterSpec part = whole;
+  part.global_shape = whole.shape;
+  for (std::size_t d = 0; d < whole.shape.size(); ++d) part.block.push_back({0, whole.shape[d]});
+  part.block[0] = {mine * (rows / b), (mine + 1) * (rows / b)};
+  part.shape[0] = rows / b;
+  part.model_sharers = degree / blocks;
+  return part;
+}
+
 }  // namespace
 
 std::vector<PartitionSpec> model_placements(const ModelManifest& manifest, const Mesh& mesh,
@@ -36,10 +61,20 @@ std::vector<PartitionSpec> model_placements(const ModelManifest& manifest, const
 
 std::vector<ParameterSpec> local_parameters(const std::vector<ParameterSpec>& parameters,
                                             const Mesh& mesh, DeviceId device,
-                                            const std::vector<PartitionSpec>& placements) {
+                                            const std::vector<PartitionSpec>& placements,
+                                            const std::vector<SharedRows>& shared) {
   if (placements.size() != parameters.size()) {
     throw InvalidArgument(std::to_string(placements.size()) + " placements for " +
                           std::to_string(parameters.size()) + " parameters");
+  }
+  std::vector<std::size_t> blocks(parameters.size(), 0);
+  for (const SharedRows& rows : shared) {
+    if (rows.parameter >= parameters.size() || rows.blocks == 0) {
+      throw InvalidArgument("shared rows of parameter " + std::to_string(rows.parameter) + " in " +
+                            std::to_string(rows.blocks) + " blocks, of " +
+                            std::to_string(parameters.size()) + " parameters");
+    }
+    blocks[rows.parameter] = rows.blocks;
   }
   std::vector<ParameterSpec> local;
   for (std::size_t p = 0; p < parameters.size(); ++p) {
@@ -51,6 +86,10 @@ std::vector<ParameterSpec> local_parameters(const std::vector<ParameterSpec>& pa
                               placement.to_string() + "; only '" + std::string(kModelAxis) +
                               "' splits a parameter for good");
       }
+    }
+    if (blocks[p] != 0 && mesh.has_axis(kModelAxis)) {
+      local.push_back(shared_rows_of(whole, placement, mesh, device, blocks[p]));
+      continue;
     }
     if (placement.all_axes().empty() || !mesh.has_axis(kModelAxis)) {
       local.push_back(whole);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "shardwise/core/error.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/kernels/embedding.hpp"
 #include "shardwise/kernels/matmul.hpp"
@@ -20,6 +21,25 @@ TensorParallel::TensorParallel(const ParallelContext& context)
 void TensorParallel::sum(float* values, std::size_t count) const {
   if (degree_ == 1 || count == 0) return;
   comm_->all_reduce(values, values, count, DType::kF32, ReduceOp::kSum, group_);
+}
+
+void TensorParallel::sum_among(float* values, std::size_t count, int sharers) const {
+  if (sharers <= 0 || degree_ % sharers != 0) {
+    throw InvalidArgument("a sum among " + std::to_string(sharers) + " of " +
+                          std::to_string(degree_) + " model ranks: the count must divide them");
+  }
+  if (sharers == degree_) {
+    sum(values, count);
+    return;
+  }
+  if (sharers == 1 || count == 0) return;
+  if (sharers_group_.size() != sharers) {
+    std::vector<Rank> ranks;
+    const int first = rank_ / sharers * sharers;
+    for (int i = 0; i < sharers; ++i) ranks.push_back(group_[first + i]);
+    sharers_group_ = Group(std::move(ranks), group_.axes());
+  }
+  comm_->all_reduce(values, values, count, DType::kF32, ReduceOp::kSum, sharers_group_);
 }
 
 void TensorParallel::row_parallel_forward(float* out, const float* inp, const float* weight,

@@ -224,7 +224,11 @@ const float* Trainer::owned_grads_slice() const {
 
 bool Trainer::counted_over_model(std::size_t parameter) const {
   const ParameterSpec& spec = store_.specs()[parameter];
-  return !spec.tied_copy && (context_.coordinate(kModelAxis) == 0 || !spec.block.empty());
+  // A block the model ranks split counts on each; a parameter they all hold whole on the first;
+  // a block several of them share on the first of those.
+  const auto coordinate = static_cast<std::size_t>(context_.coordinate(kModelAxis));
+  return !spec.tied_copy &&
+         (coordinate == 0 || (!spec.block.empty() && coordinate % spec.model_sharers == 0));
 }
 
 float Trainer::global_norm(double squares) {

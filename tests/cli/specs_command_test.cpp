@@ -65,7 +65,8 @@ TEST(SpecsCommand, JsonForAConfig) {
   const auto& k = json["parameters"][2];
   EXPECT_EQ(k, nlohmann::json::parse(R"json({"name": "model.layers.0.self_attn.k_proj.weight",
       "shape": [256, 2048], "dtype": "bf16", "logical_axes": ["kv_heads", "embed"],
-      "spec": "P('model', None)", "shard_shape": [64, 2048], "stage": 0})json"));
+      "spec": "P('model', None)", "shard_shape": [64, 2048], "held_shape": [64, 2048],
+      "stage": 0})json"));
   // bf16 parameters, 4-way tensor parallel on each of 2 stages: every device of stage s holds
   // a quarter of each sharded weight and all of each norm.
   std::int64_t stage1 = 0;

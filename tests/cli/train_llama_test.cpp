@@ -165,11 +165,20 @@ TEST(TrainLlama, TheStrategysRulesGiveTheTrainersPlacements) {
     // k_proj: split at 3 (one head each), whole at 9 (each head on 3 ranks).
     EXPECT_EQ(trainer[3], degree == 3 ? PartitionSpec{"model"} : PartitionSpec()) << degree;
     EXPECT_EQ(models::replicates_kv_heads(c, degree), degree == 9);
+    // Replicated, each key/value projection's rows in 3 blocks (one head each); else none.
+    const std::vector<train::SharedRows> shared = definition.shared_rows(degree);
+    ASSERT_EQ(shared.size(), degree == 9 ? 2 * c.n_layer : 0U) << degree;
+    for (std::size_t i = 0; i < shared.size(); ++i) {
+      EXPECT_EQ(shared[i].blocks, 3U);
+      EXPECT_EQ(shared[i].parameter, i % 2 == 0 ? 3 + i / 2 * 9 : 4 + i / 2 * 9) << i;
+    }
   }
 }
 
 // `shardwise specs` shows the blocks the trainer holds: key/value projections split at model=2
-// and whole at model=4, every shard shape the trainer's (the same manifest, head widths kept).
+// and, at model=4, whole in JAX's terms (P(), shard_shape) but one head a rank as the trainer
+// holds them (held_shape, with a note), every held shape the trainer's (the same manifest, head
+// widths kept).
 TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
   const std::string file = source_path("examples/models/llama_micro.json");
   const std::shared_ptr<const train::ModelDefinition> model = models::model_from_config(
@@ -177,7 +186,8 @@ TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
   for (const int degree : {2, 4}) {
     const Mesh mesh({"model"}, {degree});
     const std::vector<train::ParameterSpec> held =
-        train::local_parameters(model->parameters(), mesh, 0, model->model_placements(degree));
+        train::local_parameters(model->parameters(), mesh, 0, model->model_placements(degree),
+                                model->shared_rows(degree));
     const testing::Result r = run_command(
         {"specs", "--model", file, "--mesh", "model=" + std::to_string(degree), "--json"});
     ASSERT_EQ(r.status, 0) << r.err;
@@ -185,11 +195,32 @@ TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
     ASSERT_EQ(parameters.size(), held.size());
     for (std::size_t p = 0; p < held.size(); ++p) {
       EXPECT_EQ(parameters[p]["name"], held[p].name);
-      EXPECT_EQ(parameters[p]["shard_shape"].get<std::vector<std::int64_t>>(), held[p].shape)
+      EXPECT_EQ(parameters[p]["held_shape"].get<std::vector<std::int64_t>>(), held[p].shape)
           << held[p].name << " on model=" << degree;
+      if (held[p].model_sharers == 1) {
+        EXPECT_EQ(parameters[p]["shard_shape"], parameters[p]["held_shape"]) << held[p].name;
+      }
     }
     EXPECT_EQ(held[3].name, "model.layers.0.self_attn.k_proj.weight");
-    EXPECT_EQ(held[3].shape[0], degree == 2 ? 8 : 16);  // one head of 8, or both
+    EXPECT_EQ(held[3].shape[0], 8);  // one head of 8: its own, or the one it shares
+    EXPECT_EQ(held[3].model_sharers, degree == 2 ? 1U : 2U);
+    EXPECT_EQ(parameters[3]["shard_shape"][0], degree == 2 ? 8 : 16);
+    const std::string notes = nlohmann::json::parse(r.out)["notes"].dump();
+    EXPECT_EQ(notes.find("k_proj.weight: the trainer holds its rows in 2 blocks, each on 2 'model' "
+                         "ranks") != std::string::npos,
+              degree == 4)
+        << notes;
+  }
+  // The last rank of model=4 holds the second head's rows, which the rank before it shares.
+  const Mesh mesh({"model"}, {4});
+  for (const std::int64_t rank : {1, 2, 3}) {
+    const std::vector<train::ParameterSpec> held =
+        train::local_parameters(model->parameters(), mesh, rank, model->model_placements(4),
+                                model->shared_rows(4));
+    EXPECT_EQ(held[3].block[0].start, rank < 2 ? 0 : 8) << rank;
+    EXPECT_EQ(held[3].block[0].stop, rank < 2 ? 8 : 16) << rank;
+    EXPECT_EQ(held[4].name, "model.layers.0.self_attn.v_proj.weight");
+    EXPECT_EQ(held[4].block[0].start, rank < 2 ? 0 : 8) << rank;
   }
 }
 

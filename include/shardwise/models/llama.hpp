@@ -71,6 +71,10 @@ void validate(const LlamaConfig& config);
                                                                 int degree);
 // Whether degree t holds each key/value head on t / n_kv_head ranks (their count divides t).
 [[nodiscard]] bool replicates_kv_heads(const LlamaConfig& config, int degree);
+// The key/value projections' rows each model rank holds where the heads are replicated: one
+// head's, on t / n_kv_head ranks (train::SharedRows); none otherwise.
+[[nodiscard]] std::vector<train::SharedRows> llama_shared_rows(const LlamaConfig& config,
+                                                               int degree);
 
 class LlamaDefinition final : public train::ModelDefinition {
  public:
@@ -89,6 +93,7 @@ class LlamaDefinition final : public train::ModelDefinition {
   [[nodiscard]] std::vector<std::string> chunk_parameters(
       const train::LayerRange& range) const override;
   [[nodiscard]] std::vector<PartitionSpec> model_placements(int degree) const override;
+  [[nodiscard]] std::vector<train::SharedRows> shared_rows(int degree) const override;
   [[nodiscard]] ModelManifest manifest() const override;
   // Per layer 2 C (q + 2 kv + o) + 6 C F (the MLP) + 4 seq H hd (attention); the head 2 V C.
   [[nodiscard]] std::vector<double> layer_flops(std::size_t seq) const override;

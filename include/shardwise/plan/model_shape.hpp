@@ -50,8 +50,8 @@ struct ModelShape {
     std::vector<int> model_split = {};
     // Per shape: the whole heads along its split dimension where they must stay whole (a
     // key/value projection's heads), 0 otherwise. A degree those heads do not divide, and that
-    // they divide, leaves the projection whole on every model rank (the heads replicated, as
-    // the trainer holds them); empty: none.
+    // they divide, holds one head on each degree / heads ranks (the heads replicated, as the
+    // trainer holds them); empty: none.
     std::vector<std::int64_t> split_heads = {};
     [[nodiscard]] std::int64_t elements() const;
     // The elements one of `degree` model ranks holds (rounded up where split evenly).

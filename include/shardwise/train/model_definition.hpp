@@ -18,6 +18,7 @@
 #include "shardwise/strategy/recompute.hpp"
 #include "shardwise/train/parameter_store.hpp"
 #include "shardwise/train/pipeline_layout.hpp"
+#include "shardwise/train/placement.hpp"
 #include "shardwise/train/tensor_parallel.hpp"
 #include "shardwise/train/trainer.hpp"
 
@@ -91,6 +92,10 @@ class ModelDefinition {
   // The split over the model axis the layers compute with, for `degree` ranks (P() for every
   // parameter where it is 1): an InvalidArgument names what the degree does not divide.
   [[nodiscard]] virtual std::vector<PartitionSpec> model_placements(int degree) const = 0;
+  // The parameters model_placements leaves whole of which each of `degree` model ranks computes
+  // with one block of rows (placement.hpp); the chunk sums their gradients among the ranks
+  // sharing a block. The default: none.
+  [[nodiscard]] virtual std::vector<SharedRows> shared_rows(int degree) const;
   // The planner's manifest (names, shapes, logical axes and their units).
   [[nodiscard]] virtual ModelManifest manifest() const = 0;
   // Forward FLOPs per token of each layer at sequence length `seq`, and of the head (counted on
@@ -109,7 +114,7 @@ class ModelDefinition {
 // Where a chunk of `range` finds each of the model's parameters (parameters() order) in
 // `store`: its index there, or kNotHeld for a parameter the chunk does not read. InvalidArgument
 // naming the parameter where the store holds it in another shape than its block of `degree`
-// ranks (model_placements).
+// ranks (model_placements, shared_rows).
 inline constexpr std::size_t kNotHeld = static_cast<std::size_t>(-1);
 [[nodiscard]] std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
                                                                const ParameterStore& store,

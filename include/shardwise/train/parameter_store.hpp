@@ -44,6 +44,9 @@ struct ParameterSpec {
   // the last stage's head): the model sums its gradient into the first copy's, so it counts
   // once, there, in the gradient norm.
   bool tied_copy = false;
+  // The model ranks holding this same block (1 but for SharedRows, placement.hpp): they sum
+  // their gradients of it among themselves, and one of them counts it in the gradient norm.
+  std::size_t model_sharers = 1;
 
   // The whole parameter's shape: global_shape where a block is set, else shape.
   [[nodiscard]] const Shape& whole_shape() const { return block.empty() ? shape : global_shape; }

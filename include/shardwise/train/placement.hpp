@@ -29,13 +29,26 @@ inline constexpr std::string_view kPipelineAxis = "pipeline";
                                                           const LogicalAxisRules& axis_rules,
                                                           const ParameterNameRules& name_rules);
 
+// A parameter its placement leaves whole of which each model rank holds and computes with one
+// block of rows, as no PartitionSpec can say: its first dimension cut into `blocks` equal blocks,
+// model rank r holding block r / (degree / blocks), so that each block is held by degree /
+// blocks consecutive model ranks, which sum their gradients of it among themselves. Grouped-query
+// attention's key/value heads where there are fewer of them than model ranks (vLLM's rule).
+struct SharedRows {
+  std::size_t parameter = 0;  // in the model's parameters() order
+  std::size_t blocks = 0;
+  friend bool operator==(const SharedRows&, const SharedRows&) = default;
+};
+
 // What `device` holds of each parameter under those placements: its block (shape and block set,
-// the whole's shape kept in global_shape); a parameter the placement leaves whole is unchanged.
-// InvalidArgument naming the parameter where a placement names another axis than 'model' or the
-// model axis does not divide the dimension it splits.
+// the whole's shape kept in global_shape); a parameter the placement leaves whole is unchanged
+// but for its rows where `shared` names it (model_sharers set). InvalidArgument naming the
+// parameter where a placement names another axis than 'model', the model axis does not divide
+// the dimension it splits, or a shared parameter is placed otherwise than whole or its rows or
+// the model axis are not a multiple of its blocks.
 [[nodiscard]] std::vector<ParameterSpec> local_parameters(
     const std::vector<ParameterSpec>& parameters, const Mesh& mesh, DeviceId device,
-    const std::vector<PartitionSpec>& placements);
+    const std::vector<PartitionSpec>& placements, const std::vector<SharedRows>& shared = {});
 
 // A parameter's placement over the whole mesh: the model axis' split of the whole and ZeRO's
 // split of the block (entries naming the shard axis), the model axis major where both split one

@@ -39,6 +39,10 @@ class TensorParallel {
 
   // Sums `count` values over the axis, in place.
   void sum(float* values, std::size_t count) const;
+  // Sums `count` values, in place, over the `sharers` consecutive ranks of the axis this rank is
+  // one of (ranks [r / sharers * sharers, ... + sharers)): those holding one block of a
+  // parameter (SharedRows). `sharers` must divide the degree.
+  void sum_among(float* values, std::size_t count, int sharers) const;
 
   // out (rows x out_features) = (sum over the axis of inp weight^T) + bias, where inp is rows x
   // in_local and weight out_features x in_local (this rank's columns); bias may be null.
@@ -88,6 +92,7 @@ class TensorParallel {
  private:
   Communicator* comm_ = nullptr;
   Group group_;
+  mutable Group sharers_group_;  // sum_among's ranks, made at its first call
   mutable std::vector<float> staging_;  // every rank's part of a sequence gather or scatter
   int degree_ = 1;
   int rank_ = 0;

@@ -79,9 +79,6 @@ class LlamaChunk final : public train::ModelChunk {
   const float* whole_output_grad(const float* local, std::size_t batch, std::size_t seq);
   [[nodiscard]] float* value(std::size_t parameter) { return store_.value(index_[parameter]); }
   [[nodiscard]] float* grad(std::size_t parameter) { return store_.grad(index_[parameter]); }
-  // This rank's key/value head weights of layer l (its rows of a projection held whole, where
-  // the heads are replicated) and where their gradients go.
-  [[nodiscard]] float* kv_weight(std::size_t l, std::size_t which);
   [[nodiscard]] std::size_t layers() const { return range_.end_layer - range_.first_layer; }
   [[nodiscard]] std::size_t local_rows(std::size_t batch, std::size_t seq) const;
   [[nodiscard]] std::size_t unit(std::size_t parameter) const {
@@ -102,7 +99,8 @@ class LlamaChunk final : public train::ModelChunk {
   // width, the vocabulary and where its rows start; the first key/value head it computes with
   // (of the whole projection's, where replicated).
   std::size_t heads_ = 0, q_width_ = 0, kv_heads_ = 0, kv_width_ = 0, mlp_ = 0, vocab_ = 0,
-              vocab_start_ = 0, kv_first_head_ = 0;
+              vocab_start_ = 0;
+  int kv_sharers_ = 1;  // the model ranks holding this rank's key/value head
   bool replicated_kv_ = false;
   // The rotary table for the longest sequence seen so far (never the whole context a config
   // may claim: its cos and sin are as many floats as one sequence's q).
