@@ -5,8 +5,8 @@
 #include "command.hpp"
 #include "model_argument.hpp"
 #include "shardwise/core/error.hpp"
-#include "shardwise/train/placement.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
+#include "shardwise/train/placement.hpp"
 #include "specs_render.hpp"
 #include "text_table.hpp"
 
@@ -68,11 +68,11 @@ class SpecsCommand final : public Command {
       if (spec.size() == 0 || spec.entry(0).is_replicated()) {
         shape[0] /= static_cast<std::int64_t>(rows.blocks);
       }
-      layout.notes.push_back(layout.parameters[rows.parameter].parameter.name +
-                             ": the trainer holds its rows in " + std::to_string(rows.blocks) +
-                             " blocks, each on " + std::to_string(degree / static_cast<int>(rows.blocks)) +
-                             " 'model' ranks (replicated key/value heads): " + to_string(shape) +
-                             " a device");
+      layout.notes.push_back(
+          layout.parameters[rows.parameter].parameter.name + ": the trainer holds its rows in " +
+          std::to_string(rows.blocks) + " blocks, each on " +
+          std::to_string(degree / static_cast<int>(rows.blocks)) +
+          " 'model' ranks (replicated key/value heads): " + to_string(shape) + " a device");
     }
     return held;
   }

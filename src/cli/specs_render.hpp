@@ -13,6 +13,7 @@ std::string render_specs_text(const ModelLayout& layout);
 // One JSON object, without a trailing newline. `held_shapes` (parameter order; empty: each its
 // shard shape) are the blocks a device of the trainer holds, "held_shape": a shard shape but where
 // the trainer holds less than a PartitionSpec can say (train::SharedRows).
-std::string render_specs_json(const ModelLayout& layout, const std::vector<Shape>& held_shapes = {});
+std::string render_specs_json(const ModelLayout& layout,
+                              const std::vector<Shape>& held_shapes = {});
 
 }  // namespace shardwise::cli

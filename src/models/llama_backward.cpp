@@ -76,9 +76,8 @@ void LlamaChunk::head_backward(Activations& act, float loss_scale) {
     std::fill(dlogits, dlogits + rows * vocab_, 0.0F);
     tp_.cross_entropy_backward(dlogits, dlosses.data(), probs_.data(), act.targets.data() + r0,
                                rows, vocab_, vocab_start_);
-    kernels::matmul_backward(dnorm() + r0 * C, grad(head_weight()), nullptr, dlogits,
-                             normf, value(head_weight()), rows, C, vocab_,
-                             InputGradient::kOverwrite);
+    kernels::matmul_backward(dnorm() + r0 * C, grad(head_weight()), nullptr, dlogits, normf,
+                             value(head_weight()), rows, C, vocab_, InputGradient::kOverwrite);
   }
   const float* dnormf = column_input_grad(act.batch, act.seq);
   if (config_.tie_word_embeddings) store_.release(unit(kEmbedTokens));
@@ -106,8 +105,8 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
   kernels::swiglu_backward(dgate, dup, dact, a.gate, a.up, BT * mlp_, InputGradient::kOverwrite);
   kernels::matmul_backward(dnorm(), grad(p(kGateProj)), nullptr, dgate, a.norm2,
                            value(p(kGateProj)), BT, C, mlp_, InputGradient::kOverwrite);
-  kernels::matmul_backward(dnorm(), grad(p(kUpProj)), nullptr, dup, a.norm2,
-                           value(p(kUpProj)), BT, C, mlp_);
+  kernels::matmul_backward(dnorm(), grad(p(kUpProj)), nullptr, dup, a.norm2, value(p(kUpProj)), BT,
+                           C, mlp_);
   norm_backward(dresidual_.data(), grad(p(kPostNorm)), column_input_grad(batch, seq), a.residual2,
                 value(p(kPostNorm)), a.rstd2, batch, seq);
   // residual2 = residual + attproj, the same way.
@@ -127,8 +126,8 @@ void LlamaChunk::layer_backward(const Layer& a, const float* residual, std::size
                               InputGradient::kOverwrite);
   rotary(seq).rotate_back(dq, batch, seq, heads_, q_width_);
   rotary(seq).rotate_back(dk, batch, seq, kv_heads_, kv_width_);
-  kernels::matmul_backward(dnorm(), grad(p(kQProj)), nullptr, dq, a.norm1, value(p(kQProj)),
-                           BT, C, q_width_, InputGradient::kOverwrite);
+  kernels::matmul_backward(dnorm(), grad(p(kQProj)), nullptr, dq, a.norm1, value(p(kQProj)), BT, C,
+                           q_width_, InputGradient::kOverwrite);
   // A replicated key/value head: this micro-batch's gradient of it in scratch, summed over the
   // ranks holding it (each adding its query heads' part), then added: every copy receives the
   // same whole gradient.

@@ -135,9 +135,8 @@ std::size_t LlamaChunk::activation_bytes() const {
   std::size_t bytes = recomputed_.bytes();
   for (const auto& a : slots_) bytes += a->bytes();
   std::size_t floats = 0;
-  for (const auto* v : {&dresidual_, &projected_, &dq_, &dk_, &dv_, &datty_, &logits_,
-                        &probs_, &dnorm_local_, &norm_local_, &partial_, &dfull_, &norm_grad_,
-                        &kv_grad_}) {
+  for (const auto* v : {&dresidual_, &projected_, &dq_, &dk_, &dv_, &datty_, &logits_, &probs_,
+                        &dnorm_local_, &norm_local_, &partial_, &dfull_, &norm_grad_, &kv_grad_}) {
     floats += v->size();
   }
   return bytes + floats * sizeof(float);
@@ -207,8 +206,10 @@ void LlamaChunk::layer_forward(const Layer& a, const float* residual, std::size_
   // Column-parallel q, k and v of this rank's heads, rotated; row-parallel output projection.
   kernels::matmul_forward(a.q, a.norm1, value(llama_layer_param(l, kQProj)), nullptr, BT, C,
                           q_width_);
-  kernels::matmul_forward(a.k, a.norm1, value(llama_layer_param(l, kKProj)), nullptr, BT, C, kv_width_);
-  kernels::matmul_forward(a.v, a.norm1, value(llama_layer_param(l, kVProj)), nullptr, BT, C, kv_width_);
+  kernels::matmul_forward(a.k, a.norm1, value(llama_layer_param(l, kKProj)), nullptr, BT, C,
+                          kv_width_);
+  kernels::matmul_forward(a.v, a.norm1, value(llama_layer_param(l, kVProj)), nullptr, BT, C,
+                          kv_width_);
   rotary(seq).rotate(a.q, batch, seq, heads_, q_width_);
   rotary(seq).rotate(a.k, batch, seq, kv_heads_, kv_width_);
   const kernels::AttentionLayout attention{batch,    seq,      heads_, kv_heads_, config_.head_dim,

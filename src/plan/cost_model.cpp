@@ -199,8 +199,7 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
   // key/value heads are replicated both projections' gradients of the rank's head.
   const double branch_scratch =
       model.gated_mlp ? whole * trainer_branch_scratch_width(model, l) : whole * 12 * h / t;
-  const double kv_head =
-      static_cast<double>(model.head_dim) * static_cast<double>(model.hidden);
+  const double kv_head = static_cast<double>(model.head_dim) * static_cast<double>(model.hidden);
   floats += static_cast<double>(l.virtual_stages) *
             ((model.gated_mlp ? 1 : 2) * rows * h + whole * h + branch_scratch +
              (l.sequence_parallel ? 2 * rows * h + 2 * whole * h + (model.gated_mlp ? h : 0) : 0) +

@@ -60,8 +60,8 @@ Shape ModelShape::Unit::block(std::size_t i, std::int64_t degree) const {
   // Heads the degree does not divide but divides: one head on each degree / heads ranks
   // (vLLM's rule, the trainer's train::SharedRows); heads neither: held whole.
   const std::int64_t blocks = whole_heads == 0 || whole_heads % degree == 0 ? degree
-                              : degree % whole_heads == 0                  ? whole_heads
-                                                                           : 1;
+                              : degree % whole_heads == 0                   ? whole_heads
+                                                                            : 1;
   shape[static_cast<std::size_t>(model_split[i])] /= blocks;
   return shape;
 }

@@ -142,8 +142,7 @@ std::vector<ParameterPlanRow> parameter_plan_rows(const std::vector<ParameterSpe
         whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string();
     if (specs[p].model_sharers > 1) {
       // Rows no PartitionSpec can place: say how they lie over the model axis.
-      placement += " (rows in " +
-                   std::to_string(specs[p].global_shape[0] / specs[p].shape[0]) +
+      placement += " (rows in " + std::to_string(specs[p].global_shape[0] / specs[p].shape[0]) +
                    " blocks over 'model', each on " + std::to_string(specs[p].model_sharers) +
                    " ranks)";
     }

@@ -20,7 +20,8 @@ std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
   const std::vector<ParameterSpec> whole = model.parameters();
   const std::vector<PartitionSpec> placements = model.model_placements(degree);
   std::vector<std::size_t> shared_blocks(whole.size(), 1);
-  for (const SharedRows& rows : model.shared_rows(degree)) shared_blocks.at(rows.parameter) = rows.blocks;
+  for (const SharedRows& rows : model.shared_rows(degree))
+    shared_blocks.at(rows.parameter) = rows.blocks;
   std::vector<std::size_t> index(whole.size(), kNotHeld);
   for (std::size_t p = 0; p < whole.size(); ++p) {
     const ParameterSpec& spec = whole[p];

@@ -29,8 +29,9 @@ ParameterSpec shared_rows_of(const ParameterSpec& whole, const PartitionSpec& pl
   if (!placement.all_axes().empty() || whole.shape.empty() || degree % blocks != 0 ||
       rows % b != 0) {
     throw InvalidArgument("parameter '" + whole.name + "' of shape " + to_string(whole.shape) +
-                          " placed by " + placement.to_string() + " cannot have its rows shared in " +
-                          std::to_string(blocks) + " blocks by " + std::to_string(degree) +
+                          " placed by " + placement.to_string() +
+                          " cannot have its rows shared in " + std::to_string(blocks) +
+                          " blocks by " + std::to_string(degree) +
                           " model ranks (whole placement, blocks dividing its rows and the axis)");
   }
   const std::int64_t coordinate =

@@ -28,11 +28,9 @@ using testing::source_path;
 
 std::vector<std::string> llama(const std::string& file, std::vector<std::string> extra) {
   const std::string path = file.starts_with('/') ? file : source_path("examples/models/" + file);
-  std::vector<std::string> args{"train",   "--model", path,
-                                "--steps", "10",      "--batch",
-                                "12",      "--seq",   "12",
-                                "--seed",  "5",       "--lr",
-                                "3e-3",    "--json"};
+  std::vector<std::string> args{"train",   "--model", path,    "--steps", "10",
+                                "--batch", "12",      "--seq", "12",      "--seed",
+                                "5",       "--lr",    "3e-3",  "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -185,9 +183,8 @@ TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
       nlohmann::json::parse(std::ifstream(file)).dump(), "llama_micro.json");
   for (const int degree : {2, 4}) {
     const Mesh mesh({"model"}, {degree});
-    const std::vector<train::ParameterSpec> held =
-        train::local_parameters(model->parameters(), mesh, 0, model->model_placements(degree),
-                                model->shared_rows(degree));
+    const std::vector<train::ParameterSpec> held = train::local_parameters(
+        model->parameters(), mesh, 0, model->model_placements(degree), model->shared_rows(degree));
     const testing::Result r = run_command(
         {"specs", "--model", file, "--mesh", "model=" + std::to_string(degree), "--json"});
     ASSERT_EQ(r.status, 0) << r.err;
@@ -214,9 +211,8 @@ TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
   // The last rank of model=4 holds the second head's rows, which the rank before it shares.
   const Mesh mesh({"model"}, {4});
   for (const std::int64_t rank : {1, 2, 3}) {
-    const std::vector<train::ParameterSpec> held =
-        train::local_parameters(model->parameters(), mesh, rank, model->model_placements(4),
-                                model->shared_rows(4));
+    const std::vector<train::ParameterSpec> held = train::local_parameters(
+        model->parameters(), mesh, rank, model->model_placements(4), model->shared_rows(4));
     EXPECT_EQ(held[3].block[0].start, rank < 2 ? 0 : 8) << rank;
     EXPECT_EQ(held[3].block[0].stop, rank < 2 ? 8 : 16) << rank;
     EXPECT_EQ(held[4].name, "model.layers.0.self_attn.v_proj.weight");

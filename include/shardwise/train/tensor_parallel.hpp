@@ -92,7 +92,7 @@ class TensorParallel {
  private:
   Communicator* comm_ = nullptr;
   Group group_;
-  mutable Group sharers_group_;  // sum_among's ranks, made at its first call
+  mutable Group sharers_group_;         // sum_among's ranks, made at its first call
   mutable std::vector<float> staging_;  // every rank's part of a sequence gather or scatter
   int degree_ = 1;
   int rank_ = 0;

@@ -117,8 +117,8 @@ class LlamaChunk final : public train::ModelChunk {
   // The backward's scratch. The MLP's gradients are written over the arrays they are the
   // gradients of, the attention's into the MLP's arrays where they fit (else dq_, dk_, dv_ and
   // datty_ hold them), the head's logits' gradient over its logits.
-  std::vector<float> dresidual_, projected_, dq_, dk_, dv_, datty_, logits_, probs_,
-      dnorm_local_, norm_local_, partial_, dfull_, norm_grad_, kv_grad_;
+  std::vector<float> dresidual_, projected_, dq_, dk_, dv_, datty_, logits_, probs_, dnorm_local_,
+      norm_local_, partial_, dfull_, norm_grad_, kv_grad_;
 };
 
 }  // namespace shardwise::models::detail
