@@ -1,5 +1,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <map>
 #include <ostream>
 
 #include "command.hpp"
@@ -48,31 +49,42 @@ class SpecsCommand final : public Command {
 
   // The shard shapes, but a model's rows its model ranks share (train::SharedRows: replicated
   // key/value heads, which no PartitionSpec can place) as the trainer holds them, with a note.
+  // The shared parameters are found by name: a Hugging Face config's manifest lists them in its
+  // own order, not the family's.
   static std::vector<Shape> held_shapes(const ModelArgument& argument, ModelLayout& layout) {
     std::vector<Shape> held;
-    for (const ParameterLayout& p : layout.parameters) held.push_back(p.shard_shape);
-    const Mesh& mesh = layout.mesh;
-    if (!argument.model || !mesh.has_axis(train::kModelAxis)) return held;
-    const auto degree = static_cast<int>(mesh.axis_size(train::kModelAxis));
+    std::map<std::string, std::size_t> index;
+    for (const ParameterLayout& p : layout.parameters) {
+      index.emplace(p.parameter.name, held.size());
+      held.push_back(p.shard_shape);
+    }
+    const int degree = train::model_degree(layout.mesh);
+    if (!argument.model || degree == 1) return held;
     std::vector<train::SharedRows> shared;
     try {
       shared = argument.model->shared_rows(degree);
     } catch (const InvalidArgument&) {
       return held;  // a degree the model cannot run: the layout's notes say what does not divide
     }
+    const std::vector<train::ParameterSpec> parameters = argument.model->parameters();
+    std::vector<std::string> names;
     for (const train::SharedRows& rows : shared) {
-      if (rows.parameter >= held.size() || held[rows.parameter].empty()) continue;
-      Shape& shape = held[rows.parameter];
-      const PartitionSpec& spec = layout.parameters[rows.parameter].spec;
-      // Rows another axis splits too (FSDP's) are that axis' split of the trainer's block.
-      if (spec.size() == 0 || spec.entry(0).is_replicated()) {
-        shape[0] /= static_cast<std::int64_t>(rows.blocks);
-      }
+      const auto found = index.find(parameters.at(rows.parameter).name);
+      if (found == index.end()) continue;
+      Shape& shape = held[found->second];
+      const auto blocks = static_cast<std::int64_t>(rows.blocks);
+      // The trainer's block of rows; an axis that splits them too (FSDP's) splits that block.
+      if (!shape.empty() && shape[0] % blocks == 0) shape[0] /= blocks;
+      names.push_back(found->first);
+    }
+    if (!names.empty()) {
+      const std::size_t blocks = shared.front().blocks;
       layout.notes.push_back(
-          layout.parameters[rows.parameter].parameter.name + ": the trainer holds its rows in " +
-          std::to_string(rows.blocks) + " blocks, each on " +
-          std::to_string(degree / static_cast<int>(rows.blocks)) +
-          " 'model' ranks (replicated key/value heads): " + to_string(shape) + " a device");
+          names.front() +
+          (names.size() > 1 ? " and " + std::to_string(names.size() - 1) + " more" : "") +
+          ": replicated key/value heads, which the trainer holds " +
+          train::shared_rows_words(blocks, static_cast<std::size_t>(degree) / blocks) + ": " +
+          to_string(held[index.at(names.front())]) + " a device (held_shape)");
     }
     return held;
   }

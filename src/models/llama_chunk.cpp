@@ -43,6 +43,24 @@ LlamaChunk::LlamaChunk(LlamaConfig config, train::ParameterStore& store,
   kv_heads_ = replicated_kv_ ? 1 : config_.n_kv_head / t;
   kv_sharers_ = replicated_kv_ ? static_cast<int>(t / config_.n_kv_head) : 1;
   kv_width_ = kv_heads_ * config_.head_dim;
+  if (replicated_kv_) {
+    // The store's rows of each key/value projection must be the head this rank's queries read.
+    const auto first_row =
+        static_cast<std::int64_t>(r / static_cast<std::size_t>(kv_sharers_) * config_.head_dim);
+    for (std::size_t l = range_.first_layer; l < range_.end_layer; ++l) {
+      for (const std::size_t which : {kKProj, kVProj}) {
+        const ParameterSpec& held = store_.specs()[index_[llama_layer_param(l, which)]];
+        if (held.block.empty() || held.block[0].start != first_row) {
+          throw InvalidArgument(
+              "parameter '" + held.name + "' holds rows " +
+              (held.block.empty() ? std::string("all") : shardwise::to_string(held.block)) +
+              " on model rank " + std::to_string(r) + "; its queries read rows [" +
+              std::to_string(first_row) + ", " +
+              std::to_string(first_row + static_cast<std::int64_t>(config_.head_dim)) + ")");
+        }
+      }
+    }
+  }
   mlp_ = config_.intermediate_size / t;
   vocab_ = config_.vocab_size / t;
   vocab_start_ = r * vocab_;

@@ -13,10 +13,6 @@
 namespace shardwise::train {
 namespace {
 
-int model_degree(const Mesh& mesh) {
-  return mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1;
-}
-
 std::vector<PartitionSpec> placements_of(const ModelDefinition& definition, const Mesh& mesh,
                                          const ModelLayout& layout) {
   const int degree = model_degree(mesh);

@@ -85,7 +85,7 @@ JobLayout resolve_job_layout(const ModelDefinition& model, const Mesh& mesh, int
   try {
     layout.placements =
         model_placements(model.manifest(), mesh, rules.axis_rules, rules.name_rules);
-    const int degree = mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1;
+    const int degree = model_degree(mesh);
     check_model_placements(model, degree, layout.placements);
     layout.blocks = local_parameters(whole, mesh, 0, layout.placements, model.shared_rows(degree));
   } catch (const InvalidArgument& e) {
@@ -140,11 +140,9 @@ std::vector<ParameterPlanRow> parameter_plan_rows(const std::vector<ParameterSpe
     }
     std::string placement =
         whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string();
-    if (specs[p].model_sharers > 1) {
-      // Rows no PartitionSpec can place: say how they lie over the model axis.
-      placement += " (rows in " + std::to_string(specs[p].global_shape[0] / specs[p].shape[0]) +
-                   " blocks over 'model', each on " + std::to_string(specs[p].model_sharers) +
-                   " ranks)";
+    if (specs[p].model_sharers > 1) {  // rows no PartitionSpec can place
+      const auto blocks = static_cast<std::size_t>(specs[p].global_shape[0] / specs[p].shape[0]);
+      placement += " (" + shared_rows_words(blocks, specs[p].model_sharers) + ")";
     }
     rows.push_back({name, specs[p].whole_shape(), block, placement,
                     shardings != nullptr ? shardings->reasons[p] : std::string("ZeRO 0")});

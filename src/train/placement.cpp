@@ -48,6 +48,16 @@ ParameterSpec shared_rows_of(const ParameterSpec& whole, const PartitionSpec& pl
 
 }  // namespace
 
+int model_degree(const Mesh& mesh) {
+  return mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1;
+}
+
+std::string shared_rows_words(std::size_t blocks, std::size_t sharers) {
+  if (blocks == 1) return "whole on each of the " + std::to_string(sharers) + " 'model' ranks";
+  return "rows in " + std::to_string(blocks) + " blocks over 'model', each on " +
+         std::to_string(sharers) + " ranks";
+}
+
 std::vector<PartitionSpec> model_placements(const ModelManifest& manifest, const Mesh& mesh,
                                             const LogicalAxisRules& axis_rules,
                                             const ParameterNameRules& name_rules) {

@@ -203,8 +203,9 @@ TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
     EXPECT_EQ(held[3].model_sharers, degree == 2 ? 1U : 2U);
     EXPECT_EQ(parameters[3]["shard_shape"][0], degree == 2 ? 8 : 16);
     const std::string notes = nlohmann::json::parse(r.out)["notes"].dump();
-    EXPECT_EQ(notes.find("k_proj.weight: the trainer holds its rows in 2 blocks, each on 2 'model' "
-                         "ranks") != std::string::npos,
+    EXPECT_EQ(notes.find("k_proj.weight and 7 more: replicated key/value heads, which the "
+                         "trainer holds rows in 2 blocks over 'model', each on 2 ranks") !=
+                  std::string::npos,
               degree == 4)
         << notes;
   }

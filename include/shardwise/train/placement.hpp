@@ -4,6 +4,7 @@
 // and data where ZeRO shards over it) split that block further (ParameterShardings). A
 // parameter's placement over the mesh combines both, the model axis major.
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,6 +40,13 @@ struct SharedRows {
   std::size_t blocks = 0;
   friend bool operator==(const SharedRows&, const SharedRows&) = default;
 };
+
+// The model axis' size, 1 where the mesh has none.
+[[nodiscard]] int model_degree(const Mesh& mesh);
+
+// How a shared parameter's rows lie over the model axis, in words: "rows in 2 blocks over
+// 'model', each on 2 ranks", or "whole on each of the 4 'model' ranks" for one block.
+[[nodiscard]] std::string shared_rows_words(std::size_t blocks, std::size_t sharers);
 
 // What `device` holds of each parameter under those placements: its block (shape and block set,
 // the whole's shape kept in global_shape); a parameter the placement leaves whole is unchanged
