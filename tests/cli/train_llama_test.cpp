@@ -82,6 +82,9 @@ TEST(TrainLlama, EveryLayoutSeesTheOneRanksLosses) {
        {"--mesh", "model=4"},  // replicated on 2 ranks each
        {"--mesh", "model=2", "--sequence-parallel"},
        {"--mesh", "model=4", "--sequence-parallel"},
+       {"--mesh", "fsdp=2,model=4", "--zero", "3"},  // a shared head's rows sharded by ZeRO
+       {"--mesh", "data=2,model=4", "--zero", "1"},
+       {"--mesh", "model=4,pipeline=2", "--schedule", "1f1b", "--microbatches", "2"},
        {"--mesh", "pipeline=2", "--schedule", "gpipe", "--microbatches", "4"},
        {"--mesh", "pipeline=2", "--schedule", "1f1b", "--microbatches", "4"},
        {"--mesh", "pipeline=2", "--schedule", "interleaved", "--microbatches", "2"},
