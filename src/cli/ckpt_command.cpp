@@ -22,11 +22,11 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
+#include "shardwise/models/model_source.hpp"
 #include "shardwise/train/checkpoint_manager.hpp"
 #include "shardwise/train/distributed_model.hpp"
 #include "shardwise/train/token_source.hpp"
 #include "text_table.hpp"
-#include "train_checkpoint.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -121,17 +121,6 @@ const models::HfAdapter& hf_adapter(const std::string& format) {
 
 constexpr char kForceHint[] = "; --force replaces it";
 
-// The model's arrays (not its optimizer state) are in the checkpoint with its shapes.
-void require_arrays_of_model(const ckpt::CheckpointIndex& index,
-                             const train::ModelDefinition& model, const std::string& what) {
-  for (const std::string& name : train::checkpoint_arrays(model.parameters(), false)) {
-    if (index.find(name) == nullptr) {
-      throw ckpt::CheckpointError(what + " lacks the array '" + name + "'");
-    }
-  }
-  train::require_checkpoint_shapes(index, model.parameters(), false, what);
-}
-
 void export_hf(const std::string& path, const std::string& format, const std::string& folder,
                bool force, std::ostream& out) {
   const models::HfAdapter& adapter = hf_adapter(format);
@@ -153,13 +142,13 @@ void export_hf(const std::string& path, const std::string& format, const std::st
   }
   const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(path, "checkpoint"));
   const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
-  const CheckpointInfo info = checkpoint_info(reader.index(), what);
+  const models::CheckpointInfo info = models::checkpoint_info(reader.index(), what);
   // Optimizer state stays behind: the export is the model.
   if (adapter.format() != models::hf_adapter_of(*info.model).format()) {
     throw InvalidArgument("--format " + format + " holds another family's models; " + what +
                           " holds " + info.model->describe());
   }
-  require_arrays_of_model(reader.index(), *info.model, what);
+  models::require_model_arrays(reader.index(), *info.model, what);
   reader.check_files();
   // The trainer's values and their Hugging Face layout, both whole.
   check_model_fits(*info.model, 2, "exporting " + what);
@@ -315,23 +304,19 @@ void import_hf(const std::string& path, const std::string& format,
       << " continues from it on any layout\n";
 }
 
-// The mean next-token loss of a checkpoint's model on a file's tokens: windows of `seq` tokens
-// one after the other, each predicting the tokens one place on; as many as the file holds.
-void checkpoint_loss(const std::string& path, const std::string& data, const std::string& format,
-                     const std::optional<std::string>& seq_text, bool json, std::ostream& out) {
-  const ckpt::CheckpointReader reader = open_checkpoint(path);
-  const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
-  const CheckpointInfo info = checkpoint_info(reader.index(), what);
-  // The metadata's model is built below: its sizes are held against the arrays and this
-  // machine's memory first (the values, their gradients and the buffers of one window).
-  require_arrays_of_model(reader.index(), *info.model, what);
-  reader.check_files();
-  check_model_fits(*info.model, 3, "computing the loss of " + what);
+// The mean next-token loss of a model (a checkpoint's, a --save folder's newest, a Hugging Face
+// folder's) on a file's tokens: windows of `seq` tokens one after the other, each predicting the
+// tokens one place on; as many as the file holds.
+void model_loss(const std::string& path, const std::string& data, const std::string& format,
+                const std::optional<std::string>& seq_text, bool json, std::ostream& out) {
+  const models::ModelSource source = models::open_model_source(path, "path");
+  // The values, their gradients and the buffers of one window.
+  check_model_fits(*source.model, 3, "computing the loss of " + source.words);
   const std::size_t seq =
       seq_text
           ? static_cast<std::size_t>(bounded(
-                *seq_text, "--seq", 1, static_cast<std::int64_t>(info.model->context_length())))
-          : info.model->context_length();
+                *seq_text, "--seq", 1, static_cast<std::int64_t>(source.model->context_length())))
+          : source.model->context_length();
   const std::shared_ptr<const train::TokenSource> tokens =
       train::file_source(data, train::parse_token_format(format, "--data-format"), "--data");
   if (tokens->size() < seq + 1) {
@@ -343,22 +328,22 @@ void checkpoint_loss(const std::string& path, const std::string& data, const std
   std::vector<std::int32_t> all(windows * seq + 1);
   tokens->read(0, all.size(), all.data());
   for (std::size_t i = 0; i < all.size(); ++i) {
-    if (all[i] < 0 || static_cast<std::size_t>(all[i]) >= info.model->vocab_size()) {
+    if (all[i] < 0 || static_cast<std::size_t>(all[i]) >= source.model->vocab_size()) {
       throw InvalidArgument("--data '" + echo_input(data, 200) + "': token " + std::to_string(i) +
                             " is " + std::to_string(all[i]) + ", outside the model's vocabulary");
     }
   }
-  train::DistributedModel model(info.model, 0);
+  train::DistributedModel model(source.model, 0);
   train::ParameterStore& store = model.parameters();
-  std::vector<ckpt::BlockToLoad> targets;
+  std::vector<train::ParameterBlock> blocks;
   for (std::size_t p = 0; p < store.specs().size(); ++p) {
     const train::ParameterSpec& spec = store.specs()[p];
     ShardIndex box;
     for (const std::int64_t size : spec.shape) box.push_back({0, size});
-    targets.push_back({train::model_array(spec.name), spec.shape, DType::kF32, box,
-                       std::as_writable_bytes(std::span<float>(store.value(p), store.count(p)))});
+    blocks.push_back(
+        {spec.name, spec.shape, box, std::span<float>(store.value(p), store.count(p))});
   }
-  (void)reader.read(targets);
+  source.values(blocks);
   double sum = 0;
   for (std::size_t w = 0; w < windows; ++w) {
     const std::span<const std::int32_t> input(all.data() + w * seq, seq);
@@ -367,13 +352,14 @@ void checkpoint_loss(const std::string& path, const std::string& data, const std
   }
   const double loss = sum / static_cast<double>(windows);
   if (json) {
-    out << nlohmann::json{{"loss", loss}, {"windows", windows}, {"seq", seq}, {"step", info.step}}
-               .dump()
-        << "\n";
+    nlohmann::json result{{"loss", loss}, {"windows", windows}, {"seq", seq}};
+    result["step"] = source.step ? nlohmann::json(*source.step) : nlohmann::json(nullptr);
+    out << result.dump() << "\n";
     return;
   }
   out << "loss " << std::setprecision(7) << loss << " over " << windows << " windows of " << seq
-      << " tokens (step " << info.step << ")\n";
+      << " tokens (" << (source.step ? "step " + std::to_string(*source.step) : source.words)
+      << ")\n";
 }
 
 class CkptCommand final : public Command {
@@ -404,7 +390,10 @@ class CkptCommand final : public Command {
                       "Replace a model.safetensors and config.json already in --out (regular "
                       "files only; a symlink or FIFO there is always refused)");
     loss_ = app_->add_subcommand("loss", "The model's mean next-token loss on a file's tokens");
-    loss_->add_option("path", path_, "A checkpoint, a --save folder (its newest)")->required();
+    loss_
+        ->add_option("path", path_,
+                     "A checkpoint, a --save folder (its newest) or a Hugging Face folder")
+        ->required();
     loss_->add_option("--data", data_, "The tokens")->required();
     loss_->add_option("--data-format", data_format_, "text, tokens-u16 or tokens-u32")
         ->default_val("text");
@@ -435,7 +424,7 @@ class CkptCommand final : public Command {
     } else if (export_->parsed()) {
       export_hf(path_, format_, out_, force_, out);
     } else if (loss_->parsed()) {
-      checkpoint_loss(path_, data_, data_format_, seq_, json_, out);
+      model_loss(path_, data_, data_format_, seq_, json_, out);
     } else {
       std::optional<int> ranks;
       if (import_->get_option("--ranks")->count() > 0) {

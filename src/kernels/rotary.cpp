@@ -63,21 +63,36 @@ void RotaryTable::apply(float* x, std::size_t batch, std::size_t seq, std::size_
     throw InvalidArgument("rotary embeddings for " + std::to_string(seq) +
                           " positions; the table holds " + std::to_string(positions_));
   }
-  const std::size_t half = pairs_;
   detail::parallel_for(batch * seq, 16, [&](std::size_t first, std::size_t last) {
     for (std::size_t row = first; row < last; ++row) {
-      const float* c = cos_.data() + (row % seq) * half;
-      const float* s = sin_.data() + (row % seq) * half;
-      for (std::size_t h = 0; h < heads; ++h) {
-        float* v = x + row * stride + h * 2 * half;
-        for (std::size_t i = 0; i < half; ++i) {
-          const float a = v[i], b = v[i + half], si = sign * s[i];
-          v[i] = a * c[i] - b * si;
-          v[i + half] = b * c[i] + a * si;
-        }
-      }
+      rotate_row(x + row * stride, row % seq, heads, sign);
     }
   });
+}
+
+void RotaryTable::rotate_positions(float* x, std::size_t first_position, std::size_t rows,
+                                   std::size_t heads, std::size_t stride) const {
+  if (first_position > positions_ || rows > positions_ - first_position) {
+    throw InvalidArgument("rotary embeddings for positions [" + std::to_string(first_position) +
+                          ", " + std::to_string(first_position + rows) + "); the table holds " +
+                          std::to_string(positions_));
+  }
+  for (std::size_t i = 0; i < rows; ++i) rotate_row(x + i * stride, first_position + i, heads, 1);
+}
+
+void RotaryTable::rotate_row(float* row, std::size_t position, std::size_t heads,
+                             float sign) const {
+  const std::size_t half = pairs_;
+  const float* c = cos_.data() + position * half;
+  const float* s = sin_.data() + position * half;
+  for (std::size_t h = 0; h < heads; ++h) {
+    float* v = row + h * 2 * half;
+    for (std::size_t i = 0; i < half; ++i) {
+      const float a = v[i], b = v[i + half], si = sign * s[i];
+      v[i] = a * c[i] - b * si;
+      v[i + half] = b * c[i] + a * si;
+    }
+  }
 }
 
 }  // namespace shardwise::kernels

@@ -2,6 +2,7 @@
 // the chunks the job builds.
 #include <nlohmann/json.hpp>
 
+#include "detail/decoders.hpp"
 #include "detail/gpt_layout.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/gpt.hpp"
@@ -95,6 +96,12 @@ std::unique_ptr<train::ModelChunk> GptDefinition::build_chunk(
                                    options.sequence_parallel, options.range);
   gpt->set_recompute(options.recompute);
   return gpt;
+}
+
+std::unique_ptr<train::Decoder> GptDefinition::build_decoder(
+    train::ParameterStore& store, const train::TensorParallel& tensor_parallel,
+    std::size_t capacity) const {
+  return detail::make_gpt_decoder(config_, store, tensor_parallel, capacity);
 }
 
 }  // namespace shardwise::models

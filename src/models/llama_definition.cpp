@@ -2,6 +2,7 @@
 // layers, costs and chunks.
 #include <nlohmann/json.hpp>
 
+#include "detail/decoders.hpp"
 #include "detail/llama_chunk.hpp"
 #include "detail/llama_layout.hpp"
 #include "shardwise/core/error.hpp"
@@ -112,6 +113,12 @@ void LlamaDefinition::check_options(bool /*sequence_parallel*/, Recompute /*reco
 std::unique_ptr<train::ModelChunk> LlamaDefinition::build_chunk(
     train::ParameterStore& store, const train::ChunkOptions& options) const {
   return std::make_unique<detail::LlamaChunk>(config_, store, options);
+}
+
+std::unique_ptr<train::Decoder> LlamaDefinition::build_decoder(
+    train::ParameterStore& store, const train::TensorParallel& tensor_parallel,
+    std::size_t capacity) const {
+  return detail::make_llama_decoder(config_, store, tensor_parallel, capacity);
 }
 
 }  // namespace shardwise::models

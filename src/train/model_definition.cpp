@@ -12,6 +12,13 @@ std::string ModelDefinition::describe_config(const std::string& config_json) con
 
 std::vector<SharedRows> ModelDefinition::shared_rows(int /*degree*/) const { return {}; }
 
+std::unique_ptr<Decoder> ModelDefinition::build_decoder(ParameterStore& /*store*/,
+                                                        const TensorParallel& /*tensor_parallel*/,
+                                                        std::size_t /*capacity*/) const {
+  throw InvalidArgument("the model family '" + family() +
+                        "' does not generate: it has no decoder (ModelDefinition::build_decoder)");
+}
+
 std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
                                                  const ParameterStore& store,
                                                  const LayerRange& range, int degree) {

@@ -61,7 +61,8 @@ float standard_normal_at(std::uint64_t seed, const std::string& name, std::uint6
   return static_cast<float>(std::sqrt(-2.0 * std::log(unit(a))) * std::cos(kTwoPi * unit(b)));
 }
 
-ParameterStore::ParameterStore(std::vector<ParameterSpec> specs) : specs_(std::move(specs)) {
+ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Gradients gradients)
+    : specs_(std::move(specs)), gradients_(gradients) {
   std::set<std::string> names;
   std::size_t total = 0;
   for (const ParameterSpec& spec : specs_) {
@@ -104,7 +105,7 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs) : specs_(std::m
 void ParameterStore::materialize() const {
   if (sharded_ || !values_.empty() || parameter_elements_ == 0) return;
   values_.assign(parameter_elements_, 0.0F);
-  grads_.assign(parameter_elements_, 0.0F);
+  if (gradients_ == Gradients::kKept) grads_.assign(parameter_elements_, 0.0F);
   ever_allocated_ = true;
   if (!pending_seed_) return;
   for (std::size_t p = 0; p < specs_.size(); ++p) {
@@ -182,6 +183,11 @@ void ParameterStore::release(std::size_t unit) {
                           std::to_string(units_.size()));
   }
   if (residency_ != nullptr) residency_->release(unit);
+}
+
+void ParameterStore::no_gradients(std::size_t index) const {
+  throw InvalidArgument("parameter '" + specs_.at(index).name +
+                        "': this store keeps no gradients (it only computes forward)");
 }
 
 void ParameterStore::shard(UnitResidency* residency) {

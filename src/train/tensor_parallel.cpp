@@ -42,6 +42,19 @@ void TensorParallel::sum_among(float* values, std::size_t count, int sharers) co
   comm_->all_reduce(values, values, count, DType::kF32, ReduceOp::kSum, sharers_group_);
 }
 
+void TensorParallel::gather(float* full, const float* local, std::size_t count) const {
+  if (degree_ == 1) {
+    std::copy(local, local + count, full);
+    return;
+  }
+  comm_->all_gather(local, full, count, DType::kF32, group_);
+}
+
+void TensorParallel::share_first(std::int32_t* values, std::size_t count) const {
+  if (degree_ == 1 || count == 0) return;
+  comm_->broadcast(values, count, DType::kI32, group_[0], group_);
+}
+
 void TensorParallel::row_parallel_forward(float* out, const float* inp, const float* weight,
                                           const float* bias, std::size_t rows, std::size_t in_local,
                                           std::size_t out_features) const {

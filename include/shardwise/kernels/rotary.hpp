@@ -34,6 +34,11 @@ class RotaryTable {
   // row b seq + t at position t). InvalidArgument where seq exceeds the table.
   void rotate(float* x, std::size_t batch, std::size_t seq, std::size_t heads,
               std::size_t stride) const;
+  // Rotates, in place, `heads` heads of `rows` rows of one sequence (`stride` floats apart), row
+  // i at position first_position + i: a decoder's new positions after those it has cached.
+  // InvalidArgument where the last position is outside the table.
+  void rotate_positions(float* x, std::size_t first_position, std::size_t rows, std::size_t heads,
+                        std::size_t stride) const;
   // The rotation's transpose: the gradient of rotate's input from its output's, in place.
   void rotate_back(float* dx, std::size_t batch, std::size_t seq, std::size_t heads,
                    std::size_t stride) const;
@@ -41,6 +46,7 @@ class RotaryTable {
  private:
   void apply(float* x, std::size_t batch, std::size_t seq, std::size_t heads, std::size_t stride,
              float sign) const;
+  void rotate_row(float* row, std::size_t position, std::size_t heads, float sign) const;
   std::size_t positions_ = 0;
   std::size_t pairs_ = 0;
   std::vector<float> cos_, sin_;  // positions x pairs

@@ -281,6 +281,10 @@ class GptDefinition final : public train::ModelDefinition {
                      const std::string& field) const override;
   [[nodiscard]] std::unique_ptr<train::ModelChunk> build_chunk(
       train::ParameterStore& store, const train::ChunkOptions& options) const override;
+  [[nodiscard]] bool decodes() const override { return true; }
+  [[nodiscard]] std::unique_ptr<train::Decoder> build_decoder(
+      train::ParameterStore& store, const train::TensorParallel& tensor_parallel,
+      std::size_t capacity) const override;
 
  private:
   GptConfig config_;

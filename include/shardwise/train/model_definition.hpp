@@ -16,6 +16,7 @@
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/recompute.hpp"
+#include "shardwise/train/decoder.hpp"
 #include "shardwise/train/parameter_store.hpp"
 #include "shardwise/train/pipeline_layout.hpp"
 #include "shardwise/train/placement.hpp"
@@ -109,6 +110,15 @@ class ModelDefinition {
   // the range, split as model_placements say).
   [[nodiscard]] virtual std::unique_ptr<ModelChunk> build_chunk(
       ParameterStore& store, const ChunkOptions& options) const = 0;
+  // Whether build_decoder makes one (the default: no; such a family trains but does not
+  // generate).
+  [[nodiscard]] virtual bool decodes() const { return false; }
+  // A decoder of the whole model (every layer and the head) reading `store`, which holds every
+  // parameter split over the model axis as model_placements and shared_rows say for
+  // `tensor_parallel`'s degree, caching at most `capacity` positions (0: the context). The
+  // default throws InvalidArgument naming the family.
+  [[nodiscard]] virtual std::unique_ptr<Decoder> build_decoder(
+      ParameterStore& store, const TensorParallel& tensor_parallel, std::size_t capacity) const;
 };
 
 // Where a chunk of `range` finds each of the model's parameters (parameters() order) in

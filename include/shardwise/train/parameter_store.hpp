@@ -79,8 +79,10 @@ class ParameterStore {
  public:
   // Lays the parameters out in order. Names must be unique, shapes non-negative with a checked
   // element count, and a block (where set) one range per dimension of the whole shape, inside
-  // it and of `shape`'s sizes; otherwise an InvalidArgument naming the parameter.
-  explicit ParameterStore(std::vector<ParameterSpec> specs);
+  // it and of `shape`'s sizes; otherwise an InvalidArgument naming the parameter. Without
+  // gradients (a model that only computes forward, a decoder) the gradient buffer is never made.
+  enum class Gradients { kKept, kNone };
+  explicit ParameterStore(std::vector<ParameterSpec> specs, Gradients gradients = Gradients::kKept);
 
   [[nodiscard]] const std::vector<ParameterSpec>& specs() const { return specs_; }
   // Elements of all parameters, and of the buffers (none while sharded).
@@ -122,6 +124,7 @@ class ParameterStore {
   [[nodiscard]] float* grad(std::size_t index) {
     if (sharded_) return sharded_grad(index);
     materialize();
+    if (gradients_ == Gradients::kNone) no_gradients(index);
     return grads_.data() + offsets_[index];
   }
 
@@ -168,6 +171,8 @@ class ParameterStore {
   // Allocated on first use; mutable so that a const view can be the first.
   mutable std::vector<float> values_;
   mutable std::vector<float> grads_;
+  Gradients gradients_ = Gradients::kKept;
+  [[noreturn]] void no_gradients(std::size_t index) const;
   std::optional<std::uint64_t> pending_seed_;
   mutable bool ever_allocated_ = false;
 };

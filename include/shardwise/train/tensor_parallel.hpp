@@ -44,6 +44,13 @@ class TensorParallel {
   // parameter (SharedRows). `sharers` must divide the degree.
   void sum_among(float* values, std::size_t count, int sharers) const;
 
+  // full (count x degree) = every rank's `local` (count values) in rank order: a
+  // vocabulary-parallel head's logits made whole on every rank. Degree 1 copies.
+  void gather(float* full, const float* local, std::size_t count) const;
+  // Every rank's `values` become model rank 0's: one choice (a sampled token) on every rank,
+  // whatever rounding their own copies of it saw.
+  void share_first(std::int32_t* values, std::size_t count) const;
+
   // out (rows x out_features) = (sum over the axis of inp weight^T) + bias, where inp is rows x
   // in_local and weight out_features x in_local (this rank's columns); bias may be null.
   void row_parallel_forward(float* out, const float* inp, const float* weight, const float* bias,

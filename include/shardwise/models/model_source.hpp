@@ -1,0 +1,54 @@
+#pragma once
+// A trained model wherever a user keeps it, ready to compute with on any layout: a checkpoint
+// (a folder holding index.json), the newest checkpoint in a `--save` folder, or a Hugging Face
+// folder (config.json and model.safetensors, or a sharded model.safetensors.index.json) of a
+// registered family. `shardwise generate` and `shardwise ckpt loss` read models through it.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardwise/ckpt/checkpoint_index.hpp"
+#include "shardwise/train/checkpoint_manager.hpp"
+#include "shardwise/train/model_definition.hpp"
+
+namespace shardwise::models {
+
+// What a training checkpoint's metadata says of its model: the model, built by its family in
+// the registry, its step, and whether it holds optimizer state. CheckpointError naming the field
+// where the metadata lacks the step or a model of a known family.
+struct CheckpointInfo {
+  std::shared_ptr<const train::ModelDefinition> model;
+  std::int64_t step = 0;
+  bool has_optimizer = false;
+};
+[[nodiscard]] CheckpointInfo checkpoint_info(const ckpt::CheckpointIndex& index,
+                                             const std::string& what);
+// CheckpointError naming `what` and the array where the index lacks one of the model's
+// parameters or holds it in another shape or dtype.
+void require_model_arrays(const ckpt::CheckpointIndex& index, const train::ModelDefinition& model,
+                          const std::string& what);
+
+struct ModelSource {
+  std::shared_ptr<const train::ModelDefinition> model;
+  // In words for messages: "checkpoint 'runs/a/step-150'", "Hugging Face folder 'gpt2'".
+  std::string words;
+  std::optional<std::int64_t> step;  // a checkpoint's
+  // The folder's tokenizer.json (Hugging Face folders); empty where there is none.
+  std::filesystem::path tokenizer;
+  // The ids that end a text: config.json's eos_token_id (one or a list) where it has one.
+  std::vector<std::int32_t> end_tokens;
+  // Fills any rank's blocks of the model's parameters with the source's values, each checked
+  // finite (train::InitialValues: the same call a run's --init-from makes).
+  train::InitialValues values;
+};
+
+// The model `path` names, checked whole before anything of its size is read: its arrays
+// present with the model's shapes, its files whole. InvalidArgument or CheckpointError naming
+// `field` and the path otherwise.
+[[nodiscard]] ModelSource open_model_source(const std::string& path, const std::string& field);
+
+}  // namespace shardwise::models

@@ -1,0 +1,36 @@
+#pragma once
+// How `shardwise generate` turns a prompt's text into ids and ids back into text: the model's
+// tokenizer.json (byte-level BPE), bytes for a model of 256 tokens, or ids alone.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shardwise/models/model_source.hpp"
+
+namespace shardwise::cli {
+
+struct PromptCodec {
+  std::string words;  // "tokenizer.json 'gpt2/tokenizer.json'", "bytes", "ids"
+  // InvalidArgument naming `field` where the text cannot be encoded.
+  std::function<std::vector<std::int32_t>(const std::string& text, const std::string& field)>
+      encode;
+  std::function<std::string(std::span<const std::int32_t> ids)> decode;
+};
+
+// --tokenizer's file where given, else the source's tokenizer.json, else bytes where the model
+// has 256 tokens, else ids (text prompts refused, output written as ids).
+[[nodiscard]] PromptCodec prompt_codec(const models::ModelSource& source,
+                                       const std::optional<std::string>& tokenizer);
+
+// "464,3290,318": ids of a vocabulary of `vocab` tokens; InvalidArgument naming `flag`.
+[[nodiscard]] std::vector<std::int32_t> parse_token_ids(const std::string& text,
+                                                        const std::string& flag, std::size_t vocab);
+// --stop-ids: ids as above, or "none".
+[[nodiscard]] std::vector<std::int32_t> parse_stop_ids(const std::string& text, std::size_t vocab);
+
+}  // namespace shardwise::cli

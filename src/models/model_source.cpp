@@ -1,0 +1,134 @@
+#include "shardwise/models/model_source.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "../detail/file_io.hpp"
+#include "shardwise/ckpt/checkpoint_error.hpp"
+#include "shardwise/ckpt/checkpoint_folders.hpp"
+#include "shardwise/ckpt/checkpoint_reader.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/models/hf_weights.hpp"
+#include "shardwise/models/model_registry.hpp"
+#include "shardwise/train/training_state.hpp"
+
+namespace shardwise::models {
+namespace {
+
+// config.json's eos_token_id: an id, a list of them, or null; each inside the vocabulary.
+std::vector<std::int32_t> end_tokens(const std::string& config, const train::ModelDefinition& model,
+                                     const std::string& what) {
+  const nlohmann::json parsed = nlohmann::json::parse(config);
+  const auto found = parsed.find("eos_token_id");
+  if (found == parsed.end() || found->is_null()) return {};
+  const nlohmann::json ids = found->is_array() ? *found : nlohmann::json::array({*found});
+  std::vector<std::int32_t> tokens;
+  for (const nlohmann::json& id : ids) {
+    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
+        id.get<std::int64_t>() >= static_cast<std::int64_t>(model.vocab_size())) {
+      throw InvalidArgument(what + ": config.json's eos_token_id " + echo_input(id.dump(), 80) +
+                            " is not an id of the vocabulary of " +
+                            std::to_string(model.vocab_size()));
+    }
+    tokens.push_back(static_cast<std::int32_t>(id.get<std::int64_t>()));
+  }
+  return tokens;
+}
+
+ModelSource hugging_face_source(const std::filesystem::path& folder, const std::string& field) {
+  const std::string what = field + " '" + echo_input(folder.string(), 200) + "'";
+  const std::string config = shardwise::detail::read_file((folder / "config.json").string(), field);
+  std::shared_ptr<const train::ModelDefinition> model = model_from_hf_config(config, what);
+  if (!model) {
+    throw InvalidArgument(what + ": no registered family reads its config.json's model_type");
+  }
+  ModelSource source;
+  source.end_tokens = end_tokens(config, *model, what);
+  source.words = "Hugging Face folder '" + echo_input(folder.string(), 200) + "'";
+  source.values = hf_initial_values(folder.string(), model);
+  source.model = std::move(model);
+  std::error_code error;
+  if (std::filesystem::is_regular_file(folder / "tokenizer.json", error)) {
+    source.tokenizer = folder / "tokenizer.json";
+  }
+  return source;
+}
+
+ModelSource checkpoint_source(const std::filesystem::path& path, const std::string& field) {
+  auto reader =
+      std::make_shared<const ckpt::CheckpointReader>(ckpt::resolve_checkpoint(path, field));
+  const std::string what = "checkpoint '" + echo_input(reader->folder().string(), 200) + "'";
+  CheckpointInfo info = checkpoint_info(reader->index(), what);
+  require_model_arrays(reader->index(), *info.model, what);
+  reader->check_files();
+  ModelSource source;
+  source.words = what;
+  source.step = info.step;
+  source.model = std::move(info.model);
+  source.values = [reader, what](std::span<const train::ParameterBlock> blocks) {
+    std::vector<ckpt::BlockToLoad> targets;
+    for (const train::ParameterBlock& block : blocks) {
+      targets.push_back({train::model_array(block.name), block.shape, DType::kF32, block.box,
+                         std::as_writable_bytes(block.values)});
+    }
+    (void)reader->read(targets);
+    for (const train::ParameterBlock& block : blocks) {
+      const std::string bad =
+          train::non_finite_value(block.values, train::model_array(block.name), block.box, what);
+      if (!bad.empty()) throw ckpt::CheckpointError(bad);
+    }
+  };
+  return source;
+}
+
+}  // namespace
+
+CheckpointInfo checkpoint_info(const ckpt::CheckpointIndex& index, const std::string& what) {
+  const nlohmann::json metadata = nlohmann::json::parse(index.metadata_json);
+  CheckpointInfo info;
+  info.step = train::checkpoint_step(index, what);
+  const auto model = metadata.find("model");
+  if (model == metadata.end() || !model->is_object()) {
+    throw ckpt::CheckpointError(what + ": metadata \"model\" is missing");
+  }
+  try {
+    info.model = model_from_config(model->dump(), what + ": metadata model");
+  } catch (const InvalidArgument& e) {
+    throw ckpt::CheckpointError(e.what());
+  }
+  for (const ckpt::ArrayRecord& array : index.arrays) {
+    info.has_optimizer = info.has_optimizer || array.name.rfind("optimizer/", 0) == 0;
+  }
+  return info;
+}
+
+void require_model_arrays(const ckpt::CheckpointIndex& index, const train::ModelDefinition& model,
+                          const std::string& what) {
+  for (const std::string& name : train::checkpoint_arrays(model.parameters(), false)) {
+    if (index.find(name) == nullptr) {
+      throw ckpt::CheckpointError(what + " lacks the array '" + name + "'");
+    }
+  }
+  train::require_checkpoint_shapes(index, model.parameters(), false, what);
+}
+
+ModelSource open_model_source(const std::string& path, const std::string& field) {
+  if (path.empty()) throw InvalidArgument(field + " is an empty path");
+  const std::filesystem::path given = path;
+  std::error_code error;
+  if (!std::filesystem::exists(given, error)) {
+    throw InvalidArgument(field + " '" + echo_input(path, 200) + "' does not exist");
+  }
+  if (!std::filesystem::is_directory(given, error)) {
+    throw InvalidArgument(field + " '" + echo_input(path, 200) +
+                          "' is a file; give a checkpoint, a --save folder or a Hugging Face "
+                          "folder (config.json and model.safetensors)");
+  }
+  // A checkpoint holds index.json; a Hugging Face folder config.json; a --save folder neither.
+  if (!std::filesystem::exists(given / "index.json", error) &&
+      std::filesystem::exists(given / "config.json", error)) {
+    return hugging_face_source(given, field);
+  }
+  return checkpoint_source(given, field);
+}
+
+}  // namespace shardwise::models

@@ -1,0 +1,70 @@
+#include "shardwise/train/decoding_model.hpp"
+
+#include <string>
+
+#include "shardwise/ckpt/checkpoint_reader.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/train/placement.hpp"
+
+namespace shardwise::train {
+namespace {
+
+std::vector<ParameterSpec> decoding_blocks(const ModelDefinition& model,
+                                           const ParallelContext& context) {
+  DecodingModel::check_mesh(context.mesh());
+  if (!model.decodes()) {
+    throw InvalidArgument(
+        "the model family '" + model.family() +
+        "' does not generate: it has no decoder (ModelDefinition::build_decoder)");
+  }
+  const int degree = model_degree(context.mesh());
+  return local_parameters(model.parameters(), context.mesh(), context.rank(),
+                          model.model_placements(degree), model.shared_rows(degree));
+}
+
+}  // namespace
+
+void DecodingModel::check_mesh(const Mesh& mesh) {
+  for (std::size_t a = 0; a < mesh.axis_names().size(); ++a) {
+    if (mesh.axis_names()[a] != kModelAxis && mesh.axis_sizes()[a] > 1) {
+      throw InvalidArgument("--mesh: generation splits a model over a 'model' axis alone; '" +
+                            mesh.axis_names()[a] + "' has size " +
+                            std::to_string(mesh.axis_sizes()[a]));
+    }
+  }
+}
+
+DecodingModel::DecodingModel(std::shared_ptr<const ModelDefinition> model,
+                             const ParallelContext& context, const InitialValues& values,
+                             std::size_t capacity)
+    : model_(std::move(model)),
+      tp_(context),
+      store_(decoding_blocks(*model_, context), ParameterStore::Gradients::kNone) {
+  std::string error;
+  try {
+    std::vector<ParameterBlock> blocks;
+    for (std::size_t p = 0; p < store_.specs().size(); ++p) {
+      const ParameterSpec& spec = store_.specs()[p];
+      ShardIndex box = spec.block;
+      if (box.empty()) {
+        for (const std::int64_t size : spec.shape) box.push_back({0, size});
+      }
+      blocks.push_back(
+          {spec.name, spec.whole_shape(), box, std::span<float>(store_.value(p), store_.count(p))});
+    }
+    values(blocks);
+    decoder_ = model_->build_decoder(store_, tp_, capacity);
+  } catch (const CommError&) {
+    throw;
+  } catch (const std::exception& e) {  // a file system's error too, not only bad input
+    error = e.what();
+  }
+  ckpt::throw_unless_all_succeeded(context.world(), error, "model not loaded");
+}
+
+GenerationResult DecodingModel::generate(std::span<const std::int32_t> prompt,
+                                         const GenerationOptions& options) {
+  return train::generate(*decoder_, tp_, prompt, options);
+}
+
+}  // namespace shardwise::train
