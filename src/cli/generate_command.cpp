@@ -32,6 +32,21 @@ struct Generated {
   bool held = false;
 };
 
+// The source's end-of-text ids, each an id of the model's vocabulary.
+std::vector<std::int32_t> end_tokens_of(const models::ModelSource& source) {
+  std::vector<std::int32_t> ids;
+  for (const std::int64_t id : source.end_tokens) {
+    if (id < 0 || id >= static_cast<std::int64_t>(source.model->vocab_size())) {
+      throw InvalidArgument(source.words + ": config.json's eos_token_id " + std::to_string(id) +
+                            " is outside the vocabulary of " +
+                            std::to_string(source.model->vocab_size()) +
+                            "; give --stop-ids (ids, or none)");
+    }
+    ids.push_back(static_cast<std::int32_t>(id));
+  }
+  return ids;
+}
+
 class GenerateCommand final : public Command {
  public:
   explicit GenerateCommand(CLI::App& parent)

@@ -14,22 +14,19 @@
 namespace shardwise::models {
 namespace {
 
-// config.json's eos_token_id: an id, a list of them, or null; each inside the vocabulary.
-std::vector<std::int32_t> end_tokens(const std::string& config, const train::ModelDefinition& model,
-                                     const std::string& what) {
+// config.json's eos_token_id: an id, a list of them, or null.
+std::vector<std::int64_t> end_tokens(const std::string& config, const std::string& what) {
   const nlohmann::json parsed = nlohmann::json::parse(config);
   const auto found = parsed.find("eos_token_id");
   if (found == parsed.end() || found->is_null()) return {};
   const nlohmann::json ids = found->is_array() ? *found : nlohmann::json::array({*found});
-  std::vector<std::int32_t> tokens;
+  std::vector<std::int64_t> tokens;
   for (const nlohmann::json& id : ids) {
-    if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
-        id.get<std::int64_t>() >= static_cast<std::int64_t>(model.vocab_size())) {
-      throw InvalidArgument(what + ": config.json's eos_token_id " + echo_input(id.dump(), 80) +
-                            " is not an id of the vocabulary of " +
-                            std::to_string(model.vocab_size()));
+    if (!id.is_number_integer()) {
+      throw InvalidArgument(what + ": config.json's eos_token_id holds " +
+                            echo_input(id.dump(), 80) + ", not an id");
     }
-    tokens.push_back(static_cast<std::int32_t>(id.get<std::int64_t>()));
+    tokens.push_back(id.get<std::int64_t>());
   }
   return tokens;
 }
@@ -42,7 +39,7 @@ ModelSource hugging_face_source(const std::filesystem::path& folder, const std::
     throw InvalidArgument(what + ": no registered family reads its config.json's model_type");
   }
   ModelSource source;
-  source.end_tokens = end_tokens(config, *model, what);
+  source.end_tokens = end_tokens(config, what);
   source.words = "Hugging Face folder '" + echo_input(folder.string(), 200) + "'";
   source.values = hf_initial_values(folder.string(), model);
   source.model = std::move(model);

@@ -39,8 +39,9 @@ struct ModelSource {
   std::optional<std::int64_t> step;  // a checkpoint's
   // The folder's tokenizer.json (Hugging Face folders); empty where there is none.
   std::filesystem::path tokenizer;
-  // The ids that end a text: config.json's eos_token_id (one or a list) where it has one.
-  std::vector<std::int32_t> end_tokens;
+  // The ids that end a text: config.json's eos_token_id (one or a list) where it has one, as
+  // the file says them (a generator checks them against the vocabulary where it uses them).
+  std::vector<std::int64_t> end_tokens;
   // Fills any rank's blocks of the model's parameters with the source's values, each checked
   // finite (train::InitialValues: the same call a run's --init-from makes).
   train::InitialValues values;
