@@ -112,7 +112,7 @@ class GenerateCommand final : public Command {
       prompt = codec.encode(text, "--prompt");
     }
     options.stop_tokens =
-        stop_ids_ ? parse_stop_ids(*stop_ids_, source.model->vocab_size()) : source.end_tokens;
+        stop_ids_ ? parse_stop_ids(*stop_ids_, source.model->vocab_size()) : end_tokens_of(source);
 
     const int ranks = static_cast<int>(mesh.size());
     const int threads =

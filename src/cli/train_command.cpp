@@ -89,7 +89,10 @@ train::PipelineRequest pipeline_request(const std::string& schedule,
 // Prints what the job reports: lines for a person, or one JSON object per line.
 class TrainPrinter final : public train::JobObserver {
  public:
-  TrainPrinter(std::ostream& out, bool json) : out_(out), json_(json) {}
+  // A person's lines every `every` steps (the first, the last and those with a validation loss
+  // always); JSON lines every step.
+  TrainPrinter(std::ostream& out, bool json, std::int64_t every)
+      : out_(out), json_(json), every_(every) {}
 
   void started(const train::JobPlan& plan) override {
     if (!json_) say(train::plan_text(plan));
@@ -110,6 +113,9 @@ class TrainPrinter final : public train::JobObserver {
       if (r.val_loss) json["val_loss"] = *r.val_loss;
       line << json.dump() << '\n';
     } else {
+      if (r.step != r.first_step && r.step != r.steps && !r.val_loss && r.step % every_ != 0) {
+        return;
+      }
       const double eta = r.elapsed_seconds / static_cast<double>(r.step - r.first_step + 1) *
                          static_cast<double>(r.steps - r.step);
       line << "step " << std::setw(6) << r.step << "/" << r.steps << "  loss " << std::fixed
@@ -196,6 +202,7 @@ class TrainPrinter final : public train::JobObserver {
 
   std::ostream& out_;
   bool json_;
+  std::int64_t every_;
   std::mutex mutex_;
 };
 
@@ -235,6 +242,10 @@ class TrainCommand final : public Command {
         ->default_val("text");
     app_->add_option("--val-data", val_data_,
                      "Held-out data in the same format (default: the last tenth of --data)");
+    app_->add_option("--print-every", print_every_,
+                     "A progress line every K steps (the first, the last and validation steps "
+                     "always; --json prints every step)")
+        ->default_val("1");
     app_->add_option("--eval-every", eval_every_, "Validation loss every K steps (0: never)")
         ->default_val("0");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
@@ -374,7 +385,7 @@ class TrainCommand final : public Command {
     const train::TrainingJob training(std::move(job));
     const BackendInfo& backend = backend_from(backend_);
     training.check_memory(backend);
-    TrainPrinter printer(out, json_);
+    TrainPrinter printer(out, json_, bounded(print_every_, "--print-every", 1, INT64_MAX));
     training.run(backend, printer);
   }
 
@@ -393,6 +404,7 @@ class TrainCommand final : public Command {
   std::string data_format_;
   std::optional<std::string> val_data_;
   std::string eval_every_;
+  std::string print_every_;
   std::optional<std::string> threads_;
   std::string backend_;
   std::optional<std::string> log_dir_;
