@@ -121,20 +121,46 @@ class GenerateCommand final : public Command {
     const BackendInfo& backend = backend_from(backend_);
     std::mutex mutex;
     Generated generated;
-    backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
-      if (comm.size() != mesh.size()) {
-        throw InvalidArgument("--mesh " + mesh.to_string() + " has " + std::to_string(mesh.size()) +
-                              " devices but the job has " + std::to_string(comm.size()) + " ranks");
-      }
-      if (threads > 0) kernels::set_blas_threads(threads);
-      const train::ParallelContext context(comm, mesh);
-      train::DecodingModel model(source.model, context, source.values);
-      train::GenerationResult result = model.generate(prompt, options);
-      if (comm.rank() == 0) {
-        const std::lock_guard lock(mutex);
-        generated = {std::move(result), true};
-      }
-    });
+    // What cannot run is refused before any rank starts: the split, the prompt's length.
+    const int degree = static_cast<int>(mesh.size());
+    (void)source.model->model_placements(degree);
+    (void)source.model->shared_rows(degree);
+    if (prompt.empty()) throw InvalidArgument("the prompt is empty: generation needs a token");
+    if (prompt.size() >= source.model->context_length()) {
+      throw InvalidArgument(
+          "the prompt has " + std::to_string(prompt.size()) + " tokens; the model's context of " +
+          std::to_string(source.model->context_length()) + " leaves no room for a new one");
+    }
+    // A rank's input error (a file it reads) stays the user's error, not the runtime's.
+    std::optional<std::string> input_error;
+    try {
+      backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
+        try {
+          if (comm.size() != mesh.size()) {
+            throw InvalidArgument("--mesh " + mesh.to_string() + " has " +
+                                  std::to_string(mesh.size()) + " devices but the job has " +
+                                  std::to_string(comm.size()) + " ranks");
+          }
+          if (threads > 0) kernels::set_blas_threads(threads);
+          const train::ParallelContext context(comm, mesh);
+          train::DecodingModel model(source.model, context, source.values);
+          train::GenerationResult result = model.generate(prompt, options);
+          if (comm.rank() == 0) {
+            const std::lock_guard lock(mutex);
+            generated = {std::move(result), true};
+          }
+        } catch (const CommError&) {
+          throw;
+        } catch (const Error& e) {
+          const std::lock_guard lock(mutex);
+          if (!input_error) input_error = e.what();
+          throw;
+        }
+      });
+    } catch (const Error&) {
+      if (input_error) throw InvalidArgument(*input_error);
+      throw;
+    }
     if (!generated.held) return;  // another process of the job prints
     print(out, source, codec, prompt, generated.result, mesh, backend.name);
   }
