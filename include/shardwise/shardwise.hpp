@@ -77,6 +77,7 @@
 #include "shardwise/strategy/sharding_strategy.hpp"
 #include "shardwise/strategy/spec_resolution.hpp"
 #include "shardwise/strategy/tensor_parallel_strategy.hpp"
+#include "shardwise/text/tokenizer.hpp"
 #include "shardwise/train/checkpoint_manager.hpp"
 #include "shardwise/train/chunk_inputs.hpp"
 #include "shardwise/train/corpus.hpp"

@@ -1,0 +1,74 @@
+#pragma once
+// Added tokens (special or not): the text is split on them before anything else, as the
+// library's AddedVocabulary splits it. Tokens with normalized=false are found first, over the
+// whole text; those with normalized=true then in the pieces between (the text a normalizer
+// would have normalized: there is none here). In each pass the leftmost match wins, the longest
+// at one place; single_word drops a match inside a word, lstrip and rstrip widen one over the
+// spaces beside it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "string_hash.hpp"
+
+namespace shardwise::text::detail {
+
+struct AddedToken {
+  std::string content;
+  std::int32_t id = 0;
+  bool single_word = false;
+  bool lstrip = false;
+  bool rstrip = false;
+  bool normalized = true;
+  bool special = false;
+};
+
+struct Segment {
+  std::string_view text;
+  std::optional<std::int32_t> added_id;  // the added token it is, or text for the model
+};
+
+class AddedVocabulary {
+ public:
+  // Tokens with distinct, non-empty contents; in one pass, no token starts with a space where
+  // another has rstrip (the library's splits would then overlap: the reader refuses that).
+  explicit AddedVocabulary(std::vector<AddedToken> tokens);
+
+  // `text` in segments, in order, none empty.
+  [[nodiscard]] std::vector<Segment> split(std::string_view text) const;
+
+  [[nodiscard]] const std::vector<AddedToken>& tokens() const { return tokens_; }
+  [[nodiscard]] const AddedToken* find_id(std::int32_t id) const;
+  [[nodiscard]] const AddedToken* find_content(std::string_view content) const;
+
+ private:
+  // The tokens of one pass as a trie over their bytes.
+  class Matcher {
+   public:
+    void add(std::string_view content, std::size_t token);
+    // The longest token starting at text[at]: (token index, length), or length 0.
+    [[nodiscard]] std::pair<std::size_t, std::size_t> longest_at(std::string_view text,
+                                                                 std::size_t at) const;
+    [[nodiscard]] bool empty() const { return nodes_.size() == 1; }
+
+   private:
+    struct Node {
+      std::vector<std::pair<unsigned char, std::size_t>> children;  // sorted by byte
+      std::optional<std::size_t> token;
+    };
+    std::vector<Node> nodes_{Node{}};
+  };
+  void split_pass(const Matcher& matcher, std::string_view text, std::vector<Segment>& out) const;
+
+  std::vector<AddedToken> tokens_;
+  std::unordered_map<std::int32_t, std::size_t> by_id_;
+  StringMap<std::size_t> by_content_;
+  Matcher raw_;         // normalized=false
+  Matcher normalized_;  // normalized=true
+};
+
+}  // namespace shardwise::text::detail

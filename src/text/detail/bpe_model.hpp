@@ -1,0 +1,67 @@
+#pragma once
+// The BPE model: a vocabulary, ranked merges, and each pre-tokenized piece merged as the
+// library merges it (the lowest-ranked pair anywhere in the word first, the leftmost among
+// equals), with a cache of words already merged.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "string_hash.hpp"
+
+namespace shardwise::text::detail {
+
+struct Merge {
+  std::int32_t left;
+  std::int32_t right;
+  std::int32_t merged;  // the id of left's token followed by right's
+};
+
+struct BpeSettings {
+  // A piece that is a token of the vocabulary is that token, whatever the merges make of it.
+  bool ignore_merges = false;
+  // The id a character the vocabulary lacks becomes; without one, such characters are dropped.
+  std::optional<std::int32_t> unknown_id;
+  bool fuse_unknown = false;  // consecutive unknown characters become one unknown id
+};
+
+class BpeModel {
+ public:
+  // `tokens` holds each id's token; `merges` in rank order (a pair given twice keeps its later
+  // rank, as the library's map of merges does).
+  BpeModel(std::vector<std::string> tokens, const std::vector<Merge>& merges, BpeSettings settings);
+  ~BpeModel();
+  BpeModel(BpeModel&&) noexcept;
+  BpeModel& operator=(BpeModel&&) noexcept;
+
+  // Appends the ids of one pre-tokenized piece (in the byte-level spelling).
+  void tokenize(std::string_view piece, std::vector<std::int32_t>& out) const;
+
+  [[nodiscard]] std::size_t size() const { return tokens_.size(); }
+  [[nodiscard]] std::optional<std::int32_t> token_to_id(std::string_view token) const;
+  [[nodiscard]] const std::string& token(std::int32_t id) const {
+    return tokens_[static_cast<std::size_t>(id)];
+  }
+
+ private:
+  struct Rank {
+    std::uint32_t rank;
+    std::int32_t merged;
+  };
+  [[nodiscard]] std::vector<std::int32_t> merge_word(std::string_view word) const;
+  [[nodiscard]] const Rank* find_merge(std::int32_t left, std::int32_t right) const;
+
+  std::vector<std::string> tokens_;
+  StringMap<std::int32_t> ids_;
+  std::unordered_map<std::uint64_t, Rank> ranks_;  // by (left << 32 | right)
+  BpeSettings settings_;
+  class WordCache;
+  std::unique_ptr<WordCache> cache_;
+};
+
+}  // namespace shardwise::text::detail

@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Writes tests/text/fixtures/: small byte-level BPE tokenizers trained with Hugging Face's
+`tokenizers` on the licence texts every Debian machine has (/usr/share/common-licenses/), and
+for each what the library computes: the ids of hard strings (with and without the special
+tokens the post-processor adds), decoded id sequences, the vocabulary size, a few token ids.
+tests/text/tokenizer_fixture_test.cpp holds shardwise's tokenizer to them, without Python.
+
+  build/peer-venv/bin/python tests/text/make_tokenizer_fixtures.py [OUT_DIR]
+
+The styles are those of the tokenizers shardwise reads:
+  gpt2     ByteLevel with GPT-2's regular expression, <|endoftext|>; merges in the old "a b" form
+  llama3   Split on Llama 3's expression + ByteLevel without it, <|begin_of_text|> added by a
+           TemplateProcessing, special tokens past the model's vocabulary, ignore_merges
+  smollm2  Digits (individual) + ByteLevel, <|endoftext|>, <|im_start|>, <|im_end|>
+  added    gpt2's model with a prefix space and added tokens of every option (lstrip, rstrip,
+           single_word, normalized or not, special or not, one already in the vocabulary)
+  handmade tiny vocabularies written here: ignore_merges that changes the ids, unknown
+           characters with and without fuse_unk, no pre-tokenizer or decoder at all
+"""
+import glob
+import json
+import os
+import random
+import sys
+
+import tokenizers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import processors, trainers
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+VOCAB_SIZE = 600
+
+# A few sentences beyond the licences' English, so that merges join the bytes of multi-byte
+# characters too (the licences hold almost none).
+MULTILINGUAL = [
+    "Les données sont réparties entre les rangs; chaque rang garde sa part.",
+    "Die Größe des Modells hängt von der Anzahl der Schichten ab.",
+    "数据并行把批次分给每个设备，模型并行把权重分开。",
+    "データ並列はバッチを分け、モデル並列は重みを分ける。",
+    "Каждый ранг хранит свою часть параметров.",
+    "كل جهاز يحفظ جزءا من المعاملات",
+    "😀 emoji 👍🏽 and 12345 digits, ½ and ٣٤٥",
+]
+
+HARD_STRINGS = [
+    "", " ", "  ", "   ", "\t", "\n", "\r\n", "\n\n\n", " \n ", "x", "Hello world",
+    "hello  world", " leading space", "trailing space ", "trailing spaces   ",
+    "multiple     spaces between words", "tab\tseparated\tvalues\t", "\t\tindented",
+    "line one\nline two\n", "crlf line\r\nnext line\r\n", "\r\n\r\n\r\n", "mixed \t \n \r\n  end",
+    "  \n  \n  ", "spaces before newline   \nnext", "\n  leading newline", "a\rb", "a \r\n b",
+    "1234567", "12345678901234567890", "3.14159", "year 2024 and 1,000,000", "v1.2.3-rc4",
+    "٣٤٥ arabic digits", "Ⅻ roman numeral", "½ fraction ¾", "²³ superscripts", "①②③",
+    "I'm", "you're", "they'll", "she'd", "it's", "we've", "IT'S", "WE'LL", "I'M", "'S", "'ll",
+    "don't", "O'Neil's", "'ſ long s", "'", "''", "rock 'n' roll", "it’s curly",
+    "café", "naïve résumé", "e\u0301 combining acute", "Z\u0351\u0352\u0353algo",
+    "a\u0308\u0304 stacked marks", "日本語のテキスト", "中文测试，标点。", "한국어 문장",
+    "emoji 😀👍🏽", "👨\u200d👩\u200d👧\u200d👦 family", "flag 🇩🇪🇫🇷", "مرحبا بالعالم", "שלום עולם",
+    "abc\u200fdef rlm", "\u00a0nbsp\u00a0", "\u3000ideographic\u3000space", "line\u2028separator",
+    "next\u0085line", "\x0b\x0c vertical", "zero\u200bwidth", "nul\u0000byte", "\x01\x02\x7f",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math", "ǅ titlecase", "ＡＢＣ fullwidth １２３", "ﬁ ligature",
+    "Hello<|endoftext|>world", "<|endoftext|><|endoftext|>", " <|endoftext|> ", "<|endoftext",
+    "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", "<|begin_of_text|>x",
+    "a<|end_of_text|>b", "<|begin_of_text|><|end_of_text|>", "<|endoftext|>", "<<|endoftext|>>",
+    "!!!???...", "(hello) [world] {x}", "C++ and C# code: x = y + 1;", "snake_case camelCase",
+    "https://example.com/path?q=1&r=2", "supercalifragilisticexpialidocious",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "    def f(x):\n        return x\n",
+    "the The THE tHe", "License, Version 2.0 (the \"License\")", "Copyright (C) 2007 Free",
+]
+
+# The `added` style's tokens and the strings that exercise them.
+ADDED_TOKENS = [
+    AddedToken("<sep>", special=True, lstrip=True, rstrip=True, normalized=False),
+    AddedToken("hello", single_word=True, normalized=True),
+    AddedToken("wor", normalized=False),
+    AddedToken("world", normalized=True),
+    AddedToken("ab", single_word=True, normalized=False),
+    AddedToken("the", normalized=False),
+    AddedToken(" lic", lstrip=True, normalized=True),
+]
+ADDED_STRINGS = [
+    "say hello there", "sayhello", "hello", "helloworld", "hello_", "(hello)", "héllo hello",
+    "  <sep>  x", "a<sep>b", "<sep><sep>", " \t<sep>\n ", "world wor", "worldwide", "the other",
+    "ab cab ab abc", "ab", " ab ", "x  lic licence", "lic", "  license", "hello\u00a0world",
+]
+
+
+def corpus():
+    texts = []
+    for path in sorted(glob.glob("/usr/share/common-licenses/*")):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            texts.append(f.read())
+    return texts + MULTILINGUAL * 200
+
+
+def train(model, pre_tokenizer, special_tokens):
+    tokenizer = Tokenizer(model)
+    tokenizer.pre_tokenizer = pre_tokenizer
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=special_tokens,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tokenizer.train_from_iterator(corpus(), trainer)
+    return tokenizer
+
+
+def gpt2():
+    tokenizer = train(models.BPE(),
+                      pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+                      ["<|endoftext|>"])
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+def legacy_merges(text):
+    """GPT-2's own file keeps its merges as "a b" strings (byte-level tokens hold no space)."""
+    document = json.loads(text)
+    document["model"]["merges"] = [" ".join(pair) for pair in document["model"]["merges"]]
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def llama3():
+    tokenizer = train(models.BPE(ignore_merges=True), pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+    ]), [])
+    tokenizer.add_special_tokens(["<|begin_of_text|>", "<|end_of_text|>"])
+    bos = tokenizer.token_to_id("<|begin_of_text|>")
+    tokenizer.post_processor = processors.Sequence([
+        processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True),
+        processors.TemplateProcessing(single="<|begin_of_text|> $A",
+                                      pair="<|begin_of_text|> $A <|begin_of_text|> $B:1",
+                                      special_tokens=[("<|begin_of_text|>", bos)]),
+    ])
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+def smollm2():
+    tokenizer = train(models.BPE(), pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True),
+    ]), ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    return tokenizer
+
+
+def added(base):
+    tokenizer = Tokenizer.from_str(base.to_str())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)
+    tokenizer.add_tokens(ADDED_TOKENS)
+    return tokenizer
+
+
+def handmade(name):
+    """Tiny tokenizers whose ids a trained one would not show."""
+    vocab = {"a": 0, "b": 1, "c": 2, "\u0120": 3, "ab": 4, "bc": 5, "abc": 6, "\u0120a": 7,
+             "<unk>": 8}
+    model = {"type": "BPE", "dropout": None, "unk_token": None,
+             "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": False,
+             "byte_fallback": False, "ignore_merges": False, "vocab": vocab,
+             "merges": [["b", "c"], ["a", "b"], ["\u0120", "a"]]}
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                  "use_regex": True}
+    document = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+                "normalizer": None, "pre_tokenizer": byte_level, "post_processor": None,
+                "decoder": byte_level, "model": model}
+    if name == "handmade_ignore_merges":  # "abc" is in the vocabulary, merges give a + bc
+        model["ignore_merges"] = True
+    elif name == "handmade_unk":
+        model["unk_token"] = "<unk>"
+    elif name == "handmade_fuse_unk":
+        model["unk_token"] = "<unk>"
+        model["fuse_unk"] = True
+    elif name == "handmade_bare":  # no pre-tokenizer, no decoder: raw text into the model
+        document["pre_tokenizer"] = None
+        document["decoder"] = None
+    return Tokenizer.from_str(json.dumps(document))
+
+
+HANDMADE_STRINGS = ["abc", "abc abc", "xyz abc", "cab", "ab", "a b c", "abcabc", "zzz", "a z a",
+                    "bcx", "", " abc", "aé"]
+
+
+def decode_cases(tokenizer, strings, rng):
+    size = tokenizer.get_vocab_size(with_added_tokens=True)
+    sequences = [[i] for i in range(size)]
+    for text in strings:
+        ids = tokenizer.encode(text).ids
+        sequences.append(ids)
+        if any(ord(c) > 127 for c in text):  # prefixes that cut multi-byte characters
+            sequences += [ids[:k] for k in range(1, len(ids))][:8]
+    sequences += [[rng.randrange(size) for _ in range(rng.randint(1, 12))] for _ in range(150)]
+    return [{"ids": ids, "text": tokenizer.decode(ids, skip_special_tokens=False),
+             "text_skipping_special": tokenizer.decode(ids, skip_special_tokens=True)}
+            for ids in sequences]
+
+
+def expectations(tokenizer, strings, rng):
+    probes = ["<|endoftext|>", "<|begin_of_text|>", "<|im_end|>", "<sep>", "the", "\u0120the",
+              "abc", "not a token", ""]
+    return {
+        "library": f"tokenizers {tokenizers.__version__}",
+        "vocab_size": tokenizer.get_vocab_size(with_added_tokens=True),
+        "token_to_id": {token: tokenizer.token_to_id(token) for token in probes},
+        "encode": [{"text": text, "ids": tokenizer.encode(text).ids,
+                    "ids_without_special": tokenizer.encode(text, add_special_tokens=False).ids}
+                   for text in strings],
+        "decode": decode_cases(tokenizer, strings, rng),
+    }
+
+
+def one_entry_a_line(document):
+    """JSON with each list entry on a line of its own: small, and diffs show the cases."""
+    dump = lambda value: json.dumps(value, ensure_ascii=False)
+    lines = []
+    for key, value in document.items():
+        if isinstance(value, list):
+            entries = ",\n".join("  " + dump(entry) for entry in value)
+            lines.append(f"{dump(key)}: [\n{entries}\n]")
+        else:
+            lines.append(f"{dump(key)}: {dump(value)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def write(out_dir, name, tokenizer, strings, rewrite=lambda text: text):
+    rng = random.Random(name)
+    with open(os.path.join(out_dir, name + ".tokenizer.json"), "w", encoding="utf-8") as f:
+        f.write(rewrite(tokenizer.to_str(pretty=True)))
+    # The file as written is what the test reads: expectations come from reading it back.
+    with open(os.path.join(out_dir, name + ".tokenizer.json"), encoding="utf-8") as f:
+        tokenizer = Tokenizer.from_str(f.read())
+    with open(os.path.join(out_dir, name + ".expected.json"), "w", encoding="utf-8") as f:
+        f.write(one_entry_a_line(expectations(tokenizer, strings, rng)))
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
+                                                                 "fixtures")
+    os.makedirs(out_dir, exist_ok=True)
+    base = gpt2()
+    write(out_dir, "gpt2", base, HARD_STRINGS, legacy_merges)
+    write(out_dir, "llama3", llama3(), HARD_STRINGS)
+    write(out_dir, "smollm2", smollm2(), HARD_STRINGS)
+    write(out_dir, "added", added(base), HARD_STRINGS + ADDED_STRINGS)
+    for name in ["handmade_ignore_merges", "handmade_merges", "handmade_unk",
+                 "handmade_fuse_unk", "handmade_bare"]:
+        write(out_dir, name, handmade(name), HANDMADE_STRINGS)
+    print(f"wrote {out_dir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+// tokenizer.json files that are not one, or ask for what the tokenizer does not compute: each
+// an InvalidArgument naming the field and the value, never a crash or a different tokenization.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "error_of.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/text/tokenizer.hpp"
+
+namespace shardwise::text {
+namespace {
+
+using ::testing::AllOf;
+using testing::error_of;
+using ::testing::HasSubstr;
+
+const std::string kFixtures = SHARDWISE_SOURCE_DIR "/tests/text/fixtures/";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The message of reading the small hand-made tokenizer changed by `change`; the error must be
+// an InvalidArgument naming the document.
+std::string refusal(const std::function<void(nlohmann::json&)>& change) {
+  nlohmann::json document =
+      nlohmann::json::parse(read_text(kFixtures + "handmade_merges.tokenizer.json"));
+  change(document);
+  try {
+    (void)Tokenizer::from_json(document.dump(), "test.json");
+  } catch (const InvalidArgument& e) {
+    const std::string message = e.what();
+    EXPECT_THAT(message, HasSubstr("test.json")) << message;
+    return message;
+  } catch (const std::exception& e) {
+    return std::string("<not an InvalidArgument: ") + e.what() + ">";
+  }
+  return "<no error>";
+}
+
+nlohmann::json byte_level() {
+  return {{"type", "ByteLevel"},
+          {"add_prefix_space", false},
+          {"trim_offsets", true},
+          {"use_regex", true}};
+}
+
+nlohmann::json added_token(std::int64_t id, const std::string& content) {
+  return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", false}, {"special", true}};
+}
+
+TEST(TokenizerFiles, ThatAreNotFilesAreRefusedByPath) {
+  EXPECT_THAT(error_of([] { (void)Tokenizer::from_file("/dev/zero"); }),
+              AllOf(HasSubstr("/dev/zero"), HasSubstr("not a regular file")));
+  EXPECT_THAT(error_of([] { (void)Tokenizer::from_file("/nonexistent/tokenizer.json"); }),
+              HasSubstr("/nonexistent/tokenizer.json"));
+  EXPECT_THAT(error_of([] { (void)Tokenizer::from_file(kFixtures); }), HasSubstr("is a directory"));
+}
+
+TEST(TokenizerFiles, ThatAreNotJsonAreRefused) {
+  const std::string text = read_text(kFixtures + "llama3.tokenizer.json");
+  for (const std::size_t cut : {std::size_t{0}, std::size_t{1}, text.size() / 2, text.size() - 2}) {
+    EXPECT_THAT(error_of([&] { (void)Tokenizer::from_json(text.substr(0, cut), "cut.json"); }),
+                AllOf(HasSubstr("invalid JSON in cut.json")))
+        << cut;
+  }
+  EXPECT_THAT(error_of([] { (void)Tokenizer::from_json(std::string(1000, '\0'), "zeros"); }),
+              HasSubstr("invalid JSON in zeros"));
+  EXPECT_THAT(error_of([] { (void)Tokenizer::from_json("[]", "list.json"); }),
+              HasSubstr("must be a JSON object"));
+  EXPECT_THAT(error_of([] { (void)Tokenizer::from_json(std::string(100000, '['), "deep"); }),
+              HasSubstr("deep"));
+  EXPECT_THAT(
+      error_of([] { (void)Tokenizer::from_json(R"({"model": {}, "model": {}})", "twice"); }),
+      HasSubstr("has the key \"model\" twice"));
+  EXPECT_THAT(error_of([] { (void)Tokenizer::from_json("{}", "empty.json"); }),
+              HasSubstr("missing required field 'model'"));
+}
+
+TEST(TokenizerFiles, WithBadVocabulariesAreRefusedNamingTheToken) {
+  EXPECT_THAT(refusal([](auto& d) { d["model"]["vocab"]["<unk>"] = 20; }),
+              AllOf(HasSubstr("'<unk>' the id 20"), HasSubstr("outside 0 to 8")));
+  EXPECT_THAT(refusal([](auto& d) { d["model"]["vocab"]["<unk>"] = -1; }), HasSubstr("the id -1"));
+  EXPECT_THAT(refusal([](auto& d) { d["model"]["vocab"]["<unk>"] = 2; }),
+              HasSubstr("gives the id 2 to both '<unk>' and 'c'"));
+  EXPECT_THAT(refusal([](auto& d) { d["model"]["vocab"]["<unk>"] = 1e30; }),
+              AllOf(HasSubstr("model.vocab['<unk>']"), HasSubstr("must be an integer")));
+  EXPECT_THAT(refusal([](auto& d) {
+                d["model"]["vocab"]["<unk>"] = std::numeric_limits<std::uint64_t>::max();
+              }),
+              HasSubstr("beyond the largest 64-bit integer"));
+  EXPECT_THAT(refusal([](auto& d) { d["model"]["vocab"]["<unk>"] = "8"; }),
+              HasSubstr("must be an integer, not string"));
+  EXPECT_THAT(refusal([](auto& d) { d["model"]["vocab"] = nlohmann::json::array(); }),
+              HasSubstr("'model.vocab' must be an object"));
+}
+
+TEST(TokenizerFiles, WithBadMergesAreRefusedNamingTheMerge) {
+  EXPECT_THAT(refusal([](auto& d) {
+                d["model"]["merges"][1] = {"a", "zz"};
+              }),
+              HasSubstr("'model.merges[1]' names 'zz', which model.vocab lacks"));
+  EXPECT_THAT(refusal([](auto& d) {
+                d["model"]["merges"][1] = {"c", "a"};
+              }),
+              HasSubstr("'model.merges[1]' makes 'ca', which model.vocab lacks"));
+  EXPECT_THAT(refusal([](auto& d) { d["model"]["merges"][1] = "a b"; }),
+              HasSubstr("merges[0] is a pair, so every merge must be a pair"));
+  EXPECT_THAT(refusal([](auto& d) {
+                d["model"]["merges"] = {"b c", "a b c"};
+              }),
+              HasSubstr("'model.merges[1]' is \"a b c\": a merge string is two tokens"));
+  EXPECT_THAT(refusal([](auto& d) {
+                d["model"]["merges"] = {"b c", 7};
+              }),
+              HasSubstr("every merge must be a string"));
+  EXPECT_THAT(refusal([](auto& d) {
+                d["model"]["merges"][0] = {"b", "c", "a"};
+              }),
+              HasSubstr("'model.merges[0]' is"));
+}
+
+TEST(TokenizerFiles, AskingForWhatIsNotComputedAreRefusedByName) {
+  const auto expect = [](const std::function<void(nlohmann::json&)>& change,
+                         const std::string& words) {
+    EXPECT_THAT(refusal(change), HasSubstr(words));
+  };
+  expect([](auto& d) { d["model"]["dropout"] = 0.1; }, "'model.dropout' is 0.1");
+  expect([](auto& d) { d["model"]["byte_fallback"] = true; }, "'model.byte_fallback' is true");
+  expect([](auto& d) { d["model"]["type"] = "WordPiece"; }, "'model.type' is \"WordPiece\"");
+  expect([](auto& d) { d["model"]["unk_token"] = "<missing>"; },
+         "'model.unk_token' is '<missing>', which model.vocab lacks");
+  expect([](auto& d) { d["model"]["continuing_subword_prefix"] = "##"; },
+         "'model.continuing_subword_prefix' is \"##\"");
+  expect([](auto& d) { d["model"]["end_of_word_suffix"] = "</w>"; },
+         "'model.end_of_word_suffix' is \"</w>\"");
+  expect(
+      [](auto& d) {
+        d["normalizer"] = {{"type", "NFC"}};
+      },
+      "'normalizer' is {\"type\":\"NFC\"}");
+  expect([](auto& d) { d["truncation"] = {{"max_length", 8}}; }, "'truncation' is");
+  expect([](auto& d) { d["padding"] = {{"strategy", "BatchLongest"}}; }, "'padding' is");
+  expect([](auto& d) { d["version"] = "2.0"; }, "'version' is \"2.0\"");
+  expect([](auto& d) { d["surprise"] = 1; }, "unknown field 'surprise'");
+  expect(
+      [](auto& d) {
+        d["pre_tokenizer"] = {{"type", "Metaspace"}};
+      },
+      "'pre_tokenizer.type' is 'Metaspace'");
+  expect(
+      [](auto& d) {
+        d["pre_tokenizer"] = {{"type", "ByteLevel"}};
+      },
+      "missing required field 'pre_tokenizer.add_prefix_space'");
+  const auto split = [](nlohmann::json pattern, const std::string& behavior, bool invert) {
+    return [=](nlohmann::json& d) {
+      d["pre_tokenizer"] = {{"type", "Sequence"},
+                            {"pretokenizers",
+                             {{{"type", "Split"},
+                               {"pattern", pattern},
+                               {"behavior", behavior},
+                               {"invert", invert}}}}};
+    };
+  };
+  expect(split({{"Regex", "\\s+"}}, "Isolated", false),
+         "'pre_tokenizer.pretokenizers[0].pattern.Regex' is '\\s+': only GPT-2's and Llama 3's");
+  expect(split({{"String", " "}}, "Isolated", false), "'pre_tokenizer.pretokenizers[0].pattern'");
+  const std::string gpt2 =
+      R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+  expect(split({{"Regex", gpt2}}, "Removed", false), "'Removed': only Isolated");
+  expect(split({{"Regex", gpt2}}, "Isolated", true), "invert' is true");
+  expect([](auto& d) { d["decoder"] = {{"type", "WordPiece"}}; }, "'decoder.type' is 'WordPiece'");
+  expect(
+      [](auto& d) {
+        d["post_processor"] = {{"type", "BertProcessing"}};
+      },
+      "'post_processor.type' is 'BertProcessing'");
+}
+
+nlohmann::json template_processing(nlohmann::json single, std::int64_t special_id) {
+  const nlohmann::json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  return {
+      {"type", "TemplateProcessing"},
+      {"single", std::move(single)},
+      {"pair", {a}},
+      {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {special_id}}, {"tokens", {"<s>"}}}}}}};
+}
+
+TEST(TokenizerFiles, WithBadTemplatesAreRefused) {
+  const nlohmann::json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  const nlohmann::json b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+  const nlohmann::json s = {{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}};
+  const nlohmann::json t = {{"SpecialToken", {{"id", "<t>"}, {"type_id", 0}}}};
+  EXPECT_THAT(refusal([&](auto& d) {
+                d["post_processor"] = template_processing({s, a}, 9);
+              }),
+              HasSubstr("'post_processor.special_tokens['<s>'].ids[0]' is 9, outside the "
+                        "vocabulary of 9 tokens"));
+  EXPECT_THAT(refusal([&](auto& d) {
+                d["post_processor"] = template_processing({s, b}, 0);
+              }),
+              HasSubstr("'post_processor.single[1].Sequence.id' is 'B'"));
+  EXPECT_THAT(refusal([&](auto& d) {
+                d["post_processor"] = template_processing({t, a}, 0);
+              }),
+              HasSubstr("is '<t>', which the processor's special_tokens lacks"));
+  EXPECT_THAT(
+      refusal([&](auto& d) {
+        d["post_processor"] = {
+            {"type", "Sequence"},
+            {"processors", {template_processing({s, a}, 0), template_processing({s, a}, 0)}}};
+      }),
+      HasSubstr("'post_processor.processors[1]' is a second TemplateProcessing"));
+  // One template in a Sequence, after ByteLevel, as Llama 3's: read.
+  nlohmann::json document =
+      nlohmann::json::parse(read_text(kFixtures + "handmade_merges.tokenizer.json"));
+  document["post_processor"] = {{"type", "Sequence"},
+                                {"processors", {byte_level(), template_processing({s, a, a}, 8)}}};
+  const Tokenizer tokenizer = Tokenizer::from_json(document.dump(), "template");
+  EXPECT_EQ(tokenizer.encode("ab"), (std::vector<std::int32_t>{8, 4, 4}));
+  EXPECT_EQ(tokenizer.encode("ab", false), (std::vector<std::int32_t>{4, 4}));
+}
+
+TEST(TokenizerFiles, WithBadAddedTokensAreRefused) {
+  EXPECT_THAT(refusal([](auto& d) { d["added_tokens"] = {added_token(3, "<x>")}; }),
+              HasSubstr("'added_tokens[0].id' of '<x>' is 3, but the library gives it 9"));
+  EXPECT_THAT(refusal([](auto& d) { d["added_tokens"] = {added_token(9, "abc")}; }),
+              HasSubstr("is 9, but the library gives it 6 (its id in model.vocab)"));
+  EXPECT_THAT(refusal([](auto& d) {
+                d["added_tokens"] = {added_token(9, "<x>"), added_token(10, "<x>")};
+              }),
+              HasSubstr("added_tokens holds '<x>' twice"));
+  EXPECT_THAT(refusal([](auto& d) { d["added_tokens"] = {added_token(9, "")}; }),
+              HasSubstr("'added_tokens[0].content' is empty"));
+  EXPECT_THAT(refusal([](auto& d) {
+                nlohmann::json stripped = added_token(9, "<x>");
+                stripped["rstrip"] = true;
+                d["added_tokens"] = {stripped, added_token(10, " y")};
+              }),
+              HasSubstr("' y' starts with a space and '<x>' has rstrip"));
+  EXPECT_THAT(refusal([](auto& d) {
+                nlohmann::json token = added_token(9, "<x>");
+                token.erase("special");
+                d["added_tokens"] = {token};
+              }),
+              HasSubstr("missing required field 'added_tokens[0].special'"));
+}
+
+TEST(Tokenizer, RefusesIdsOutsideTheVocabularyAndTextThatIsNotUtf8) {
+  const Tokenizer tokenizer = Tokenizer::from_file(kFixtures + "gpt2.tokenizer.json");
+  const std::vector<std::int32_t> negative = {1, -1};
+  EXPECT_THAT(error_of([&] { (void)tokenizer.decode(negative); }),
+              HasSubstr("decode: id -1 is outside the vocabulary of 600 tokens"));
+  const std::vector<std::int32_t> past = {600};
+  EXPECT_THAT(error_of([&] { (void)tokenizer.decode(past); }), HasSubstr("id 600"));
+  EXPECT_THAT(error_of([&] { (void)tokenizer.encode("ok \xff\xfe"); }),
+              HasSubstr("the text to encode is not UTF-8: byte 0xff at offset 3"));
+  EXPECT_THAT(error_of([&] { (void)tokenizer.encode("\xed\xa0\x80"); }), HasSubstr("not UTF-8"));
+}
+
+}  // namespace
+}  // namespace shardwise::text
