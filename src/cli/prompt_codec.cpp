@@ -1,7 +1,10 @@
 #include "prompt_codec.hpp"
 
+#include <memory>
+
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/text/tokenizer.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -16,8 +19,33 @@ std::string ids_text(std::span<const std::int32_t> ids) {
 
 PromptCodec prompt_codec(const models::ModelSource& source,
                          const std::optional<std::string>& tokenizer) {
-  (void)tokenizer;
   const std::size_t vocab = source.model->vocab_size();
+  const std::filesystem::path file =
+      tokenizer ? std::filesystem::path(*tokenizer) : source.tokenizer;
+  if (!file.empty()) {
+    const auto bpe = std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(file));
+    if (bpe->vocab_size() > vocab) {
+      throw InvalidArgument("--tokenizer '" + echo_input(file.string(), 200) + "' has " +
+                            std::to_string(bpe->vocab_size()) + " tokens; " + source.words +
+                            " has a vocabulary of " + std::to_string(vocab));
+    }
+    return {"tokenizer.json '" + echo_input(file.string(), 200) + "'",
+            [bpe](const std::string& text, const std::string&) { return bpe->encode(text); },
+            [bpe](std::span<const std::int32_t> ids) {
+              // Ids past the tokenizer's (a vocabulary padded for the model axis) are shown as
+              // ids; the runs between them decode together, as their bytes join.
+              std::string text;
+              std::size_t start = 0;
+              for (std::size_t i = 0; i <= ids.size(); ++i) {
+                if (i < ids.size() && static_cast<std::size_t>(ids[i]) < bpe->vocab_size())
+                  continue;
+                text += bpe->decode(ids.subspan(start, i - start));
+                if (i < ids.size()) text += "[" + std::to_string(ids[i]) + "]";
+                start = i + 1;
+              }
+              return text;
+            }};
+  }
   if (vocab == 256) {
     return {"bytes",
             [](const std::string& text, const std::string&) {

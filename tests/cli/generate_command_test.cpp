@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "run_command.hpp"
+#include "shardwise/text/tokenizer.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -129,6 +130,62 @@ TEST_F(GenerateCommand, CkptLossReadsAnExportAsItReadsTheCheckpoint) {
   // And generate from the export gives the checkpoint's text.
   EXPECT_EQ(generate({path("hf"), "--prompt", "The ", "--max-new-tokens", "20"})["ids"],
             generate({newest(), "--prompt", "The ", "--max-new-tokens", "20"})["ids"]);
+}
+
+// A model of 640 tokens with a byte-level BPE tokenizer.json of 600 (the gpt2 fixture, made
+// with the tokenizers library): the prompt is encoded as the library encoded it
+// (tests/text/fixtures/gpt2.expected.json), from --tokenizer and from a Hugging Face folder's
+// tokenizer.json alike, and the text is the tokenizer's decoding, ids past its vocabulary shown
+// as [id].
+TEST_F(GenerateCommand, ATokenizerJsonEncodesThePromptAsTheTokenizersLibrary) {
+  const std::string tokenizer = source_path("tests/text/fixtures/gpt2.tokenizer.json");
+  std::ofstream(path("bpe_model.json"))
+      << R"({"n_layer": 1, "n_head": 2, "n_embd": 32, "block_size": 64, "vocab_size": 640})";
+  const testing::Result trained =
+      run_command({"train", "--model", path("bpe_model.json"), "--steps", "1", "--batch", "2",
+                   "--seq", "16", "--save", path("bpe_save")});
+  ASSERT_EQ(trained.status, 0) << trained.err;
+  const testing::Result exported = run_command(
+      {"ckpt", "export", path("bpe_save"), "--format", "hf-gpt2", "--out", path("bpe_hf")});
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  std::filesystem::copy_file(tokenizer, path("bpe_hf") + "/tokenizer.json");
+
+  std::ifstream expected_file(source_path("tests/text/fixtures/gpt2.expected.json"));
+  const nlohmann::json expected = nlohmann::json::parse(expected_file);
+  const text::Tokenizer bpe = text::Tokenizer::from_file(tokenizer);
+  int checked = 0, past_vocabulary = 0;
+  for (const nlohmann::json& sample : expected["encode"]) {
+    const std::string prompt = sample["text"];
+    if (prompt.empty() || sample["ids"].size() > 40 || checked == 12) continue;
+    for (const std::vector<std::string>& source :
+         {std::vector<std::string>{path("bpe_save"), "--tokenizer", tokenizer},
+          std::vector<std::string>{path("bpe_hf")}}) {
+      std::vector<std::string> args = source;
+      args.insert(args.end(), {"--prompt", prompt, "--max-new-tokens", "8", "--temperature",
+                               "1", "--seed", std::to_string(checked), "--stop-ids", "none"});
+      const nlohmann::json got = generate(args);
+      EXPECT_EQ(got["prompt_ids"], sample["ids"]) << prompt;
+      EXPECT_EQ(got["tokenizer"].get<std::string>().rfind("tokenizer.json", 0), 0U);
+      std::string text;
+      std::vector<std::int32_t> run;
+      for (const nlohmann::json& id : got["ids"]) {
+        if (id.get<std::int32_t>() < 600) {
+          run.push_back(id.get<std::int32_t>());
+          continue;
+        }
+        text += bpe.decode(run) + "[" + std::to_string(id.get<int>()) + "]";
+        run.clear();
+        ++past_vocabulary;
+      }
+      EXPECT_EQ(got["text"], text + bpe.decode(run)) << prompt;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12);
+  EXPECT_GT(past_vocabulary, 0) << "no id past the tokenizer's vocabulary was drawn";
+  // A tokenizer of more tokens than the model has is refused naming both sizes.
+  expect_bad_input({"generate", newest(), "--prompt", "The ", "--tokenizer", tokenizer},
+                   "has 600 tokens");
 }
 
 TEST_F(GenerateCommand, RefusesHostileFlagsInOneLineNamingTheFlag) {
