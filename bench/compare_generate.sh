@@ -3,7 +3,8 @@
 # Hugging Face folder (random weights, exported by `ckpt export`), prompt, greedy, fp32, 2
 # threads, NEW tokens (default 64) after a prompt of 16, with the key/value cache both sides.
 # tokens/s counts the whole continuation (prompt included); decode tokens/s the tokens after the
-# first, over the time after the prompt's forward. Shapes: GPT-2 (124M) and SmolLM2-135M. Needs
+# first, over the time after the prompt's forward. Models: GPT-2 (124M, Hugging Face's config of
+# 50257 tokens, examples/models/gpt2.json) and SmolLM2-135M (49152 tokens). Needs
 # build/release and a Python with torch and transformers (PY, default build/peer-venv/bin/python;
 # scripts/install_bench_peers.sh). Prints a markdown table; rows in bench/results/generate.jsonl.
 set -euo pipefail
@@ -21,9 +22,9 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), 
 echo
 echo "| model | shardwise tok/s | transformers tok/s | ratio | shardwise decode tok/s | transformers decode tok/s | ratio | same ids |"
 echo "|---|---|---|---|---|---|---|---|"
-for config in "gpt2 hf-gpt2" "smollm2-135m hf-llama"; do
+for config in "gpt2 hf-gpt2 examples/models/gpt2.json" "smollm2-135m hf-llama smollm2-135m"; do
   set -- $config
-  "$bin" train --model "$1" --batch 1 --seq 8 --steps 1 --save "$work/$1" >/dev/null
+  "$bin" train --model "$3" --batch 1 --seq 8 --steps 1 --save "$work/$1" >/dev/null
   "$bin" ckpt export "$work/$1" --format "$2" --out "$work/$1-hf" >/dev/null
   for round in $(seq "$rounds"); do
     "$bin" generate "$work/$1-hf" --prompt-ids "$prompt" --max-new-tokens "$new" \
