@@ -100,8 +100,9 @@ class BenchCommand final : public Command {
  public:
   explicit BenchCommand(CLI::App& parent)
       : app_(parent.add_subcommand("bench",
-                                   "Measure collectives and resharding against a memcpy "
-                                   "baseline (and MPI's own calls under mpirun)")) {
+                                   "Measure collectives, resharding and the runtime's "
+                                   "overlap against baselines of the same run: a memcpy of "
+                                   "the same bytes, and MPI's own calls under mpirun")) {
     app_->require_subcommand(1);
     comm_ = app_->add_subcommand("comm", "Time, algorithm and bus bandwidth of each collective");
     comm_

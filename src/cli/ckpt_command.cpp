@@ -367,8 +367,8 @@ class CkptCommand final : public Command {
   explicit CkptCommand(CLI::App& parent)
       : app_(parent.add_subcommand(
             "ckpt",
-            "Inspect checkpoints, export them as Hugging Face GPT-2 weights, import such "
-            "weights")) {
+            "Inspect and verify checkpoints, compute a model's loss on a file, and move "
+            "checkpoints to and from Hugging Face (GPT-2, Llama)")) {
     app_->require_subcommand(1);
     inspect_ = app_->add_subcommand("inspect", "What a checkpoint holds: arrays, shardings, step");
     inspect_
@@ -399,7 +399,8 @@ class CkptCommand final : public Command {
         ->default_val("text");
     loss_->add_option("--seq", seq_, "Tokens per window (default: the model's context)");
     loss_->add_flag("--json", json_, "One JSON object");
-    import_ = app_->add_subcommand("import", "Turn Hugging Face GPT-2 weights into a checkpoint");
+    import_ = app_->add_subcommand("import",
+                                   "Turn Hugging Face GPT-2 or Llama weights into a checkpoint");
     import_->add_option("path", path_, "model.safetensors, or a folder holding it and config.json")
         ->required();
     import_->add_option("--format", format_, "hf-gpt2 or hf-llama")->required();

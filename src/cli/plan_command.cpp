@@ -147,8 +147,10 @@ class PlanCommand final : public Command {
       : app_(parent.add_subcommand("plan",
                                    "Predict memory, traffic and step time of parallel layouts "
                                    "from published formulas, and search for the best")) {
-    app_->add_option("--model", model_,
-                     "tiny, small, gpt2, a config.json, a manifest or a .safetensors file")
+    app_->add_option(
+            "--model", model_,
+            "A preset (tiny, small, gpt2, llama-tiny, smollm2-135m), the trainer's model file, "
+            "a Hugging Face folder or its config.json, a manifest or a .safetensors file")
         ->required();
     app_->add_option("--devices", devices_, "Devices in the cluster")->required();
     app_->add_option("--devices-per-node", per_node_, "Devices per node")->default_val("8");

@@ -22,8 +22,9 @@ class SpecsCommand final : public Command {
             "Show how every parameter of a model is sharded on a mesh: logical axes, "
             "partition spec, shard shape, pipeline stage, and bytes per device")) {
     app_->add_option("--model", model_,
-                     "tiny, small, gpt2, the trainer's model file, a model manifest (JSON with "
-                     "\"parameters\"), a Hugging Face config.json or a .safetensors file")
+                     "A preset (tiny, small, gpt2, llama-tiny, smollm2-135m), the trainer's model "
+                     "file, a model manifest (JSON with \"parameters\"), a Hugging Face folder or "
+                     "its config.json, or a .safetensors file")
         ->required();
     app_->add_option("--mesh", mesh_, "Mesh axes and sizes, e.g. data=2,fsdp=2,model=2,pipeline=2")
         ->required();

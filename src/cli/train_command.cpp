@@ -211,7 +211,8 @@ class TrainCommand final : public Command {
   explicit TrainCommand(CLI::App& parent)
       : app_(parent.add_subcommand(
             "train",
-            "Train a model (a preset or a model file) on text or token files, on one rank or any "
+            "Train a model (a preset, a model file or a Hugging Face folder) on text or token "
+            "files, on one rank or any "
             "mesh of data, fsdp, model and pipeline axes, matching the "
             "one-rank run step for step")) {
     app_->add_option("--model", model_,
