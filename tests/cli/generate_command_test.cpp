@@ -161,8 +161,8 @@ TEST_F(GenerateCommand, ATokenizerJsonEncodesThePromptAsTheTokenizersLibrary) {
          {std::vector<std::string>{path("bpe_save"), "--tokenizer", tokenizer},
           std::vector<std::string>{path("bpe_hf")}}) {
       std::vector<std::string> args = source;
-      args.insert(args.end(), {"--prompt", prompt, "--max-new-tokens", "8", "--temperature",
-                               "1", "--seed", std::to_string(checked), "--stop-ids", "none"});
+      args.insert(args.end(), {"--prompt", prompt, "--max-new-tokens", "8", "--temperature", "1",
+                               "--seed", std::to_string(checked), "--stop-ids", "none"});
       const nlohmann::json got = generate(args);
       EXPECT_EQ(got["prompt_ids"], sample["ids"]) << prompt;
       EXPECT_EQ(got["tokenizer"].get<std::string>().rfind("tokenizer.json", 0), 0U);
