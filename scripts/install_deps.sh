@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake g++ clang libclang-rt-14-dev ccache git python3
+  build-essential cmake g++ clang libclang-rt-14-dev ccache git python3 python3-venv python3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libre2-dev pkg-config
   libopenmpi-dev openmpi-bin iproute2

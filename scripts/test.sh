@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# README command 2 (and CI): install what is missing, build with warnings as errors, run
-# every test. Pass a preset name (debug-asan, tsan) to test a sanitizer build instead.
+# README command 2 (and CI): install what is missing (Debian packages; the Python package's test
+# environment, build/python-venv), build with warnings as errors, run every test (the Python
+# package's `pip install .` and pytest suite among them). Pass a preset name (debug-asan, tsan)
+# to test a sanitizer build instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 preset="${1:-release}"
 scripts/install_deps.sh
+scripts/install_python_env.sh
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"
 ctest --preset "$preset"

@@ -59,6 +59,7 @@
 #include "shardwise/plan/cost_model.hpp"
 #include "shardwise/plan/layout.hpp"
 #include "shardwise/plan/model_shape.hpp"
+#include "shardwise/plan/plan_request.hpp"
 #include "shardwise/plan/search.hpp"
 #include "shardwise/strategy/data_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"

@@ -21,8 +21,7 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/kernels/matmul.hpp"
-#include "shardwise/plan/search.hpp"
-#include "shardwise/strategy/pipeline_parallel_strategy.hpp"
+#include "shardwise/plan/plan_request.hpp"
 #include "text_table.hpp"
 
 namespace shardwise::cli {
@@ -194,8 +193,8 @@ class PlanCommand final : public Command {
     const std::int64_t per_node =
         std::min(bounded(per_node_, "--devices-per-node", 1, std::int64_t{1} << 24), devices);
     plan::TrainingSetup setup;
-    setup.global_batch = bounded(batch_, "--global-batch", 1, std::int64_t{1} << 32);
-    setup.seq = bounded(seq_, "--seq", 1, std::int64_t{1} << 24);
+    setup.global_batch = bounded(batch_, "--global-batch", 1, plan::TrainingSetup::kMaxGlobalBatch);
+    setup.seq = bounded(seq_, "--seq", 1, plan::TrainingSetup::kMaxSeq);
     setup.micro_batch = bounded(micro_, "--micro-batch", 1, setup.global_batch);
     setup.precision = plan::parse_precision(precision_, "--precision");
     setup.optimizer = plan::parse_optimizer(optimizer_, "--optimizer");
@@ -239,11 +238,7 @@ class PlanCommand final : public Command {
           "--top ranks the layouts a search finds; with --layout one layout is "
           "evaluated");
     }
-    if (shape.context > 0 && setup.seq > shape.context) {
-      throw InvalidArgument("--seq " + seq_ + " is longer than the model's context of " +
-                            std::to_string(shape.context) +
-                            " positions (the rows of its position embedding)");
-    }
+    plan::check_setup(shape, setup, "--seq");
     if (!layout_) {  // what only a given layout takes would be lost on a search
       for (const char* flag :
            {"--zero", "--microbatches", "--schedule", "--virtual-stages", "--stage-layers"}) {
@@ -264,16 +259,8 @@ class PlanCommand final : public Command {
       options.top = top;
       options.recompute = recompute;
       options.sequence_parallel = sequence_parallel_;
-      const plan::SearchResult result = plan::search_layouts(shape, cluster, setup, options);
-      if (result.ranked.empty() && !result.skipped.empty()) {
-        throw InvalidArgument("no layout can be evaluated: " + result.skipped);
-      }
-      if (result.ranked.empty()) {
-        throw InvalidArgument("no layout of " + std::to_string(devices) +
-                              " devices divides the model and the batch (heads " +
-                              std::to_string(shape.heads) + ", layers " +
-                              std::to_string(shape.layers) + ", --global-batch " + batch_ + ")");
-      }
+      const plan::SearchResult result =
+          plan::search_ranked(shape, cluster, setup, options, "--global-batch");
       ranked = result.ranked;
       evaluated = result.evaluated;
     }
@@ -362,10 +349,9 @@ class PlanCommand final : public Command {
     }
     l.zero = static_cast<int>(integer(zero_, "--zero"));
     if (l.zero < 0 || l.zero > 3) throw InvalidArgument("--zero is " + zero_ + "; expected 0 to 3");
-    const std::int64_t per_step = l.data_parallel() * setup.micro_batch;
-    l.microbatches = microbatches_
-                         ? bounded(*microbatches_, "--microbatches", 1, setup.global_batch)
-                         : std::max<std::int64_t>(1, setup.global_batch / per_step);
+    // 0: the batch's, as plan::complete_layout fills it in.
+    l.microbatches =
+        microbatches_ ? bounded(*microbatches_, "--microbatches", 1, setup.global_batch) : 0;
     l.schedule = plan::parse_schedule(schedule_, "--schedule");
     l.virtual_stages = bounded(virtual_, "--virtual-stages", 1, 1 << 20);
     l.recompute = recompute;
@@ -381,11 +367,8 @@ class PlanCommand final : public Command {
             "--stage-layers lists " + std::to_string(l.stage_layers.size()) +
             " stages; --layout has pipeline x virtual stages = " + std::to_string(chunks));
       }
-    } else if (l.pipeline > 1 && chunks <= shape.layers && shape.layers % chunks != 0) {
-      // What the trainer runs: an even split, the earlier stages taking one more.
-      l.stage_layers = PipelineParallelStrategy(chunks).assign_layers_to_stages(shape.layers);
     }
-    return l;
+    return plan::complete_layout(std::move(l), shape, setup);
   }
 
   CLI::App* app_;

@@ -50,6 +50,26 @@ ScheduleKind parse_schedule(const std::string& text, const std::string& flag) {
   return parse_enum(text, flag, kSchedules);
 }
 
+void TrainingSetup::validate() const {
+  const auto bounded = [](const char* field, std::int64_t value, std::int64_t least,
+                          std::int64_t most) {
+    if (value < least || value > most) {
+      throw InvalidArgument(std::string(field) + " is " + std::to_string(value) + "; expected " +
+                            std::to_string(least) + " to " + std::to_string(most));
+    }
+  };
+  bounded("global_batch", global_batch, 1, kMaxGlobalBatch);
+  bounded("seq", seq, 1, kMaxSeq);
+  bounded("micro_batch", micro_batch, 1, global_batch);
+  if (!(compute_efficiency >= kLeastEfficiency && compute_efficiency <= 1)) {
+    throw InvalidArgument("compute_efficiency is " + std::to_string(compute_efficiency) +
+                          "; expected " + std::to_string(kLeastEfficiency) + " to 1");
+  }
+  if (!(overlap >= 0 && overlap <= 1)) {
+    throw InvalidArgument("overlap is " + std::to_string(overlap) + "; expected 0 to 1");
+  }
+}
+
 std::string Layout::to_string() const {
   std::ostringstream out;
   out << "data=" << data << ",fsdp=" << fsdp << ",model=" << model << ",pipeline=" << pipeline

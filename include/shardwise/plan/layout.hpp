@@ -40,6 +40,14 @@ struct TrainingSetup {
   // to 1, and 0 to 1.
   double compute_efficiency = 0.5;
   double overlap = 0.5;
+
+  // Bounds past any real run, so that tokens per step (global_batch x seq) stay exact.
+  static constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 32;
+  static constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
+  // InvalidArgument naming the field (global_batch, seq, micro_batch, compute_efficiency,
+  // overlap) and its value where it is outside the bounds above, micro_batch above
+  // global_batch, or a share not finite or outside its range.
+  void validate() const;
 };
 
 struct Layout {

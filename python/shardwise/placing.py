@@ -1,0 +1,78 @@
+"""apply_sharding: a strategy's layout on real data.
+
+- a JAX array: placed with ``jax.device_put`` on the strategy's NamedSharding;
+- a Flax NNX model or state: every parameter placed so, the model updated in place;
+- anything else with a shape (a NumPy array, a list of lists made one): a HostShards, each
+  device's block as a view, in mesh order.
+
+The mesh is a shardwise Mesh (device id i is ``jax.devices()[i]``) or a jax.sharding.Mesh.
+"""
+
+from ._shardwise import InvalidArgument, Mesh, ShardingStrategy
+from .interop import from_jax, to_jax
+
+
+class HostShards:
+    """An array split as a NamedSharding says: ``blocks[device]`` is that device's view."""
+
+    def __init__(self, array, sharding):
+        self.sharding = sharding
+        self.shape = tuple(array.shape)
+        self.blocks = {}
+        for shard in sharding.shards(self.shape):
+            self.blocks[shard.device] = array[tuple(slice(a, b) for a, b in shard.index)]
+
+    def __repr__(self):
+        return f"HostShards(shape={self.shape}, sharding={self.sharding!r})"
+
+
+def _is_jax_array(value):
+    try:
+        import jax
+    except ImportError:
+        return False
+    return isinstance(value, jax.Array)
+
+
+def _nnx():
+    try:
+        from flax import nnx
+    except ImportError:
+        return None
+    return nnx
+
+
+def _shardwise_mesh(mesh):
+    if isinstance(mesh, Mesh):
+        return mesh
+    try:
+        return from_jax(mesh)
+    except (ImportError, InvalidArgument):
+        raise InvalidArgument(f"mesh is {mesh!r}; expected a shardwise or JAX Mesh") from None
+
+
+def apply_sharding(strategy, array, mesh):
+    """``array`` laid out by ``strategy`` on ``mesh`` (see the module's documentation)."""
+    mesh = _shardwise_mesh(mesh)
+    nnx = _nnx()
+    if nnx is not None and isinstance(array, (nnx.Module, nnx.State)):
+        import jax
+
+        state = nnx.state(array) if isinstance(array, nnx.Module) else array
+        placed = jax.tree.map(
+            lambda leaf: jax.device_put(leaf, to_jax(strategy.sharding_for(leaf.shape, mesh))),
+            state)
+        if isinstance(array, nnx.Module):
+            nnx.update(array, placed)
+            return array
+        return placed
+    if _is_jax_array(array):
+        import jax
+
+        return jax.device_put(array, to_jax(strategy.sharding_for(array.shape, mesh)))
+    if not hasattr(array, "shape"):
+        raise InvalidArgument(f"array is {type(array).__name__}; expected an array with a shape")
+    return HostShards(array, strategy.sharding_for(array.shape, mesh))
+
+
+ShardingStrategy.apply_sharding = apply_sharding

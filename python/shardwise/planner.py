@@ -1,0 +1,223 @@
+"""shardwise.plan and shardwise.search: the planner of `shardwise plan` from Python.
+
+The model is any of:
+- a Hugging Face config (a dict, a config.json's path, or a model folder's): GPT-2, Llama,
+  Mistral, Qwen2;
+- a manifest (a dict with "parameters", its file, or a ModelManifest);
+- a .safetensors file (only its header is read);
+- a parameter tree: a Flax NNX model or state, a PyTorch module, a dict of name: array or
+  shape or (shape, logical axes), or a list of (name, shape[, logical axes]). Names follow the
+  dotted paths the planner reads layers from ("layers.3.mlp.up.kernel", "h.3.mlp.c_fc.weight").
+"""
+
+import json
+import os
+
+from ._shardwise import (
+    Cluster,
+    InvalidArgument,
+    Layout,
+    ModelManifest,
+    TrainingSetup,
+    load_model_description,
+    manifest_from_safetensors_header,
+    plan_layout,
+    search_layouts,
+    shape_of,
+)
+
+# A header past this is not a model's (safetensors' own limit is 100 MB).
+_MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
+# A config or manifest past this is not one.
+_MAX_DESCRIPTION_BYTES = 64 * 1024 * 1024
+
+_DTYPES = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16",
+           "int32": "i32", "int64": "i64", "uint8": "u8", "int8": "i8", "bool": "bool"}
+
+
+def _read_text(path, what):
+    if not os.path.isfile(path):
+        raise InvalidArgument(f"{what} '{path}' is not a readable regular file")
+    with open(path, "rb") as file:
+        data = file.read(_MAX_DESCRIPTION_BYTES + 1)
+    if len(data) > _MAX_DESCRIPTION_BYTES:
+        raise InvalidArgument(f"{what} '{path}' is over {_MAX_DESCRIPTION_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidArgument(f"{what} '{path}' is not UTF-8 text: {e}") from None
+
+
+def _safetensors_manifest(path):
+    if not os.path.isfile(path):
+        raise InvalidArgument(f"model '{path}' is not a readable regular file")
+    size = os.path.getsize(path)
+    with open(path, "rb") as file:
+        head = file.read(8)
+        if len(head) < 8:
+            raise InvalidArgument(f"model '{path}' has {len(head)} bytes; a .safetensors file "
+                                  "starts with an 8-byte header length")
+        length = int.from_bytes(head, "little")
+        if length > _MAX_SAFETENSORS_HEADER or 8 + length > size:
+            raise InvalidArgument(f"model '{path}' declares a header of {length} bytes; the "
+                                  f"file has {size}")
+        header = file.read(length).decode("utf-8", errors="replace")
+    return manifest_from_safetensors_header(header, size - 8 - length)
+
+
+def _dtype_name(dtype):
+    name = getattr(dtype, "name", None) or str(dtype).replace("torch.", "")
+    return _DTYPES.get(name, "f32")
+
+
+def _entry(name, value, axes=None):
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (tuple, list)):
+        value, axes = value
+    shape = tuple(value.shape) if hasattr(value, "shape") else tuple(value)
+    entry = {"name": str(name), "shape": list(shape),
+             "dtype": _dtype_name(value.dtype) if hasattr(value, "dtype") else "f32"}
+    if axes is not None:
+        entry["logical_axes"] = [a if a else None for a in axes]
+    return entry
+
+
+def _nnx_entries(state):
+    from flax import nnx
+
+    entries = []
+    for path, variable in nnx.to_flat_state(state) if hasattr(nnx, "to_flat_state") \
+            else state.flat_state():
+        value = variable.get_value() if hasattr(variable, "get_value") else \
+            getattr(variable, "value", variable)
+        axes = None
+        metadata = variable.get_metadata() if hasattr(variable, "get_metadata") else {}
+        # nnx.with_partitioning's names, under the key each version of Flax keeps them.
+        for key in ("out_sharding", "sharding_names", "sharding"):
+            if metadata.get(key) is not None:
+                axes = tuple(metadata[key])
+                break
+        entries.append(_entry(".".join(str(p) for p in path), value, axes))
+    return entries
+
+
+def _tree_entries(model):
+    try:
+        from flax import nnx
+        if isinstance(model, nnx.Module):
+            return _nnx_entries(nnx.state(model, nnx.Param))
+        if isinstance(model, nnx.State):
+            return _nnx_entries(model)
+    except ImportError:
+        pass
+    if hasattr(model, "named_parameters"):  # a torch.nn.Module
+        return [_entry(name, p) for name, p in model.named_parameters()]
+    if isinstance(model, dict):
+        return [_entry(name, value) for name, value in model.items()]
+    if isinstance(model, (list, tuple)):
+        entries = []
+        for i, item in enumerate(model):
+            if not isinstance(item, (list, tuple)) or len(item) not in (2, 3):
+                raise InvalidArgument(f"model[{i}] is {item!r}; expected (name, shape) or "
+                                      "(name, shape, logical axes)")
+            entries.append(_entry(*item))
+        return entries
+    raise InvalidArgument(
+        f"model is {type(model).__name__}; expected a Hugging Face config or folder, a manifest, "
+        "a .safetensors file, or a parameter tree (Flax NNX, PyTorch, dict, list)")
+
+
+def manifest_of(model):
+    """The ModelManifest of any model the module's documentation lists."""
+    if isinstance(model, ModelManifest):
+        return model
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if path.endswith(".safetensors"):
+            return _safetensors_manifest(path)
+        if os.path.isdir(path):
+            path = os.path.join(path, "config.json")
+        return load_model_description(_read_text(path, "model"))
+    if isinstance(model, dict) and not _holds_arrays(model):
+        return load_model_description(json.dumps(model))
+    return ModelManifest.from_json(json.dumps({"parameters": _tree_entries(model)}))
+
+
+def _holds_arrays(mapping):
+    """A dict of name: array/shape is a tree; a config or manifest holds plain values."""
+    if "parameters" in mapping or "model_type" in mapping:
+        return False
+    return bool(mapping) and all(
+        hasattr(v, "shape") or (isinstance(v, (tuple, list)) and
+                                (not v or isinstance(v[0], (int, tuple, list))))
+        for v in mapping.values())
+
+
+def _cluster(device, devices, devices_per_node):
+    if isinstance(device, Cluster):
+        return device
+    if isinstance(device, dict):
+        return Cluster.from_json(json.dumps(device), devices)
+    if isinstance(device, (str, os.PathLike)) and os.path.isfile(device):
+        return Cluster.from_json(_read_text(os.fspath(device), "device"), devices)
+    return Cluster.preset(device, devices, devices_per_node)
+
+
+def _layout(layout, zero, microbatches, schedule, virtual_stages, stage_layers, recompute,
+            sequence_parallel):
+    if isinstance(layout, Layout):
+        return layout
+    degrees = {}
+    if isinstance(layout, str):
+        for part in layout.split(","):
+            axis, _, size = part.partition("=")
+            if not size.strip().isdigit():
+                raise InvalidArgument(f"layout '{layout}': '{part}' is not axis=size")
+            degrees[axis.strip()] = int(size)
+    elif isinstance(layout, dict):
+        degrees = dict(layout)
+    else:
+        raise InvalidArgument(f"layout is {layout!r}; expected 'data=2,fsdp=4', a dict or a Layout")
+    for axis in degrees:
+        if axis not in ("data", "fsdp", "model", "pipeline"):
+            raise InvalidArgument(f"layout: axis '{axis}' is not data, fsdp, model or pipeline")
+    return Layout(**degrees, zero=zero, microbatches=microbatches, schedule=schedule,
+                  virtual_stages=virtual_stages, stage_layers=stage_layers, recompute=recompute,
+                  sequence_parallel=sequence_parallel)
+
+
+def _inputs(model, devices, global_batch, seq, device, devices_per_node, micro_batch, precision,
+            optimizer, efficiency, overlap, heads):
+    shape = shape_of(manifest_of(model), heads)
+    cluster = _cluster(device, devices, devices_per_node)
+    setup = TrainingSetup(global_batch, seq, micro_batch=micro_batch, precision=precision,
+                          optimizer=optimizer, compute_efficiency=efficiency, overlap=overlap)
+    return shape, cluster, setup
+
+
+def plan(model, *, devices, global_batch, seq, layout, zero=0, microbatches=None,
+         schedule="1f1b", virtual_stages=1, stage_layers=None, recompute="none",
+         sequence_parallel=False, device="h100-80gb", devices_per_node=8, micro_batch=1,
+         precision="bf16-mixed", optimizer="adam", efficiency=0.5, overlap=0.5, heads=None):
+    """The Prediction of one layout, as ``shardwise plan --layout``.
+
+    layout: 'data=2,fsdp=4', {'data': 2, 'fsdp': 4} or a Layout. device: a preset
+    (h100-80gb, a100-80gb, h200), a cluster file or dict, or a Cluster.
+    """
+    shape, cluster, setup = _inputs(model, devices, global_batch, seq, device, devices_per_node,
+                                    micro_batch, precision, optimizer, efficiency, overlap, heads)
+    chosen = _layout(layout, zero, microbatches, schedule, virtual_stages, stage_layers,
+                     recompute, sequence_parallel)
+    return plan_layout(shape, cluster, setup, chosen)
+
+
+def search(model, *, devices, global_batch, seq, top=5, recompute="none",
+           sequence_parallel=False, device="h100-80gb", devices_per_node=8, micro_batch=1,
+           precision="bf16-mixed", optimizer="adam", efficiency=0.5, overlap=0.5, heads=None,
+           model_within_node=True):
+    """Every valid layout ranked by predicted step time, as ``shardwise plan`` without
+    --layout: a SearchResult whose ``ranked`` holds the best first, each with why it lost."""
+    shape, cluster, setup = _inputs(model, devices, global_batch, seq, device, devices_per_node,
+                                    micro_batch, precision, optimizer, efficiency, overlap, heads)
+    return search_layouts(shape, cluster, setup, top=top, recompute=recompute,
+                          sequence_parallel=sequence_parallel,
+                          model_within_node=model_within_node)

@@ -1,0 +1,47 @@
+#pragma once
+// Python values to shardwise's value types and back, for the bindings. Every conversion of a
+// caller's value names the argument it came from in its error (shardwise.InvalidArgument, a
+// ValueError), as the C++ library's own errors do: a shape of -1, 2**63, a float or a bool
+// where a size belongs, a spec entry that is neither None, a name nor a tuple of names.
+
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardwise/core/named_sharding.hpp"
+#include "shardwise/core/partition_spec.hpp"
+#include "shardwise/core/shape.hpp"
+#include "shardwise/strategy/logical_axes.hpp"
+
+namespace shardwise::python {
+
+namespace nb = nanobind;
+
+// A Python int that fits std::int64_t (not a bool, not a float).
+std::int64_t int_from(nb::handle value, const std::string& field);
+// A sequence of ints, or an object with a `.shape` (a NumPy, JAX or PyTorch array).
+Shape shape_from(nb::handle value, const std::string& field);
+// A sequence of logical names; None or "" leaves a dimension unnamed.
+LogicalAxes axes_from(nb::handle value, const std::string& field);
+// A sequence of strings.
+std::vector<std::string> names_from(nb::handle value, const std::string& field);
+// A sequence of ints.
+std::vector<std::int64_t> ints_from(nb::handle value, const std::string& field);
+
+// None, a mesh axis name, or a tuple or list of names (major to minor).
+SpecEntry spec_entry_from(nb::handle value, const std::string& field);
+// A PartitionSpec, a JAX PartitionSpec (any object iterating over entries), a sequence of
+// entries, or the text "P('data', None)".
+PartitionSpec spec_from(nb::handle value, const std::string& field);
+// None, 'x' or ('x', 'y'), as JAX's PartitionSpec holds an entry.
+nb::object entry_to_python(const SpecEntry& entry);
+// A shard index as JAX's devices_indices_map gives it: a tuple of slices, slice(None) for a
+// dimension that is not split.
+nb::tuple index_to_slices(const ShardIndex& index, const std::vector<std::int64_t>& shards);
+// A shard index as ((start, stop), ...).
+nb::tuple index_to_ranges(const ShardIndex& index);
+
+}  // namespace shardwise::python

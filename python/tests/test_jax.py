@@ -1,0 +1,151 @@
+"""JAX and Flax NNX: specs and shardings as JAX's types, and a Flax NNX model's parameters
+placed on 8 host devices by shardwise's specs, every shard's device, index and shape the C++
+layout's. Skipped where JAX or Flax is missing."""
+import pytest
+
+import shardwise as sw
+
+jax = pytest.importorskip("jax")
+nnx = pytest.importorskip("flax.nnx")
+np = pytest.importorskip("numpy")
+
+pytestmark = pytest.mark.skipif(len(jax.devices()) < 8, reason="needs 8 JAX devices (conftest "
+                                "sets XLA_FLAGS before JAX starts)")
+
+
+def partitioned(axes):
+    return nnx.with_partitioning(nnx.initializers.lecun_normal(), axes)
+
+
+class Mlp(nnx.Module):
+    def __init__(self, width, inner, rngs):
+        self.up = nnx.Linear(width, inner, kernel_init=partitioned(("embed", "mlp")), rngs=rngs)
+        self.down = nnx.Linear(inner, width, kernel_init=partitioned(("mlp", "embed")), rngs=rngs)
+
+
+class Block(nnx.Module):
+    def __init__(self, width, inner, rngs):
+        self.mlp = Mlp(width, inner, rngs)
+
+
+def logical_axes(variable):
+    """The logical names nnx.with_partitioning gave a variable (under whichever key this
+    version of Flax keeps them)."""
+    metadata = variable.get_metadata()
+    for key in ("out_sharding", "sharding_names", "sharding"):
+        if metadata.get(key) is not None:
+            return tuple(metadata[key])
+    return None
+
+
+def value_of(variable):
+    """A variable's array (get_value where Flax has it; .value is deprecated there)."""
+    return variable.get_value() if hasattr(variable, "get_value") else variable.value
+
+
+def make_model(seed):
+    """A TinyModel whose variables are not placed when made: shardwise places them."""
+    if hasattr(nnx, "use_eager_sharding"):
+        with nnx.use_eager_sharding(False):
+            return TinyModel(nnx.Rngs(seed))
+    return TinyModel(nnx.Rngs(seed))
+
+
+class TinyModel(nnx.Module):
+    def __init__(self, rngs):
+        self.embed = nnx.Embed(256, 64, embedding_init=partitioned(("vocab", "embed")), rngs=rngs)
+        blocks = [Block(64, 256, rngs) for _ in range(2)]
+        self.layers = nnx.List(blocks) if hasattr(nnx, "List") else blocks
+
+
+def flat_parameters(model):
+    for path, variable in nnx.to_flat_state(nnx.state(model, nnx.Param)):
+        yield ".".join(str(p) for p in path), variable, logical_axes(variable)
+
+
+def assert_placed_as(array, sharding):
+    """Every addressable shard of a JAX array where `sharding` (shardwise's) puts it."""
+    expected = sharding.devices_indices_map(array.shape)
+    assert len(array.addressable_shards) == sharding.mesh.size
+    for shard in array.addressable_shards:
+        assert shard.index == expected[shard.device.id], (shard.device.id, shard.index)
+        assert shard.data.shape == sharding.shard_shape(array.shape)
+        assert np.array_equal(np.asarray(shard.data), np.asarray(array)[shard.index])
+
+
+def test_specs_and_shardings_are_jaxs_types():
+    mesh = sw.Mesh({"data": 2, "model": 4})
+    spec = sw.P("data", None, ("model",))
+    assert sw.to_jax(spec) == jax.sharding.PartitionSpec("data", None, "model")
+    assert sw.from_jax(jax.sharding.PartitionSpec(("data", "model"), None)) == \
+        sw.P(("data", "model"), None)
+    named = sw.to_jax(sw.NamedSharding(mesh, sw.P(None, ("data", "model"))))
+    assert isinstance(named, jax.sharding.NamedSharding)
+    assert sw.from_jax(named) == sw.NamedSharding(mesh, sw.P(None, ("data", "model")))
+    # JAX's own devices_indices_map on random layouts: ours, device by device.
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        first = int(rng.choice([1, 2, 4, 8]))
+        sizes = (first, int(rng.choice([s for s in (1, 2, 4, 8) if first * s <= 8])))
+        names = ("a", "b")
+        mesh = sw.Mesh(sizes, names)
+        axes = list(names) + [None]
+        spec = sw.P(*[axes[int(i)] for i in rng.permutation(len(axes))[:2]])
+        shape = (8, 16)
+        ours = sw.NamedSharding(mesh, spec)
+        theirs = sw.to_jax(ours).devices_indices_map(shape)
+        assert {d.id: index for d, index in theirs.items()} == ours.devices_indices_map(shape)
+
+
+def test_a_flax_nnx_model_is_placed_by_shardwises_specs():
+    config = sw.ParallelismConfig.from_sharding_config(
+        sw.ShardingConfig(data_parallel_size=2, tensor_parallel_size=4, fsdp_enabled=True,
+                          fsdp_min_weight_size=1))
+    strategy = sw.default_strategies(config)
+    mesh = config.to_mesh()
+    model = make_model(0)
+    placed = 0
+    split_over_model = 0
+    for name, variable, axes in flat_parameters(model):
+        if axes is None:  # biases: no logical axes, replicated
+            axes = (None,) * value_of(variable).ndim
+        spec = strategy.get_combined_partition_spec(name, axes, shape=value_of(variable).shape)
+        sharding = sw.NamedSharding(mesh, spec)
+        array = jax.device_put(value_of(variable), sw.to_jax(sharding))
+        assert_placed_as(array, sharding)
+        placed += 1
+        split_over_model += "model" in spec.all_axes()
+    assert placed == 9  # the embedding, and per block two kernels and two biases
+    assert split_over_model >= 5  # the vocabulary and every MLP kernel
+
+
+def test_apply_sharding_places_a_flax_model_and_a_jax_array():
+    mesh = sw.Mesh({"fsdp": 8})
+    fsdp = sw.FSDPStrategy("fsdp", min_weight_size=64)
+    model = make_model(1)
+    before = {name: np.asarray(value_of(v)) for name, v, _ in flat_parameters(model)}
+    assert fsdp.apply_sharding(model, mesh) is model
+    for name, variable, _ in flat_parameters(model):
+        value = value_of(variable)
+        assert_placed_as(value, fsdp.sharding_for(value.shape, mesh))
+        assert np.array_equal(np.asarray(value), before[name])  # placed, not changed
+    batch = jax.numpy.arange(16 * 4, dtype=jax.numpy.float32).reshape(16, 4)
+    data = sw.DataParallelStrategy("data")
+    placed = data.apply_sharding(batch, sw.to_jax(sw.Mesh({"data": 8})))
+    assert_placed_as(placed, data.sharding_for(batch.shape, sw.Mesh({"data": 8})))
+
+
+def test_a_flax_nnx_model_is_a_model_to_plan():
+    model = make_model(2)
+    manifest = sw.manifest_of(model)
+    names = [p.name for p in manifest.parameters]
+    assert "layers.1.mlp.up.kernel" in names and "embed.embedding" in names
+    up = manifest.parameters[names.index("layers.1.mlp.up.kernel")]
+    assert up.shape == (64, 256) and up.logical_axes == ["embed", "mlp"]
+    shape = sw.shape_of(manifest, heads=4)
+    assert (shape.layers, shape.hidden, shape.ffn, shape.vocab) == (2, 64, 256, 256)
+    assert shape.parameters == sum(int(np.prod(value_of(v).shape))
+                                   for _, v, _ in flat_parameters(model))
+    replicated = sw.plan(model, heads=4, devices=8, global_batch=8, seq=128, layout="data=8")
+    split = sw.plan(model, heads=4, devices=8, global_batch=8, seq=128, layout="data=2,model=4")
+    assert split.memory.params < replicated.memory.params

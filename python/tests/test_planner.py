@@ -1,0 +1,146 @@
+"""shardwise.plan and shardwise.search from Python: every kind of model the planner takes,
+typed results, and the same numbers as `shardwise plan --json` (where the command is at hand:
+SHARDWISE_COMMAND, which CTest sets)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+import shardwise as sw
+
+REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GPT2 = os.path.join(REPOSITORY, "examples", "models", "gpt2.json")
+LLAMA_405B = os.path.join(REPOSITORY, "examples", "models", "llama-3.1-405b.json")
+TINY_MANIFEST = os.path.join(REPOSITORY, "examples", "models", "tiny_manifest.json")
+
+
+def gpt2_config():
+    with open(GPT2) as file:
+        return json.load(file)
+
+
+def test_a_model_reads_alike_from_a_dict_a_file_a_folder_and_a_manifest(tmp_path):
+    from_dict = sw.manifest_of(gpt2_config())
+    assert from_dict.num_parameters == 124439808  # GPT-2 small, tied head
+    assert sw.manifest_of(GPT2).num_parameters == from_dict.num_parameters
+    (tmp_path / "config.json").write_text(json.dumps(gpt2_config()))
+    assert sw.manifest_of(tmp_path).num_parameters == from_dict.num_parameters
+    manifest = sw.manifest_of(TINY_MANIFEST)
+    assert sw.manifest_of(manifest) is manifest
+    assert sw.manifest_of(json.loads(manifest.to_json())).num_parameters == manifest.num_parameters
+
+
+def test_a_parameter_tree_is_a_model():
+    tree = [("embed.weight", (256, 64), ("vocab", "embed")),
+            ("layers.0.attn.qkv.weight", (192, 64)),
+            ("layers.0.attn.out.weight", (64, 64)),
+            ("layers.0.mlp.up.weight", (256, 64)),
+            ("layers.0.mlp.down.weight", (64, 256)),
+            ("lm_head.weight", (256, 64))]
+    manifest = sw.manifest_of(tree)
+    assert manifest.num_parameters == sum(a * b for _, (a, b), *rest in tree)
+    assert manifest.parameters[0].logical_axes == ["vocab", "embed"]
+    as_dict = sw.manifest_of({name: shape for name, shape, *rest in tree})
+    assert as_dict.num_parameters == manifest.num_parameters
+    whole = sw.plan(tree, heads=4, devices=2, global_batch=8, seq=128, layout="data=2", zero=0)
+    halves = sw.plan(tree, heads=4, devices=2, global_batch=8, seq=128, layout="data=2", zero=3)
+    assert halves.memory.params < whole.memory.params <= 2 * halves.memory.params
+
+
+def test_plan_is_typed():
+    p = sw.plan(GPT2, devices=8, global_batch=64, seq=1024, layout="data=2,fsdp=4", zero=3)
+    assert isinstance(p, sw.Prediction) and p.fits
+    assert p.layout.fsdp == 4 and p.layout.zero == 3 and p.layout.microbatches == 8
+    assert set(p.comm_bytes_per_step) >= {"fsdp"}
+    assert p.memory.total == (p.memory.params + p.memory.grads + p.memory.optimizer +
+                              p.memory.activations + p.memory.buffers)
+    assert 0 < p.mfu < 1 and p.step_time_s > 0
+    result = sw.search(LLAMA_405B, devices=16384, global_batch=2048, seq=8192,
+                       recompute="full", sequence_parallel=True, top=3)
+    assert isinstance(result, sw.SearchResult) and len(result.ranked) == 3
+    assert result.ranked[0].why_not_best == "" and result.ranked[1].why_not_best
+    assert result.ranked[0].prediction.fits
+    assert result.ranked[0].prediction.layout.devices == 16384
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(devices=0), "devices"),
+    (dict(global_batch=0), "global_batch"),
+    (dict(global_batch=2 ** 63), "global_batch"),
+    (dict(seq=2 ** 40), "seq"),
+    (dict(seq=4096), "context"),
+    (dict(efficiency=float("nan")), "compute_efficiency"),
+    (dict(overlap=2.0), "overlap"),
+    (dict(precision="fp8"), "precision"),
+    (dict(layout="data=2,tensor=4"), "tensor"),
+    (dict(layout="data=3"), "layout"),
+    (dict(zero=4), "zero"),
+    (dict(device="tpu-v9"), "tpu-v9"),
+])
+def test_bad_input_names_the_field(kwargs, field):
+    args = dict(devices=8, global_batch=64, seq=1024, layout="data=8")
+    args.update(kwargs)
+    with pytest.raises(sw.InvalidArgument, match=field):
+        sw.plan(GPT2, **args)
+
+
+def test_bad_models_name_what_is_wrong(tmp_path):
+    with pytest.raises(sw.InvalidArgument, match="not a readable regular file"):
+        sw.manifest_of(str(tmp_path / "missing.json"))
+    (tmp_path / "bad.safetensors").write_bytes((2 ** 40).to_bytes(8, "little"))
+    with pytest.raises(sw.InvalidArgument, match="header"):
+        sw.manifest_of(str(tmp_path / "bad.safetensors"))
+    with pytest.raises(sw.InvalidArgument, match="model"):
+        sw.manifest_of(42)
+    with pytest.raises(sw.ShardwiseError):
+        sw.manifest_of({"model_type": "gpt2", "n_layer": -1})
+
+
+def command():
+    path = os.environ.get("SHARDWISE_COMMAND")
+    if not path:
+        pytest.skip("SHARDWISE_COMMAND (the shardwise command) is not set")
+    return path
+
+
+@pytest.mark.parametrize("flags", [
+    ["--model", GPT2, "--devices", "8", "--global-batch", "64", "--seq", "1024",
+     "--layout", "data=2,fsdp=4", "--zero", "3"],
+    ["--model", LLAMA_405B, "--devices", "64", "--global-batch", "64", "--seq", "4096",
+     "--layout", "data=2,fsdp=2,model=8,pipeline=2", "--zero", "1", "--schedule", "gpipe",
+     "--recompute", "full"],
+    ["--model", LLAMA_405B, "--devices", "16384", "--global-batch", "2048", "--seq", "8192",
+     "--recompute", "full", "--sequence-parallel", "--top", "4"],
+])
+def test_the_same_numbers_as_the_command(flags):
+    out = subprocess.run([command(), "plan", *flags, "--json"], check=True, capture_output=True,
+                         text=True).stdout
+    expected = json.loads(out)["candidates"]
+    value = {flag: following for flag, following in zip(flags, flags[1:] + [""])
+             if not following.startswith("--")}
+    common = dict(devices=int(value["--devices"]), global_batch=int(value["--global-batch"]),
+                  seq=int(value["--seq"]), recompute=value.get("--recompute", "none"),
+                  sequence_parallel="--sequence-parallel" in flags)
+    if "--layout" in value:
+        got = [sw.plan(value["--model"], layout=value["--layout"], zero=int(value.get("--zero", 0)),
+                       schedule=value.get("--schedule", "1f1b"), **common)]
+    else:
+        got = [r.prediction for r in
+               sw.search(value["--model"], top=int(value["--top"]), **common).ranked]
+    assert len(got) == len(expected)
+    for prediction, candidate in zip(got, expected):
+        layout = candidate["layout"]
+        assert (prediction.layout.data, prediction.layout.fsdp, prediction.layout.model,
+                prediction.layout.pipeline, prediction.layout.zero,
+                prediction.layout.microbatches, prediction.layout.schedule,
+                prediction.layout.virtual_stages) == (
+            layout["data"], layout["fsdp"], layout["model"], layout["pipeline"], layout["zero"],
+            layout["microbatches"], layout["schedule"], layout["virtual_stages"])
+        memory = candidate["memory_per_device"]
+        for part in ("params", "grads", "optimizer", "activations", "buffers", "total"):
+            assert getattr(prediction.memory, part) == memory[part], part
+        assert prediction.comm_bytes_per_step == candidate["comm_bytes_per_step"]
+        assert prediction.step_time_s == pytest.approx(candidate["step_time_s"], rel=1e-12)
+        assert prediction.mfu == pytest.approx(candidate["mfu"], rel=1e-12)
+        assert prediction.fits == candidate["fits"]
