@@ -139,7 +139,13 @@ void bind_setup(nb::module_& m) {
       .def_prop_ro("optimizer",
                    [](const plan::TrainingSetup& s) { return plan::to_string(s.optimizer); })
       .def_ro("compute_efficiency", &plan::TrainingSetup::compute_efficiency)
-      .def_ro("overlap", &plan::TrainingSetup::overlap);
+      .def_ro("overlap", &plan::TrainingSetup::overlap)
+      .def("__repr__", [](const plan::TrainingSetup& s) {
+        return "TrainingSetup(global_batch=" + std::to_string(s.global_batch) +
+               ", seq=" + std::to_string(s.seq) + ", micro_batch=" + std::to_string(s.micro_batch) +
+               ", precision='" + plan::to_string(s.precision) + "', optimizer='" +
+               plan::to_string(s.optimizer) + "')";
+      });
 
   nb::class_<plan::Layout>(m, "Layout", "Degrees, ZeRO stage, micro-batches and schedule.")
       .def(
@@ -208,7 +214,14 @@ void bind_prediction(nb::module_& m) {
       .def_ro("activations", &plan::MemoryPerDevice::activations)
       .def_ro("activations_per_layer", &plan::MemoryPerDevice::activations_per_layer)
       .def_ro("buffers", &plan::MemoryPerDevice::buffers)
-      .def_prop_ro("total", &plan::MemoryPerDevice::total);
+      .def_prop_ro("total", &plan::MemoryPerDevice::total)
+      .def("__repr__", [](const plan::MemoryPerDevice& m) {
+        return "MemoryPerDevice(params=" + std::to_string(m.params) +
+               ", grads=" + std::to_string(m.grads) + ", optimizer=" + std::to_string(m.optimizer) +
+               ", activations=" + std::to_string(m.activations) +
+               ", buffers=" + std::to_string(m.buffers) + ", total=" + std::to_string(m.total()) +
+               ")";
+      });
   nb::class_<plan::Prediction>(m, "Prediction", "What one layout costs.")
       .def_ro("layout", &plan::Prediction::layout)
       .def_ro("memory", &plan::Prediction::memory)
@@ -232,12 +245,21 @@ void bind_prediction(nb::module_& m) {
       });
   nb::class_<plan::RankedLayout>(m, "RankedLayout")
       .def_ro("prediction", &plan::RankedLayout::prediction)
-      .def_ro("why_not_best", &plan::RankedLayout::why_not_best);
+      .def_ro("why_not_best", &plan::RankedLayout::why_not_best)
+      .def("__repr__", [](const plan::RankedLayout& r) {
+        return "RankedLayout(" + r.prediction.layout.to_string() +
+               (r.why_not_best.empty() ? std::string(", the best") : ": " + r.why_not_best) + ")";
+      });
   nb::class_<plan::SearchResult>(m, "SearchResult")
       .def_ro("ranked", &plan::SearchResult::ranked, "Best first.")
       .def_ro("evaluated", &plan::SearchResult::evaluated)
       .def_ro("fitting", &plan::SearchResult::fitting)
-      .def_ro("skipped", &plan::SearchResult::skipped);
+      .def_ro("skipped", &plan::SearchResult::skipped)
+      .def("__repr__", [](const plan::SearchResult& r) {
+        return "SearchResult(" + std::to_string(r.ranked.size()) + " ranked of " +
+               std::to_string(r.evaluated) + " evaluated, " + std::to_string(r.fitting) +
+               " fitting)";
+      });
 }
 
 }  // namespace

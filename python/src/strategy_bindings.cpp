@@ -39,6 +39,14 @@ PartitionSpec warned(const SpecResolution& resolution) {
   return resolution.spec;
 }
 
+std::string mesh_axis_text(const ShardingStrategy& s) {
+  return s.mesh_axis() ? std::to_string(*s.mesh_axis()) : "None";
+}
+
+std::string optional_text(const std::optional<std::string>& value) {
+  return value ? "'" + *value + "'" : "None";
+}
+
 std::optional<Shape> optional_shape(nb::handle shape) {
   if (shape.is_none()) return std::nullopt;
   return shape_from(shape, "shape");
@@ -104,7 +112,11 @@ void bind_strategies(nb::module_& m) {
 
   nb::class_<DataParallelStrategy, ShardingStrategy>(m, "DataParallelStrategy")
       .def(nb::init<std::string, std::optional<int>>(), nb::arg("axis_name") = "data",
-           nb::arg("mesh_axis") = nb::none());
+           nb::arg("mesh_axis") = nb::none())
+      .def("__repr__", [](const DataParallelStrategy& s) {
+        return "DataParallelStrategy(axis_name='" + s.axis_name() +
+               "', mesh_axis=" + mesh_axis_text(s) + ")";
+      });
 
   nb::class_<FSDPStrategy, ShardingStrategy>(m, "FSDPStrategy")
       .def(
@@ -117,6 +129,13 @@ void bind_strategies(nb::module_& m) {
           },
           nb::arg("axis_name") = "fsdp", nb::arg("mesh_axis") = nb::none(),
           nb::arg("min_weight_size") = 1024, nb::arg("fallback") = "replicate")
+      .def("__repr__",
+           [](const FSDPStrategy& s) {
+             return "FSDPStrategy(axis_name='" + s.axis_name() +
+                    "', mesh_axis=" + mesh_axis_text(s) +
+                    ", min_weight_size=" + std::to_string(s.min_weight_size()) + ", fallback='" +
+                    to_text(s.fallback()) + "')";
+           })
       .def_prop_ro("min_weight_size", &FSDPStrategy::min_weight_size)
       .def_prop_ro("fallback", [](const FSDPStrategy& s) { return to_text(s.fallback()); })
       .def(
@@ -143,6 +162,13 @@ void bind_strategies(nb::module_& m) {
           },
           nb::arg("axis_name") = "model", nb::arg("mesh_axis") = nb::none(),
           nb::arg("shard_dimension") = nb::none(), nb::arg("layout") = "out_in")
+      .def("__repr__",
+           [](const TensorParallelStrategy& s) {
+             return "TensorParallelStrategy(axis_name='" + s.axis_name() +
+                    "', mesh_axis=" + mesh_axis_text(s) +
+                    ", shard_dimension=" + optional_text(s.shard_dimension()) + ", layout='" +
+                    to_text(s.layout()) + "')";
+           })
       .def_prop_ro("shard_dimension", &TensorParallelStrategy::shard_dimension)
       .def_prop_ro("layout", [](const TensorParallelStrategy& s) { return to_text(s.layout()); })
       .def(
@@ -167,6 +193,11 @@ void bind_strategies(nb::module_& m) {
           },
           nb::arg("num_stages"), nb::arg("axis_name") = "pipeline",
           nb::arg("mesh_axis") = nb::none())
+      .def("__repr__",
+           [](const PipelineParallelStrategy& s) {
+             return "PipelineParallelStrategy(num_stages=" + std::to_string(s.num_stages()) +
+                    ", axis_name='" + s.axis_name() + "', mesh_axis=" + mesh_axis_text(s) + ")";
+           })
       .def_prop_ro("num_stages", &PipelineParallelStrategy::num_stages)
       .def(
           "assign_layers_to_stages",
@@ -208,6 +239,15 @@ void bind_multi_dimensional(nb::module_& m) {
             new (self) MultiDimensionalStrategy(named_strategies(strategies), config);
           },
           nb::arg("strategies"), nb::arg("config"))
+      .def("__repr__",
+           [](const MultiDimensionalStrategy& s) {
+             std::string names;
+             for (const auto& [name, strategy] : s.strategies()) {
+               names += (names.empty() ? "'" : ", '") + name + "'";
+             }
+             return "MultiDimensionalStrategy(strategies=[" + names +
+                    "], mesh=" + s.mesh().to_string() + ")";
+           })
       .def_prop_ro("config", &MultiDimensionalStrategy::config)
       .def_prop_ro("mesh", &MultiDimensionalStrategy::mesh)
       .def_prop_ro("strategy_names",
