@@ -2,9 +2,10 @@
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 python examples/python/shard_flax_model.py
 
-Each parameter's logical axes (from nnx.with_partitioning) go through shardwise's combined
-strategy (data parallel 2 with FSDP over 'data', tensor parallel 4) to a PartitionSpec, which
-places it with jax.device_put; then the planner says what the model would cost on 8 H100s.
+Each parameter's name, logical axes (from nnx.with_partitioning) and shape go through
+shardwise's combined strategy (data parallel 2 with FSDP over 'data', tensor parallel 4) to a
+PartitionSpec, which places it with jax.device_put (strategy.apply_sharding); then the planner
+says what the model would cost on 8 H100s.
 """
 import contextlib
 
@@ -36,14 +37,6 @@ class Model(nnx.Module):
         self.layers = nnx.List(blocks) if hasattr(nnx, "List") else blocks
 
 
-def logical_axes(variable, ndim):
-    metadata = variable.get_metadata()
-    for key in ("out_sharding", "sharding_names", "sharding"):  # as each Flax version names it
-        if metadata.get(key) is not None:
-            return tuple(metadata[key])
-    return (None,) * ndim
-
-
 def main():
     config = sw.ParallelismConfig.from_sharding_config(
         sw.ShardingConfig(data_parallel_size=2, tensor_parallel_size=4, fsdp_enabled=True,
@@ -56,18 +49,13 @@ def main():
     with eager or contextlib.nullcontext():
         model = Model(nnx.Rngs(0))
     print(f"{mesh!r} on {len(jax.devices())} JAX devices")
-    for path, variable in nnx.to_flat_state(nnx.state(model, nnx.Param)):
-        name = ".".join(str(p) for p in path)
-        value = variable.get_value() if hasattr(variable, "get_value") else variable.value
-        spec = strategy.get_combined_partition_spec(name, logical_axes(variable, value.ndim),
-                                                    shape=value.shape)
-        placed = jax.device_put(value, sw.to_jax(sw.NamedSharding(mesh, spec)))
-        if hasattr(variable, "set_value"):
-            variable.set_value(placed)
-        else:
-            variable.value = placed
-        shard = placed.addressable_shards[0].data.shape
-        print(f"{name:26} {str(value.shape):12} {spec!r:22} shard {shard}")
+    # Each parameter's spec from its name, logical axes and shape; jax.device_put places it.
+    strategy.apply_sharding(model)
+    for parameter in sw.flax_parameters(model):
+        spec = parameter.value.sharding.spec
+        shard = parameter.value.addressable_shards[0].data.shape
+        print(f"{parameter.name:26} {str(parameter.value.shape):12} {sw.from_jax(spec)!r:22} "
+              f"shard {shard}")
 
     best = sw.search(model, heads=4, devices=8, global_batch=64, seq=512, top=1).ranked[0]
     print(f"planned on 8 H100s: {best.prediction.layout!r}, "

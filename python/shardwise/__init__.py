@@ -59,7 +59,7 @@ from ._shardwise import (
     to_placements,
     validate_mesh_config,
 )
-from .interop import from_jax, to_dtensor_placements, to_jax
+from .interop import FlaxParameter, flax_parameters, from_jax, to_dtensor_placements, to_jax
 from .placing import HostShards, apply_sharding
 from .planner import manifest_of, plan, search
 

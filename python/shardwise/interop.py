@@ -4,6 +4,8 @@ A shardwise Mesh's device ids are positions in ``jax.devices()``: device id i is
 ``jax.devices()[i]``, and a JAX mesh converts back by its devices' ids.
 """
 
+from typing import Any, NamedTuple, Optional, Tuple
+
 from ._shardwise import InvalidArgument, Mesh, NamedSharding, PartitionSpec, to_placements
 
 
@@ -107,3 +109,35 @@ def to_dtensor_placements(mesh, spec, shape=None):
     for placement in to_placements(mesh, spec):
         placements.append(Shard(placement.dim) if hasattr(placement, "dim") else Replicate())
     return placements
+
+
+class FlaxParameter(NamedTuple):
+    """One parameter of a Flax NNX model: its dotted path, the nnx Variable, the Variable's
+    array, and the logical names nnx.with_partitioning gave it (None where it gave none)."""
+    name: str
+    variable: Any
+    value: Any
+    logical_axes: Optional[Tuple[Optional[str], ...]]
+
+
+def flax_parameters(model):
+    """Each nnx.Param of a Flax NNX model or state, as a FlaxParameter, in Flax's order."""
+    try:
+        from flax import nnx
+    except ImportError as missing:
+        raise ImportError("flax_parameters needs Flax: pip install flax") from missing
+    state = nnx.state(model, nnx.Param) if isinstance(model, nnx.Module) else model
+    flat = nnx.to_flat_state(state) if hasattr(nnx, "to_flat_state") else state.flat_state()
+    parameters = []
+    for path, variable in flat:
+        # get_value where Flax has it (.value is deprecated there).
+        value = variable.get_value() if hasattr(variable, "get_value") else variable.value
+        metadata = variable.get_metadata() if hasattr(variable, "get_metadata") else {}
+        axes = None
+        # nnx.with_partitioning's names, under the key each version of Flax keeps them.
+        for key in ("out_sharding", "sharding_names", "sharding"):
+            if metadata.get(key) is not None:
+                axes = tuple(metadata[key])
+                break
+        parameters.append(FlaxParameter(".".join(str(p) for p in path), variable, value, axes))
+    return parameters

@@ -8,8 +8,8 @@
 The mesh is a shardwise Mesh (device id i is ``jax.devices()[i]``) or a jax.sharding.Mesh.
 """
 
-from ._shardwise import InvalidArgument, Mesh, ShardingStrategy
-from .interop import from_jax, to_jax
+from ._shardwise import InvalidArgument, Mesh, MultiDimensionalStrategy, ShardingStrategy
+from .interop import flax_parameters, from_jax, to_jax
 
 
 class HostShards:
@@ -75,4 +75,27 @@ def apply_sharding(strategy, array, mesh):
     return HostShards(array, strategy.sharding_for(array.shape, mesh))
 
 
+def apply_combined_sharding(strategy, model, mesh=None):
+    """A Flax NNX model's parameters placed by a MultiDimensionalStrategy: each parameter's
+    spec is get_combined_partition_spec(name, logical axes, shape) (its nnx.with_partitioning
+    names; none: replicated), placed with jax.device_put on ``mesh`` (default: the strategy's
+    own). The model is updated in place and returned; every axis that could not stay warns
+    (ShardingWarning) as get_combined_partition_spec does."""
+    import jax
+
+    mesh = strategy.mesh if mesh is None else _shardwise_mesh(mesh)
+    jax_mesh = to_jax(mesh)
+    for parameter in flax_parameters(model):
+        value = parameter.value
+        axes = parameter.logical_axes or (None,) * value.ndim
+        spec = strategy.get_combined_partition_spec(parameter.name, axes, shape=value.shape)
+        placed = jax.device_put(value, jax.sharding.NamedSharding(jax_mesh, to_jax(spec)))
+        if hasattr(parameter.variable, "set_value"):
+            parameter.variable.set_value(placed)
+        else:
+            parameter.variable.value = placed
+    return model
+
+
 ShardingStrategy.apply_sharding = apply_sharding
+MultiDimensionalStrategy.apply_sharding = apply_combined_sharding

@@ -81,31 +81,16 @@ def _entry(name, value, axes=None):
     return entry
 
 
-def _nnx_entries(state):
-    from flax import nnx
+def _nnx_entries(model):
+    from .interop import flax_parameters
 
-    entries = []
-    for path, variable in nnx.to_flat_state(state) if hasattr(nnx, "to_flat_state") \
-            else state.flat_state():
-        value = variable.get_value() if hasattr(variable, "get_value") else \
-            getattr(variable, "value", variable)
-        axes = None
-        metadata = variable.get_metadata() if hasattr(variable, "get_metadata") else {}
-        # nnx.with_partitioning's names, under the key each version of Flax keeps them.
-        for key in ("out_sharding", "sharding_names", "sharding"):
-            if metadata.get(key) is not None:
-                axes = tuple(metadata[key])
-                break
-        entries.append(_entry(".".join(str(p) for p in path), value, axes))
-    return entries
+    return [_entry(p.name, p.value, p.logical_axes) for p in flax_parameters(model)]
 
 
 def _tree_entries(model):
     try:
         from flax import nnx
-        if isinstance(model, nnx.Module):
-            return _nnx_entries(nnx.state(model, nnx.Param))
-        if isinstance(model, nnx.State):
+        if isinstance(model, (nnx.Module, nnx.State)):
             return _nnx_entries(model)
     except ImportError:
         pass

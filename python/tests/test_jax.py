@@ -28,21 +28,6 @@ class Block(nnx.Module):
         self.mlp = Mlp(width, inner, rngs)
 
 
-def logical_axes(variable):
-    """The logical names nnx.with_partitioning gave a variable (under whichever key this
-    version of Flax keeps them)."""
-    metadata = variable.get_metadata()
-    for key in ("out_sharding", "sharding_names", "sharding"):
-        if metadata.get(key) is not None:
-            return tuple(metadata[key])
-    return None
-
-
-def value_of(variable):
-    """A variable's array (get_value where Flax has it; .value is deprecated there)."""
-    return variable.get_value() if hasattr(variable, "get_value") else variable.value
-
-
 def make_model(seed):
     """A TinyModel whose variables are not placed when made: shardwise places them."""
     if hasattr(nnx, "use_eager_sharding"):
@@ -56,11 +41,6 @@ class TinyModel(nnx.Module):
         self.embed = nnx.Embed(256, 64, embedding_init=partitioned(("vocab", "embed")), rngs=rngs)
         blocks = [Block(64, 256, rngs) for _ in range(2)]
         self.layers = nnx.List(blocks) if hasattr(nnx, "List") else blocks
-
-
-def flat_parameters(model):
-    for path, variable in nnx.to_flat_state(nnx.state(model, nnx.Param)):
-        yield ".".join(str(p) for p in path), variable, logical_axes(variable)
 
 
 def assert_placed_as(array, sharding):
@@ -104,31 +84,34 @@ def test_a_flax_nnx_model_is_placed_by_shardwises_specs():
     strategy = sw.default_strategies(config)
     mesh = config.to_mesh()
     model = make_model(0)
+    before = {p.name: np.asarray(p.value) for p in sw.flax_parameters(model)}
+    assert strategy.apply_sharding(model) is model
     placed = 0
     split_over_model = 0
-    for name, variable, axes in flat_parameters(model):
-        if axes is None:  # biases: no logical axes, replicated
-            axes = (None,) * value_of(variable).ndim
-        spec = strategy.get_combined_partition_spec(name, axes, shape=value_of(variable).shape)
-        sharding = sw.NamedSharding(mesh, spec)
-        array = jax.device_put(value_of(variable), sw.to_jax(sharding))
-        assert_placed_as(array, sharding)
+    for parameter in sw.flax_parameters(model):
+        axes = parameter.logical_axes or (None,) * parameter.value.ndim  # biases: replicated
+        spec = strategy.get_combined_partition_spec(parameter.name, axes,
+                                                    shape=parameter.value.shape)
+        assert_placed_as(parameter.value, sw.NamedSharding(mesh, spec))
+        assert np.array_equal(np.asarray(parameter.value), before[parameter.name])
         placed += 1
         split_over_model += "model" in spec.all_axes()
     assert placed == 9  # the embedding, and per block two kernels and two biases
-    assert split_over_model >= 5  # the vocabulary and every MLP kernel
+    assert split_over_model == 5  # the vocabulary and every MLP kernel
+    # The names and logical axes nnx.with_partitioning gave.
+    kernel = {p.name: p for p in sw.flax_parameters(model)}["layers.1.mlp.down.kernel"]
+    assert kernel.logical_axes == ("mlp", "embed") and kernel.value.shape == (256, 64)
 
 
 def test_apply_sharding_places_a_flax_model_and_a_jax_array():
     mesh = sw.Mesh({"fsdp": 8})
     fsdp = sw.FSDPStrategy("fsdp", min_weight_size=64)
     model = make_model(1)
-    before = {name: np.asarray(value_of(v)) for name, v, _ in flat_parameters(model)}
+    before = {p.name: np.asarray(p.value) for p in sw.flax_parameters(model)}
     assert fsdp.apply_sharding(model, mesh) is model
-    for name, variable, _ in flat_parameters(model):
-        value = value_of(variable)
-        assert_placed_as(value, fsdp.sharding_for(value.shape, mesh))
-        assert np.array_equal(np.asarray(value), before[name])  # placed, not changed
+    for parameter in sw.flax_parameters(model):
+        assert_placed_as(parameter.value, fsdp.sharding_for(parameter.value.shape, mesh))
+        assert np.array_equal(np.asarray(parameter.value), before[parameter.name])
     batch = jax.numpy.arange(16 * 4, dtype=jax.numpy.float32).reshape(16, 4)
     data = sw.DataParallelStrategy("data")
     placed = data.apply_sharding(batch, sw.to_jax(sw.Mesh({"data": 8})))
@@ -144,8 +127,7 @@ def test_a_flax_nnx_model_is_a_model_to_plan():
     assert up.shape == (64, 256) and up.logical_axes == ["embed", "mlp"]
     shape = sw.shape_of(manifest, heads=4)
     assert (shape.layers, shape.hidden, shape.ffn, shape.vocab) == (2, 64, 256, 256)
-    assert shape.parameters == sum(int(np.prod(value_of(v).shape))
-                                   for _, v, _ in flat_parameters(model))
+    assert shape.parameters == sum(int(np.prod(p.value.shape)) for p in sw.flax_parameters(model))
     replicated = sw.plan(model, heads=4, devices=8, global_batch=8, seq=128, layout="data=8")
     split = sw.plan(model, heads=4, devices=8, global_batch=8, seq=128, layout="data=2,model=4")
     assert split.memory.params < replicated.memory.params
