@@ -90,6 +90,10 @@ def to_dtensor_placements(mesh, spec, shape=None):
         raise InvalidArgument(f"{spec!r} has {len(spec)} entries; the array has {len(shape)} "
                               "dimensions")
     for dim, entry in enumerate(spec):
+        for axis in (entry if isinstance(entry, tuple) else (entry,)):
+            if axis is not None and axis not in mesh.axis_names:
+                raise InvalidArgument(f"dimension {dim} of {spec!r} names axis '{axis}', which "
+                                      f"{mesh!r} does not have")
         if isinstance(entry, tuple):
             order = [mesh.axis_names.index(axis) for axis in entry]
             if order != sorted(order):

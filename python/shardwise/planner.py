@@ -14,9 +14,11 @@ import json
 import os
 
 from ._shardwise import (
+    MAX_SAFETENSORS_HEADER_BYTES,
     Cluster,
     InvalidArgument,
     Layout,
+    Mesh,
     ModelManifest,
     TrainingSetup,
     load_model_description,
@@ -26,8 +28,6 @@ from ._shardwise import (
     shape_of,
 )
 
-# A header past this is not a model's (safetensors' own limit is 100 MB).
-_MAX_SAFETENSORS_HEADER = 100 * 1024 * 1024
 # A config or manifest past this is not one.
 _MAX_DESCRIPTION_BYTES = 64 * 1024 * 1024
 
@@ -58,24 +58,36 @@ def _safetensors_manifest(path):
             raise InvalidArgument(f"model '{path}' has {len(head)} bytes; a .safetensors file "
                                   "starts with an 8-byte header length")
         length = int.from_bytes(head, "little")
-        if length > _MAX_SAFETENSORS_HEADER or 8 + length > size:
+        if length > MAX_SAFETENSORS_HEADER_BYTES or 8 + length > size:
             raise InvalidArgument(f"model '{path}' declares a header of {length} bytes; the "
                                   f"file has {size}")
-        header = file.read(length).decode("utf-8", errors="replace")
+        try:
+            header = file.read(length).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidArgument(f"model '{path}': the header is not UTF-8 ({e})") from None
     return manifest_from_safetensors_header(header, size - 8 - length)
 
 
-def _dtype_name(dtype):
+def _dtype_name(dtype, parameter):
     name = getattr(dtype, "name", None) or str(dtype).replace("torch.", "")
-    return _DTYPES.get(name, "f32")
+    if name not in _DTYPES:
+        raise InvalidArgument(f"parameter '{parameter}' has dtype {name}; the planner counts "
+                              f"{', '.join(sorted(_DTYPES))}")
+    return _DTYPES[name]
 
 
 def _entry(name, value, axes=None):
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (tuple, list)):
         value, axes = value
-    shape = tuple(value.shape) if hasattr(value, "shape") else tuple(value)
+    if hasattr(value, "shape"):
+        shape = tuple(value.shape)
+    elif isinstance(value, (tuple, list)):
+        shape = tuple(value)
+    else:
+        raise InvalidArgument(f"parameter '{name}' is {value!r}; expected an array, a shape or "
+                              "(shape, logical axes)")
     entry = {"name": str(name), "shape": list(shape),
-             "dtype": _dtype_name(value.dtype) if hasattr(value, "dtype") else "f32"}
+             "dtype": _dtype_name(value.dtype, name) if hasattr(value, "dtype") else "f32"}
     if axes is not None:
         entry["logical_axes"] = [a if a else None for a in axes]
     return entry
@@ -111,18 +123,46 @@ def _tree_entries(model):
         "a .safetensors file, or a parameter tree (Flax NNX, PyTorch, dict, list)")
 
 
+# `shardwise train`'s presets, and the keys of its own model files: the trainer builds those
+# models (a context of block_size positions, its family's layout), which shardwise::core does not
+# hold; read here as Hugging Face configs they would plan another model in silence.
+_TRAINER_PRESETS = ("tiny", "small", "gpt2", "llama-tiny", "smollm2-135m")
+_TRAINER_KEYS = ("block_size", "family")
+
+
+def _refuse_trainer_models(description, where):
+    if isinstance(description, dict) and any(key in description for key in _TRAINER_KEYS):
+        raise InvalidArgument(
+            f"model {where} is a `shardwise train` model file (it has "
+            f"{', '.join(k for k in _TRAINER_KEYS if k in description)}); the Python planner "
+            "reads Hugging Face configs, manifests, .safetensors files and parameter trees: plan "
+            "it with `shardwise plan --model FILE`")
+
+
 def manifest_of(model):
     """The ModelManifest of any model the module's documentation lists."""
     if isinstance(model, ModelManifest):
         return model
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
+        if path in _TRAINER_PRESETS and not os.path.exists(path):
+            raise InvalidArgument(
+                f"model '{path}' is a preset of `shardwise train`; the Python planner reads "
+                "Hugging Face configs, manifests, .safetensors files and parameter trees (plan "
+                f"the preset with `shardwise plan --model {path}`)")
         if path.endswith(".safetensors"):
             return _safetensors_manifest(path)
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
-        return load_model_description(_read_text(path, "model"))
+        text = _read_text(path, "model")
+        try:
+            _refuse_trainer_models(json.loads(text), f"'{path}'")
+        except ValueError as e:
+            if isinstance(e, InvalidArgument):
+                raise
+        return load_model_description(text)
     if isinstance(model, dict) and not _holds_arrays(model):
+        _refuse_trainer_models(model, "dict")
         return load_model_description(json.dumps(model))
     return ModelManifest.from_json(json.dumps({"parameters": _tree_entries(model)}))
 
@@ -144,6 +184,14 @@ def _cluster(device, devices, devices_per_node):
         return Cluster.from_json(json.dumps(device), devices)
     if isinstance(device, (str, os.PathLike)) and os.path.isfile(device):
         return Cluster.from_json(_read_text(os.fspath(device), "device"), devices)
+    if device == "cpu":
+        raise InvalidArgument("device 'cpu' is this machine as `shardwise plan --device cpu` "
+                              "measures it; the Python package does not measure: give a "
+                              "cluster (a dict, a file or a Cluster)")
+    if device not in Cluster.preset_names():
+        raise InvalidArgument(f"device {device!r} is not a preset "
+                              f"({', '.join(Cluster.preset_names())}), a cluster file, a dict or "
+                              "a Cluster")
     return Cluster.preset(device, devices, devices_per_node)
 
 
@@ -151,13 +199,13 @@ def _layout(layout, zero, microbatches, schedule, virtual_stages, stage_layers, 
             sequence_parallel):
     if isinstance(layout, Layout):
         return layout
-    degrees = {}
     if isinstance(layout, str):
-        for part in layout.split(","):
-            axis, _, size = part.partition("=")
-            if not size.strip().isdigit():
-                raise InvalidArgument(f"layout '{layout}': '{part}' is not axis=size")
-            degrees[axis.strip()] = int(size)
+        # As `shardwise plan --layout` reads it: a mesh's text.
+        try:
+            mesh = Mesh.parse(layout)
+        except ValueError as e:
+            raise InvalidArgument(f"layout: {e}") from None
+        degrees = dict(zip(mesh.axis_names, mesh.axis_sizes))
     elif isinstance(layout, dict):
         degrees = dict(layout)
     else:

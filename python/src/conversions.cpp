@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/mesh.hpp"
 
 namespace shardwise::python {
 namespace {
@@ -53,14 +54,52 @@ std::vector<std::int64_t> ints_from(nb::handle value, const std::string& field) 
   return ints;
 }
 
+std::int64_t bounded_int(nb::handle value, const std::string& field, std::int64_t least,
+                         std::int64_t most) {
+  const std::int64_t result = int_from(value, field);
+  if (result < least || result > most) {
+    throw InvalidArgument(field + " is " + std::to_string(result) + "; expected " +
+                          std::to_string(least) + " to " + std::to_string(most));
+  }
+  return result;
+}
+
+std::optional<std::int64_t> optional_int(nb::handle value, const std::string& field,
+                                         std::int64_t least, std::int64_t most) {
+  if (value.is_none()) return std::nullopt;
+  return bounded_int(value, field, least, most);
+}
+
+std::optional<int> mesh_axis_from(nb::handle value) {
+  const auto axis =
+      optional_int(value, "mesh_axis", 0, static_cast<std::int64_t>(Mesh::kMaxAxes) - 1);
+  if (!axis) return std::nullopt;
+  return static_cast<int>(*axis);
+}
+
+double number_from(nb::handle value, const std::string& field) {
+  if (PyBool_Check(value.ptr()) || !PyNumber_Check(value.ptr()) || PyComplex_Check(value.ptr())) {
+    refuse(field, value, "a number");
+  }
+  const double result = PyFloat_AsDouble(value.ptr());
+  if (result == -1.0 && PyErr_Occurred()) {  // an int past a double's range, or no __float__
+    PyErr_Clear();
+    refuse(field, value, "a number a double holds");
+  }
+  return result;
+}
+
 Shape shape_from(nb::handle value, const std::string& field) {
   if (!is_sequence(value) && nb::hasattr(value, "shape")) {
     const nb::object shape = value.attr("shape");
     // torch.Size is a tuple; JAX's and NumPy's shapes are tuples.
-    if (is_sequence(shape)) return shape_from(shape, field + ".shape");
-    return shape_from(nb::tuple(shape), field + ".shape");
+    if (!is_sequence(shape)) refuse(field + ".shape", shape, "a tuple of sizes");
+    return shape_from(shape, field + ".shape");
   }
   if (!is_sequence(value)) refuse(field, value, "a shape: a tuple of sizes, or an array");
+  if (nb::len(value) > kMaxRank) {
+    refuse(field, value, "at most " + std::to_string(kMaxRank) + " dimensions");
+  }
   Shape shape = ints_from(value, field);
   for (std::size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] < 0) {
@@ -130,9 +169,14 @@ SpecEntry spec_entry_from(nb::handle value, const std::string& field) {
 PartitionSpec spec_from(nb::handle value, const std::string& field) {
   if (nb::isinstance<PartitionSpec>(value)) return nb::cast<PartitionSpec>(value);
   if (nb::isinstance<nb::str>(value)) return PartitionSpec::parse(nb::cast<std::string>(value));
-  // A sequence of entries, or an object iterating over them (jax.sharding.PartitionSpec).
-  if (!is_sequence(value) && !nb::hasattr(value, "__iter__")) {
+  // A tuple or list of entries, or JAX's PartitionSpec (a tuple of entries too); not any
+  // iterable: a set has no order, a generator may not end.
+  const std::string type_name = nb::cast<std::string>(value.type().attr("__name__"));
+  if (!is_sequence(value) && type_name != "PartitionSpec") {
     refuse(field, value, "a PartitionSpec, a tuple of entries or a spec's text");
+  }
+  if (nb::len(value) > kMaxRank) {
+    refuse(field, value, "at most " + std::to_string(kMaxRank) + " entries");
   }
   std::vector<SpecEntry> entries;
   std::size_t d = 0;

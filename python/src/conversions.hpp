@@ -30,6 +30,17 @@ LogicalAxes axes_from(nb::handle value, const std::string& field);
 std::vector<std::string> names_from(nb::handle value, const std::string& field);
 // A sequence of ints.
 std::vector<std::int64_t> ints_from(nb::handle value, const std::string& field);
+// int_from within [least, most].
+std::int64_t bounded_int(nb::handle value, const std::string& field, std::int64_t least,
+                         std::int64_t most);
+// None, or an int within [least, most].
+std::optional<std::int64_t> optional_int(nb::handle value, const std::string& field,
+                                         std::int64_t least, std::int64_t most);
+// A mesh axis index: None, or 0 to Mesh::kMaxAxes - 1.
+std::optional<int> mesh_axis_from(nb::handle value);
+// A real number (a Python or NumPy int or float, not a bool); NaN and infinities pass through
+// for the caller's range check to refuse.
+double number_from(nb::handle value, const std::string& field);
 
 // None, a mesh axis name, or a tuple or list of names (major to minor).
 SpecEntry spec_entry_from(nb::handle value, const std::string& field);

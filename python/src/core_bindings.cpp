@@ -106,8 +106,18 @@ void bind_mesh(nb::module_& m) {
           "The device ids in mesh order.")
       .def_prop_ro("size", &Mesh::size)
       .def("axis_size", &Mesh::axis_size, nb::arg("name"))
-      .def("coords_of", &Mesh::coords_of, nb::arg("device"))
-      .def("device_at", &Mesh::device_at, nb::arg("coords"))
+      .def(
+          "coords_of",
+          [](const Mesh& mesh, nb::handle device) {
+            return mesh.coords_of(int_from(device, "device"));
+          },
+          nb::arg("device"))
+      .def(
+          "device_at",
+          [](const Mesh& mesh, nb::handle coords) {
+            return mesh.device_at(ints_from(coords, "coords"));
+          },
+          nb::arg("coords"))
       .def(
           "groups",
           [](const Mesh& mesh, nb::handle axes) {
@@ -137,7 +147,8 @@ void bind_spec(nb::module_& m) {
                   "PartitionSpec.parse(\"P('data', None)\").")
       .def("__len__", &PartitionSpec::size)
       .def("__getitem__",
-           [](const PartitionSpec& spec, std::int64_t d) {
+           [](const PartitionSpec& spec, nb::handle index) {
+             std::int64_t d = int_from(index, "index");
              const auto size = static_cast<std::int64_t>(spec.size());
              if (d < 0) d += size;
              if (d < 0 || d >= size) throw nb::index_error("PartitionSpec index out of range");
@@ -222,16 +233,29 @@ void bind_named_sharding(nb::module_& m) {
             return s.devices_indices_map(shape_from(shape, "shape"));
           },
           nb::arg("shape"), "Every device's DeviceShard, in mesh order.")
-      .def("num_shards", &NamedSharding::num_shards, nb::arg("ndim"))
+      .def(
+          "num_shards",
+          [](const NamedSharding& s, nb::handle ndim) {
+            return s.num_shards(static_cast<std::size_t>(
+                bounded_int(ndim, "ndim", 0, static_cast<std::int64_t>(kMaxRank))));
+          },
+          nb::arg("ndim"))
       .def_prop_ro("num_replicas", &NamedSharding::num_replicas)
       .def_prop_ro("is_fully_replicated", &NamedSharding::is_fully_replicated)
       .def(
           "replica_id",
-          [](const NamedSharding& s, nb::handle shape, DeviceId device) {
-            return s.replica_id(shape_from(shape, "shape"), device);
+          [](const NamedSharding& s, nb::handle shape, nb::handle device) {
+            return s.replica_id(shape_from(shape, "shape"), int_from(device, "device"));
           },
           nb::arg("shape"), nb::arg("device"))
-      .def("is_equivalent_to", &NamedSharding::is_equivalent_to, nb::arg("other"), nb::arg("ndim"))
+      .def(
+          "is_equivalent_to",
+          [](const NamedSharding& s, const NamedSharding& other, nb::handle ndim) {
+            return s.is_equivalent_to(
+                other, static_cast<std::size_t>(
+                           bounded_int(ndim, "ndim", 0, static_cast<std::int64_t>(kMaxRank))));
+          },
+          nb::arg("other"), nb::arg("ndim"))
       .def("__repr__", &NamedSharding::to_string)
       .def("__hash__", [](const NamedSharding& s) { return std::hash<NamedSharding>{}(s); })
       .def(nb::self == nb::self)
@@ -242,19 +266,26 @@ void bind_placements(nb::module_& m) {
   nb::class_<Replicate>(m, "Replicate", "Every device of the mesh axis holds the whole.")
       .def(nb::init<>())
       .def("__repr__", [](const Replicate& p) { return to_string(Placement(p)); })
+      .def("__hash__",
+           [](const Replicate& p) { return std::hash<std::string>{}(to_string(Placement(p))); })
       .def(nb::self == nb::self);
   nb::class_<Shard>(m, "Shard",
                     "The mesh axis splits dimension `dim`; `position` orders several axes "
                     "splitting one dimension (-1: by mesh axis order, as DTensor).")
       .def(
           "__init__",
-          [](Shard* self, int dim, int position) {
-            new (self) Shard{dim, position};
+          [](Shard* self, nb::handle dim, nb::handle position) {
+            const auto rank = static_cast<std::int64_t>(kMaxRank);
+            const auto axes = static_cast<std::int64_t>(Mesh::kMaxAxes);
+            new (self) Shard{static_cast<int>(bounded_int(dim, "dim", -rank, rank - 1)),
+                             static_cast<int>(bounded_int(position, "position", -1, axes - 1))};
           },
           nb::arg("dim"), nb::arg("position") = -1)
-      .def_rw("dim", &Shard::dim)
-      .def_rw("position", &Shard::position)
+      .def_ro("dim", &Shard::dim)
+      .def_ro("position", &Shard::position)
       .def("__repr__", [](const Shard& p) { return to_string(Placement(p)); })
+      .def("__hash__",
+           [](const Shard& p) { return std::hash<std::string>{}(to_string(Placement(p))); })
       .def(nb::self == nb::self);
   nb::class_<Partial>(m, "Partial", "A pending reduction over the mesh axis: sum, avg, max, min.")
       .def(
@@ -263,6 +294,8 @@ void bind_placements(nb::module_& m) {
           nb::arg("op") = "sum")
       .def_prop_ro("op", [](const Partial& p) { return to_string(p.op); })
       .def("__repr__", [](const Partial& p) { return to_string(Placement(p)); })
+      .def("__hash__",
+           [](const Partial& p) { return std::hash<std::string>{}(to_string(Placement(p))); })
       .def(nb::self == nb::self);
   m.def(
       "to_placements",
@@ -270,8 +303,16 @@ void bind_placements(nb::module_& m) {
         return to_placements(mesh, spec_from(spec, "spec"));
       },
       nb::arg("mesh"), nb::arg("spec"), "One placement per mesh axis.");
-  m.def("to_partition_spec", &to_partition_spec, nb::arg("mesh"), nb::arg("placements"),
-        nb::arg("ndim") = nb::none(), "The spec the placements describe.");
+  m.def(
+      "to_partition_spec",
+      [](const Mesh& mesh, const Placements& placements, nb::handle ndim) {
+        const auto rank = optional_int(ndim, "ndim", 0, static_cast<std::int64_t>(kMaxRank));
+        return to_partition_spec(
+            mesh, placements,
+            rank ? std::optional<std::size_t>(static_cast<std::size_t>(*rank)) : std::nullopt);
+      },
+      nb::arg("mesh"), nb::arg("placements"), nb::arg("ndim") = nb::none(),
+      "The spec the placements describe.");
 }
 
 }  // namespace

@@ -9,9 +9,13 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "bindings.hpp"
 #include "conversions.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/safetensors.hpp"
 #include "shardwise/plan/cost_model.hpp"
 #include "shardwise/plan/plan_request.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
@@ -20,12 +24,14 @@
 namespace shardwise::python {
 namespace {
 
-double share_from(nb::handle value, const std::string& field) {
-  if (PyBool_Check(value.ptr()) || !(PyFloat_Check(value.ptr()) || PyLong_Check(value.ptr()))) {
-    throw InvalidArgument(field + " is " + std::string(nb::repr(value).c_str()) +
-                          "; expected a number");
+// The shortest text that reads back as `value` ("0.5", "0.75").
+std::string shortest_text(double value) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value) break;
   }
-  return PyFloat_AsDouble(value.ptr());
+  return text;
 }
 
 void bind_models(nb::module_& m) {
@@ -48,6 +54,7 @@ void bind_models(nb::module_& m) {
       });
   m.def("load_model_description", &load_model_description, nb::arg("text"),
         "A manifest's JSON, or a Hugging Face config.json's (GPT-2, Llama, Mistral, Qwen2).");
+  m.attr("MAX_SAFETENSORS_HEADER_BYTES") = kMaxSafetensorsHeaderBytes;
   m.def("manifest_from_safetensors_header", &plan::manifest_from_safetensors_header,
         nb::arg("header"), nb::arg("data_bytes"));
 
@@ -68,9 +75,8 @@ void bind_models(nb::module_& m) {
   m.def(
       "shape_of",
       [](const ModelManifest& manifest, nb::handle heads) {
-        std::optional<std::int64_t> count;
-        if (!heads.is_none()) count = int_from(heads, "heads");
-        return plan::shape_of(manifest, count);
+        return plan::shape_of(manifest, optional_int(heads, "heads", 1, std::int64_t{1} << 20),
+                              "heads");
       },
       nb::arg("manifest"), nb::arg("heads") = nb::none());
 }
@@ -123,8 +129,8 @@ void bind_setup(nb::module_& m) {
             setup.micro_batch = int_from(micro_batch, "micro_batch");
             setup.precision = plan::parse_precision(precision, "precision");
             setup.optimizer = plan::parse_optimizer(optimizer, "optimizer");
-            setup.compute_efficiency = share_from(compute_efficiency, "compute_efficiency");
-            setup.overlap = share_from(overlap, "overlap");
+            setup.compute_efficiency = number_from(compute_efficiency, "compute_efficiency");
+            setup.overlap = number_from(overlap, "overlap");
             setup.validate();
             new (self) plan::TrainingSetup(setup);
           },
@@ -140,11 +146,29 @@ void bind_setup(nb::module_& m) {
                    [](const plan::TrainingSetup& s) { return plan::to_string(s.optimizer); })
       .def_ro("compute_efficiency", &plan::TrainingSetup::compute_efficiency)
       .def_ro("overlap", &plan::TrainingSetup::overlap)
-      .def("__repr__", [](const plan::TrainingSetup& s) {
-        return "TrainingSetup(global_batch=" + std::to_string(s.global_batch) +
-               ", seq=" + std::to_string(s.seq) + ", micro_batch=" + std::to_string(s.micro_batch) +
-               ", precision='" + plan::to_string(s.precision) + "', optimizer='" +
-               plan::to_string(s.optimizer) + "')";
+      .def("__repr__",
+           [](const plan::TrainingSetup& s) {
+             return "TrainingSetup(global_batch=" + std::to_string(s.global_batch) +
+                    ", seq=" + std::to_string(s.seq) +
+                    ", micro_batch=" + std::to_string(s.micro_batch) + ", precision='" +
+                    plan::to_string(s.precision) + "', optimizer='" + plan::to_string(s.optimizer) +
+                    "', compute_efficiency=" + shortest_text(s.compute_efficiency) +
+                    ", overlap=" + shortest_text(s.overlap) + ")";
+           })
+      .def("__eq__",
+           [](const plan::TrainingSetup& a, nb::handle other) {
+             if (!nb::isinstance<plan::TrainingSetup>(other)) return false;
+             const auto& b = nb::cast<const plan::TrainingSetup&>(other);
+             return a.global_batch == b.global_batch && a.seq == b.seq &&
+                    a.micro_batch == b.micro_batch && a.precision == b.precision &&
+                    a.optimizer == b.optimizer && a.compute_efficiency == b.compute_efficiency &&
+                    a.overlap == b.overlap;
+           })
+      .def("__hash__", [](const plan::TrainingSetup& s) {
+        return std::hash<std::string>{}(
+            std::to_string(s.global_batch) + "," + std::to_string(s.seq) + "," +
+            std::to_string(s.micro_batch) + "," + shortest_text(s.compute_efficiency) + "," +
+            shortest_text(s.overlap));
       });
 
   nb::class_<plan::Layout>(m, "Layout", "Degrees, ZeRO stage, micro-batches and schedule.")
@@ -164,10 +188,20 @@ void bind_setup(nb::module_& m) {
               throw InvalidArgument("zero is " + std::to_string(stage) + "; expected 0 to 3");
             }
             l.zero = static_cast<int>(stage);
-            l.microbatches = microbatches.is_none() ? 0 : int_from(microbatches, "microbatches");
+            // 0: the batch's (plan::complete_layout fills it in).
+            l.microbatches =
+                optional_int(microbatches, "microbatches", 1, plan::TrainingSetup::kMaxGlobalBatch)
+                    .value_or(0);
             l.schedule = plan::parse_schedule(schedule, "schedule");
             l.virtual_stages = int_from(virtual_stages, "virtual_stages");
-            if (!stage_layers.is_none()) l.stage_layers = ints_from(stage_layers, "stage_layers");
+            if (!stage_layers.is_none()) {
+              l.stage_layers = ints_from(stage_layers, "stage_layers");
+              if (l.stage_layers.size() > static_cast<std::size_t>(Mesh::kMaxDevices)) {
+                throw InvalidArgument("stage_layers has " + std::to_string(l.stage_layers.size()) +
+                                      " stages; expected at most " +
+                                      std::to_string(Mesh::kMaxDevices));
+              }
+            }
             l.recompute = parse_recompute(recompute, "recompute");
             l.sequence_parallel = sequence_parallel;
             for (const auto& [field, value] : {std::pair{"data", l.data},
@@ -179,10 +213,6 @@ void bind_setup(nb::module_& m) {
                 throw InvalidArgument(std::string(field) + " is " + std::to_string(value) +
                                       "; expected 1 to " + std::to_string(Mesh::kMaxDevices));
               }
-            }
-            if (l.microbatches < 0) {
-              throw InvalidArgument("microbatches is " + std::to_string(l.microbatches) +
-                                    "; expected at least 1 (or None: the batch's)");
             }
             new (self) plan::Layout(l);
           },
@@ -203,7 +233,14 @@ void bind_setup(nb::module_& m) {
       .def_prop_ro("recompute", [](const plan::Layout& l) { return plan::to_string(l.recompute); })
       .def_ro("sequence_parallel", &plan::Layout::sequence_parallel)
       .def_prop_ro("devices", &plan::Layout::devices)
-      .def("__repr__", [](const plan::Layout& l) { return "Layout(" + l.to_string() + ")"; });
+      .def("__repr__", [](const plan::Layout& l) { return "Layout(" + l.to_string() + ")"; })
+      .def("__eq__",
+           [](const plan::Layout& a, nb::handle other) {
+             return nb::isinstance<plan::Layout>(other) &&
+                    a == nb::cast<const plan::Layout&>(other);
+           })
+      .def("__hash__",
+           [](const plan::Layout& l) { return std::hash<std::string>{}(l.to_string()); });
 }
 
 void bind_prediction(nb::module_& m) {

@@ -26,7 +26,8 @@
 namespace shardwise::python {
 namespace {
 
-// The warning type; the module's attribute keeps it alive.
+// The warning type. The bindings hold a reference of their own for the interpreter's life (a
+// user may delete the module's attribute; the type must outlive every warning).
 PyObject* sharding_warning = nullptr;
 
 // The spec, after a ShardingWarning for each note that drops an axis.
@@ -111,8 +112,12 @@ void bind_strategies(nb::module_& m) {
       });
 
   nb::class_<DataParallelStrategy, ShardingStrategy>(m, "DataParallelStrategy")
-      .def(nb::init<std::string, std::optional<int>>(), nb::arg("axis_name") = "data",
-           nb::arg("mesh_axis") = nb::none())
+      .def(
+          "__init__",
+          [](DataParallelStrategy* self, std::string axis_name, nb::handle mesh_axis) {
+            new (self) DataParallelStrategy(std::move(axis_name), mesh_axis_from(mesh_axis));
+          },
+          nb::arg("axis_name") = "data", nb::arg("mesh_axis") = nb::none())
       .def("__repr__", [](const DataParallelStrategy& s) {
         return "DataParallelStrategy(axis_name='" + s.axis_name() +
                "', mesh_axis=" + mesh_axis_text(s) + ")";
@@ -121,9 +126,9 @@ void bind_strategies(nb::module_& m) {
   nb::class_<FSDPStrategy, ShardingStrategy>(m, "FSDPStrategy")
       .def(
           "__init__",
-          [](FSDPStrategy* self, std::string axis_name, std::optional<int> mesh_axis,
+          [](FSDPStrategy* self, std::string axis_name, nb::handle mesh_axis,
              nb::handle min_weight_size, const std::string& fallback) {
-            new (self) FSDPStrategy(std::move(axis_name), mesh_axis,
+            new (self) FSDPStrategy(std::move(axis_name), mesh_axis_from(mesh_axis),
                                     int_from(min_weight_size, "min_weight_size"),
                                     fsdp_fallback_from(fallback));
           },
@@ -154,11 +159,11 @@ void bind_strategies(nb::module_& m) {
   nb::class_<TensorParallelStrategy, ShardingStrategy>(m, "TensorParallelStrategy")
       .def(
           "__init__",
-          [](TensorParallelStrategy* self, std::string axis_name, std::optional<int> mesh_axis,
+          [](TensorParallelStrategy* self, std::string axis_name, nb::handle mesh_axis,
              std::optional<std::string> shard_dimension, const std::string& layout) {
             new (self)
-                TensorParallelStrategy(std::move(axis_name), mesh_axis, std::move(shard_dimension),
-                                       weight_layout_from(layout));
+                TensorParallelStrategy(std::move(axis_name), mesh_axis_from(mesh_axis),
+                                       std::move(shard_dimension), weight_layout_from(layout));
           },
           nb::arg("axis_name") = "model", nb::arg("mesh_axis") = nb::none(),
           nb::arg("shard_dimension") = nb::none(), nb::arg("layout") = "out_in")
@@ -187,9 +192,9 @@ void bind_strategies(nb::module_& m) {
       .def(
           "__init__",
           [](PipelineParallelStrategy* self, nb::handle num_stages, std::string axis_name,
-             std::optional<int> mesh_axis) {
+             nb::handle mesh_axis) {
             new (self) PipelineParallelStrategy(int_from(num_stages, "num_stages"),
-                                                std::move(axis_name), mesh_axis);
+                                                std::move(axis_name), mesh_axis_from(mesh_axis));
           },
           nb::arg("num_stages"), nb::arg("axis_name") = "pipeline",
           nb::arg("mesh_axis") = nb::none())
@@ -305,7 +310,7 @@ void bind_multi_dimensional(nb::module_& m) {
 void bind_strategy(nb::module_& m) {
   sharding_warning =
       PyErr_NewException("shardwise._shardwise.ShardingWarning", PyExc_UserWarning, nullptr);
-  m.attr("ShardingWarning") = nb::steal(sharding_warning);
+  m.attr("ShardingWarning") = nb::borrow(sharding_warning);
   bind_configs(m);
   bind_results(m);
   bind_strategies(m);

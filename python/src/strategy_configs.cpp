@@ -74,6 +74,7 @@ void bind_sharding_config(nb::module_& m) {
       .def_static("from_json", &ShardingConfig::from_json, nb::arg("text"))
       .def("to_json", &ShardingConfig::to_json)
       .def("__repr__", [](const ShardingConfig& c) { return repr(c); })
+      .def("__hash__", [](const ShardingConfig& c) { return std::hash<std::string>{}(repr(c)); })
       .def("__eq__", [](const ShardingConfig& a, nb::handle b) {
         return nb::isinstance<ShardingConfig>(b) && a == nb::cast<ShardingConfig>(b);
       });
@@ -107,8 +108,10 @@ void bind_parallelism_config(nb::module_& m) {
           [](const ParallelismConfig& c) {
             std::int64_t total = 1;
             for (const std::int64_t size : c.mesh_shape) {
-              if (__builtin_mul_overflow(total, size, &total)) {
-                throw InvalidArgument("ParallelismConfig.mesh_shape's product overflows");
+              if (size < 1 || __builtin_mul_overflow(total, size, &total)) {
+                throw InvalidArgument("ParallelismConfig.mesh_shape " + repr(c) +
+                                      " holds no device count: a size below 1, or a product "
+                                      "past 2**63");
               }
             }
             return total;
@@ -134,6 +137,7 @@ void bind_parallelism_config(nb::module_& m) {
       .def_static("from_json", &ParallelismConfig::from_json, nb::arg("text"))
       .def("to_json", &ParallelismConfig::to_json)
       .def("__repr__", [](const ParallelismConfig& c) { return repr(c); })
+      .def("__hash__", [](const ParallelismConfig& c) { return std::hash<std::string>{}(repr(c)); })
       .def("__eq__", [](const ParallelismConfig& a, nb::handle b) {
         return nb::isinstance<ParallelismConfig>(b) && a == nb::cast<ParallelismConfig>(b);
       });
@@ -160,7 +164,9 @@ void bind_mesh_utils(nb::module_& m) {
       .def(
           "__init__",
           [](DeviceMeshManager* self, nb::handle devices) {
-            if (nb::isinstance<nb::int_>(devices)) {
+            // A count (a Python or NumPy int), or a sequence of ids.
+            if (PyIndex_Check(devices.ptr()) && !nb::isinstance<nb::tuple>(devices) &&
+                !nb::isinstance<nb::list>(devices)) {
               new (self) DeviceMeshManager(int_from(devices, "devices"));
             } else {
               new (self) DeviceMeshManager(ints_from(devices, "devices"));

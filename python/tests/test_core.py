@@ -60,6 +60,15 @@ def test_uneven_shards_are_torch_chunks():
     assert [s.index for s in uneven.shards((10,))] == [((0, 3),), ((3, 6),), ((6, 9),), ((9, 10),)]
 
 
+def test_equal_placements_hash_alike_and_stay_as_made():
+    assert hash(sw.Shard(1)) == hash(sw.Shard(1)) and sw.Shard(1) == sw.Shard(1)
+    assert hash(sw.Replicate()) == hash(sw.Replicate())
+    assert hash(sw.Partial("sum")) == hash(sw.Partial()) and sw.Partial() == sw.Partial("sum")
+    assert len({sw.Shard(0), sw.Shard(0), sw.Shard(1), sw.Replicate(), sw.Replicate()}) == 3
+    with pytest.raises(AttributeError):
+        sw.Shard(0).dim = 3
+
+
 def test_placements_convert_both_ways():
     mesh = sw.Mesh({"data": 2, "model": 4})
     assert sw.to_placements(mesh, sw.P(None, "data")) == [sw.Shard(1), sw.Replicate()]
@@ -86,6 +95,18 @@ def test_placements_convert_both_ways():
     (lambda: sw.NamedSharding(sw.Mesh({"a": 2}), sw.P("a")).shard_shape((-3,)), "shape[0]"),
     (lambda: sw.NamedSharding(sw.Mesh({"a": 2}), sw.P("a")).shard_shape((2 ** 62, 8)), "shape"),
     (lambda: sw.PartitionSpec.parse("P(('a', ('b',)))"), "nested"),
+    (lambda: sw.NamedSharding(sw.Mesh({"a": 2}), sw.P("a")).num_shards(2 ** 31 - 1), "ndim"),
+    (lambda: sw.NamedSharding(sw.Mesh({"a": 2}), sw.P()).is_equivalent_to(
+        sw.NamedSharding(sw.Mesh({"a": 2}), sw.P()), 2 ** 40), "ndim"),
+    (lambda: sw.Shard(2 ** 31 - 1), "dim"),
+    (lambda: sw.Shard(True), "dim"),
+    (lambda: sw.to_partition_spec(sw.Mesh({"a": 2}), [sw.Replicate()], ndim=2 ** 40), "ndim"),
+    (lambda: sw.NamedSharding(sw.Mesh({"a": 2}), __import__("itertools").repeat(None)), "spec"),
+    (lambda: sw.NamedSharding(sw.Mesh({"a": 2}), {"a"}), "spec"),
+    (lambda: sw.NamedSharding(sw.Mesh({"a": 2}), (None,) * 65), "spec"),
+    (lambda: sw.NamedSharding(sw.Mesh({"a": 2}), sw.P()).shard_shape((1,) * 65), "shape"),
+    (lambda: sw.Mesh({"a": 2}).coords_of(2 ** 63), "device"),
+    (lambda: sw.P("a")[True], "index"),
 ])
 def test_bad_input_is_one_error_naming_the_argument(call, field):
     with pytest.raises(sw.ShardwiseError) as raised:

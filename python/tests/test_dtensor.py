@@ -82,3 +82,5 @@ def test_placements_dtensor_cannot_hold_are_refused():
     # torch.chunk blocks: refused where the axes do not divide it.
     with pytest.raises(sw.InvalidArgument, match="dimension 0 of size 10"):
         sw.to_dtensor_placements(mesh, sw.P(("data", "model")), shape=(10,))
+    with pytest.raises(sw.InvalidArgument, match="axis 'fsdp'"):
+        sw.to_dtensor_placements(mesh, sw.P("fsdp"))

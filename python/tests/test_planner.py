@@ -74,7 +74,15 @@ def test_plan_is_typed():
     (dict(overlap=2.0), "overlap"),
     (dict(precision="fp8"), "precision"),
     (dict(layout="data=2,tensor=4"), "tensor"),
-    (dict(layout="data=3"), "layout"),
+    (dict(layout="data=3"), "3, not the 8 devices"),
+    (dict(layout="data=2,data=4"), "layout"),
+    (dict(layout="data=\u00b2"), "layout"),
+    (dict(microbatches=0), "microbatches"),
+    (dict(heads=0), "heads"),
+    (dict(heads=2 ** 40), "heads"),
+    (dict(efficiency=2 ** 1024), "compute_efficiency"),
+    (dict(efficiency=True), "compute_efficiency"),
+    (dict(device="cpu"), "does not measure"),
     (dict(zero=4), "zero"),
     (dict(device="tpu-v9"), "tpu-v9"),
 ])
@@ -83,6 +91,24 @@ def test_bad_input_names_the_field(kwargs, field):
     args.update(kwargs)
     with pytest.raises(sw.InvalidArgument, match=field):
         sw.plan(GPT2, **args)
+
+
+def test_numpy_numbers_are_numbers():
+    numpy = pytest.importorskip("numpy")
+    p = sw.plan(GPT2, devices=numpy.int64(8), global_batch=64, seq=1024, layout="data=8",
+                efficiency=numpy.float32(0.5))
+    assert p.layout.data == 8
+
+
+def test_the_trainers_own_models_are_refused_not_misread():
+    micro = os.path.join(REPOSITORY, "examples", "models", "gpt_micro.json")
+    with pytest.raises(sw.InvalidArgument, match="shardwise train` model file.*block_size"):
+        sw.manifest_of(micro)
+    with open(micro) as file:
+        with pytest.raises(sw.InvalidArgument, match="model file"):
+            sw.manifest_of(json.load(file))
+    with pytest.raises(sw.InvalidArgument, match="preset of `shardwise train`"):
+        sw.plan("gpt2", devices=8, global_batch=8, seq=64, layout="data=8")
 
 
 def test_bad_models_name_what_is_wrong(tmp_path):
@@ -95,6 +121,16 @@ def test_bad_models_name_what_is_wrong(tmp_path):
         sw.manifest_of(42)
     with pytest.raises(sw.ShardwiseError):
         sw.manifest_of({"model_type": "gpt2", "n_layer": -1})
+    header = b'{"w\xff": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
+    (tmp_path / "latin.safetensors").write_bytes(len(header).to_bytes(8, "little") + header +
+                                                  bytes(4))
+    with pytest.raises(sw.InvalidArgument, match="not UTF-8"):
+        sw.manifest_of(str(tmp_path / "latin.safetensors"))
+    with pytest.raises(sw.InvalidArgument, match="parameter 'w'.*complex64"):
+        numpy = pytest.importorskip("numpy")
+        sw.manifest_of({"w": numpy.zeros((2, 2), dtype=numpy.complex64)})
+    with pytest.raises(sw.InvalidArgument, match="parameter 'a' is 5"):
+        sw.manifest_of([("a", 5)])
 
 
 def command():
@@ -112,6 +148,10 @@ def command():
      "--recompute", "full"],
     ["--model", LLAMA_405B, "--devices", "16384", "--global-batch", "2048", "--seq", "8192",
      "--recompute", "full", "--sequence-parallel", "--top", "4"],
+    ["--model", TINY_MANIFEST, "--heads", "4", "--devices", "4", "--global-batch", "16",
+     "--seq", "64", "--layout", "data=2,fsdp=2", "--zero", "2"],
+    ["--model", TINY_MANIFEST, "--heads", "4", "--devices", "8", "--global-batch", "16",
+     "--seq", "64", "--top", "6"],
 ])
 def test_the_same_numbers_as_the_command(flags):
     out = subprocess.run([command(), "plan", *flags, "--json"], check=True, capture_output=True,
@@ -121,7 +161,8 @@ def test_the_same_numbers_as_the_command(flags):
              if not following.startswith("--")}
     common = dict(devices=int(value["--devices"]), global_batch=int(value["--global-batch"]),
                   seq=int(value["--seq"]), recompute=value.get("--recompute", "none"),
-                  sequence_parallel="--sequence-parallel" in flags)
+                  sequence_parallel="--sequence-parallel" in flags,
+                  heads=int(value["--heads"]) if "--heads" in value else None)
     if "--layout" in value:
         got = [sw.plan(value["--model"], layout=value["--layout"], zero=int(value.get("--zero", 0)),
                        schedule=value.get("--schedule", "1f1b"), **common)]

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 
-#include "detail/hash_combine.hpp"
 #include "detail/check.hpp"
+#include "detail/hash_combine.hpp"
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {
@@ -86,6 +86,10 @@ void NamedSharding::validate(const Shape& global_shape) const {
 }
 
 std::vector<std::int64_t> NamedSharding::num_shards(std::size_t rank) const {
+  if (rank > kMaxRank) {
+    throw ShardingError("rank " + std::to_string(rank) + " is past the largest, " +
+                        std::to_string(kMaxRank));
+  }
   if (spec_.size() > rank) {
     throw ShardingError("partition spec " + spec_.to_string() + " has " +
                         std::to_string(spec_.size()) + " entries but the array has rank " +

@@ -26,7 +26,8 @@ int normalized_dim(const Mesh& mesh, std::size_t axis, int dim, std::optional<st
     }
     dim += static_cast<int>(*rank);
   }
-  if (dim < 0 || (rank && static_cast<std::size_t>(dim) >= *rank)) {
+  if (dim < 0 || (rank && static_cast<std::size_t>(dim) >= *rank) ||
+      static_cast<std::size_t>(dim) >= kMaxRank) {
     throw ShardingError(where + " shards dimension " + std::to_string(dim) +
                         ", outside an array of rank " + std::to_string(rank.value_or(0)));
   }
@@ -115,6 +116,10 @@ Placements to_placements(const Mesh& mesh, const PartitionSpec& spec) {
 
 PartitionSpec to_partition_spec(const Mesh& mesh, const Placements& placements,
                                 std::optional<std::size_t> rank) {
+  if (rank && *rank > kMaxRank) {
+    throw ShardingError("rank " + std::to_string(*rank) + " is past the largest, " +
+                        std::to_string(kMaxRank));
+  }
   if (placements.size() != mesh.num_axes()) {
     throw ShardingError("got " + std::to_string(placements.size()) + " placements for " +
                         mesh.to_string() + ", which has " + std::to_string(mesh.num_axes()) +

@@ -75,7 +75,8 @@ std::string ModelShape::to_string() const {
   return out.str();
 }
 
-ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> heads) {
+ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> heads,
+                    const std::string& heads_field) {
   const ParameterNameRules names = ParameterNameRules::defaults();
   ModelShape shape;
   std::map<std::int64_t, std::int64_t> per_layer;
@@ -224,12 +225,16 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     stated = width / unit->second;
   }
   if (heads) {
+    if (*heads < 1) {
+      throw InvalidArgument(heads_field + " is " + std::to_string(*heads) +
+                            "; expected at least 1");
+    }
     if (*heads > shape.hidden || shape.hidden % *heads != 0) {
-      throw InvalidArgument("--heads " + std::to_string(*heads) +
+      throw InvalidArgument(heads_field + " " + std::to_string(*heads) +
                             " does not divide the hidden size " + std::to_string(shape.hidden));
     }
     if (stated && *stated != *heads) {
-      throw InvalidArgument("--heads " + std::to_string(*heads) + ": the model has " +
+      throw InvalidArgument(heads_field + " " + std::to_string(*heads) + ": the model has " +
                             std::to_string(*stated) + " heads");
     }
     if (!stated) shape.head_dim = shape.hidden / *heads;
@@ -238,7 +243,8 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   if (!stated) {
     throw InvalidArgument(
         "the model does not say how many attention heads it has (a manifest's "
-        "\"axis_units\": {\"heads\": head_dim}, or --heads)");
+        "\"axis_units\": {\"heads\": head_dim}, or " +
+        heads_field + ")");
   }
   shape.heads = *stated;
   shape.kv_heads = key != nullptr ? key->shape[0] / shape.head_dim : shape.heads;

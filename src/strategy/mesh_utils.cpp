@@ -4,8 +4,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <system_error>
 #include <functional>
+#include <system_error>
 
 #include "shardwise/core/error.hpp"
 
@@ -48,9 +48,9 @@ Mesh create_device_mesh(const std::vector<std::int64_t>& shape,
 }
 
 DeviceMeshManager::DeviceMeshManager(std::int64_t num_devices) {
-  if (num_devices < 1) {
+  if (num_devices < 1 || num_devices > Mesh::kMaxDevices) {
     throw InvalidArgument("DeviceMeshManager num_devices is " + std::to_string(num_devices) +
-                          "; expected at least 1");
+                          "; expected 1 to " + std::to_string(Mesh::kMaxDevices));
   }
   devices_.resize(static_cast<std::size_t>(num_devices));
   for (std::size_t i = 0; i < devices_.size(); ++i) devices_[i] = static_cast<DeviceId>(i);
@@ -74,8 +74,13 @@ Mesh DeviceMeshManager::create_mesh_from_config(const ParallelismConfig& config)
 
 std::vector<std::int64_t> get_optimal_mesh_shape(std::int64_t n, std::int64_t num_dims) {
   if (n < 1) throw InvalidArgument("device count is " + std::to_string(n) + "; expected >= 1");
-  if (num_dims < 1) {
-    throw InvalidArgument("mesh dimensions is " + std::to_string(num_dims) + "; expected >= 1");
+  if (num_dims < 1 || num_dims > static_cast<std::int64_t>(Mesh::kMaxAxes)) {
+    throw InvalidArgument("mesh dimensions is " + std::to_string(num_dims) + "; expected 1 to " +
+                          std::to_string(Mesh::kMaxAxes));
+  }
+  if (n > Mesh::kMaxDevices) {
+    throw InvalidArgument("device count is " + std::to_string(n) + "; expected at most " +
+                          std::to_string(Mesh::kMaxDevices));
   }
   // Every factor divides n: walk n's divisors (largest first) instead of every integer.
   std::vector<std::int64_t> divisors;

@@ -1,15 +1,16 @@
 #include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/mesh.hpp"
 
 namespace shardwise {
 
 PipelineParallelStrategy::PipelineParallelStrategy(std::int64_t num_stages, std::string axis_name,
                                                    std::optional<int> mesh_axis)
     : ShardingStrategy(std::move(axis_name), mesh_axis), num_stages_(num_stages) {
-  if (num_stages_ < 1) {
+  if (num_stages_ < 1 || num_stages_ > Mesh::kMaxDevices) {
     throw InvalidArgument("PipelineParallelStrategy num_stages is " + std::to_string(num_stages_) +
-                          "; expected at least 1");
+                          "; expected 1 to " + std::to_string(Mesh::kMaxDevices));
   }
 }
 

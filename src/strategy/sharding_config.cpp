@@ -6,6 +6,7 @@
 #include "detail/config_json.hpp"
 #include "detail/json_reader.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/mesh.hpp"
 
 namespace shardwise {
 namespace {
@@ -27,7 +28,16 @@ std::int64_t integer_sqrt(std::int64_t n) {
 }  // namespace
 
 std::int64_t ShardingConfig::get_total_device_count() const {
-  return data_parallel_size * fsdp_parallel_size * tensor_parallel_size * pipeline_parallel_size;
+  // Checked: the degrees of an unvalidated config may be anything.
+  std::int64_t total = 1;
+  for (const std::int64_t degree :
+       {data_parallel_size, fsdp_parallel_size, tensor_parallel_size, pipeline_parallel_size}) {
+    if (degree < 1 || __builtin_mul_overflow(total, degree, &total)) {
+      throw InvalidArgument("ShardingConfig's degrees (" + to_string() +
+                            ") do not multiply to a device count");
+    }
+  }
+  return total;
 }
 
 std::string ShardingConfig::fsdp_axis_name() const {
@@ -42,6 +52,15 @@ void ShardingConfig::validate() const {
   if (fsdp_min_weight_size < 0) {
     throw InvalidArgument("ShardingConfig.fsdp_min_weight_size is " +
                           std::to_string(fsdp_min_weight_size) + "; expected a size >= 0");
+  }
+  // No mesh holds more devices (and their product stays exact).
+  std::int64_t total = 1;
+  for (const std::int64_t degree :
+       {data_parallel_size, fsdp_parallel_size, tensor_parallel_size, pipeline_parallel_size}) {
+    if (__builtin_mul_overflow(total, degree, &total) || total > Mesh::kMaxDevices) {
+      throw InvalidArgument("ShardingConfig's degrees multiply to more than " +
+                            std::to_string(Mesh::kMaxDevices) + " devices (" + to_string() + ")");
+    }
   }
   if (fsdp_parallel_size > 1 && !fsdp_enabled) {
     throw InvalidArgument("ShardingConfig.fsdp_parallel_size is " +

@@ -11,6 +11,10 @@ namespace shardwise {
 // Sizes of an array's dimensions, outermost first. A scalar has an empty shape.
 using Shape = std::vector<std::int64_t>;
 
+// The most dimensions an array has here (NumPy 2's limit): a rank past it is a mistake or
+// hostile input, refused before memory is spent on it.
+inline constexpr std::size_t kMaxRank = 64;
+
 // Number of elements of `shape` (1 for a scalar). Throws InvalidArgument when the count does
 // not fit in 64 bits.
 std::int64_t num_elements(const Shape& shape);

@@ -81,8 +81,9 @@ struct ModelShape {
 // `heads` gives the count where the manifest does not. Throws InvalidArgument naming what it
 // could not find or what disagrees: no layers, no embedding matrix, heads unknown, `heads` not
 // dividing h or differing from the manifest's, a head dimension not dividing the query width.
-ModelShape shape_of(const ModelManifest& manifest,
-                    std::optional<std::int64_t> heads = std::nullopt);
+// `heads_field` names `heads` in messages (the command's flag, or the Python argument).
+ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> heads = std::nullopt,
+                    const std::string& heads_field = "--heads");
 
 // A manifest from the header of a .safetensors file: `header` is the JSON after the 8-byte
 // length, `data_bytes` the bytes the file has after the header. Every tensor's dtype, shape and
