@@ -2,11 +2,13 @@
 
 - a JAX array: placed with ``jax.device_put`` on the strategy's NamedSharding;
 - a Flax NNX model or state: every parameter placed so, the model updated in place;
-- anything else with a shape (a NumPy array, a list of lists made one): a HostShards, each
-  device's block as a view, in mesh order.
+- anything else with a shape and slicing (a NumPy array, a PyTorch tensor): a HostShards,
+  each device's block as a view, in mesh order.
 
 The mesh is a shardwise Mesh (device id i is ``jax.devices()[i]``) or a jax.sharding.Mesh.
 """
+
+import sys
 
 from ._shardwise import InvalidArgument, Mesh, MultiDimensionalStrategy, ShardingStrategy
 from .interop import flax_parameters, from_jax, to_jax
@@ -27,18 +29,16 @@ class HostShards:
 
 
 def _is_jax_array(value):
-    try:
-        import jax
-    except ImportError:
-        return False
-    return isinstance(value, jax.Array)
+    # An array of JAX's exists only once JAX is imported: no import for NumPy's sake.
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(value, jax.Array)
 
 
 def _nnx():
-    try:
-        from flax import nnx
-    except ImportError:
+    if "flax" not in sys.modules:  # a Flax model exists only once Flax is imported
         return None
+    from flax import nnx
+
     return nnx
 
 
