@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes the virtual environment the Python package's tests run in (build/python-venv): what
 # `pip install .` builds with (scikit-build-core, nanobind) and what its tests use (pytest,
-# NumPy, JAX and Flax on the CPU). Idempotent: where the environment already holds this list it
+# NumPy, JAX and Flax on the CPU); the JAX layout conformance and tokenizer comparisons run in it
+# too (the tokenizers library). Idempotent: where the environment already holds this list it
 # changes nothing. PyTorch is left out (over 1 GB from PyPI); the DTensor tests run where it is
 # installed in the environment and are skipped otherwise.
 set -euo pipefail
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 venv=build/python-venv
 requirements=(
   "scikit-build-core>=0.10" "nanobind>=2.4" "pytest>=7" "numpy>=1.24" "jax[cpu]>=0.4.36"
-  "flax>=0.10"
+  "flax>=0.10" "tokenizers>=0.20"
 )
 stamp="$venv/.shardwise-requirements"
 wanted="${requirements[*]}"
