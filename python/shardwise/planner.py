@@ -156,10 +156,10 @@ def manifest_of(model):
             path = os.path.join(path, "config.json")
         text = _read_text(path, "model")
         try:
-            _refuse_trainer_models(json.loads(text), f"'{path}'")
-        except ValueError as e:
-            if isinstance(e, InvalidArgument):
-                raise
+            description = json.loads(text)
+        except ValueError:
+            description = None  # load_model_description says what is wrong with the text
+        _refuse_trainer_models(description, f"'{path}'")
         return load_model_description(text)
     if isinstance(model, dict) and not _holds_arrays(model):
         _refuse_trainer_models(model, "dict")

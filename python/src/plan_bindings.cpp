@@ -9,8 +9,7 @@
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <charconv>
 
 #include "bindings.hpp"
 #include "conversions.hpp"
@@ -27,11 +26,7 @@ namespace {
 // The shortest text that reads back as `value` ("0.5", "0.75").
 std::string shortest_text(double value) {
   char text[32];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof text, "%.*g", digits, value);
-    if (std::strtod(text, nullptr) == value) break;
-  }
-  return text;
+  return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
 
 void bind_models(nb::module_& m) {

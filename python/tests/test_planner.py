@@ -66,6 +66,7 @@ def test_plan_is_typed():
 
 @pytest.mark.parametrize("kwargs, field", [
     (dict(devices=0), "devices"),
+    (dict(devices=2 ** 40), "devices is 1099511627776"),
     (dict(global_batch=0), "global_batch"),
     (dict(global_batch=2 ** 63), "global_batch"),
     (dict(seq=2 ** 40), "seq"),

@@ -189,6 +189,8 @@ def test_reprs_name_every_setting():
     (lambda: sw.DataParallelStrategy(mesh_axis=2 ** 31), "mesh_axis"),
     (lambda: sw.DataParallelStrategy(mesh_axis=True), "mesh_axis"),
     (lambda: sw.FSDPStrategy(min_weight_size=2.5), "min_weight_size"),
+    (lambda: sw.default_strategies(sw.ParallelismConfig.from_device_count(2))
+     .create_partition_spec((4, 4), "layers.3.w", num_layers=-1), "num_layers is -1"),
 ])
 def test_hostile_sizes_are_refused_naming_the_argument(call, field):
     with pytest.raises(sw.InvalidArgument, match=field):

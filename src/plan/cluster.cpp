@@ -8,6 +8,7 @@
 
 #include "detail/json_reader.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/mesh.hpp"
 
 namespace shardwise::plan {
 namespace {
@@ -63,7 +64,10 @@ Link link_from(const nlohmann::json& json, const std::string& key) {
 }  // namespace
 
 void Cluster::validate() const {
-  if (devices < 1) throw InvalidArgument("cluster devices is " + std::to_string(devices));
+  if (devices < 1 || devices > Mesh::kMaxDevices) {
+    throw InvalidArgument("cluster devices is " + std::to_string(devices) + "; expected 1 to " +
+                          std::to_string(Mesh::kMaxDevices));
+  }
   if (devices_per_node < 1) {
     throw InvalidArgument("cluster devices_per_node is " + std::to_string(devices_per_node));
   }

@@ -7,6 +7,7 @@
 #include "shardwise/strategy/data_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
 #include "shardwise/strategy/logical_axis_rules.hpp"
+#include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 #include "shardwise/strategy/tensor_parallel_strategy.hpp"
 
@@ -47,9 +48,9 @@ void check_against_mesh(const std::string& name, const ShardingStrategy& strateg
   }
   const auto* pipeline = dynamic_cast<const PipelineParallelStrategy*>(&strategy);
   if (pipeline != nullptr && pipeline->num_stages() != mesh.axis_size(strategy.axis_name())) {
-    throw InvalidArgument("strategy '" + name + "' has " +
-                          std::to_string(pipeline->num_stages()) + " pipeline stages, but axis '" +
-                          strategy.axis_name() + "' of " + mesh.to_string() + " has size " +
+    throw InvalidArgument("strategy '" + name + "' has " + std::to_string(pipeline->num_stages()) +
+                          " pipeline stages, but axis '" + strategy.axis_name() + "' of " +
+                          mesh.to_string() + " has size " +
                           std::to_string(mesh.axis_size(strategy.axis_name())));
   }
 }
@@ -92,8 +93,8 @@ const ShardingStrategy& MultiDimensionalStrategy::strategy_named(const std::stri
 }
 
 SpecResolution MultiDimensionalStrategy::get_combined_partition_spec(
-    const std::string& tensor_name, const LogicalAxes& dim_names,
-    const std::optional<Shape>& shape, const AxisUnits& units) const {
+    const std::string& tensor_name, const LogicalAxes& dim_names, const std::optional<Shape>& shape,
+    const AxisUnits& units) const {
   ResolveOptions options;
   options.shape = shape;
   options.units = units;
@@ -132,8 +133,8 @@ SpecResolution MultiDimensionalStrategy::resolve_sharding_conflicts(
     for (std::size_t d = 0; d < it->second.size(); ++d) {
       const SpecEntry& entry = it->second.entry(d);
       if (entry.is_replicated()) continue;
-      claims.push_back({dimension_names[d], entry.axes(), claim_priority(named->second->kind()),
-                        0, relocatable});
+      claims.push_back({dimension_names[d], entry.axes(), claim_priority(named->second->kind()), 0,
+                        relocatable});
     }
   }
   ResolveOptions options;
@@ -145,6 +146,10 @@ SpecResolution MultiDimensionalStrategy::resolve_sharding_conflicts(
 ParameterPlacement MultiDimensionalStrategy::create_partition_spec(
     const Shape& param_shape, const std::string& param_name, const ParameterNameRules& rules,
     std::int64_t num_layers, const PlacementOptions& options) const {
+  if (num_layers < 0 || num_layers > kMaxModelLayers) {
+    throw InvalidArgument("create_partition_spec num_layers is " + std::to_string(num_layers) +
+                          "; expected 0 to " + std::to_string(kMaxModelLayers));
+  }
   ParameterPlacement placement;
   if (auto axes = rules.logical_axes_for(param_name, param_shape.size())) {
     placement.logical_axes = std::move(*axes);

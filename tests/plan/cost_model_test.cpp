@@ -137,6 +137,24 @@ TEST(CostModel, BubbleIsPMinusOneOverMAndOverVmInterleaved) {
   EXPECT_EQ(one_f_one_b.memory.activations, 96 * one_f_one_b.memory.activations_per_layer);
 }
 
+// Clusters and setups past any real run are refused naming the field, before a prediction
+// multiplies them.
+TEST(CostModel, ClustersAndSetupsPastAnyRunAreRefused) {
+  EXPECT_THAT(error_of([] { (void)Cluster::preset("h100-80gb", std::int64_t{1} << 40, 8); }),
+              HasSubstr("cluster devices is 1099511627776"));
+  TrainingSetup setup;
+  setup.global_batch = 8;
+  setup.validate();
+  setup.seq = TrainingSetup::kMaxSeq + 1;
+  EXPECT_THAT(error_of([&] { setup.validate(); }), HasSubstr("seq is 16777217"));
+  setup.seq = 64;
+  setup.micro_batch = 9;
+  EXPECT_THAT(error_of([&] { setup.validate(); }), HasSubstr("micro_batch is 9; expected 1 to 8"));
+  setup.micro_batch = 1;
+  setup.overlap = std::nan("");
+  EXPECT_THAT(error_of([&] { setup.validate(); }), HasSubstr("overlap is nan"));
+}
+
 TEST(CostModel, LayoutsThatCannotRunAreNamed) {
   const ModelShape model = gpt3_175b();
   TrainingSetup setup;

@@ -159,15 +159,15 @@ TEST(MultiDimensionalStrategy, ValidatesStrategiesAgainstTheMeshWhenBuilt) {
   const ParallelismConfig config = ParallelismConfig::from_sharding_config(
       ShardingConfig{.data_parallel_size = 2, .pipeline_parallel_size = 4});
   // from_sharding_config puts 'pipeline' first: Mesh('pipeline': 4, 'data': 2).
+  EXPECT_THAT(
+      error_of([&] {
+        MultiDimensionalStrategy({{"pp", std::make_shared<PipelineParallelStrategy>(2)}}, config);
+      }),
+      HasSubstr("strategy 'pp' has 2 pipeline stages, but axis 'pipeline' of "
+                "Mesh('pipeline': 4, 'data': 2) has size 4"));
   EXPECT_THAT(error_of([&] {
-                MultiDimensionalStrategy({{"pp", std::make_shared<PipelineParallelStrategy>(2)}},
-                                         config);
-              }),
-              HasSubstr("strategy 'pp' has 2 pipeline stages, but axis 'pipeline' of "
-                        "Mesh('pipeline': 4, 'data': 2) has size 4"));
-  EXPECT_THAT(error_of([&] {
-                MultiDimensionalStrategy({{"dp", std::make_shared<DataParallelStrategy>("data", 0)}},
-                                         config);
+                MultiDimensionalStrategy(
+                    {{"dp", std::make_shared<DataParallelStrategy>("data", 0)}}, config);
               }),
               HasSubstr("strategy 'dp' was built for axis 'data' at mesh axis 0, but "
                         "Mesh('pipeline': 4, 'data': 2) has it at mesh axis 1"));
@@ -222,10 +222,15 @@ TEST(MultiDimensionalStrategy, GroupedQueryAttentionNeverSplitsAHead) {
       ShardingConfig{.data_parallel_size = 4, .tensor_parallel_size = 2}));
   PlacementOptions units;
   units.units = llama.axis_units;
-  EXPECT_EQ(two.create_partition_spec({16, 64}, "model.layers.0.self_attn.k_proj.weight", rules, 2,
-                                      units)
-                .spec,
-            (P{"model", None}));
+  EXPECT_EQ(
+      two.create_partition_spec({16, 64}, "model.layers.0.self_attn.k_proj.weight", rules, 2, units)
+          .spec,
+      (P{"model", None}));
+  // A layer count no model has is refused, pipeline or not.
+  EXPECT_THAT(error_of([&] {
+                (void)two.create_partition_spec({16, 64}, "w", rules, -1);
+              }),
+              HasSubstr("num_layers is -1"));
 }
 
 }  // namespace
