@@ -1,10 +1,12 @@
 #include "shardwise/train/decoding_model.hpp"
 
+#include <charconv>
 #include <string>
 
 #include "shardwise/ckpt/checkpoint_reader.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/train/placement.hpp"
+#include "shardwise/train/settings_agreement.hpp"
 
 namespace shardwise::train {
 namespace {
@@ -20,6 +22,29 @@ std::vector<ParameterSpec> decoding_blocks(const ModelDefinition& model,
   const int degree = model_degree(context.mesh());
   return local_parameters(model.parameters(), context.mesh(), context.rank(),
                           model.model_placements(degree), model.shared_rows(degree));
+}
+
+// What every rank must agree on, each as exact text (a double by its shortest round-trip form).
+std::vector<Setting> generation_settings(const ModelDefinition& model,
+                                         std::span<const std::int32_t> prompt,
+                                         const GenerationOptions& options) {
+  const auto text = [](double value) {
+    char buffer[32];
+    return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
+  };
+  const auto ids = [](std::span<const std::int32_t> values) {
+    std::string joined;
+    for (const std::int32_t id : values) joined += std::to_string(id) + ",";
+    return joined;
+  };
+  return {{"model", model.describe()},
+          {"prompt", ids(prompt)},
+          {"max_new_tokens", std::to_string(options.max_new_tokens)},
+          {"temperature", text(options.sampling.temperature)},
+          {"top_k", std::to_string(options.sampling.top_k)},
+          {"top_p", text(options.sampling.top_p)},
+          {"seed", std::to_string(options.sampling.seed)},
+          {"stop_tokens", ids(options.stop_tokens)}};
 }
 
 }  // namespace
@@ -38,6 +63,7 @@ DecodingModel::DecodingModel(std::shared_ptr<const ModelDefinition> model,
                              const ParallelContext& context, const InitialValues& values,
                              std::size_t capacity)
     : model_(std::move(model)),
+      world_(&context.world()),
       tp_(context),
       store_(decoding_blocks(*model_, context), ParameterStore::Gradients::kNone) {
   std::string error;
@@ -64,6 +90,7 @@ DecodingModel::DecodingModel(std::shared_ptr<const ModelDefinition> model,
 
 GenerationResult DecodingModel::generate(std::span<const std::int32_t> prompt,
                                          const GenerationOptions& options) {
+  check_ranks_agree(*world_, generation_settings(*model_, prompt, options));
   return train::generate(*decoder_, tp_, prompt, options);
 }
 

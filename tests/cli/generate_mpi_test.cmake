@@ -1,5 +1,6 @@
 # `shardwise generate` under mpirun -np NP on model=NP against the in-process ranks and one rank:
-# the same greedy and seeded ids, and a model the mesh cannot split refused on every process.
+# the same greedy and seeded ids, a model the mesh cannot split refused on every process, and
+# processes given another prompt or seed refused naming it.
 #   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -DNP=2 -DWORK=dir -P generate_mpi_test.cmake
 file(REMOVE_RECURSE ${WORK})
 execute_process(COMMAND ${COMMAND} train --model ${MODEL} --steps 30 --batch 8 --lr 1e-2
@@ -46,5 +47,21 @@ execute_process(COMMAND ${MPIEXEC} -np 3 --oversubscribe ${COMMAND} generate ${W
 if(_bad_status EQUAL 0 OR NOT _bad_err MATCHES "does not divide")
   message(FATAL_ERROR "model=3 under mpirun: ${_bad_status} ${_bad_err}")
 endif()
+# Processes launched with another prompt or seed (MPMD): refused on every process with status 2
+# and a line naming what differs, before a token is computed.
+foreach(_case "seed;--prompt;The ;--seed;1;--seed;2" "prompt;--seed;1;--prompt;The ;--prompt;A ")
+  list(GET _case 0 _what)
+  list(SUBLIST _case 1 2 _common)
+  list(SUBLIST _case 3 2 _first)
+  list(SUBLIST _case 5 2 _second)
+  set(_generate generate ${WORK}/save --mesh model=2 --max-new-tokens 5 ${_common})
+  execute_process(COMMAND ${MPIEXEC} --oversubscribe -np 1 ${COMMAND} ${_generate} ${_first}
+                          : -np 1 ${COMMAND} ${_generate} ${_second}
+                  RESULT_VARIABLE _status OUTPUT_VARIABLE _out ERROR_VARIABLE _err TIMEOUT 60)
+  if(NOT _status EQUAL 2 OR NOT _err MATCHES "runs with another ${_what} than rank 0"
+     OR NOT _out STREQUAL "")
+    message(FATAL_ERROR "another ${_what} on rank 1: status ${_status}\n${_out}\n${_err}")
+  endif()
+endforeach()
 file(REMOVE_RECURSE ${WORK})
 message(STATUS "generate: the same ids under mpirun -np ${NP} as in process and on one rank")

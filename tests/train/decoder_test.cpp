@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -270,6 +271,44 @@ TEST(Decoder, ARankThatCannotLoadFailsEveryRank) {
     });
   });
   EXPECT_THAT(message, ::testing::HasSubstr("rank 1's file is gone"));
+}
+
+// Ranks given another prompt or seed (an MPMD launch, a prompt file that differs between hosts)
+// are refused on every rank before a token is computed: their collectives could agree in size
+// and decode another text on each, or stop at a mismatched call.
+TEST(Decoder, RanksThatDisagreeOnThePromptOrTheSettingsAreRefusedOnEveryRank) {
+  const auto model = small_gpt();
+  DistributedModel whole_model(model, 3);
+  ParameterStore& whole = whole_model.parameters();
+  for (const auto& [name, change] :
+       std::vector<std::pair<std::string,
+                             std::function<void(std::vector<std::int32_t>&, GenerationOptions&)>>>{
+           {"prompt", [](auto&prompt, auto&) { prompt.push_back(7); }},
+           {"seed", [](auto&, auto&options) { options.sampling.seed = 8; }},
+           {"temperature", [](auto&, auto&options) { options.sampling.temperature = 1e-9; }},
+           {"stop_tokens", [](auto&, auto&options) { options.stop_tokens = {3}; }}}) {
+    std::vector<std::string> errors(2);
+    std::vector<std::size_t> generated(2, 0);
+    run_local(2, [&](Communicator& comm) {
+      const ParallelContext context(comm, Mesh({"model"}, {2}));
+      DecodingModel decoding(model, context, values_of(whole));
+      std::vector<std::int32_t> prompt = some_tokens(4, 64);
+      GenerationOptions options;
+      options.max_new_tokens = 5;
+      if (comm.rank() == 1) change(prompt, options);
+      try {
+        generated[static_cast<std::size_t>(comm.rank())] =
+            decoding.generate(prompt, options).tokens.size();
+      } catch (const InvalidArgument& e) {
+        errors[static_cast<std::size_t>(comm.rank())] = e.what();
+      }
+    });
+    for (const std::string& error : errors) {
+      EXPECT_THAT(error, ::testing::HasSubstr("rank 1 runs with another " + name + " than rank 0"))
+          << name;
+    }
+    EXPECT_EQ(generated, (std::vector<std::size_t>{0, 0})) << name;
+  }
 }
 
 TEST(TokenSampler, GreedyTakesTheFirstLargestAndSamplingFollowsTheSoftmax) {

@@ -33,12 +33,17 @@ class DecodingModel {
   [[nodiscard]] Decoder& decoder() { return *decoder_; }
   [[nodiscard]] const TensorParallel& tensor_parallel() const { return tp_; }
   [[nodiscard]] const ParameterStore& parameters() const { return store_; }
-  // generation.hpp's generate on this model.
+  // generation.hpp's generate on this model, after every rank of the context's world agreed on
+  // the model, the prompt and the options: InvalidArgument on every rank naming the first that
+  // differs from rank 0 ("rank 1 runs with another prompt than rank 0"), where a launch gave the
+  // ranks different inputs (their collectives could agree in size and decode garbage, or not,
+  // and fail on a mismatched call).
   [[nodiscard]] GenerationResult generate(std::span<const std::int32_t> prompt,
                                           const GenerationOptions& options);
 
  private:
   std::shared_ptr<const ModelDefinition> model_;
+  Communicator* world_;  // the context's: every rank of the job
   TensorParallel tp_;
   ParameterStore store_;
   std::unique_ptr<Decoder> decoder_;
