@@ -20,10 +20,21 @@ std::string ids_text(std::span<const std::int32_t> ids) {
 PromptCodec prompt_codec(const models::ModelSource& source,
                          const std::optional<std::string>& tokenizer) {
   const std::size_t vocab = source.model->vocab_size();
+  // An empty --tokenizer is a mistake, not "the folder's own": refused, never read as not given.
+  if (tokenizer && tokenizer->empty()) {
+    throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
+  }
   const std::filesystem::path file =
       tokenizer ? std::filesystem::path(*tokenizer) : source.tokenizer;
   if (!file.empty()) {
-    const auto bpe = std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(file));
+    const auto bpe = [&] {
+      try {
+        return std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(file));
+      } catch (const Error& e) {  // named as the user gave it: the flag, or the model's folder
+        throw InvalidArgument((tokenizer ? std::string("--tokenizer: ") : source.words + ": ") +
+                              e.what());
+      }
+    }();
     if (bpe->vocab_size() > vocab) {
       throw InvalidArgument("--tokenizer '" + echo_input(file.string(), 200) + "' has " +
                             std::to_string(bpe->vocab_size()) + " tokens; " + source.words +

@@ -208,6 +208,8 @@ TEST_F(GenerateCommand, RefusesHostileFlagsInOneLineNamingTheFlag) {
   bad({"--mesh", "model=3"}, "the model degree 3 does not divide the 4 attention heads");
   bad({"--prompt-ids", "1"}, "give the prompt once");
   bad({"--tokenizer", "/dev/zero"}, "/dev/zero");
+  bad({"--tokenizer", ""}, "--tokenizer is empty");
+  bad({"--tokenizer", path("")}, "--tokenizer");  // the folder itself
   expect_bad_input({"generate", newest()}, "give the prompt once");
   expect_bad_input({"generate", newest(), "--prompt", ""}, "the prompt is empty");
   expect_bad_input({"generate", newest(), "--prompt", std::string(128, 'x')}, "leaves no room");
