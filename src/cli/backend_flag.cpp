@@ -8,12 +8,12 @@
 
 namespace shardwise::cli {
 
-const BackendInfo& backend_from(const std::string& flag) {
+const BackendInfo& backend_from(const std::optional<std::string>& flag) {
 #ifdef SHARDWISE_HAVE_MPI
   register_mpi_backend();
 #endif
   const BackendInfo& backend =
-      flag.empty() ? choose_backend(nullptr, nullptr) : parse_backend(flag, "--backend");
+      flag ? parse_backend(*flag, "--backend") : choose_backend(nullptr, nullptr);
 #ifdef SHARDWISE_HAVE_MPI
   // Each process of the job would run a job of its own, training alone what the others train
   // together.

@@ -313,7 +313,7 @@ class BenchCommand final : public Command {
   std::vector<std::string> ops_;
   std::string reshard_ranks_;
   std::string reshard_bytes_;
-  std::string backend_;
+  std::optional<std::string> backend_;
   bool json_ = false;
 };
 

@@ -2,6 +2,9 @@
 // Hugging Face GPT-2 weights, and such weights coming in as a sharded checkpoint.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <span>
 #include <fstream>
 #include <iomanip>
 #include <mutex>
@@ -23,6 +26,8 @@
 #include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/models/model_source.hpp"
+#include "shardwise/text/text_stream.hpp"
+#include "shardwise/text/tokenizer.hpp"
 #include "shardwise/train/checkpoint_manager.hpp"
 #include "shardwise/train/distributed_model.hpp"
 #include "shardwise/train/token_source.hpp"
@@ -197,7 +202,7 @@ ShardIndex import_box(const Shape& shape, int rank, int ranks) {
 
 void import_hf(const std::string& path, const std::string& format,
                const std::optional<std::string>& model, const std::string& folder,
-               std::optional<int> ranks_flag, bool force, const std::string& backend_flag,
+               std::optional<int> ranks_flag, bool force, const std::optional<std::string>& backend_flag,
                std::ostream& out) {
   const models::HfAdapter& adapter = hf_adapter(format);
   if (folder.empty()) throw InvalidArgument("--out is an empty path");
@@ -307,7 +312,70 @@ void import_hf(const std::string& path, const std::string& format,
 // The mean next-token loss of a model (a checkpoint's, a --save folder's newest, a Hugging Face
 // folder's) on a file's tokens: windows of `seq` tokens one after the other, each predicting the
 // tokens one place on; as many as the file holds.
+// The first `most` tokens of --data: a token file's ids, or text as the tokenizer (--tokenizer,
+// else the Hugging Face folder's own) encodes it, or bytes for a model of 256 tokens.
+std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const std::string& data,
+                                      const std::string& format,
+                                      const std::optional<std::string>& tokenizer_flag,
+                                      std::size_t most) {
+  const train::TokenFormat token_format = train::parse_token_format(format, "--data-format");
+  const std::size_t vocab = source.model->vocab_size();
+  const std::string what = "--data '" + echo_input(data, 200) + "'";
+  if (tokenizer_flag && tokenizer_flag->empty()) {
+    throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
+  }
+  if (tokenizer_flag && token_format != train::TokenFormat::kText) {
+    throw InvalidArgument("--tokenizer encodes text, and --data-format " + format +
+                          " is ids already");
+  }
+  const std::filesystem::path tokenizer_file =
+      tokenizer_flag ? std::filesystem::path(*tokenizer_flag) : source.tokenizer;
+  std::vector<std::int32_t> tokens;
+  if (token_format == train::TokenFormat::kText && !tokenizer_file.empty()) {
+    const text::Tokenizer tokenizer = [&] {
+      try {
+        return text::Tokenizer::from_file(tokenizer_file);
+      } catch (const Error& e) {
+        throw InvalidArgument((tokenizer_flag ? std::string("--tokenizer: ") : source.words + ": ") +
+                              e.what());
+      }
+    }();
+    if (tokenizer.vocab_size() > vocab) {
+      throw InvalidArgument("tokenizer.json '" + echo_input(tokenizer_file.string(), 200) +
+                            "' has " + std::to_string(tokenizer.vocab_size()) + " tokens; " +
+                            source.words + " has a vocabulary of " + std::to_string(vocab));
+    }
+    text::encode_file(tokenizer, data, what, text::StreamOptions{},
+                      [&](std::span<const std::int32_t> ids) {
+                        tokens.insert(tokens.end(), ids.begin(),
+                                      ids.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                        ids.size(), most - tokens.size())));
+                        return tokens.size() < most;
+                      });
+    return tokens;
+  }
+  if (token_format == train::TokenFormat::kText && vocab != 256) {
+    throw InvalidArgument(what + " is text and " + source.words + " has a vocabulary of " +
+                          std::to_string(vocab) +
+                          " tokens with no tokenizer.json: text is read as bytes for a model of "
+                          "256 tokens alone; give --tokenizer, or token files (--data-format)");
+  }
+  const std::shared_ptr<const train::TokenSource> file =
+      train::file_source(data, token_format, "--data");
+  tokens.resize(std::min(file->size(), most));
+  file->read(0, tokens.size(), tokens.data());
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= vocab) {
+      throw InvalidArgument(what + ": token " + std::to_string(i) + " is " +
+                            (tokens[i] < 0 ? std::string("above 2^31") : std::to_string(tokens[i])) +
+                            ", outside the model's vocabulary 0.." + std::to_string(vocab - 1));
+    }
+  }
+  return tokens;
+}
+
 void model_loss(const std::string& path, const std::string& data, const std::string& format,
+                const std::optional<std::string>& tokenizer,
                 const std::optional<std::string>& seq_text, bool json, std::ostream& out) {
   const models::ModelSource source = models::open_model_source(path, "path");
   // The values, their gradients and the buffers of one window.
@@ -317,22 +385,16 @@ void model_loss(const std::string& path, const std::string& data, const std::str
           ? static_cast<std::size_t>(bounded(
                 *seq_text, "--seq", 1, static_cast<std::int64_t>(source.model->context_length())))
           : source.model->context_length();
-  const std::shared_ptr<const train::TokenSource> tokens =
-      train::file_source(data, train::parse_token_format(format, "--data-format"), "--data");
-  if (tokens->size() < seq + 1) {
+  constexpr std::size_t kMostWindows = 4096;
+  const std::vector<std::int32_t> tokens =
+      loss_tokens(source, data, format, tokenizer, kMostWindows * seq + 1);
+  if (tokens.size() < seq + 1) {
     throw InvalidArgument("--data '" + echo_input(data, 200) + "' has " +
-                          std::to_string(tokens->size()) + " tokens; a window of " +
+                          std::to_string(tokens.size()) + " tokens; a window of " +
                           std::to_string(seq) + " needs " + std::to_string(seq + 1));
   }
-  const std::size_t windows = std::min<std::size_t>((tokens->size() - 1) / seq, 4096);
-  std::vector<std::int32_t> all(windows * seq + 1);
-  tokens->read(0, all.size(), all.data());
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (all[i] < 0 || static_cast<std::size_t>(all[i]) >= source.model->vocab_size()) {
-      throw InvalidArgument("--data '" + echo_input(data, 200) + "': token " + std::to_string(i) +
-                            " is " + std::to_string(all[i]) + ", outside the model's vocabulary");
-    }
-  }
+  const std::size_t windows = (tokens.size() - 1) / seq;
+  const std::vector<std::int32_t>& all = tokens;
   train::DistributedModel model(source.model, 0);
   train::ParameterStore& store = model.parameters();
   std::vector<train::ParameterBlock> blocks;
@@ -394,7 +456,13 @@ class CkptCommand final : public Command {
         ->add_option("path", path_,
                      "A checkpoint, a --save folder (its newest) or a Hugging Face folder")
         ->required();
-    loss_->add_option("--data", data_, "The tokens")->required();
+    loss_->add_option("--data", data_,
+                      "A text file (encoded by --tokenizer or the model's tokenizer.json; bytes "
+                      "for a model of 256 tokens) or a token file (--data-format)")
+        ->required();
+    loss_->add_option("--tokenizer", tokenizer_,
+                      "The tokenizer.json that encodes text --data (default: the Hugging Face "
+                      "folder's)");
     loss_->add_option("--data-format", data_format_, "text, tokens-u16 or tokens-u32")
         ->default_val("text");
     loss_->add_option("--seq", seq_, "Tokens per window (default: the model's context)");
@@ -425,7 +493,7 @@ class CkptCommand final : public Command {
     } else if (export_->parsed()) {
       export_hf(path_, format_, out_, force_, out);
     } else if (loss_->parsed()) {
-      model_loss(path_, data_, data_format_, seq_, json_, out);
+      model_loss(path_, data_, data_format_, tokenizer_, seq_, json_, out);
     } else {
       std::optional<int> ranks;
       if (import_->get_option("--ranks")->count() > 0) {
@@ -443,13 +511,14 @@ class CkptCommand final : public Command {
   CLI::App* loss_;
   std::string data_;
   std::string data_format_ = "text";
+  std::optional<std::string> tokenizer_;
   std::optional<std::string> seq_;
   std::string path_;
   std::string format_;
   std::string out_;
   std::optional<std::string> model_;
   std::string ranks_ = "1";
-  std::string backend_;
+  std::optional<std::string> backend_;
   bool json_ = false;
   bool verify_ = false;
   bool force_ = false;

@@ -72,6 +72,7 @@ Outcome execute(const std::vector<std::string>& args, std::ostream& out) {
   commands.push_back(add_plan_command(app));
   commands.push_back(add_ckpt_command(app));
   commands.push_back(add_generate_command(app));
+  commands.push_back(add_data_command(app));
 
   // CLI11 reports an unknown command (or an option where a command belongs) as a missing one;
   // name the word instead.

@@ -25,6 +25,7 @@ class Command {
 
 std::unique_ptr<Command> add_bench_command(CLI::App& parent);
 std::unique_ptr<Command> add_ckpt_command(CLI::App& parent);
+std::unique_ptr<Command> add_data_command(CLI::App& parent);
 std::unique_ptr<Command> add_generate_command(CLI::App& parent);
 std::unique_ptr<Command> add_layout_command(CLI::App& parent);
 std::unique_ptr<Command> add_schedule_command(CLI::App& parent);

@@ -106,10 +106,11 @@ class GenerateCommand final : public Command {
     std::vector<std::int32_t> prompt;
     if (prompt_ids_) {
       prompt = parse_token_ids(*prompt_ids_, "--prompt-ids", source.model->vocab_size());
+    } else if (prompt_) {
+      prompt = codec.encode(*prompt_, "--prompt");
     } else {
-      const std::string text =
-          prompt_ ? *prompt_ : shardwise::detail::read_file(*prompt_file_, "--prompt-file");
-      prompt = codec.encode(text, "--prompt");
+      // Read as it is encoded, and no further than the context: a huge file costs nothing.
+      prompt = codec.encode_file(*prompt_file_, "--prompt-file", source.model->context_length());
     }
     options.stop_tokens =
         stop_ids_ ? parse_stop_ids(*stop_ids_, source.model->vocab_size()) : end_tokens_of(source);
@@ -128,7 +129,10 @@ class GenerateCommand final : public Command {
     if (prompt.empty()) throw InvalidArgument("the prompt is empty: generation needs a token");
     if (prompt.size() >= source.model->context_length()) {
       throw InvalidArgument(
-          "the prompt has " + std::to_string(prompt.size()) + " tokens; the model's context of " +
+          "the prompt has " +
+          std::string(prompt.size() > source.model->context_length() ? "more than " : "") +
+          std::to_string(std::min(prompt.size(), source.model->context_length())) +
+          " tokens; the model's context of " +
           std::to_string(source.model->context_length()) + " leaves no room for a new one");
     }
     // A rank's input error (a file it reads) stays the user's error, not the runtime's.
@@ -207,7 +211,8 @@ class GenerateCommand final : public Command {
   std::optional<std::string> prompt_, prompt_file_, prompt_ids_, tokenizer_;
   std::string max_new_tokens_, temperature_, top_k_, top_p_, seed_;
   std::optional<std::string> stop_ids_, mesh_, threads_;
-  std::string backend_, blas_;
+  std::optional<std::string> backend_;
+  std::string blas_;
   bool json_ = false;
 };
 

@@ -1,9 +1,18 @@
 #include "prompt_codec.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 
+#include "../detail/file_io.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/text/text_stream.hpp"
 #include "shardwise/text/tokenizer.hpp"
 
 namespace shardwise::cli {
@@ -13,6 +22,43 @@ std::string ids_text(std::span<const std::int32_t> ids) {
   std::string text;
   for (const std::int32_t id : ids) text += (text.empty() ? "" : " ") + std::to_string(id);
   return text;
+}
+
+// Up to `most` bytes of the regular file at `path`, read to its end or to `most` (a file such as
+// /proc/self/status says it has 0 bytes and has more).
+std::string read_prefix(const std::string& path, const std::string& field, std::size_t most) {
+  const std::string what = field + " '" + echo_input(path, 200) + "'";
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw InvalidArgument("cannot read " + what + ": " + std::strerror(errno));
+  const shardwise::detail::File file = shardwise::detail::File::adopt(fd, path);
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    throw InvalidArgument(what + " is not a regular file (a folder, device, FIFO or socket)");
+  }
+  std::string bytes(most, '\0');
+  std::size_t done = 0;
+  while (done < most) {
+    const ssize_t got = ::read(fd, bytes.data() + done, most - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw InvalidArgument("cannot read " + what + ": " + std::strerror(errno));
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+// The tokenizer's error with the flag that gave the text in front.
+std::vector<std::int32_t> encode_named(const text::Tokenizer& tokenizer, const std::string& text,
+                                       const std::string& field) {
+  try {
+    return tokenizer.encode(text);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(field + ": " + e.what());
+  }
 }
 
 }  // namespace
@@ -41,7 +87,9 @@ PromptCodec prompt_codec(const models::ModelSource& source,
                             " has a vocabulary of " + std::to_string(vocab));
     }
     return {"tokenizer.json '" + echo_input(file.string(), 200) + "'",
-            [bpe](const std::string& text, const std::string&) { return bpe->encode(text); },
+            [bpe](const std::string& text, const std::string& field) {
+              return encode_named(*bpe, text, field);
+            },
             [bpe](std::span<const std::int32_t> ids) {
               // Ids past the tokenizer's (a vocabulary padded for the model axis) are shown as
               // ids; the runs between them decode together, as their bytes join.
@@ -55,6 +103,17 @@ PromptCodec prompt_codec(const models::ModelSource& source,
                 start = i + 1;
               }
               return text;
+            },
+            [bpe](const std::string& path, const std::string& field, std::size_t most) {
+              std::vector<std::int32_t> ids;
+              text::encode_file(*bpe, path, field + " '" + echo_input(path, 200) + "'",
+                                text::StreamOptions{}, [&](std::span<const std::int32_t> block) {
+                                  ids.insert(ids.end(), block.begin(),
+                                             block.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                                 block.size(), most + 1 - ids.size())));
+                                  return ids.size() <= most;
+                                });
+              return ids;
             }};
   }
   if (vocab == 256) {
@@ -68,6 +127,13 @@ PromptCodec prompt_codec(const models::ModelSource& source,
               std::string text;
               for (const std::int32_t id : ids) text += static_cast<char>(id);
               return text;
+            },
+            [](const std::string& path, const std::string& field, std::size_t most) {
+              std::vector<std::int32_t> ids;
+              for (const char c : read_prefix(path, field, most + 1)) {
+                ids.push_back(static_cast<unsigned char>(c));
+              }
+              return ids;
             }};
   }
   return {"ids",
@@ -78,7 +144,14 @@ PromptCodec prompt_codec(const models::ModelSource& source,
                                   " tokens and no tokenizer.json; give --tokenizer, or the "
                                   "prompt as --prompt-ids");
           },
-          [](std::span<const std::int32_t> ids) { return ids_text(ids); }};
+          [](std::span<const std::int32_t> ids) { return ids_text(ids); },
+          [vocab, words = source.words](const std::string&, const std::string& field,
+                                        std::size_t) -> std::vector<std::int32_t> {
+            throw InvalidArgument(field + ": " + words + " has a vocabulary of " +
+                                  std::to_string(vocab) +
+                                  " tokens and no tokenizer.json; give --tokenizer, or the "
+                                  "prompt as --prompt-ids");
+          }};
 }
 
 std::vector<std::int32_t> parse_token_ids(const std::string& text, const std::string& flag,

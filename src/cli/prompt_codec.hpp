@@ -20,6 +20,12 @@ struct PromptCodec {
   std::function<std::vector<std::int32_t>(const std::string& text, const std::string& field)>
       encode;
   std::function<std::string(std::span<const std::int32_t> ids)> decode;
+  // The first `most` + 1 ids of a text file at most (a prompt of more than `most` is refused
+  // by the caller whatever its length), read and encoded as it streams: never the whole of a
+  // huge file. InvalidArgument naming `field` and the path.
+  std::function<std::vector<std::int32_t>(const std::string& path, const std::string& field,
+                                          std::size_t most)>
+      encode_file;
 };
 
 // --tokenizer's file where given, else the source's tokenizer.json, else bytes where the model

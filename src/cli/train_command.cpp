@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <iomanip>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -243,6 +244,9 @@ class TrainCommand final : public Command {
         ->default_val("text");
     app_->add_option("--val-data", val_data_,
                      "Held-out data in the same format (default: the last tenth of --data)");
+    app_->add_option("--tokenizer", tokenizer_,
+                     "The tokenizer.json that encodes text --data and --val-data (default: the "
+                     "--init-from folder's; text is bytes only for a model of 256 tokens)");
     app_->add_option("--print-every", print_every_,
                      "A progress line every K steps (the first, the last and validation steps "
                      "always; --json prints every step)")
@@ -329,6 +333,13 @@ class TrainCommand final : public Command {
     }
     job.data.path = data_;
     job.data.validation_path = val_data_;
+    job.data.tokenizer = tokenizer_;
+    // Text for a Hugging Face model is encoded by its own tokenizer unless one is given.
+    if (!tokenizer_ && init_from_ && data_ && job.data.format == train::TokenFormat::kText) {
+      const std::filesystem::path own = std::filesystem::path(*init_from_) / "tokenizer.json";
+      std::error_code error;
+      if (std::filesystem::is_regular_file(own, error)) job.data.tokenizer = own.string();
+    }
     job.mesh = train_mesh(mesh_);
     const int ranks = static_cast<int>(job.mesh.size());
     train::TrainSettings& t = job.training;
@@ -404,10 +415,11 @@ class TrainCommand final : public Command {
   std::optional<std::string> data_;
   std::string data_format_;
   std::optional<std::string> val_data_;
+  std::optional<std::string> tokenizer_;
   std::string eval_every_;
   std::string print_every_;
   std::optional<std::string> threads_;
-  std::string backend_;
+  std::optional<std::string> backend_;
   std::optional<std::string> log_dir_;
   std::string recompute_ = "none";
   std::string blas_ = "onednn";

@@ -152,26 +152,45 @@ std::string random_hex(std::size_t bytes) {
 
 std::string read_file(const std::string& path, const std::string& option) {
   const std::string quoted = option + " '" + echo_input(path) + "'";
+  // Opened first and checked on the descriptor (never blocking on a FIFO put in its place),
+  // then read to its end: a file such as /proc/self/status says it has 0 bytes and has more.
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw InvalidArgument("cannot read " + quoted + ": " + std::strerror(errno));
+  const File file = File::adopt(fd, path);
   struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) {
+  if (::fstat(fd, &info) != 0) {
     throw InvalidArgument("cannot read " + quoted + ": " + std::strerror(errno));
   }
   if (S_ISDIR(info.st_mode)) throw InvalidArgument(quoted + " is a directory, not a file");
   if (!S_ISREG(info.st_mode)) {
     throw InvalidArgument(quoted + " is not a regular file (a device, pipe or socket)");
   }
-  if (info.st_size > kMaxInputFileBytes) {
-    throw InvalidArgument(quoted + " has " + with_thousands(info.st_size) +
-                          " bytes; input files are read up to " +
-                          with_thousands(kMaxInputFileBytes));
+  const auto too_large = [&](std::int64_t bytes) {
+    return InvalidArgument(quoted + " has " + (bytes > kMaxInputFileBytes ? "" : "more than ") +
+                           with_thousands(bytes) + " bytes; input files are read up to " +
+                           with_thousands(kMaxInputFileBytes));
+  };
+  if (info.st_size > kMaxInputFileBytes) throw too_large(info.st_size);
+  std::string content;
+  constexpr std::size_t kBlock = std::size_t{1} << 16;
+  while (true) {
+    const std::size_t old_size = content.size();
+    content.resize(old_size + kBlock);
+    const ssize_t got = ::read(fd, content.data() + old_size, kBlock);
+    if (got < 0 && errno == EINTR) {
+      content.resize(old_size);
+      continue;
+    }
+    if (got < 0) throw InvalidArgument("cannot read " + quoted + ": " + std::strerror(errno));
+    content.resize(old_size + static_cast<std::size_t>(got));
+    if (got == 0) break;
+    if (content.size() > static_cast<std::size_t>(kMaxInputFileBytes)) {
+      throw too_large(kMaxInputFileBytes);
+    }
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InvalidArgument("cannot read " + quoted + ": " + std::strerror(errno));
-  }
-  std::string content(static_cast<std::size_t>(info.st_size), '\0');
-  in.read(content.data(), static_cast<std::streamsize>(content.size()));
-  content.resize(static_cast<std::size_t>(in.gcount()));
   return content;
 }
 

@@ -6,6 +6,29 @@
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::train {
+namespace {
+
+// "--data 'a.bin': token 11 (byte 22) is the id 300, outside the model's vocabulary 0..255"
+InvalidArgument id_outside(const TokenSource& source, std::size_t token, std::int32_t id,
+                           std::size_t vocab) {
+  const std::size_t byte = source.byte_of(token);
+  return InvalidArgument(
+      source.name() + ": token " + std::to_string(token) +
+      (byte == TokenSource::kNoByte ? "" : " (byte " + std::to_string(byte) + ")") + " is the id " +
+      (id < 0 ? std::string("above 2^31") : std::to_string(id)) +
+      ", outside the model's vocabulary 0.." + std::to_string(vocab - 1));
+}
+
+// Every id of `source` read once, before the first step draws any.
+void check_ids(const TokenSource& source, std::size_t vocab) {
+  if (const std::optional<std::size_t> bad = source.first_outside(vocab)) {
+    std::int32_t id = 0;
+    source.read(*bad, 1, &id);
+    throw id_outside(source, *bad, id, vocab);
+  }
+}
+
+}  // namespace
 
 Corpus::Corpus(std::shared_ptr<const TokenSource> data,
                std::shared_ptr<const TokenSource> validation, std::size_t seq, std::size_t vocab)
@@ -44,6 +67,8 @@ Corpus::Corpus(std::shared_ptr<const TokenSource> data,
     if (train_end_ < seq + 1) throw too_short(*train_, train_end_, seq + 1);
     if (val_end_ < seq + 1) throw too_short(*val_, val_end_, seq + 1);
   }
+  check_ids(*train_, vocab_);
+  if (val_ != train_) check_ids(*val_, vocab_);
 }
 
 Corpus::Corpus(std::string text, std::size_t seq)
@@ -97,12 +122,9 @@ TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, st
     const std::size_t start = begin + static_cast<std::size_t>(draw % (length - seq));
     source.read(start, seq + 1, window.data());
     for (std::size_t t = 0; t <= seq; ++t) {
+      // Checked when the corpus was made; a file changed since is caught here.
       if (window[t] < 0 || static_cast<std::size_t>(window[t]) >= vocab_) {
-        throw InvalidArgument(
-            source.name() + ": token " + std::to_string(start + t) + " (byte " +
-            std::to_string(source.byte_of(start + t)) + ") is the id " +
-            (window[t] < 0 ? std::string("above 2^31") : std::to_string(window[t])) +
-            ", outside the model's vocabulary 0.." + std::to_string(vocab_ - 1));
+        throw id_outside(source, start + t, window[t], vocab_);
       }
     }
     out.tokens.insert(out.tokens.end(), window.begin(),

@@ -90,6 +90,7 @@ std::string run_config_json(const RunDescription& run) {
           {"tokens", run.train_tokens}}},
         {"validation", validation},
         {"format", to_string(job.data.format)},
+        {"tokenizer", job.data.tokenizer ? Json(utf8_text(*job.data.tokenizer)) : Json(nullptr)},
         {"fingerprint", hex(run.data_fingerprint)}}}};
   // Paths are bytes: stored escaped (utf8_text); anything else a caller gave that is not UTF-8
   // (a parameter's name from a rules file) is replaced rather than thrown on.

@@ -4,12 +4,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <limits>
 #include <vector>
 
+#include "../detail/file_io.hpp"
 #include "detail/splitmix.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/text/text_stream.hpp"
 
 namespace shardwise::train {
 namespace {
@@ -44,6 +49,15 @@ class BytesSource final : public TokenSource {
 
 class FileSource final : public TokenSource {
  public:
+  // Ids a tokenizer wrote into `fd` (an unnamed file of uint32 ids), owned from now on.
+  FileSource(int fd, std::size_t bytes, std::string name)
+      : format_(TokenFormat::kTokensU32),
+        element_(4),
+        name_(std::move(name)),
+        fd_(fd),
+        bytes_(bytes),
+        encoded_(true) {}
+
   FileSource(const std::string& path, TokenFormat format, const std::string& flag)
       : format_(format), element_(element_size(format)), name_(flag + " '" + path + "'") {
     // Checked before it is opened: opening a pipe would wait for a writer.
@@ -99,7 +113,36 @@ class FileSource final : public TokenSource {
   }
 
   [[nodiscard]] const std::string& name() const override { return name_; }
-  [[nodiscard]] std::size_t byte_of(std::size_t token) const override { return token * element_; }
+  [[nodiscard]] std::size_t byte_of(std::size_t token) const override {
+    return encoded_ ? kNoByte : token * element_;
+  }
+
+  // Blocks of the file read in turn, the holes of a sparse file (zeros: the id 0) skipped.
+  [[nodiscard]] std::optional<std::size_t> first_outside(std::size_t vocab) const override {
+    constexpr std::size_t kBlock = std::size_t{1} << 22;
+    std::vector<unsigned char> raw(kBlock);
+    std::vector<std::int32_t> ids(kBlock / element_);
+    std::size_t offset = 0;
+    while (offset < bytes_) {
+      const off_t data = ::lseek(fd_, static_cast<off_t>(offset), SEEK_DATA);
+      if (data < 0) break;  // ENXIO: a hole to the end (or no SEEK_DATA: read on below)
+      offset = std::max(offset, static_cast<std::size_t>(data) / element_ * element_);
+      const std::size_t length = std::min(kBlock, bytes_ - offset);
+      const std::size_t first = offset / element_;
+      read(first, length / element_, ids.data());
+      std::int32_t largest = 0;
+      for (std::size_t i = 0; i < length / element_; ++i) {
+        largest = std::max(largest, ids[i] < 0 ? std::numeric_limits<std::int32_t>::max() : ids[i]);
+      }
+      if (static_cast<std::size_t>(largest) >= vocab) {
+        for (std::size_t i = 0;; ++i) {
+          if (ids[i] < 0 || static_cast<std::size_t>(ids[i]) >= vocab) return first + i;
+        }
+      }
+      offset += length;
+    }
+    return std::nullopt;
+  }
 
  private:
   void read_bytes(std::size_t offset, unsigned char* out, std::size_t length) const {
@@ -124,9 +167,23 @@ class FileSource final : public TokenSource {
   std::string name_;
   int fd_ = -1;
   std::size_t bytes_ = 0;
+  bool encoded_ = false;
 };
 
 }  // namespace
+
+std::optional<std::size_t> TokenSource::first_outside(std::size_t vocab) const {
+  constexpr std::size_t kBlock = std::size_t{1} << 20;
+  std::vector<std::int32_t> ids(kBlock);
+  for (std::size_t first = 0; first < size(); first += kBlock) {
+    const std::size_t count = std::min(kBlock, size() - first);
+    read(first, count, ids.data());
+    for (std::size_t i = 0; i < count; ++i) {
+      if (ids[i] < 0 || static_cast<std::size_t>(ids[i]) >= vocab) return first + i;
+    }
+  }
+  return std::nullopt;
+}
 
 TokenFormat parse_token_format(std::string_view text, std::string_view flag) {
   if (text == "text") return TokenFormat::kText;
@@ -152,6 +209,33 @@ std::shared_ptr<const TokenSource> bytes_source(std::string bytes, std::string n
 std::shared_ptr<const TokenSource> file_source(const std::string& path, TokenFormat format,
                                                const std::string& flag) {
   return std::make_shared<FileSource>(path, format, flag);
+}
+
+std::shared_ptr<const TokenSource> encoded_text_source(const std::string& path,
+                                                       const text::Tokenizer& tokenizer,
+                                                       const std::string& tokenizer_words,
+                                                       const std::string& flag) {
+  const std::string what = flag + " '" + echo_input(path, 200) + "'";
+  // An unnamed file in the temporary folder: nothing to remove, whatever ends the run.
+  const std::filesystem::path folder = std::filesystem::temp_directory_path();
+  const int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    throw InvalidArgument("cannot make a temporary file in '" + folder.string() +
+                          "' for the ids of " + what + ": " + std::strerror(errno));
+  }
+  shardwise::detail::File ids_file = shardwise::detail::File::adopt(fd, folder / "(ids)");
+  std::vector<std::uint32_t> block;
+  std::size_t bytes = 0;
+  text::encode_file(tokenizer, path, what, text::StreamOptions{},
+                    [&](std::span<const std::int32_t> ids) {
+                      block.assign(ids.begin(), ids.end());  // little-endian, as the format
+                      ids_file.write_all(block.data(), block.size() * sizeof(std::uint32_t));
+                      bytes += block.size() * sizeof(std::uint32_t);
+                      return true;
+                    });
+  const int owned = ::dup(ids_file.fd());
+  if (owned < 0) throw InvalidArgument("cannot keep the ids of " + what + ": " + std::strerror(errno));
+  return std::make_shared<FileSource>(owned, bytes, what + " (as " + tokenizer_words + " encodes it)");
 }
 
 }  // namespace shardwise::train

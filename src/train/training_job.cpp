@@ -16,6 +16,7 @@
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/plan/cost_model.hpp"
 #include "shardwise/plan/model_shape.hpp"
+#include "shardwise/text/tokenizer.hpp"
 #include "shardwise/train/distributed_model.hpp"
 #include "shardwise/train/job_log.hpp"
 #include "shardwise/train/job_pipeline.hpp"
@@ -99,13 +100,55 @@ double state_bytes_floor(const ModelDefinition& model) {
   return elements * 4 * 4;
 }
 
-Corpus corpus_of(const DataSettings& data, std::size_t seq, std::size_t vocab) {
+Corpus corpus_of(const DataSettings& data, std::size_t seq, const ModelDefinition& model) {
   if (!data.path) return Corpus::builtin(seq);
-  auto train = file_source(*data.path, data.format, "--data");
+  const std::size_t vocab = model.vocab_size();
+  if (!data.tokenizer) {
+    auto train = file_source(*data.path, data.format, "--data");
+    auto held_out = data.validation_path
+                        ? file_source(*data.validation_path, data.format, "--val-data")
+                        : nullptr;
+    return {std::move(train), std::move(held_out), seq, vocab};
+  }
+  const text::Tokenizer tokenizer = text::Tokenizer::from_file(*data.tokenizer);
+  const std::string words = "tokenizer.json '" + echo_input(*data.tokenizer, 200) + "'";
+  if (tokenizer.vocab_size() > vocab) {
+    throw InvalidArgument("--tokenizer '" + echo_input(*data.tokenizer, 200) + "' has " +
+                          std::to_string(tokenizer.vocab_size()) + " tokens; " + model.describe() +
+                          " has a vocabulary of " + std::to_string(vocab));
+  }
+  auto train = encoded_text_source(*data.path, tokenizer, words, "--data");
   auto held_out = data.validation_path
-                      ? file_source(*data.validation_path, data.format, "--val-data")
+                      ? encoded_text_source(*data.validation_path, tokenizer, words, "--val-data")
                       : nullptr;
   return {std::move(train), std::move(held_out), seq, vocab};
+}
+
+// Text reaches a model through its tokenizer; bytes are the tokens of a 256-token model alone.
+void check_data(const DataSettings& data, const ModelDefinition& model) {
+  if (data.tokenizer && data.tokenizer->empty()) {
+    throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
+  }
+  if (data.tokenizer && data.format != TokenFormat::kText) {
+    throw InvalidArgument("--tokenizer encodes text, and --data-format " + to_string(data.format) +
+                          " is ids already");
+  }
+  if (data.tokenizer && !data.path) {
+    throw InvalidArgument("--tokenizer encodes --data, which is not given (the built-in corpus is "
+                          "bytes)");
+  }
+  const std::size_t vocab = model.vocab_size();
+  if (!data.tokenizer && data.format == TokenFormat::kText && (data.path ? vocab != 256 : vocab < 256)) {
+    throw InvalidArgument(
+        data.path ? "--data is text and " + model.describe() + " has a vocabulary of " +
+                        std::to_string(vocab) +
+                        " tokens: text is read as bytes for a model of 256 tokens alone; give the "
+                        "model's tokenizer (--tokenizer, or --init-from a Hugging Face folder "
+                        "holding tokenizer.json) or token files (--data-format tokens-u16 or "
+                        "tokens-u32, which shardwise data prepare writes)"
+                  : "--model: vocab_size " + std::to_string(vocab) +
+                        " is below 256, the built-in corpus's byte tokens");
+  }
 }
 
 std::string on_off(bool value) { return value ? "on" : "off"; }
@@ -147,10 +190,7 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
     throw InvalidArgument("--seq is " + std::to_string(t.seq) + "; the model takes at most " +
                           std::to_string(s.model->context_length()) + " tokens");
   }
-  if (s.data.format == TokenFormat::kText && s.model->vocab_size() < 256) {
-    throw InvalidArgument("--model: vocab_size " + std::to_string(s.model->vocab_size()) +
-                          " is below 256, the byte tokens' vocabulary");
-  }
+  check_data(s.data, *s.model);
   const ResumePoint resume = check_resume(s.checkpoints, checkpointed_model(s.model), t.steps);
   check_checkpoint_policy(s.checkpoints, t.steps, resume);
   check_settings(t, static_cast<std::size_t>(ParallelContext::data_parallel_size_of(s.mesh)));
@@ -190,7 +230,7 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
     // never refuses it for what the planner cannot model.
     bytes_per_rank_ = state_bytes_floor(*s.model);
   }
-  corpus_ = std::make_unique<const Corpus>(corpus_of(s.data, t.seq, s.model->vocab_size()));
+  corpus_ = std::make_unique<const Corpus>(corpus_of(s.data, t.seq, *s.model));
 }
 
 TrainingJob::~TrainingJob() = default;

@@ -141,24 +141,48 @@ TEST(Corpus, TooShortEmptyAndOutOfVocabularyAreNamed) {
                              16, 256);
               }),
               HasSubstr("--val-data '" + short_file + "' has 10 tokens"));
-  // Exactly one sequence and its targets: every draw reads all 17 tokens, so the id 300 at
-  // token 11 is found on the first batch, named by its index and byte.
-  std::vector<std::uint32_t> ids(17, 7);
-  ids[11] = 300;
+  // Every id is read when the corpus is made, so the id 300 at token 11 is refused before any
+  // step, named by its index and byte, in the training data and in the held-out data alike.
+  std::vector<std::uint32_t> ids(4000, 7);
+  ids[3011] = 300;
   const std::string bad = temp_file("bad.u16", encode(ids, 2));
-  const Corpus corpus(file_source(bad, TokenFormat::kTokensU16, "--data"), valid, 16, 256);
-  EXPECT_THAT(error_of([&] { (void)corpus.batch(Corpus::Split::kTrain, 1, 0, 0, 1, 16); }),
+  EXPECT_THAT(error_of([&] {
+                (void)Corpus(file_source(bad, TokenFormat::kTokensU16, "--data"), valid, 16, 256);
+              }),
               HasSubstr("--data '" + bad +
-                        "': token 11 (byte 22) is the id 300, outside the "
+                        "': token 3011 (byte 6022) is the id 300, outside the "
                         "model's vocabulary 0..255"));
+  EXPECT_THAT(error_of([&] {
+                (void)Corpus(valid, file_source(bad, TokenFormat::kTokensU16, "--val-data"), 16,
+                             256);
+              }),
+              HasSubstr("--val-data '" + bad + "': token 3011 (byte 6022) is the id 300"));
   // The same ids are valid for a larger vocabulary.
   const Corpus wider(file_source(bad, TokenFormat::kTokensU16, "--data"), valid, 16, 50257);
-  EXPECT_EQ(wider.batch(Corpus::Split::kTrain, 1, 0, 0, 1, 16).targets[10], 300);
-  ids[11] = 0x80000000U;
+  std::int32_t read_back = 0;
+  file_source(bad, TokenFormat::kTokensU16, "--data")->read(3011, 1, &read_back);
+  EXPECT_EQ(read_back, 300);
+  ids[3011] = 0x80000000U;
   const std::string huge = temp_file("huge.u32", encode(ids, 4));
-  const Corpus huge_corpus(file_source(huge, TokenFormat::kTokensU32, "--data"), valid, 16, 50257);
-  EXPECT_THAT(error_of([&] { (void)huge_corpus.batch(Corpus::Split::kTrain, 1, 0, 0, 1, 16); }),
-              HasSubstr("token 11 (byte 44) is the id above 2^31"));
+  EXPECT_THAT(error_of([&] {
+                (void)Corpus(file_source(huge, TokenFormat::kTokensU32, "--data"), valid, 16,
+                             50257);
+              }),
+              HasSubstr("token 3011 (byte 12044) is the id above 2^31"));
+}
+
+// A sparse token file's holes read as the id 0; an id after a hole is still found.
+TEST(Corpus, FindsABadIdAfterAHoleOfASparseFile) {
+  const std::string path = ::testing::TempDir() + "/sparse.u16";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.seekp((std::streamoff{64} << 20) - 2);  // 64 MiB, a hole before the last id
+    const unsigned char id[2] = {0x2c, 0x01};   // 300
+    out.write(reinterpret_cast<const char*>(id), 2);
+  }
+  const auto source = file_source(path, TokenFormat::kTokensU16, "--data");
+  EXPECT_EQ(source->first_outside(256), source->size() - 1);
+  EXPECT_EQ(source->first_outside(301), std::nullopt);
 }
 
 // A validation file of its own holding the last tenth of a file draws the same held-out

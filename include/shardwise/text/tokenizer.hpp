@@ -49,6 +49,23 @@ class Tokenizer {
   // The token of an id, as the library's id_to_token; nullopt outside the vocabulary.
   [[nodiscard]] std::optional<std::string> id_to_token(std::int32_t id) const;
 
+  // For encoding a text in pieces (text/text_stream.hpp); tokenizer_cuts.cpp.
+  // The special ids the post-processor puts before and after the sequence, where its template
+  // places the sequence once (nullopt where it places it twice: such a text cannot be encoded
+  // in pieces).
+  struct SpecialIds {
+    std::vector<std::int32_t> before;
+    std::vector<std::int32_t> after;
+  };
+  [[nodiscard]] std::optional<SpecialIds> special_ids_around_sequence() const;
+  // The largest place p in (0, text.size()) where the text can be cut: for any text `rest`,
+  // encode(text + rest, false) is encode(text[0, p), false) followed by
+  // encode(text[p, end) + rest, false), because every step of the pipeline splits the text
+  // there anyway (a line break or a space between letters, under a pre-tokenizer that splits
+  // words, added tokens that cannot span or strip across it). 0 where there is no such place,
+  // or where the pipeline splits nowhere (a normalizer, one BPE word for the whole text).
+  [[nodiscard]] std::size_t last_cut(std::string_view text) const;
+
   struct Parts;  // what a file is read into (src/text/detail/tokenizer_parts.hpp)
 
  private:

@@ -1,15 +1,21 @@
 #pragma once
 // Where training tokens come from: bytes held in memory (the built-in corpus, a test's text), or
-// a file of any size read where a batch needs it: a text file whose bytes are the tokens, or a
-// token file of uint16 or uint32 ids (nanoGPT's train.bin / val.bin layout, little-endian).
+// a file of any size read where a batch needs it: a text file whose bytes are the tokens (a
+// model of 256 tokens), a text file a tokenizer encoded, or a token file of uint16 or uint32 ids
+// (nanoGPT's train.bin / val.bin layout, little-endian).
 // Files are read with pread, never copied whole nor mapped: a file that shrinks while a run
 // reads it is an error naming it, where a mapping would end the process with SIGBUS.
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+
+namespace shardwise::text {
+class Tokenizer;
+}
 
 namespace shardwise::train {
 
@@ -30,8 +36,13 @@ class TokenSource {
   [[nodiscard]] virtual std::uint64_t fingerprint() const = 0;
   // "--data 'train.bin'", for messages.
   [[nodiscard]] virtual const std::string& name() const = 0;
-  // Where token i lies in the source, for messages ("byte 24690").
+  // Where token i lies in the source, for messages ("byte 24690"); kNoByte where no byte of the
+  // source is the token's own (text a tokenizer encoded).
   [[nodiscard]] virtual std::size_t byte_of(std::size_t token) const = 0;
+  static constexpr std::size_t kNoByte = static_cast<std::size_t>(-1);
+  // The first token whose id is `vocab` or more (or above 2^31), or nullopt: read through once,
+  // so that a bad id is found before training starts rather than when a batch draws it.
+  [[nodiscard]] virtual std::optional<std::size_t> first_outside(std::size_t vocab) const;
 };
 
 // Bytes held in memory, each a token.
@@ -42,5 +53,14 @@ std::shared_ptr<const TokenSource> bytes_source(std::string bytes, std::string n
 // number of ids.
 std::shared_ptr<const TokenSource> file_source(const std::string& path, TokenFormat format,
                                                const std::string& flag);
+
+// The text file at `path` as `tokenizer` encodes it whole (special tokens included), encoded once
+// as it streams into a temporary file of ids that is gone with the source (text/text_stream.hpp:
+// memory bounded, chunks on several threads). InvalidArgument naming `flag` and the path for a
+// file that is missing, not regular, or not UTF-8.
+std::shared_ptr<const TokenSource> encoded_text_source(const std::string& path,
+                                                       const text::Tokenizer& tokenizer,
+                                                       const std::string& tokenizer_words,
+                                                       const std::string& flag);
 
 }  // namespace shardwise::train

@@ -54,6 +54,9 @@ struct DataSettings {
   std::optional<std::string> path;  // absent: the built-in corpus (text)
   TokenFormat format = TokenFormat::kText;
   std::optional<std::string> validation_path;  // absent: the last tenth of the data
+  // The tokenizer.json that encodes text data (and the held-out text) as the model reads it;
+  // absent: text is bytes, which only a model of 256 tokens reads.
+  std::optional<std::string> tokenizer;
 };
 
 struct JobSettings {

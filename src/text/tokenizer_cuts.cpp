@@ -1,0 +1,100 @@
+// Where a text can be cut so that its pieces encode to the ids of the whole
+// (Tokenizer::last_cut), and the special ids around the sequence: what encoding a text of any
+// size chunk by chunk needs (text_stream.cpp).
+//
+// A cut at p is exact when every step splits the text at p anyway and nothing either side of p
+// depends on the other side:
+//  - the pre-tokenizer's first step that splits (after Digits steps, which split at digits
+//    alone) is GPT-2's or Llama 3's expression, without a prefix space added to the whole
+//    segment. Both expressions match from left to right without looking behind, and two kinds
+//    of place end a match whatever follows: a line break after a character that is not a space
+//    and before an ASCII letter (rule A: the line break is a match, or ends one, since no
+//    alternative carries a line break into a letter), and a space between two ASCII letters
+//    (rule B: a run of letters ends at the space, and " word" starts there). Later steps only
+//    split pieces further;
+//  - no added token holds a space or a line break (none can span the cut), no lstrip token
+//    starts with a letter (it would take the line break before it, rule A), and no rstrip token
+//    ends with one (it would take the space after it, rule B);
+//  - no normalizer (a SentencePiece-style Prepend changes the text's start): where the parts hold
+//    anything the rules do not know, there is no cut.
+
+#include <string_view>
+
+#include "detail/tokenizer_parts.hpp"
+#include "shardwise/text/tokenizer.hpp"
+
+namespace shardwise::text {
+namespace {
+
+bool ascii_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+bool ascii_non_space(char c) {
+  return static_cast<unsigned char>(c) < 0x80 && !ascii_space(c) && c != '\0';
+}
+
+struct CutRules {
+  bool after_line_break = false;     // rule A
+  bool space_between_words = false;  // rule B
+};
+
+CutRules cut_rules(const Tokenizer::Parts& parts) {
+  CutRules none;
+  bool splits = false;
+  for (const detail::PreTokenizerStep& step : parts.pre_tokenizer) {
+    if (std::holds_alternative<detail::DigitsStep>(step)) continue;
+    if (const auto* byte_level = std::get_if<detail::ByteLevelStep>(&step)) {
+      splits = byte_level->use_regex && !byte_level->add_prefix_space;
+    } else {
+      splits = std::holds_alternative<detail::SplitStep>(step);
+    }
+    break;  // the first step that is not Digits decides
+  }
+  if (!splits) return none;
+  CutRules rules{true, true};
+  for (const detail::AddedToken& token : parts.added.tokens()) {
+    const std::string& content = token.content;
+    if (content.find_first_of(" \n") != std::string::npos) return none;
+    if (token.lstrip && ascii_letter(content.front())) rules.after_line_break = false;
+    if (token.rstrip && ascii_letter(content.back())) rules.space_between_words = false;
+  }
+  return rules;
+}
+
+}  // namespace
+
+std::optional<Tokenizer::SpecialIds> Tokenizer::special_ids_around_sequence() const {
+  SpecialIds ids;
+  if (!parts_->post_template) return ids;
+  int sequences = 0;
+  for (const detail::TemplatePiece& piece : *parts_->post_template) {
+    if (piece.is_sequence) {
+      ++sequences;
+      continue;
+    }
+    std::vector<std::int32_t>& side = sequences == 0 ? ids.before : ids.after;
+    side.insert(side.end(), piece.special_ids.begin(), piece.special_ids.end());
+  }
+  if (sequences != 1) return std::nullopt;
+  return ids;
+}
+
+std::size_t Tokenizer::last_cut(std::string_view text) const {
+  const CutRules rules = cut_rules(*parts_);
+  if (!rules.after_line_break && !rules.space_between_words) return 0;
+  // p + 1 < size: rule B looks at the letter after the space.
+  for (std::size_t p = text.size() < 2 ? 0 : text.size() - 2; p >= 2; --p) {
+    if (rules.after_line_break && ascii_letter(text[p]) && text[p - 1] == '\n' &&
+        ascii_non_space(text[p - 2])) {
+      return p;
+    }
+    if (rules.space_between_words && text[p] == ' ' && ascii_letter(text[p - 1]) &&
+        ascii_letter(text[p + 1])) {
+      return p;
+    }
+  }
+  return 0;
+}
+
+}  // namespace shardwise::text
