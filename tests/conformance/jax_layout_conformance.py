@@ -26,7 +26,7 @@ try:
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 except ImportError:
     print("JAX is not installed; skipping the conformance check (pip install jax)")
-    sys.exit(77)
+    sys.exit(1 if os.environ.get("SHARDWISE_REQUIRE_COMPARISONS") else 77)
 
 
 def random_case(rng):

@@ -17,7 +17,7 @@ try:
     from transformers import GPT2Config
 except ImportError as missing:  # optional: the suite passes without it
     print(f"skipped: {missing}")
-    sys.exit(77)
+    sys.exit(1 if os.environ.get("SHARDWISE_REQUIRE_COMPARISONS") else 77)
 
 
 def run(*args, check=True):

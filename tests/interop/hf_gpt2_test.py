@@ -23,7 +23,7 @@ try:
     from transformers import GPT2LMHeadModel
 except ImportError as missing:  # optional: the suite passes without them
     print(f"skipped: {missing}")
-    sys.exit(77)
+    sys.exit(1 if os.environ.get("SHARDWISE_REQUIRE_COMPARISONS") else 77)
 
 
 def main():
