@@ -97,12 +97,15 @@ std::vector<Merge> read_merges(const nlohmann::json& merges, const StringMap<std
   return out;
 }
 
-// A prefix or suffix the library adds to subwords: only none (null, or "" which adds nothing).
+// A prefix or suffix the library adds to subwords: only none, which files write as null or as
+// "" (transformers' converters and trainers given "" write that; it adds nothing). nlohmann's
+// empty() is false for every string, so the string itself is asked.
 void refuse_affix(JsonObjectReader& reader, const std::string& key) {
   const nlohmann::json* value = reader.optional(key);
-  if (value == nullptr || value->is_null() || (value->is_string() && value->empty())) return;
+  if (value == nullptr || value->is_null()) return;
+  if (value->is_string() && value->get_ref<const std::string&>().empty()) return;
   throw InvalidArgument("field '" + reader.field(key) + "' is " + echo_json(*value) +
-                        ": subword affixes are not computed (byte-level BPE has none; only null)");
+                        ": subword affixes are not computed (only null or \"\")");
 }
 
 }  // namespace

@@ -14,6 +14,9 @@ The styles are those of the tokenizers shardwise reads:
   smollm2  Digits (individual) + ByteLevel, <|endoftext|>, <|im_start|>, <|im_end|>
   added    gpt2's model with a prefix space and added tokens of every option (lstrip, rstrip,
            single_word, normalized or not, special or not, one already in the vocabulary)
+  empty_affixes
+           a byte-level BPE as the library writes one given "" for continuing_subword_prefix and
+           end_of_word_suffix (as transformers' converters give it), with ignore_merges
   handmade tiny vocabularies written here: ignore_merges that changes the ids, unknown
            characters with and without fuse_unk, no pre-tokenizer or decoder at all
 """
@@ -153,6 +156,22 @@ def added(base):
     return tokenizer
 
 
+def empty_affixes():
+    tokenizer = Tokenizer(models.BPE(ignore_merges=True, continuing_subword_prefix="",
+                                     end_of_word_suffix=""))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB_SIZE, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  continuing_subword_prefix="", end_of_word_suffix="",
+                                  show_progress=False)
+    tokenizer.train_from_iterator(corpus(), trainer)
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    model = json.loads(tokenizer.to_str())["model"]
+    assert model["continuing_subword_prefix"] == "" and model["end_of_word_suffix"] == "", model
+    return tokenizer
+
+
 def handmade(name):
     """Tiny tokenizers whose ids a trained one would not show."""
     vocab = {"a": 0, "b": 1, "c": 2, "\u0120": 3, "ab": 4, "bc": 5, "abc": 6, "\u0120a": 7,
@@ -244,6 +263,7 @@ def main():
     write(out_dir, "llama3", llama3(), HARD_STRINGS)
     write(out_dir, "smollm2", smollm2(), HARD_STRINGS)
     write(out_dir, "added", added(base), HARD_STRINGS + ADDED_STRINGS)
+    write(out_dir, "empty_affixes", empty_affixes(), HARD_STRINGS)
     for name in ["handmade_ignore_merges", "handmade_merges", "handmade_unk",
                  "handmade_fuse_unk", "handmade_bare"]:
         write(out_dir, name, handmade(name), HANDMADE_STRINGS)

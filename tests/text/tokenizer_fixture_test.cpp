@@ -99,7 +99,7 @@ TEST_P(LibraryFixture, EncodesTheSameOnThreadsSharingIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Styles, LibraryFixture,
-                         ::testing::Values("gpt2", "llama3", "smollm2", "added",
+                         ::testing::Values("gpt2", "llama3", "smollm2", "added", "empty_affixes",
                                            "handmade_ignore_merges", "handmade_merges",
                                            "handmade_unk", "handmade_fuse_unk", "handmade_bare"));
 

@@ -190,6 +190,21 @@ TEST(TokenizerFiles, AskingForWhatIsNotComputedAreRefusedByName) {
       "'post_processor.type' is 'BertProcessing'");
 }
 
+// transformers' converters and the library's trainer given "" write "" for no affix, which the
+// library reads as none: such a file is read, and gives the ids of the same file with null.
+TEST(TokenizerFiles, WithEmptyAffixesAreReadAsWithoutAffixes) {
+  nlohmann::json document =
+      nlohmann::json::parse(read_text(kFixtures + "handmade_merges.tokenizer.json"));
+  ASSERT_TRUE(document["model"]["continuing_subword_prefix"].is_null());
+  const Tokenizer without = Tokenizer::from_json(document.dump(), "null affixes");
+  document["model"]["continuing_subword_prefix"] = "";
+  document["model"]["end_of_word_suffix"] = "";
+  const Tokenizer with_empty = Tokenizer::from_json(document.dump(), "empty affixes");
+  for (const std::string text : {"abc", "abc abc", "cab a", "bcab"}) {
+    EXPECT_EQ(with_empty.encode(text), without.encode(text)) << text;
+  }
+}
+
 nlohmann::json template_processing(nlohmann::json single, std::int64_t special_id) {
   const nlohmann::json a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
   return {
