@@ -3,15 +3,18 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <filesystem>
-#include <optional>
-#include <span>
 #include <fstream>
 #include <iomanip>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
+#include <span>
 #include <sstream>
 
+#include <fcntl.h>
+
+#include "../detail/file_io.hpp"
 #include "../detail/output_file.hpp"
 #include "backend_flag.hpp"
 #include "command.hpp"
@@ -23,6 +26,7 @@
 #include "shardwise/ckpt/checkpoint_save.hpp"
 #include "shardwise/ckpt/safetensors_file.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/safetensors.hpp"
 #include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/models/model_source.hpp"
@@ -126,6 +130,33 @@ const models::HfAdapter& hf_adapter(const std::string& format) {
 
 constexpr char kForceHint[] = "; --force replaces it";
 
+// The metadata an export writes beside safetensors' "format", so that --force can tell an earlier
+// export from a folder transformers or the Hub made.
+constexpr char kExportMark[] = "shardwise";
+constexpr char kExportMarkValue[] = "ckpt export";
+
+// Whether `file` is a model.safetensors that `ckpt export` wrote (its header's metadata says so);
+// false for anything else, a file that cannot be read among them.
+bool exported_by_shardwise(const std::filesystem::path& file) {
+  try {
+    const shardwise::detail::File in(file, O_RDONLY | O_NOFOLLOW);
+    const std::uint64_t size = in.size();
+    std::uint64_t length = 0;
+    if (size < 8) return false;
+    unsigned char prefix[8];
+    in.read_at(prefix, 8, 0);
+    for (int b = 7; b >= 0; --b) length = (length << 8) | prefix[b];
+    if (length > size - 8 || length > (std::uint64_t{100} << 20)) return false;
+    std::string header(static_cast<std::size_t>(length), '\0');
+    in.read_at(header.data(), header.size(), 8);
+    for (const auto& [key, value] : parse_safetensors_header(header, size - 8 - length).metadata) {
+      if (key == kExportMark && value == kExportMarkValue) return true;
+    }
+  } catch (const std::exception&) {
+  }
+  return false;
+}
+
 void export_hf(const std::string& path, const std::string& format, const std::string& folder,
                bool force, std::ostream& out) {
   const models::HfAdapter& adapter = hf_adapter(format);
@@ -143,6 +174,19 @@ void export_hf(const std::string& path, const std::string& format, const std::st
     }
     for (const char* name : {"model.safetensors", "config.json"}) {
       shardwise::detail::check_output_path(out_folder / name, policy, "--out", kForceHint);
+    }
+    // --force replaces an earlier export, never the files of a folder transformers or the Hub
+    // made (a model.safetensors without the export's mark, or a config.json without one).
+    const std::filesystem::path weights = out_folder / "model.safetensors";
+    const bool has_weights =
+        shardwise::detail::path_kind(weights) != shardwise::detail::PathKind::kAbsent;
+    const bool has_config = shardwise::detail::path_kind(out_folder / "config.json") !=
+                            shardwise::detail::PathKind::kAbsent;
+    if (force && (has_weights || has_config) && !exported_by_shardwise(weights)) {
+      throw InvalidArgument("--out '" + echo_input(folder, 200) + "' holds " +
+                            (has_weights ? "a model.safetensors" : "a config.json") +
+                            " that ckpt export did not write (a Hugging Face folder's own); it is "
+                            "left as it is (--force replaces only an earlier export)");
     }
   }
   const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(path, "checkpoint"));
@@ -179,7 +223,8 @@ void export_hf(const std::string& path, const std::string& format, const std::st
     throw ckpt::CheckpointError("cannot make the folder '" + echo_input(folder, 200) +
                                 "': " + error.message());
   }
-  ckpt::write_safetensors_file(out_folder / "model.safetensors", entries, {{"format", "pt"}},
+  ckpt::write_safetensors_file(out_folder / "model.safetensors", entries,
+                               {{"format", "pt"}, {kExportMark, kExportMarkValue}},
                                {force, "--out", kForceHint});
   shardwise::detail::write_whole_file(
       out_folder / "config.json", adapter.hf_config_json(*info.model), policy, "--out", kForceHint);
@@ -202,8 +247,8 @@ ShardIndex import_box(const Shape& shape, int rank, int ranks) {
 
 void import_hf(const std::string& path, const std::string& format,
                const std::optional<std::string>& model, const std::string& folder,
-               std::optional<int> ranks_flag, bool force, const std::optional<std::string>& backend_flag,
-               std::ostream& out) {
+               std::optional<int> ranks_flag, bool force,
+               const std::optional<std::string>& backend_flag, std::ostream& out) {
   const models::HfAdapter& adapter = hf_adapter(format);
   if (folder.empty()) throw InvalidArgument("--out is an empty path");
   const std::filesystem::path file = models::hf_weights_file(path);
@@ -336,8 +381,8 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
       try {
         return text::Tokenizer::from_file(tokenizer_file);
       } catch (const Error& e) {
-        throw InvalidArgument((tokenizer_flag ? std::string("--tokenizer: ") : source.words + ": ") +
-                              e.what());
+        throw InvalidArgument(
+            (tokenizer_flag ? std::string("--tokenizer: ") : source.words + ": ") + e.what());
       }
     }();
     if (tokenizer.vocab_size() > vocab) {
@@ -345,13 +390,13 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
                             "' has " + std::to_string(tokenizer.vocab_size()) + " tokens; " +
                             source.words + " has a vocabulary of " + std::to_string(vocab));
     }
-    text::encode_file(tokenizer, data, what, text::StreamOptions{},
-                      [&](std::span<const std::int32_t> ids) {
-                        tokens.insert(tokens.end(), ids.begin(),
-                                      ids.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                        ids.size(), most - tokens.size())));
-                        return tokens.size() < most;
-                      });
+    text::encode_file(
+        tokenizer, data, what, text::StreamOptions{}, [&](std::span<const std::int32_t> ids) {
+          tokens.insert(tokens.end(), ids.begin(),
+                        ids.begin() + static_cast<std::ptrdiff_t>(
+                                          std::min(ids.size(), most - tokens.size())));
+          return tokens.size() < most;
+        });
     return tokens;
   }
   if (token_format == train::TokenFormat::kText && vocab != 256) {
@@ -366,9 +411,10 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
   file->read(0, tokens.size(), tokens.data());
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || static_cast<std::size_t>(tokens[i]) >= vocab) {
-      throw InvalidArgument(what + ": token " + std::to_string(i) + " is " +
-                            (tokens[i] < 0 ? std::string("above 2^31") : std::to_string(tokens[i])) +
-                            ", outside the model's vocabulary 0.." + std::to_string(vocab - 1));
+      throw InvalidArgument(
+          what + ": token " + std::to_string(i) + " is " +
+          (tokens[i] < 0 ? std::string("above 2^31") : std::to_string(tokens[i])) +
+          ", outside the model's vocabulary 0.." + std::to_string(vocab - 1));
     }
   }
   return tokens;
@@ -456,9 +502,10 @@ class CkptCommand final : public Command {
         ->add_option("path", path_,
                      "A checkpoint, a --save folder (its newest) or a Hugging Face folder")
         ->required();
-    loss_->add_option("--data", data_,
-                      "A text file (encoded by --tokenizer or the model's tokenizer.json; bytes "
-                      "for a model of 256 tokens) or a token file (--data-format)")
+    loss_
+        ->add_option("--data", data_,
+                     "A text file (encoded by --tokenizer or the model's tokenizer.json; bytes "
+                     "for a model of 256 tokens) or a token file (--data-format)")
         ->required();
     loss_->add_option("--tokenizer", tokenizer_,
                       "The tokenizer.json that encodes text --data (default: the Hugging Face "

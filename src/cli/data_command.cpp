@@ -9,6 +9,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "../detail/output_file.hpp"
 #include "command.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
@@ -48,7 +49,8 @@ class DataCommand final : public Command {
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
 
   void run(std::ostream& out) const override {
-    if (tokenizer_.empty()) throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
+    if (tokenizer_.empty())
+      throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
     if (out_.empty()) throw InvalidArgument("--out is an empty path");
     const text::Tokenizer tokenizer = [&] {
       try {
@@ -57,8 +59,8 @@ class DataCommand final : public Command {
         throw InvalidArgument(std::string("--tokenizer: ") + e.what());
       }
     }();
-    const train::TokenFormat format =
-        format_ ? train::parse_token_format(*format_, "--format") : train::token_format_for(tokenizer);
+    const train::TokenFormat format = format_ ? train::parse_token_format(*format_, "--format")
+                                              : train::token_format_for(tokenizer);
     if (format == train::TokenFormat::kText) {
       throw InvalidArgument("--format is text; a token file is tokens-u16 or tokens-u32");
     }
@@ -66,6 +68,12 @@ class DataCommand final : public Command {
       throw InvalidArgument("--format tokens-u16 holds ids below 65536; --tokenizer has " +
                             std::to_string(tokenizer.vocab_size()) + " tokens (tokens-u32)");
     }
+    // What is in the way is found before a byte is read: an existing file is replaced only with
+    // --force, and a symlink, FIFO or folder there never.
+    shardwise::detail::check_output_path(
+        out_,
+        force_ ? shardwise::detail::IfExists::kReplaceFile : shardwise::detail::IfExists::kRefuse,
+        "--out", "; --force replaces it");
     text::StreamOptions options;
     options.add_special_tokens = !no_special_;
     if (threads_) options.threads = static_cast<int>(bounded(*threads_, "--threads", 1, 256));
@@ -80,8 +88,8 @@ class DataCommand final : public Command {
       std::cerr << "encoded " << mebibytes(done.bytes);
       if (done.total_bytes > 0) {
         std::cerr << " of " << mebibytes(done.total_bytes) << " (" << std::fixed
-                  << std::setprecision(0) << 100.0 * static_cast<double>(done.bytes) /
-                                                 static_cast<double>(done.total_bytes)
+                  << std::setprecision(0)
+                  << 100.0 * static_cast<double>(done.bytes) / static_cast<double>(done.total_bytes)
                   << "%)";
       }
       std::cerr << ", " << done.ids << " tokens, " << std::fixed << std::setprecision(1)

@@ -132,8 +132,8 @@ class GenerateCommand final : public Command {
           "the prompt has " +
           std::string(prompt.size() > source.model->context_length() ? "more than " : "") +
           std::to_string(std::min(prompt.size(), source.model->context_length())) +
-          " tokens; the model's context of " +
-          std::to_string(source.model->context_length()) + " leaves no room for a new one");
+          " tokens; the model's context of " + std::to_string(source.model->context_length()) +
+          " leaves no room for a new one");
     }
     // A rank's input error (a file it reads) stays the user's error, not the runtime's.
     std::optional<std::string> input_error;

@@ -106,13 +106,14 @@ PromptCodec prompt_codec(const models::ModelSource& source,
             },
             [bpe](const std::string& path, const std::string& field, std::size_t most) {
               std::vector<std::int32_t> ids;
-              text::encode_file(*bpe, path, field + " '" + echo_input(path, 200) + "'",
-                                text::StreamOptions{}, [&](std::span<const std::int32_t> block) {
-                                  ids.insert(ids.end(), block.begin(),
-                                             block.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                                 block.size(), most + 1 - ids.size())));
-                                  return ids.size() <= most;
-                                });
+              text::encode_file(
+                  *bpe, path, field + " '" + echo_input(path, 200) + "'", text::StreamOptions{},
+                  [&](std::span<const std::int32_t> block) {
+                    ids.insert(ids.end(), block.begin(),
+                               block.begin() + static_cast<std::ptrdiff_t>(
+                                                   std::min(block.size(), most + 1 - ids.size())));
+                    return ids.size() <= most;
+                  });
               return ids;
             }};
   }

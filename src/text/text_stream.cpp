@@ -62,8 +62,7 @@ void require_utf8_at(std::string_view chunk, std::uint64_t base, const std::stri
       char byte[8];
       std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(chunk[at]));
       throw InvalidArgument(what + " is not UTF-8 text: byte " + byte + " at offset " +
-                            std::to_string(base + at) +
-                            " (a token file is read with its --data-format)");
+                            std::to_string(base + at) + " (token files hold ids, not text)");
     }
     at += length;
   }
@@ -108,8 +107,9 @@ void encode_file(const Tokenizer& tokenizer, const std::filesystem::path& path,
   const std::optional<Tokenizer::SpecialIds> special = tokenizer.special_ids_around_sequence();
   // A template that places the sequence twice needs the whole text at once: no cuts.
   const bool cuts = special.has_value() || !options.add_special_tokens;
-  const int threads = std::max(
-      1, options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads =
+      std::max(1, options.threads > 0 ? options.threads
+                                      : static_cast<int>(std::thread::hardware_concurrency()));
   const std::size_t chunk_bytes = std::max<std::size_t>(options.chunk_bytes, 1);
 
   bool stopped = false;

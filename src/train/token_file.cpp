@@ -12,10 +12,10 @@ TokenFormat token_format_for(const text::Tokenizer& tokenizer) {
   return tokenizer.vocab_size() <= 65536 ? TokenFormat::kTokensU16 : TokenFormat::kTokensU32;
 }
 
-PreparedTokens prepare_token_file(const std::string& text_path, const text::Tokenizer& tokenizer,
-                                  const std::string& out_path, TokenFormat format, bool replace,
-                                  const text::StreamOptions& options,
-                                  const std::function<void(const text::StreamProgress&)>& progress) {
+PreparedTokens prepare_token_file(
+    const std::string& text_path, const text::Tokenizer& tokenizer, const std::string& out_path,
+    TokenFormat format, bool replace, const text::StreamOptions& options,
+    const std::function<void(const text::StreamProgress&)>& progress) {
   if (format == TokenFormat::kText) {
     throw InvalidArgument("format is text; a token file holds tokens-u16 or tokens-u32");
   }
@@ -27,7 +27,8 @@ PreparedTokens prepare_token_file(const std::string& text_path, const text::Toke
   if (out_path.empty()) throw InvalidArgument("the output path is empty");
   const auto start = std::chrono::steady_clock::now();
   shardwise::detail::OutputFile out(
-      out_path, replace ? shardwise::detail::IfExists::kReplaceFile : shardwise::detail::IfExists::kRefuse,
+      out_path,
+      replace ? shardwise::detail::IfExists::kReplaceFile : shardwise::detail::IfExists::kRefuse,
       "the output", replace ? "" : "; replacing it must be asked for");
   const std::size_t width = format == TokenFormat::kTokensU16 ? 2 : 4;
   PreparedTokens result;

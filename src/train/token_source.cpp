@@ -234,8 +234,10 @@ std::shared_ptr<const TokenSource> encoded_text_source(const std::string& path,
                       return true;
                     });
   const int owned = ::dup(ids_file.fd());
-  if (owned < 0) throw InvalidArgument("cannot keep the ids of " + what + ": " + std::strerror(errno));
-  return std::make_shared<FileSource>(owned, bytes, what + " (as " + tokenizer_words + " encodes it)");
+  if (owned < 0)
+    throw InvalidArgument("cannot keep the ids of " + what + ": " + std::strerror(errno));
+  return std::make_shared<FileSource>(owned, bytes,
+                                      what + " (as " + tokenizer_words + " encodes it)");
 }
 
 }  // namespace shardwise::train

@@ -134,11 +134,13 @@ void check_data(const DataSettings& data, const ModelDefinition& model) {
                           " is ids already");
   }
   if (data.tokenizer && !data.path) {
-    throw InvalidArgument("--tokenizer encodes --data, which is not given (the built-in corpus is "
-                          "bytes)");
+    throw InvalidArgument(
+        "--tokenizer encodes --data, which is not given (the built-in corpus is "
+        "bytes)");
   }
   const std::size_t vocab = model.vocab_size();
-  if (!data.tokenizer && data.format == TokenFormat::kText && (data.path ? vocab != 256 : vocab < 256)) {
+  if (!data.tokenizer && data.format == TokenFormat::kText &&
+      (data.path ? vocab != 256 : vocab < 256)) {
     throw InvalidArgument(
         data.path ? "--data is text and " + model.describe() + " has a vocabulary of " +
                         std::to_string(vocab) +

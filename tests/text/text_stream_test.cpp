@@ -35,13 +35,57 @@ std::string temp_file(const std::string& name, const std::string& bytes) {
 // Words, spaces of every kind, line breaks, digits, punctuation, contractions, letters outside
 // ASCII and the fixtures' special tokens, so that chunks end next to each of them.
 std::string random_text(std::mt19937& rng, std::size_t pieces) {
-  static const std::vector<std::string> kParts = {
-      "the",   "The",  "license", "GNU",  "software", "a",      "I",     "x",      " ",
-      "  ",    "   ",  "\n",      "\n\n", "\r\n",     "\t",     " \n",   "\n ",    ".",
-      ",",     "!?",   "'s",      "'ll",  "'T",       "123",    "4567",  "3.14",   "naïve",
-      "café",  "日本", "данные",  "😀",   "\u00a0",   "\u3000", "(",     "\"",     "-",
-      "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|begin_of_text|>", "<sep>", "hello",
-      "wor",   "world", "ab",     "the",  " lic",     "A\nb",   "z\nZ",  ". Next", "word word"};
+  static const std::vector<std::string> kParts = {"the",
+                                                  "The",
+                                                  "license",
+                                                  "GNU",
+                                                  "software",
+                                                  "a",
+                                                  "I",
+                                                  "x",
+                                                  " ",
+                                                  "  ",
+                                                  "   ",
+                                                  "\n",
+                                                  "\n\n",
+                                                  "\r\n",
+                                                  "\t",
+                                                  " \n",
+                                                  "\n ",
+                                                  ".",
+                                                  ",",
+                                                  "!?",
+                                                  "'s",
+                                                  "'ll",
+                                                  "'T",
+                                                  "123",
+                                                  "4567",
+                                                  "3.14",
+                                                  "naïve",
+                                                  "café",
+                                                  "日本",
+                                                  "данные",
+                                                  "😀",
+                                                  "\u00a0",
+                                                  "\u3000",
+                                                  "(",
+                                                  "\"",
+                                                  "-",
+                                                  "<|endoftext|>",
+                                                  "<|im_start|>",
+                                                  "<|im_end|>",
+                                                  "<|begin_of_text|>",
+                                                  "<sep>",
+                                                  "hello",
+                                                  "wor",
+                                                  "world",
+                                                  "ab",
+                                                  "the",
+                                                  " lic",
+                                                  "A\nb",
+                                                  "z\nZ",
+                                                  ". Next",
+                                                  "word word"};
   std::uniform_int_distribution<std::size_t> pick(0, kParts.size() - 1);
   std::string text;
   for (std::size_t i = 0; i < pieces; ++i) text += kParts[pick(rng)];
@@ -93,10 +137,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, StreamedFixture,
 
 TEST(TextStream, CutsWhereThePipelineSplitsAnyway) {
   const Tokenizer gpt2 = Tokenizer::from_file(kFixtures + "gpt2.tokenizer.json");
-  EXPECT_EQ(gpt2.last_cut("one.\nTwo"), 5U);     // after a line break, before a letter
-  EXPECT_EQ(gpt2.last_cut("one two"), 3U);       // a space between letters
-  EXPECT_EQ(gpt2.last_cut("one  \nTwo"), 0U);    // spaces before the line break join it
-  EXPECT_EQ(gpt2.last_cut("12 34"), 0U);         // not between letters
+  EXPECT_EQ(gpt2.last_cut("one.\nTwo"), 5U);   // after a line break, before a letter
+  EXPECT_EQ(gpt2.last_cut("one two"), 3U);     // a space between letters
+  EXPECT_EQ(gpt2.last_cut("one  \nTwo"), 0U);  // spaces before the line break join it
+  EXPECT_EQ(gpt2.last_cut("12 34"), 0U);       // not between letters
   EXPECT_EQ(gpt2.last_cut("abc"), 0U);
   // The `added` fixture has tokens holding a space: no cut is known to be exact.
   const Tokenizer added = Tokenizer::from_file(kFixtures + "added.tokenizer.json");
