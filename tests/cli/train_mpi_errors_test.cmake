@@ -67,8 +67,8 @@ expect_one_line("--data on rank 1" 2
 expect_one_line("--log-dir on rank 0" 2
                 "shardwise train: rank 0: rank 1 runs with another --log-dir than rank 0; .*"
                 "--log-dir;${CMAKE_CURRENT_BINARY_DIR}/train_mpi_errors_logs" "")
-# A token file whose 10th id (token 9, byte 18) is outside the vocabulary, found as the first
-# batch draws it on every rank: the user's input (status 2), named by its position.
+# A token file whose 10th id (token 9, byte 18) is outside the vocabulary, found before the first
+# step on every rank (every id is read once): the user's input (status 2), named by its position.
 set(_ids ${CMAKE_CURRENT_BINARY_DIR}/train_mpi_errors_ids.u16)
 set(_val ${CMAKE_CURRENT_BINARY_DIR}/train_mpi_errors_val.u16)
 execute_process(COMMAND sh -c "printf 'a\\000%.0s' 1 2 3 4 5 6 7 8 9 > '${_ids}' && \
