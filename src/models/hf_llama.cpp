@@ -10,8 +10,8 @@
 namespace shardwise::models {
 
 std::shared_ptr<const train::ModelDefinition> HfLlamaAdapter::model_from_hf_config(
-    const std::string& text, const std::string& what) const {
-  return std::make_shared<LlamaDefinition>(llama_config_from_json(text, what));
+    const std::string& text, const std::string& what, std::vector<std::string>& notes) const {
+  return std::make_shared<LlamaDefinition>(llama_config_from_json(text, what, notes));
 }
 
 std::string HfLlamaAdapter::hf_config_json(const train::ModelDefinition& model) const {

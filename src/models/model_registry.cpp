@@ -158,21 +158,70 @@ std::shared_ptr<const train::ModelDefinition> model_from_config(std::string_view
   throw InvalidArgument(what + " describes no model family the registry knows");
 }
 
-std::shared_ptr<const train::ModelDefinition> model_from_hf_config(std::string_view json,
-                                                                   const std::string& what) {
+namespace {
+
+// The adapter that reads config.json's model_type `type`; null where none does.
+const HfAdapter* adapter_of_type(const std::string& type) {
+  for (const ModelFamily& family : model_families()) {
+    if (!family.hugging_face) continue;
+    for (const std::string& known : family.hugging_face->model_types()) {
+      if (known == type) return family.hugging_face.get();
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string hf_model_types() {
+  std::string names;
+  for (const ModelFamily& family : model_families()) {
+    if (!family.hugging_face) continue;
+    for (const std::string& type : family.hugging_face->model_types()) {
+      names += (names.empty() ? "" : ", ") + type;
+    }
+  }
+  return names;
+}
+
+std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
+    std::string_view json, const std::string& what, std::vector<std::string>& notes) {
   const nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);
   if (!parsed.is_object()) return nullptr;
   const auto type = parsed.find("model_type");
   if (type == parsed.end() || !type->is_string()) return nullptr;
-  for (const ModelFamily& family : model_families()) {
-    if (!family.hugging_face) continue;
-    for (const std::string& known : family.hugging_face->model_types()) {
-      if (known == type->get<std::string>()) {
-        return family.hugging_face->model_from_hf_config(std::string(json), what);
-      }
-    }
+  const HfAdapter* adapter = adapter_of_type(type->get<std::string>());
+  return adapter == nullptr ? nullptr
+                            : adapter->model_from_hf_config(std::string(json), what, notes);
+}
+
+std::shared_ptr<const train::ModelDefinition> model_from_hf_config(std::string_view json,
+                                                                   const std::string& what) {
+  std::vector<std::string> notes;
+  return model_from_hf_config(json, what, notes);
+}
+
+std::shared_ptr<const train::ModelDefinition> read_hf_config(std::string_view json,
+                                                             const std::string& what,
+                                                             std::vector<std::string>& notes) {
+  const nlohmann::json parsed = shardwise::detail::parse_json(json, what);
+  const std::string read = "; shardwise reads the model_types " + hf_model_types();
+  if (!parsed.is_object()) {
+    throw InvalidArgument(what + " holds " + echo_input(parsed.dump(), 60) +
+                          ", not a JSON object of a model's fields");
   }
-  return nullptr;
+  const auto type = parsed.find("model_type");
+  if (type == parsed.end()) throw InvalidArgument(what + ": \"model_type\" is missing" + read);
+  if (!type->is_string()) {
+    throw InvalidArgument(what + ": \"model_type\" is " + echo_input(type->dump(), 60) +
+                          ", not a name" + read);
+  }
+  const HfAdapter* adapter = adapter_of_type(type->get<std::string>());
+  if (adapter == nullptr) {
+    throw InvalidArgument(what + ": \"model_type\" is " + echo_input(type->dump(), 60) +
+                          ", which no model family reads" + read);
+  }
+  return adapter->model_from_hf_config(std::string(json), what, notes);
 }
 
 }  // namespace shardwise::models

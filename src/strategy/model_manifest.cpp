@@ -128,10 +128,24 @@ bool optional_bool(const nlohmann::json& json, const char* key, bool fallback) {
   return it->get<bool>();
 }
 
+// "dtype" (transformers 5) or "torch_dtype" (transformers 4); transformers keeps "dtype" where
+// a config holds both.
 DType config_dtype(const nlohmann::json& json) {
-  auto it = json.find("torch_dtype");
-  if (it == json.end() || it->is_null()) return DType::kF32;
-  return parse_dtype(detail::json_string(*it, "torch_dtype"));
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    auto it = json.find(key);
+    if (it != json.end() && !it->is_null()) return parse_dtype(detail::json_string(*it, key));
+  }
+  return DType::kF32;
+}
+
+// A config.json's size, bounded as the models' readers bound it (kMaxConfigDimension): the
+// planner and the trainer accept the same files.
+std::int64_t bounded(std::int64_t value, const char* key, const std::string& model) {
+  if (value > kMaxConfigDimension) {
+    throw InvalidArgument(model + " config '" + key + "' is " + std::to_string(value) +
+                          "; at most " + std::to_string(kMaxConfigDimension) + " is read");
+  }
+  return value;
 }
 
 }  // namespace
@@ -316,6 +330,51 @@ ModelManifest llama_manifest(const LlamaConfig& c) {
 
 namespace {
 
+// The sizes of a Llama-family config.json ("llama", "mistral" or "qwen2"), with the defaults of
+// transformers' class for that type where a size is left out.
+LlamaConfig llama_config_of(const nlohmann::json& json, const std::string& type) {
+  const auto size = [&](const char* key) {
+    return bounded(required_integer(json, key, type), key, type);
+  };
+  LlamaConfig c;
+  c.vocab_size = size("vocab_size");
+  c.hidden_size = size("hidden_size");
+  c.intermediate_size = size("intermediate_size");
+  c.num_hidden_layers = required_integer(json, "num_hidden_layers", type);
+  c.num_attention_heads = size("num_attention_heads");
+  if (json.contains("num_key_value_heads") && !json["num_key_value_heads"].is_null()) {
+    c.num_key_value_heads =
+        bounded(detail::json_integer(json["num_key_value_heads"], "num_key_value_heads"),
+                "num_key_value_heads", type);
+  } else if (type == "mistral") {
+    c.num_key_value_heads = 8;  // MistralConfig's default
+  }
+  if (json.contains("head_dim") && !json["head_dim"].is_null()) {
+    c.head_dim = bounded(detail::json_integer(json["head_dim"], "head_dim"), "head_dim", type);
+  }
+  // Rotary embeddings rotate pairs of a head's dimensions; the query heads' width is bounded as
+  // a size is.
+  if (c.num_attention_heads > 0 && (c.head_dim || c.hidden_size % c.num_attention_heads == 0)) {
+    const std::int64_t head = c.head_dim.value_or(c.hidden_size / c.num_attention_heads);
+    if (head % 2 != 0) {
+      throw InvalidArgument(type + " config's head_dim is " + std::to_string(head) +
+                            "; rotary embeddings rotate pairs, so it must be even");
+    }
+    if (head > 0) {
+      (void)bounded(c.num_attention_heads * head, "num_attention_heads x head_dim", type);
+    }
+  }
+  const std::int64_t context = bounded(optional_integer(json, "max_position_embeddings", 2048),
+                                       "max_position_embeddings", type);
+  require_positive(type, "max_position_embeddings", context);
+  c.tie_word_embeddings = optional_bool(json, "tie_word_embeddings", false);
+  c.attention_bias = optional_bool(json, "attention_bias", false);
+  c.qkv_bias = type == "qwen2";
+  c.mlp_bias = optional_bool(json, "mlp_bias", false);
+  c.dtype = config_dtype(json);
+  return c;
+}
+
 ModelManifest manifest_of_hf_config(const nlohmann::json& json) {
   if (!json.is_object()) {
     throw ParseError("config.json must be a JSON object, not " + detail::json_type_name(json));
@@ -329,38 +388,22 @@ ModelManifest manifest_of_hf_config(const nlohmann::json& json) {
   }
   if (type == "gpt2") {
     Gpt2Config c;
-    c.vocab_size = required_integer(json, "vocab_size", "GPT-2");
-    c.n_positions = optional_integer(json, "n_positions", c.n_positions);
-    c.n_embd = required_integer(json, "n_embd", "GPT-2");
+    c.vocab_size = bounded(required_integer(json, "vocab_size", "GPT-2"), "vocab_size", "GPT-2");
+    c.n_positions =
+        bounded(optional_integer(json, "n_positions", c.n_positions), "n_positions", "GPT-2");
+    c.n_embd = bounded(required_integer(json, "n_embd", "GPT-2"), "n_embd", "GPT-2");
     c.n_layer = required_integer(json, "n_layer", "GPT-2");
-    c.n_head = required_integer(json, "n_head", "GPT-2");
+    c.n_head = bounded(required_integer(json, "n_head", "GPT-2"), "n_head", "GPT-2");
     if (json.contains("n_inner") && !json["n_inner"].is_null()) {
-      c.n_inner = detail::json_integer(json["n_inner"], "n_inner");
+      c.n_inner = bounded(detail::json_integer(json["n_inner"], "n_inner"), "n_inner", "GPT-2");
     }
+    require_positive("GPT-2", "n_positions", c.n_positions);
     c.tie_word_embeddings = optional_bool(json, "tie_word_embeddings", true);
     c.dtype = config_dtype(json);
     return gpt2_manifest(c);
   }
   if (type == "llama" || type == "mistral" || type == "qwen2") {
-    LlamaConfig c;
-    c.vocab_size = required_integer(json, "vocab_size", type);
-    c.hidden_size = required_integer(json, "hidden_size", type);
-    c.intermediate_size = required_integer(json, "intermediate_size", type);
-    c.num_hidden_layers = required_integer(json, "num_hidden_layers", type);
-    c.num_attention_heads = required_integer(json, "num_attention_heads", type);
-    if (json.contains("num_key_value_heads") && !json["num_key_value_heads"].is_null()) {
-      c.num_key_value_heads =
-          detail::json_integer(json["num_key_value_heads"], "num_key_value_heads");
-    }
-    if (json.contains("head_dim") && !json["head_dim"].is_null()) {
-      c.head_dim = detail::json_integer(json["head_dim"], "head_dim");
-    }
-    c.tie_word_embeddings = optional_bool(json, "tie_word_embeddings", false);
-    c.attention_bias = optional_bool(json, "attention_bias", false);
-    c.qkv_bias = type == "qwen2";
-    c.mlp_bias = optional_bool(json, "mlp_bias", false);
-    c.dtype = config_dtype(json);
-    return llama_manifest(c);
+    return llama_manifest(llama_config_of(json, type));
   }
   if (type.empty()) {
     throw ParseError(

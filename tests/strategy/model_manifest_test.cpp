@@ -117,6 +117,46 @@ TEST(ModelManifest, HfConfigErrorsNameTheKey) {
               HasSubstr("dtype 'float8' is not one of"));
 }
 
+// As transformers reads a config.json: transformers 5's "dtype" (kept over "torch_dtype"), and
+// the class's defaults for a size left out (MistralConfig's 8 key/value heads).
+TEST(ModelManifest, HfConfigIsReadAsTransformersReadsIt) {
+  const std::string llama = R"({"model_type": "llama", "vocab_size": 16, "hidden_size": 8,
+    "intermediate_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2)";
+  EXPECT_EQ(manifest_from_hf_config(llama + R"(, "dtype": "bfloat16"})").parameters[0].dtype,
+            DType::kBF16);
+  EXPECT_EQ(manifest_from_hf_config(llama + R"(, "dtype": "float16", "torch_dtype": "float32"})")
+                .parameters[0]
+                .dtype,
+            DType::kF16);
+  const ModelManifest mistral = manifest_from_hf_config(R"({"model_type": "mistral",
+    "vocab_size": 16, "hidden_size": 64, "intermediate_size": 16, "num_hidden_layers": 1,
+    "num_attention_heads": 16})");
+  EXPECT_EQ(mistral.parameters[2].name, "model.layers.0.self_attn.k_proj.weight");
+  EXPECT_THAT(mistral.parameters[2].shape, ElementsAre(8 * 4, 64));
+}
+
+// Bounded and checked as the models' readers bound them (tests/models/
+// hf_config_agreement_test.cpp runs both over the same files).
+TEST(ModelManifest, HfConfigSizesAreBoundedAsTheModelsReadersBoundThem) {
+  EXPECT_THAT(error_of([] {
+                (void)manifest_from_hf_config(R"({"model_type": "gpt2", "vocab_size": 2097152,
+                  "n_embd": 4, "n_layer": 1, "n_head": 2})");
+              }),
+              HasSubstr("GPT-2 config 'vocab_size' is 2097152; at most 1048576 is read"));
+  EXPECT_THAT(error_of([] {
+                (void)manifest_from_hf_config(R"({"model_type": "llama", "vocab_size": 16,
+                  "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+                  "num_attention_heads": 2, "head_dim": 5})");
+              }),
+              HasSubstr("llama config's head_dim is 5; rotary embeddings rotate pairs"));
+  EXPECT_THAT(error_of([] {
+                (void)manifest_from_hf_config(R"({"model_type": "llama", "vocab_size": 16,
+                  "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+                  "num_attention_heads": 2, "max_position_embeddings": 0})");
+              }),
+              HasSubstr("llama config 'max_position_embeddings' is 0; expected >= 1"));
+}
+
 TEST(ModelManifest, JsonRoundTripAndErrors) {
   ModelManifest manifest{{{"w", {4, 2}, DType::kBF16, LogicalAxes{"embed", ""}},
                           {"b", {2}, DType::kF32, std::nullopt}},

@@ -22,13 +22,20 @@ class HfAdapter {
   // The --format that names it ("hf-gpt2") and what it is in words ("Hugging Face GPT-2").
   [[nodiscard]] virtual std::string format() const = 0;
   [[nodiscard]] virtual std::string words() const = 0;
-  // The config.json "model_type"s it reads ("gpt2").
+  // The config.json "model_type"s it reads ("gpt2"; "llama" and "mistral").
   [[nodiscard]] virtual std::vector<std::string> model_types() const = 0;
 
   // The model a Hugging Face config.json describes; InvalidArgument naming the field where
-  // the family would compute otherwise than it says.
+  // the family would compute otherwise than it says. Each field it takes without knowing it
+  // adds a line to `notes` (docs/huggingface.md), for the caller to show once.
   [[nodiscard]] virtual std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
-      const std::string& text, const std::string& what) const = 0;
+      const std::string& text, const std::string& what, std::vector<std::string>& notes) const = 0;
+  // The same, for callers that show no notes.
+  [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
+      const std::string& text, const std::string& what) const {
+    std::vector<std::string> notes;
+    return model_from_hf_config(text, what, notes);
+  }
   // config.json for `model` (a model of this family).
   [[nodiscard]] virtual std::string hf_config_json(const train::ModelDefinition& model) const = 0;
 

@@ -39,9 +39,14 @@ void check_hf_gpt2_tensor(const ckpt::CheckpointReader& file, const std::string&
 // tied embeddings, no dropout), as shardwise's GPT computes.
 [[nodiscard]] std::string hf_gpt2_config_json(const GptConfig& gpt);
 
-// The GPT of a Hugging Face config.json; InvalidArgument naming the field where it is not a
-// GPT-2 shardwise computes alike (another activation or LayerNorm epsilon, attention scaled
-// otherwise, no n_head), or where it holds a field shardwise does not know.
+// The GPT of a Hugging Face config.json; InvalidArgument naming the field and its value where it
+// is not a GPT-2 shardwise computes alike (another activation or LayerNorm epsilon, attention
+// scaled otherwise, an inner width other than 4 x n_embd, untied embeddings, no n_head). Names,
+// ids, versions, dropouts and generation settings are taken; a field the reader has never seen
+// is taken, and `notes` gets one line naming it (docs/huggingface.md).
+[[nodiscard]] GptConfig gpt_from_hf_config(const std::string& text, const std::string& what,
+                                           std::vector<std::string>& notes);
+// The same, for callers that show no notes.
 [[nodiscard]] GptConfig gpt_from_hf_config(const std::string& text, const std::string& what);
 
 }  // namespace shardwise::models
@@ -54,8 +59,10 @@ class HfGpt2Adapter final : public HfAdapter {
   [[nodiscard]] std::string format() const override { return "hf-gpt2"; }
   [[nodiscard]] std::string words() const override { return "Hugging Face GPT-2"; }
   [[nodiscard]] std::vector<std::string> model_types() const override { return {"gpt2"}; }
+  using HfAdapter::model_from_hf_config;
   [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
-      const std::string& text, const std::string& what) const override;
+      const std::string& text, const std::string& what,
+      std::vector<std::string>& notes) const override;
   [[nodiscard]] std::string hf_config_json(const train::ModelDefinition& model) const override;
   [[nodiscard]] Shape hf_shape(const std::string& name, const Shape& shape) const override {
     return hf_gpt2_shape(name, shape);

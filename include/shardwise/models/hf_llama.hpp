@@ -10,9 +10,15 @@ class HfLlamaAdapter final : public HfAdapter {
  public:
   [[nodiscard]] std::string format() const override { return "hf-llama"; }
   [[nodiscard]] std::string words() const override { return "Hugging Face Llama"; }
-  [[nodiscard]] std::vector<std::string> model_types() const override { return {"llama"}; }
+  // A Mistral is a Llama whose attention may be limited to a window: read where the window
+  // spans the context (and exported as a Llama, which computes the same).
+  [[nodiscard]] std::vector<std::string> model_types() const override {
+    return {"llama", "mistral"};
+  }
+  using HfAdapter::model_from_hf_config;
   [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
-      const std::string& text, const std::string& what) const override;
+      const std::string& text, const std::string& what,
+      std::vector<std::string>& notes) const override;
   [[nodiscard]] std::string hf_config_json(const train::ModelDefinition& model) const override;
   [[nodiscard]] Shape hf_shape(const std::string& /*name*/, const Shape& shape) const override {
     return shape;

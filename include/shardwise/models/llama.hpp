@@ -51,11 +51,20 @@ void validate(const LlamaConfig& config);
 // The configuration in Hugging Face's LlamaConfig names (with "family": "llama"): the trainer's
 // model file, checkpoint metadata's "model", and, without "family", a config.json.
 [[nodiscard]] std::string llama_config_json(const LlamaConfig& config, bool with_family = true);
-// A Llama config in those names (transformers' config.json or the trainer's file). Fields that
-// change nothing the model computes (names, token ids, dropouts, generation settings) are
-// ignored; any field asking for something this family does not compute (attention_bias,
-// mlp_bias, another hidden_act, a sliding window, another rope type) is refused naming it, as
-// are missing, zero, negative, huge or inconsistent sizes: InvalidArgument starting with `what`.
+// A Llama config in those names: transformers' config.json of a Llama or a Mistral
+// ("model_type" "llama" or "mistral", as transformers 4 and 5 write them), or the trainer's file
+// ("family": "llama"). The rule (docs/huggingface.md): a field that changes what the model
+// computes is computed (sizes, rope_theta, rope_scaling or rope_parameters of type "default" or
+// "llama3", rms_norm_eps, tied embeddings) or refused naming it and its value (biases, another
+// hidden_act, a sliding window shorter than the context, partial or interleaved rotation, another
+// rope type, quantization); names, ids, version stamps, metadata (every key starting with "_"),
+// generation settings and fields at the value the computation assumes are taken. A field the
+// reader has never seen is taken, and `notes` gets one line naming it (in the trainer's own
+// file, where it would be a typo, it is refused). Missing, zero, negative, huge or inconsistent
+// sizes are refused too: InvalidArgument starting with `what`.
+[[nodiscard]] LlamaConfig llama_config_from_json(std::string_view text, const std::string& what,
+                                                 std::vector<std::string>& notes);
+// The same, for callers that show no notes (the trainer's own files, which have none).
 [[nodiscard]] LlamaConfig llama_config_from_json(std::string_view text, const std::string& what);
 // Whether a configuration is the trainer's Llama file ("family": "llama"). A config.json
 // ("model_type": "llama") is read through the family's Hugging Face adapter.

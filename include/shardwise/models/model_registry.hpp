@@ -54,9 +54,21 @@ void register_model_family(ModelFamily family);
     std::string_view json, const std::string& what);
 // The model a Hugging Face config.json describes, through the adapter of the family that reads
 // its "model_type"; null where no family reads it (the planner may still read such a config as
-// a manifest). InvalidArgument starting with `what` where the family refuses a field.
+// a manifest). InvalidArgument starting with `what` where the family refuses a field; a field
+// the family takes without knowing it adds a line to `notes` (docs/huggingface.md).
+[[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
+    std::string_view json, const std::string& what, std::vector<std::string>& notes);
+// The same, for callers that show no notes.
 [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
     std::string_view json, const std::string& what);
+// The model of a Hugging Face folder's config.json, which must be one: InvalidArgument starting
+// with `what` (the file) where the text is no JSON (with the parser's words), no object, has no
+// "model_type" or one no family reads (naming it and the types that are read), or where the
+// family refuses a field.
+[[nodiscard]] std::shared_ptr<const train::ModelDefinition> read_hf_config(
+    std::string_view json, const std::string& what, std::vector<std::string>& notes);
+// "gpt2, llama, mistral": the model_types the registered families read, for messages.
+[[nodiscard]] std::string hf_model_types();
 // Whether a configuration object is a model the registry can build (rather than a manifest or
 // another description).
 [[nodiscard]] bool is_model_config(std::string_view json);

@@ -20,6 +20,9 @@ namespace shardwise {
 // layers and 10^3 tensors per layer at most, so larger counts are typos or hostile input,
 // refused before memory is spent on them.
 inline constexpr std::int64_t kMaxModelLayers = 10000;
+// The largest size a config.json's dimension may have (vocabulary, width, heads, context): the
+// largest published models stay below 2^18, and every product of two stays far from overflow.
+inline constexpr std::int64_t kMaxConfigDimension = std::int64_t{1} << 20;
 inline constexpr std::int64_t kMaxManifestParameters = 1000000;
 
 struct ParameterInfo {
@@ -81,8 +84,13 @@ struct LlamaConfig {
 ModelManifest llama_manifest(const LlamaConfig& config);
 
 // A config.json: "model_type" gpt2 / llama / mistral / qwen2 (or, without it, GPT-2 keys such
-// as n_embd or Llama keys such as hidden_size). "torch_dtype" sets the dtype. Other keys of
-// such configs are ignored; missing required keys and bad values are errors naming the key.
+// as n_embd or Llama keys such as hidden_size), with the defaults of transformers' class for
+// that type. "dtype" (transformers 5) or "torch_dtype" sets the dtype. Other keys of such
+// configs are ignored: the planner counts what a model holds, also where the trainer does not
+// compute what a key asks (biases, sliding windows). Missing required keys and bad values are
+// errors naming the key: sizes that are no integers, below 1, above kMaxConfigDimension (layers
+// above kMaxModelLayers), that do not divide, or an odd rotary head, as the models' readers
+// refuse them (tests/models/hf_config_agreement_test.cpp holds both to it).
 ModelManifest manifest_from_hf_config(std::string_view text);
 
 // A manifest (a JSON object with "parameters") or a config.json.

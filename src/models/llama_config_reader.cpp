@@ -1,0 +1,260 @@
+// The Llama family's reader of a config in Hugging Face's LlamaConfig names: transformers'
+// config.json of a Llama or a Mistral (model_type "llama" or "mistral"), as transformers 4 and 5
+// write it, or the trainer's own model file ("family": "llama").
+#include <optional>
+#include <string>
+
+#include "../detail/json_reader.hpp"
+#include "detail/hf_config_reader.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/models/llama.hpp"
+
+namespace shardwise::models {
+namespace {
+
+constexpr auto kMaxDimension = static_cast<std::size_t>(kMaxConfigDimension);
+constexpr auto kMaxLayers = static_cast<std::size_t>(kMaxModelLayers);
+
+// What a model_type's transformers class takes where its config.json leaves a field out.
+struct TypeDefaults {
+  std::optional<std::size_t> kv_heads;  // none: as many as the query heads
+  std::size_t context = 2048;
+  std::optional<std::size_t> sliding_window;
+};
+
+TypeDefaults defaults_of(const std::string& type) {
+  if (type == "mistral") return {8, 131072, 4096};  // MistralConfig's (Mistral-7B's) defaults
+  return {};                                        // LlamaConfig's
+}
+
+// One rotary object (rope_scaling or rope_parameters), as transformers 5 reads it.
+struct Rope {
+  std::string type = "default";
+  std::optional<double> theta;
+  kernels::RotaryScaling scaling;  // factor 0: unscaled
+
+  // Whether two objects compute alike, a theta left out being `top`.
+  [[nodiscard]] bool same(const Rope& other, double top) const {
+    return type == other.type && theta.value_or(top) == other.theta.value_or(top) &&
+           scaling.factor == other.scaling.factor &&
+           scaling.low_freq_factor == other.scaling.low_freq_factor &&
+           scaling.high_freq_factor == other.scaling.high_freq_factor &&
+           scaling.original_context == other.scaling.original_context;
+  }
+};
+
+// Its type: "rope_type" where given, else the older "type" (transformers 5 reads them in that
+// order; transformers 4's LlamaConfig copied "type" over "rope_type"); a note where both are
+// given and differ.
+std::string rope_type(const detail::HfConfigReader& r, const std::string& key,
+                      const nlohmann::json& rope, std::vector<std::string>& notes) {
+  for (const char* name : {"rope_type", "type"}) {
+    if (rope.contains(name) && !rope[name].is_string()) {
+      r.refuse(key, rope, std::string("its \"") + name + "\" is no name");
+    }
+  }
+  if (!rope.contains("rope_type")) return rope.value("type", "default");
+  const std::string type = rope["rope_type"].get<std::string>();
+  if (rope.contains("type") && rope["type"].get<std::string>() != type) {
+    notes.push_back(r.what() + ": \"" + key + "\" holds \"rope_type\": \"" + echo_input(type, 40) +
+                    "\" and \"type\": \"" + echo_input(rope["type"].get<std::string>(), 40) +
+                    "\"; read as \"" + echo_input(type, 40) +
+                    "\", as transformers 5 reads it (transformers 4 read \"type\")");
+  }
+  return type;
+}
+
+Rope read_rope(const detail::HfConfigReader& r, const std::string& key, const nlohmann::json& rope,
+               bool strict, std::vector<std::string>& notes) {
+  if (!rope.is_object()) r.refuse(key, rope, "expected an object or null");
+  Rope out;
+  out.type = rope_type(r, key, rope, notes);
+  if (out.type != "default" && out.type != "llama3") {
+    r.refuse(key, rope,
+             "shardwise's Llama computes rotary embeddings unscaled (\"default\") or with "
+             "\"llama3\"'s scaling");
+  }
+  static const std::set<std::string> common{"rope_type", "type", "rope_theta",
+                                            "partial_rotary_factor"};
+  static const std::set<std::string> llama3{"factor", "low_freq_factor", "high_freq_factor",
+                                            "original_max_position_embeddings"};
+  for (const auto& item : rope.items()) {
+    if (common.count(item.key()) != 0 || (out.type == "llama3" && llama3.count(item.key()) != 0)) {
+      continue;
+    }
+    const std::string field = echo_input(item.key(), 40);
+    if (strict) r.refuse(key, rope, "its \"" + field + "\" is not a field of type " + out.type);
+    // transformers' rotary functions read only their type's fields.
+    notes.push_back(r.what() + ": field '" + key + "." + field + "' is not read for rotary type " +
+                    out.type + "; taken as not changing the computation");
+  }
+  if (const auto it = rope.find("partial_rotary_factor");
+      it != rope.end() && !it->is_null() && *it != 1.0) {
+    r.refuse(key, rope,
+             "its \"partial_rotary_factor\" is " + echo_input(it->dump(), 20) +
+                 ": shardwise's Llama rotates every dimension of a head (1.0)");
+  }
+  if (rope.contains("rope_theta") && !rope["rope_theta"].is_null()) {
+    out.theta = detail::nested_positive(r, key, rope, "rope_theta", 0, true);
+  }
+  if (out.type == "default") return out;
+  kernels::RotaryScaling& s = out.scaling;
+  s.factor = detail::nested_positive(r, key, rope, "factor", 0, true);
+  s.low_freq_factor = detail::nested_positive(r, key, rope, "low_freq_factor", 0, true);
+  s.high_freq_factor = detail::nested_positive(r, key, rope, "high_freq_factor", 0, true);
+  s.original_context =
+      detail::nested_positive(r, key, rope, "original_max_position_embeddings", 0, true);
+  if (s.high_freq_factor <= s.low_freq_factor) {
+    r.refuse(key, rope, "high_freq_factor must exceed low_freq_factor");
+  }
+  return out;
+}
+
+// rope_theta, rope_scaling (transformers 4) and rope_parameters (transformers 5, which holds
+// rope_theta too): where both objects are given transformers reads rope_scaling, and a
+// rope_theta inside it before the top level's; where the two differ, versions of transformers
+// would compute differently, so it is refused.
+void read_rotary(detail::HfConfigReader& r, bool strict, LlamaConfig& c,
+                 std::vector<std::string>& notes) {
+  const bool has_top = r.find("rope_theta") != nullptr;
+  const double top = r.positive("rope_theta", 10000);
+  std::optional<Rope> scaling;
+  std::optional<Rope> parameters;
+  // An empty object is none (transformers 5: `rope_scaling or rope_parameters`).
+  if (const nlohmann::json* v = r.find("rope_scaling");
+      v != nullptr && *v != nlohmann::json::object()) {
+    scaling = read_rope(r, "rope_scaling", *v, strict, notes);
+  }
+  if (const nlohmann::json* v = r.find("rope_parameters");
+      v != nullptr && *v != nlohmann::json::object()) {
+    parameters = read_rope(r, "rope_parameters", *v, strict, notes);
+  }
+  if (scaling && parameters && !scaling->same(*parameters, top)) {
+    r.refuse("rope_parameters", r.json()["rope_parameters"],
+             "it disagrees with \"rope_scaling\" " +
+                 echo_input(r.json()["rope_scaling"].dump(), 200) +
+                 ", which transformers reads in its place");
+  }
+  const Rope rope = scaling ? *scaling : parameters.value_or(Rope{});
+  if (has_top && rope.theta && top != *rope.theta) {
+    r.refuse("rope_theta", r.json()["rope_theta"],
+             "the rotary object's rope_theta is " + std::to_string(*rope.theta) +
+                 " (transformers 5 reads that one, transformers 4 this one)");
+  }
+  c.rope_theta = rope.theta.value_or(top);
+  c.rope_scaling = rope.scaling;
+  if (const nlohmann::json* v = r.find("partial_rotary_factor"); v != nullptr && *v != 1.0) {
+    r.refuse("partial_rotary_factor", *v,
+             "shardwise's Llama rotates every dimension of a head (1.0)");
+  }
+  if (r.flag("rope_interleaved", false)) {
+    r.refuse("rope_interleaved", true,
+             "shardwise's Llama rotates the two halves of each head against each other, as "
+             "transformers' Llama does; interleaved pairs are not computed");
+  }
+}
+
+// sliding_window (Mistral's): attention to the last `window` tokens. A window no shorter than the
+// context the model is used with changes nothing; a shorter one is refused.
+void read_window(detail::HfConfigReader& r, const TypeDefaults& defaults, const LlamaConfig& c) {
+  (void)r.flag("use_sliding_window", false);  // Qwen2's switch; the window below is checked alike
+  const nlohmann::json* v = r.find("sliding_window");
+  const bool given = v != nullptr;
+  // null says "no window"; only a config without the field takes the type's default.
+  if (!given && r.json().contains("sliding_window")) return;
+  if (given && !(v->is_number_integer() && v->get<std::int64_t>() >= 1)) {
+    r.refuse("sliding_window", *v, "expected null or a number of tokens");
+  }
+  const std::optional<std::size_t> window =
+      given ? std::optional(v->get<std::size_t>()) : defaults.sliding_window;
+  if (!window || *window >= c.context_length) return;
+  const std::string size = std::to_string(*window);
+  const std::string why = "sliding_window " + size + " is below max_position_embeddings " +
+                          std::to_string(c.context_length) +
+                          ": attention limited to a window is not computed by shardwise's Llama";
+  if (given) r.refuse("sliding_window", *v, why);
+  throw InvalidArgument(r.what() + ": \"sliding_window\" is missing, which transformers' " +
+                        "Mistral reads as " + size + "; " + why);
+}
+
+// Fields that would ask for another network: refused where they do.
+void read_architecture(detail::HfConfigReader& r) {
+  if (const nlohmann::json* v = r.find("hidden_act");
+      v != nullptr && *v != "silu" && *v != "swish") {
+    r.refuse("hidden_act", *v,
+             "shardwise's Llama computes SwiGLU with SiLU (\"silu\", also called \"swish\")");
+  }
+  r.require_flag("attention_bias", false, "shardwise's Llama has no attention biases");
+  r.require_flag("mlp_bias", false, "shardwise's Llama has no MLP biases");
+  for (const char* key : {"is_encoder_decoder", "add_cross_attention"}) {
+    r.require_flag(key, false, "shardwise's Llama is a decoder without cross-attention");
+  }
+  if (const nlohmann::json* v = r.find("pruned_heads");
+      v != nullptr && !(v->is_object() && v->empty())) {
+    r.refuse("pruned_heads", *v, "shardwise's Llama has every head of every layer");
+  }
+  if (const nlohmann::json* v = r.find("quantization_config")) {
+    r.refuse("quantization_config", *v,
+             "shardwise reads float weights; a quantized model is not computed");
+  }
+  // Computed alike at any value: tensor-parallel slices of pretraining (sums of the same
+  // products), dropout (shardwise trains without it), nanotron's marker of a Llama.
+  r.take({"pretraining_tp", "attention_dropout", "is_llama_config"});
+}
+
+}  // namespace
+
+LlamaConfig llama_config_from_json(std::string_view text, const std::string& what,
+                                   std::vector<std::string>& notes) {
+  const nlohmann::json json = shardwise::detail::parse_json(text, what);
+  detail::HfConfigReader r(json, what, "shardwise's Llama reader");
+  // The trainer's own file says "family"; an unknown field there is a typo, refused.
+  const bool own_file = json.contains("family");
+  if (const nlohmann::json* v = r.find("family"); v != nullptr && *v != "llama") {
+    r.refuse("family", *v, "expected \"llama\"");
+  }
+  std::string type = "llama";
+  if (const nlohmann::json* v = r.find("model_type")) {
+    if (*v != "llama" && *v != "mistral")
+      r.refuse("model_type", *v, "expected \"llama\" or \"mistral\"");
+    type = v->get<std::string>();
+  }
+  const TypeDefaults defaults = defaults_of(type);
+  LlamaConfig c;
+  c.vocab_size = r.size("vocab_size", kMaxDimension);
+  c.hidden_size = r.size("hidden_size", kMaxDimension);
+  c.intermediate_size = r.size("intermediate_size", kMaxDimension);
+  c.n_layer = r.size("num_hidden_layers", kMaxLayers);
+  c.n_head = r.size("num_attention_heads", kMaxDimension);
+  c.n_kv_head = r.size("num_key_value_heads", kMaxDimension, defaults.kv_heads.value_or(c.n_head));
+  if (r.find("head_dim") == nullptr && c.hidden_size % c.n_head != 0) {
+    throw InvalidArgument(what + ": \"hidden_size\" " + std::to_string(c.hidden_size) +
+                          " is not divisible by \"num_attention_heads\" " +
+                          std::to_string(c.n_head) + " and no \"head_dim\" is given");
+  }
+  c.head_dim = r.size("head_dim", kMaxDimension, c.hidden_size / c.n_head);
+  c.context_length = r.size("max_position_embeddings", kMaxDimension, defaults.context);
+  c.rms_norm_eps = r.positive("rms_norm_eps", 1e-6);
+  c.tie_word_embeddings = r.flag("tie_word_embeddings", false);
+  read_rotary(r, own_file, c, notes);
+  read_window(r, defaults, c);
+  read_architecture(r);
+  if (own_file) {
+    r.refuse_unknown("shardwise's Llama");
+  } else {
+    r.add_notes(notes);
+  }
+  try {
+    validate(c);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(what + ": " + e.what());
+  }
+  return c;
+}
+
+LlamaConfig llama_config_from_json(std::string_view text, const std::string& what) {
+  std::vector<std::string> notes;
+  return llama_config_from_json(text, what, notes);
+}
+
+}  // namespace shardwise::models
