@@ -42,17 +42,44 @@ const HfAdapter& hf_adapter_of(const train::ModelDefinition& model) {
 }
 
 std::shared_ptr<const train::ModelDefinition> HfWeights::folder_model(
-    const std::filesystem::path& file, const HfAdapter& adapter) {
+    const std::filesystem::path& file, const HfAdapter& adapter, std::vector<std::string>& notes) {
   const std::filesystem::path config =
       (file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path()) /
       "config.json";
   return adapter.model_from_hf_config(shardwise::detail::read_file(config.string(), "config.json"),
-                                      "'" + echo_input(config.string(), 200) + "'");
+                                      "'" + echo_input(config.string(), 200) + "'", notes);
+}
+
+std::shared_ptr<const train::ModelDefinition> HfWeights::folder_model(
+    const std::filesystem::path& file, const HfAdapter& adapter) {
+  std::vector<std::string> notes;
+  return folder_model(file, adapter, notes);
 }
 
 namespace {
 
 constexpr std::size_t kMaxParts = 100000;
+
+// A weights file, read through a link where it is one: Hugging Face's cache keeps a snapshot's
+// files as links into ../../blobs/. (A checkpoint's own files are never read through a link:
+// ckpt::CheckpointReader refuses them; this reads the file the link leads to as the file.)
+ckpt::CheckpointReader open_weights(const std::filesystem::path& file) {
+  if (shardwise::detail::path_kind(file) != shardwise::detail::PathKind::kSymlink) {
+    return ckpt::CheckpointReader::from_safetensors(file);
+  }
+  const std::string named = "'" + echo_input(file.string(), 200) + "'";
+  std::error_code error;
+  const std::filesystem::path target = std::filesystem::canonical(file, error);
+  if (error) {
+    throw InvalidArgument(named + " is a link that leads to no file (" + error.message() + ")");
+  }
+  try {
+    return ckpt::CheckpointReader::from_safetensors(target);
+  } catch (const ckpt::CheckpointError& e) {
+    throw ckpt::CheckpointError(named + ", a link to '" + echo_input(target.string(), 200) +
+                                "': " + e.what());
+  }
+}
 
 // The parts a model.safetensors.index.json names (its "weight_map": tensor to file), each a file
 // name in the index's folder; InvalidArgument naming what is wrong.
@@ -91,7 +118,7 @@ HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
       model_(std::move(model)),
       specs_(model_->parameters()) {
   if (file_.filename() != "model.safetensors.index.json") {
-    readers_.push_back(ckpt::CheckpointReader::from_safetensors(file_));
+    readers_.push_back(open_weights(file_));
   } else {
     // A sharded model: every part opened, their tensors one index, each tensor in the part the
     // index says and in no other.
@@ -107,7 +134,7 @@ HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
                             std::to_string(kMaxParts) + " are read");
     }
     for (const std::string& part : parts) {
-      readers_.push_back(ckpt::CheckpointReader::from_safetensors(file_.parent_path() / part));
+      readers_.push_back(open_weights(file_.parent_path() / part));
     }
     for (const auto& [tensor, part] : entries) {
       if (readers_[part_index.at(part)].index().find(tensor) == nullptr) {

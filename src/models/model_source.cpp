@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../detail/file_io.hpp"
+#include "../detail/json_reader.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/ckpt/checkpoint_folders.hpp"
 #include "shardwise/ckpt/checkpoint_reader.hpp"
@@ -14,35 +15,53 @@
 namespace shardwise::models {
 namespace {
 
-// config.json's eos_token_id: an id, a list of them, or null.
-std::vector<std::int64_t> end_tokens(const std::string& config, const std::string& what) {
-  const nlohmann::json parsed = nlohmann::json::parse(config);
-  const auto found = parsed.find("eos_token_id");
-  if (found == parsed.end() || found->is_null()) return {};
+// A file's eos_token_id: an id or a list of them; none where it is absent or null.
+std::optional<std::vector<std::int64_t>> end_tokens(const nlohmann::json& file,
+                                                    const std::string& what) {
+  const auto found = file.find("eos_token_id");
+  if (found == file.end() || found->is_null()) return std::nullopt;
   const nlohmann::json ids = found->is_array() ? *found : nlohmann::json::array({*found});
   std::vector<std::int64_t> tokens;
   for (const nlohmann::json& id : ids) {
     if (!id.is_number_integer()) {
-      throw InvalidArgument(what + ": config.json's eos_token_id holds " +
-                            echo_input(id.dump(), 80) + ", not an id");
+      throw InvalidArgument(what + ": \"eos_token_id\" holds " + echo_input(id.dump(), 80) +
+                            ", not a token id");
     }
     tokens.push_back(id.get<std::int64_t>());
   }
   return tokens;
 }
 
-ModelSource hugging_face_source(const std::filesystem::path& folder, const std::string& field) {
-  const std::string what = field + " '" + echo_input(folder.string(), 200) + "'";
-  const std::string config = shardwise::detail::read_file((folder / "config.json").string(), field);
-  std::shared_ptr<const train::ModelDefinition> model = model_from_hf_config(config, what);
-  if (!model) {
-    throw InvalidArgument(what + ": no registered family reads its config.json's model_type");
+// What generation stops on, as transformers' generate() does: generation_config.json's
+// eos_token_id where the folder has one that says it, else config.json's.
+std::vector<std::int64_t> folder_end_tokens(const std::filesystem::path& folder,
+                                            const std::string& config,
+                                            const std::string& config_what,
+                                            const std::string& field) {
+  const std::filesystem::path file = folder / "generation_config.json";
+  if (shardwise::detail::path_kind(file) != shardwise::detail::PathKind::kAbsent) {
+    const std::string what = field + " '" + echo_input(file.string(), 200) + "'";
+    const nlohmann::json generation =
+        shardwise::detail::parse_json(shardwise::detail::read_file(file.string(), field), what);
+    if (!generation.is_object()) {
+      throw InvalidArgument(what + " holds " + echo_input(generation.dump(), 60) +
+                            ", not a JSON object of generation settings");
+    }
+    if (auto tokens = end_tokens(generation, what)) return *tokens;
   }
+  return end_tokens(nlohmann::json::parse(config), config_what)
+      .value_or(std::vector<std::int64_t>{});
+}
+
+ModelSource hugging_face_source(const std::filesystem::path& folder, const std::string& field) {
+  const std::filesystem::path file = folder / "config.json";
+  const std::string what = field + " '" + echo_input(file.string(), 200) + "'";
+  const std::string config = shardwise::detail::read_file(file.string(), field);
   ModelSource source;
-  source.end_tokens = end_tokens(config, what);
+  source.model = read_hf_config(config, what, source.notes);
+  source.end_tokens = folder_end_tokens(folder, config, what, field);
   source.words = "Hugging Face folder '" + echo_input(folder.string(), 200) + "'";
-  source.values = hf_initial_values(folder.string(), model);
-  source.model = std::move(model);
+  source.values = hf_initial_values(folder.string(), source.model);
   std::error_code error;
   if (std::filesystem::is_regular_file(folder / "tokenizer.json", error)) {
     source.tokenizer = folder / "tokenizer.json";

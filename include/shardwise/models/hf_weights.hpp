@@ -1,7 +1,8 @@
 #pragma once
 // A Hugging Face weights file read as a model's parameters, through its family's adapter: found
 // in a folder (model.safetensors, or model.safetensors.index.json and the parts it names, as
-// transformers shards a model; a folder of other formats refused naming what it holds), checked
+// transformers shards a model, each read through a link where it is one, as Hugging Face's cache
+// keeps them; a folder of other formats refused naming what it holds), checked
 // whole against the model before any value is read (every parameter present in the family's layout
 // and a float dtype, no tensor but buffers and tied copies besides), then read block by block, each
 // block's values finite and a tied copy equal to its parameter. `shardwise ckpt import` and
@@ -36,7 +37,11 @@ class HfWeights {
             std::shared_ptr<const train::ModelDefinition> model);
 
   [[nodiscard]] const std::filesystem::path& file() const { return file_; }
-  // The model the file's folder's config.json describes, by `adapter`.
+  // The model the file's folder's config.json describes, by `adapter`; a field the reader takes
+  // without knowing it adds a line to `notes`.
+  [[nodiscard]] static std::shared_ptr<const train::ModelDefinition> folder_model(
+      const std::filesystem::path& file, const HfAdapter& adapter, std::vector<std::string>& notes);
+  // The same, for callers that show no notes.
   [[nodiscard]] static std::shared_ptr<const train::ModelDefinition> folder_model(
       const std::filesystem::path& file, const HfAdapter& adapter);
 

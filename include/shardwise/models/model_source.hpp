@@ -2,7 +2,9 @@
 // A trained model wherever a user keeps it, ready to compute with on any layout: a checkpoint
 // (a folder holding index.json), the newest checkpoint in a `--save` folder, or a Hugging Face
 // folder (config.json and model.safetensors, or a sharded model.safetensors.index.json) of a
-// registered family. `shardwise generate` and `shardwise ckpt loss` read models through it.
+// registered family, also as Hugging Face's cache keeps it (models--org--name/snapshots/<rev>/,
+// whose files are links into ../../blobs/). `shardwise generate` and `shardwise ckpt loss` read
+// models through it.
 
 #include <cstdint>
 #include <filesystem>
@@ -39,9 +41,15 @@ struct ModelSource {
   std::optional<std::int64_t> step;  // a checkpoint's
   // The folder's tokenizer.json (Hugging Face folders); empty where there is none.
   std::filesystem::path tokenizer;
-  // The ids that end a text: config.json's eos_token_id (one or a list) where it has one, as
-  // the file says them (a generator checks them against the vocabulary where it uses them).
+  // The ids that end a text, as transformers' generate() stops on them: a Hugging Face
+  // folder's generation_config.json's eos_token_id (one or a list: Llama 3's instruct models
+  // stop on three) where it says one, else config.json's; as the files say them (a generator
+  // checks them against the vocabulary where it uses them).
   std::vector<std::int64_t> end_tokens;
+  // What the model's reader took without knowing it, one line each, naming the file and the
+  // field ("... field 'foo' is not known to shardwise's Llama reader; taken as not changing the
+  // computation"): for a command to show once (rank 0, stderr). Empty for checkpoints.
+  std::vector<std::string> notes;
   // Fills any rank's blocks of the model's parameters with the source's values, each checked
   // finite (train::InitialValues: the same call a run's --init-from makes).
   train::InitialValues values;
