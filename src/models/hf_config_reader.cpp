@@ -152,10 +152,18 @@ std::vector<std::string> HfConfigReader::unknown_fields() const {
   return fields;
 }
 
-void HfConfigReader::add_notes(std::vector<std::string>& notes) const {
+void HfConfigReader::note(std::vector<std::string>& notes, std::string text) {
+  if (++noted_ <= kMaxNotes) notes.push_back(std::move(text));
+}
+
+void HfConfigReader::add_notes(std::vector<std::string>& notes) {
   for (const std::string& field : unknown_fields()) {
-    notes.push_back(what_ + ": field '" + echo_input(field, 60) + "' is not known to " + reader_ +
+    note(notes, what_ + ": field '" + echo_input(field, 60) + "' is not known to " + reader_ +
                     "; taken as not changing the computation");
+  }
+  if (noted_ > kMaxNotes) {
+    notes.push_back(what_ + ": " + std::to_string(noted_ - kMaxNotes) +
+                    " more fields are taken as not changing the computation");
   }
 }
 

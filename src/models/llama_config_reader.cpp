@@ -46,8 +46,8 @@ struct Rope {
 // Its type: "rope_type" where given, else the older "type" (transformers 5 reads them in that
 // order; transformers 4's LlamaConfig copied "type" over "rope_type"); a note where both are
 // given and differ.
-std::string rope_type(const detail::HfConfigReader& r, const std::string& key,
-                      const nlohmann::json& rope, std::vector<std::string>& notes) {
+std::string rope_type(detail::HfConfigReader& r, const std::string& key, const nlohmann::json& rope,
+                      std::vector<std::string>& notes) {
   for (const char* name : {"rope_type", "type"}) {
     if (rope.contains(name) && !rope[name].is_string()) {
       r.refuse(key, rope, std::string("its \"") + name + "\" is no name");
@@ -56,15 +56,15 @@ std::string rope_type(const detail::HfConfigReader& r, const std::string& key,
   if (!rope.contains("rope_type")) return rope.value("type", "default");
   const std::string type = rope["rope_type"].get<std::string>();
   if (rope.contains("type") && rope["type"].get<std::string>() != type) {
-    notes.push_back(r.what() + ": \"" + key + "\" holds \"rope_type\": \"" + echo_input(type, 40) +
-                    "\" and \"type\": \"" + echo_input(rope["type"].get<std::string>(), 40) +
-                    "\"; read as \"" + echo_input(type, 40) +
-                    "\", as transformers 5 reads it (transformers 4 read \"type\")");
+    r.note(notes, r.what() + ": \"" + key + "\" holds \"rope_type\": \"" + echo_input(type, 40) +
+                      "\" and \"type\": \"" + echo_input(rope["type"].get<std::string>(), 40) +
+                      "\"; read as \"" + echo_input(type, 40) +
+                      "\", as transformers 5 reads it (transformers 4 read \"type\")");
   }
   return type;
 }
 
-Rope read_rope(const detail::HfConfigReader& r, const std::string& key, const nlohmann::json& rope,
+Rope read_rope(detail::HfConfigReader& r, const std::string& key, const nlohmann::json& rope,
                bool strict, std::vector<std::string>& notes) {
   if (!rope.is_object()) r.refuse(key, rope, "expected an object or null");
   Rope out;
@@ -85,8 +85,8 @@ Rope read_rope(const detail::HfConfigReader& r, const std::string& key, const nl
     const std::string field = echo_input(item.key(), 40);
     if (strict) r.refuse(key, rope, "its \"" + field + "\" is not a field of type " + out.type);
     // transformers' rotary functions read only their type's fields.
-    notes.push_back(r.what() + ": field '" + key + "." + field + "' is not read for rotary type " +
-                    out.type + "; taken as not changing the computation");
+    r.note(notes, r.what() + ": field '" + key + "." + field + "' is not read for rotary type " +
+                      out.type + "; taken as not changing the computation");
   }
   if (const auto it = rope.find("partial_rotary_factor");
       it != rope.end() && !it->is_null() && *it != 1.0) {

@@ -95,6 +95,19 @@ TEST(LlamaConfigReader, AFieldNeverSeenIsTakenWithOneNoteNamingIt) {
                           "shardwise's Llama reader; taken as not changing the computation"));
 }
 
+// A file of many unknown fields makes a bounded number of lines: the first 16 named, the rest
+// counted.
+TEST(LlamaConfigReader, ManyUnknownFieldsMakeABoundedNumberOfNotes) {
+  nlohmann::json config = base();
+  for (int i = 0; i < 100; ++i) config["field_" + std::to_string(100 + i)] = i;
+  std::vector<std::string> notes;
+  EXPECT_EQ(read(config, &notes), read(base()));
+  ASSERT_EQ(notes.size(), 17U);
+  EXPECT_THAT(notes.front(), HasSubstr("field 'field_100' is not known"));
+  EXPECT_EQ(notes.back(),
+            "'config.json': 84 more fields are taken as not changing the computation");
+}
+
 // The trainer's own file: a field it does not know is a typo, refused.
 TEST(LlamaConfigReader, TheTrainersOwnFileRefusesAFieldNeverSeen) {
   nlohmann::json own = base();

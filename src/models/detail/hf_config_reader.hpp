@@ -50,10 +50,14 @@ class HfConfigReader {
   // family computes instead.
   void require_flag(const std::string& key, bool expected, const std::string& why);
 
+  // Adds `text` to `notes`: the first kMaxNotes of a file's notes, the rest counted (a hostile
+  // file of a million unknown fields makes one more line, not a million).
+  void note(std::vector<std::string>& notes, std::string text);
+  static constexpr std::size_t kMaxNotes = 16;
   // One note for each field neither read, taken nor metadata:
   // "'x/config.json': field 'foo' is not known to shardwise's Llama reader; taken as not
-  // changing the computation".
-  void add_notes(std::vector<std::string>& notes) const;
+  // changing the computation"; then, where more were noted than shown, how many more.
+  void add_notes(std::vector<std::string>& notes);
   // The first such field refused instead (shardwise's own model files, where an unknown field
   // is a typo: "num_hiden_layers").
   void refuse_unknown(const std::string& family_words) const;
@@ -68,6 +72,7 @@ class HfConfigReader {
   std::string what_;
   std::string reader_;
   std::set<std::string> known_;
+  std::size_t noted_ = 0;
 };
 
 // A number in a nested object (rope_parameters' factor): finite and positive, `fallback` where
