@@ -33,24 +33,30 @@ std::optional<std::vector<std::int64_t>> end_tokens(const nlohmann::json& file,
 }
 
 // What generation stops on, as transformers' generate() does: generation_config.json's
-// eos_token_id where the folder has one that says it, else config.json's.
-std::vector<std::int64_t> folder_end_tokens(const std::filesystem::path& folder,
-                                            const std::string& config,
-                                            const std::string& config_what,
-                                            const std::string& field) {
+// eos_token_id where the folder has one that says it, else config.json's; into `source`'s
+// end_tokens, with the file they came from.
+void read_end_tokens(const std::filesystem::path& folder, const std::string& config,
+                     const std::string& field, ModelSource& source) {
   const std::filesystem::path file = folder / "generation_config.json";
   if (shardwise::detail::path_kind(file) != shardwise::detail::PathKind::kAbsent) {
-    const std::string what = field + " '" + echo_input(file.string(), 200) + "'";
-    const nlohmann::json generation =
-        shardwise::detail::parse_json(shardwise::detail::read_file(file.string(), field), what);
+    const std::string what = "'" + echo_input(file.string(), 200) + "'";
+    const nlohmann::json generation = shardwise::detail::parse_json(
+        shardwise::detail::read_file(file.string(), field), field + " " + what);
     if (!generation.is_object()) {
-      throw InvalidArgument(what + " holds " + echo_input(generation.dump(), 60) +
+      throw InvalidArgument(field + " " + what + " holds " + echo_input(generation.dump(), 60) +
                             ", not a JSON object of generation settings");
     }
-    if (auto tokens = end_tokens(generation, what)) return *tokens;
+    if (auto tokens = end_tokens(generation, field + " " + what)) {
+      source.end_tokens = std::move(*tokens);
+      source.end_tokens_from = what;
+      return;
+    }
   }
-  return end_tokens(nlohmann::json::parse(config), config_what)
-      .value_or(std::vector<std::int64_t>{});
+  const std::string what = "'" + echo_input((folder / "config.json").string(), 200) + "'";
+  if (auto tokens = end_tokens(nlohmann::json::parse(config), field + " " + what)) {
+    source.end_tokens = std::move(*tokens);
+    source.end_tokens_from = what;
+  }
 }
 
 ModelSource hugging_face_source(const std::filesystem::path& folder, const std::string& field) {
@@ -59,7 +65,7 @@ ModelSource hugging_face_source(const std::filesystem::path& folder, const std::
   const std::string config = shardwise::detail::read_file(file.string(), field);
   ModelSource source;
   source.model = read_hf_config(config, what, source.notes);
-  source.end_tokens = folder_end_tokens(folder, config, what, field);
+  read_end_tokens(folder, config, field, source);
   source.words = "Hugging Face folder '" + echo_input(folder.string(), 200) + "'";
   source.values = hf_initial_values(folder.string(), source.model);
   std::error_code error;

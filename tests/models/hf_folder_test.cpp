@@ -106,10 +106,14 @@ TEST(HfFolder, StopIdsComeFromGenerationConfigWhereItSaysThem) {
             "top_p": 0.9, "transformers_version": "4.42.3"})");
   EXPECT_THAT(open_model_source(folder.string(), "model").end_tokens, ElementsAre(1, 8, 9));
   write(folder / "generation_config.json", R"({"eos_token_id": 7})");
-  EXPECT_THAT(open_model_source(folder.string(), "model").end_tokens, ElementsAre(7));
+  const ModelSource source = open_model_source(folder.string(), "model");
+  EXPECT_THAT(source.end_tokens, ElementsAre(7));
+  EXPECT_EQ(source.end_tokens_from, "'" + (folder / "generation_config.json").string() + "'");
   // One that says none: config.json's.
   write(folder / "generation_config.json", R"({"eos_token_id": null, "max_length": 20})");
-  EXPECT_THAT(open_model_source(folder.string(), "model").end_tokens, ElementsAre(2));
+  const ModelSource fallback = open_model_source(folder.string(), "model");
+  EXPECT_THAT(fallback.end_tokens, ElementsAre(2));
+  EXPECT_EQ(fallback.end_tokens_from, "'" + (folder / "config.json").string() + "'");
 }
 
 TEST(HfFolder, AMalformedGenerationConfigIsRefusedNamingTheFile) {

@@ -46,6 +46,9 @@ struct ModelSource {
   // stop on three) where it says one, else config.json's; as the files say them (a generator
   // checks them against the vocabulary where it uses them).
   std::vector<std::int64_t> end_tokens;
+  // The file they came from, quoted, for messages ("'gpt2/generation_config.json'"); empty
+  // where there are none.
+  std::string end_tokens_from;
   // What the model's reader took without knowing it, one line each, naming the file and the
   // field ("... field 'foo' is not known to shardwise's Llama reader; taken as not changing the
   // computation"): for a command to show once (rank 0, stderr). Empty for checkpoints.
