@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """shardwise's tokenizer against Hugging Face's `tokenizers` itself on thousands of random
 strings (random code points of every plane mixed with words, digit runs, contractions, runs of
-every kind of space, the special tokens) and random id sequences, for each tokenizer.json of
-tests/text/fixtures/, through tests/text/tokenizer_driver.cpp.
+every kind of space, the special tokens), long runs of one kind of character (20,000 digits,
+spaces, line breaks, ...), long texts of random strings and random id sequences, for each
+tokenizer.json of tests/text/fixtures/, through tests/text/tokenizer_driver.cpp.
 
   tokenizer_interop_test.py DRIVER FIXTURES_DIR [CASES_PER_FILE]
 
@@ -35,6 +36,10 @@ CONTRACTIONS = ["'s", "'S", "'t", "'T", "'re", "'RE", "'Re", "'ve", "'m", "'M", 
                 "'lL", "'d", "'D", "'\u017f", "'", "''", "'x", "'l", "'r"]
 SPECIALS = ["<|endoftext|>", "<|begin_of_text|>", "<|end_of_text|>", "<|im_start|>",
             "<|im_end|>", "<sep>", "<|endoftext", "<|"]
+# Runs that a scanner or a merge loop handles as one piece: each run and its prefix of 1,000.
+LONG_RUN_UNITS = ["1", "123", " ", "\n", " \n", "\r\n", "\t", "!", "a", "'", "'s", "\u2581",
+                  "\u00e9", "\U0001f600", "a ", "1 "]
+LONG_RUN_LENGTH = 20000
 PUNCTUATION = "!\"#$%&()*+,-./:;<=>?@[\\]^_`{|}~¡¿«»“”‘’…—–·•"
 
 
@@ -81,6 +86,11 @@ def check(driver, path, count, rng):
     tokenizer = Tokenizer.from_file(path)
     size = tokenizer.get_vocab_size(with_added_tokens=True)
     texts = [random_text(rng) for _ in range(count)]
+    # ... and long texts of random strings, each a long word for a tokenizer that splits little.
+    runs = [unit * (length // len(unit)) for unit in LONG_RUN_UNITS
+            for length in (1000, LONG_RUN_LENGTH)]
+    runs += ["".join(random_text(rng) for _ in range(200)) for _ in range(max(1, count // 50))]
+    texts += runs
     sequences = [[rng.randrange(size) for _ in range(rng.randint(1, 16))] for _ in range(count)]
     with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8", delete=False) as f:
         json.dump({"texts": texts, "decode": sequences}, f)
@@ -97,7 +107,8 @@ def check(driver, path, count, rng):
         for key, special in (("encode", True), ("encode_without_special", False)):
             theirs = tokenizer.encode(text, add_special_tokens=special).ids
             if ours[key][i] != theirs:
-                failures.append(f"{key}({text!r}): shardwise {ours[key][i]}, tokenizers {theirs}")
+                failures.append(f"{key}({text[:200]!r}): shardwise {ours[key][i][:50]}, "
+                                f"tokenizers {theirs[:50]}")
     for i, ids in enumerate(sequences):
         for key, skip in (("decode", False), ("decode_skipping_special", True)):
             theirs = tokenizer.decode(ids, skip_special_tokens=skip)
@@ -105,7 +116,8 @@ def check(driver, path, count, rng):
                 failures.append(f"{key}({ids}): shardwise {ours[key][i]!r}, "
                                 f"tokenizers {theirs!r}")
     name = os.path.basename(path)
-    print(f"{name}: {count} strings, {count} id sequences, {len(failures)} differences")
+    print(f"{name}: {count} strings, {len(runs)} long runs and texts, {count} id sequences, "
+          f"{len(failures)} differences")
     for failure in failures[:10]:
         print("  " + failure)
     return not failures
