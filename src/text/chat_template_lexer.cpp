@@ -46,12 +46,21 @@ class Lexer {
   }
 
  private:
+  // Positions are asked for in increasing order (but for errors): counting the columns on
+  // from the last one keeps a long single-line template linear.
   Pos pos_of(std::size_t offset) const {
     const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset) - 1;
+    std::size_t from = *it;
     int column = 1;
-    for (std::size_t i = *it; i < offset; ++i) {
+    if (last_offset_ >= *it && last_offset_ <= offset) {
+      from = last_offset_;
+      column = last_column_;
+    }
+    for (std::size_t i = from; i < offset; ++i) {
       if ((static_cast<unsigned char>(src_[i]) & 0xc0) != 0x80) ++column;
     }
+    last_offset_ = offset;
+    last_column_ = column;
     return Pos{static_cast<int>(it - line_starts_.begin()) + 1, column};
   }
 
@@ -324,6 +333,8 @@ class Lexer {
   std::vector<Piece> pieces_;
   std::size_t at_ = 0;
   bool line_starting_ = true;
+  mutable std::size_t last_offset_ = 0;
+  mutable int last_column_ = 1;
 };
 
 }  // namespace

@@ -39,6 +39,9 @@ class StatementParser {
         ++at_;
         continue;
       }
+      for (const Token& t : piece.tokens) {
+        if (t.type == Token::Type::kName && t.text == "loop") ++loop_mentions_;
+      }
       ExprParser p(piece.tokens);
       if (piece.type == Piece::Type::kVariable) {
         Node n;
@@ -148,7 +151,9 @@ class StatementParser {
     end_tag(p);
     ++loops_;
     std::string stop;
+    const std::size_t mentions = loop_mentions_;
     n.body = parse_body({"else", "endfor"}, stop, depth + 1);
+    n.uses_loop = loop_mentions_ != mentions;
     --loops_;
     if (stop == "else") {
       ExprParser q = open_tag();
@@ -234,6 +239,7 @@ class StatementParser {
   std::size_t at_ = 0;
   int loops_ = 0;
   int captures_ = 0;
+  std::size_t loop_mentions_ = 0;
   Pos open_pos_;
 };
 

@@ -165,7 +165,7 @@ void Renderer::render_for(const Node& node) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     count_iteration();
     ScopeGuard scope(scopes_);
-    assign("loop", Value::of_dict(loop_variables(items, i)));
+    if (node.uses_loop) assign("loop", Value::of_dict(loop_variables(items, i)));
     unpack(node.targets, items[i]);
     if (render_body(node.body) == Flow::kBreak) break;
   }

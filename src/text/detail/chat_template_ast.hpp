@@ -88,6 +88,7 @@ struct Node {
   Body body;
   Body else_body;
   std::vector<std::pair<std::string, ExprPtr>> params;  // a macro's, with defaults or null
+  bool uses_loop = false;  // a for whose body names `loop` (else its variables are not made)
 };
 
 // The statements of a template; SyntaxFailure where it is malformed or not implemented.
