@@ -9,8 +9,10 @@ parallel layouts, computed by shardwise's C++ library.
                                                 shape=(4096, 1024))       # P('model', None)
     sw.NamedSharding(config.to_mesh(), spec).devices_indices_map((4096, 1024))
 
-Neither JAX nor PyTorch is a dependency. Where JAX is installed, meshes, specs and shardings
-convert with .to_jax() and sw.from_jax(...), and apply_sharding places JAX arrays and Flax NNX
+Neither JAX nor PyTorch is a dependency. Where JAX is installed, the strategies answer with
+jax.sharding.PartitionSpec (imported on the first such answer, not by `import shardwise`),
+which shardwise's functions take as they take their own; meshes, specs and shardings convert
+with sw.to_jax(...) and sw.from_jax(...), and apply_sharding places JAX arrays and Flax NNX
 models with jax.device_put; where PyTorch is installed, sw.to_dtensor_placements gives DTensor's
 placements. sw.plan and sw.search predict memory, traffic and step time of layouts.
 """

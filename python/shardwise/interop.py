@@ -4,9 +4,11 @@ A shardwise Mesh's device ids are positions in ``jax.devices()``: device id i is
 ``jax.devices()[i]``, and a JAX mesh converts back by its devices' ids.
 """
 
+import operator
 from typing import Any, NamedTuple, Optional, Tuple
 
-from ._shardwise import InvalidArgument, Mesh, NamedSharding, PartitionSpec, to_placements
+from ._shardwise import (InvalidArgument, Mesh, NamedSharding, PartitionSpec, _spec_from,
+                         to_placements)
 
 
 def _jax():
@@ -22,6 +24,8 @@ def _jax_mesh(mesh, devices=None):
 
     jax = _jax()
     available = list(devices) if devices is not None else jax.devices()
+    if isinstance(devices, str) or not all(isinstance(d, jax.Device) for d in available):
+        raise InvalidArgument(f"devices is {devices!r}; expected a sequence of JAX devices")
     ids = mesh.devices
     if max(ids) >= len(available):
         raise InvalidArgument(
@@ -32,11 +36,15 @@ def _jax_mesh(mesh, devices=None):
 
 
 def to_jax(value, devices=None):
-    """A shardwise Mesh, PartitionSpec or NamedSharding as JAX's own type.
+    """A shardwise Mesh, PartitionSpec or NamedSharding as JAX's own type; JAX's own types as
+    they are (the strategies' specs are JAX's already where JAX is installed).
 
     devices: the JAX devices that device ids index (default ``jax.devices()``).
     """
     jax = _jax()
+    if isinstance(value, (jax.sharding.PartitionSpec, jax.sharding.Mesh,
+                          jax.sharding.NamedSharding)):
+        return value
     if isinstance(value, PartitionSpec):
         return jax.sharding.PartitionSpec(*value)
     if isinstance(value, Mesh):
@@ -48,26 +56,31 @@ def to_jax(value, devices=None):
                 "split dimension divisible")
         return jax.sharding.NamedSharding(_jax_mesh(value.mesh, devices),
                                           jax.sharding.PartitionSpec(*value.spec))
-    raise InvalidArgument(f"to_jax takes a Mesh, PartitionSpec or NamedSharding, not {value!r}")
+    raise InvalidArgument(f"value is {value!r}; to_jax takes a Mesh, PartitionSpec or "
+                          "NamedSharding")
 
 
 def from_jax(value):
-    """A jax.sharding Mesh, PartitionSpec or NamedSharding as shardwise's type."""
+    """A jax.sharding Mesh, PartitionSpec or NamedSharding as shardwise's type; shardwise's own
+    types as they are."""
+    if isinstance(value, (PartitionSpec, Mesh, NamedSharding)):
+        return value
     jax = _jax()
     if isinstance(value, jax.sharding.PartitionSpec):
-        return PartitionSpec(*tuple(value))
+        return _spec_from(value, "value")
     if isinstance(value, jax.sharding.Mesh):
         return Mesh(tuple(value.devices.shape), tuple(value.axis_names),
                     devices=[d.id for d in value.devices.flat])
     if isinstance(value, jax.sharding.NamedSharding):
         return NamedSharding(from_jax(value.mesh), from_jax(value.spec))
     raise InvalidArgument(
-        f"from_jax takes a jax.sharding Mesh, PartitionSpec or NamedSharding, not {value!r}")
+        f"value is {value!r}; from_jax takes a jax.sharding Mesh, PartitionSpec or NamedSharding")
 
 
 def to_dtensor_placements(mesh, spec, shape=None):
     """The DTensor placements of ``spec`` on ``mesh``: one per mesh axis, ``Shard(d)`` or
-    ``Replicate()`` from torch.distributed.tensor.
+    ``Replicate()`` from torch.distributed.tensor. spec: shardwise's or JAX's PartitionSpec, a
+    tuple of entries or a spec's text.
 
     Where several mesh axes split one dimension, DTensor orders them by mesh axis (the earlier
     axis major), as ``P(('data', 'model'))`` on a mesh of ('data', 'model') does; a spec that
@@ -85,7 +98,11 @@ def to_dtensor_placements(mesh, spec, shape=None):
         except ImportError as missing:
             raise ImportError("to_dtensor_placements needs PyTorch: pip install torch") \
                 from missing
-    spec = spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec)
+    if not isinstance(mesh, Mesh):
+        raise InvalidArgument(f"mesh is {mesh!r}; expected a shardwise Mesh")
+    spec = _spec_from(spec, "spec")
+    if shape is not None:
+        shape = _sizes(shape, "shape")
     if shape is not None and len(spec) > len(shape):
         raise InvalidArgument(f"{spec!r} has {len(spec)} entries; the array has {len(shape)} "
                               "dimensions")
@@ -115,6 +132,24 @@ def to_dtensor_placements(mesh, spec, shape=None):
     return placements
 
 
+def _sizes(shape, field):
+    """A shape (a tuple of sizes, or an array's) as a tuple of ints, or InvalidArgument."""
+    shape = getattr(shape, "shape", shape)
+    if not isinstance(shape, (tuple, list)):
+        raise InvalidArgument(f"{field} is {shape!r}; expected a tuple of sizes or an array")
+    sizes = []
+    for d, size in enumerate(shape):
+        try:
+            if isinstance(size, bool):
+                raise TypeError
+            sizes.append(operator.index(size))
+        except TypeError:
+            raise InvalidArgument(f"{field}[{d}] is {size!r}; expected a size") from None
+        if sizes[-1] < 0:
+            raise InvalidArgument(f"{field}[{d}] is {size}; a size is 0 or more")
+    return tuple(sizes)
+
+
 class FlaxParameter(NamedTuple):
     """One parameter of a Flax NNX model: its dotted path, the nnx Variable, the Variable's
     array, and the logical names nnx.with_partitioning gave it (None where it gave none)."""
@@ -130,6 +165,8 @@ def flax_parameters(model):
         from flax import nnx
     except ImportError as missing:
         raise ImportError("flax_parameters needs Flax: pip install flax") from missing
+    if not isinstance(model, (nnx.Module, nnx.State)):
+        raise InvalidArgument(f"model is {model!r}; expected a Flax NNX model or state")
     state = nnx.state(model, nnx.Param) if isinstance(model, nnx.Module) else model
     flat = nnx.to_flat_state(state) if hasattr(nnx, "to_flat_state") else state.flat_state()
     parameters = []

@@ -10,7 +10,8 @@ The mesh is a shardwise Mesh (device id i is ``jax.devices()[i]``) or a jax.shar
 
 import sys
 
-from ._shardwise import InvalidArgument, Mesh, MultiDimensionalStrategy, ShardingStrategy
+from ._shardwise import (InvalidArgument, Mesh, MultiDimensionalStrategy, NamedSharding,
+                         ShardingStrategy)
 from .interop import flax_parameters, from_jax, to_jax
 
 
@@ -18,6 +19,11 @@ class HostShards:
     """An array split as a NamedSharding says: ``blocks[device]`` is that device's view."""
 
     def __init__(self, array, sharding):
+        if not isinstance(sharding, NamedSharding):
+            raise InvalidArgument(f"sharding is {sharding!r}; expected a shardwise NamedSharding")
+        if not hasattr(array, "shape"):
+            raise InvalidArgument(f"array is {type(array).__name__}; expected an array with a "
+                                  "shape")
         self.sharding = sharding
         self.shape = tuple(array.shape)
         self.blocks = {}
@@ -53,6 +59,8 @@ def _shardwise_mesh(mesh):
 
 def apply_sharding(strategy, array, mesh):
     """``array`` laid out by ``strategy`` on ``mesh`` (see the module's documentation)."""
+    if not isinstance(strategy, ShardingStrategy):
+        raise InvalidArgument(f"strategy is {strategy!r}; expected a ShardingStrategy")
     mesh = _shardwise_mesh(mesh)
     nnx = _nnx()
     if nnx is not None and isinstance(array, (nnx.Module, nnx.State)):

@@ -35,6 +35,27 @@ _DTYPES = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f
            "int32": "i32", "int64": "i64", "uint8": "u8", "int8": "i8", "bool": "bool"}
 
 
+def _text(value, field):
+    """``value``, a str UTF-8 encodes; InvalidArgument naming ``field`` for a lone surrogate."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidArgument(f"{field} is {value!r}, which is not valid text: a lone surrogate "
+                              f"at index {e.start}") from None
+    return value
+
+
+def _path_text(path, field):
+    """A path as the file system holds it (os.fsdecode's escapes of bytes that are not UTF-8
+    pass); InvalidArgument naming ``field`` for a str no file name can be."""
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as e:
+        raise InvalidArgument(f"{field} is {path!r}, which is not valid text nor a file name: a "
+                              f"lone surrogate at index {e.start}") from None
+    return path
+
+
 def _read_text(path, what):
     if not os.path.isfile(path):
         raise InvalidArgument(f"{what} '{path}' is not a readable regular file")
@@ -86,7 +107,7 @@ def _entry(name, value, axes=None):
     else:
         raise InvalidArgument(f"parameter '{name}' is {value!r}; expected an array, a shape or "
                               "(shape, logical axes)")
-    entry = {"name": str(name), "shape": list(shape),
+    entry = {"name": _text(str(name), "model: parameter name"), "shape": list(shape),
              "dtype": _dtype_name(value.dtype, name) if hasattr(value, "dtype") else "f32"}
     if axes is not None:
         entry["logical_axes"] = [a if a else None for a in axes]
@@ -144,7 +165,7 @@ def manifest_of(model):
     if isinstance(model, ModelManifest):
         return model
     if isinstance(model, (str, os.PathLike)):
-        path = os.fspath(model)
+        path = _path_text(os.fspath(model), "model")
         if path in _TRAINER_PRESETS and not os.path.exists(path):
             raise InvalidArgument(
                 f"model '{path}' is a preset of `shardwise train`; the Python planner reads "
@@ -182,6 +203,8 @@ def _cluster(device, devices, devices_per_node):
         return device
     if isinstance(device, dict):
         return Cluster.from_json(json.dumps(device), devices)
+    if isinstance(device, str):
+        _path_text(device, "device")
     if isinstance(device, (str, os.PathLike)) and os.path.isfile(device):
         return Cluster.from_json(_read_text(os.fspath(device), "device"), devices)
     if device == "cpu":
@@ -201,6 +224,7 @@ def _layout(layout, zero, microbatches, schedule, virtual_stages, stage_layers, 
         return layout
     if isinstance(layout, str):
         # As `shardwise plan --layout` reads it: a mesh's text.
+        _text(layout, "layout")
         try:
             mesh = Mesh.parse(layout)
         except ValueError as e:
@@ -212,7 +236,7 @@ def _layout(layout, zero, microbatches, schedule, virtual_stages, stage_layers, 
         raise InvalidArgument(f"layout is {layout!r}; expected 'data=2,fsdp=4', a dict or a Layout")
     for axis in degrees:
         if axis not in ("data", "fsdp", "model", "pipeline"):
-            raise InvalidArgument(f"layout: axis '{axis}' is not data, fsdp, model or pipeline")
+            raise InvalidArgument(f"layout: axis {axis!r} is not data, fsdp, model or pipeline")
     return Layout(**degrees, zero=zero, microbatches=microbatches, schedule=schedule,
                   virtual_stages=virtual_stages, stage_layers=stage_layers, recompute=recompute,
                   sequence_parallel=sequence_parallel)

@@ -20,6 +20,16 @@ namespace shardwise::python {
 
 namespace nb = nanobind;
 
+// A caller's str as UTF-8: every str a binding takes comes through here (never nb::cast, whose
+// failure is a std::bad_cast). A str that is not valid text (a lone surrogate, "\ud800") is
+// refused naming `field`; anything else than a str too.
+std::string text_from(nb::handle value, const std::string& field);
+// None, or text_from's str.
+std::optional<std::string> optional_text(nb::handle value, const std::string& field);
+// repr(value) as UTF-8, whatever the object's __repr__ returns (a lone surrogate escaped),
+// shortened for a message.
+std::string repr_text(nb::handle value);
+
 // A Python int that fits std::int64_t (not a bool, not a float).
 std::int64_t int_from(nb::handle value, const std::string& field);
 // A sequence of ints, or an object with a `.shape` (a NumPy, JAX or PyTorch array).
@@ -42,10 +52,17 @@ std::optional<int> mesh_axis_from(nb::handle value);
 // for the caller's range check to refuse.
 double number_from(nb::handle value, const std::string& field);
 
+// Whether `value` is a jax.sharding.PartitionSpec (never imports JAX: no JAX imported, no JAX
+// spec).
+bool is_jax_spec(nb::handle value);
+// A spec the strategies answer with: jax.sharding.PartitionSpec where JAX is importable (JAX is
+// imported on the first call), shardwise's PartitionSpec where it is not.
+nb::object spec_to_python(const PartitionSpec& spec);
+
 // None, a mesh axis name, or a tuple or list of names (major to minor).
 SpecEntry spec_entry_from(nb::handle value, const std::string& field);
-// A PartitionSpec, a JAX PartitionSpec (any object iterating over entries), a sequence of
-// entries, or the text "P('data', None)".
+// A PartitionSpec, a jax.sharding.PartitionSpec, a sequence of entries, or the text
+// "P('data', None)".
 PartitionSpec spec_from(nb::handle value, const std::string& field);
 // None, 'x' or ('x', 'y'), as JAX's PartitionSpec holds an entry.
 nb::object entry_to_python(const SpecEntry& entry);

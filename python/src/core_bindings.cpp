@@ -37,16 +37,20 @@ nb::tuple to_tuple(const std::vector<std::string>& values) {
 Mesh make_mesh(nb::handle shape, nb::handle axis_names, nb::handle devices) {
   std::vector<std::string> names;
   std::vector<std::int64_t> sizes;
+  if (!nb::isinstance<nb::dict>(shape) && !nb::isinstance<nb::tuple>(shape) &&
+      !nb::isinstance<nb::list>(shape)) {
+    throw InvalidArgument("shape is " + repr_text(shape) +
+                          "; expected {'data': 2, 'model': 4} or a tuple of sizes");
+  }
   if (nb::isinstance<nb::dict>(shape)) {
     if (!axis_names.is_none()) {
       throw InvalidArgument("axis_names is given twice: by the dict's keys and by axis_names");
     }
     for (auto [name, size] : nb::cast<nb::dict>(shape)) {
       if (!nb::isinstance<nb::str>(name)) {
-        throw InvalidArgument("shape's keys are axis names (str), not " +
-                              std::string(nb::repr(name).c_str()));
+        throw InvalidArgument("shape's keys are axis names (str), not " + repr_text(name));
       }
-      names.push_back(nb::cast<std::string>(name));
+      names.push_back(text_from(name, "a key of shape"));
       sizes.push_back(int_from(size, "shape['" + names.back() + "']"));
     }
   } else {
@@ -75,6 +79,18 @@ PartitionSpec make_spec(const nb::args& entries) {
   return PartitionSpec(std::move(parsed));
 }
 
+// Equal to shardwise's PartitionSpec of the same entries, and to JAX's: the strategies answer
+// with JAX's where JAX is installed, and a spec compared with one must not depend on which.
+bool spec_equals(const PartitionSpec& spec, nb::handle other) {
+  if (nb::isinstance<PartitionSpec>(other)) return spec == nb::cast<PartitionSpec>(other);
+  if (!is_jax_spec(other)) return false;
+  try {
+    return spec == spec_from(other, "other");
+  } catch (const Error&) {  // UNCONSTRAINED entries, unreduced axes: no spec of ours
+    return false;
+  }
+}
+
 Evenness evenness_of(bool uneven) { return uneven ? Evenness::kUneven : Evenness::kStrict; }
 
 void bind_mesh(nb::module_& m) {
@@ -87,8 +103,9 @@ void bind_mesh(nb::module_& m) {
             new (self) Mesh(make_mesh(shape, axis_names, devices));
           },
           nb::arg("shape"), nb::arg("axis_names") = nb::none(), nb::arg("devices") = nb::none())
-      .def_static("parse", &Mesh::parse, nb::arg("text"),
-                  "Mesh.parse('data=2,model=4'), or the printed form.")
+      .def_static(
+          "parse", [](nb::str text) { return Mesh::parse(text_from(text, "text")); },
+          nb::arg("text"), "Mesh.parse('data=2,model=4'), or the printed form.")
       .def_prop_ro("axis_names", [](const Mesh& mesh) { return to_tuple(mesh.axis_names()); })
       .def_prop_ro("axis_sizes", [](const Mesh& mesh) { return to_tuple(mesh.axis_sizes()); })
       .def_prop_ro(
@@ -105,7 +122,10 @@ void bind_mesh(nb::module_& m) {
           "devices", [](const Mesh& mesh) { return to_tuple(mesh.device_ids()); },
           "The device ids in mesh order.")
       .def_prop_ro("size", &Mesh::size)
-      .def("axis_size", &Mesh::axis_size, nb::arg("name"))
+      .def(
+          "axis_size",
+          [](const Mesh& mesh, nb::str name) { return mesh.axis_size(text_from(name, "name")); },
+          nb::arg("name"))
       .def(
           "coords_of",
           [](const Mesh& mesh, nb::handle device) {
@@ -122,7 +142,7 @@ void bind_mesh(nb::module_& m) {
           "groups",
           [](const Mesh& mesh, nb::handle axes) {
             return mesh.groups(nb::isinstance<nb::str>(axes)
-                                   ? std::vector<std::string>{nb::cast<std::string>(axes)}
+                                   ? std::vector<std::string>{text_from(axes, "axes")}
                                    : names_from(axes, "axes"));
           },
           nb::arg("axes"),
@@ -143,8 +163,10 @@ void bind_spec(nb::module_& m) {
            [](PartitionSpec* self, const nb::args& entries) {
              new (self) PartitionSpec(make_spec(entries));
            })
-      .def_static("parse", &PartitionSpec::parse, nb::arg("text"),
-                  "PartitionSpec.parse(\"P('data', None)\").")
+      .def_static(
+          "parse",
+          [](nb::str text) { return PartitionSpec::parse(text_from(text, "text")); },
+          nb::arg("text"), "PartitionSpec.parse(\"P('data', None)\").")
       .def("__len__", &PartitionSpec::size)
       .def("__getitem__",
            [](const PartitionSpec& spec, nb::handle index) {
@@ -163,17 +185,16 @@ void bind_spec(nb::module_& m) {
       .def("all_axes", &PartitionSpec::all_axes)
       .def("__repr__", &PartitionSpec::to_string)
       .def("__hash__", [](const PartitionSpec& spec) { return std::hash<PartitionSpec>{}(spec); })
-      .def("__eq__",
-           [](const PartitionSpec& spec, nb::handle other) {
-             if (nb::isinstance<PartitionSpec>(other)) {
-               return spec == nb::cast<PartitionSpec>(other);
-             }
-             return false;
-           })
-      .def("__ne__", [](const PartitionSpec& spec, nb::handle other) {
-        return !nb::isinstance<PartitionSpec>(other) || !(spec == nb::cast<PartitionSpec>(other));
-      });
+      .def("__eq__", &spec_equals)
+      .def("__ne__",
+           [](const PartitionSpec& spec, nb::handle other) { return !spec_equals(spec, other); });
   m.attr("P") = m.attr("PartitionSpec");
+  // For the package's Python (to_dtensor_placements, from_jax): the one conversion of a spec
+  // the bindings use, naming `field` in its errors.
+  m.def(
+      "_spec_from",
+      [](nb::handle value, nb::str field) { return spec_from(value, text_from(field, "field")); },
+      nb::arg("value"), nb::arg("field"));
 }
 
 void bind_named_sharding(nb::module_& m) {
@@ -290,7 +311,7 @@ void bind_placements(nb::module_& m) {
   nb::class_<Partial>(m, "Partial", "A pending reduction over the mesh axis: sum, avg, max, min.")
       .def(
           "__init__",
-          [](Partial* self, const std::string& op) { new (self) Partial{parse_reduce_op(op)}; },
+          [](Partial* self, nb::str op) { new (self) Partial{parse_reduce_op(text_from(op, "op"))}; },
           nb::arg("op") = "sum")
       .def_prop_ro("op", [](const Partial& p) { return to_string(p.op); })
       .def("__repr__", [](const Partial& p) { return to_string(Placement(p)); })

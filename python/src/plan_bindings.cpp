@@ -37,7 +37,10 @@ void bind_models(nb::module_& m) {
       .def_ro("logical_axes", &ParameterInfo::logical_axes);
   nb::class_<ModelManifest>(m, "ModelManifest",
                             "A model's parameters: names, shapes, dtypes, logical axes.")
-      .def_static("from_json", &ModelManifest::from_json, nb::arg("text"))
+      .def_static(
+          "from_json",
+          [](nb::str text) { return ModelManifest::from_json(text_from(text, "text")); },
+          nb::arg("text"))
       .def("to_json", &ModelManifest::to_json)
       .def_ro("parameters", &ModelManifest::parameters)
       .def_ro("axis_units", &ModelManifest::axis_units)
@@ -47,11 +50,20 @@ void bind_models(nb::module_& m) {
         return "ModelManifest(" + std::to_string(manifest.parameters.size()) + " tensors, " +
                std::to_string(manifest.num_parameters()) + " parameters)";
       });
-  m.def("load_model_description", &load_model_description, nb::arg("text"),
+  m.def(
+      "load_model_description",
+      [](nb::str text) { return load_model_description(text_from(text, "text")); },
+      nb::arg("text"),
         "A manifest's JSON, or a Hugging Face config.json's (GPT-2, Llama, Mistral, Qwen2).");
   m.attr("MAX_SAFETENSORS_HEADER_BYTES") = kMaxSafetensorsHeaderBytes;
-  m.def("manifest_from_safetensors_header", &plan::manifest_from_safetensors_header,
-        nb::arg("header"), nb::arg("data_bytes"));
+  m.def(
+      "manifest_from_safetensors_header",
+      [](nb::str header, nb::handle data_bytes) {
+        return plan::manifest_from_safetensors_header(
+            text_from(header, "header"),
+            static_cast<std::uint64_t>(bounded_int(data_bytes, "data_bytes", 0, INT64_MAX)));
+      },
+      nb::arg("header"), nb::arg("data_bytes"));
 
   nb::class_<plan::ModelShape>(m, "ModelShape", "What the planner's formulas know of a model.")
       .def_ro("layers", &plan::ModelShape::layers)
@@ -84,16 +96,16 @@ void bind_cluster(nb::module_& m) {
   nb::class_<plan::Cluster>(m, "Cluster", "The devices a plan runs on.")
       .def_static(
           "preset",
-          [](const std::string& name, nb::handle devices, nb::handle per_node) {
+          [](nb::str name, nb::handle devices, nb::handle per_node) {
             const std::int64_t count = int_from(devices, "devices");
-            return plan::Cluster::preset(name, count,
+            return plan::Cluster::preset(text_from(name, "name"), count,
                                          std::min(int_from(per_node, "devices_per_node"), count));
           },
           nb::arg("name"), nb::arg("devices"), nb::arg("devices_per_node") = 8)
       .def_static(
           "from_json",
-          [](std::string_view text, nb::handle devices) {
-            return plan::Cluster::from_json(text, int_from(devices, "devices"));
+          [](nb::str text, nb::handle devices) {
+            return plan::Cluster::from_json(text_from(text, "text"), int_from(devices, "devices"));
           },
           nb::arg("text"), nb::arg("devices"))
       .def_static("preset_names", &plan::Cluster::preset_names)
@@ -116,14 +128,14 @@ void bind_setup(nb::module_& m) {
       .def(
           "__init__",
           [](plan::TrainingSetup* self, nb::handle global_batch, nb::handle seq,
-             nb::handle micro_batch, const std::string& precision, const std::string& optimizer,
+             nb::handle micro_batch, nb::str precision, nb::str optimizer,
              nb::handle compute_efficiency, nb::handle overlap) {
             plan::TrainingSetup setup;
             setup.global_batch = int_from(global_batch, "global_batch");
             setup.seq = int_from(seq, "seq");
             setup.micro_batch = int_from(micro_batch, "micro_batch");
-            setup.precision = plan::parse_precision(precision, "precision");
-            setup.optimizer = plan::parse_optimizer(optimizer, "optimizer");
+            setup.precision = plan::parse_precision(text_from(precision, "precision"), "precision");
+            setup.optimizer = plan::parse_optimizer(text_from(optimizer, "optimizer"), "optimizer");
             setup.compute_efficiency = number_from(compute_efficiency, "compute_efficiency");
             setup.overlap = number_from(overlap, "overlap");
             setup.validate();
@@ -170,9 +182,9 @@ void bind_setup(nb::module_& m) {
       .def(
           "__init__",
           [](plan::Layout* self, nb::handle data, nb::handle fsdp, nb::handle model,
-             nb::handle pipeline, nb::handle zero, nb::handle microbatches,
-             const std::string& schedule, nb::handle virtual_stages, nb::handle stage_layers,
-             const std::string& recompute, bool sequence_parallel) {
+             nb::handle pipeline, nb::handle zero, nb::handle microbatches, nb::str schedule,
+             nb::handle virtual_stages, nb::handle stage_layers, nb::str recompute,
+             bool sequence_parallel) {
             plan::Layout l;
             l.data = int_from(data, "data");
             l.fsdp = int_from(fsdp, "fsdp");
@@ -187,7 +199,7 @@ void bind_setup(nb::module_& m) {
             l.microbatches =
                 optional_int(microbatches, "microbatches", 1, plan::TrainingSetup::kMaxGlobalBatch)
                     .value_or(0);
-            l.schedule = plan::parse_schedule(schedule, "schedule");
+            l.schedule = plan::parse_schedule(text_from(schedule, "schedule"), "schedule");
             l.virtual_stages = int_from(virtual_stages, "virtual_stages");
             if (!stage_layers.is_none()) {
               l.stage_layers = ints_from(stage_layers, "stage_layers");
@@ -197,7 +209,7 @@ void bind_setup(nb::module_& m) {
                                       std::to_string(Mesh::kMaxDevices));
               }
             }
-            l.recompute = parse_recompute(recompute, "recompute");
+            l.recompute = parse_recompute(text_from(recompute, "recompute"), "recompute");
             l.sequence_parallel = sequence_parallel;
             for (const auto& [field, value] : {std::pair{"data", l.data},
                                                {"fsdp", l.fsdp},
@@ -314,7 +326,7 @@ void bind_plan(nb::module_& m) {
   m.def(
       "search_layouts",
       [](const plan::ModelShape& model, const plan::Cluster& cluster,
-         const plan::TrainingSetup& setup, nb::handle top, const std::string& recompute,
+         const plan::TrainingSetup& setup, nb::handle top, nb::str recompute,
          bool sequence_parallel, bool model_within_node) {
         plan::check_setup(model, setup, "seq");
         plan::SearchOptions options;
@@ -323,7 +335,7 @@ void bind_plan(nb::module_& m) {
           throw InvalidArgument("top is " + std::to_string(count) + "; expected 1 to 1000");
         }
         options.top = static_cast<std::size_t>(count);
-        options.recompute = parse_recompute(recompute, "recompute");
+        options.recompute = parse_recompute(text_from(recompute, "recompute"), "recompute");
         options.sequence_parallel = sequence_parallel;
         options.model_within_node = model_within_node;
         return plan::search_ranked(model, cluster, setup, options, "global_batch");

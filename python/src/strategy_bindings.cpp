@@ -30,14 +30,15 @@ namespace {
 // user may delete the module's attribute; the type must outlive every warning).
 PyObject* sharding_warning = nullptr;
 
-// The spec, after a ShardingWarning for each note that drops an axis.
-PartitionSpec warned(const SpecResolution& resolution) {
+// The spec (JAX's where JAX is installed), after a ShardingWarning for each note that drops an
+// axis.
+nb::object warned(const SpecResolution& resolution) {
   if (!resolution.dropped_axes.empty()) {
     for (const std::string& note : resolution.notes) {
       if (PyErr_WarnEx(sharding_warning, note.c_str(), 2) != 0) throw nb::python_error();
     }
   }
-  return resolution.spec;
+  return spec_to_python(resolution.spec);
 }
 
 std::string mesh_axis_text(const ShardingStrategy& s) {
@@ -56,7 +57,9 @@ std::optional<Shape> optional_shape(nb::handle shape) {
 void bind_results(nb::module_& m) {
   nb::class_<SpecResolution>(m, "SpecResolution",
                              "A spec with a note for every axis moved or dropped, and why.")
-      .def_ro("spec", &SpecResolution::spec)
+      .def_prop_ro(
+          "spec", [](const SpecResolution& r) { return spec_to_python(r.spec); },
+          "jax.sharding.PartitionSpec where JAX is installed, else shardwise's.")
       .def_ro("notes", &SpecResolution::notes)
       .def_ro("dropped_axes", &SpecResolution::dropped_axes)
       .def("__repr__", [](const SpecResolution& r) {
@@ -67,7 +70,9 @@ void bind_results(nb::module_& m) {
   nb::class_<ParameterPlacement>(m, "ParameterPlacement",
                                  "A parameter's logical axes, spec and pipeline stage.")
       .def_ro("logical_axes", &ParameterPlacement::logical_axes)
-      .def_ro("spec", &ParameterPlacement::spec)
+      .def_prop_ro(
+          "spec", [](const ParameterPlacement& p) { return spec_to_python(p.spec); },
+          "jax.sharding.PartitionSpec where JAX is installed, else shardwise's.")
       .def_ro("stage", &ParameterPlacement::stage)
       .def_ro("notes", &ParameterPlacement::notes)
       .def_ro("dropped_axes", &ParameterPlacement::dropped_axes)
@@ -85,7 +90,7 @@ void bind_strategies(nb::module_& m) {
       .def(
           "get_partition_spec",
           [](const ShardingStrategy& s, nb::handle dim_names) {
-            return s.get_partition_spec(axes_from(dim_names, "dim_names"));
+            return spec_to_python(s.get_partition_spec(axes_from(dim_names, "dim_names")));
           },
           nb::arg("dim_names"))
       .def("get_sharding_constraints",
@@ -105,7 +110,9 @@ void bind_strategies(nb::module_& m) {
           "The NamedSharding apply_sharding places an array of `shape` with.")
       .def("logical_axis_rules", [](const ShardingStrategy& s) {
         nb::list rules;
-        for (const LogicalAxisRule& rule : s.logical_axis_rules().rules()) {
+        // Held by name: a range-for over a temporary's member dangles (C++20).
+        const LogicalAxisRules held = s.logical_axis_rules();
+        for (const LogicalAxisRule& rule : held.rules()) {
           rules.append(nb::make_tuple(rule.logical_name, rule.mesh_axes));
         }
         return rules;
@@ -114,8 +121,9 @@ void bind_strategies(nb::module_& m) {
   nb::class_<DataParallelStrategy, ShardingStrategy>(m, "DataParallelStrategy")
       .def(
           "__init__",
-          [](DataParallelStrategy* self, std::string axis_name, nb::handle mesh_axis) {
-            new (self) DataParallelStrategy(std::move(axis_name), mesh_axis_from(mesh_axis));
+          [](DataParallelStrategy* self, nb::str axis_name, nb::handle mesh_axis) {
+            new (self) DataParallelStrategy(text_from(axis_name, "axis_name"),
+                                            mesh_axis_from(mesh_axis));
           },
           nb::arg("axis_name") = "data", nb::arg("mesh_axis") = nb::none())
       .def("__repr__", [](const DataParallelStrategy& s) {
@@ -126,11 +134,11 @@ void bind_strategies(nb::module_& m) {
   nb::class_<FSDPStrategy, ShardingStrategy>(m, "FSDPStrategy")
       .def(
           "__init__",
-          [](FSDPStrategy* self, std::string axis_name, nb::handle mesh_axis,
-             nb::handle min_weight_size, const std::string& fallback) {
-            new (self) FSDPStrategy(std::move(axis_name), mesh_axis_from(mesh_axis),
+          [](FSDPStrategy* self, nb::str axis_name, nb::handle mesh_axis,
+             nb::handle min_weight_size, nb::str fallback) {
+            new (self) FSDPStrategy(text_from(axis_name, "axis_name"), mesh_axis_from(mesh_axis),
                                     int_from(min_weight_size, "min_weight_size"),
-                                    fsdp_fallback_from(fallback));
+                                    fsdp_fallback_from(text_from(fallback, "fallback")));
           },
           nb::arg("axis_name") = "fsdp", nb::arg("mesh_axis") = nb::none(),
           nb::arg("min_weight_size") = 1024, nb::arg("fallback") = "replicate")
@@ -152,18 +160,21 @@ void bind_strategies(nb::module_& m) {
       .def(
           "get_gradient_partition_spec",
           [](const FSDPStrategy& s, nb::handle dim_names) {
-            return s.get_gradient_partition_spec(axes_from(dim_names, "dim_names"));
+            return spec_to_python(
+                s.get_gradient_partition_spec(axes_from(dim_names, "dim_names")));
           },
           nb::arg("dim_names"));
 
   nb::class_<TensorParallelStrategy, ShardingStrategy>(m, "TensorParallelStrategy")
       .def(
           "__init__",
-          [](TensorParallelStrategy* self, std::string axis_name, nb::handle mesh_axis,
-             std::optional<std::string> shard_dimension, const std::string& layout) {
-            new (self)
-                TensorParallelStrategy(std::move(axis_name), mesh_axis_from(mesh_axis),
-                                       std::move(shard_dimension), weight_layout_from(layout));
+          [](TensorParallelStrategy* self, nb::str axis_name, nb::handle mesh_axis,
+             std::optional<nb::str> shard_dimension, nb::str layout) {
+            new (self) TensorParallelStrategy(
+                text_from(axis_name, "axis_name"), mesh_axis_from(mesh_axis),
+                shard_dimension ? std::optional(text_from(*shard_dimension, "shard_dimension"))
+                                : std::nullopt,
+                weight_layout_from(text_from(layout, "layout")));
           },
           nb::arg("axis_name") = "model", nb::arg("mesh_axis") = nb::none(),
           nb::arg("shard_dimension") = nb::none(), nb::arg("layout") = "out_in")
@@ -178,23 +189,30 @@ void bind_strategies(nb::module_& m) {
       .def_prop_ro("layout", [](const TensorParallelStrategy& s) { return to_text(s.layout()); })
       .def(
           "get_linear_weight_spec",
-          [](const TensorParallelStrategy& s, std::optional<std::string> kind) {
-            return kind ? s.get_linear_weight_spec(linear_kind_from(*kind))
-                        : s.get_linear_weight_spec();
+          [](const TensorParallelStrategy& s, std::optional<nb::str> kind) {
+            return spec_to_python(
+                kind ? s.get_linear_weight_spec(linear_kind_from(text_from(*kind, "kind")))
+                     : s.get_linear_weight_spec());
           },
           nb::arg("kind") = nb::none(),
           "kind: 'column' or 'row' (Megatron's parallel linear layers in this strategy's "
           "layout); without it, the reference's answer from shard_dimension.")
-      .def("get_attention_qkv_spec", &TensorParallelStrategy::get_attention_qkv_spec)
-      .def("get_attention_output_spec", &TensorParallelStrategy::get_attention_output_spec);
+      .def("get_attention_qkv_spec",
+           [](const TensorParallelStrategy& s) {
+             return spec_to_python(s.get_attention_qkv_spec());
+           })
+      .def("get_attention_output_spec", [](const TensorParallelStrategy& s) {
+        return spec_to_python(s.get_attention_output_spec());
+      });
 
   nb::class_<PipelineParallelStrategy, ShardingStrategy>(m, "PipelineParallelStrategy")
       .def(
           "__init__",
-          [](PipelineParallelStrategy* self, nb::handle num_stages, std::string axis_name,
+          [](PipelineParallelStrategy* self, nb::handle num_stages, nb::str axis_name,
              nb::handle mesh_axis) {
             new (self) PipelineParallelStrategy(int_from(num_stages, "num_stages"),
-                                                std::move(axis_name), mesh_axis_from(mesh_axis));
+                                                text_from(axis_name, "axis_name"),
+                                                mesh_axis_from(mesh_axis));
           },
           nb::arg("num_stages"), nb::arg("axis_name") = "pipeline",
           nb::arg("mesh_axis") = nb::none())
@@ -218,15 +236,15 @@ void bind_strategies(nb::module_& m) {
 
 std::vector<MultiDimensionalStrategy::NamedStrategy> named_strategies(nb::handle strategies) {
   if (!nb::isinstance<nb::dict>(strategies)) {
-    throw InvalidArgument("strategies is " + std::string(nb::repr(strategies).c_str()) +
+    throw InvalidArgument("strategies is " + repr_text(strategies) +
                           "; expected a dict of name: strategy");
   }
   std::vector<MultiDimensionalStrategy::NamedStrategy> named;
   for (auto [name, strategy] : nb::cast<nb::dict>(strategies)) {
-    const std::string key = nb::cast<std::string>(nb::str(name));
+    const std::string key = text_from(nb::str(name), "a key of strategies");
     if (!nb::isinstance<ShardingStrategy>(strategy)) {
-      throw InvalidArgument("strategies['" + key + "'] is " +
-                            std::string(nb::repr(strategy).c_str()) + "; expected a strategy");
+      throw InvalidArgument("strategies['" + echo_input(key) + "'] is " + repr_text(strategy) +
+                            "; expected a strategy");
     }
     named.emplace_back(key, nb::cast<std::shared_ptr<ShardingStrategy>>(strategy));
   }
@@ -263,37 +281,41 @@ void bind_multi_dimensional(nb::module_& m) {
                    })
       .def(
           "get_combined_partition_spec",
-          [](const MultiDimensionalStrategy& s, const std::string& tensor_name,
-             nb::handle dim_names, nb::handle shape) {
-            return warned(s.get_combined_partition_spec(
-                tensor_name, axes_from(dim_names, "dim_names"), optional_shape(shape)));
+          [](const MultiDimensionalStrategy& s, nb::str tensor_name, nb::handle dim_names,
+             nb::handle shape) {
+            return warned(s.get_combined_partition_spec(text_from(tensor_name, "tensor_name"),
+                                                        axes_from(dim_names, "dim_names"),
+                                                        optional_shape(shape)));
           },
           nb::arg("tensor_name"), nb::arg("dim_names"), nb::arg("shape") = nb::none())
       .def(
           "resolve_combined_partition_spec",
-          [](const MultiDimensionalStrategy& s, const std::string& tensor_name,
-             nb::handle dim_names, nb::handle shape) {
-            return s.get_combined_partition_spec(tensor_name, axes_from(dim_names, "dim_names"),
+          [](const MultiDimensionalStrategy& s, nb::str tensor_name, nb::handle dim_names,
+             nb::handle shape) {
+            return s.get_combined_partition_spec(text_from(tensor_name, "tensor_name"),
+                                                 axes_from(dim_names, "dim_names"),
                                                  optional_shape(shape));
           },
           nb::arg("tensor_name"), nb::arg("dim_names"), nb::arg("shape") = nb::none(),
           "get_combined_partition_spec with its notes: a SpecResolution.")
       .def(
           "resolve_sharding_conflicts",
-          [](const MultiDimensionalStrategy& s, const std::string& tensor_name, nb::handle proposed,
+          [](const MultiDimensionalStrategy& s, nb::str tensor_name, nb::handle proposed,
              nb::handle shape) {
-            return warned(s.resolve_sharding_conflicts(tensor_name, proposed_specs(proposed),
+            return warned(s.resolve_sharding_conflicts(text_from(tensor_name, "tensor_name"),
+                                                       proposed_specs(proposed),
                                                        optional_shape(shape)));
           },
           nb::arg("tensor_name"), nb::arg("proposed"), nb::arg("shape") = nb::none(),
           "proposed: {strategy name: spec}.")
       .def(
           "create_partition_spec",
-          [](const MultiDimensionalStrategy& s, nb::handle param_shape,
-             const std::string& param_name, nb::handle num_layers, bool strict) {
+          [](const MultiDimensionalStrategy& s, nb::handle param_shape, nb::str param_name,
+             nb::handle num_layers, bool strict) {
             PlacementOptions options;
             options.strict = strict;
-            return s.create_partition_spec(shape_from(param_shape, "param_shape"), param_name,
+            return s.create_partition_spec(shape_from(param_shape, "param_shape"),
+                                           text_from(param_name, "param_name"),
                                            ParameterNameRules::defaults(),
                                            int_from(num_layers, "num_layers"), options);
           },

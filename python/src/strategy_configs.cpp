@@ -71,7 +71,10 @@ void bind_sharding_config(nb::module_& m) {
           "from_device_count",
           [](nb::handle n) { return ShardingConfig::from_device_count(int_from(n, "n")); },
           nb::arg("n"), "Degrees whose product is exactly n.")
-      .def_static("from_json", &ShardingConfig::from_json, nb::arg("text"))
+      .def_static(
+          "from_json",
+          [](nb::str text) { return ShardingConfig::from_json(text_from(text, "text")); },
+          nb::arg("text"))
       .def("to_json", &ShardingConfig::to_json)
       .def("__repr__", [](const ShardingConfig& c) { return repr(c); })
       .def("__hash__", [](const ShardingConfig& c) { return std::hash<std::string>{}(repr(c)); })
@@ -134,7 +137,10 @@ void bind_parallelism_config(nb::module_& m) {
             return c.to_mesh(ids);
           },
           nb::arg("devices") = nb::none())
-      .def_static("from_json", &ParallelismConfig::from_json, nb::arg("text"))
+      .def_static(
+          "from_json",
+          [](nb::str text) { return ParallelismConfig::from_json(text_from(text, "text")); },
+          nb::arg("text"))
       .def("to_json", &ParallelismConfig::to_json)
       .def("__repr__", [](const ParallelismConfig& c) { return repr(c); })
       .def("__hash__", [](const ParallelismConfig& c) { return std::hash<std::string>{}(repr(c)); })
@@ -196,9 +202,10 @@ void bind_mesh_utils(nb::module_& m) {
       nb::arg("shape"), nb::arg("num_devices"));
   m.def(
       "optimize_for_transformer",
-      [](nb::handle n, const std::string& model_size, nb::handle seq) {
-        const TransformerMeshSuggestion s = optimize_for_transformer(
-            int_from(n, "num_devices"), model_size, int_from(seq, "sequence_length"));
+      [](nb::handle n, nb::str model_size, nb::handle seq) {
+        const TransformerMeshSuggestion s =
+            optimize_for_transformer(int_from(n, "num_devices"), text_from(model_size, "model_size"),
+                                     int_from(seq, "sequence_length"));
         return nb::make_tuple(s.config, s.note);
       },
       nb::arg("num_devices"), nb::arg("model_size"), nb::arg("sequence_length"),
@@ -245,13 +252,13 @@ LinearKind linear_kind_from(const std::string& text) {
 
 std::map<std::string, PartitionSpec> proposed_specs(nb::handle proposed) {
   if (!nb::isinstance<nb::dict>(proposed)) {
-    throw InvalidArgument("proposed is " + std::string(nb::repr(proposed).c_str()) +
+    throw InvalidArgument("proposed is " + repr_text(proposed) +
                           "; expected a dict of strategy name: spec");
   }
   std::map<std::string, PartitionSpec> specs;
   for (auto [name, spec] : nb::cast<nb::dict>(proposed)) {
-    const std::string key = nb::cast<std::string>(nb::str(name));
-    specs.emplace(key, spec_from(spec, "proposed['" + key + "']"));
+    const std::string key = text_from(nb::str(name), "a key of proposed");
+    specs.emplace(key, spec_from(spec, "proposed['" + echo_input(key) + "']"));
   }
   return specs;
 }

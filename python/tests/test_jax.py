@@ -77,6 +77,55 @@ def test_specs_and_shardings_are_jaxs_types():
         assert {d.id: index for d, index in theirs.items()} == ours.devices_indices_map(shape)
 
 
+def test_the_strategies_specs_are_jaxs_and_jax_takes_them():
+    """Where JAX is installed every spec the strategies answer with is
+    jax.sharding.PartitionSpec: JAX's NamedSharding takes it as a user writes it, it equals
+    shardwise's spec of the same entries, and shardwise's functions take it back."""
+    config = sw.ParallelismConfig.from_sharding_config(
+        sw.ShardingConfig(data_parallel_size=2, tensor_parallel_size=4))
+    mesh = config.to_mesh()
+    jax_mesh = sw.to_jax(mesh)
+    strategy = sw.default_strategies(config)
+    tensor = sw.TensorParallelStrategy("model", shard_dimension="out_features")
+    fsdp = sw.FSDPStrategy("data", min_weight_size=1)
+    specs = {
+        "get_partition_spec": (sw.DataParallelStrategy("data").get_partition_spec(
+            ("batch", None)), sw.P("data", None)),
+        "get_gradient_partition_spec": (fsdp.get_gradient_partition_spec(
+            ("out_features", "in_features")), sw.P("data", None)),
+        "get_linear_weight_spec": (tensor.get_linear_weight_spec(), sw.P("model", None)),
+        "get_linear_weight_spec(row)": (tensor.get_linear_weight_spec("row"),
+                                        sw.P(None, "model")),
+        "get_attention_qkv_spec": (tensor.get_attention_qkv_spec(), sw.P("model", None)),
+        "get_attention_output_spec": (tensor.get_attention_output_spec(), sw.P(None, "model")),
+        "get_combined_partition_spec": (strategy.get_combined_partition_spec(
+            "mlp.up", ("out_features", "in_features"), shape=(64, 16)), sw.P("model", None)),
+        "resolve_combined_partition_spec": (strategy.resolve_combined_partition_spec(
+            "mlp.up", ("out_features", "in_features")).spec, sw.P("model", None)),
+        "resolve_sharding_conflicts": (strategy.resolve_sharding_conflicts(
+            "w", {"tensor": jax.sharding.PartitionSpec("model", None)}), sw.P("model", None)),
+        "create_partition_spec": (strategy.create_partition_spec(
+            (64, 16), "model.layers.0.mlp.up_proj.weight", num_layers=2).spec,
+            sw.P("model", None)),
+    }
+    for name, (spec, expected) in specs.items():
+        assert type(spec) is jax.sharding.PartitionSpec, name
+        assert spec == expected and expected == spec and not spec != expected, name
+        assert spec == sw.to_jax(expected), name
+        named = jax.sharding.NamedSharding(jax_mesh, spec)  # as a user writes it
+        assert named.spec == spec
+        ours = sw.NamedSharding(mesh, spec)  # and shardwise takes JAX's spec back
+        assert ours.spec == expected
+        assert {d.id: i for d, i in named.devices_indices_map((64, 16)).items()} == \
+            ours.devices_indices_map((64, 16))
+        assert sw.to_placements(mesh, spec) == sw.to_placements(mesh, expected)
+        assert sw.to_jax(spec) is spec and sw.from_jax(spec) == expected
+    assert sw.P("data") != jax.sharding.PartitionSpec("model")
+    assert sw.P("data") != jax.sharding.PartitionSpec(jax.sharding.PartitionSpec.UNCONSTRAINED)
+    with pytest.raises(sw.InvalidArgument, match="unreduced"):
+        sw.NamedSharding(mesh, jax.sharding.PartitionSpec("data", unreduced={"model"}))
+
+
 def test_a_flax_nnx_model_is_placed_by_shardwises_specs():
     config = sw.ParallelismConfig.from_sharding_config(
         sw.ShardingConfig(data_parallel_size=2, tensor_parallel_size=4, fsdp_enabled=True,
@@ -95,7 +144,7 @@ def test_a_flax_nnx_model_is_placed_by_shardwises_specs():
         assert_placed_as(parameter.value, sw.NamedSharding(mesh, spec))
         assert np.array_equal(np.asarray(parameter.value), before[parameter.name])
         placed += 1
-        split_over_model += "model" in spec.all_axes()
+        split_over_model += "model" in sw.from_jax(spec).all_axes()  # spec is JAX's
     assert placed == 9  # the embedding, and per block two kernels and two biases
     assert split_over_model == 5  # the vocabulary and every MLP kernel
     # The names and logical axes nnx.with_partitioning gave.
