@@ -80,7 +80,7 @@ std::pair<std::size_t, std::size_t> AddedVocabulary::Matcher::longest_at(std::st
 
 AddedVocabulary::AddedVocabulary(std::vector<AddedToken> tokens) : tokens_(std::move(tokens)) {
   for (std::size_t i = 0; i < tokens_.size(); ++i) {
-    (tokens_[i].normalized ? normalized_ : raw_).add(tokens_[i].content, i);
+    (tokens_[i].normalized ? normalized_ : raw_).add(tokens_[i].pattern, i);
     by_id_.emplace(tokens_[i].id, i);
     by_content_.emplace(tokens_[i].content, i);
   }
@@ -126,17 +126,15 @@ void AddedVocabulary::split_pass(const Matcher& matcher, std::string_view text,
   if (kept_up_to < text.size()) out.push_back({text.substr(kept_up_to), {}});
 }
 
-std::vector<Segment> AddedVocabulary::split(std::string_view text) const {
-  std::vector<Segment> first;
-  split_pass(raw_, text, first);
+std::vector<Segment> AddedVocabulary::split_raw(std::string_view text) const {
   std::vector<Segment> out;
-  for (const Segment& segment : first) {
-    if (segment.added_id) {
-      out.push_back(segment);
-    } else {
-      split_pass(normalized_, segment.text, out);
-    }
-  }
+  split_pass(raw_, text, out);
+  return out;
+}
+
+std::vector<Segment> AddedVocabulary::split_normalized(std::string_view text) const {
+  std::vector<Segment> out;
+  split_pass(normalized_, text, out);
   return out;
 }
 

@@ -1,4 +1,4 @@
-// Reading tokenizer.json's "model": a BPE model's vocabulary and merges.
+// Reading tokenizer.json's "model": a BPE model's vocabulary, merges and settings.
 
 #include <cstdint>
 #include <string>
@@ -114,15 +114,11 @@ BpeModel read_bpe_model(const nlohmann::json& value) {
   JsonObjectReader reader(value, "model");
   if (const nlohmann::json* type = reader.optional("type"); type && *type != "BPE") {
     throw InvalidArgument("field 'model.type' is " + echo_json(*type) +
-                          ": only BPE models are computed");
+                          ": only BPE models are computed (byte-level and SentencePiece-style)");
   }
   if (const nlohmann::json* dropout = reader.optional("dropout"); dropout && !dropout->is_null()) {
     throw InvalidArgument("field 'model.dropout' is " + echo_json(*dropout) +
                           ": dropout skips merges at random; only null is computed");
-  }
-  if (nullable_boolean(reader, "byte_fallback", false)) {
-    throw InvalidArgument(
-        "field 'model.byte_fallback' is true: byte fallback (<0xNN> tokens) is not computed");
   }
   refuse_affix(reader, "continuing_subword_prefix");
   refuse_affix(reader, "end_of_word_suffix");
@@ -134,6 +130,7 @@ BpeModel read_bpe_model(const nlohmann::json& value) {
   }
   BpeSettings settings;
   settings.ignore_merges = nullable_boolean(reader, "ignore_merges", false);
+  settings.byte_fallback = nullable_boolean(reader, "byte_fallback", false);
   settings.fuse_unknown = nullable_boolean(reader, "fuse_unk", false);
   if (const nlohmann::json* unk = reader.optional("unk_token"); unk && !unk->is_null()) {
     const std::string token = json_string(*unk, "model.unk_token");

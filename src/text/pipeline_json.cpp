@@ -1,7 +1,8 @@
-// Reading tokenizer.json's added tokens, pre-tokenizer, post-processor and decoder.
+// Reading tokenizer.json's added tokens, pre-tokenizer and post-processor.
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detail/tokenizer_json.hpp"
@@ -35,13 +36,35 @@ void refuse_overlapping_strips(const std::vector<AddedToken>& tokens) {
   for (const AddedToken& stripped : tokens) {
     if (!stripped.rstrip) continue;
     for (const AddedToken& token : tokens) {
-      const std::size_t length = utf8_length(token.content, 0);
+      const std::size_t length = utf8_length(token.pattern, 0);
       if (token.normalized == stripped.normalized &&
-          is_added_token_space(utf8_decode(token.content, 0, length))) {
+          is_added_token_space(utf8_decode(token.pattern, 0, length))) {
         throw InvalidArgument("added token " + quote_token(token.content) +
-                              " starts with a space and " + quote_token(stripped.content) +
+                              " starts with a space" +
+                              (token.pattern == token.content
+                                   ? std::string()
+                                   : " once normalized (" + quote_token(token.pattern) + ")") +
+                              " and " + quote_token(stripped.content) +
                               " has rstrip: the library's splits of them overlap; not computed");
       }
+    }
+  }
+}
+
+// A normalized token is found as its normalized content: two found as one text would leave the
+// library's choice between them to its automaton, and one found as nothing would match anywhere.
+void refuse_ambiguous_patterns(const std::vector<AddedToken>& tokens) {
+  std::set<std::pair<bool, std::string>> patterns;
+  for (const AddedToken& token : tokens) {
+    if (token.pattern.empty()) {
+      throw InvalidArgument("added token " + quote_token(token.content) +
+                            " is normalized to nothing; not computed");
+    }
+    if (!patterns.insert({token.normalized, token.pattern}).second) {
+      throw InvalidArgument("added token " + quote_token(token.content) + " is found as " +
+                            quote_token(token.pattern) +
+                            ", as another token is; which one the library finds is not "
+                            "computed");
     }
   }
 }
@@ -144,7 +167,7 @@ void check_special_tokens(const nlohmann::json& tokens, const std::string& field
   }
 }
 
-// ByteLevel as a post-processor or decoder: its settings change offsets alone.
+// ByteLevel as a post-processor: its settings change offsets alone.
 void read_byte_level_settings(JsonObjectReader& reader) {
   (void)required_boolean(reader, "add_prefix_space");
   (void)required_boolean(reader, "trim_offsets");
@@ -174,7 +197,8 @@ std::string echo_json(const nlohmann::json& value) {
   return echo_input(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 120);
 }
 
-std::vector<AddedToken> read_added_tokens(const nlohmann::json* list, const BpeModel& model) {
+std::vector<AddedToken> read_added_tokens(const nlohmann::json* list, const BpeModel& model,
+                                          const std::vector<NormalizerStep>& normalizer) {
   std::vector<AddedToken> tokens;
   if (list == nullptr || list->is_null()) return tokens;
   if (!list->is_array()) {
@@ -211,8 +235,10 @@ std::vector<AddedToken> read_added_tokens(const nlohmann::json* list, const BpeM
                                         "tokens before it)"));
     }
     token.id = static_cast<std::int32_t>(id);
+    token.pattern = token.normalized ? normalize(normalizer, token.content) : token.content;
     tokens.push_back(std::move(token));
   }
+  refuse_ambiguous_patterns(tokens);
   refuse_overlapping_strips(tokens);
   return tokens;
 }
@@ -236,10 +262,17 @@ void read_pre_tokenizer(const nlohmann::json& value, const std::string& field,
     steps.emplace_back(read_split(reader));
   } else if (type == "Digits") {
     steps.emplace_back(DigitsStep{required_boolean(reader, "individual_digits")});
+  } else if (type == "Metaspace") {
+    MetaspaceStep step;
+    step.replacement = read_character(reader, "replacement");
+    step.prepend_scheme = read_prepend_scheme(reader);
+    step.split = nullable_boolean(reader, "split", true);  // the library's default
+    read_unused_str_rep(reader);
+    steps.emplace_back(std::move(step));
   } else {
     throw InvalidArgument("field '" + reader.field("type") + "' is '" + echo_input(type) +
-                          "': the pre-tokenizers computed are ByteLevel, Split, Digits and "
-                          "Sequence");
+                          "': the pre-tokenizers computed are ByteLevel, Split, Digits, "
+                          "Metaspace and Sequence");
   }
   reader.finish();
 }
@@ -273,19 +306,6 @@ void read_post_processor(const nlohmann::json& value, const std::string& field,
                           "and Sequence");
   }
   reader.finish();
-}
-
-bool read_decoder(const nlohmann::json& value) {
-  if (value.is_null()) return false;
-  JsonObjectReader reader(value, "decoder");
-  const std::string type = reader.required_string("type");
-  if (type != "ByteLevel") {
-    throw InvalidArgument("field 'decoder.type' is '" + echo_input(type) +
-                          "': only the ByteLevel decoder (or none) is computed");
-  }
-  read_byte_level_settings(reader);
-  reader.finish();
-  return true;
 }
 
 }  // namespace shardwise::text::detail

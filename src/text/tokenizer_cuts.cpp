@@ -41,6 +41,9 @@ struct CutRules {
 
 CutRules cut_rules(const Tokenizer::Parts& parts) {
   CutRules none;
+  // A normalizer rewrites each piece (Prepend at its start, Replace across the place): the rules
+  // below know the text as the pre-tokenizer sees it unchanged.
+  if (!parts.normalizer.empty()) return none;
   bool splits = false;
   for (const detail::PreTokenizerStep& step : parts.pre_tokenizer) {
     if (std::holds_alternative<detail::DigitsStep>(step)) continue;

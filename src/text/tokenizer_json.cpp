@@ -34,11 +34,13 @@ std::shared_ptr<const Tokenizer::Parts> read_parts(const nlohmann::json& documen
   }
   refuse_unless_null(reader, "truncation", "truncation is not computed (only null)");
   refuse_unless_null(reader, "padding", "padding is not computed (only null)");
-  refuse_unless_null(reader, "normalizer",
-                     "no normalizer is computed (byte-level tokenizers have none: only null)");
+  std::vector<detail::NormalizerStep> normalizer;
+  if (const nlohmann::json* value = reader.optional("normalizer"); value && !value->is_null()) {
+    detail::read_normalizer(*value, "normalizer", normalizer);
+  }
   detail::BpeModel model = detail::read_bpe_model(reader.required("model"));
   std::vector<detail::AddedToken> added =
-      detail::read_added_tokens(reader.optional("added_tokens"), model);
+      detail::read_added_tokens(reader.optional("added_tokens"), model, normalizer);
   // The added tokens that are not the model's own take the ids after the model's.
   std::size_t vocab_size = model.size();
   for (const detail::AddedToken& token : added) {
@@ -52,12 +54,14 @@ std::shared_ptr<const Tokenizer::Parts> read_parts(const nlohmann::json& documen
   if (const nlohmann::json* value = reader.optional("post_processor"); value && !value->is_null()) {
     detail::read_post_processor(*value, "post_processor", vocab_size, post_template);
   }
-  const nlohmann::json* decoder = reader.optional("decoder");
-  const bool byte_level_decoder = decoder != nullptr && detail::read_decoder(*decoder);
+  std::optional<std::vector<detail::DecoderStep>> decoder;
+  if (const nlohmann::json* value = reader.optional("decoder"); value != nullptr) {
+    decoder = detail::read_decoder(*value);
+  }
   reader.finish();
-  return std::make_shared<const Tokenizer::Parts>(
-      Tokenizer::Parts{detail::AddedVocabulary(std::move(added)), std::move(steps),
-                       std::move(model), std::move(post_template), byte_level_decoder, vocab_size});
+  return std::make_shared<const Tokenizer::Parts>(Tokenizer::Parts{
+      std::move(normalizer), detail::AddedVocabulary(std::move(added)), std::move(steps),
+      std::move(model), std::move(post_template), std::move(decoder), vocab_size});
 }
 
 }  // namespace

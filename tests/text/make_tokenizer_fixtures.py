@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""Writes tests/text/fixtures/: small byte-level BPE tokenizers trained with Hugging Face's
-`tokenizers` on the licence texts every Debian machine has (/usr/share/common-licenses/), and
-for each what the library computes: the ids of hard strings (with and without the special
-tokens the post-processor adds), decoded id sequences, the vocabulary size, a few token ids.
-tests/text/tokenizer_fixture_test.cpp holds shardwise's tokenizer to them, without Python.
+"""Writes tests/text/fixtures/: small tokenizers made with Hugging Face's `tokenizers` (and
+SentencePiece, and transformers' converter) on the licence texts every Debian machine has
+(/usr/share/common-licenses/), and for each what the library computes: the ids of hard strings
+(with and without the special tokens the post-processor adds), decoded id sequences, the
+vocabulary size, a few token ids. tests/text/tokenizer_fixture_test.cpp holds shardwise's
+tokenizer to them, without Python.
 
-  build/peer-venv/bin/python tests/text/make_tokenizer_fixtures.py [OUT_DIR]
+  python tests/text/make_tokenizer_fixtures.py [--keep-tokenizers] [OUT_DIR [STYLE ...]]
 
-The styles are those of the tokenizers shardwise reads:
+Without styles it writes them all. With --keep-tokenizers the styles' tokenizer.json files in
+OUT_DIR are kept and only their expectations written anew, by the running `tokenizers` (the spm
+styles are converted under transformers 4.x, whose environment holds an older `tokenizers`:
+their expectations then come from the newer one). The styles are those of the tokenizers shardwise reads:
   gpt2     ByteLevel with GPT-2's regular expression, <|endoftext|>; merges in the old "a b" form
   llama3   Split on Llama 3's expression + ByteLevel without it, <|begin_of_text|> added by a
            TemplateProcessing, special tokens past the model's vocabulary, ignore_merges
@@ -19,6 +23,25 @@ The styles are those of the tokenizers shardwise reads:
            end_of_word_suffix (as transformers' converters give it), with ignore_merges
   handmade tiny vocabularies written here: ignore_merges that changes the ids, unknown
            characters with and without fuse_unk, no pre-tokenizer or decoder at all
+  spm_legacy, spm
+           a SentencePiece BPE model with byte fallback (trained by the `sentencepiece` package)
+           converted by transformers' LlamaTokenizerFast, as Llama 2's, TinyLlama's and
+           Mistral's tokenizer.json were: legacy, normalizer [Prepend "▁", Replace " " -> "▁"]
+           and no pre-tokenizer (its merges in the old "a b" form, as those files keep them);
+           not legacy, a Metaspace pre-tokenizer (prepend_scheme "first", split false). Both
+           decode with [Replace "▁" -> " ", ByteFallback, Fuse, Strip] and add <s>. These two
+           need transformers 4.x (5.x no longer writes the legacy form), sentencepiece and
+           protobuf.
+  spm_legacy_added
+           spm_legacy with the `added` style's tokens: normalized ones are found as the
+           normalizer spells them ("hello" as "▁hello")
+  spm_legacy_normalized_specials
+           spm_legacy with <unk>, <s> and </s> normalized, as some published files have them:
+           "<s>" is then found as "▁<s>", after a space or at a piece's start alone
+  metaspace, metaspace_always_split, metaspace_never
+           a BPE with byte fallback trained by `tokenizers` under a Metaspace pre-tokenizer, byte
+           tokens <0x00>..<0xFF> in its vocabulary: prepend_scheme "first" without split and
+           the Metaspace decoder; "always" with split; "never" with the Replace chain
 """
 import glob
 import json
@@ -202,6 +225,111 @@ HANDMADE_STRINGS = ["abc", "abc abc", "xyz abc", "cab", "ab", "a b c", "abcabc",
                     "bcx", "", " abc", "aé"]
 
 
+SPM_VOCAB_SIZE = 1000
+BYTE_TOKENS = [f"<0x{byte:02X}>" for byte in range(256)]
+SPM_SPECIALS = ["<unk>", "<s>", "</s>"]
+
+# What SentencePiece-style tokenizers make hard: spaces that the normalizer or Metaspace respells,
+# a "▁" already in the text, characters outside the vocabulary (byte fallback), the special
+# tokens <s>, </s>, <unk> and text that spells a byte token.
+SPM_STRINGS = [
+    "<s>", "</s>", "<unk>", "<s>Hello", "Hello</s>", "a<s>b", "<s> x", " <s>", "x <s> y",
+    "<s><s>", "</s>world", "<unk>x<unk>", "<0x41>", "<0x0A> newline token", "▁", "▁▁x",
+    "▁leading meta", "a▁b", " ▁ ", "𝔘 and 𐍈 out of vocabulary", "́", "🤗", "ÿ",
+    "􏿿", "�", "😀😀", "x y",
+]
+
+
+def train_sentencepiece(model_path):
+    import io
+    import sentencepiece
+
+    lines = [line for text in corpus() for line in text.splitlines() if line.strip()]
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines), model_writer=model, model_type="bpe",
+        vocab_size=SPM_VOCAB_SIZE, byte_fallback=True, character_coverage=0.9995,
+        split_digits=True, allow_whitespace_only_pieces=True, remove_extra_whitespaces=False,
+        normalization_rule_name="identity", add_dummy_prefix=True, unk_id=0, bos_id=1,
+        eos_id=2, pad_id=-1, num_threads=1, minloglevel=2)
+    with open(model_path, "wb") as f:
+        f.write(model.getvalue())
+
+
+def spm_converted(legacy):
+    """LlamaTokenizerFast's conversion of a SentencePiece model, as the published files hold."""
+    import tempfile
+
+    import transformers
+    from transformers import LlamaTokenizerFast
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        sys.exit(f"the spm styles need transformers 4.x, not {transformers.__version__}")
+    with tempfile.TemporaryDirectory() as folder:
+        model_path = os.path.join(folder, "tokenizer.model")
+        train_sentencepiece(model_path)
+        converted = LlamaTokenizerFast(vocab_file=model_path, legacy=legacy, from_slow=True,
+                                       add_prefix_space=True)
+        return Tokenizer.from_str(converted.backend_tokenizer.to_str())
+
+
+def with_added_tokens(base):
+    tokenizer = Tokenizer.from_str(base.to_str())
+    tokenizer.add_tokens(ADDED_TOKENS)
+    return tokenizer
+
+
+def with_normalized_specials(base):
+    document = json.loads(base.to_str())
+    for token in document["added_tokens"]:
+        token["normalized"] = True
+    return Tokenizer.from_str(json.dumps(document))
+
+
+def metaspace_model():
+    """A BPE with byte fallback trained under Metaspace, <unk> <s> </s> and the byte tokens
+    first in its vocabulary, as SentencePiece orders them."""
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always", split=True)
+    trainer = trainers.BpeTrainer(vocab_size=SPM_VOCAB_SIZE - len(BYTE_TOKENS),
+                                  special_tokens=SPM_SPECIALS, limit_alphabet=150,
+                                  show_progress=False)
+    tokenizer.train_from_iterator(corpus(), trainer)
+    model = json.loads(tokenizer.to_str())["model"]
+    learnt = sorted((token for token in model["vocab"] if token not in SPM_SPECIALS),
+                    key=model["vocab"].get)
+    vocab = {token: i for i, token in enumerate(SPM_SPECIALS + BYTE_TOKENS + learnt)}
+    merges = [tuple(pair) for pair in model["merges"]]
+    return models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True,
+                      fuse_unk=True)
+
+
+def sentencepiece_style(model, pre_tokenizer, decoder):
+    tokenizer = Tokenizer(model)
+    tokenizer.add_special_tokens([AddedToken(token, normalized=False) for token in SPM_SPECIALS])
+    tokenizer.pre_tokenizer = pre_tokenizer
+    tokenizer.decoder = decoder
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B:1", special_tokens=[("<s>", 1)])
+    return tokenizer
+
+
+def metaspace(model, name):
+    sentencepiece_decoders = decoders.Sequence([decoders.Replace("▁", " "),
+                                                decoders.ByteFallback(), decoders.Fuse()])
+    if name == "metaspace":
+        return sentencepiece_style(
+            model, pre_tokenizers.Metaspace(prepend_scheme="first", split=False),
+            decoders.Metaspace(prepend_scheme="first", split=False))
+    if name == "metaspace_always_split":
+        return sentencepiece_style(
+            model, pre_tokenizers.Metaspace(prepend_scheme="always", split=True),
+            decoders.Metaspace(prepend_scheme="always", split=True))
+    return sentencepiece_style(
+        model, pre_tokenizers.Metaspace(prepend_scheme="never", split=False),
+        sentencepiece_decoders)
+
+
 def decode_cases(tokenizer, strings, rng):
     size = tokenizer.get_vocab_size(with_added_tokens=True)
     sequences = [[i] for i in range(size)]
@@ -218,7 +346,7 @@ def decode_cases(tokenizer, strings, rng):
 
 def expectations(tokenizer, strings, rng):
     probes = ["<|endoftext|>", "<|begin_of_text|>", "<|im_end|>", "<sep>", "the", "\u0120the",
-              "abc", "not a token", ""]
+              "abc", "not a token", "", "<s>", "</s>", "<unk>", "<0x0A>", "\u2581the", "\u2581"]
     return {
         "library": f"tokenizers {tokenizers.__version__}",
         "vocab_size": tokenizer.get_vocab_size(with_added_tokens=True),
@@ -243,10 +371,13 @@ def one_entry_a_line(document):
     return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
-def write(out_dir, name, tokenizer, strings, rewrite=lambda text: text):
+def write(out_dir, name, make, strings, rewrite=lambda text: text, keep=False):
+    """Writes `name`'s tokenizer.json (`make()` makes the tokenizer; with `keep`, the file there
+    is kept) and its expectations."""
     rng = random.Random(name)
-    with open(os.path.join(out_dir, name + ".tokenizer.json"), "w", encoding="utf-8") as f:
-        f.write(rewrite(tokenizer.to_str(pretty=True)))
+    if not keep:
+        with open(os.path.join(out_dir, name + ".tokenizer.json"), "w", encoding="utf-8") as f:
+            f.write(rewrite(make().to_str(pretty=True)))
     # The file as written is what the test reads: expectations come from reading it back.
     with open(os.path.join(out_dir, name + ".tokenizer.json"), encoding="utf-8") as f:
         tokenizer = Tokenizer.from_str(f.read())
@@ -255,18 +386,44 @@ def write(out_dir, name, tokenizer, strings, rewrite=lambda text: text):
 
 
 def main():
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__),
-                                                                 "fixtures")
+    arguments = sys.argv[1:]
+    keep = "--keep-tokenizers" in arguments
+    arguments = [argument for argument in arguments if argument != "--keep-tokenizers"]
+    out_dir = arguments[0] if arguments else os.path.join(os.path.dirname(__file__), "fixtures")
     os.makedirs(out_dir, exist_ok=True)
-    base = gpt2()
-    write(out_dir, "gpt2", base, HARD_STRINGS, legacy_merges)
-    write(out_dir, "llama3", llama3(), HARD_STRINGS)
-    write(out_dir, "smollm2", smollm2(), HARD_STRINGS)
-    write(out_dir, "added", added(base), HARD_STRINGS + ADDED_STRINGS)
-    write(out_dir, "empty_affixes", empty_affixes(), HARD_STRINGS)
-    for name in ["handmade_ignore_merges", "handmade_merges", "handmade_unk",
-                 "handmade_fuse_unk", "handmade_bare"]:
-        write(out_dir, name, handmade(name), HANDMADE_STRINGS)
+    wanted = set(arguments[1:])
+    made = {}  # tokenizers that several styles start from, made once
+
+    def once(name, make):
+        return lambda: made[name] if name in made else made.setdefault(name, make())
+
+    base = once("gpt2", gpt2)
+    spm_legacy = once("spm_legacy", lambda: spm_converted(legacy=True))
+    metaspace_base = once("metaspace", metaspace_model)
+    spm_strings = HARD_STRINGS + SPM_STRINGS
+    styles = [
+        ("gpt2", base, HARD_STRINGS, legacy_merges),
+        ("llama3", llama3, HARD_STRINGS, None),
+        ("smollm2", smollm2, HARD_STRINGS, None),
+        ("added", lambda: added(base()), HARD_STRINGS + ADDED_STRINGS, None),
+        ("empty_affixes", empty_affixes, HARD_STRINGS, None),
+    ] + [(name, lambda name=name: handmade(name), HANDMADE_STRINGS, None)
+         for name in ["handmade_ignore_merges", "handmade_merges", "handmade_unk",
+                      "handmade_fuse_unk", "handmade_bare"]] + [
+        ("spm_legacy", spm_legacy, spm_strings, legacy_merges),
+        ("spm", lambda: spm_converted(legacy=False), spm_strings, None),
+        ("spm_legacy_added", lambda: with_added_tokens(spm_legacy()),
+         spm_strings + ADDED_STRINGS, None),
+        ("spm_legacy_normalized_specials", lambda: with_normalized_specials(spm_legacy()),
+         spm_strings, legacy_merges),
+    ] + [(name, lambda name=name: metaspace(metaspace_base(), name), spm_strings, None)
+         for name in ["metaspace", "metaspace_always_split", "metaspace_never"]]
+    unknown = wanted - {name for name, *_ in styles}
+    if unknown:
+        sys.exit(f"unknown styles: {sorted(unknown)}")
+    for name, make, strings, rewrite in styles:
+        if not wanted or name in wanted:
+            write(out_dir, name, make, strings, rewrite or (lambda text: text), keep)
     print(f"wrote {out_dir}")
 
 

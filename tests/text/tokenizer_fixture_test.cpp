@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -98,10 +100,33 @@ TEST_P(LibraryFixture, EncodesTheSameOnThreadsSharingIt) {
   EXPECT_THAT(mismatches, ::testing::Each(0));
 }
 
-INSTANTIATE_TEST_SUITE_P(Styles, LibraryFixture,
-                         ::testing::Values("gpt2", "llama3", "smollm2", "added", "empty_affixes",
-                                           "handmade_ignore_merges", "handmade_merges",
-                                           "handmade_unk", "handmade_fuse_unk", "handmade_bare"));
+// Every fixture make_tokenizer_fixtures.py wrote (each NAME.tokenizer.json beside its
+// NAME.expected.json), so that a new style is tested without a list to keep.
+std::vector<std::string> fixture_names() {
+  std::vector<std::string> names;
+  const std::string suffix = ".tokenizer.json";
+  for (const auto& entry : std::filesystem::directory_iterator(kFixtures)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() > suffix.size() && file.ends_with(suffix)) {
+      names.push_back(file.substr(0, file.size() - suffix.size()));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(Styles, LibraryFixture, ::testing::ValuesIn(fixture_names()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           return param.param;
+                         });
+
+TEST(LibraryFixtures, AreTheStylesTheScriptWrites) {
+  EXPECT_THAT(fixture_names(),
+              ::testing::IsSupersetOf({"gpt2", "llama3", "smollm2", "added", "empty_affixes",
+                                       "handmade_bare", "spm_legacy", "spm", "spm_legacy_added",
+                                       "metaspace", "metaspace_always_split",
+                                       "metaspace_never"}));
+}
 
 // The fixtures hold what these tests rely on: special tokens inside text, the template's
 // <|begin_of_text|>, merges across a multi-byte character's bytes.

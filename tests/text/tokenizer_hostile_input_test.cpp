@@ -138,28 +138,29 @@ TEST(TokenizerFiles, AskingForWhatIsNotComputedAreRefusedByName) {
     EXPECT_THAT(refusal(change), HasSubstr(words));
   };
   expect([](auto& d) { d["model"]["dropout"] = 0.1; }, "'model.dropout' is 0.1");
-  expect([](auto& d) { d["model"]["byte_fallback"] = true; }, "'model.byte_fallback' is true");
   expect([](auto& d) { d["model"]["type"] = "WordPiece"; }, "'model.type' is \"WordPiece\"");
+  expect([](auto& d) { d["model"]["type"] = "Unigram"; }, "'model.type' is \"Unigram\"");
   expect([](auto& d) { d["model"]["unk_token"] = "<missing>"; },
          "'model.unk_token' is '<missing>', which model.vocab lacks");
   expect([](auto& d) { d["model"]["continuing_subword_prefix"] = "##"; },
          "'model.continuing_subword_prefix' is \"##\"");
   expect([](auto& d) { d["model"]["end_of_word_suffix"] = "</w>"; },
          "'model.end_of_word_suffix' is \"</w>\"");
-  expect(
-      [](auto& d) {
-        d["normalizer"] = {{"type", "NFC"}};
-      },
-      "'normalizer' is {\"type\":\"NFC\"}");
+  for (const char* type : {"NFC", "NFKC", "NFD", "Lowercase", "Strip", "Precompiled",
+                           "BertNormalizer", "ByteLevel"}) {
+    expect([&](auto& d) { d["normalizer"] = {{"type", type}}; },
+           "'normalizer.type' is '" + std::string(type) +
+               "': the normalizers computed are Prepend, Replace");
+  }
   expect([](auto& d) { d["truncation"] = {{"max_length", 8}}; }, "'truncation' is");
   expect([](auto& d) { d["padding"] = {{"strategy", "BatchLongest"}}; }, "'padding' is");
   expect([](auto& d) { d["version"] = "2.0"; }, "'version' is \"2.0\"");
   expect([](auto& d) { d["surprise"] = 1; }, "unknown field 'surprise'");
   expect(
       [](auto& d) {
-        d["pre_tokenizer"] = {{"type", "Metaspace"}};
+        d["pre_tokenizer"] = {{"type", "Whitespace"}};
       },
-      "'pre_tokenizer.type' is 'Metaspace'");
+      "'pre_tokenizer.type' is 'Whitespace'");
   expect(
       [](auto& d) {
         d["pre_tokenizer"] = {{"type", "ByteLevel"}};
@@ -183,6 +184,7 @@ TEST(TokenizerFiles, AskingForWhatIsNotComputedAreRefusedByName) {
   expect(split({{"Regex", gpt2}}, "Removed", false), "'Removed': only Isolated");
   expect(split({{"Regex", gpt2}}, "Isolated", true), "invert' is true");
   expect([](auto& d) { d["decoder"] = {{"type", "WordPiece"}}; }, "'decoder.type' is 'WordPiece'");
+  expect([](auto& d) { d["decoder"] = {{"type", "CTC"}}; }, "'decoder.type' is 'CTC'");
   expect(
       [](auto& d) {
         d["post_processor"] = {{"type", "BertProcessing"}};
@@ -203,6 +205,121 @@ TEST(TokenizerFiles, WithEmptyAffixesAreReadAsWithoutAffixes) {
   for (const std::string text : {"abc", "abc abc", "cab a", "bcab"}) {
     EXPECT_EQ(with_empty.encode(text), without.encode(text)) << text;
   }
+}
+
+// The SentencePiece-style steps read what the library computes with them and refuse the rest
+// (a regular expression, a trailing Strip, a replacement of two characters), naming the field.
+TEST(TokenizerFiles, AskingForSentencePieceStepsNotComputedAreRefusedByName) {
+  const auto expect = [](const std::function<void(nlohmann::json&)>& change,
+                         const std::string& words) {
+    EXPECT_THAT(refusal(change), HasSubstr(words));
+  };
+  const auto replace = [](nlohmann::json pattern) {
+    return nlohmann::json{{"type", "Replace"}, {"pattern", pattern}, {"content", "\u2581"}};
+  };
+  expect(
+      [&](auto& d) {
+        d["normalizer"] = {{"type", "Sequence"},
+                           {"normalizers",
+                            {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+                             replace({{"Regex", " {2,}"}})}}};
+      },
+      "'normalizer.normalizers[1].pattern' is {\"Regex\":\" {2,}\"}: only a plain {\"String\"");
+  expect([&](auto& d) { d["normalizer"] = replace({{"String", ""}}); },
+         "'normalizer.pattern.String' is \"\": an empty pattern");
+  expect([&](auto& d) { d["decoder"] = replace({{"Regex", "x"}}); }, "'decoder.pattern' is");
+  expect(
+      [](auto& d) {
+        d["decoder"] = {{"type", "Sequence"},
+                        {"decoders",
+                         {{{"type", "Fuse"}},
+                          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 1}}}}};
+      },
+      "'decoder.decoders[1].stop' is 1");
+  expect(
+      [](auto& d) {
+        d["decoder"] = {{"type", "Strip"}, {"content", "ab"}, {"start", 1}, {"stop", 0}};
+      },
+      "'decoder.content' is 'ab': one character is expected");
+  const auto metaspace = [](nlohmann::json settings) {
+    return [=](nlohmann::json& d) {
+      d["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}};
+      d["pre_tokenizer"].update(settings);
+    };
+  };
+  expect(metaspace({{"replacement", "__"}}), "'pre_tokenizer.replacement' is '__'");
+  expect(metaspace({{"prepend_scheme", "sometimes"}}),
+         "'pre_tokenizer.prepend_scheme' is 'sometimes'");
+  expect(metaspace({{"prepend_scheme", "first"}, {"add_prefix_space", false}}),
+         "'pre_tokenizer.add_prefix_space' is false but the prepend_scheme is not \"never\"");
+  expect(metaspace({{"surprise", 1}}), "unknown field 'pre_tokenizer.surprise'");
+}
+
+// A normalizer or Replace decoder that grows the text without bound (a long content, Replaces
+// feeding each other) is refused as it runs, naming the limit, rather than exhausting memory.
+TEST(TokenizerFiles, WhoseReplacementsGrowTextWithoutBoundAreRefusedAsTheyRun) {
+  nlohmann::json document =
+      nlohmann::json::parse(read_text(kFixtures + "handmade_merges.tokenizer.json"));
+  const nlohmann::json doubling = {
+      {"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", "aa"}};
+  document["normalizer"] = {{"type", "Sequence"}, {"normalizers", nlohmann::json::array()}};
+  for (int i = 0; i < 8; ++i) document["normalizer"]["normalizers"].push_back(doubling);
+  const Tokenizer grows = Tokenizer::from_json(document.dump(), "doubling");
+  EXPECT_EQ(grows.encode("a").size(), 256U);  // 256 bytes of "a": within the limit
+  EXPECT_THAT(error_of([&] { (void)grows.encode(std::string(100000, 'a')); }),
+              HasSubstr("normalizer or Replace decoder makes more than 1604096 bytes"));
+  document["normalizer"] = nullptr;
+  document["decoder"] = {
+      {"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", std::string(100, 'b')}};
+  const Tokenizer decoder = Tokenizer::from_json(document.dump(), "long content");
+  EXPECT_EQ(decoder.decode(std::vector<std::int32_t>{0, 1}), std::string(100, 'b') + "b");
+  EXPECT_THAT(error_of([&] { (void)decoder.decode(std::vector<std::int32_t>(100000, 0)); }),
+              HasSubstr("makes more than"));
+}
+
+// Older files spell a Metaspace without prepend_scheme or split, with add_prefix_space: the
+// library's defaults ("always", split) apply, and add_prefix_space false goes with "never" (alone
+// it contradicts the default "always": the library refuses that, and so does this).
+TEST(TokenizerFiles, WithAnOlderMetaspaceAreReadWithTheLibrarysDefaults) {
+  nlohmann::json document =
+      nlohmann::json::parse(read_text(kFixtures + "metaspace_always_split.tokenizer.json"));
+  const Tokenizer current = Tokenizer::from_json(document.dump(), "current");
+  document["pre_tokenizer"] = {{"type", "Metaspace"},
+                               {"replacement", "\u2581"},
+                               {"add_prefix_space", true},
+                               {"str_rep", "\u2581"}};
+  const Tokenizer older = Tokenizer::from_json(document.dump(), "older");
+  for (const std::string text : {"the licence", " two  spaces", "<s>x"}) {
+    EXPECT_EQ(older.encode(text), current.encode(text)) << text;
+  }
+  document["pre_tokenizer"] = {
+      {"type", "Metaspace"}, {"replacement", "\u2581"}, {"add_prefix_space", false}};
+  EXPECT_THAT(error_of([&] { (void)Tokenizer::from_json(document.dump(), "contradiction"); }),
+              HasSubstr("'pre_tokenizer.add_prefix_space' is false but the prepend_scheme"));
+  document["pre_tokenizer"]["prepend_scheme"] = "never";
+  const Tokenizer older_never = Tokenizer::from_json(document.dump(), "older never");
+  document["pre_tokenizer"].erase("add_prefix_space");
+  const Tokenizer never = Tokenizer::from_json(document.dump(), "never");
+  for (const std::string text : {"the licence", " two  spaces", "<s>x"}) {
+    EXPECT_EQ(older_never.encode(text), never.encode(text)) << text;
+  }
+  EXPECT_NE(never.encode("the"), current.encode("the")) << "no \u2581 prepended";
+}
+
+// A normalized added token is found as the normalizer spells it: two that it spells alike would
+// leave the choice to the library's automaton.
+TEST(TokenizerFiles, WithAddedTokensNormalizedAlikeAreRefused) {
+  EXPECT_THAT(refusal([](auto& d) {
+                d["normalizer"] = {{"type", "Replace"},
+                                   {"pattern", {{"String", " "}}},
+                                   {"content", "\u2581"}};
+                nlohmann::json spaced = added_token(9, " x");
+                nlohmann::json marked = added_token(10, "\u2581x");
+                spaced["normalized"] = true;
+                marked["normalized"] = true;
+                d["added_tokens"] = {spaced, marked};
+              }),
+              HasSubstr("added token '\u2581x' is found as '\u2581x', as another token is"));
 }
 
 nlohmann::json template_processing(nlohmann::json single, std::int64_t special_id) {

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """shardwise's tokenizer against Hugging Face's `tokenizers` itself on thousands of random
 strings (random code points of every plane mixed with words, digit runs, contractions, runs of
-every kind of space, the special tokens), long runs of one kind of character (20,000 digits,
-spaces, line breaks, ...), long texts of random strings and random id sequences, for each
-tokenizer.json of tests/text/fixtures/, through tests/text/tokenizer_driver.cpp.
+every kind of space, the special tokens of byte-level and SentencePiece-style tokenizers, "▁"
+and byte tokens' names), long runs of one kind of character (20,000 digits, spaces, line
+breaks, ...), long texts of random strings and random id sequences, for each tokenizer.json of
+tests/text/fixtures/, through tests/text/tokenizer_driver.cpp.
 
   tokenizer_interop_test.py DRIVER FIXTURES_DIR [CASES_PER_FILE]
 
@@ -35,7 +36,8 @@ SPACES = [" ", "  ", "   ", "\t", "\n", "\r\n", "\r", "\n\n", " \n", "\u00a0", "
 CONTRACTIONS = ["'s", "'S", "'t", "'T", "'re", "'RE", "'Re", "'ve", "'m", "'M", "'ll", "'LL",
                 "'lL", "'d", "'D", "'\u017f", "'", "''", "'x", "'l", "'r"]
 SPECIALS = ["<|endoftext|>", "<|begin_of_text|>", "<|end_of_text|>", "<|im_start|>",
-            "<|im_end|>", "<sep>", "<|endoftext", "<|"]
+            "<|im_end|>", "<sep>", "<|endoftext", "<|", "<s>", "</s>", "<unk>", "<s", "</s",
+            "\u2581", "\u2581\u2581", "<0x41>", "<0xE2>", "<0x0A>"]
 # Runs that a scanner or a merge loop handles as one piece: each run and its prefix of 1,000.
 LONG_RUN_UNITS = ["1", "123", " ", "\n", " \n", "\r\n", "\t", "!", "a", "'", "'s", "\u2581",
                   "\u00e9", "\U0001f600", "a ", "1 "]
@@ -86,7 +88,8 @@ def check(driver, path, count, rng):
     tokenizer = Tokenizer.from_file(path)
     size = tokenizer.get_vocab_size(with_added_tokens=True)
     texts = [random_text(rng) for _ in range(count)]
-    # ... and long texts of random strings, each a long word for a tokenizer that splits little.
+    # ... and long texts of random strings: a SentencePiece-style tokenizer merges each as one
+    # word, with merges of every rank in it.
     runs = [unit * (length // len(unit)) for unit in LONG_RUN_UNITS
             for length in (1000, LONG_RUN_LENGTH)]
     runs += ["".join(random_text(rng) for _ in range(200)) for _ in range(max(1, count // 50))]

@@ -1,9 +1,12 @@
 #pragma once
-// A byte-level BPE tokenizer read from Hugging Face's tokenizer.json (the kind GPT-2, Llama 3
-// and SmolLM2 ship), giving the ids and text the `tokenizers` library gives for the same file.
-// What the file asks for that it does not compute exactly (another model, a normalizer, an
-// unknown pre-tokenizer or regular expression, dropout, truncation, ...) is refused when the
-// file is read, naming the field and its value, rather than tokenized differently.
+// A BPE tokenizer read from Hugging Face's tokenizer.json, giving the ids and text the
+// `tokenizers` library gives for the same file: byte-level BPE (the kind GPT-2, Llama 3 and
+// SmolLM2 ship) and SentencePiece-style BPE with byte fallback (Llama 2's, TinyLlama's,
+// Mistral's and Mixtral's: a Prepend and Replace normalizer or a Metaspace pre-tokenizer, <0xNN>
+// byte tokens, the Replace/ByteFallback/Fuse/Strip or Metaspace decoders). What the file asks
+// for that it does not compute exactly (another model such as Unigram or WordPiece, another
+// normalizer, a regular expression it does not know, dropout, truncation, ...) is refused when
+// the file is read, naming the field and its value, rather than tokenized differently.
 //
 // Every member is const and may be called from several threads at once on one Tokenizer (ranks
 // that are threads share one); copies share the vocabulary.
@@ -31,20 +34,21 @@ class Tokenizer {
   [[nodiscard]] static Tokenizer from_json(std::string_view text, const std::string& what);
 
   // As the library's Tokenizer.encode(text, add_special_tokens).ids: the text split on the
-  // added tokens, pre-tokenized, each piece's BPE merges, then the post-processor's special
-  // tokens where add_special_tokens. InvalidArgument where `text` is not UTF-8.
+  // added tokens, normalized, pre-tokenized, each piece's BPE merges, then the post-processor's
+  // special tokens where add_special_tokens. InvalidArgument where `text` is not UTF-8.
   [[nodiscard]] std::vector<std::int32_t> encode(std::string_view text,
                                                  bool add_special_tokens = true) const;
-  // As the library's decode(ids, skip_special_tokens): the tokens' bytes, every byte sequence
-  // that is not UTF-8 replaced by U+FFFD as the library replaces it. InvalidArgument naming an
-  // id outside the vocabulary (the library skips such ids in silence).
+  // As the library's decode(ids, skip_special_tokens): the tokens through the file's decoder
+  // (byte-level: the tokens' bytes, every byte sequence that is not UTF-8 replaced by U+FFFD as
+  // the library replaces it; none: the tokens joined by spaces). InvalidArgument naming an id
+  // outside the vocabulary (the library skips such ids in silence).
   [[nodiscard]] std::string decode(std::span<const std::int32_t> ids,
                                    bool skip_special_tokens = false) const;
 
   // The library's get_vocab_size(with_added_tokens=True): every id is below it.
   [[nodiscard]] std::size_t vocab_size() const;
   // The id of a token (an added token's content, or a token of the model's vocabulary, in its
-  // byte-level spelling: "Ġthe"), as the library's token_to_id.
+  // spelling there: "Ġthe", "▁the", "<0x0A>"), as the library's token_to_id.
   [[nodiscard]] std::optional<std::int32_t> token_to_id(std::string_view token) const;
   // The token of an id, as the library's id_to_token; nullopt outside the vocabulary.
   [[nodiscard]] std::optional<std::string> id_to_token(std::int32_t id) const;

@@ -1,10 +1,10 @@
 #pragma once
 // Added tokens (special or not): the text is split on them before anything else, as the
 // library's AddedVocabulary splits it. Tokens with normalized=false are found first, over the
-// whole text; those with normalized=true then in the pieces between (the text a normalizer
-// would have normalized: there is none here). In each pass the leftmost match wins, the longest
-// at one place; single_word drops a match inside a word, lstrip and rstrip widen one over the
-// spaces beside it.
+// whole text (split_raw); each piece between them is then normalized, and the tokens with
+// normalized=true are found in the normalized piece (split_normalized), spelt as the normalizer
+// makes their contents. In each pass the leftmost match wins, the longest at one place;
+// single_word drops a match inside a word, lstrip and rstrip widen one over the spaces beside it.
 
 #include <cstdint>
 #include <optional>
@@ -19,6 +19,8 @@ namespace shardwise::text::detail {
 
 struct AddedToken {
   std::string content;
+  // What the token is found as: its content, normalized where `normalized` (the reader sets it).
+  std::string pattern;
   std::int32_t id = 0;
   bool single_word = false;
   bool lstrip = false;
@@ -34,12 +36,14 @@ struct Segment {
 
 class AddedVocabulary {
  public:
-  // Tokens with distinct, non-empty contents; in one pass, no token starts with a space where
-  // another has rstrip (the library's splits would then overlap: the reader refuses that).
+  // Tokens with distinct, non-empty contents and patterns; in one pass, no token's pattern starts
+  // with a space where another has rstrip (the library's splits would then overlap: the reader
+  // refuses that).
   explicit AddedVocabulary(std::vector<AddedToken> tokens);
 
-  // `text` in segments, in order, none empty.
-  [[nodiscard]] std::vector<Segment> split(std::string_view text) const;
+  // `text` in segments, in order, none empty: split on the tokens of one pass.
+  [[nodiscard]] std::vector<Segment> split_raw(std::string_view text) const;
+  [[nodiscard]] std::vector<Segment> split_normalized(std::string_view text) const;
 
   [[nodiscard]] const std::vector<AddedToken>& tokens() const { return tokens_; }
   [[nodiscard]] const AddedToken* find_id(std::int32_t id) const;

@@ -1,8 +1,8 @@
 #pragma once
 // The BPE model: a vocabulary, ranked merges, and each pre-tokenized piece merged as the
-// library merges it (the lowest-ranked pair anywhere in the word first, the leftmost among
-// equals), with a cache of words already merged.
+// library merges it (bpe_merge.hpp), with a cache of words already merged.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bpe_merge.hpp"
 #include "string_hash.hpp"
 
 namespace shardwise::text::detail {
@@ -25,7 +26,11 @@ struct Merge {
 struct BpeSettings {
   // A piece that is a token of the vocabulary is that token, whatever the merges make of it.
   bool ignore_merges = false;
-  // The id a character the vocabulary lacks becomes; without one, such characters are dropped.
+  // A character the vocabulary lacks becomes the tokens <0xNN> of its UTF-8 bytes, where the
+  // vocabulary holds all of them.
+  bool byte_fallback = false;
+  // The id a character the vocabulary lacks (and byte fallback does not spell) becomes; without
+  // one, such characters are dropped.
   std::optional<std::int32_t> unknown_id;
   bool fuse_unknown = false;  // consecutive unknown characters become one unknown id
 };
@@ -39,7 +44,8 @@ class BpeModel {
   BpeModel(BpeModel&&) noexcept;
   BpeModel& operator=(BpeModel&&) noexcept;
 
-  // Appends the ids of one pre-tokenized piece (in the byte-level spelling).
+  // Appends the ids of one pre-tokenized piece (in the vocabulary's spelling). InvalidArgument
+  // for a piece of 4 GiB or more.
   void tokenize(std::string_view piece, std::vector<std::int32_t>& out) const;
 
   [[nodiscard]] std::size_t size() const { return tokens_.size(); }
@@ -49,16 +55,12 @@ class BpeModel {
   }
 
  private:
-  struct Rank {
-    std::uint32_t rank;
-    std::int32_t merged;
-  };
   [[nodiscard]] std::vector<std::int32_t> merge_word(std::string_view word) const;
-  [[nodiscard]] const Rank* find_merge(std::int32_t left, std::int32_t right) const;
 
   std::vector<std::string> tokens_;
   StringMap<std::int32_t> ids_;
-  std::unordered_map<std::uint64_t, Rank> ranks_;  // by (left << 32 | right)
+  MergeRanks ranks_;
+  std::array<std::int32_t, 256> byte_ids_{};       // the id of <0xNN>, -1 where none
   BpeSettings settings_;
   class WordCache;
   std::unique_ptr<WordCache> cache_;

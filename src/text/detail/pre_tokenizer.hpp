@@ -1,8 +1,9 @@
 #pragma once
-// The pre-tokenizers of byte-level tokenizers, applied as the library applies a Sequence of
-// them: each step splits every piece the steps before it left (pieces are never joined again),
-// and ByteLevel also respells each piece in the byte-level alphabet, which the steps after it
-// then see. Empty pieces are dropped, as the library drops them.
+// The pre-tokenizers of byte-level tokenizers and SentencePiece-style ones (Metaspace), applied
+// as the library applies a Sequence of them: each step splits every piece the steps before it
+// left (pieces are never joined again), and ByteLevel and Metaspace also rewrite each piece
+// (the byte-level alphabet, "▁" for spaces), which the steps after them then see. Empty pieces
+// are dropped, as the library drops them.
 
 #include <string>
 #include <string_view>
@@ -25,10 +26,20 @@ struct SplitStep {
 struct DigitsStep {
   bool individual_digits = false;
 };
-using PreTokenizerStep = std::variant<ByteLevelStep, SplitStep, DigitsStep>;
+// Metaspace: each space (U+0020 alone) becomes `replacement`, which is then prepended to a piece
+// that does not start with it (always; first: only to the piece that starts the whole text;
+// never), and with `split` each replacement starts a piece of its own ("▁a▁▁b": "▁a", "▁", "▁b").
+enum class PrependScheme { kAlways, kFirst, kNever };
+struct MetaspaceStep {
+  std::string replacement;  // one character, UTF-8
+  PrependScheme prepend_scheme = PrependScheme::kAlways;
+  bool split = true;
+};
+using PreTokenizerStep = std::variant<ByteLevelStep, SplitStep, DigitsStep, MetaspaceStep>;
 
-// The pieces of `text` (UTF-8) after every step, in order.
+// The pieces of `text` (UTF-8) after every step, in order. `starts_text`: `text` begins the text
+// being encoded (no added token before it), for Metaspace's "first" scheme.
 [[nodiscard]] std::vector<std::string> pre_tokenize(const std::vector<PreTokenizerStep>& steps,
-                                                    std::string_view text);
+                                                    std::string_view text, bool starts_text);
 
 }  // namespace shardwise::text::detail

@@ -8,6 +8,8 @@
 
 #include "added_vocabulary.hpp"
 #include "bpe_model.hpp"
+#include "decoder.hpp"
+#include "normalizer.hpp"
 #include "post_processor.hpp"
 #include "pre_tokenizer.hpp"
 #include "shardwise/text/tokenizer.hpp"
@@ -15,13 +17,15 @@
 namespace shardwise::text {
 
 struct Tokenizer::Parts {
+  // Applied to each piece between the added tokens with normalized=false; empty: none.
+  std::vector<detail::NormalizerStep> normalizer;
   detail::AddedVocabulary added;
   std::vector<detail::PreTokenizerStep> pre_tokenizer;
   detail::BpeModel model;
   std::optional<detail::Template> post_template;
-  // The ByteLevel decoder (tokens' bytes, then UTF-8 as Rust's from_utf8_lossy); without a
-  // decoder the library joins the tokens with spaces.
-  bool byte_level_decoder = false;
+  // The decoder's steps; without a decoder (nullopt) the library joins the tokens with spaces,
+  // with an empty Sequence it joins them as they are.
+  std::optional<std::vector<detail::DecoderStep>> decoder;
   std::size_t vocab_size = 0;  // the model's and the added tokens', every id below it
 };
 
