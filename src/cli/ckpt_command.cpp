@@ -19,6 +19,7 @@
 #include "backend_flag.hpp"
 #include "command.hpp"
 #include "model_argument.hpp"
+#include "notes.hpp"
 #include "number_text.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/ckpt/checkpoint_folders.hpp"
@@ -260,7 +261,9 @@ void import_hf(const std::string& path, const std::string& format,
                             ", not a model --format " + format + " holds");
     }
   } else {
-    definition = models::HfWeights::folder_model(file, adapter);
+    std::vector<std::string> notes;
+    definition = models::HfWeights::folder_model(file, adapter, notes);
+    show_notes("ckpt", notes);
   }
   // Everything a rank would find wrong is found here, once, before any rank starts or any
   // parameter is allocated: the output's place, the file's tensors and their shapes, memory.
@@ -424,6 +427,7 @@ void model_loss(const std::string& path, const std::string& data, const std::str
                 const std::optional<std::string>& tokenizer,
                 const std::optional<std::string>& seq_text, bool json, std::ostream& out) {
   const models::ModelSource source = models::open_model_source(path, "path");
+  show_notes("ckpt", source.notes);
   // The values, their gradients and the buffers of one window.
   check_model_fits(*source.model, 3, "computing the loss of " + source.words);
   const std::size_t seq =

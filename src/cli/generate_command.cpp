@@ -14,6 +14,7 @@
 #include "backend_flag.hpp"
 #include "blas_flag.hpp"
 #include "command.hpp"
+#include "notes.hpp"
 #include "number_text.hpp"
 #include "prompt_codec.hpp"
 #include "shardwise/core/error.hpp"
@@ -37,8 +38,8 @@ std::vector<std::int32_t> end_tokens_of(const models::ModelSource& source) {
   std::vector<std::int32_t> ids;
   for (const std::int64_t id : source.end_tokens) {
     if (id < 0 || id >= static_cast<std::int64_t>(source.model->vocab_size())) {
-      throw InvalidArgument(source.words + ": config.json's eos_token_id " + std::to_string(id) +
-                            " is outside the vocabulary of " +
+      throw InvalidArgument(source.words + ": " + source.end_tokens_from + "'s eos_token_id " +
+                            std::to_string(id) + " is outside the vocabulary of " +
                             std::to_string(source.model->vocab_size()) +
                             "; give --stop-ids (ids, or none)");
     }
@@ -74,7 +75,8 @@ class GenerateCommand final : public Command {
         ->default_val("1");
     app_->add_option("--seed", seed_, "The draws' seed")->default_val("0");
     app_->add_option("--stop-ids", stop_ids_,
-                     "Ids that end the text (default: config.json's eos_token_id; 'none')");
+                     "Ids that end the text (default: generation_config.json's eos_token_id, else "
+                     "config.json's; 'none')");
     app_->add_option("--mesh", mesh_, "A 'model' axis to split the model over: model=2");
     app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
@@ -102,6 +104,7 @@ class GenerateCommand final : public Command {
     train::validate(options.sampling);
 
     const models::ModelSource source = models::open_model_source(model_, "model");
+    show_notes("generate", source.notes);
     const PromptCodec codec = prompt_codec(source, tokenizer_);
     std::vector<std::int32_t> prompt;
     if (prompt_ids_) {
@@ -147,7 +150,7 @@ class GenerateCommand final : public Command {
           }
           if (threads > 0) kernels::set_blas_threads(threads);
           const train::ParallelContext context(comm, mesh);
-          train::DecodingModel model(source.model, context, source.values);
+          train::DecodingModel model(source.model, context, source.values, 0, source.identity);
           train::GenerationResult result = model.generate(prompt, options);
           if (comm.rank() == 0) {
             const std::lock_guard lock(mutex);

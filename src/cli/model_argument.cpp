@@ -31,7 +31,7 @@ ModelManifest safetensors_manifest(const std::string& path, const std::string& f
 
 ModelArgument of_model(std::shared_ptr<const train::ModelDefinition> model) {
   ModelManifest manifest = model->manifest();
-  return {std::move(model), std::move(manifest), {}};
+  return {std::move(model), std::move(manifest), {}, {}};
 }
 
 }  // namespace
@@ -39,7 +39,7 @@ ModelArgument of_model(std::shared_ptr<const train::ModelDefinition> model) {
 ModelArgument read_model_argument(const std::string& value, const std::string& flag) {
   if (models::is_preset(value)) return of_model(models::model_from_preset(value, flag));
   if (value.size() > 12 && value.substr(value.size() - 12) == ".safetensors") {
-    return {nullptr, safetensors_manifest(value, flag), {}};
+    return {nullptr, safetensors_manifest(value, flag), {}, {}};
   }
   struct stat info {};
   if (::stat(value.c_str(), &info) != 0) {
@@ -62,7 +62,7 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
     // it is (its dtype, and fields the family refuses, such as Qwen2's biases).
     ModelArgument described;
     try {
-      described.model = models::model_from_hf_config(text, named);
+      described.model = models::model_from_hf_config(text, named, described.notes);
     } catch (const InvalidArgument& e) {
       described.refusal = e.what();
     }
@@ -84,8 +84,10 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
 }
 
 std::shared_ptr<const train::ModelDefinition> model_definition(const std::string& value,
-                                                               const std::string& flag) {
+                                                               const std::string& flag,
+                                                               std::vector<std::string>* notes) {
   ModelArgument argument = read_model_argument(value, flag);
+  if (notes != nullptr) notes->insert(notes->end(), argument.notes.begin(), argument.notes.end());
   if (!argument.refusal.empty()) throw InvalidArgument(argument.refusal);
   if (!argument.model) {
     throw InvalidArgument(flag + " '" + echo_input(value) +

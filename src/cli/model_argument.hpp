@@ -2,10 +2,10 @@
 // --model of `shardwise train` and `shardwise plan`: one reader, so that both commands see the
 // same model in the same file.
 
+#include <memory>
 #include <optional>
 #include <string>
-
-#include <memory>
+#include <vector>
 
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/train/model_definition.hpp"
@@ -22,6 +22,9 @@ struct ModelArgument {
   // Why the family a Hugging Face config.json names refuses it (the planner may still read it,
   // as it reads Qwen2's biases); empty otherwise.
   std::string refusal;
+  // What the family's reader of a config.json took without knowing it (fields a newer
+  // transformers writes), for the command to show.
+  std::vector<std::string> notes;
 };
 
 // Reads `value` given to `flag`; an InvalidArgument naming the flag and the file otherwise.
@@ -30,7 +33,7 @@ ModelArgument read_model_argument(const std::string& value, const std::string& f
 // A preset's name, or a model file of a registered family, read as `shardwise plan` reads it;
 // InvalidArgument naming `flag` where it describes parameters rather than a model the trainer
 // builds.
-std::shared_ptr<const train::ModelDefinition> model_definition(const std::string& value,
-                                                               const std::string& flag);
+std::shared_ptr<const train::ModelDefinition> model_definition(
+    const std::string& value, const std::string& flag, std::vector<std::string>* notes = nullptr);
 
 }  // namespace shardwise::cli

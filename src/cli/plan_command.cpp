@@ -17,6 +17,7 @@
 #include "blas_flag.hpp"
 #include "command.hpp"
 #include "model_argument.hpp"
+#include "notes.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
@@ -205,7 +206,9 @@ class PlanCommand final : public Command {
     const plan::Recompute recompute = parse_recompute(recompute_, "--recompute");
     std::optional<std::int64_t> heads;
     if (heads_) heads = bounded(*heads_, "--heads", 1, std::int64_t{1} << 20);
-    const ModelManifest manifest = read_model_argument(model_, "--model").manifest;
+    const ModelArgument argument = read_model_argument(model_, "--model");
+    show_notes("plan", argument.notes);
+    const ModelManifest& manifest = argument.manifest;
     const plan::ModelShape shape = plan::shape_of(manifest, heads);
     plan::Cluster cluster;
     if (device_ != "cpu" && app_->get_option("--blas")->count() > 0) {

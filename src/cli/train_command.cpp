@@ -16,6 +16,7 @@
 #include "blas_flag.hpp"
 #include "command.hpp"
 #include "model_argument.hpp"
+#include "notes.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
@@ -324,7 +325,8 @@ class TrainCommand final : public Command {
     // --init-from's folder is the model where --model is not given.
     const bool folder_model = init_from_ && app_->get_option("--model")->count() == 0;
     job.model_given = folder_model ? *init_from_ : model_;
-    job.model = model_definition(job.model_given, folder_model ? "--init-from" : "--model");
+    std::vector<std::string> notes;
+    job.model = model_definition(job.model_given, folder_model ? "--init-from" : "--model", &notes);
     job.data.format = train::parse_token_format(data_format_, "--data-format");
     if (!data_ && (val_data_ || app_->get_option("--data-format")->count() > 0)) {
       throw InvalidArgument(std::string(val_data_ ? "--val-data" : "--data-format") +
@@ -365,7 +367,8 @@ class TrainCommand final : public Command {
     }
     if (init_from_) {
       // The folder's own model, or one that is the same (a preset or file of its sizes).
-      const auto held = model_definition(*init_from_, "--init-from");
+      const auto held =
+          model_definition(*init_from_, "--init-from", folder_model ? nullptr : &notes);
       if (held->family() != job.model->family() ||
           held->config_json() != job.model->config_json()) {
         throw InvalidArgument("--init-from '" + echo_input(*init_from_, 200) + "' holds " +
@@ -395,6 +398,7 @@ class TrainCommand final : public Command {
     job.timeline = timeline_;
     job.caller_settings = {{"--json", json_ ? "on" : "off"}};
     const train::TrainingJob training(std::move(job));
+    show_notes("train", notes);
     const BackendInfo& backend = backend_from(backend_);
     training.check_memory(backend);
     TrainPrinter printer(out, json_, bounded(print_every_, "--print-every", 1, INT64_MAX));

@@ -3,6 +3,7 @@
 // write it, or the trainer's own model file ("family": "llama").
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "../detail/json_reader.hpp"
 #include "detail/hf_config_reader.hpp"
@@ -196,6 +197,25 @@ void read_architecture(detail::HfConfigReader& r) {
   if (const nlohmann::json* v = r.find("quantization_config")) {
     r.refuse("quantization_config", *v,
              "shardwise reads float weights; a quantized model is not computed");
+  }
+  // Settings of the architectures a Llama's file is most often mistaken for (Qwen3's and OLMo's
+  // norms of queries and keys, Gemma's soft-capping and scalars, Granite's multipliers, experts):
+  // known to change the computation, so refused by name rather than taken with a note.
+  for (const char* key :
+       {"qk_layernorm", "use_qk_norm", "qk_norm", "attn_logit_softcapping",
+        "final_logit_softcapping", "query_pre_attn_scalar", "embedding_multiplier",
+        "residual_multiplier", "attention_multiplier", "logits_scaling", "num_local_experts",
+        "num_experts", "n_routed_experts", "num_experts_per_tok", "no_rope_layers"}) {
+    const nlohmann::json* v = r.find(key);
+    // Absent, null, false and 0 (no experts) ask for nothing; a scaling of 1 scales nothing.
+    const bool scaling = std::string_view(key) == "embedding_multiplier" ||
+                         std::string_view(key) == "residual_multiplier" ||
+                         std::string_view(key) == "logits_scaling";
+    const bool neutral = v == nullptr || v->is_null() || (v->is_boolean() && !v->get<bool>()) ||
+                         (v->is_number() && v->get<double>() == (scaling ? 1.0 : 0.0));
+    if (!neutral) {
+      r.refuse(key, *v, "a setting of another architecture; shardwise's Llama does not compute it");
+    }
   }
   // Computed alike at any value: tensor-parallel slices of pretraining (sums of the same
   // products), dropout (shardwise trains without it), nanotron's marker of a Llama.

@@ -2,6 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "../detail/crc32c.hpp"
 #include "../detail/file_io.hpp"
 #include "../detail/json_reader.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
@@ -59,6 +65,47 @@ void read_end_tokens(const std::filesystem::path& folder, const std::string& con
   }
 }
 
+// The weights and configuration of a Hugging Face folder as a short text, the same on every host
+// that sees the same files and different for other weights of the same shapes: each
+// .safetensors and .json file's name, size and CRC-32C of 16 blocks of 4 KiB spread over it
+// (read through the links of Hugging Face's cache), so that a file of any size costs 64 KiB.
+std::string folder_identity(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if ((name.ends_with(".safetensors") || name.ends_with(".json")) &&
+        std::filesystem::is_regular_file(entry.path(), error)) {
+      files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::uint32_t crc = 0;
+  std::vector<char> block(4096);
+  for (const std::filesystem::path& file : files) {
+    const std::string name = file.filename().string();
+    crc = shardwise::detail::crc32c(name.data(), name.size(), crc);
+    try {
+      const shardwise::detail::File in(file, O_RDONLY);
+      const std::uint64_t size = in.size();
+      crc = shardwise::detail::crc32c(&size, sizeof size, crc);
+      constexpr std::uint64_t kBlocks = 16;
+      for (std::uint64_t b = 0; b < kBlocks && size > 0; ++b) {
+        const std::uint64_t length = std::min<std::uint64_t>(block.size(), size);
+        const std::uint64_t at = size <= length ? 0 : (size - length) / (kBlocks - 1) * b;
+        in.read_at(block.data(), static_cast<std::size_t>(length), at);
+        crc = shardwise::detail::crc32c(block.data(), static_cast<std::size_t>(length), crc);
+        if (size <= length) break;
+      }
+    } catch (const Error&) {
+      // A file that cannot be read is found, and named, where the weights are read.
+    }
+  }
+  char text[16];
+  std::snprintf(text, sizeof text, "%08x", crc);
+  return std::to_string(files.size()) + " files, CRC-32C " + text;
+}
+
 ModelSource hugging_face_source(const std::filesystem::path& folder, const std::string& field) {
   const std::filesystem::path file = folder / "config.json";
   const std::string what = field + " '" + echo_input(file.string(), 200) + "'";
@@ -67,6 +114,7 @@ ModelSource hugging_face_source(const std::filesystem::path& folder, const std::
   source.model = read_hf_config(config, what, source.notes);
   read_end_tokens(folder, config, field, source);
   source.words = "Hugging Face folder '" + echo_input(folder.string(), 200) + "'";
+  source.identity = folder_identity(folder);
   source.values = hf_initial_values(folder.string(), source.model);
   std::error_code error;
   if (std::filesystem::is_regular_file(folder / "tokenizer.json", error)) {
@@ -84,6 +132,9 @@ ModelSource checkpoint_source(const std::filesystem::path& path, const std::stri
   reader->check_files();
   ModelSource source;
   source.words = what;
+  char checksum[16];
+  std::snprintf(checksum, sizeof checksum, "%08x", reader->index_checksum());
+  source.identity = "index.json CRC-32C " + std::string(checksum);
   source.step = info.step;
   source.model = std::move(info.model);
   source.values = [reader, what](std::span<const train::ParameterBlock> blocks) {

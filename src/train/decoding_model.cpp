@@ -26,6 +26,7 @@ std::vector<ParameterSpec> decoding_blocks(const ModelDefinition& model,
 
 // What every rank must agree on, each as exact text (a double by its shortest round-trip form).
 std::vector<Setting> generation_settings(const ModelDefinition& model,
+                                         const std::string& values_identity,
                                          std::span<const std::int32_t> prompt,
                                          const GenerationOptions& options) {
   const auto text = [](double value) {
@@ -38,6 +39,7 @@ std::vector<Setting> generation_settings(const ModelDefinition& model,
     return joined;
   };
   return {{"model", model.describe()},
+          {"weights", values_identity},
           {"prompt", ids(prompt)},
           {"max_new_tokens", std::to_string(options.max_new_tokens)},
           {"temperature", text(options.sampling.temperature)},
@@ -61,8 +63,9 @@ void DecodingModel::check_mesh(const Mesh& mesh) {
 
 DecodingModel::DecodingModel(std::shared_ptr<const ModelDefinition> model,
                              const ParallelContext& context, const InitialValues& values,
-                             std::size_t capacity)
+                             std::size_t capacity, std::string values_identity)
     : model_(std::move(model)),
+      values_identity_(std::move(values_identity)),
       world_(&context.world()),
       tp_(context),
       store_(decoding_blocks(*model_, context), ParameterStore::Gradients::kNone) {
@@ -90,7 +93,7 @@ DecodingModel::DecodingModel(std::shared_ptr<const ModelDefinition> model,
 
 GenerationResult DecodingModel::generate(std::span<const std::int32_t> prompt,
                                          const GenerationOptions& options) {
-  check_ranks_agree(*world_, generation_settings(*model_, prompt, options));
+  check_ranks_agree(*world_, generation_settings(*model_, values_identity_, prompt, options));
   return train::generate(*decoder_, tp_, prompt, options);
 }
 

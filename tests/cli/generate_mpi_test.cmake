@@ -63,5 +63,22 @@ foreach(_case "seed;--prompt;The ;--seed;1;--seed;2" "prompt;--seed;1;--prompt;T
     message(FATAL_ERROR "another ${_what} on rank 1: status ${_status}\n${_out}\n${_err}")
   endif()
 endforeach()
+# Two processes given two checkpoints of the same architecture (two hosts seeing different
+# newest checkpoints): their weights differ, refused naming them rather than computing with half
+# of each.
+execute_process(COMMAND ${COMMAND} train --model ${MODEL} --steps 2 --batch 8 --seed 7
+                        --save ${WORK}/other
+                RESULT_VARIABLE _status ERROR_VARIABLE _err OUTPUT_QUIET TIMEOUT 120)
+if(NOT _status EQUAL 0)
+  message(FATAL_ERROR "train: ${_status} ${_err}")
+endif()
+set(_generate generate --mesh model=2 --max-new-tokens 5 --prompt "The ")
+execute_process(COMMAND ${MPIEXEC} --oversubscribe -np 1 ${COMMAND} ${_generate} ${WORK}/save
+                        : -np 1 ${COMMAND} ${_generate} ${WORK}/other
+                RESULT_VARIABLE _status OUTPUT_VARIABLE _out ERROR_VARIABLE _err TIMEOUT 60)
+if(NOT _status EQUAL 2 OR NOT _err MATCHES "runs with another weights than rank 0"
+   OR NOT _out STREQUAL "")
+  message(FATAL_ERROR "another checkpoint on rank 1: status ${_status}\n${_out}\n${_err}")
+endif()
 file(REMOVE_RECURSE ${WORK})
 message(STATUS "generate: the same ids under mpirun -np ${NP} as in process and on one rank")

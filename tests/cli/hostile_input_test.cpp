@@ -51,13 +51,13 @@ TEST(HostileInput, OverflowingSizesAreRefusedNotWrapped) {
   const std::string head_dim = temp_file("head_dim.json", llama_config(R"(, "num_hidden_layers": 2,
                                                  "head_dim": 4611686018427387904)"));
   expect_bad_input({"specs", "--model", head_dim, "--mesh", "data=2"},
-                   "num_attention_heads x head_dim: 32 x 4611686018427387904 does not fit");
+                   "llama config 'head_dim' is 4611686018427387904; at most 1048576 is read");
   const std::string vocab =
       temp_file("vocab.json", R"({"model_type": "llama", "vocab_size": 4611686018427387904,
           "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 2,
           "num_attention_heads": 32})");
   expect_bad_input({"specs", "--model", vocab, "--mesh", "data=2"},
-                   "shape (4611686018427387904, 2048) has more elements");
+                   "llama config 'vocab_size' is 4611686018427387904; at most 1048576 is read");
 }
 
 TEST(HostileInput, UnevenShardsOfTheLargestSizeStayExact) {

@@ -347,14 +347,17 @@ TEST(TrainLlama, HostileConfigFieldsAreRefusedInOneLine) {
       {"rope_scaling", nlohmann::json{{"rope_type", "llama3"}, {"factor", 8}},
        "\"low_freq_factor\" is missing"},
       {"rope_scaling", nlohmann::json{{"rope_type", "default"}, {"partial_rotary_factor", 0.5}},
-       "its \"partial_rotary_factor\" is not a field of type default"},
+       "its \"partial_rotary_factor\" is 0.5: shardwise's Llama rotates every dimension of a "
+       "head (1.0)"},
       {"rope_parameters", nlohmann::json{{"rope_type", 3}}, "its \"rope_type\" is no name"},
       {"max_position_embeddings", 1048577, "\"max_position_embeddings\" is 1048577"},
       {"attention_bias", true, "\"attention_bias\" is true"},
       {"mlp_bias", true, "\"mlp_bias\" is true"},
       {"hidden_act", "gelu", "\"hidden_act\" is \"gelu\""},
-      {"sliding_window", 4096, "\"sliding_window\" is 4096"},
-      {"qk_layernorm", true, "\"qk_layernorm\" is a field shardwise's Llama does not implement"}};
+      {"sliding_window", 8, "\"sliding_window\" is 8; sliding_window 8 is below "
+                            "max_position_embeddings 16"},
+      {"qk_layernorm", true, "\"qk_layernorm\" is true; a setting of another architecture"},
+      {"final_logit_softcapping", 30.0, "\"final_logit_softcapping\" is 30"}};
   for (const auto& [field, value, message] : cases) {
     nlohmann::json config = base;
     if (value.is_null()) {

@@ -149,10 +149,29 @@ TEST(UserFiles, ExportKeepsAUsersModelFolderUnlessForced) {
   expect_bad_input({"ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "hf").string()},
                    "exists; it is left as it is; --force replaces it");
   EXPECT_EQ(tree_snapshot(root / "hf"), before);
-  const auto forced = run_command(
-      {"ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "hf").string(), "--force"});
+  // --force replaces an earlier export alone: a folder of the user's (transformers', the Hub's)
+  // is left as it is, with or without its model.safetensors.
+  expect_bad_input(
+      {"ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "hf").string(), "--force"},
+      "holds a model.safetensors that ckpt export did not write (a Hugging Face folder's own); it "
+      "is left as it is (--force replaces only an earlier export)");
+  EXPECT_EQ(tree_snapshot(root / "hf"), before);
+  std::filesystem::remove(root / "hf" / "model.safetensors");
+  const auto config_only = tree_snapshot(root / "hf");
+  expect_bad_input(
+      {"ckpt", "export", ck, "--format", "hf-gpt2", "--out", (root / "hf").string(), "--force"},
+      "holds a config.json that ckpt export did not write");
+  EXPECT_EQ(tree_snapshot(root / "hf"), config_only);
+  ASSERT_EQ(run_command({"ckpt", "export", ck, "--format", "hf-gpt2", "--out",
+                         (root / "exported").string()})
+                .status,
+            0);
+  const auto exported = tree_snapshot(root / "exported");
+  write_file(root / "exported" / "config.json", "{\"edited\": true}");
+  const auto forced = run_command({"ckpt", "export", ck, "--format", "hf-gpt2", "--out",
+                                   (root / "exported").string(), "--force"});
   ASSERT_EQ(forced.status, 0) << forced.err;
-  EXPECT_NE(tree_snapshot(root / "hf"), before);
+  EXPECT_EQ(tree_snapshot(root / "exported"), exported);
   // A symlinked config.json and a FIFO: never written through, not even with --force.
   write_file(root / "target.txt", "the user's file");
   std::filesystem::create_directories(root / "links");

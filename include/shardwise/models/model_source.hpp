@@ -53,6 +53,11 @@ struct ModelSource {
   // field ("... field 'foo' is not known to shardwise's Llama reader; taken as not changing the
   // computation"): for a command to show once (rank 0, stderr). Empty for checkpoints.
   std::vector<std::string> notes;
+  // What every rank must agree on of the values (a checkpoint's index.json checksum; a Hugging
+  // Face folder's files, sampled), so that ranks given different weights of the same shapes (two
+  // hosts seeing different newest checkpoints) are refused rather than computing with half of
+  // each.
+  std::string identity;
   // Fills any rank's blocks of the model's parameters with the source's values, each checked
   // finite (train::InitialValues: the same call a run's --init-from makes).
   train::InitialValues values;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "shardwise/train/checkpoint_manager.hpp"
 #include "shardwise/train/decoder.hpp"
@@ -23,8 +24,11 @@ class DecodingModel {
   // Collective over `context` (whose mesh may have a model axis, every other axis of size 1).
   // InvalidArgument naming the axis where another splits, the family where it does not decode,
   // or the sizes the model axis does not divide; `values`' errors are every rank's error.
+  // `values_identity` names the values (models::ModelSource::identity): ranks must agree on it
+  // as on the model.
   DecodingModel(std::shared_ptr<const ModelDefinition> model, const ParallelContext& context,
-                const InitialValues& values, std::size_t capacity = 0);
+                const InitialValues& values, std::size_t capacity = 0,
+                std::string values_identity = {});
 
   // InvalidArgument where `mesh` has an axis of size > 1 other than 'model' (a command checks
   // its --mesh before it starts a rank).
@@ -34,7 +38,8 @@ class DecodingModel {
   [[nodiscard]] const TensorParallel& tensor_parallel() const { return tp_; }
   [[nodiscard]] const ParameterStore& parameters() const { return store_; }
   // generation.hpp's generate on this model, after every rank of the context's world agreed on
-  // the model, the prompt and the options: InvalidArgument on every rank naming the first that
+  // the model and its values, the prompt and the options: InvalidArgument on every rank naming
+  // the first that
   // differs from rank 0 ("rank 1 runs with another prompt than rank 0"), where a launch gave the
   // ranks different inputs (their collectives could agree in size and decode garbage, or not,
   // and fail on a mismatched call).
@@ -43,6 +48,7 @@ class DecodingModel {
 
  private:
   std::shared_ptr<const ModelDefinition> model_;
+  std::string values_identity_;
   Communicator* world_;  // the context's: every rank of the job
   TensorParallel tp_;
   ParameterStore store_;
