@@ -106,7 +106,8 @@ void encode_file(const Tokenizer& tokenizer, const std::filesystem::path& path,
   done.total_bytes = file.size();
   const std::optional<Tokenizer::SpecialIds> special = tokenizer.special_ids_around_sequence();
   // A template that places the sequence twice needs the whole text at once: no cuts.
-  const bool cuts = special.has_value() || !options.add_special_tokens;
+  const bool sequence_once = special.has_value() || !options.add_special_tokens;
+  const bool cuts = sequence_once && tokenizer.cuts_text();
   const int threads =
       std::max(1, options.threads > 0 ? options.threads
                                       : static_cast<int>(std::thread::hardware_concurrency()));
@@ -146,7 +147,10 @@ void encode_file(const Tokenizer& tokenizer, const std::filesystem::path& path,
             std::to_string(options.most_uncut_bytes) + " bytes), and " +
             (cuts ? "hold no place where the tokenizer's pieces can be cut (a line break or a "
                     "space before a letter)"
-                  : "this tokenizer's template needs the whole text at once"));
+             : !sequence_once ? "this tokenizer's template places the text twice, so it is "
+                            "encoded whole"
+                          : "this tokenizer splits the text nowhere (a normalizer, or no "
+                            "pre-tokenizer that splits words), so it is encoded whole"));
       }
       continue;
     }
@@ -159,7 +163,7 @@ void encode_file(const Tokenizer& tokenizer, const std::filesystem::path& path,
   }
   done.bytes = base + pending.size();
   if (!stopped) {
-    if (cuts) {
+    if (sequence_once) {
       if (!pending.empty()) batch.push_back({std::move(pending), base, {}, nullptr});
       flush();
       if (options.add_special_tokens && special) hand(special->after);

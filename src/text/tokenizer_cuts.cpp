@@ -83,6 +83,11 @@ std::optional<Tokenizer::SpecialIds> Tokenizer::special_ids_around_sequence() co
   return ids;
 }
 
+bool Tokenizer::cuts_text() const {
+  const CutRules rules = cut_rules(*parts_);
+  return rules.after_line_break || rules.space_between_words;
+}
+
 std::size_t Tokenizer::last_cut(std::string_view text) const {
   const CutRules rules = cut_rules(*parts_);
   if (!rules.after_line_break && !rules.space_between_words) return 0;

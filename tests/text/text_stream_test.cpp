@@ -133,7 +133,9 @@ TEST_P(StreamedFixture, EncodesAsTheWholeText) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, StreamedFixture,
                          ::testing::Values("gpt2", "llama3", "smollm2", "added", "handmade_bare",
-                                           "handmade_fuse_unk", "handmade_ignore_merges"));
+                                           "handmade_fuse_unk", "handmade_ignore_merges", "spm",
+                                           "spm_legacy", "spm_legacy_added", "metaspace",
+                                           "metaspace_always_split", "metaspace_never"));
 
 TEST(TextStream, CutsWhereThePipelineSplitsAnyway) {
   const Tokenizer gpt2 = Tokenizer::from_file(kFixtures + "gpt2.tokenizer.json");
@@ -190,6 +192,15 @@ TEST(TextStream, RefusesByName) {
   bounded.most_uncut_bytes = 1000;
   EXPECT_THAT(encode(temp_file("one_word.txt", std::string(5000, 'x')), bounded),
               HasSubstr("hold no place where the tokenizer's pieces can be cut"));
+  // A SentencePiece-style tokenizer merges a text as one word: encoded whole, up to the bound.
+  const Tokenizer spm = Tokenizer::from_file(kFixtures + "spm.tokenizer.json");
+  EXPECT_FALSE(spm.cuts_text());
+  EXPECT_TRUE(gpt2.cuts_text());
+  std::string prose;
+  while (prose.size() < 5000) prose += "a line of prose.\nAnd more ";
+  EXPECT_THAT(error_of([&] { (void)streamed(spm, temp_file("prose.txt", prose), bounded); }),
+              HasSubstr("this tokenizer splits the text nowhere (a normalizer, or no "
+                        "pre-tokenizer that splits words), so it is encoded whole"));
 }
 
 }  // namespace

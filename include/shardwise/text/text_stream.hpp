@@ -22,7 +22,8 @@ struct StreamOptions {
   // The most bytes held without a place to cut (a text of one line and no spaces; or a tokenizer
   // that splits nowhere, such as a SentencePiece one that merges the whole text as one word):
   // more is refused, naming the place, rather than held whole.
-  std::size_t most_uncut_bytes = std::size_t{1} << 28;
+  // 64 MiB: merged as one word, a text takes some 30 bytes a byte.
+  std::size_t most_uncut_bytes = std::size_t{1} << 26;
   int threads = 0;  // 0: the machine's hardware threads
 };
 

@@ -69,6 +69,8 @@ class Tokenizer {
   // words, added tokens that cannot span or strip across it). 0 where there is no such place,
   // or where the pipeline splits nowhere (a normalizer, one BPE word for the whole text).
   [[nodiscard]] std::size_t last_cut(std::string_view text) const;
+  // Whether last_cut can ever find a place: false where the pipeline splits nowhere.
+  [[nodiscard]] bool cuts_text() const;
 
   struct Parts;  // what a file is read into (src/text/detail/tokenizer_parts.hpp)
 
