@@ -94,8 +94,8 @@ std::vector<std::int32_t> BpeModel::merge_word(std::string_view word) const {
   const auto add = [&](std::int32_t id, std::size_t length) {
     const auto index = static_cast<std::uint32_t>(symbols.size());
     if (!symbols.empty()) symbols.back().next = index;
-    symbols.push_back({id, index == 0 ? kNoSymbol : index - 1, kNoSymbol,
-                       static_cast<std::uint32_t>(length)});
+    symbols.push_back(
+        {id, index == 0 ? kNoSymbol : index - 1, kNoSymbol, static_cast<std::uint32_t>(length)});
   };
   // Each character a symbol. One the vocabulary lacks becomes its bytes' <0xNN> tokens (byte
   // fallback, where the vocabulary holds them all), else the unknown id (fused with the unknown

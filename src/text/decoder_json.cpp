@@ -50,8 +50,8 @@ void read_steps(const nlohmann::json& value, const std::string& field,
                             ": a Strip decoder's start of 0 or more and stop of 0 are computed "
                             "(the library fails on a token shorter than its stop)");
     }
-    steps.emplace_back(StripDecoder{utf8_decode(content, 0, content.size()),
-                                    static_cast<std::size_t>(start)});
+    steps.emplace_back(
+        StripDecoder{utf8_decode(content, 0, content.size()), static_cast<std::size_t>(start)});
   } else if (type == "Metaspace") {
     std::string replacement = read_character(reader, "replacement");
     const PrependScheme scheme = read_prepend_scheme(reader);

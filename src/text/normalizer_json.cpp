@@ -75,8 +75,7 @@ void read_normalizer(const nlohmann::json& value, const std::string& field,
                        json_type_name(list));
     }
     for (std::size_t i = 0; i < list.size(); ++i) {
-      read_normalizer(list[i], reader.field("normalizers") + "[" + std::to_string(i) + "]",
-                      steps);
+      read_normalizer(list[i], reader.field("normalizers") + "[" + std::to_string(i) + "]", steps);
     }
   } else if (type == "Prepend") {
     steps.emplace_back(PrependStep{reader.required_string("prepend")});

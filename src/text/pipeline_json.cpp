@@ -39,8 +39,7 @@ void refuse_overlapping_strips(const std::vector<AddedToken>& tokens) {
       const std::size_t length = utf8_length(token.pattern, 0);
       if (token.normalized == stripped.normalized &&
           is_added_token_space(utf8_decode(token.pattern, 0, length))) {
-        throw InvalidArgument("added token " + quote_token(token.content) +
-                              " starts with a space" +
+        throw InvalidArgument("added token " + quote_token(token.content) + " starts with a space" +
                               (token.pattern == token.content
                                    ? std::string()
                                    : " once normalized (" + quote_token(token.pattern) + ")") +

@@ -11,7 +11,14 @@ tokenizer to them, without Python.
 Without styles it writes them all. With --keep-tokenizers the styles' tokenizer.json files in
 OUT_DIR are kept and only their expectations written anew, by the running `tokenizers` (the spm
 styles are converted under transformers 4.x, whose environment holds an older `tokenizers`:
-their expectations then come from the newer one). The styles are those of the tokenizers shardwise reads:
+their expectations then come from the newer one):
+
+  python-with-transformers-4 tests/text/make_tokenizer_fixtures.py tests/text/fixtures spm_legacy \
+      spm spm_legacy_added spm_legacy_normalized_specials
+  python tests/text/make_tokenizer_fixtures.py --keep-tokenizers tests/text/fixtures spm_legacy \
+      spm spm_legacy_added spm_legacy_normalized_specials
+
+The styles are those of the tokenizers shardwise reads:
   gpt2     ByteLevel with GPT-2's regular expression, <|endoftext|>; merges in the old "a b" form
   llama3   Split on Llama 3's expression + ByteLevel without it, <|begin_of_text|> added by a
            TemplateProcessing, special tokens past the model's vocabulary, ignore_merges
@@ -29,9 +36,9 @@ their expectations then come from the newer one). The styles are those of the to
            Mistral's tokenizer.json were: legacy, normalizer [Prepend "▁", Replace " " -> "▁"]
            and no pre-tokenizer (its merges in the old "a b" form, as those files keep them);
            not legacy, a Metaspace pre-tokenizer (prepend_scheme "first", split false). Both
-           decode with [Replace "▁" -> " ", ByteFallback, Fuse, Strip] and add <s>. These two
-           need transformers 4.x (5.x no longer writes the legacy form), sentencepiece and
-           protobuf.
+           decode with [Replace "▁" -> " ", ByteFallback, Fuse, Strip] and add <s>. The spm
+           styles need transformers 4.x (5.x no longer writes the legacy form), sentencepiece
+           and protobuf.
   spm_legacy_added
            spm_legacy with the `added` style's tokens: normalized ones are found as the
            normalizer spells them ("hello" as "▁hello")

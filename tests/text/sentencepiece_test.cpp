@@ -33,9 +33,9 @@ nlohmann::json document(nlohmann::json normalizer, nlohmann::json pre_tokenizer,
                      {"normalized", false},
                      {"special", true}});
   }
-  const nlohmann::json vocab = {{"<unk>", 0}, {"<s>", 1},      {"</s>", 2},       {"\u2581", 3},
-                                {"a", 4},     {"b", 5},        {"\u2581a", 6},    {"ab", 7},
-                                {"\u2581ab", 8}, {"<0xC3>", 9}, {"<0xA9>", 10},   {"<0x20>", 11}};
+  const nlohmann::json vocab = {{"<unk>", 0},    {"<s>", 1},    {"</s>", 2},    {"\u2581", 3},
+                                {"a", 4},        {"b", 5},      {"\u2581a", 6}, {"ab", 7},
+                                {"\u2581ab", 8}, {"<0xC3>", 9}, {"<0xA9>", 10}, {"<0x20>", 11}};
   return {{"version", "1.0"},
           {"truncation", nullptr},
           {"padding", nullptr},
@@ -88,20 +88,20 @@ Tokenizer tokenizer(const nlohmann::json& doc) { return Tokenizer::from_json(doc
 TEST(SentencePieceStyle, LegacyNormalizerPrependsToEachPieceBetweenAddedTokens) {
   const Tokenizer legacy = tokenizer(document(kLegacyNormalizer, nullptr, kReplaceChain));
   EXPECT_EQ(legacy.encode("ab"), (Ids{8}));
-  EXPECT_EQ(legacy.encode("ab ab"), (Ids{8, 8}));    // the whole text is one word
+  EXPECT_EQ(legacy.encode("ab ab"), (Ids{8, 8}));       // the whole text is one word
   EXPECT_EQ(legacy.encode("ab<s>ab"), (Ids{8, 1, 8}));  // "▁" again after <s>
   EXPECT_EQ(legacy.encode("a  b"), (Ids{6, 3, 3, 5}));
-  EXPECT_EQ(legacy.encode(" ab"), (Ids{3, 8}));     // prepended before the space's own
-  EXPECT_EQ(legacy.encode(""), Ids{});               // nothing prepended to nothing
+  EXPECT_EQ(legacy.encode(" ab"), (Ids{3, 8}));  // prepended before the space's own
+  EXPECT_EQ(legacy.encode(""), Ids{});           // nothing prepended to nothing
   EXPECT_EQ(legacy.encode("<s>"), (Ids{1}));
 }
 
 TEST(SentencePieceStyle, MetaspacePrependsAsItsSchemeSays) {
   const Tokenizer first = tokenizer(document(nullptr, metaspace("first", false), kReplaceChain));
   EXPECT_EQ(first.encode("ab"), (Ids{8}));
-  EXPECT_EQ(first.encode("<s>ab"), (Ids{1, 7}));        // not the text's start: no "▁"
+  EXPECT_EQ(first.encode("<s>ab"), (Ids{1, 7}));  // not the text's start: no "▁"
   EXPECT_EQ(first.encode("ab<s>ab"), (Ids{8, 1, 7}));
-  EXPECT_EQ(first.encode(" ab"), (Ids{8}));             // starts with one already
+  EXPECT_EQ(first.encode(" ab"), (Ids{8}));  // starts with one already
   const Tokenizer always = tokenizer(document(nullptr, metaspace("always", true), nullptr));
   EXPECT_EQ(always.encode("<s>ab"), (Ids{1, 8}));
   EXPECT_EQ(always.encode("a  b"), (Ids{6, 3, 3, 5}));  // split: "▁a", "▁", "▁b"
@@ -131,8 +131,8 @@ TEST(SentencePieceStyle, DecodesByteTokensAndStripsThePrependedSpace) {
   EXPECT_EQ(legacy.decode(Ids{9, 4}), "\ufffda");
   EXPECT_EQ(legacy.decode(Ids{9, 10, 9}), "\ufffd\ufffd\ufffd");
   // The Metaspace decoder drops every "▁" of the first token, then spells them as spaces.
-  const Tokenizer always = tokenizer(document(nullptr, metaspace("always", true),
-                                              metaspace("always", true)));
+  const Tokenizer always =
+      tokenizer(document(nullptr, metaspace("always", true), metaspace("always", true)));
   EXPECT_EQ(always.decode(Ids{3, 3, 4}), " a");
   EXPECT_EQ(always.decode(Ids{9, 4}), "<0xC3>a");  // without ByteFallback, tokens as they are
 }

@@ -162,8 +162,8 @@ TEST(MergeSymbols, MergesAsTheDefinitionOnShortAndLongWords) {
     for (std::size_t i = 0; i < length; ++i) {
       ids[i] = static_cast<std::int32_t>(random() % 4);
       const auto index = static_cast<std::uint32_t>(i);
-      symbols.push_back({ids[i], i == 0 ? kNoSymbol : index - 1,
-                         i + 1 == length ? kNoSymbol : index + 1, 1});
+      symbols.push_back(
+          {ids[i], i == 0 ? kNoSymbol : index - 1, i + 1 == length ? kNoSymbol : index + 1, 1});
     }
     merge_symbols(symbols, ranks);
     std::vector<std::int32_t> merged;
@@ -210,8 +210,8 @@ std::string decoded(const std::vector<DecoderStep>& steps, std::vector<std::stri
 TEST(Decoders, ReadByteTokensAsTheLibraryAndStripAndSpellSpaces) {
   const std::vector<DecoderStep> bytes = {ByteFallbackDecoder{}, FuseDecoder{}};
   EXPECT_EQ(decoded(bytes, {"<0xE2>", "<0x82>", "<0xAC>", "x"}), "\u20acx");
-  EXPECT_EQ(decoded(bytes, {"<0xE2>", "<0x82>", "x", "<0xAC>"}), kReplacement + kReplacement +
-                                                                     "x" + kReplacement);
+  EXPECT_EQ(decoded(bytes, {"<0xE2>", "<0x82>", "x", "<0xAC>"}),
+            kReplacement + kReplacement + "x" + kReplacement);
   EXPECT_EQ(decoded(bytes, {"<0x61>", "<0x+9>", "<0x0a>"}), "a\t\n");  // u8::from_str_radix
   EXPECT_EQ(decoded(bytes, {"<0xG1>", "<0x1>", "<0x100>"}), "<0xG1><0x1><0x100>");
   const std::vector<DecoderStep> strip = {StripDecoder{U' ', 2}};

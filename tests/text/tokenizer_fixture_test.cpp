@@ -124,8 +124,7 @@ TEST(LibraryFixtures, AreTheStylesTheScriptWrites) {
   EXPECT_THAT(fixture_names(),
               ::testing::IsSupersetOf({"gpt2", "llama3", "smollm2", "added", "empty_affixes",
                                        "handmade_bare", "spm_legacy", "spm", "spm_legacy_added",
-                                       "metaspace", "metaspace_always_split",
-                                       "metaspace_never"}));
+                                       "metaspace", "metaspace_always_split", "metaspace_never"}));
 }
 
 // The fixtures hold what these tests rely on: special tokens inside text, the template's

@@ -56,6 +56,8 @@ nlohmann::json byte_level() {
           {"use_regex", true}};
 }
 
+// (A list of one is written json::array({...}): clang reads {x} as a copy of x where g++ makes
+// a list of it.)
 nlohmann::json added_token(std::int64_t id, const std::string& content) {
   return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
           {"rstrip", false}, {"normalized", false}, {"special", true}};
@@ -146,11 +148,14 @@ TEST(TokenizerFiles, AskingForWhatIsNotComputedAreRefusedByName) {
          "'model.continuing_subword_prefix' is \"##\"");
   expect([](auto& d) { d["model"]["end_of_word_suffix"] = "</w>"; },
          "'model.end_of_word_suffix' is \"</w>\"");
-  for (const char* type : {"NFC", "NFKC", "NFD", "Lowercase", "Strip", "Precompiled",
-                           "BertNormalizer", "ByteLevel"}) {
-    expect([&](auto& d) { d["normalizer"] = {{"type", type}}; },
-           "'normalizer.type' is '" + std::string(type) +
-               "': the normalizers computed are Prepend, Replace");
+  for (const char* type :
+       {"NFC", "NFKC", "NFD", "Lowercase", "Strip", "Precompiled", "BertNormalizer", "ByteLevel"}) {
+    expect(
+        [&](auto& d) {
+          d["normalizer"] = {{"type", type}};
+        },
+        "'normalizer.type' is '" + std::string(type) +
+            "': the normalizers computed are Prepend, Replace");
   }
   expect([](auto& d) { d["truncation"] = {{"max_length", 8}}; }, "'truncation' is");
   expect([](auto& d) { d["padding"] = {{"strategy", "BatchLongest"}}; }, "'padding' is");
@@ -219,14 +224,17 @@ TEST(TokenizerFiles, AskingForSentencePieceStepsNotComputedAreRefusedByName) {
   };
   expect(
       [&](auto& d) {
-        d["normalizer"] = {{"type", "Sequence"},
-                           {"normalizers",
-                            {{{"type", "Prepend"}, {"prepend", "\u2581"}},
-                             replace({{"Regex", " {2,}"}})}}};
+        d["normalizer"] = {
+            {"type", "Sequence"},
+            {"normalizers",
+             {{{"type", "Prepend"}, {"prepend", "\u2581"}}, replace({{"Regex", " {2,}"}})}}};
       },
       "'normalizer.normalizers[1].pattern' is {\"Regex\":\" {2,}\"}: only a plain {\"String\"");
-  expect([&](auto& d) { d["normalizer"] = replace({{"String", ""}}); },
-         "'normalizer.pattern.String' is \"\": an empty pattern");
+  expect(
+      [&](auto& d) {
+        d["normalizer"] = replace({{"String", ""}});
+      },
+      "'normalizer.pattern.String' is \"\": an empty pattern");
   expect([&](auto& d) { d["decoder"] = replace({{"Regex", "x"}}); }, "'decoder.pattern' is");
   expect(
       [](auto& d) {
@@ -310,9 +318,8 @@ TEST(TokenizerFiles, WithAnOlderMetaspaceAreReadWithTheLibrarysDefaults) {
 // leave the choice to the library's automaton.
 TEST(TokenizerFiles, WithAddedTokensNormalizedAlikeAreRefused) {
   EXPECT_THAT(refusal([](auto& d) {
-                d["normalizer"] = {{"type", "Replace"},
-                                   {"pattern", {{"String", " "}}},
-                                   {"content", "\u2581"}};
+                d["normalizer"] = {
+                    {"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
                 nlohmann::json spaced = added_token(9, " x");
                 nlohmann::json marked = added_token(10, "\u2581x");
                 spaced["normalized"] = true;
@@ -367,16 +374,19 @@ TEST(TokenizerFiles, WithBadTemplatesAreRefused) {
 }
 
 TEST(TokenizerFiles, WithBadAddedTokensAreRefused) {
-  EXPECT_THAT(refusal([](auto& d) { d["added_tokens"] = {added_token(3, "<x>")}; }),
-              HasSubstr("'added_tokens[0].id' of '<x>' is 3, but the library gives it 9"));
-  EXPECT_THAT(refusal([](auto& d) { d["added_tokens"] = {added_token(9, "abc")}; }),
-              HasSubstr("is 9, but the library gives it 6 (its id in model.vocab)"));
+  EXPECT_THAT(
+      refusal([](auto& d) { d["added_tokens"] = nlohmann::json::array({added_token(3, "<x>")}); }),
+      HasSubstr("'added_tokens[0].id' of '<x>' is 3, but the library gives it 9"));
+  EXPECT_THAT(
+      refusal([](auto& d) { d["added_tokens"] = nlohmann::json::array({added_token(9, "abc")}); }),
+      HasSubstr("is 9, but the library gives it 6 (its id in model.vocab)"));
   EXPECT_THAT(refusal([](auto& d) {
                 d["added_tokens"] = {added_token(9, "<x>"), added_token(10, "<x>")};
               }),
               HasSubstr("added_tokens holds '<x>' twice"));
-  EXPECT_THAT(refusal([](auto& d) { d["added_tokens"] = {added_token(9, "")}; }),
-              HasSubstr("'added_tokens[0].content' is empty"));
+  EXPECT_THAT(
+      refusal([](auto& d) { d["added_tokens"] = nlohmann::json::array({added_token(9, "")}); }),
+      HasSubstr("'added_tokens[0].content' is empty"));
   EXPECT_THAT(refusal([](auto& d) {
                 nlohmann::json stripped = added_token(9, "<x>");
                 stripped["rstrip"] = true;
@@ -386,7 +396,7 @@ TEST(TokenizerFiles, WithBadAddedTokensAreRefused) {
   EXPECT_THAT(refusal([](auto& d) {
                 nlohmann::json token = added_token(9, "<x>");
                 token.erase("special");
-                d["added_tokens"] = {token};
+                d["added_tokens"] = nlohmann::json::array({token});
               }),
               HasSubstr("missing required field 'added_tokens[0].special'"));
 }

@@ -29,9 +29,8 @@ struct RunKind {
 
 const std::vector<RunKind>& runs() {
   static const std::vector<RunKind> all = {
-      {"digits", "123"},         {"spaces", " "},          {"line_breaks", "\n"},
-      {"spaced_lines", " \n"},   {"punctuation", "!"},     {"letters", "a"},
-      {"apostrophes", "'"},      {"metaspace", "\u2581"},
+      {"digits", "123"},    {"spaces", " "},  {"line_breaks", "\n"}, {"spaced_lines", " \n"},
+      {"punctuation", "!"}, {"letters", "a"}, {"apostrophes", "'"},  {"metaspace", "\u2581"},
   };
   return all;
 }
@@ -93,13 +92,13 @@ TEST_P(LongRun, EncodesInLinearTimeAndDecodesBack) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryFixture, LongRun,
-    ::testing::Combine(::testing::ValuesIn(fixture_names()),
-                       ::testing::Range(std::size_t{0}, runs().size())),
-    [](const ::testing::TestParamInfo<LongRun::ParamType>& param) {
-      return std::get<0>(param.param) + "_" + runs()[std::get<1>(param.param)].name;
-    });
+INSTANTIATE_TEST_SUITE_P(EveryFixture, LongRun,
+                         ::testing::Combine(::testing::ValuesIn(fixture_names()),
+                                            ::testing::Range(std::size_t{0}, runs().size())),
+                         [](const ::testing::TestParamInfo<LongRun::ParamType>& param) {
+                           return std::get<0>(param.param) + "_" +
+                                  runs()[std::get<1>(param.param)].name;
+                         });
 
 // Where the pre-tokenizer bounds the pieces, 8 MiB of one unit is its pieces' ids over and over:
 // Llama 3's expression takes digits three at a time, SmolLM2's Digits one at a time, and

@@ -60,7 +60,7 @@ class BpeModel {
   std::vector<std::string> tokens_;
   StringMap<std::int32_t> ids_;
   MergeRanks ranks_;
-  std::array<std::int32_t, 256> byte_ids_{};       // the id of <0xNN>, -1 where none
+  std::array<std::int32_t, 256> byte_ids_{};  // the id of <0xNN>, -1 where none
   BpeSettings settings_;
   class WordCache;
   std::unique_ptr<WordCache> cache_;

@@ -35,8 +35,8 @@ struct MetaspaceDecoder {
   std::string replacement;
   bool drops_in_first = true;  // prepend_scheme "always" or "first"
 };
-using DecoderStep = std::variant<ByteLevelDecoder, ReplaceDecoder, ByteFallbackDecoder,
-                                 FuseDecoder, StripDecoder, MetaspaceDecoder>;
+using DecoderStep = std::variant<ByteLevelDecoder, ReplaceDecoder, ByteFallbackDecoder, FuseDecoder,
+                                 StripDecoder, MetaspaceDecoder>;
 
 // The text of `tokens` after every step (the empty list joins the tokens as they are).
 [[nodiscard]] std::string decode_tokens(const std::vector<DecoderStep>& steps,
