@@ -44,6 +44,7 @@ std::size_t leading_spaces_end(std::string_view text, std::size_t at) {
 }  // namespace
 
 void AddedVocabulary::Matcher::add(std::string_view content, std::size_t token) {
+  first_bytes_[static_cast<unsigned char>(content.front())] = true;
   std::size_t node = 0;
   for (const char c : content) {
     const auto byte = static_cast<unsigned char>(c);
@@ -100,7 +101,9 @@ void AddedVocabulary::split_pass(const Matcher& matcher, std::string_view text,
                                  std::vector<Segment>& out) const {
   std::size_t kept_up_to = 0;  // the end of the last segment written
   std::size_t at = 0;
-  while (at < text.size() && !matcher.empty()) {
+  while (!matcher.empty()) {
+    at = matcher.next_start(text, at);
+    if (at == text.size()) break;
     const auto [index, length] = matcher.longest_at(text, at);
     if (length == 0) {
       ++at;  // a token starts with a lead byte, never inside a character
@@ -132,10 +135,9 @@ std::vector<Segment> AddedVocabulary::split_raw(std::string_view text) const {
   return out;
 }
 
-std::vector<Segment> AddedVocabulary::split_normalized(std::string_view text) const {
-  std::vector<Segment> out;
+void AddedVocabulary::split_normalized(std::string_view text, std::vector<Segment>& out) const {
+  out.clear();
   split_pass(normalized_, text, out);
-  return out;
 }
 
 }  // namespace shardwise::text::detail

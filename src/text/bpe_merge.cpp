@@ -138,6 +138,7 @@ void merge_symbols(std::vector<Symbol>& symbols, const MergeRanks& ranks) {
   };
   if (symbols.size() < kLongWord) {
     std::vector<Candidate> initial;
+    initial.reserve(symbols.size());
     each_initial([&](const Candidate& candidate) { initial.push_back(candidate); });
     CandidateHeap queue(std::move(initial));
     merge_all(symbols, ranks, queue);

@@ -15,6 +15,7 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
   detail::require_utf8(text, "the text to encode");
   std::vector<std::int32_t> ids;
   std::string normalized;
+  std::vector<detail::Segment> segments;
   for (const detail::Segment& raw : parts_->added.split_raw(text)) {
     if (raw.added_id) {
       ids.push_back(*raw.added_id);
@@ -26,7 +27,8 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
       piece = normalized;
     }
     const bool raw_starts_text = raw.text.data() == text.data();
-    for (const detail::Segment& segment : parts_->added.split_normalized(piece)) {
+    parts_->added.split_normalized(piece, segments);
+    for (const detail::Segment& segment : segments) {
       if (segment.added_id) {
         ids.push_back(*segment.added_id);
         continue;

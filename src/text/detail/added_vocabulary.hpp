@@ -6,6 +6,7 @@
 // makes their contents. In each pass the leftmost match wins, the longest at one place;
 // single_word drops a match inside a word, lstrip and rstrip widen one over the spaces beside it.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,9 +42,10 @@ class AddedVocabulary {
   // refuses that).
   explicit AddedVocabulary(std::vector<AddedToken> tokens);
 
-  // `text` in segments, in order, none empty: split on the tokens of one pass.
+  // `text` in segments, in order, none empty: split on the tokens of one pass (the second into
+  // `out`, cleared first: a vector reused for every piece).
   [[nodiscard]] std::vector<Segment> split_raw(std::string_view text) const;
-  [[nodiscard]] std::vector<Segment> split_normalized(std::string_view text) const;
+  void split_normalized(std::string_view text, std::vector<Segment>& out) const;
 
   [[nodiscard]] const std::vector<AddedToken>& tokens() const { return tokens_; }
   [[nodiscard]] const AddedToken* find_id(std::int32_t id) const;
@@ -58,6 +60,12 @@ class AddedVocabulary {
     [[nodiscard]] std::pair<std::size_t, std::size_t> longest_at(std::string_view text,
                                                                  std::size_t at) const;
     [[nodiscard]] bool empty() const { return nodes_.size() == 1; }
+    // Where the next token may start, from `at` on: a byte some token starts with (text.size()
+    // where none is left). Most of a text is passed over here, a byte at a time.
+    [[nodiscard]] std::size_t next_start(std::string_view text, std::size_t at) const {
+      while (at < text.size() && !first_bytes_[static_cast<unsigned char>(text[at])]) ++at;
+      return at;
+    }
 
    private:
     struct Node {
@@ -65,6 +73,7 @@ class AddedVocabulary {
       std::optional<std::size_t> token;
     };
     std::vector<Node> nodes_{Node{}};
+    std::array<bool, 256> first_bytes_{};
   };
   void split_pass(const Matcher& matcher, std::string_view text, std::vector<Segment>& out) const;
 
