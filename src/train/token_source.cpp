@@ -120,13 +120,15 @@ class FileSource final : public TokenSource {
   // Blocks of the file read in turn, the holes of a sparse file (zeros: the id 0) skipped.
   [[nodiscard]] std::optional<std::size_t> first_outside(std::size_t vocab) const override {
     constexpr std::size_t kBlock = std::size_t{1} << 22;
-    std::vector<unsigned char> raw(kBlock);
     std::vector<std::int32_t> ids(kBlock / element_);
     std::size_t offset = 0;
     while (offset < bytes_) {
       const off_t data = ::lseek(fd_, static_cast<off_t>(offset), SEEK_DATA);
-      if (data < 0) break;  // ENXIO: a hole to the end (or no SEEK_DATA: read on below)
-      offset = std::max(offset, static_cast<std::size_t>(data) / element_ * element_);
+      if (data < 0 && errno == ENXIO) break;  // a hole to the end
+      // A file system without SEEK_DATA (EINVAL) is read through, holes and all.
+      if (data >= 0) {
+        offset = std::max(offset, static_cast<std::size_t>(data) / element_ * element_);
+      }
       const std::size_t length = std::min(kBlock, bytes_ - offset);
       const std::size_t first = offset / element_;
       read(first, length / element_, ids.data());
