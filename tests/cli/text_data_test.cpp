@@ -20,8 +20,18 @@ using testing::source_path;
 
 const std::string kTokenizer = source_path("tests/text/fixtures/gpt2.tokenizer.json");
 
+// A file of this test's own: ctest runs the tests of one program in parallel processes.
+std::string test_path(const std::string& name) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string prefix = std::string(test->test_suite_name()) + "." + test->name() + ".";
+  for (char& c : prefix) {
+    if (c == '/') c = '_';
+  }
+  return ::testing::TempDir() + prefix + name;
+}
+
 std::string write(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = test_path(name);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   return path;
 }
@@ -61,7 +71,7 @@ std::vector<double> losses(const std::vector<std::string>& data_args) {
 
 TEST(TextData, PrepareWritesTheTokenizersIdsAndTrainingOnTextEqualsTrainingOnThem) {
   const std::string text_path = write("licensee.txt", some_text());
-  const std::string ids_path = ::testing::TempDir() + "licensee.u16";
+  const std::string ids_path = test_path("licensee.u16");
   std::filesystem::remove(ids_path);
   const testing::Result made =
       run_command({"data", "prepare", text_path, "--tokenizer", kTokenizer, "--out", ids_path});
@@ -122,14 +132,14 @@ TEST(TextData, TextForAModelOfAnotherVocabularyNeedsItsTokenizer) {
 
 TEST(TextData, LossAndPromptFilesGoThroughTheTokenizer) {
   const std::string text_path = write("loss.txt", some_text());
-  const std::string save = ::testing::TempDir() + "text_data_run";
+  const std::string save = test_path("text_data_run");
   std::filesystem::remove_all(save);
   ASSERT_EQ(run_command({"train", "--model", wide_model(), "--data", text_path, "--tokenizer",
                          kTokenizer, "--steps", "2", "--batch", "2", "--save", save})
                 .status,
             0);
   // The loss of the text through the tokenizer equals the loss of its token file.
-  const std::string ids_path = ::testing::TempDir() + "loss.u32";
+  const std::string ids_path = test_path("loss.u32");
   std::filesystem::remove(ids_path);
   ASSERT_EQ(run_command({"data", "prepare", text_path, "--tokenizer", kTokenizer, "--out", ids_path,
                          "--format", "tokens-u32"})

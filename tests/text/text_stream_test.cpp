@@ -26,8 +26,18 @@ using ::testing::HasSubstr;
 
 const std::string kFixtures = SHARDWISE_SOURCE_DIR "/tests/text/fixtures/";
 
+// A file of this test's own: ctest runs the tests of one program in parallel processes.
+std::string test_path(const std::string& name) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string prefix = std::string(test->test_suite_name()) + "." + test->name() + ".";
+  for (char& c : prefix) {
+    if (c == '/') c = '_';
+  }
+  return ::testing::TempDir() + prefix + name;
+}
+
 std::string temp_file(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = test_path(name);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
   return path;
 }
@@ -176,7 +186,7 @@ TEST(TextStream, RefusesByName) {
   EXPECT_THAT(encode("/dev/zero"), HasSubstr("the text is not a regular file"));
   EXPECT_THAT(encode(::testing::TempDir()), HasSubstr("is not a regular file"));
   EXPECT_THAT(encode("/nonexistent/x.txt"), HasSubstr("No such file"));
-  const std::string fifo = ::testing::TempDir() + "stream.fifo";
+  const std::string fifo = test_path("stream.fifo");
   ::unlink(fifo.c_str());
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_THAT(encode(fifo), HasSubstr("is not a regular file"));  // and never blocks
