@@ -9,6 +9,7 @@
 
 #include "run_command.hpp"
 #include "shardwise/text/tokenizer.hpp"
+#include "test_files.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -17,18 +18,9 @@ using testing::expect_bad_input;
 using testing::json_lines;
 using testing::run_command;
 using testing::source_path;
+using shardwise::testing::test_path;
 
 const std::string kTokenizer = source_path("tests/text/fixtures/gpt2.tokenizer.json");
-
-// A file of this test's own: ctest runs the tests of one program in parallel processes.
-std::string test_path(const std::string& name) {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string prefix = std::string(test->test_suite_name()) + "." + test->name() + ".";
-  for (char& c : prefix) {
-    if (c == '/') c = '_';
-  }
-  return ::testing::TempDir() + prefix + name;
-}
 
 std::string write(const std::string& name, const std::string& bytes) {
   const std::string path = test_path(name);

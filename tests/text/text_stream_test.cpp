@@ -17,24 +17,16 @@
 #include "error_of.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/text/tokenizer.hpp"
+#include "test_files.hpp"
 
 namespace shardwise::text {
 namespace {
 
 using shardwise::testing::error_of;
+using shardwise::testing::test_path;
 using ::testing::HasSubstr;
 
 const std::string kFixtures = SHARDWISE_SOURCE_DIR "/tests/text/fixtures/";
-
-// A file of this test's own: ctest runs the tests of one program in parallel processes.
-std::string test_path(const std::string& name) {
-  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string prefix = std::string(test->test_suite_name()) + "." + test->name() + ".";
-  for (char& c : prefix) {
-    if (c == '/') c = '_';
-  }
-  return ::testing::TempDir() + prefix + name;
-}
 
 std::string temp_file(const std::string& name, const std::string& bytes) {
   const std::string path = test_path(name);
