@@ -220,7 +220,13 @@ std::shared_ptr<const TokenSource> encoded_text_source(const std::string& path,
   const std::string what = flag + " '" + echo_input(path, 200) + "'";
   // An unnamed file in the temporary folder: nothing to remove, whatever ends the run.
   const std::filesystem::path folder = std::filesystem::temp_directory_path();
-  const int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  int fd = ::open(folder.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    // A file system without unnamed files: a named one, unlinked at once.
+    std::string name = (folder / "shardwise-ids-XXXXXX").string();
+    fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(name.c_str());
+  }
   if (fd < 0) {
     throw InvalidArgument("cannot make a temporary file in '" + folder.string() +
                           "' for the ids of " + what + ": " + std::strerror(errno));
