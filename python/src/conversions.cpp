@@ -265,7 +265,8 @@ PartitionSpec spec_from(nb::handle value, const std::string& field) {
     for (const char* extra : {"unreduced", "reduced"}) {
       const nb::object axes = nb::getattr(value, extra, nb::none());
       if (!axes.is_none() && PyObject_IsTrue(axes.ptr()) == 1) {
-        refuse(field, value, std::string("a spec without ") + extra + " axes (shardwise's have none)");
+        refuse(field, value,
+               std::string("a spec without ") + extra + " axes (shardwise's have none)");
       }
     }
   }

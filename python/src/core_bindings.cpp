@@ -164,8 +164,7 @@ void bind_spec(nb::module_& m) {
              new (self) PartitionSpec(make_spec(entries));
            })
       .def_static(
-          "parse",
-          [](nb::str text) { return PartitionSpec::parse(text_from(text, "text")); },
+          "parse", [](nb::str text) { return PartitionSpec::parse(text_from(text, "text")); },
           nb::arg("text"), "PartitionSpec.parse(\"P('data', None)\").")
       .def("__len__", &PartitionSpec::size)
       .def("__getitem__",
@@ -311,7 +310,9 @@ void bind_placements(nb::module_& m) {
   nb::class_<Partial>(m, "Partial", "A pending reduction over the mesh axis: sum, avg, max, min.")
       .def(
           "__init__",
-          [](Partial* self, nb::str op) { new (self) Partial{parse_reduce_op(text_from(op, "op"))}; },
+          [](Partial* self, nb::str op) {
+            new (self) Partial{parse_reduce_op(text_from(op, "op"))};
+          },
           nb::arg("op") = "sum")
       .def_prop_ro("op", [](const Partial& p) { return to_string(p.op); })
       .def("__repr__", [](const Partial& p) { return to_string(Placement(p)); })

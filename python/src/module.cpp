@@ -37,8 +37,9 @@ NB_MODULE(_shardwise, m) {
       },
       invalid.ptr());
   // For the package's tests of the translator above: nb::cast as the bindings never do.
-  m.def("_cast_to_text", [](nb::handle value) { return nb::cast<std::string>(value); },
-        nb::arg("value"));
+  m.def(
+      "_cast_to_text", [](nb::handle value) { return nb::cast<std::string>(value); },
+      nb::arg("value"));
   shardwise::python::bind_core(m);
   shardwise::python::bind_strategy(m);
   shardwise::python::bind_plan(m);

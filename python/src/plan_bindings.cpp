@@ -52,9 +52,8 @@ void bind_models(nb::module_& m) {
       });
   m.def(
       "load_model_description",
-      [](nb::str text) { return load_model_description(text_from(text, "text")); },
-      nb::arg("text"),
-        "A manifest's JSON, or a Hugging Face config.json's (GPT-2, Llama, Mistral, Qwen2).");
+      [](nb::str text) { return load_model_description(text_from(text, "text")); }, nb::arg("text"),
+      "A manifest's JSON, or a Hugging Face config.json's (GPT-2, Llama, Mistral, Qwen2).");
   m.attr("MAX_SAFETENSORS_HEADER_BYTES") = kMaxSafetensorsHeaderBytes;
   m.def(
       "manifest_from_safetensors_header",

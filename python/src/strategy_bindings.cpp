@@ -122,8 +122,8 @@ void bind_strategies(nb::module_& m) {
       .def(
           "__init__",
           [](DataParallelStrategy* self, nb::str axis_name, nb::handle mesh_axis) {
-            new (self) DataParallelStrategy(text_from(axis_name, "axis_name"),
-                                            mesh_axis_from(mesh_axis));
+            new (self)
+                DataParallelStrategy(text_from(axis_name, "axis_name"), mesh_axis_from(mesh_axis));
           },
           nb::arg("axis_name") = "data", nb::arg("mesh_axis") = nb::none())
       .def("__repr__", [](const DataParallelStrategy& s) {
@@ -160,8 +160,7 @@ void bind_strategies(nb::module_& m) {
       .def(
           "get_gradient_partition_spec",
           [](const FSDPStrategy& s, nb::handle dim_names) {
-            return spec_to_python(
-                s.get_gradient_partition_spec(axes_from(dim_names, "dim_names")));
+            return spec_to_python(s.get_gradient_partition_spec(axes_from(dim_names, "dim_names")));
           },
           nb::arg("dim_names"));
 
@@ -314,10 +313,9 @@ void bind_multi_dimensional(nb::module_& m) {
              nb::handle num_layers, bool strict) {
             PlacementOptions options;
             options.strict = strict;
-            return s.create_partition_spec(shape_from(param_shape, "param_shape"),
-                                           text_from(param_name, "param_name"),
-                                           ParameterNameRules::defaults(),
-                                           int_from(num_layers, "num_layers"), options);
+            return s.create_partition_spec(
+                shape_from(param_shape, "param_shape"), text_from(param_name, "param_name"),
+                ParameterNameRules::defaults(), int_from(num_layers, "num_layers"), options);
           },
           nb::arg("param_shape"), nb::arg("param_name"), nb::arg("num_layers"),
           nb::arg("strict") = false,

@@ -203,9 +203,9 @@ void bind_mesh_utils(nb::module_& m) {
   m.def(
       "optimize_for_transformer",
       [](nb::handle n, nb::str model_size, nb::handle seq) {
-        const TransformerMeshSuggestion s =
-            optimize_for_transformer(int_from(n, "num_devices"), text_from(model_size, "model_size"),
-                                     int_from(seq, "sequence_length"));
+        const TransformerMeshSuggestion s = optimize_for_transformer(
+            int_from(n, "num_devices"), text_from(model_size, "model_size"),
+            int_from(seq, "sequence_length"));
         return nb::make_tuple(s.config, s.note);
       },
       nb::arg("num_devices"), nb::arg("model_size"), nb::arg("sequence_length"),

@@ -19,9 +19,9 @@ void check_parameter(const ParameterInfo& p) {
     }
   }
   // Its bytes must be countable: elements times the dtype's size in 64 bits.
-  (void)checked_multiply(num_elements(p.shape), static_cast<std::int64_t>(size_in_bytes(p.dtype)),
-                         "parameter '" + echo_input(p.name) + "' of shape " + to_string(p.shape) +
-                             " in bytes");
+  (void)checked_multiply(
+      num_elements(p.shape), static_cast<std::int64_t>(size_in_bytes(p.dtype)),
+      "parameter '" + echo_input(p.name) + "' of shape " + to_string(p.shape) + " in bytes");
   if (p.logical_axes && p.logical_axes->size() != p.shape.size()) {
     throw InvalidArgument("parameter '" + p.name + "' has " +
                           std::to_string(p.logical_axes->size()) + " logical axes for shape " +
@@ -63,8 +63,7 @@ void require_layers(const std::string& model, const char* key, std::int64_t valu
 // The finished manifest, its byte count checked, so that no product of config sizes wrapped.
 ModelManifest checked_manifest(ModelManifest manifest, const std::string& model) {
   for (const ParameterInfo& p : manifest.parameters) {
-    (void)checked_multiply(num_elements(p.shape),
-                           static_cast<std::int64_t>(size_in_bytes(p.dtype)),
+    (void)checked_multiply(num_elements(p.shape), static_cast<std::int64_t>(size_in_bytes(p.dtype)),
                            model + " parameter '" + p.name + "' of shape " + to_string(p.shape));
   }
   (void)manifest.num_bytes();
@@ -87,9 +86,10 @@ class ManifestBuilder {
 
 AxisUnits axis_units_from_json(const nlohmann::json& json) {
   if (!json.is_object()) {
-    throw ParseError("field 'axis_units' must be an object of logical axis names to unit sizes, "
-                     "not " +
-                     detail::json_type_name(json));
+    throw ParseError(
+        "field 'axis_units' must be an object of logical axis names to unit sizes, "
+        "not " +
+        detail::json_type_name(json));
   }
   AxisUnits units;
   for (const auto& [name, value] : json.items()) {
@@ -161,11 +161,11 @@ std::int64_t ModelManifest::num_parameters() const {
 std::int64_t ModelManifest::num_bytes() const {
   std::int64_t bytes = 0;
   for (const ParameterInfo& p : parameters) {
-    bytes = checked_add(bytes,
-                        checked_multiply(num_elements(p.shape),
-                                         static_cast<std::int64_t>(size_in_bytes(p.dtype)),
-                                         "parameter bytes"),
-                        "the model's parameter bytes");
+    bytes = checked_add(
+        bytes,
+        checked_multiply(num_elements(p.shape), static_cast<std::int64_t>(size_in_bytes(p.dtype)),
+                         "parameter bytes"),
+        "the model's parameter bytes");
   }
   return bytes;
 }
@@ -294,8 +294,7 @@ ModelManifest llama_manifest(const LlamaConfig& c) {
   const std::int64_t head_dim = c.head_dim.value_or(c.hidden_size / heads);
   require_positive("Llama", "head_dim", head_dim);
   const std::int64_t h = c.hidden_size;
-  const std::int64_t q =
-      checked_multiply(heads, head_dim, "Llama num_attention_heads x head_dim");
+  const std::int64_t q = checked_multiply(heads, head_dim, "Llama num_attention_heads x head_dim");
   const std::int64_t kv =
       checked_multiply(kv_heads, head_dim, "Llama num_key_value_heads x head_dim");
   const std::int64_t ff = c.intermediate_size;

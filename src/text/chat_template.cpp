@@ -59,17 +59,20 @@ void check_names(const Body& body) {
   }
 }
 
-RenderedChat render_program(const detail::ChatProgram& program, const nlohmann::ordered_json& context,
+RenderedChat render_program(const detail::ChatProgram& program,
+                            const nlohmann::ordered_json& context,
                             const ChatRenderOptions& options) {
   if (!context.is_object()) {
-    throw InvalidArgument("chat template " + program.what + ": the context must be a JSON object, not " +
+    throw InvalidArgument("chat template " + program.what +
+                          ": the context must be a JSON object, not " +
                           std::string(context.type_name()));
   }
   try {
     detail::chat::Renderer renderer(program, detail::chat::from_json(context), options);
     return renderer.run();
   } catch (const detail::chat::Failure& f) {
-    const std::string place = f.located ? where(program.what, Pos{f.line, f.column}) : "chat template " + program.what;
+    const std::string place =
+        f.located ? where(program.what, Pos{f.line, f.column}) : "chat template " + program.what;
     if (f.raised_by_template) throw InvalidArgument(place + " raised: " + f.message);
     throw InvalidArgument(place + ": " + f.message);
   }
@@ -77,7 +80,8 @@ RenderedChat render_program(const detail::ChatProgram& program, const nlohmann::
 
 }  // namespace
 
-ChatTemplate::ChatTemplate(std::shared_ptr<const detail::ChatProgram> program) : program_(std::move(program)) {}
+ChatTemplate::ChatTemplate(std::shared_ptr<const detail::ChatProgram> program)
+    : program_(std::move(program)) {}
 
 ChatTemplate ChatTemplate::parse(std::string_view source, const std::string& what) {
   const std::string name = "'" + what + "'";
@@ -89,7 +93,8 @@ ChatTemplate ChatTemplate::parse(std::string_view source, const std::string& wha
   program->what = name;
   try {
     detail::require_utf8(source, "chat template " + name);
-    program->body = detail::chat::parse_template(detail::chat::lex_template(source), program->has_generation);
+    program->body =
+        detail::chat::parse_template(detail::chat::lex_template(source), program->has_generation);
     check_names(program->body);
   } catch (const detail::chat::SyntaxFailure& f) {
     throw InvalidArgument(where(name, f.pos) + ": " + f.message);
@@ -99,11 +104,13 @@ ChatTemplate ChatTemplate::parse(std::string_view source, const std::string& wha
   return ChatTemplate(std::move(program));
 }
 
-std::string ChatTemplate::render(const nlohmann::json& context, const ChatRenderOptions& options) const {
+std::string ChatTemplate::render(const nlohmann::json& context,
+                                 const ChatRenderOptions& options) const {
   return render(nlohmann::ordered_json::parse(context.dump()), options);
 }
 
-std::string ChatTemplate::render(const nlohmann::ordered_json& context, const ChatRenderOptions& options) const {
+std::string ChatTemplate::render(const nlohmann::ordered_json& context,
+                                 const ChatRenderOptions& options) const {
   return render_program(*program_, context, options).text;
 }
 
@@ -115,7 +122,8 @@ RenderedChat ChatTemplate::render_with_generation_ranges(const nlohmann::ordered
 const std::string& ChatTemplate::what() const { return program_->what; }
 bool ChatTemplate::has_generation_blocks() const { return program_->has_generation; }
 
-nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages,
+                                    bool add_generation_prompt,
                                     const nlohmann::ordered_json& special_tokens) {
   if (!messages.is_array()) {
     throw InvalidArgument("messages must be a list, not " + std::string(messages.type_name()));

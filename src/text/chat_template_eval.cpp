@@ -15,10 +15,13 @@ void fail_if_undefined(const Value& v) {
 }
 
 std::int64_t int_of(const Value& v) { return v.is(Kind::kBool) ? v.boolean : v.integer; }
-double float_of(const Value& v) { return v.is(Kind::kFloat) ? v.real : static_cast<double>(int_of(v)); }
+double float_of(const Value& v) {
+  return v.is(Kind::kFloat) ? v.real : static_cast<double>(int_of(v));
+}
 
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
-  fail("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
+  fail("unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) +
+       "'");
 }
 
 void check_overflow(bool overflow) {
@@ -33,7 +36,8 @@ Value repeat(const Value& seq, std::int64_t times) {
     for (std::size_t i = 0; i < n; ++i) out += seq.str();
     return Value::of_string(std::move(out));
   }
-  if (n > 0 && seq.list->size() > (std::size_t{1} << 20) / n) fail("a list of more than 2^20 items");
+  if (n > 0 && seq.list->size() > (std::size_t{1} << 20) / n)
+    fail("a list of more than 2^20 items");
   List out;
   for (std::size_t i = 0; i < n; ++i) out.insert(out.end(), seq.list->begin(), seq.list->end());
   return Value::of_list(std::move(out), seq.is_tuple);
@@ -42,7 +46,8 @@ Value repeat(const Value& seq, std::int64_t times) {
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   fail_if_undefined(a);
   fail_if_undefined(b);
-  const bool ints = (a.is(Kind::kInt) || a.is(Kind::kBool)) && (b.is(Kind::kInt) || b.is(Kind::kBool));
+  const bool ints =
+      (a.is(Kind::kInt) || a.is(Kind::kBool)) && (b.is(Kind::kInt) || b.is(Kind::kBool));
   const bool numbers = a.is_number() && b.is_number();
   std::int64_t r = 0;
   if (op == "+") {
@@ -69,8 +74,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       return Value::of_int(r);
     }
     if (numbers) return Value::of_float(float_of(a) * float_of(b));
-    if ((a.is(Kind::kString) || a.is(Kind::kList)) && (b.is(Kind::kInt) || b.is(Kind::kBool))) return repeat(a, int_of(b));
-    if ((b.is(Kind::kString) || b.is(Kind::kList)) && (a.is(Kind::kInt) || a.is(Kind::kBool))) return repeat(b, int_of(a));
+    if ((a.is(Kind::kString) || a.is(Kind::kList)) && (b.is(Kind::kInt) || b.is(Kind::kBool)))
+      return repeat(a, int_of(b));
+    if ((b.is(Kind::kString) || b.is(Kind::kList)) && (a.is(Kind::kInt) || a.is(Kind::kBool)))
+      return repeat(b, int_of(a));
   } else if (op == "/" || op == "//" || op == "%") {
     if (a.is(Kind::kString) && op == "%") fail("string formatting with '%' is not implemented");
     if (!numbers) unsupported(op, a, b);
@@ -113,7 +120,8 @@ bool contains(const Value& container, const Value& item) {
   switch (container.kind) {
     case Kind::kUndefined: return false;
     case Kind::kString:
-      if (!item.is(Kind::kString)) fail("'in <string>' requires string as left operand, not " + type_name(item));
+      if (!item.is(Kind::kString))
+        fail("'in <string>' requires string as left operand, not " + type_name(item));
       return container.str().find(item.str()) != std::string::npos;
     case Kind::kList:
       for (const Value& v : *container.list) {
@@ -155,9 +163,12 @@ Value Renderer::eval(const Expr& e) {
         const Value object = eval(*e.args[0]);
         Value bounds[3];
         for (int i = 0; i < 3; ++i) {
-          if (e.args[static_cast<std::size_t>(i) + 1]) bounds[i] = eval(*e.args[static_cast<std::size_t>(i) + 1]);
+          if (e.args[static_cast<std::size_t>(i) + 1])
+            bounds[i] = eval(*e.args[static_cast<std::size_t>(i) + 1]);
         }
-        auto at = [&](int i) { return e.args[static_cast<std::size_t>(i) + 1] ? &bounds[i] : nullptr; };
+        auto at = [&](int i) {
+          return e.args[static_cast<std::size_t>(i) + 1] ? &bounds[i] : nullptr;
+        };
         return get_slice(object, at(0), at(1), at(2));
       }
       case ExprKind::kCall: return eval_call(e);
@@ -175,7 +186,9 @@ Value Renderer::eval(const Expr& e) {
       case ExprKind::kPlus: {
         const Value v = eval(*e.args[0]);
         fail_if_undefined(v);
-        if (!v.is_number()) fail("bad operand type for unary " + std::string(e.kind == ExprKind::kNegate ? "-" : "+") + ": '" + type_name(v) + "'");
+        if (!v.is_number())
+          fail("bad operand type for unary " +
+               std::string(e.kind == ExprKind::kNegate ? "-" : "+") + ": '" + type_name(v) + "'");
         if (e.kind == ExprKind::kPlus) return v.is(Kind::kBool) ? Value::of_int(v.boolean) : v;
         if (v.is(Kind::kFloat)) return Value::of_float(-v.real);
         return arithmetic("-", Value::of_int(0), v);
@@ -193,7 +206,8 @@ Value Renderer::eval(const Expr& e) {
       case ExprKind::kCompare: return eval_compare(e);
       case ExprKind::kConditional:
         if (truthy(eval(*e.args[1]))) return eval(*e.args[0]);
-        return e.args[2] ? eval(*e.args[2]) : Value::undefined("the conditional expression had no else");
+        return e.args[2] ? eval(*e.args[2])
+                         : Value::undefined("the conditional expression had no else");
     }
   } catch (Failure& f) {
     if (!f.located) {

@@ -49,7 +49,7 @@ bool ExprParser::skip_name(std::string_view name) {
 
 [[noreturn]] void ExprParser::unexpected(const std::string& expected) const {
   const Token& t = peek();
-  const std::string got = t.type == Token::Type::kEnd ? "the end of the tag"
+  const std::string got = t.type == Token::Type::kEnd      ? "the end of the tag"
                           : t.type == Token::Type::kString ? "a string"
                                                            : "'" + t.text + "'";
   refuse("expected " + expected + ", got " + got, t.pos);
@@ -133,7 +133,8 @@ ExprPtr ExprParser::compare() {
   return c ? std::move(c) : std::move(first);
 }
 
-ExprPtr ExprParser::binary_chain(std::initializer_list<std::string_view> ops, ExprPtr (ExprParser::*operand)()) {
+ExprPtr ExprParser::binary_chain(std::initializer_list<std::string_view> ops,
+                                 ExprPtr (ExprParser::*operand)()) {
   ExprPtr e = (this->*operand)();
   while (true) {
     bool matched = false;

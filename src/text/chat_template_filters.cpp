@@ -12,16 +12,18 @@ namespace shardwise::text::detail::chat {
 namespace {
 
 const std::set<std::string, std::less<>> kFilters = {
-    "trim", "length", "count", "tojson", "upper", "lower", "capitalize", "title", "first",
-    "last", "join", "default", "d", "string", "int", "float", "list", "items", "selectattr",
-    "rejectattr", "select", "reject", "map", "replace", "safe", "e", "escape", "abs",
-    "reverse", "unique", "sum", "min", "max", "wordcount"};
+    "trim",    "length", "count",   "tojson", "upper",      "lower",      "capitalize",
+    "title",   "first",  "last",    "join",   "default",    "d",          "string",
+    "int",     "float",  "list",    "items",  "selectattr", "rejectattr", "select",
+    "reject",  "map",    "replace", "safe",   "e",          "escape",     "abs",
+    "reverse", "unique", "sum",     "min",    "max",        "wordcount"};
 
 const std::set<std::string, std::less<>> kTests = {
-    "defined", "undefined", "none", "string", "mapping", "iterable", "number", "sequence",
-    "true", "false", "boolean", "integer", "float", "callable", "equalto", "eq", "==", "ne",
-    "!=", "lt", "<", "le", "<=", "gt", ">", "ge", ">=", "in", "odd", "even", "divisibleby",
-    "sameas", "lower", "upper"};
+    "defined",  "undefined", "none",        "string",  "mapping", "iterable", "number",
+    "sequence", "true",      "false",       "boolean", "integer", "float",    "callable",
+    "equalto",  "eq",        "==",          "ne",      "!=",      "lt",       "<",
+    "le",       "<=",        "gt",          ">",       "ge",      ">=",       "in",
+    "odd",      "even",      "divisibleby", "sameas",  "lower",   "upper"};
 
 std::string text_of(const Value& v) { return py_str(v); }
 
@@ -32,8 +34,8 @@ std::string jinja_title(const std::string& text) {
   for (char& c : out) {
     if (word_start && c >= 'a' && c <= 'z') c = static_cast<char>(c - 32);
     const auto u = static_cast<unsigned char>(c);
-    word_start = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' ||
-                 (u < 0x80 && py_isspace(u));
+    word_start =
+        c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || (u < 0x80 && py_isspace(u));
   }
   return out;
 }
@@ -64,7 +66,8 @@ Value select_items(const Value& operand, CallArgs& a, bool by_attribute, bool ke
   CallArgs test_args;
   if (next < a.positional.size()) {
     test = text_of(a.positional[next++]);
-    test_args.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(next), a.positional.end());
+    test_args.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(next),
+                                a.positional.end());
   }
   List out;
   for (const Value& item : iterate(operand)) {
@@ -116,7 +119,8 @@ Value tojson(const Value& operand, CallArgs& a) {
   JsonStyle style;
   if (const std::optional<Value> indent = a.get(1, "indent"); indent && !indent->is(Kind::kNone)) {
     if (!indent->is(Kind::kInt)) fail("tojson's indent must be an integer");
-    if (indent->integer > 64) fail("tojson's indent " + std::to_string(indent->integer) + " is above 64");
+    if (indent->integer > 64)
+      fail("tojson's indent " + std::to_string(indent->integer) + " is above 64");
     style.indent = static_cast<int>(indent->integer);
   }
   if (const std::optional<Value> sort = a.get(3, "sort_keys")) style.sort_keys = truthy(*sort);
@@ -180,7 +184,8 @@ Value extreme(const Value& operand, bool largest) {
 Value filter_on_list(const std::string& name, const Value& v, CallArgs& a) {
   if (name == "first" || name == "last") {
     const List items = iterate(v);
-    if (items.empty()) return Value::undefined("'" + type_name(v) + " object' has no first or last item");
+    if (items.empty())
+      return Value::undefined("'" + type_name(v) + " object' has no first or last item");
     return name == "first" ? items.front() : items.back();
   }
   if (name == "list") return Value::of_list(iterate(v));
@@ -196,7 +201,8 @@ Value filter_on_list(const std::string& name, const Value& v, CallArgs& a) {
   if (name == "unique") {
     List out;
     for (const Value& item : iterate(v)) {
-      const bool seen = std::any_of(out.begin(), out.end(), [&](const Value& o) { return equals(o, item); });
+      const bool seen =
+          std::any_of(out.begin(), out.end(), [&](const Value& o) { return equals(o, item); });
       if (!seen) out.push_back(item);
     }
     return Value::of_list(std::move(out));
@@ -204,9 +210,14 @@ Value filter_on_list(const std::string& name, const Value& v, CallArgs& a) {
   if (name == "sum") {
     Value total = a.get(1, "start").value_or(Value::of_int(0));
     for (const Value& item : iterate(v)) {
-      if (!item.is_number() || !total.is_number()) fail("sum of " + type_name(item) + " is not implemented");
+      if (!item.is_number() || !total.is_number())
+        fail("sum of " + type_name(item) + " is not implemented");
       if (item.is(Kind::kFloat) || total.is(Kind::kFloat)) {
-        auto d = [](const Value& x) { return x.is(Kind::kFloat) ? x.real : static_cast<double>(x.is(Kind::kBool) ? x.boolean : x.integer); };
+        auto d = [](const Value& x) {
+          return x.is(Kind::kFloat)
+                     ? x.real
+                     : static_cast<double>(x.is(Kind::kBool) ? x.boolean : x.integer);
+        };
         total = Value::of_float(d(total) + d(item));
       } else {
         total = Value::of_int(total.integer + (item.is(Kind::kBool) ? item.boolean : item.integer));
@@ -219,10 +230,12 @@ Value filter_on_list(const std::string& name, const Value& v, CallArgs& a) {
     if (v.is(Kind::kUndefined)) return Value::of_list({});
     if (!v.is(Kind::kDict)) fail("Can only get item pairs from a mapping.");
     List pairs;
-    for (const auto& [k, x] : v.dict->entries) pairs.push_back(Value::of_list({Value::of_string(k), x}, true));
+    for (const auto& [k, x] : v.dict->entries)
+      pairs.push_back(Value::of_list({Value::of_string(k), x}, true));
     return Value::of_list(std::move(pairs));
   }
-  if (name == "selectattr" || name == "rejectattr") return select_items(v, a, true, name == "selectattr");
+  if (name == "selectattr" || name == "rejectattr")
+    return select_items(v, a, true, name == "selectattr");
   if (name == "select" || name == "reject") return select_items(v, a, false, name == "select");
   if (name == "map") return map_items(v, a);
   return join_items(v, a);  // "join"
@@ -246,7 +259,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   if (name == "int") return to_int(v, a);
   if (name == "float") {
     if (v.is(Kind::kFloat)) return v;
-    if (v.is(Kind::kInt) || v.is(Kind::kBool)) return Value::of_float(static_cast<double>(v.is(Kind::kBool) ? v.boolean : v.integer));
+    if (v.is(Kind::kInt) || v.is(Kind::kBool))
+      return Value::of_float(static_cast<double>(v.is(Kind::kBool) ? v.boolean : v.integer));
     fail("the filter 'float' of a " + type_name(v) + " is not implemented");
   }
   if (name == "abs") {
@@ -256,9 +270,11 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   }
   if (name == "trim") {
     const std::optional<Value> chars = a.get(0, "chars");
-    return Value::of_string(py_strip(text_of(v), chars && chars->is(Kind::kString) ? &chars->str() : nullptr, true, true));
+    return Value::of_string(py_strip(
+        text_of(v), chars && chars->is(Kind::kString) ? &chars->str() : nullptr, true, true));
   }
-  if (name == "upper" || name == "lower") return Value::of_string(ascii_case(text_of(v), name == "upper", name));
+  if (name == "upper" || name == "lower")
+    return Value::of_string(ascii_case(text_of(v), name == "upper", name));
   if (name == "capitalize") {
     std::string s = ascii_case(text_of(v), false, name);
     if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = static_cast<char>(s[0] - 32);
@@ -268,7 +284,8 @@ Value apply_filter(const std::string& name, const Value& v, CallArgs& a) {
   if (name == "e" || name == "escape") return Value::of_string(html_escape(text_of(v)));
   if (name == "wordcount") {
     CallArgs none;
-    return Value::of_int(length_of(get_attribute(Value::of_string(text_of(v)), "split").function->call(none)));
+    return Value::of_int(
+        length_of(get_attribute(Value::of_string(text_of(v)), "split").function->call(none)));
   }
   if (name == "replace") {
     CallArgs forwarded;
@@ -307,17 +324,20 @@ bool apply_test(const std::string& name, const Value& v, CallArgs& a) {
   if (name == "ge" || name == ">=") return compare(v, need()) >= 0;
   if (name == "in") {
     const Value& c = need();
-    if (c.is(Kind::kString)) return v.is(Kind::kString) && c.str().find(v.str()) != std::string::npos;
+    if (c.is(Kind::kString))
+      return v.is(Kind::kString) && c.str().find(v.str()) != std::string::npos;
     const List items = iterate(c);
     return std::any_of(items.begin(), items.end(), [&](const Value& i) { return equals(i, v); });
   }
   if (name == "odd" || name == "even") {
-    if (!v.is(Kind::kInt)) fail("the test '" + name + "' of a " + type_name(v) + " is not implemented");
+    if (!v.is(Kind::kInt))
+      fail("the test '" + name + "' of a " + type_name(v) + " is not implemented");
     return (v.integer % 2 != 0) == (name == "odd");
   }
   if (name == "divisibleby") {
     const Value& d = need();
-    if (!v.is(Kind::kInt) || !d.is(Kind::kInt) || d.integer == 0) fail("divisibleby needs nonzero integers");
+    if (!v.is(Kind::kInt) || !d.is(Kind::kInt) || d.integer == 0)
+      fail("divisibleby needs nonzero integers");
     return v.integer % d.integer == 0;
   }
   if (name == "sameas") {

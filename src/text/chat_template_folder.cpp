@@ -19,13 +19,15 @@ std::optional<nlohmann::ordered_json> tokenizer_config(const std::filesystem::pa
   try {
     return nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument("tokenizer config '" + echo_input(path.string()) + "' is not JSON: " + e.what());
+    throw InvalidArgument("tokenizer config '" + echo_input(path.string()) +
+                          "' is not JSON: " + e.what());
   }
 }
 
-std::string field_error(const std::filesystem::path& path, const std::string& field, const std::string& why) {
-  return "tokenizer config '" + echo_input((path / "tokenizer_config.json").string()) + "': field '" +
-         field + "' " + why;
+std::string field_error(const std::filesystem::path& path, const std::string& field,
+                        const std::string& why) {
+  return "tokenizer config '" + echo_input((path / "tokenizer_config.json").string()) +
+         "': field '" + field + "' " + why;
 }
 
 }  // namespace
@@ -34,7 +36,8 @@ std::optional<ChatTemplate> chat_template_of_folder(const std::filesystem::path&
   const std::filesystem::path jinja = folder / "chat_template.jinja";
   std::error_code error;
   if (std::filesystem::exists(jinja, error)) {
-    return ChatTemplate::parse(shardwise::detail::read_file(jinja.string(), "chat template"), jinja.string());
+    return ChatTemplate::parse(shardwise::detail::read_file(jinja.string(), "chat template"),
+                               jinja.string());
   }
   const std::optional<nlohmann::ordered_json> config = tokenizer_config(folder);
   if (!config || !config->is_object() || !config->contains("chat_template")) return std::nullopt;
@@ -43,15 +46,19 @@ std::optional<ChatTemplate> chat_template_of_folder(const std::filesystem::path&
   if (field.is_null()) return std::nullopt;
   if (field.is_string()) return ChatTemplate::parse(field.get<std::string>(), what);
   if (!field.is_array()) {
-    throw InvalidArgument(field_error(folder, "chat_template", "is a " + std::string(field.type_name()) +
-                                                                   ", not a string or a list of named templates"));
+    throw InvalidArgument(field_error(
+        folder, "chat_template",
+        "is a " + std::string(field.type_name()) + ", not a string or a list of named templates"));
   }
   for (const auto& entry : field) {
     if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
         !entry["name"].is_string() || !entry["template"].is_string()) {
-      throw InvalidArgument(field_error(folder, "chat_template", "holds an entry that is not {\"name\": ..., \"template\": ...}"));
+      throw InvalidArgument(
+          field_error(folder, "chat_template",
+                      "holds an entry that is not {\"name\": ..., \"template\": ...}"));
     }
-    if (entry["name"] == "default") return ChatTemplate::parse(entry["template"].get<std::string>(), what + " 'default'");
+    if (entry["name"] == "default")
+      return ChatTemplate::parse(entry["template"].get<std::string>(), what + " 'default'");
   }
   return std::nullopt;  // transformers then asks for a template by name; none is the default
 }
@@ -60,7 +67,8 @@ nlohmann::ordered_json special_tokens_of_folder(const std::filesystem::path& fol
   nlohmann::ordered_json tokens = nlohmann::ordered_json::object();
   const std::optional<nlohmann::ordered_json> config = tokenizer_config(folder);
   if (!config || !config->is_object()) return tokens;
-  for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                          "cls_token", "mask_token"}) {
     if (!config->contains(key)) continue;
     const nlohmann::ordered_json& value = (*config)[key];
     if (value.is_null()) continue;
@@ -69,7 +77,8 @@ nlohmann::ordered_json special_tokens_of_folder(const std::filesystem::path& fol
     } else if (value.is_object() && value.contains("content") && value["content"].is_string()) {
       tokens[key] = value["content"];  // an AddedToken written out
     } else {
-      throw InvalidArgument(field_error(folder, key, "is neither a string nor {\"content\": string}"));
+      throw InvalidArgument(
+          field_error(folder, key, "is neither a string nor {\"content\": string}"));
     }
   }
   return tokens;

@@ -53,15 +53,18 @@ Dict keyword_dict(CallArgs& a, const char* what) {
 std::optional<Value> global_function(const std::string& name, const std::tm& now) {
   if (name == "range") return Value::of_function(name, range);
   if (name == "dict") {
-    return Value::of_function(name, [](CallArgs& a) { return Value::of_dict(keyword_dict(a, "dict")); });
+    return Value::of_function(name,
+                              [](CallArgs& a) { return Value::of_dict(keyword_dict(a, "dict")); });
   }
   if (name == "namespace") {
     return Value::of_function(name, [](CallArgs& a) {
       Dict d = keyword_dict(a, "namespace");
       for (const auto& entry : d.entries) {
         if (!entry.first.empty() && entry.first[0] == '_') {
-          fail("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" +
-               entry.first + "'");
+          fail(
+              "Chat templates cannot store underscore-prefixed attributes on a namespace, but got "
+              "'" +
+              entry.first + "'");
         }
       }
       return Value::of_namespace(std::move(d));
@@ -79,8 +82,10 @@ std::optional<Value> global_function(const std::string& name, const std::tm& now
       if (!format || !format->is(Kind::kString)) fail("strftime_now() takes a format string");
       if (format->str().size() > 256) fail("strftime_now()'s format is longer than 256 bytes");
       std::array<char, 4096> buffer{};
-      const std::size_t n = std::strftime(buffer.data(), buffer.size(), format->str().c_str(), &now);
-      if (n == 0 && !format->str().empty()) fail("strftime_now() could not format '" + format->str() + "'");
+      const std::size_t n =
+          std::strftime(buffer.data(), buffer.size(), format->str().c_str(), &now);
+      if (n == 0 && !format->str().empty())
+        fail("strftime_now() could not format '" + format->str() + "'");
       return Value::of_string(std::string(buffer.data(), n));
     });
   }

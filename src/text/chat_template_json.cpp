@@ -96,8 +96,7 @@ class JsonWriter {
       case Kind::kString: append_json_string(out, *value.text); return;
       case Kind::kList: write_list(*value.list, level); return;
       case Kind::kDict: write_dict(*value.dict, level); return;
-      default:
-        fail("Object of type " + type_name(value) + " is not JSON serializable");
+      default: fail("Object of type " + type_name(value) + " is not JSON serializable");
     }
   }
 

@@ -204,8 +204,9 @@ class Lexer {
         ++at_;
       }
     };
-    if (src_[at_] == '0' && at_ + 1 < src_.size() && std::isalpha(static_cast<unsigned char>(src_[at_ + 1])) &&
-        src_[at_ + 1] != 'e' && src_[at_ + 1] != 'E') {
+    if (src_[at_] == '0' && at_ + 1 < src_.size() &&
+        std::isalpha(static_cast<unsigned char>(src_[at_ + 1])) && src_[at_ + 1] != 'e' &&
+        src_[at_ + 1] != 'E') {
       error("integer literals in base 2, 8 or 16 are not implemented", start);
     }
     digits();

@@ -140,8 +140,10 @@ Value string_method(const std::string& text, const std::string& name, CallArgs& 
     if (!affix) fail(name + "() takes an argument");
     return Value::of_bool(affix_matches(text, *affix, name == "startswith"));
   }
-  if (name == "split") return string_list(split_string(text, a.get(0, "sep"), int_argument(a.get(1, "maxsplit"), -1)));
-  if (name == "upper" || name == "lower") return Value::of_string(ascii_case(text, name == "upper", name));
+  if (name == "split")
+    return string_list(split_string(text, a.get(0, "sep"), int_argument(a.get(1, "maxsplit"), -1)));
+  if (name == "upper" || name == "lower")
+    return Value::of_string(ascii_case(text, name == "upper", name));
   if (name == "title") return Value::of_string(title_case(text));
   if (name == "capitalize") {
     std::string out = ascii_case(text, false, name);
@@ -190,13 +192,13 @@ Value dict_method(const Value& object, const std::string& name, CallArgs& a) {
 }
 
 const std::set<std::string, std::less<>> kStringMethods = {
-    "strip", "lstrip", "rstrip", "startswith", "endswith", "split", "upper",
-    "lower", "title", "capitalize", "replace", "join"};
+    "strip", "lstrip", "rstrip", "startswith", "endswith", "split",
+    "upper", "lower",  "title",  "capitalize", "replace",  "join"};
 const std::set<std::string, std::less<>> kDictMethods = {"get", "items", "keys", "values"};
 // Methods of dicts and lists that change them: the immutable sandbox refuses them.
-const std::set<std::string, std::less<>> kMutators = {
-    "pop", "popitem", "update", "setdefault", "clear", "append", "extend", "insert", "remove",
-    "sort", "reverse"};
+const std::set<std::string, std::less<>> kMutators = {"pop",    "popitem", "update", "setdefault",
+                                                      "clear",  "append",  "extend", "insert",
+                                                      "remove", "sort",    "reverse"};
 
 }  // namespace
 
@@ -248,7 +250,8 @@ Value get_attribute(const Value& object, const std::string& name) {
   }
   if (object.is(Kind::kDict)) {
     if (kDictMethods.count(name) > 0) {
-      return Value::of_function(name, [object, name](CallArgs& a) { return dict_method(object, name, a); });
+      return Value::of_function(
+          name, [object, name](CallArgs& a) { return dict_method(object, name, a); });
     }
     if (const Value* v = object.dict->find(name)) return *v;
   }
@@ -256,7 +259,8 @@ Value get_attribute(const Value& object, const std::string& name) {
     if (const Value* v = object.dict->find(name)) return *v;
   }
   if (object.is(Kind::kString) && kStringMethods.count(name) > 0) {
-    return Value::of_function(name, [object, name](CallArgs& a) { return string_method(object.str(), name, a); });
+    return Value::of_function(
+        name, [object, name](CallArgs& a) { return string_method(object.str(), name, a); });
   }
   return missing_attribute(object, name);
 }
@@ -349,7 +353,8 @@ std::int64_t length_of(const Value& value) {
     case Kind::kUndefined: return 0;
     case Kind::kList: return static_cast<std::int64_t>(value.list->size());
     case Kind::kDict: return static_cast<std::int64_t>(value.dict->entries.size());
-    case Kind::kString: return static_cast<std::int64_t>(code_point_offsets(value.str()).size() - 1);
+    case Kind::kString:
+      return static_cast<std::int64_t>(code_point_offsets(value.str()).size() - 1);
     default: fail("object of type '" + type_name(value) + "' has no len()");
   }
 }

@@ -98,8 +98,8 @@ class StatementParser {
       end_tag(p);
       return n;
     }
-    static const std::set<std::string> kEnds = {"endif", "endfor", "endset", "endmacro",
-                                                "endgeneration", "elif", "else"};
+    static const std::set<std::string> kEnds = {"endif",         "endfor", "endset", "endmacro",
+                                                "endgeneration", "elif",   "else"};
     if (kEnds.count(name) > 0) refuse("'" + name + "' without its opening block", pos);
     refuse("the statement '" + name + "' is not implemented", pos);
   }

@@ -55,7 +55,8 @@ Renderer::Renderer(const ChatProgram& program, Value context, const ChatRenderOp
     const std::time_t t = std::time(nullptr);
     localtime_r(&t, &now_);
   }
-  scopes_.push_back(context.dict ? std::make_shared<Dict>(*context.dict) : std::make_shared<Dict>());
+  scopes_.push_back(context.dict ? std::make_shared<Dict>(*context.dict)
+                                 : std::make_shared<Dict>());
 }
 
 RenderedChat Renderer::run() {
@@ -71,7 +72,9 @@ Value Renderer::lookup(const std::string& name) {
   return Value::undefined("'" + name + "' is undefined");
 }
 
-void Renderer::assign(const std::string& name, Value value) { scopes_.back()->set(name, std::move(value)); }
+void Renderer::assign(const std::string& name, Value value) {
+  scopes_.back()->set(name, std::move(value));
+}
 
 void Renderer::unpack(const std::vector<std::string>& targets, const Value& value) {
   if (targets.size() == 1) {
@@ -89,14 +92,15 @@ void Renderer::unpack(const std::vector<std::string>& targets, const Value& valu
 void Renderer::emit(const std::string& text) {
   out_->append(text);
   if (out_->size() > options_.limits.max_output_bytes) {
-    fail("the output exceeds the bound of " + std::to_string(options_.limits.max_output_bytes) + " bytes");
+    fail("the output exceeds the bound of " + std::to_string(options_.limits.max_output_bytes) +
+         " bytes");
   }
 }
 
 void Renderer::count_iteration() {
   if (++iterations_ > options_.limits.max_loop_iterations) {
-    fail("the template's loops ran more than " + std::to_string(options_.limits.max_loop_iterations) +
-         " iterations");
+    fail("the template's loops ran more than " +
+         std::to_string(options_.limits.max_loop_iterations) + " iterations");
   }
 }
 
@@ -198,11 +202,12 @@ void Renderer::define_macro(const Node& node) {
 
 Value Renderer::call_macro(const Node& node, CallArgs& args) {
   if (call_depth_ >= options_.limits.max_call_depth) {
-    fail("macros call each other deeper than " + std::to_string(options_.limits.max_call_depth) + " levels");
+    fail("macros call each other deeper than " + std::to_string(options_.limits.max_call_depth) +
+         " levels");
   }
   if (args.positional.size() > node.params.size()) {
-    fail("macro '" + node.targets[0] + "' takes not more than " + std::to_string(node.params.size()) +
-         " argument(s)");
+    fail("macro '" + node.targets[0] + "' takes not more than " +
+         std::to_string(node.params.size()) + " argument(s)");
   }
   for (const auto& [name, value] : args.named) {
     bool known = false;
@@ -219,7 +224,9 @@ Value Renderer::call_macro(const Node& node, CallArgs& args) {
     for (std::size_t i = 0; i < node.params.size(); ++i) {
       const auto& [name, fallback] = node.params[i];
       std::optional<Value> v = args.get(i, name);
-      if (!v) v = fallback ? eval(*fallback) : Value::undefined("parameter '" + name + "' was not provided");
+      if (!v)
+        v = fallback ? eval(*fallback)
+                     : Value::undefined("parameter '" + name + "' was not provided");
       assign(name, *v);
     }
     out_ = &captured;

@@ -258,8 +258,8 @@ std::string py_repr(const Value& value) {
     case Kind::kList: return repr_items(*value.list, value.is_tuple);
     case Kind::kDict: return repr_dict(*value.dict);
     case Kind::kNamespace: return "<Namespace " + repr_dict(*value.dict) + ">";
-    case Kind::kFunction: fail("printing the function '" + value.function->name +
-                               "' is not implemented");
+    case Kind::kFunction:
+      fail("printing the function '" + value.function->name + "' is not implemented");
   }
   return "";
 }
@@ -333,14 +333,13 @@ int compare(const Value& a, const Value& b) {
     }
     return a.list->size() < b.list->size() ? -1 : (a.list->size() > b.list->size() ? 1 : 0);
   }
-  fail("'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) +
-       "'");
+  fail("'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
 
 bool py_isspace(char32_t c) {
   return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202f || c == 0x205f || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+         c == 0x205f || c == 0x3000;
 }
 
 std::vector<std::size_t> code_point_offsets(const std::string& text) {

@@ -148,9 +148,9 @@ void encode_file(const Tokenizer& tokenizer, const std::filesystem::path& path,
             (cuts ? "hold no place where the tokenizer's pieces can be cut (a line break or a "
                     "space before a letter)"
              : !sequence_once ? "this tokenizer's template places the text twice, so it is "
-                            "encoded whole"
-                          : "this tokenizer splits the text nowhere (a normalizer, or no "
-                            "pre-tokenizer that splits words), so it is encoded whole"));
+                                "encoded whole"
+                              : "this tokenizer splits the text nowhere (a normalizer, or no "
+                                "pre-tokenizer that splits words), so it is encoded whole"));
       }
       continue;
     }

@@ -14,11 +14,11 @@
 namespace shardwise::cli {
 namespace {
 
+using shardwise::testing::test_path;
 using testing::expect_bad_input;
 using testing::json_lines;
 using testing::run_command;
 using testing::source_path;
-using shardwise::testing::test_path;
 
 const std::string kTokenizer = source_path("tests/text/fixtures/gpt2.tokenizer.json");
 

@@ -354,8 +354,9 @@ TEST(TrainLlama, HostileConfigFieldsAreRefusedInOneLine) {
       {"attention_bias", true, "\"attention_bias\" is true"},
       {"mlp_bias", true, "\"mlp_bias\" is true"},
       {"hidden_act", "gelu", "\"hidden_act\" is \"gelu\""},
-      {"sliding_window", 8, "\"sliding_window\" is 8; sliding_window 8 is below "
-                            "max_position_embeddings 16"},
+      {"sliding_window", 8,
+       "\"sliding_window\" is 8; sliding_window 8 is below "
+       "max_position_embeddings 16"},
       {"qk_layernorm", true, "\"qk_layernorm\" is true; a setting of another architecture"},
       {"final_logit_softcapping", 30.0, "\"final_logit_softcapping\" is 30"}};
   for (const auto& [field, value, message] : cases) {

@@ -51,8 +51,25 @@ struct Piece {
 [[nodiscard]] std::vector<Piece> lex_template(std::string_view source);
 
 enum class ExprKind {
-  kLiteral, kName, kList, kTuple, kDict, kAttribute, kItem, kSlice, kCall, kFilter, kTest,
-  kNegate, kPlus, kNot, kBinary, kAnd, kOr, kCompare, kConditional,
+  kLiteral,
+  kName,
+  kList,
+  kTuple,
+  kDict,
+  kAttribute,
+  kItem,
+  kSlice,
+  kCall,
+  kFilter,
+  kTest,
+  kNegate,
+  kPlus,
+  kNot,
+  kBinary,
+  kAnd,
+  kOr,
+  kCompare,
+  kConditional,
 };
 
 struct Expr;
@@ -62,15 +79,24 @@ struct Expr {
   ExprKind kind = ExprKind::kLiteral;
   Pos pos;
   Value literal;
-  std::string name;               // variable, attribute, filter, test or binary operator
-  std::vector<ExprPtr> args;      // operands first; a slice's absent bounds are null
+  std::string name;           // variable, attribute, filter, test or binary operator
+  std::vector<ExprPtr> args;  // operands first; a slice's absent bounds are null
   std::vector<std::pair<std::string, ExprPtr>> named;  // keyword arguments of calls
   std::vector<std::string> operators;                  // of a chained comparison
   bool negated = false;                                // `is not`
 };
 
 enum class NodeKind {
-  kText, kOutput, kIf, kFor, kSet, kSetBlock, kMacro, kGeneration, kBreak, kContinue,
+  kText,
+  kOutput,
+  kIf,
+  kFor,
+  kSet,
+  kSetBlock,
+  kMacro,
+  kGeneration,
+  kBreak,
+  kContinue,
 };
 
 struct Node;
@@ -79,12 +105,12 @@ using Body = std::vector<Node>;
 struct Node {
   NodeKind kind = NodeKind::kText;
   Pos pos;
-  std::string text;                                   // kText
-  ExprPtr expr;                                       // printed, assigned, or iterated
-  std::vector<std::pair<ExprPtr, Body>> branches;     // if/elif (an else has no condition)
-  std::vector<std::string> targets;                   // loop or assignment names; macro name
-  std::string attribute;                              // `set ns.attribute = ...`
-  ExprPtr filter;                                     // `for x in y if filter`
+  std::string text;                                // kText
+  ExprPtr expr;                                    // printed, assigned, or iterated
+  std::vector<std::pair<ExprPtr, Body>> branches;  // if/elif (an else has no condition)
+  std::vector<std::string> targets;                // loop or assignment names; macro name
+  std::string attribute;                           // `set ns.attribute = ...`
+  ExprPtr filter;                                  // `for x in y if filter`
   Body body;
   Body else_body;
   std::vector<std::pair<std::string, ExprPtr>> params;  // a macro's, with defaults or null

@@ -43,8 +43,12 @@ class ExprParser {
     }
     return e;
   }
-  ExprPtr or_expr() { return logical("or", ExprKind::kOr, [this] { return and_expr(); }); }
-  ExprPtr and_expr() { return logical("and", ExprKind::kAnd, [this] { return not_expr(); }); }
+  ExprPtr or_expr() {
+    return logical("or", ExprKind::kOr, [this] { return and_expr(); });
+  }
+  ExprPtr and_expr() {
+    return logical("and", ExprKind::kAnd, [this] { return not_expr(); });
+  }
   ExprPtr not_expr();
   ExprPtr compare();
   ExprPtr binary_chain(std::initializer_list<std::string_view> ops,

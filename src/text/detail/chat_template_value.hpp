@@ -39,7 +39,7 @@ enum class Kind : std::uint8_t {
   kInt,
   kFloat,
   kString,
-  kList,       // a list, or a tuple where is_tuple (they print differently)
+  kList,  // a list, or a tuple where is_tuple (they print differently)
   kDict,
   kNamespace,  // namespace(...): the one value a template may change
   kFunction,
