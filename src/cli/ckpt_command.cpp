@@ -12,7 +12,6 @@
 #include <span>
 #include <sstream>
 
-#include <fcntl.h>
 
 #include "../detail/file_io.hpp"
 #include "../detail/output_file.hpp"
@@ -21,6 +20,7 @@
 #include "model_argument.hpp"
 #include "notes.hpp"
 #include "number_text.hpp"
+#include "prompt_codec.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/ckpt/checkpoint_folders.hpp"
 #include "shardwise/ckpt/checkpoint_reader.hpp"
@@ -140,17 +140,8 @@ constexpr char kExportMarkValue[] = "ckpt export";
 // false for anything else, a file that cannot be read among them.
 bool exported_by_shardwise(const std::filesystem::path& file) {
   try {
-    const shardwise::detail::File in(file, O_RDONLY | O_NOFOLLOW);
-    const std::uint64_t size = in.size();
-    std::uint64_t length = 0;
-    if (size < 8) return false;
-    unsigned char prefix[8];
-    in.read_at(prefix, 8, 0);
-    for (int b = 7; b >= 0; --b) length = (length << 8) | prefix[b];
-    if (length > size - 8 || length > (std::uint64_t{100} << 20)) return false;
-    std::string header(static_cast<std::size_t>(length), '\0');
-    in.read_at(header.data(), header.size(), 8);
-    for (const auto& [key, value] : parse_safetensors_header(header, size - 8 - length).metadata) {
+    const auto [header, data_bytes] = ckpt::read_safetensors_header(file);
+    for (const auto& [key, value] : parse_safetensors_header(header, data_bytes).metadata) {
       if (key == kExportMark && value == kExportMarkValue) return true;
     }
   } catch (const std::exception&) {
@@ -357,9 +348,6 @@ void import_hf(const std::string& path, const std::string& format,
       << " continues from it on any layout\n";
 }
 
-// The mean next-token loss of a model (a checkpoint's, a --save folder's newest, a Hugging Face
-// folder's) on a file's tokens: windows of `seq` tokens one after the other, each predicting the
-// tokens one place on; as many as the file holds.
 // The first `most` tokens of --data: a token file's ids, or text as the tokenizer (--tokenizer,
 // else the Hugging Face folder's own) encodes it, or bytes for a model of 256 tokens.
 std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const std::string& data,
@@ -369,38 +357,14 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
   const train::TokenFormat token_format = train::parse_token_format(format, "--data-format");
   const std::size_t vocab = source.model->vocab_size();
   const std::string what = "--data '" + echo_input(data, 200) + "'";
-  if (tokenizer_flag && tokenizer_flag->empty()) {
-    throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
-  }
+  const std::filesystem::path tokenizer = tokenizer_file(source, tokenizer_flag);
   if (tokenizer_flag && token_format != train::TokenFormat::kText) {
     throw InvalidArgument("--tokenizer encodes text, and --data-format " + format +
                           " is ids already");
   }
-  const std::filesystem::path tokenizer_file =
-      tokenizer_flag ? std::filesystem::path(*tokenizer_flag) : source.tokenizer;
-  std::vector<std::int32_t> tokens;
-  if (token_format == train::TokenFormat::kText && !tokenizer_file.empty()) {
-    const text::Tokenizer tokenizer = [&] {
-      try {
-        return text::Tokenizer::from_file(tokenizer_file);
-      } catch (const Error& e) {
-        throw InvalidArgument(
-            (tokenizer_flag ? std::string("--tokenizer: ") : source.words + ": ") + e.what());
-      }
-    }();
-    if (tokenizer.vocab_size() > vocab) {
-      throw InvalidArgument("tokenizer.json '" + echo_input(tokenizer_file.string(), 200) +
-                            "' has " + std::to_string(tokenizer.vocab_size()) + " tokens; " +
-                            source.words + " has a vocabulary of " + std::to_string(vocab));
-    }
-    text::encode_file(
-        tokenizer, data, what, text::StreamOptions{}, [&](std::span<const std::int32_t> ids) {
-          tokens.insert(tokens.end(), ids.begin(),
-                        ids.begin() + static_cast<std::ptrdiff_t>(
-                                          std::min(ids.size(), most - tokens.size())));
-          return tokens.size() < most;
-        });
-    return tokens;
+  if (token_format == train::TokenFormat::kText && !tokenizer.empty()) {
+    return encode_file_prefix(*model_tokenizer(source, tokenizer, tokenizer_flag.has_value()), data,
+                              what, most);
   }
   if (token_format == train::TokenFormat::kText && vocab != 256) {
     throw InvalidArgument(what + " is text and " + source.words + " has a vocabulary of " +
@@ -410,6 +374,7 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
   }
   const std::shared_ptr<const train::TokenSource> file =
       train::file_source(data, token_format, "--data");
+  std::vector<std::int32_t> tokens;
   tokens.resize(std::min(file->size(), most));
   file->read(0, tokens.size(), tokens.data());
   for (std::size_t i = 0; i < tokens.size(); ++i) {
@@ -423,6 +388,9 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
   return tokens;
 }
 
+// The mean next-token loss of a model (a checkpoint's, a --save folder's newest, a Hugging Face
+// folder's) on a file's tokens: windows of `seq` tokens one after the other, each predicting the
+// tokens one place on; as many as the file holds, up to 4096 windows.
 void model_loss(const std::string& path, const std::string& data, const std::string& format,
                 const std::optional<std::string>& tokenizer,
                 const std::optional<std::string>& seq_text, bool json, std::ostream& out) {

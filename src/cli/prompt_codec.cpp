@@ -63,29 +63,53 @@ std::vector<std::int32_t> encode_named(const text::Tokenizer& tokenizer, const s
 
 }  // namespace
 
+std::filesystem::path tokenizer_file(const models::ModelSource& source,
+                                     const std::optional<std::string>& flag) {
+  // An empty --tokenizer is a mistake, not "the folder's own": refused, never read as not given.
+  if (flag && flag->empty())
+    throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
+  return flag ? std::filesystem::path(*flag) : source.tokenizer;
+}
+
+std::shared_ptr<const text::Tokenizer> model_tokenizer(const models::ModelSource& source,
+                                                       const std::filesystem::path& file,
+                                                       bool from_flag) {
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  try {
+    tokenizer = std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(file));
+  } catch (const Error& e) {  // named as the user gave it: the flag, or the model's folder
+    throw InvalidArgument((from_flag ? std::string("--tokenizer: ") : source.words + ": ") +
+                          e.what());
+  }
+  const std::size_t vocab = source.model->vocab_size();
+  if (tokenizer->vocab_size() > vocab) {
+    throw InvalidArgument("tokenizer.json '" + echo_input(file.string(), 200) + "' has " +
+                          std::to_string(tokenizer->vocab_size()) + " tokens; " + source.words +
+                          " has a vocabulary of " + std::to_string(vocab));
+  }
+  return tokenizer;
+}
+
+std::vector<std::int32_t> encode_file_prefix(const text::Tokenizer& tokenizer,
+                                             const std::string& path, const std::string& what,
+                                             std::size_t most) {
+  std::vector<std::int32_t> ids;
+  text::encode_file(
+      tokenizer, path, what, text::StreamOptions{}, [&](std::span<const std::int32_t> block) {
+        const std::size_t taken = std::min(block.size(), most - ids.size());
+        ids.insert(ids.end(), block.begin(), block.begin() + static_cast<std::ptrdiff_t>(taken));
+        return ids.size() < most;
+      });
+  return ids;
+}
+
 PromptCodec prompt_codec(const models::ModelSource& source,
                          const std::optional<std::string>& tokenizer) {
   const std::size_t vocab = source.model->vocab_size();
-  // An empty --tokenizer is a mistake, not "the folder's own": refused, never read as not given.
-  if (tokenizer && tokenizer->empty()) {
-    throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
-  }
-  const std::filesystem::path file =
-      tokenizer ? std::filesystem::path(*tokenizer) : source.tokenizer;
+  const std::filesystem::path file = tokenizer_file(source, tokenizer);
   if (!file.empty()) {
-    const auto bpe = [&] {
-      try {
-        return std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(file));
-      } catch (const Error& e) {  // named as the user gave it: the flag, or the model's folder
-        throw InvalidArgument((tokenizer ? std::string("--tokenizer: ") : source.words + ": ") +
-                              e.what());
-      }
-    }();
-    if (bpe->vocab_size() > vocab) {
-      throw InvalidArgument("--tokenizer '" + echo_input(file.string(), 200) + "' has " +
-                            std::to_string(bpe->vocab_size()) + " tokens; " + source.words +
-                            " has a vocabulary of " + std::to_string(vocab));
-    }
+    const std::shared_ptr<const text::Tokenizer> bpe =
+        model_tokenizer(source, file, tokenizer.has_value());
     return {"tokenizer.json '" + echo_input(file.string(), 200) + "'",
             [bpe](const std::string& text, const std::string& field) {
               return encode_named(*bpe, text, field);
@@ -105,16 +129,8 @@ PromptCodec prompt_codec(const models::ModelSource& source,
               return text;
             },
             [bpe](const std::string& path, const std::string& field, std::size_t most) {
-              std::vector<std::int32_t> ids;
-              text::encode_file(
-                  *bpe, path, field + " '" + echo_input(path, 200) + "'", text::StreamOptions{},
-                  [&](std::span<const std::int32_t> block) {
-                    ids.insert(ids.end(), block.begin(),
-                               block.begin() + static_cast<std::ptrdiff_t>(
-                                                   std::min(block.size(), most + 1 - ids.size())));
-                    return ids.size() <= most;
-                  });
-              return ids;
+              return encode_file_prefix(*bpe, path, field + " '" + echo_input(path, 200) + "'",
+                                        most + 1);
             }};
   }
   if (vocab == 256) {

@@ -4,13 +4,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "shardwise/models/model_source.hpp"
+#include "shardwise/text/tokenizer.hpp"
 
 namespace shardwise::cli {
 
@@ -27,6 +30,21 @@ struct PromptCodec {
                                           std::size_t most)>
       encode_file;
 };
+
+// --tokenizer's file where given (an empty one refused), else the source's tokenizer.json; empty
+// where there is neither.
+[[nodiscard]] std::filesystem::path tokenizer_file(const models::ModelSource& source,
+                                                   const std::optional<std::string>& flag);
+// The tokenizer at `file` (from tokenizer_file), its errors named as the user gave it (--tokenizer,
+// or the model's folder), refused where it has more tokens than the model's vocabulary.
+[[nodiscard]] std::shared_ptr<const text::Tokenizer> model_tokenizer(
+    const models::ModelSource& source, const std::filesystem::path& file, bool from_flag);
+// The first `most` ids of the text file at `path` as `tokenizer` encodes it (special tokens
+// included), read as it streams and no further than they need; `what` names the file.
+[[nodiscard]] std::vector<std::int32_t> encode_file_prefix(const text::Tokenizer& tokenizer,
+                                                           const std::string& path,
+                                                           const std::string& what,
+                                                           std::size_t most);
 
 // --tokenizer's file where given, else the source's tokenizer.json, else bytes where the model
 // has 256 tokens, else ids (text prompts refused, output written as ids).
