@@ -12,7 +12,6 @@
 #include <span>
 #include <sstream>
 
-
 #include "../detail/file_io.hpp"
 #include "../detail/output_file.hpp"
 #include "backend_flag.hpp"
