@@ -27,6 +27,7 @@
 #include "shardwise/ckpt/safetensors_file.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/safetensors.hpp"
+#include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/models/model_source.hpp"
@@ -34,6 +35,7 @@
 #include "shardwise/text/tokenizer.hpp"
 #include "shardwise/train/checkpoint_manager.hpp"
 #include "shardwise/train/distributed_model.hpp"
+#include "shardwise/train/fine_tuning_data.hpp"
 #include "shardwise/train/token_source.hpp"
 #include "text_table.hpp"
 
@@ -387,11 +389,78 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
   return tokens;
 }
 
+// The source's values into a whole (one-rank) model's store.
+void load_source_values(const models::ModelSource& source, train::ParameterStore& store) {
+  std::vector<train::ParameterBlock> blocks;
+  for (std::size_t p = 0; p < store.specs().size(); ++p) {
+    const train::ParameterSpec& spec = store.specs()[p];
+    ShardIndex box;
+    for (const std::int64_t size : spec.shape) box.push_back({0, size});
+    blocks.push_back(
+        {spec.name, spec.shape, box, std::span<float>(store.value(p), store.count(p))});
+  }
+  source.values(blocks);
+}
+
+struct ExampleLoss {
+  double loss = 0;
+  std::size_t examples = 0;
+  std::size_t counted = 0;
+};
+
+// The mean loss over the counted tokens (completions, assistants' turns) of the first `most`
+// examples of a JSON Lines file, each example one sequence cut to `seq` positions: what
+// transformers' loss gives for the examples with the rest of the labels -100.
+ExampleLoss examples_loss(const models::ModelSource& source, train::DistributedModel& model,
+                          const std::string& data, const std::optional<std::string>& tokenizer_flag,
+                          std::size_t seq, std::size_t most) {
+  const std::filesystem::path tokenizer = tokenizer_file(source, tokenizer_flag);
+  if (tokenizer.empty()) {
+    throw InvalidArgument("--data '" + echo_input(data, 200) + "' is JSON Lines of examples, and " +
+                          source.words + " has no tokenizer.json: give --tokenizer");
+  }
+  (void)model_tokenizer(source, tokenizer, tokenizer_flag.has_value());  // its checks
+  const train::ExampleEncoder encoder = train::example_encoder_of(tokenizer.string());
+  const auto examples = train::read_json_lines(data, encoder, "--data");
+  ExampleLoss result;
+  double sum = 0;
+  std::vector<std::int32_t> targets;
+  for (std::size_t e = 0; e < examples->size() && result.examples < most; ++e) {
+    const std::span<const std::int32_t> ids = examples->tokens(e);
+    const std::span<const std::uint8_t> counted = examples->counted(e);
+    const std::size_t positions = std::min(ids.size(), seq + 1) - 1;
+    if (positions == 0) continue;
+    targets.assign(positions, kernels::kIgnoredTarget);
+    std::size_t here = 0;
+    for (std::size_t t = 0; t < positions; ++t) {
+      if (counted[t + 1] != 0) {
+        targets[t] = ids[t + 1];
+        ++here;
+      }
+    }
+    if (here == 0) continue;
+    // The model's mean over the positions, back to the sum over the counted ones.
+    sum += static_cast<double>(
+               model.forward_backward(ids.first(positions), targets, 1, positions, false)) *
+           static_cast<double>(positions);
+    result.counted += here;
+    ++result.examples;
+  }
+  if (result.counted == 0) {
+    throw InvalidArgument("--data '" + echo_input(data, 200) +
+                          "' has no counted token (a completion, an assistant's turn) within " +
+                          std::to_string(seq + 1) + " tokens of an example's start");
+  }
+  result.loss = sum / static_cast<double>(result.counted);
+  return result;
+}
+
 // The mean next-token loss of a model (a checkpoint's, a --save folder's newest, a Hugging Face
 // folder's) on a file's tokens: windows of `seq` tokens one after the other, each predicting the
-// tokens one place on; as many as the file holds, up to 4096 windows.
+// tokens one place on; as many as the file holds, up to 4096 windows. JSON Lines of examples: the
+// mean over their counted tokens.
 void model_loss(const std::string& path, const std::string& data, const std::string& format,
-                const std::optional<std::string>& tokenizer,
+                bool format_given, const std::optional<std::string>& tokenizer,
                 const std::optional<std::string>& seq_text, bool json, std::ostream& out) {
   const models::ModelSource source = models::open_model_source(path, "path");
   show_notes("ckpt", source.notes);
@@ -403,6 +472,25 @@ void model_loss(const std::string& path, const std::string& data, const std::str
                 *seq_text, "--seq", 1, static_cast<std::int64_t>(source.model->context_length())))
           : source.model->context_length();
   constexpr std::size_t kMostWindows = 4096;
+  train::DistributedModel model(source.model, 0);
+  load_source_values(source, model.parameters());
+  const bool examples = format == "jsonl" || (!format_given && data.ends_with(".jsonl"));
+  if (examples) {
+    const ExampleLoss result = examples_loss(source, model, data, tokenizer, seq, kMostWindows);
+    if (json) {
+      nlohmann::json line{{"loss", result.loss},
+                          {"examples", result.examples},
+                          {"counted_tokens", result.counted},
+                          {"seq", seq}};
+      line["step"] = source.step ? nlohmann::json(*source.step) : nlohmann::json(nullptr);
+      out << line.dump() << "\n";
+      return;
+    }
+    out << "loss " << std::setprecision(7) << result.loss << " over the " << result.counted
+        << " counted tokens of " << result.examples << " examples ("
+        << (source.step ? "step " + std::to_string(*source.step) : source.words) << ")\n";
+    return;
+  }
   const std::vector<std::int32_t> tokens =
       loss_tokens(source, data, format, tokenizer, kMostWindows * seq + 1);
   if (tokens.size() < seq + 1) {
@@ -412,17 +500,6 @@ void model_loss(const std::string& path, const std::string& data, const std::str
   }
   const std::size_t windows = (tokens.size() - 1) / seq;
   const std::vector<std::int32_t>& all = tokens;
-  train::DistributedModel model(source.model, 0);
-  train::ParameterStore& store = model.parameters();
-  std::vector<train::ParameterBlock> blocks;
-  for (std::size_t p = 0; p < store.specs().size(); ++p) {
-    const train::ParameterSpec& spec = store.specs()[p];
-    ShardIndex box;
-    for (const std::int64_t size : spec.shape) box.push_back({0, size});
-    blocks.push_back(
-        {spec.name, spec.shape, box, std::span<float>(store.value(p), store.count(p))});
-  }
-  source.values(blocks);
   double sum = 0;
   for (std::size_t w = 0; w < windows; ++w) {
     const std::span<const std::int32_t> input(all.data() + w * seq, seq);
@@ -476,12 +553,16 @@ class CkptCommand final : public Command {
     loss_
         ->add_option("--data", data_,
                      "A text file (encoded by --tokenizer or the model's tokenizer.json; bytes "
-                     "for a model of 256 tokens) or a token file (--data-format)")
+                     "for a model of 256 tokens), a token file (--data-format) or JSON Lines of "
+                     "fine-tuning examples")
         ->required();
     loss_->add_option("--tokenizer", tokenizer_,
                       "The tokenizer.json that encodes text --data (default: the Hugging Face "
                       "folder's)");
-    loss_->add_option("--data-format", data_format_, "text, tokens-u16 or tokens-u32")
+    loss_
+        ->add_option("--data-format", data_format_,
+                     "text, tokens-u16, tokens-u32 or jsonl (examples: the loss on their "
+                     "completions and assistants' turns; default for *.jsonl)")
         ->default_val("text");
     loss_->add_option("--seq", seq_, "Tokens per window (default: the model's context)");
     loss_->add_flag("--json", json_, "One JSON object");
@@ -511,7 +592,8 @@ class CkptCommand final : public Command {
     } else if (export_->parsed()) {
       export_hf(path_, format_, out_, force_, out);
     } else if (loss_->parsed()) {
-      model_loss(path_, data_, data_format_, tokenizer_, seq_, json_, out);
+      model_loss(path_, data_, data_format_, loss_->get_option("--data-format")->count() > 0,
+                 tokenizer_, seq_, json_, out);
     } else {
       std::optional<int> ranks;
       if (import_->get_option("--ranks")->count() > 0) {

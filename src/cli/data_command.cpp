@@ -61,8 +61,9 @@ class DataCommand final : public Command {
     }();
     const train::TokenFormat format = format_ ? train::parse_token_format(*format_, "--format")
                                               : train::token_format_for(tokenizer);
-    if (format == train::TokenFormat::kText) {
-      throw InvalidArgument("--format is text; a token file is tokens-u16 or tokens-u32");
+    if (format == train::TokenFormat::kText || format == train::TokenFormat::kJsonLines) {
+      throw InvalidArgument("--format is " + train::to_string(format) +
+                            "; a token file is tokens-u16 or tokens-u32");
     }
     if (format == train::TokenFormat::kTokensU16 && tokenizer.vocab_size() > 65536) {
       throw InvalidArgument("--format tokens-u16 holds ids below 65536; --tokenizer has " +

@@ -237,11 +237,14 @@ class TrainCommand final : public Command {
     app_->add_option("--seed", seed_, "Seed of the initialisation and of the batches")
         ->default_val("1337");
     app_->add_option("--data", data_,
-                     "Training data of any size: a text file (its bytes are the tokens) or a "
-                     "token file (--data-format); default: a built-in corpus");
+                     "Training data: a text file of any size (encoded by --tokenizer; bytes for "
+                     "a 256-token model), a token file (--data-format), or fine-tuning examples "
+                     "in JSON Lines (text, prompt/completion or chat messages; *.jsonl); "
+                     "default: a built-in corpus");
     app_->add_option("--data-format", data_format_,
-                     "text (bytes), tokens-u16 or tokens-u32 (nanoGPT's train.bin: little-endian "
-                     "ids, checked against the vocabulary)")
+                     "text, tokens-u16 or tokens-u32 (nanoGPT's train.bin: little-endian ids, "
+                     "checked against the vocabulary) or jsonl (default: jsonl for *.jsonl, "
+                     "else text)")
         ->default_val("text");
     app_->add_option("--val-data", val_data_,
                      "Held-out data in the same format (default: the last tenth of --data)");
@@ -327,8 +330,13 @@ class TrainCommand final : public Command {
     job.model_given = folder_model ? *init_from_ : model_;
     std::vector<std::string> notes;
     job.model = model_definition(job.model_given, folder_model ? "--init-from" : "--model", &notes);
-    job.data.format = train::parse_token_format(data_format_, "--data-format");
-    if (!data_ && (val_data_ || app_->get_option("--data-format")->count() > 0)) {
+    // JSON Lines are read as examples where the format is not named: a .jsonl file is never a
+    // text to train on as it stands.
+    const bool format_given = app_->get_option("--data-format")->count() > 0;
+    job.data.format = train::parse_token_format(
+        !format_given && data_ && data_->ends_with(".jsonl") ? "jsonl" : data_format_,
+        "--data-format");
+    if (!data_ && (val_data_ || format_given)) {
       throw InvalidArgument(std::string(val_data_ ? "--val-data" : "--data-format") +
                             " describes --data, which is not given (the built-in corpus is "
                             "text)");
@@ -337,7 +345,9 @@ class TrainCommand final : public Command {
     job.data.validation_path = val_data_;
     job.data.tokenizer = tokenizer_;
     // Text for a Hugging Face model is encoded by its own tokenizer unless one is given.
-    if (!tokenizer_ && init_from_ && data_ && job.data.format == train::TokenFormat::kText) {
+    if (!tokenizer_ && init_from_ && data_ &&
+        (job.data.format == train::TokenFormat::kText ||
+         job.data.format == train::TokenFormat::kJsonLines)) {
       const std::filesystem::path own = std::filesystem::path(*init_from_) / "tokenizer.json";
       std::error_code error;
       if (std::filesystem::is_regular_file(own, error)) job.data.tokenizer = own.string();

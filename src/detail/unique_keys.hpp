@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,33 +19,42 @@
 
 namespace shardwise::detail {
 
-class UniqueKeys {
+template <typename Json>
+class BasicUniqueKeys {
  public:
   // Parses `text`; a repeated key is a ParseError naming it and `what`; a syntax error is
   // nlohmann's parse_error, as json::parse throws it.
-  static nlohmann::json parse(std::string_view text, std::string_view what) {
-    UniqueKeys builder(what);
-    nlohmann::json::sax_parse(text.begin(), text.end(), &builder);
+  static Json parse(std::string_view text, std::string_view what) {
+    BasicUniqueKeys builder(what);
+    Json::sax_parse(text.begin(), text.end(), &builder);
     return std::move(builder.root_);
   }
 
   // The SAX interface (nlohmann::json_sax).
   bool null() { return put_value(nullptr); }
   bool boolean(bool value) { return put_value(value); }
-  bool number_integer(nlohmann::json::number_integer_t value) { return put_value(value); }
-  bool number_unsigned(nlohmann::json::number_unsigned_t value) { return put_value(value); }
-  bool number_float(nlohmann::json::number_float_t value, const std::string& /*text*/) {
+  bool number_integer(typename Json::number_integer_t value) { return put_value(value); }
+  bool number_unsigned(typename Json::number_unsigned_t value) { return put_value(value); }
+  bool number_float(typename Json::number_float_t value, const std::string& /*text*/) {
     return put_value(value);
   }
   bool string(std::string& value) { return put_value(std::move(value)); }
-  bool binary(nlohmann::json::binary_t& value) { return put_value(nlohmann::json::binary(value)); }
+  bool binary(typename Json::binary_t& value) { return put_value(Json::binary(value)); }
   bool start_object(std::size_t /*elements*/) {
     check_depth();
-    open_.push_back(put(nlohmann::json::object()));
+    open_.push_back(put(Json::object()));
     return true;
   }
   bool key(std::string& name) {
-    nlohmann::json& object = *open_.back();
+    Json& object = *open_.back();
+    // An ordered object finds a key by walking its keys: bounded, so that a line of a million
+    // keys is refused rather than read in quadratic time.
+    if constexpr (std::is_same_v<Json, nlohmann::ordered_json>) {
+      if (object.size() >= kMaxOrderedKeys) {
+        throw ParseError(what_ + " has an object of more than " + std::to_string(kMaxOrderedKeys) +
+                         " keys");
+      }
+    }
     if (object.contains(name)) {
       throw ParseError(what_ + " has the key \"" + echo_input(name, 100) +
                        "\" twice in one object");
@@ -58,7 +68,7 @@ class UniqueKeys {
   }
   bool start_array(std::size_t /*elements*/) {
     check_depth();
-    open_.push_back(put(nlohmann::json::array()));
+    open_.push_back(put(Json::array()));
     return true;
   }
   bool end_array() {
@@ -73,22 +83,22 @@ class UniqueKeys {
   }
 
  private:
-  explicit UniqueKeys(std::string_view what) : what_(what) {}
+  explicit BasicUniqueKeys(std::string_view what) : what_(what) {}
 
   // Stores a value where the document expects it (the root, the key just read, or the end of
   // the open array) and returns where it now lives.
   template <typename Value>
-  nlohmann::json* put(Value&& value) {
+  Json* put(Value&& value) {
     if (open_.empty()) {
-      root_ = nlohmann::json(std::forward<Value>(value));
+      root_ = Json(std::forward<Value>(value));
       return &root_;
     }
-    nlohmann::json& parent = *open_.back();
+    Json& parent = *open_.back();
     if (parent.is_array()) {
       parent.emplace_back(std::forward<Value>(value));
       return &parent.back();
     }
-    *slot_ = nlohmann::json(std::forward<Value>(value));
+    *slot_ = Json(std::forward<Value>(value));
     return slot_;
   }
   template <typename Value>
@@ -98,19 +108,25 @@ class UniqueKeys {
   }
 
   std::string what_;
-  nlohmann::json root_;
+  Json root_;
   // The objects and arrays open at this point, outermost first.
-  std::vector<nlohmann::json*> open_;
+  std::vector<Json*> open_;
   // Deeper documents are refused: nlohmann's dump() and destructor recurse once per level, and
   // 100000 levels (200 KB of brackets) overflow the stack.
   static constexpr std::size_t kMaxDepth = 256;
+  static constexpr std::size_t kMaxOrderedKeys = 4096;
   void check_depth() const {
     if (open_.size() >= kMaxDepth) {
       throw ParseError(what_ + " nests deeper than " + std::to_string(kMaxDepth) + " levels");
     }
   }
   // The value of the key read last in the innermost open object.
-  nlohmann::json* slot_ = nullptr;
+  Json* slot_ = nullptr;
 };
+
+// nlohmann::json (keys sorted), and ordered_json (keys in the text's order: what a chat template
+// iterating a message's keys, or `tojson`, sees).
+using UniqueKeys = BasicUniqueKeys<nlohmann::json>;
+using OrderedUniqueKeys = BasicUniqueKeys<nlohmann::ordered_json>;
 
 }  // namespace shardwise::detail

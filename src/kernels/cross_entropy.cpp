@@ -36,7 +36,9 @@ void softmax_cross_entropy_forward(float* losses, float* probs, const float* log
       const float sum = row_exponentials(p, x, largest, vocab, vocab);
       row_scale(p, 1.0F / sum, vocab);
       // From the logits rather than log(p): exact where p underflows.
-      losses[r] = std::log(sum) + largest - x[static_cast<std::size_t>(targets[r])];
+      losses[r] = targets[r] == kIgnoredTarget
+                      ? 0.0F
+                      : std::log(sum) + largest - x[static_cast<std::size_t>(targets[r])];
     }
   });
 }
@@ -44,9 +46,11 @@ void softmax_cross_entropy_forward(float* losses, float* probs, const float* log
 void softmax_cross_entropy_backward(float* dlogits, const float* dlosses, const float* probs,
                                     const std::int32_t* targets, std::size_t rows,
                                     std::size_t vocab) {
-  softmax_row_add_scaled(dlogits, probs, dlosses, rows, vocab);
+  softmax_row_add_scaled(dlogits, probs, dlosses, targets, rows, vocab);
   for (std::size_t r = 0; r < rows; ++r) {
-    dlogits[r * vocab + static_cast<std::size_t>(targets[r])] -= dlosses[r];
+    if (targets[r] != kIgnoredTarget) {
+      dlogits[r * vocab + static_cast<std::size_t>(targets[r])] -= dlosses[r];
+    }
   }
 }
 
@@ -73,9 +77,10 @@ void softmax_row_normalise(float* probs, const float* sums, std::size_t rows, st
 }
 
 void softmax_row_add_scaled(float* dlogits, const float* probs, const float* dlosses,
-                            std::size_t rows, std::size_t vocab) {
+                            const std::int32_t* targets, std::size_t rows, std::size_t vocab) {
   detail::parallel_for(rows, kRowsPerThread, [&](std::size_t first, std::size_t last) {
     for (std::size_t r = first; r < last; ++r) {
+      if (targets[r] == kIgnoredTarget) continue;
       add_scaled(dlogits + r * vocab, probs + r * vocab, dlosses[r], vocab);
     }
   });

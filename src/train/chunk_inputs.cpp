@@ -3,6 +3,7 @@
 #include <string>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/cross_entropy.hpp"
 
 namespace shardwise::train {
 
@@ -22,16 +23,18 @@ void check_chunk_batch(std::span<const std::int32_t> tokens, std::span<const std
                           " entries each, got " + std::to_string(tokens.size()) + " and " +
                           std::to_string(targets.size()));
   }
-  for (std::span<const std::int32_t> ids :
-       {needs_tokens ? tokens : std::span<const std::int32_t>(),
-        needs_targets ? targets : std::span<const std::int32_t>()}) {
+  // A target may be kIgnoredTarget: a position the loss does not count.
+  const auto check_ids = [&](std::span<const std::int32_t> ids, bool may_be_ignored) {
     for (std::int32_t id : ids) {
-      if (id < 0 || static_cast<std::size_t>(id) >= limits.vocab_size) {
+      if ((id < 0 || static_cast<std::size_t>(id) >= limits.vocab_size) &&
+          !(may_be_ignored && id == kernels::kIgnoredTarget)) {
         throw InvalidArgument("token " + std::to_string(id) + " is outside the vocabulary 0.." +
                               std::to_string(limits.vocab_size - 1));
       }
     }
-  }
+  };
+  if (needs_tokens) check_ids(tokens, false);
+  if (needs_targets) check_ids(targets, true);
   if (seq % static_cast<std::size_t>(limits.sequence_split) != 0) {
     throw InvalidArgument("sequence parallelism splits each sequence over the " +
                           std::to_string(limits.sequence_split) + " model ranks; " +

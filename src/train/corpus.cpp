@@ -1,5 +1,6 @@
 #include "shardwise/train/corpus.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "detail/splitmix.hpp"
@@ -71,10 +72,64 @@ Corpus::Corpus(std::shared_ptr<const TokenSource> data,
   if (val_ != train_) check_ids(*val_, vocab_);
 }
 
+Corpus::Corpus(std::shared_ptr<const ExampleSet> examples,
+               std::shared_ptr<const ExampleSet> validation, std::size_t seq, std::size_t vocab)
+    : vocab_(vocab),
+      train_examples_(std::move(examples)),
+      val_examples_(std::move(validation)),
+      rows_seq_(seq) {
+  if (!train_examples_) throw InvalidArgument("a corpus needs its training examples");
+  const std::size_t n = train_examples_->size();
+  if (val_examples_) {
+    train_rows_ = std::make_shared<ExampleRows>(*train_examples_, 0, n, seq, vocab);
+    val_rows_ = std::make_shared<ExampleRows>(*val_examples_, 0, val_examples_->size(), seq, vocab);
+    train_end_ = train_rows_->tokens();
+    val_end_ = val_rows_->tokens();
+    return;
+  }
+  if (n < 2) {
+    throw InvalidArgument(train_examples_->name() + " has " + std::to_string(n) +
+                          " examples; a tenth (at least one) is held out, and each part needs "
+                          "one");
+  }
+  const std::size_t held_out = std::max<std::size_t>(1, n / 10);
+  train_rows_ = std::make_shared<ExampleRows>(*train_examples_, 0, n - held_out, seq, vocab);
+  val_rows_ = std::make_shared<ExampleRows>(*train_examples_, n - held_out, n, seq, vocab);
+  train_end_ = train_rows_->tokens();
+  val_end_ = val_rows_->tokens();
+}
+
+std::vector<std::string> Corpus::notes() const {
+  if (!train_rows_) return {};
+  std::vector<std::string> out;
+  const auto describe = [&](const ExampleRows& rows, const char* split) {
+    std::string line = std::to_string(rows.size()) + " " + split + " examples in rows of " +
+                       std::to_string(rows_seq_) + " positions";
+    if (rows.cut() > 0) {
+      line += "; " + std::to_string(rows.cut()) + " longer than " + std::to_string(rows_seq_ + 1) +
+              " tokens were cut";
+    }
+    if (rows.left_out() > 0) {
+      line += "; " + std::to_string(rows.left_out()) +
+              " with no counted token within that length were left out";
+    }
+    const auto padding = static_cast<int>(rows.padding_share() * 100.0 + 0.5);
+    line += "; padding is " + std::to_string(padding) + "% of the positions";
+    out.push_back(std::move(line));
+  };
+  describe(*train_rows_, "training");
+  describe(*val_rows_, "held-out");
+  return out;
+}
+
 Corpus::Corpus(std::string text, std::size_t seq)
     : Corpus(bytes_source(std::move(text), "the data"), nullptr, seq, 256) {}
 
 std::uint64_t Corpus::fingerprint() const {
+  if (train_examples_) {
+    const std::uint64_t train = train_examples_->fingerprint() ^ rows_seq_;
+    return val_examples_ ? detail::splitmix64(train ^ (val_examples_->fingerprint() << 1)) : train;
+  }
   const std::uint64_t train = train_->fingerprint();
   return val_ == train_ ? train : detail::splitmix64(train ^ (val_->fingerprint() << 1));
 }
@@ -96,8 +151,55 @@ Corpus Corpus::builtin(std::size_t seq) {
   return Corpus(bytes_source(std::move(text), "the built-in corpus"), nullptr, seq, 256);
 }
 
-TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, std::size_t first,
-                         std::size_t count, std::size_t seq) const {
+namespace {
+
+// A split's row of examples for sequence s of a global batch: training steps count from 1.
+std::uint64_t row_of(Corpus::Split split, std::uint64_t step, std::size_t global, std::size_t s) {
+  const std::uint64_t batch = split == Corpus::Split::kTrain && step > 0 ? step - 1 : step;
+  return batch * global + s;
+}
+
+}  // namespace
+
+float Corpus::loss_scale(Split split, std::uint64_t seed, std::uint64_t step, std::size_t global,
+                         std::size_t seq) const {
+  if (!train_rows_) return 1.0F;
+  const ExampleRows& rows = split == Split::kTrain ? *train_rows_ : *val_rows_;
+  const bool shuffled = split == Split::kTrain;
+  std::size_t counted = 0;
+  for (std::size_t s = 0; s < global; ++s) {
+    counted += rows.counted_targets(row_of(split, step, global, s), shuffled, seed);
+  }
+  // Every kept example has a counted target: counted is at least `global`.
+  return static_cast<float>(static_cast<double>(global) * static_cast<double>(seq) /
+                            static_cast<double>(counted));
+}
+
+TokenBatch Corpus::batch(Split split, std::uint64_t seed, std::uint64_t step, std::size_t global,
+                         std::size_t first, std::size_t count, std::size_t seq) const {
+  if (train_rows_) {
+    if (seq != rows_seq_) {
+      throw InvalidArgument("the examples were cut into rows of " + std::to_string(rows_seq_) +
+                            " positions; asked for " + std::to_string(seq));
+    }
+    if (first + count > global) {
+      throw InvalidArgument("sequences " + std::to_string(first) + " to " +
+                            std::to_string(first + count) + " of a global batch of " +
+                            std::to_string(global));
+    }
+    const ExampleRows& rows = split == Split::kTrain ? *train_rows_ : *val_rows_;
+    TokenBatch out;
+    out.sequences = count;
+    out.seq = seq;
+    out.tokens.reserve(count * seq);
+    out.targets.reserve(count * seq);
+    for (std::size_t s = first; s < first + count; ++s) {
+      rows.append_row(row_of(split, step, global, s), split == Split::kTrain, seed, out.tokens,
+                      out.targets);
+    }
+    return out;
+  }
+  (void)global;
   const TokenSource& source = split == Split::kTrain ? *train_ : *val_;
   const std::size_t begin = split == Split::kTrain ? 0 : val_begin_;
   const std::size_t length = (split == Split::kTrain ? train_end_ : val_end_) - begin;

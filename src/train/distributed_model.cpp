@@ -123,20 +123,22 @@ std::size_t DistributedModel::activation_bytes() const {
 float DistributedModel::forward_backward(std::span<const std::int32_t> tokens,
                                          std::span<const std::int32_t> targets,
                                          std::size_t sequences, std::size_t seq, bool with_grads,
-                                         const GradientsReady& ready) {
+                                         const GradientsReady& ready, float loss_scale) {
   if (layout_.pipeline) {
-    return pipelined_forward_backward(tokens, targets, sequences, seq, with_grads, ready);
+    return pipelined_forward_backward(tokens, targets, sequences, seq, with_grads, ready,
+                                      loss_scale);
   }
   ModelChunk& chunk = *chunks_.front();
   const float mean = chunk.forward(0, tokens, targets, sequences, seq, {}, {}, with_grads);
-  if (with_grads) chunk.backward(0, {}, {}, 1.0F, ready);
-  return mean;
+  if (with_grads) chunk.backward(0, {}, {}, loss_scale, ready);
+  return loss_scale == 1.0F ? mean : mean * loss_scale;
 }
 
 float DistributedModel::pipelined_forward_backward(std::span<const std::int32_t> tokens,
                                                    std::span<const std::int32_t> targets,
                                                    std::size_t sequences, std::size_t seq,
-                                                   bool with_grads, const GradientsReady& ready) {
+                                                   bool with_grads, const GradientsReady& ready,
+                                                   float loss_scale) {
   const auto microbatches = static_cast<std::size_t>(layout_.pipeline->microbatches);
   if (sequences % microbatches != 0) {
     throw InvalidArgument(std::to_string(sequences) + " sequences per rank do not divide into " +
@@ -166,14 +168,14 @@ float DistributedModel::pipelined_forward_backward(std::span<const std::int32_t>
   std::vector<std::unique_ptr<ScheduledChunk>> adapters;
   std::vector<PipelineChunk*> driven;
   for (std::size_t k = 0; k < chunks_.size(); ++k) {
-    adapters.push_back(std::make_unique<ScheduledChunk>(*chunks_[k], tokens, targets, per, seq,
-                                                        1.0F / static_cast<float>(microbatches),
-                                                        untied, last_backward[k]));
+    adapters.push_back(std::make_unique<ScheduledChunk>(
+        *chunks_[k], tokens, targets, per, seq, loss_scale / static_cast<float>(microbatches),
+        untied, last_backward[k]));
     driven.push_back(adapters.back().get());
   }
   last_schedule_ = run_pipeline_schedule(schedule, driven, pipeline, layout_.align_pipeline_clocks);
   // The mean loss, from the last stage to every stage.
-  double loss = last_schedule_.loss_sum / static_cast<double>(microbatches);
+  double loss = last_schedule_.loss_sum / static_cast<double>(microbatches) * loss_scale;
   pipeline.all_reduce(&loss, &loss, 1, DType::kF64, ReduceOp::kSum, context_->group(kPipelineAxis));
   if (with_grads) sum_tied_gradients();
   return static_cast<float>(loss);

@@ -187,6 +187,7 @@ void TensorParallel::cross_entropy_forward(float* losses, float* probs, const fl
   std::vector<float> sums(2 * rows, 0.0F);  // per row: the sum of exponentials, the target logit
   for (std::size_t r = 0; r < rows; ++r) {
     sums[2 * r] = row_sums[r];
+    if (targets[r] == kernels::kIgnoredTarget) continue;
     const auto target = static_cast<std::size_t>(targets[r]);
     if (target >= vocab_start && target < vocab_start + vocab_local) {
       sums[2 * r + 1] = logits[r * vocab_local + target - vocab_start];
@@ -195,7 +196,9 @@ void TensorParallel::cross_entropy_forward(float* losses, float* probs, const fl
   sum(sums.data(), sums.size());
   for (std::size_t r = 0; r < rows; ++r) {
     row_sums[r] = sums[2 * r];
-    losses[r] = std::log(sums[2 * r]) + largest[r] - sums[2 * r + 1];
+    losses[r] = targets[r] == kernels::kIgnoredTarget
+                    ? 0.0F
+                    : std::log(sums[2 * r]) + largest[r] - sums[2 * r + 1];
   }
   kernels::softmax_row_normalise(probs, row_sums.data(), rows, vocab_local);
 }
@@ -208,8 +211,9 @@ void TensorParallel::cross_entropy_backward(float* dlogits, const float* dlosses
     kernels::softmax_cross_entropy_backward(dlogits, dlosses, probs, targets, rows, vocab_local);
     return;
   }
-  kernels::softmax_row_add_scaled(dlogits, probs, dlosses, rows, vocab_local);
+  kernels::softmax_row_add_scaled(dlogits, probs, dlosses, targets, rows, vocab_local);
   for (std::size_t r = 0; r < rows; ++r) {
+    if (targets[r] == kernels::kIgnoredTarget) continue;
     const auto target = static_cast<std::size_t>(targets[r]);
     if (target >= vocab_start && target < vocab_start + vocab_local) {
       dlogits[r * vocab_local + target - vocab_start] -= dlosses[r];

@@ -16,8 +16,9 @@ PreparedTokens prepare_token_file(
     const std::string& text_path, const text::Tokenizer& tokenizer, const std::string& out_path,
     TokenFormat format, bool replace, const text::StreamOptions& options,
     const std::function<void(const text::StreamProgress&)>& progress) {
-  if (format == TokenFormat::kText) {
-    throw InvalidArgument("format is text; a token file holds tokens-u16 or tokens-u32");
+  if (format == TokenFormat::kText || format == TokenFormat::kJsonLines) {
+    throw InvalidArgument("format is " + to_string(format) +
+                          "; a token file holds tokens-u16 or tokens-u32");
   }
   if (format == TokenFormat::kTokensU16 && tokenizer.vocab_size() > 65536) {
     throw InvalidArgument("format is tokens-u16, and the tokenizer has " +

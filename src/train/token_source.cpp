@@ -24,6 +24,7 @@ std::size_t element_size(TokenFormat format) {
     case TokenFormat::kText: return 1;
     case TokenFormat::kTokensU16: return 2;
     case TokenFormat::kTokensU32: return 4;
+    case TokenFormat::kJsonLines: break;  // refused before a FileSource is made
   }
   return 1;
 }
@@ -191,8 +192,9 @@ TokenFormat parse_token_format(std::string_view text, std::string_view flag) {
   if (text == "text") return TokenFormat::kText;
   if (text == "tokens-u16") return TokenFormat::kTokensU16;
   if (text == "tokens-u32") return TokenFormat::kTokensU32;
+  if (text == "jsonl") return TokenFormat::kJsonLines;
   throw InvalidArgument(std::string(flag) + " is '" + echo_input(text) +
-                        "'; expected text, tokens-u16 or tokens-u32");
+                        "'; expected text, tokens-u16, tokens-u32 or jsonl");
 }
 
 std::string to_string(TokenFormat format) {
@@ -200,6 +202,7 @@ std::string to_string(TokenFormat format) {
     case TokenFormat::kText: return "text";
     case TokenFormat::kTokensU16: return "tokens-u16";
     case TokenFormat::kTokensU32: return "tokens-u32";
+    case TokenFormat::kJsonLines: return "jsonl";
   }
   return "text";
 }
@@ -210,6 +213,11 @@ std::shared_ptr<const TokenSource> bytes_source(std::string bytes, std::string n
 
 std::shared_ptr<const TokenSource> file_source(const std::string& path, TokenFormat format,
                                                const std::string& flag) {
+  if (format == TokenFormat::kJsonLines) {
+    throw InvalidArgument(flag + " '" + echo_input(path, 200) +
+                          "': JSON Lines hold examples (train/fine_tuning_data.hpp), not a stream "
+                          "of tokens");
+  }
   return std::make_shared<FileSource>(path, format, flag);
 }
 

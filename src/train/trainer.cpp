@@ -92,18 +92,20 @@ const ParameterShardings* Trainer::shardings() const {
 
 Trainer::~Trainer() = default;
 
-float Trainer::run_model(const TokenBatch& batch, bool with_grads, const GradientsReady& ready) {
+float Trainer::run_model(const TokenBatch& batch, float loss_scale, bool with_grads,
+                         const GradientsReady& ready) {
   if (!units_) {
     return model_.forward_backward(batch.tokens, batch.targets, batch.sequences, batch.seq,
-                                   with_grads, ready);
+                                   with_grads, ready, loss_scale);
   }
   units_->begin_pass(with_grads);
   try {
-    const float loss =
-        model_.forward_backward(batch.tokens, batch.targets, batch.sequences, batch.seq, with_grads,
-                                [&](std::size_t begin, std::size_t end) {
-                                  if (settings_.overlap) units_->gradients_ready(begin, end);
-                                });
+    const float loss = model_.forward_backward(
+        batch.tokens, batch.targets, batch.sequences, batch.seq, with_grads,
+        [&](std::size_t begin, std::size_t end) {
+          if (settings_.overlap) units_->gradients_ready(begin, end);
+        },
+        loss_scale);
     units_->end_pass();
     return loss;
   } catch (...) {
@@ -117,7 +119,12 @@ TokenBatch Trainer::my_share(Corpus::Split split, std::uint64_t index) const {
   const std::size_t per_rank = settings_.batch / (n * static_cast<std::size_t>(replicas_.size()));
   const std::size_t slot =
       static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
-  return corpus_.batch(split, settings_.seed, index, slot * per_rank, per_rank, settings_.seq);
+  return corpus_.batch(split, settings_.seed, index, settings_.batch, slot * per_rank, per_rank,
+                       settings_.seq);
+}
+
+float Trainer::scale_of(Corpus::Split split, std::uint64_t index) const {
+  return corpus_.loss_scale(split, settings_.seed, index, settings_.batch, settings_.seq);
 }
 
 StepStats Trainer::step() {
@@ -155,7 +162,8 @@ StepStats Trainer::step() {
   };
   float loss = 0;
   try {
-    loss = run_model(batch, true, ready);
+    loss = run_model(batch, scale_of(Corpus::Split::kTrain, static_cast<std::uint64_t>(step)), true,
+                     ready);
     reduce_unannounced(started, reduce);
     for (Work& work : in_flight) work.wait();
   } catch (...) {
@@ -282,7 +290,8 @@ void Trainer::gather_values() {
 StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch) {
   // Forward and backward gather each unit as the model uses it; each unit's gradients are
   // reduce-scattered into this rank's blocks as backward finishes them.
-  float loss = run_model(batch, true, {});
+  float loss =
+      run_model(batch, scale_of(Corpus::Split::kTrain, static_cast<std::uint64_t>(step)), true, {});
   average_over_replicas(units_->grads_slice());
   average(&loss, 1);
   const float norm = global_norm(owned_squares());
@@ -368,7 +377,8 @@ void Trainer::reduce_unannounced(std::vector<std::pair<std::size_t, std::size_t>
 float Trainer::validation_loss(std::size_t batches) {
   double sum = 0;
   for (std::size_t b = 0; b < batches; ++b) {
-    float loss = run_model(my_share(Corpus::Split::kValidation, b), false, {});
+    float loss = run_model(my_share(Corpus::Split::kValidation, b),
+                           scale_of(Corpus::Split::kValidation, b), false, {});
     average(&loss, 1);
     sum += loss;
   }

@@ -18,6 +18,7 @@
 #include "shardwise/plan/model_shape.hpp"
 #include "shardwise/text/tokenizer.hpp"
 #include "shardwise/train/distributed_model.hpp"
+#include "shardwise/train/fine_tuning_data.hpp"
 #include "shardwise/train/job_log.hpp"
 #include "shardwise/train/job_pipeline.hpp"
 #include "shardwise/train/pipeline_executor.hpp"
@@ -100,9 +101,28 @@ double state_bytes_floor(const ModelDefinition& model) {
   return elements * 4 * 4;
 }
 
+void check_tokenizer_vocab(const text::Tokenizer& tokenizer, const std::string& path,
+                           const ModelDefinition& model) {
+  if (tokenizer.vocab_size() > model.vocab_size()) {
+    throw InvalidArgument("--tokenizer '" + echo_input(path, 200) + "' has " +
+                          std::to_string(tokenizer.vocab_size()) + " tokens; " + model.describe() +
+                          " has a vocabulary of " + std::to_string(model.vocab_size()));
+  }
+}
+
 Corpus corpus_of(const DataSettings& data, std::size_t seq, const ModelDefinition& model) {
   if (!data.path) return Corpus::builtin(seq);
   const std::size_t vocab = model.vocab_size();
+  if (data.format == TokenFormat::kJsonLines) {
+    // check_data has seen the tokenizer given.
+    const ExampleEncoder encoder = example_encoder_of(*data.tokenizer);
+    check_tokenizer_vocab(*encoder.tokenizer, *data.tokenizer, model);
+    auto train = read_json_lines(*data.path, encoder, "--data");
+    auto held_out = data.validation_path
+                        ? read_json_lines(*data.validation_path, encoder, "--val-data")
+                        : nullptr;
+    return {std::move(train), std::move(held_out), seq, vocab};
+  }
   if (!data.tokenizer) {
     auto train = file_source(*data.path, data.format, "--data");
     auto held_out = data.validation_path
@@ -112,11 +132,7 @@ Corpus corpus_of(const DataSettings& data, std::size_t seq, const ModelDefinitio
   }
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(*data.tokenizer);
   const std::string words = "tokenizer.json '" + echo_input(*data.tokenizer, 200) + "'";
-  if (tokenizer.vocab_size() > vocab) {
-    throw InvalidArgument("--tokenizer '" + echo_input(*data.tokenizer, 200) + "' has " +
-                          std::to_string(tokenizer.vocab_size()) + " tokens; " + model.describe() +
-                          " has a vocabulary of " + std::to_string(vocab));
-  }
+  check_tokenizer_vocab(tokenizer, *data.tokenizer, model);
   auto train = encoded_text_source(*data.path, tokenizer, words, "--data");
   auto held_out = data.validation_path
                       ? encoded_text_source(*data.validation_path, tokenizer, words, "--val-data")
@@ -129,7 +145,14 @@ void check_data(const DataSettings& data, const ModelDefinition& model) {
   if (data.tokenizer && data.tokenizer->empty()) {
     throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
   }
-  if (data.tokenizer && data.format != TokenFormat::kText) {
+  if (data.format == TokenFormat::kJsonLines && !data.tokenizer) {
+    throw InvalidArgument(
+        "--data is JSON Lines of examples, which are text: give the model's tokenizer "
+        "(--tokenizer, or --init-from a Hugging Face folder holding tokenizer.json; its folder's "
+        "chat template renders conversations)");
+  }
+  if (data.tokenizer && data.format != TokenFormat::kText &&
+      data.format != TokenFormat::kJsonLines) {
     throw InvalidArgument("--tokenizer encodes text, and --data-format " + to_string(data.format) +
                           " is ids already");
   }
@@ -492,7 +515,10 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
                                 run_config, [&](const std::string& line) {
                                   if (speaks) observer.note(line);
                                 });
-  if (speaks) observer.started(plan);
+  if (speaks) {
+    observer.started(plan);
+    for (const std::string& line : corpus_->notes()) observer.note(line);
+  }
   // What this rank sent along each axes in training steps (not in validation).
   std::map<std::string, std::int64_t> per_axes;
   const auto add_sent = [&](std::int64_t sign) {

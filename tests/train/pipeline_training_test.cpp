@@ -113,7 +113,7 @@ TEST(PipelineTraining, GradientsReadyReachesThePipelineButNotTiedParameters) {
                            models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {}});
     ParameterStore& store = model.parameters();
     store.zero_grads();
-    const TokenBatch batch = corpus.batch(Corpus::Split::kTrain, 5, 1, 0, 4, 16);
+    const TokenBatch batch = corpus.batch(Corpus::Split::kTrain, 5, 1, 4, 0, 4, 16);
     std::vector<std::pair<std::size_t, std::size_t>> told;
     (void)model.forward_backward(
         batch.tokens, batch.targets, 4, 16, true,

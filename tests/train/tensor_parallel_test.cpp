@@ -215,12 +215,13 @@ class FailingTensorParallelGpt final : public Model {
   ParameterStore& parameters() override { return inner_.parameters(); }
   float forward_backward(std::span<const std::int32_t> tokens,
                          std::span<const std::int32_t> targets, std::size_t sequences,
-                         std::size_t seq, bool with_grads, const GradientsReady& ready) override {
+                         std::size_t seq, bool with_grads, const GradientsReady& ready,
+                         float loss_scale) override {
     if (rank_ == 1 && ++calls_ == 2) {
       (void)inner_.gpt().forward(tokens, targets, sequences, seq, true);
       throw std::runtime_error("rank 1's model failed");
     }
-    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, ready);
+    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, ready, loss_scale);
   }
 
  private:

@@ -199,8 +199,8 @@ TEST(Corpus, AValidationFileIsTheHeldOutTenthMadeExplicit) {
   EXPECT_EQ(whole.val_tokens(), split.val_tokens());
   for (std::uint64_t step = 0; step < 5; ++step) {
     for (const auto which : {Corpus::Split::kTrain, Corpus::Split::kValidation}) {
-      const TokenBatch a = whole.batch(which, 9, step, 0, 4, 32);
-      const TokenBatch b = split.batch(which, 9, step, 0, 4, 32);
+      const TokenBatch a = whole.batch(which, 9, step, 4, 0, 4, 32);
+      const TokenBatch b = split.batch(which, 9, step, 4, 0, 4, 32);
       EXPECT_EQ(a.tokens, b.tokens);
       EXPECT_EQ(a.targets, b.targets);
     }

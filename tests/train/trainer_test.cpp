@@ -125,9 +125,9 @@ class SilentGpt final : public Model {
   ParameterStore& parameters() override { return inner_.parameters(); }
   float forward_backward(std::span<const std::int32_t> tokens,
                          std::span<const std::int32_t> targets, std::size_t sequences,
-                         std::size_t seq, bool with_grads,
-                         const GradientsReady& /*ready*/) override {
-    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads);
+                         std::size_t seq, bool with_grads, const GradientsReady& /*ready*/,
+                         float loss_scale) override {
+    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, {}, loss_scale);
   }
 
  private:
@@ -305,8 +305,8 @@ class CarelessModel final : public Model {
   ParameterStore& parameters() override { return store_; }
   float forward_backward(std::span<const std::int32_t> /*tokens*/,
                          std::span<const std::int32_t> /*targets*/, std::size_t /*sequences*/,
-                         std::size_t /*seq*/, bool /*with_grads*/,
-                         const GradientsReady& /*ready*/) override {
+                         std::size_t /*seq*/, bool /*with_grads*/, const GradientsReady& /*ready*/,
+                         float /*loss_scale*/) override {
     return *store_.value(0);
   }
 
@@ -336,12 +336,13 @@ class FailingGpt final : public Model {
   ParameterStore& parameters() override { return inner_.parameters(); }
   float forward_backward(std::span<const std::int32_t> tokens,
                          std::span<const std::int32_t> targets, std::size_t sequences,
-                         std::size_t seq, bool with_grads, const GradientsReady& ready) override {
+                         std::size_t seq, bool with_grads, const GradientsReady& ready,
+                         float loss_scale) override {
     if (rank_ == 1 && ++calls_ == 2) {
       (void)inner_.gpt().forward(tokens, targets, sequences, seq, true);
       throw std::runtime_error("rank 1's model failed");
     }
-    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, ready);
+    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, ready, loss_scale);
   }
 
  private:
@@ -375,16 +376,19 @@ class FailingInBackwardGpt final : public Model {
   ParameterStore& parameters() override { return inner_.parameters(); }
   float forward_backward(std::span<const std::int32_t> tokens,
                          std::span<const std::int32_t> targets, std::size_t sequences,
-                         std::size_t seq, bool with_grads, const GradientsReady& ready) override {
+                         std::size_t seq, bool with_grads, const GradientsReady& ready,
+                         float loss_scale) override {
     int announced = 0;
     const bool fails = rank_ == 1 && ++calls_ == 2;
-    return inner_.forward_backward(tokens, targets, sequences, seq, with_grads,
-                                   [&](std::size_t begin, std::size_t end) {
-                                     if (ready) ready(begin, end);
-                                     if (fails && ++announced == 2) {
-                                       throw std::runtime_error("rank 1's backward failed");
-                                     }
-                                   });
+    return inner_.forward_backward(
+        tokens, targets, sequences, seq, with_grads,
+        [&](std::size_t begin, std::size_t end) {
+          if (ready) ready(begin, end);
+          if (fails && ++announced == 2) {
+            throw std::runtime_error("rank 1's backward failed");
+          }
+        },
+        loss_scale);
   }
 
  private:
@@ -516,15 +520,15 @@ TEST(Trainer, BadSettingsAreNamed) {
 
 TEST(Corpus, BatchesDependOnStepAndSequenceOnly) {
   const Corpus corpus = Corpus::builtin(8);
-  const TokenBatch whole = corpus.batch(Corpus::Split::kTrain, 3, 7, 0, 4, 8);
-  const TokenBatch tail = corpus.batch(Corpus::Split::kTrain, 3, 7, 2, 2, 8);
+  const TokenBatch whole = corpus.batch(Corpus::Split::kTrain, 3, 7, 4, 0, 4, 8);
+  const TokenBatch tail = corpus.batch(Corpus::Split::kTrain, 3, 7, 4, 2, 2, 8);
   EXPECT_TRUE(std::equal(tail.tokens.begin(), tail.tokens.end(), whole.tokens.begin() + 16));
   for (std::size_t i = 0; i + 1 < 8; ++i) EXPECT_EQ(whole.targets[i], whole.tokens[i + 1]);
-  const TokenBatch other = corpus.batch(Corpus::Split::kTrain, 3, 8, 0, 4, 8);
+  const TokenBatch other = corpus.batch(Corpus::Split::kTrain, 3, 8, 4, 0, 4, 8);
   EXPECT_NE(other.tokens, whole.tokens);
   // Longer sequences than the data holds are refused, not read past its end.
   const Corpus small(std::string(200, 'a'), 8);
-  EXPECT_THAT(error_of([&] { (void)small.batch(Corpus::Split::kValidation, 1, 1, 0, 1, 20); }),
+  EXPECT_THAT(error_of([&] { (void)small.batch(Corpus::Split::kValidation, 1, 1, 1, 0, 1, 20); }),
               HasSubstr("sequences of 20 tokens do not fit in the 20 tokens of the held-out data"));
 }
 

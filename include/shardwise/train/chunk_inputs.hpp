@@ -21,8 +21,9 @@ struct ChunkLimits {
 };
 
 // InvalidArgument unless batch and seq are at least 1, seq at most the context, the first chunk's
-// tokens and the last chunk's targets batch x seq ids inside the vocabulary, and seq divides
-// among the sequence split.
+// tokens and the last chunk's targets batch x seq ids inside the vocabulary (a target may also be
+// kernels::kIgnoredTarget, a position the loss does not count), and seq divides among the
+// sequence split.
 void check_chunk_batch(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets,
                        std::size_t batch, std::size_t seq, const ChunkLimits& limits);
 

@@ -57,8 +57,8 @@ class DistributedModel : public Model {
   // the ranks holding it, after the schedule), and the mean loss returned on every stage.
   float forward_backward(std::span<const std::int32_t> tokens,
                          std::span<const std::int32_t> targets, std::size_t sequences,
-                         std::size_t seq, bool with_grads,
-                         const GradientsReady& ready = {}) override;
+                         std::size_t seq, bool with_grads, const GradientsReady& ready = {},
+                         float loss_scale = 1.0F) override;
 
   [[nodiscard]] const ModelDefinition& definition() const { return *definition_; }
   // This rank's chunks, in its chunk order (one without a pipeline).
@@ -78,7 +78,8 @@ class DistributedModel : public Model {
   };
   float pipelined_forward_backward(std::span<const std::int32_t> tokens,
                                    std::span<const std::int32_t> targets, std::size_t sequences,
-                                   std::size_t seq, bool with_grads, const GradientsReady& ready);
+                                   std::size_t seq, bool with_grads, const GradientsReady& ready,
+                                   float loss_scale);
   void sum_tied_gradients();
 
   std::shared_ptr<const ModelDefinition> definition_;

@@ -19,9 +19,11 @@ class Tokenizer;
 
 namespace shardwise::train {
 
-enum class TokenFormat { kText, kTokensU16, kTokensU32 };
+// kJsonLines: fine-tuning examples (train/fine_tuning_data.hpp), which are no token stream.
+enum class TokenFormat { kText, kTokensU16, kTokensU32, kJsonLines };
 
-// "text", "tokens-u16" or "tokens-u32"; anything else is an InvalidArgument naming `flag`.
+// "text", "tokens-u16", "tokens-u32" or "jsonl"; anything else is an InvalidArgument naming
+// `flag`.
 TokenFormat parse_token_format(std::string_view text, std::string_view flag);
 std::string to_string(TokenFormat format);
 

@@ -34,19 +34,21 @@ class UnitShards;
 using GradientsReady = std::function<void(std::size_t begin, std::size_t end)>;
 
 // What the trainer needs of a model: its parameters, and one pass over some sequences: forward
-// (returning their mean loss) and, where with_grads, backward too (adding that loss's gradients
-// into the parameters' gradients, and telling `ready` of each range as it becomes final; every
-// parameter's range exactly once). Under ZeRO-3 the model calls parameters().gather(unit)
-// before it reads a unit's values and release(unit) after, in forward and again in backward,
-// and announces whole units to `ready`.
+// (returning loss_scale x their mean loss over every position, a position whose target is
+// kernels::kIgnoredTarget counting 0) and, where with_grads, backward too (adding that loss's
+// gradients into the parameters' gradients, and telling `ready` of each range as it becomes
+// final; every parameter's range exactly once). The trainer's loss_scale makes the mean one over
+// the positions counted in the whole global batch (Corpus::loss_scale). Under ZeRO-3 the model
+// calls parameters().gather(unit) before it reads a unit's values and release(unit) after, in
+// forward and again in backward, and announces whole units to `ready`.
 class Model {
  public:
   virtual ~Model() = default;
   virtual ParameterStore& parameters() = 0;
   virtual float forward_backward(std::span<const std::int32_t> tokens,
                                  std::span<const std::int32_t> targets, std::size_t sequences,
-                                 std::size_t seq, bool with_grads,
-                                 const GradientsReady& ready = {}) = 0;
+                                 std::size_t seq, bool with_grads, const GradientsReady& ready = {},
+                                 float loss_scale = 1.0F) = 0;
 };
 
 struct TrainSettings {
@@ -155,8 +157,11 @@ class Trainer {
   [[nodiscard]] float clip_scale(float norm) const;
   // This rank's sequences of global batch `index` of the split.
   [[nodiscard]] TokenBatch my_share(Corpus::Split split, std::uint64_t index) const;
+  // The corpus's loss scale for global batch `index` of the split.
+  [[nodiscard]] float scale_of(Corpus::Split split, std::uint64_t index) const;
   // One pass of the model; under ZeRO-3 bracketed by the units' pass, abandoned on failure.
-  float run_model(const TokenBatch& batch, bool with_grads, const GradientsReady& ready);
+  float run_model(const TokenBatch& batch, float loss_scale, bool with_grads,
+                  const GradientsReady& ready);
 
   // Averages `count` elements in place over the shards, then over the replicas.
   void average(float* data, std::size_t count);

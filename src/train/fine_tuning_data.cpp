@@ -1,0 +1,233 @@
+#include "shardwise/train/fine_tuning_data.hpp"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
+
+#include "../detail/file_io.hpp"
+#include "../detail/unique_keys.hpp"
+#include "shardwise/core/error.hpp"
+#include "shardwise/text/chat_encoding.hpp"
+
+namespace shardwise::train {
+namespace {
+
+constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;
+constexpr std::size_t kReadBlock = std::size_t{1} << 20;
+
+using Json = nlohmann::ordered_json;
+
+const Json& string_field(const Json& line, const char* key) {
+  const Json& value = line.at(key);
+  if (!value.is_string()) {
+    throw InvalidArgument(std::string("\"") + key + "\" is " + std::string(value.type_name()) +
+                          "; expected a string");
+  }
+  return value;
+}
+
+// A string, or a list of messages (each an object with a "role").
+bool is_conversation(const Json& value) { return value.is_array(); }
+
+void check_messages(const Json& messages, const char* key) {
+  if (!messages.is_array() || messages.empty()) {
+    throw InvalidArgument(
+        std::string("\"") + key + "\" is " +
+        (messages.is_array() ? "an empty list" : std::string(messages.type_name())) +
+        "; expected a list of messages");
+  }
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const Json& message = messages[i];
+    if (!message.is_object() || !message.contains("role") || !message["role"].is_string()) {
+      throw InvalidArgument(std::string("\"") + key + "\"[" + std::to_string(i) +
+                            "] is not a message: an object with a \"role\" string");
+    }
+  }
+}
+
+const text::ChatTemplate& template_of(const ExampleEncoder& encoder) {
+  if (!encoder.chat_template) {
+    throw InvalidArgument("a conversation needs a chat template, and " + encoder.words +
+                          "'s folder has none (tokenizer_config.json's chat_template or "
+                          "chat_template.jinja)");
+  }
+  return *encoder.chat_template;
+}
+
+// The text with the end-of-sequence token after it, unless it ends with it already.
+std::string with_eos(const std::string& text, const ExampleEncoder& encoder) {
+  const Json* eos =
+      encoder.special_tokens.contains("eos_token") ? &encoder.special_tokens["eos_token"] : nullptr;
+  if (eos == nullptr || !eos->is_string()) return text;
+  const auto& token = eos->get_ref<const std::string&>();
+  if (token.empty() || text.ends_with(token)) return text;
+  return text + token;
+}
+
+// The first `prompt` tokens not counted, the rest counted.
+EncodedExample counted_after(std::vector<std::int32_t> tokens, std::size_t prompt) {
+  EncodedExample out;
+  out.counted.assign(tokens.size(), 1);
+  std::fill(out.counted.begin(),
+            out.counted.begin() + static_cast<std::ptrdiff_t>(std::min(prompt, tokens.size())), 0);
+  out.tokens = std::move(tokens);
+  return out;
+}
+
+EncodedExample encode_prompt_completion(const Json& line, const ExampleEncoder& encoder) {
+  const Json& prompt = line.at("prompt");
+  const Json& completion = line.at("completion");
+  if (is_conversation(prompt) != is_conversation(completion)) {
+    throw InvalidArgument(
+        "\"prompt\" and \"completion\" are one a list of messages and one not; expected two "
+        "strings or two lists");
+  }
+  if (!is_conversation(prompt)) {
+    const std::string& head = string_field(line, "prompt").get_ref<const std::string&>();
+    const std::string& tail = string_field(line, "completion").get_ref<const std::string&>();
+    // As TRL: the prompt and the whole encoded apart, the prompt's length marking the completion.
+    const std::size_t prompt_tokens = encoder.tokenizer->encode(head, true).size();
+    return counted_after(encoder.tokenizer->encode(with_eos(head + tail, encoder), true),
+                         prompt_tokens);
+  }
+  check_messages(prompt, "prompt");
+  check_messages(completion, "completion");
+  const text::ChatTemplate& chat = template_of(encoder);
+  Json whole = prompt;
+  for (const Json& message : completion) whole.push_back(message);
+  const std::string head =
+      chat.render(text::chat_context(prompt, true, encoder.special_tokens), encoder.render);
+  const std::string all =
+      chat.render(text::chat_context(whole, false, encoder.special_tokens), encoder.render);
+  return counted_after(encoder.tokenizer->encode(all, false),
+                       encoder.tokenizer->encode(head, false).size());
+}
+
+std::string line_words(const std::string& what, std::size_t line) {
+  return what + " line " + std::to_string(line);
+}
+
+}  // namespace
+
+ExampleEncoder example_encoder_of(const std::string& path) {
+  ExampleEncoder encoder;
+  encoder.tokenizer = std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(path));
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const std::filesystem::path where = folder.empty() ? std::filesystem::path(".") : folder;
+  encoder.chat_template = text::chat_template_of_folder(where);
+  encoder.special_tokens = text::special_tokens_of_folder(where);
+  encoder.words = "tokenizer.json '" + echo_input(path, 200) + "'";
+  encoder.render.now = [] {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    return local;
+  }();
+  return encoder;
+}
+
+ExampleKind example_kind(const Json& line) {
+  if (!line.is_object()) {
+    throw InvalidArgument("is " + std::string(line.type_name()) +
+                          "; expected an object holding \"text\", \"prompt\" and "
+                          "\"completion\", or \"messages\"");
+  }
+  if (line.contains("messages")) return ExampleKind::kMessages;
+  if (line.contains("prompt") && line.contains("completion")) {
+    return ExampleKind::kPromptCompletion;
+  }
+  if (line.contains("text")) return ExampleKind::kText;
+  std::string keys;
+  for (const auto& [key, value] : line.items()) {
+    if (keys.size() > 200) break;
+    keys += (keys.empty() ? "\"" : ", \"") + echo_input(key, 40) + "\"";
+  }
+  throw InvalidArgument("holds " + (keys.empty() ? std::string("no key") : keys) +
+                        "; expected \"text\", \"prompt\" and \"completion\", or \"messages\"");
+}
+
+EncodedExample encode_example(const Json& line, ExampleKind kind, const ExampleEncoder& encoder) {
+  if (kind != example_kind(line)) {
+    throw InvalidArgument("is not of the kind the first line is");
+  }
+  switch (kind) {
+    case ExampleKind::kText: {
+      const std::string& body = string_field(line, "text").get_ref<const std::string&>();
+      return counted_after(encoder.tokenizer->encode(with_eos(body, encoder), true), 0);
+    }
+    case ExampleKind::kPromptCompletion: return encode_prompt_completion(line, encoder);
+    case ExampleKind::kMessages: {
+      const Json& messages = line.at("messages");
+      check_messages(messages, "messages");
+      text::EncodedChat chat = text::encode_chat(template_of(encoder), *encoder.tokenizer, messages,
+                                                 encoder.special_tokens, encoder.render);
+      return {std::move(chat.ids), std::move(chat.assistant)};
+    }
+  }
+  throw InvalidArgument("an example of no known kind");
+}
+
+std::shared_ptr<const ExampleSet> read_json_lines(const std::string& path,
+                                                  const ExampleEncoder& encoder,
+                                                  const std::string& flag) {
+  const std::string what = flag + " '" + echo_input(path, 200) + "'";
+  std::uint64_t size = 0;
+  std::optional<detail::File> file;
+  try {
+    file.emplace(path, O_RDONLY);
+    size = file->size();
+  } catch (const Error& error) {
+    throw InvalidArgument(what + ": not a readable regular file (" + error.what() + ")");
+  }
+  auto examples = std::make_shared<ExampleSet>(what);
+  std::optional<ExampleKind> kind;
+  std::size_t number = 0;
+  const auto take = [&](std::string_view line) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+    try {
+      const Json value = detail::OrderedUniqueKeys::parse(line, "the line");
+      if (!kind) kind = example_kind(value);
+      const EncodedExample example = encode_example(value, *kind, encoder);
+      examples->add(example.tokens, example.counted);
+    } catch (const nlohmann::json::exception& error) {
+      throw InvalidArgument(line_words(what, number) + " is not JSON: " + error.what());
+    } catch (const Error& error) {
+      throw InvalidArgument(line_words(what, number) + ": " + error.what());
+    }
+  };
+  std::string pending;
+  std::vector<char> block(kReadBlock);
+  for (std::uint64_t at = 0; at < size;) {
+    const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(kReadBlock, size - at));
+    try {
+      file->read_at(block.data(), count, at);
+    } catch (const Error& error) {
+      throw InvalidArgument(what + ": " + error.what());
+    }
+    at += count;
+    std::string_view rest(block.data(), count);
+    for (std::size_t end = rest.find('\n'); end != std::string_view::npos; end = rest.find('\n')) {
+      if (pending.empty()) {
+        take(rest.substr(0, end));
+      } else {
+        pending.append(rest.substr(0, end));
+        take(pending);
+        pending.clear();
+      }
+      rest.remove_prefix(end + 1);
+    }
+    if (pending.size() + rest.size() > kMaxLineBytes) {
+      throw InvalidArgument(line_words(what, number + 1) + " is longer than " +
+                            std::to_string(kMaxLineBytes >> 20) + " MiB");
+    }
+    pending.append(rest);
+  }
+  if (!pending.empty()) take(pending);
+  if (examples->size() == 0) throw InvalidArgument(what + " holds no example");
+  return examples;
+}
+
+}  // namespace shardwise::train
