@@ -445,5 +445,35 @@ TEST(GradientCheck, SoftmaxCrossEntropy) {
   EXPECT_NEAR(one[0], 200.0, 1e-3);
 }
 
+// Ignored targets: their rows' losses are 0 and their logits get no gradient, and the gradient
+// of the counted rows' mean (dlosses 1 / counted on them) is the numerical one.
+TEST(GradientCheck, SoftmaxCrossEntropyWithIgnoredTargets) {
+  const std::size_t rows = 5, vocab = 6;
+  std::vector<float> logits = random_values(rows * vocab, 23, 2.0F);
+  const std::vector<std::int32_t> targets{kIgnoredTarget, 4, kIgnoredTarget, 0, 5};
+  std::vector<float> losses(rows, -1.0F), probs(logits.size());
+  const auto loss = [&] {
+    softmax_cross_entropy_forward(losses.data(), probs.data(), logits.data(), targets.data(), rows,
+                                  vocab);
+    double sum = 0;
+    for (float l : losses) sum += l;
+    return sum / 3.0;
+  };
+  (void)loss();
+  EXPECT_EQ(losses[0], 0.0F);
+  EXPECT_EQ(losses[2], 0.0F);
+  EXPECT_GT(losses[1], 0.0F);
+  // dlosses is the same on every row: the ignored ones must still get nothing.
+  const std::vector<float> dlosses(rows, 1.0F / 3.0F);
+  std::vector<float> dlogits(logits.size(), 0.0F);
+  softmax_cross_entropy_backward(dlogits.data(), dlosses.data(), probs.data(), targets.data(), rows,
+                                 vocab);
+  for (std::size_t v = 0; v < vocab; ++v) {
+    EXPECT_EQ(dlogits[v], 0.0F) << v;
+    EXPECT_EQ(dlogits[2 * vocab + v], 0.0F) << v;
+  }
+  expect_gradient(logits, dlogits, loss, "dlogits");
+}
+
 }  // namespace
 }  // namespace shardwise::kernels
