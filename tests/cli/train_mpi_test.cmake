@@ -2,7 +2,8 @@
 # SHARDING says) against one rank: the same losses.
 #   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -DNP=2 -DMESH=data=2 -DZERO=2
 #         -DSHARDING=first-dim -P train_mpi_test.cmake
-set(_args train --model ${MODEL} --steps 6 --batch 4 --seed 3 --json)
+# DATA_ARGS: what both runs train on (the built-in corpus where absent).
+set(_args train --model ${MODEL} --steps 6 --batch 4 --seed 3 --json ${DATA_ARGS})
 execute_process(COMMAND ${COMMAND} ${_args} RESULT_VARIABLE _one_status OUTPUT_VARIABLE _one
                 ERROR_VARIABLE _one_err TIMEOUT 120)
 execute_process(COMMAND ${MPIEXEC} -np ${NP} --oversubscribe ${COMMAND} ${_args} --mesh ${MESH} --zero ${ZERO}
