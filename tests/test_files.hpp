@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 namespace shardwise::testing {
@@ -16,6 +17,13 @@ inline std::string test_path(const std::string& name) {
     if (c == '/') c = '_';
   }
   return ::testing::TempDir() + prefix + name;
+}
+
+// Writes `bytes` to test_path(name), replacing what was there, and returns the path.
+inline std::string write_test_file(const std::string& name, const std::string& bytes) {
+  const std::string path = test_path(name);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  return path;
 }
 
 }  // namespace shardwise::testing

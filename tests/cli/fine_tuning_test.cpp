@@ -23,9 +23,7 @@ using testing::run_command;
 using testing::source_path;
 
 std::string write(const std::string& name, const std::string& bytes) {
-  const std::string path = test_path(name);
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-  return path;
+  return shardwise::testing::write_test_file(name, bytes);
 }
 
 // A tokenizer folder: the SmolLM2-style fixture tokenizer (603 tokens) and SmolLM2-Instruct's

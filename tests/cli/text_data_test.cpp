@@ -23,9 +23,7 @@ using testing::source_path;
 const std::string kTokenizer = source_path("tests/text/fixtures/gpt2.tokenizer.json");
 
 std::string write(const std::string& name, const std::string& bytes) {
-  const std::string path = test_path(name);
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-  return path;
+  return shardwise::testing::write_test_file(name, bytes);
 }
 
 std::string read(const std::string& path) {
