@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Encoding a large text against the tokenizers library on the same text and threads: the license
 # texts every Debian machine has, repeated to REPEAT x 237 KB (default 100: 23 MB), through each
-# byte-level fixture tokenizer of tests/text/fixtures (GPT-2's, Llama 3's and SmolLM2's
-# pre-tokenizers). shardwise: `shardwise data prepare` (read, encoded as it streams, written as a
+# fixture tokenizer of tests/text/fixtures that TOKENIZERS names (default the byte-level ones:
+# GPT-2's, Llama 3's and SmolLM2's pre-tokenizers; spm_legacy and metaspace are SentencePiece's). shardwise: `shardwise data prepare` (read, encoded as it streams, written as a
 # token file) with THREADS threads (default 2). The library: Tokenizer.encode of the whole text
 # (what transformers' tokenizer(text) does; RAYON_NUM_THREADS=THREADS), and encode_batch of its
 # lines (its parallel form; ids differ from the whole text's where a line break joins a piece).
@@ -26,7 +26,7 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), 
 echo
 echo "| tokenizer | shardwise MB/s | tokenizers encode MB/s | ratio | tokenizers encode_batch (lines) MB/s | ratio | same ids |"
 echo "|---|---|---|---|---|---|---|"
-for name in gpt2 llama3 smollm2; do
+for name in ${TOKENIZERS:-gpt2 llama3 smollm2}; do
   tokenizer=tests/text/fixtures/$name.tokenizer.json
   start=$(date +%s.%N)
   "$bin" data prepare "$work/text.txt" --tokenizer "$tokenizer" --out "$work/$name.u32" \

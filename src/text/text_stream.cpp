@@ -70,7 +70,7 @@ void require_utf8_at(std::string_view chunk, std::uint64_t base, const std::stri
 
 struct Chunk {
   std::string text;
-  std::uint64_t base = 0;  // its first byte's offset in the file
+  std::uint64_t base = 0;  // its first byte's offset in the file: after 0, it continues a text
   std::vector<std::int32_t> ids;
   std::exception_ptr error;
 };
@@ -81,7 +81,8 @@ void encode_chunks(const Tokenizer& tokenizer, std::vector<Chunk>& chunks,
   const auto encode = [&](Chunk& chunk) {
     try {
       require_utf8_at(chunk.text, chunk.base, what);
-      chunk.ids = tokenizer.encode(chunk.text, false);
+      chunk.ids = chunk.base == 0 ? tokenizer.encode(chunk.text, false)
+                                  : tokenizer.encode_continuing(chunk.text);
     } catch (...) {
       chunk.error = std::current_exception();
     }

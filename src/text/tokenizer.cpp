@@ -12,21 +12,39 @@ namespace shardwise::text {
 // piece between them is normalized and split on the added tokens that are; each piece left is
 // pre-tokenized and merged by the model.
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  return encode_text(text, add_special_tokens, false);
+}
+
+std::vector<std::int32_t> Tokenizer::encode_continuing(std::string_view text) const {
+  return encode_text(text, false, true);
+}
+
+std::vector<std::int32_t> Tokenizer::encode_text(std::string_view text, bool add_special_tokens,
+                                                 bool continues) const {
   detail::require_utf8(text, "the text to encode");
   std::vector<std::int32_t> ids;
   std::string normalized;
   std::vector<detail::Segment> segments;
+  // A text that continues another: the piece it starts with continues the other's last, whose
+  // start a Prepend has marked already.
+  std::vector<detail::NormalizerStep> continuing;
+  if (continues) {
+    for (const detail::NormalizerStep& step : parts_->normalizer) {
+      if (!std::holds_alternative<detail::PrependStep>(step)) continuing.push_back(step);
+    }
+  }
   for (const detail::Segment& raw : parts_->added.split_raw(text)) {
     if (raw.added_id) {
       ids.push_back(*raw.added_id);
       continue;
     }
     std::string_view piece = raw.text;
+    const bool raw_starts_text = raw.text.data() == text.data();
     if (!parts_->normalizer.empty()) {
-      normalized = detail::normalize(parts_->normalizer, piece);
+      normalized =
+          detail::normalize(continues && raw_starts_text ? continuing : parts_->normalizer, piece);
       piece = normalized;
     }
-    const bool raw_starts_text = raw.text.data() == text.data();
     parts_->added.split_normalized(piece, segments);
     for (const detail::Segment& segment : segments) {
       if (segment.added_id) {
@@ -37,7 +55,7 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
         parts_->model.tokenize(segment.text, ids);
         continue;
       }
-      const bool starts_text = raw_starts_text && segment.text.data() == piece.data();
+      const bool starts_text = !continues && raw_starts_text && segment.text.data() == piece.data();
       for (const std::string& word :
            detail::pre_tokenize(parts_->pre_tokenizer, segment.text, starts_text)) {
         parts_->model.tokenize(word, ids);

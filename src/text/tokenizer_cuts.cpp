@@ -15,8 +15,14 @@
 //  - no added token holds a space or a line break (none can span the cut), no lstrip token
 //    starts with a letter (it would take the line break before it, rule A), and no rstrip token
 //    ends with one (it would take the space after it, rule B);
-//  - no normalizer (a SentencePiece-style Prepend changes the text's start): where the parts hold
-//    anything the rules do not know, there is no cut.
+//  - no normalizer; or, SentencePiece-style BPE, whose spaces are "▁" (a Prepend "▁" and Replace
+//    " " -> "▁" normalizer and no pre-tokenizer, or a Metaspace pre-tokenizer alone) and whose
+//    vocabulary holds no "▁" after another character (Parts::spaces_start_pieces): then no merge
+//    joins the two sides of a space, and a space between two ASCII letters is a cut (rule B) as
+//    long as no added token holds a space or ends with a letter (a piece after an added token
+//    gets a "▁" of its own). The piece after the cut continues the text: encode_continuing
+//    leaves out the Prepend that marks a text's start.
+// Where the parts hold anything the rules do not know, there is no cut.
 
 #include <string_view>
 
@@ -39,8 +45,44 @@ struct CutRules {
   bool space_between_words = false;  // rule B
 };
 
+constexpr std::string_view kSpaceMark = "\u2581";  // SentencePiece's "▁"
+
+// The text's spaces are "▁" as SentencePiece writes them, and nothing else is rewritten.
+bool sentencepiece_spaces(const Tokenizer::Parts& parts) {
+  if (!parts.spaces_start_pieces) return false;
+  if (parts.normalizer.empty()) {
+    if (parts.pre_tokenizer.size() != 1) return false;
+    const auto* metaspace = std::get_if<detail::MetaspaceStep>(&parts.pre_tokenizer.front());
+    return metaspace != nullptr && metaspace->replacement == kSpaceMark;
+  }
+  if (!parts.pre_tokenizer.empty() || parts.normalizer.size() != 2) return false;
+  bool prepend = false;
+  bool replace = false;
+  for (const detail::NormalizerStep& step : parts.normalizer) {
+    if (const auto* p = std::get_if<detail::PrependStep>(&step)) {
+      prepend = prepend || p->text == kSpaceMark;
+    } else {
+      const auto& r = std::get<detail::ReplaceStep>(step);
+      replace = replace || (r.pattern == " " && r.content == kSpaceMark);
+    }
+  }
+  return prepend && replace;
+}
+
+CutRules sentencepiece_rules(const Tokenizer::Parts& parts) {
+  for (const detail::AddedToken& token : parts.added.tokens()) {
+    const std::string& content = token.content;
+    if (content.find_first_of(" \n") != std::string::npos || content.empty() ||
+        ascii_letter(content.back())) {
+      return {};
+    }
+  }
+  return {false, true};
+}
+
 CutRules cut_rules(const Tokenizer::Parts& parts) {
   CutRules none;
+  if (sentencepiece_spaces(parts)) return sentencepiece_rules(parts);
   // A normalizer rewrites each piece (Prepend at its start, Replace across the place): the rules
   // below know the text as the pre-tokenizer sees it unchanged.
   if (!parts.normalizer.empty()) return none;
@@ -66,6 +108,22 @@ CutRules cut_rules(const Tokenizer::Parts& parts) {
 }
 
 }  // namespace
+
+bool spaces_start_pieces(const detail::BpeModel& model) {
+  // "▁" itself a token: a space is never an unknown character fused with the one before it.
+  if (!model.token_to_id(kSpaceMark)) return false;
+  for (std::size_t id = 0; id < model.size(); ++id) {
+    const std::string& token = model.token(static_cast<std::int32_t>(id));
+    for (std::size_t at = token.find(kSpaceMark, 1); at != std::string::npos;
+         at = token.find(kSpaceMark, at + 1)) {
+      if (at < kSpaceMark.size() ||
+          token.compare(at - kSpaceMark.size(), kSpaceMark.size(), kSpaceMark) != 0) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
 
 std::optional<Tokenizer::SpecialIds> Tokenizer::special_ids_around_sequence() const {
   SpecialIds ids;

@@ -59,9 +59,15 @@ std::shared_ptr<const Tokenizer::Parts> read_parts(const nlohmann::json& documen
     decoder = detail::read_decoder(*value);
   }
   reader.finish();
-  return std::make_shared<const Tokenizer::Parts>(Tokenizer::Parts{
-      std::move(normalizer), detail::AddedVocabulary(std::move(added)), std::move(steps),
-      std::move(model), std::move(post_template), std::move(decoder), vocab_size});
+  Tokenizer::Parts parts{std::move(normalizer),
+                         detail::AddedVocabulary(std::move(added)),
+                         std::move(steps),
+                         std::move(model),
+                         std::move(post_template),
+                         std::move(decoder),
+                         vocab_size};
+  parts.spaces_start_pieces = spaces_start_pieces(parts.model);
+  return std::make_shared<const Tokenizer::Parts>(std::move(parts));
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ TEST(TrainData, BadDataIsNamed) {
   expect_bad_input({"train", "--val-data", micro},
                    "--val-data describes --data, which is not given");
   expect_bad_input({"train", "--data", micro, "--data-format", "u16"},
-                   "--data-format is 'u16'; expected text, tokens-u16 or tokens-u32");
+                   "--data-format is 'u16'; expected text, tokens-u16, tokens-u32 or jsonl");
   const std::string ids = write("bad_ids.u16", as_ids(some_text(), 2));
   std::string with_bad = as_ids(std::string(17, 'a'), 2);
   with_bad[2 * 9] = 0x2c;  // id 300 at token 9

@@ -81,7 +81,7 @@ TEST(TokenSource, FingerprintsFollowTheBytesAndTheFormat) {
 
 TEST(TokenSource, BadFilesAreNamed) {
   EXPECT_THAT(error_of([] { (void)parse_token_format("u16", "--data-format"); }),
-              HasSubstr("--data-format is 'u16'; expected text, tokens-u16 or tokens-u32"));
+              HasSubstr("--data-format is 'u16'; expected text, tokens-u16, tokens-u32 or jsonl"));
   EXPECT_THAT(error_of([] {
                 (void)file_source("/nonexistent/train.bin", TokenFormat::kTokensU16, "--data");
               }),

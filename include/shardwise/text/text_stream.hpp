@@ -20,8 +20,8 @@ struct StreamOptions {
   // A chunk's bytes before it is cut; each thread encodes one chunk at a time.
   std::size_t chunk_bytes = std::size_t{1} << 22;
   // The most bytes held without a place to cut (a text of one line and no spaces; or a tokenizer
-  // that splits nowhere, such as a SentencePiece one that merges the whole text as one word):
-  // more is refused, naming the place, rather than held whole.
+  // that splits nowhere, such as one with no pre-tokenizer whose vocabulary joins words across
+  // spaces): more is refused, naming the place, rather than held whole.
   // 64 MiB: merged as one word, a text takes some 30 bytes a byte.
   std::size_t most_uncut_bytes = std::size_t{1} << 26;
   int threads = 0;  // 0: the machine's hardware threads

@@ -64,11 +64,15 @@ class Tokenizer {
   [[nodiscard]] std::optional<SpecialIds> special_ids_around_sequence() const;
   // The largest place p in (0, text.size()) where the text can be cut: for any text `rest`,
   // encode(text + rest, false) is encode(text[0, p), false) followed by
-  // encode(text[p, end) + rest, false), because every step of the pipeline splits the text
+  // encode_continuing(text[p, end) + rest), because every step of the pipeline splits the text
   // there anyway (a line break or a space between letters, under a pre-tokenizer that splits
-  // words, added tokens that cannot span or strip across it). 0 where there is no such place,
-  // or where the pipeline splits nowhere (a normalizer, one BPE word for the whole text).
+  // words, added tokens that cannot span or strip across it), or, for SentencePiece-style BPE,
+  // no merge joins the two sides of a space between letters. 0 where there is no such place, or
+  // where the pipeline splits nowhere (another normalizer, one BPE word for the whole text).
   [[nodiscard]] std::size_t last_cut(std::string_view text) const;
+  // The ids of a text that continues another at a place last_cut found: encode(text, false),
+  // less what the pipeline marks the start of a text with (SentencePiece's prepended "▁").
+  [[nodiscard]] std::vector<std::int32_t> encode_continuing(std::string_view text) const;
   // Whether last_cut can ever find a place: false where the pipeline splits nowhere.
   [[nodiscard]] bool cuts_text() const;
 
@@ -76,6 +80,9 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::shared_ptr<const Parts> parts) : parts_(std::move(parts)) {}
+  [[nodiscard]] std::vector<std::int32_t> encode_text(std::string_view text,
+                                                      bool add_special_tokens,
+                                                      bool continues) const;
   std::shared_ptr<const Parts> parts_;
 };
 

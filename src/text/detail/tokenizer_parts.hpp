@@ -27,6 +27,14 @@ struct Tokenizer::Parts {
   // with an empty Sequence it joins them as they are.
   std::optional<std::vector<detail::DecoderStep>> decoder;
   std::size_t vocab_size = 0;  // the model's and the added tokens', every id below it
+  // No token of the model's vocabulary holds SentencePiece's space mark "▁" after a character
+  // other than "▁" (pieces start at spaces, as SentencePiece's split_by_whitespace makes them):
+  // no merge joins the text on both sides of a space, so a text can be cut before one
+  // (tokenizer_cuts.cpp).
+  bool spaces_start_pieces = false;
 };
+
+// Whether `tokens` hold no "▁" after another character than "▁".
+[[nodiscard]] bool spaces_start_pieces(const detail::BpeModel& model);
 
 }  // namespace shardwise::text
