@@ -3,7 +3,7 @@
 #   scripts/fuzz.sh smoke            every harness for a few seconds (CTest's fuzz.smoke)
 #   scripts/fuzz.sh run SECONDS      every harness for SECONDS, one after another
 #   scripts/fuzz.sh run SECONDS NAME one harness (mesh spec shape schedule config_json model cli
-#                                    plan ckpt_index safetensors)
+#                                    plan ckpt_index safetensors examples)
 # New inputs collect in build/fuzz/corpus/NAME, crashes in build/fuzz/findings. Exits 77
 # (skipped) where clang cannot link a libFuzzer program, 1 on any finding.
 set -euo pipefail
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 mode="${1:-smoke}"
 seconds="${FUZZ_SMOKE_SECONDS:-3}"
 if [ "$mode" = run ]; then seconds="${2:?seconds}"; fi
-names=(mesh spec shape schedule config_json model cli plan ckpt_index safetensors)
+names=(mesh spec shape schedule config_json model cli plan ckpt_index safetensors examples)
 if [ "$mode" = run ] && [ -n "${3:-}" ]; then names=("$3"); fi
 
 probe="$(mktemp -d)"
