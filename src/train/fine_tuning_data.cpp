@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 
 #include "../detail/file_io.hpp"
 #include "../detail/unique_keys.hpp"
@@ -169,6 +170,91 @@ EncodedExample encode_example(const Json& line, ExampleKind kind, const ExampleE
   throw InvalidArgument("an example of no known kind");
 }
 
+namespace {
+
+// `body` on a line's JSON, its errors named by the line.
+template <typename Body>
+auto on_line(const std::string& what, std::string_view text, std::size_t number, Body&& body) {
+  try {
+    return body(detail::OrderedUniqueKeys::parse(text, "the line"));
+  } catch (const nlohmann::json::exception& error) {
+    throw InvalidArgument(line_words(what, number) + " is not JSON: " + error.what());
+  } catch (const Error& error) {
+    throw InvalidArgument(line_words(what, number) + ": " + error.what());
+  }
+}
+
+// Lines read, not yet encoded; encoded together, a share of them on each thread, and added in
+// the file's order.
+class LineBatch {
+ public:
+  LineBatch(const ExampleEncoder& encoder, const std::string& what, ExampleSet& examples)
+      : encoder_(encoder), what_(what), examples_(examples) {}
+
+  void take(std::string_view line) {
+    ++number_;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+    bytes_ += line.size();
+    lines_.push_back({std::string(line), number_, {}, {}});
+    if (bytes_ >= kBatchBytes || lines_.size() >= kBatchLines) flush();
+  }
+  [[nodiscard]] std::size_t lines_read() const { return number_; }
+
+  void flush() {
+    if (lines_.empty()) return;
+    // The kind is the first line's: found first, so that every thread holds each line to it.
+    if (!kind_)
+      kind_ = on_line(what_, lines_.front().text, lines_.front().number,
+                      [&](const Json& value) { return example_kind(value); });
+    const auto threads =
+        static_cast<std::size_t>(std::max(1U, std::thread::hardware_concurrency()));
+    const auto encode_share = [&](std::size_t first) {
+      for (std::size_t i = first; i < lines_.size(); i += threads) {
+        Line& line = lines_[i];
+        try {
+          line.example = on_line(what_, line.text, line.number, [&](const Json& value) {
+            return encode_example(value, *kind_, encoder_);
+          });
+        } catch (const InvalidArgument& error) {
+          line.error = error.what();
+        }
+      }
+    };
+    std::vector<std::thread> workers;
+    for (std::size_t t = 1; t < std::min(threads, lines_.size()); ++t) {
+      workers.emplace_back(encode_share, t);
+    }
+    encode_share(0);
+    for (std::thread& worker : workers) worker.join();
+    for (const Line& line : lines_) {
+      if (!line.error.empty()) throw InvalidArgument(line.error);
+      examples_.add(line.example.tokens, line.example.counted);
+    }
+    lines_.clear();
+    bytes_ = 0;
+  }
+
+ private:
+  static constexpr std::size_t kBatchBytes = std::size_t{8} << 20;
+  static constexpr std::size_t kBatchLines = 4096;
+  struct Line {
+    std::string text;
+    std::size_t number = 0;
+    EncodedExample example;
+    std::string error;
+  };
+
+  const ExampleEncoder& encoder_;
+  const std::string& what_;
+  ExampleSet& examples_;
+  std::optional<ExampleKind> kind_;
+  std::vector<Line> lines_;
+  std::size_t bytes_ = 0;
+  std::size_t number_ = 0;
+};
+
+}  // namespace
+
 std::shared_ptr<const ExampleSet> read_json_lines(const std::string& path,
                                                   const ExampleEncoder& encoder,
                                                   const std::string& flag) {
@@ -182,22 +268,7 @@ std::shared_ptr<const ExampleSet> read_json_lines(const std::string& path,
     throw InvalidArgument(what + ": not a readable regular file (" + error.what() + ")");
   }
   auto examples = std::make_shared<ExampleSet>(what);
-  std::optional<ExampleKind> kind;
-  std::size_t number = 0;
-  const auto take = [&](std::string_view line) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
-    try {
-      const Json value = detail::OrderedUniqueKeys::parse(line, "the line");
-      if (!kind) kind = example_kind(value);
-      const EncodedExample example = encode_example(value, *kind, encoder);
-      examples->add(example.tokens, example.counted);
-    } catch (const nlohmann::json::exception& error) {
-      throw InvalidArgument(line_words(what, number) + " is not JSON: " + error.what());
-    } catch (const Error& error) {
-      throw InvalidArgument(line_words(what, number) + ": " + error.what());
-    }
-  };
+  LineBatch batch(encoder, what, *examples);
   std::string pending;
   std::vector<char> block(kReadBlock);
   for (std::uint64_t at = 0; at < size;) {
@@ -211,21 +282,23 @@ std::shared_ptr<const ExampleSet> read_json_lines(const std::string& path,
     std::string_view rest(block.data(), count);
     for (std::size_t end = rest.find('\n'); end != std::string_view::npos; end = rest.find('\n')) {
       if (pending.empty()) {
-        take(rest.substr(0, end));
+        batch.take(rest.substr(0, end));
       } else {
         pending.append(rest.substr(0, end));
-        take(pending);
+        batch.take(pending);
         pending.clear();
       }
       rest.remove_prefix(end + 1);
     }
     if (pending.size() + rest.size() > kMaxLineBytes) {
-      throw InvalidArgument(line_words(what, number + 1) + " is longer than " +
+      batch.flush();  // an error in an earlier line is the first to name
+      throw InvalidArgument(line_words(what, batch.lines_read() + 1) + " is longer than " +
                             std::to_string(kMaxLineBytes >> 20) + " MiB");
     }
     pending.append(rest);
   }
-  if (!pending.empty()) take(pending);
+  if (!pending.empty()) batch.take(pending);
+  batch.flush();
   if (examples->size() == 0) throw InvalidArgument(what + " holds no example");
   return examples;
 }
