@@ -47,15 +47,21 @@ struct CutRules {
 
 constexpr std::string_view kSpaceMark = "\u2581";  // SentencePiece's "▁"
 
-// The text's spaces are "▁" as SentencePiece writes them, and nothing else is rewritten.
+// The text's spaces are "▁" as SentencePiece writes them, and nothing else is rewritten. Where the
+// pieces are not split at each "▁" (one word for the whole text), ignore_merges would take a
+// piece after a cut that is a token whole, where the whole text's word is merged: no cut then.
 bool sentencepiece_spaces(const Tokenizer::Parts& parts) {
   if (!parts.spaces_start_pieces) return false;
+  const bool ignores_merges = parts.model.settings().ignore_merges;
   if (parts.normalizer.empty()) {
     if (parts.pre_tokenizer.size() != 1) return false;
     const auto* metaspace = std::get_if<detail::MetaspaceStep>(&parts.pre_tokenizer.front());
-    return metaspace != nullptr && metaspace->replacement == kSpaceMark;
+    return metaspace != nullptr && metaspace->replacement == kSpaceMark &&
+           (metaspace->split || !ignores_merges);
   }
-  if (!parts.pre_tokenizer.empty() || parts.normalizer.size() != 2) return false;
+  if (ignores_merges || !parts.pre_tokenizer.empty() || parts.normalizer.size() != 2) {
+    return false;
+  }
   bool prepend = false;
   bool replace = false;
   for (const detail::NormalizerStep& step : parts.normalizer) {
@@ -69,11 +75,14 @@ bool sentencepiece_spaces(const Tokenizer::Parts& parts) {
   return prepend && replace;
 }
 
+// An added token may not hold a space or a "▁" past its start (it could match across the cut:
+// a normalized one is matched in the text with its spaces made "▁"), nor end with a letter (a
+// piece after an added token gets a "▁" of its own).
 CutRules sentencepiece_rules(const Tokenizer::Parts& parts) {
   for (const detail::AddedToken& token : parts.added.tokens()) {
     const std::string& content = token.content;
-    if (content.find_first_of(" \n") != std::string::npos || content.empty() ||
-        ascii_letter(content.back())) {
+    if (content.empty() || content.find_first_of(" \n") != std::string::npos ||
+        content.find(kSpaceMark, 1) != std::string::npos || ascii_letter(content.back())) {
       return {};
     }
   }

@@ -182,6 +182,26 @@ TEST(TextStream, SentencePieceCutsBeforeASpaceBetweenLetters) {
   const Tokenizer joining = Tokenizer::from_json(file.dump(), "a vocabulary joining spaces");
   EXPECT_FALSE(joining.cuts_text());
   EXPECT_EQ(joining.last_cut("one two"), 0U);
+  // ignore_merges takes a piece that is a token whole: the piece after a cut (" zq") could be
+  // one where the whole text's one word is merged.
+  std::ifstream again(kFixtures + "spm_legacy.tokenizer.json");
+  nlohmann::json whole_words = nlohmann::json::parse(again);
+  whole_words["model"]["ignore_merges"] = true;
+  EXPECT_FALSE(Tokenizer::from_json(whole_words.dump(), "ignore_merges").cuts_text());
+  // An added token holding "▁" past its start matches the text's spaces across a cut.
+  std::ifstream third(kFixtures + "spm_legacy.tokenizer.json");
+  nlohmann::json spanning = nlohmann::json::parse(third);
+  spanning["added_tokens"].push_back({{"id", spanning["model"]["vocab"].size()},
+                                      {"content", "o\u2581w."},
+                                      {"single_word", false},
+                                      {"lstrip", false},
+                                      {"rstrip", false},
+                                      {"normalized", true},
+                                      {"special", false}});
+  const Tokenizer spans = Tokenizer::from_json(spanning.dump(), "an added token spanning");
+  EXPECT_FALSE(spans.cuts_text());
+  EXPECT_EQ(spans.encode("hello o w. x", false).size(), spans.encode("hello", false).size() + 3)
+      << "the added token matches across the space";
 }
 
 TEST(TextStream, StopsWhenTheSinkHasEnough) {

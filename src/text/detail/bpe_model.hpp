@@ -49,6 +49,7 @@ class BpeModel {
   void tokenize(std::string_view piece, std::vector<std::int32_t>& out) const;
 
   [[nodiscard]] std::size_t size() const { return tokens_.size(); }
+  [[nodiscard]] const BpeSettings& settings() const { return settings_; }
   [[nodiscard]] std::optional<std::int32_t> token_to_id(std::string_view token) const;
   [[nodiscard]] const std::string& token(std::int32_t id) const {
     return tokens_[static_cast<std::size_t>(id)];
