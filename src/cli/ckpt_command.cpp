@@ -408,12 +408,10 @@ struct ExampleLoss {
   std::size_t counted = 0;
 };
 
-// The mean loss over the counted tokens (completions, assistants' turns) of the first `most`
-// examples of a JSON Lines file, each example one sequence cut to `seq` positions: what
-// transformers' loss gives for the examples with the rest of the labels -100.
-ExampleLoss examples_loss(const models::ModelSource& source, train::DistributedModel& model,
-                          const std::string& data, const std::optional<std::string>& tokenizer_flag,
-                          std::size_t seq, std::size_t most) {
+// The first `most` examples of a JSON Lines file, encoded by --tokenizer or the source's own.
+std::shared_ptr<const train::ExampleSet> loss_examples(
+    const models::ModelSource& source, const std::string& data,
+    const std::optional<std::string>& tokenizer_flag, std::size_t most) {
   const std::filesystem::path tokenizer = tokenizer_file(source, tokenizer_flag);
   if (tokenizer.empty()) {
     throw InvalidArgument("--data '" + echo_input(data, 200) + "' is JSON Lines of examples, and " +
@@ -421,15 +419,22 @@ ExampleLoss examples_loss(const models::ModelSource& source, train::DistributedM
   }
   (void)model_tokenizer(source, tokenizer, tokenizer_flag.has_value());  // its checks
   const train::ExampleEncoder encoder = train::example_encoder_of(tokenizer.string());
-  const auto examples = train::read_json_lines(data, encoder, "--data");
+  return train::read_json_lines(data, encoder, "--data", most);
+}
+
+// The mean loss over the counted tokens (completions, assistants' turns) of examples, each one
+// sequence cut to `seq` positions: what transformers' loss gives for the examples with the rest
+// of the labels -100.
+ExampleLoss examples_loss(train::DistributedModel& model, const train::ExampleSet& examples,
+                          const std::string& data, std::size_t seq) {
   ExampleLoss result;
   double sum = 0;
   std::vector<std::int32_t> targets;
-  for (std::size_t e = 0; e < examples->size() && result.examples < most; ++e) {
-    const std::span<const std::int32_t> ids = examples->tokens(e);
-    const std::span<const std::uint8_t> counted = examples->counted(e);
+  for (std::size_t e = 0; e < examples.size(); ++e) {
+    const std::span<const std::int32_t> ids = examples.tokens(e);
+    const std::span<const std::uint8_t> counted = examples.counted(e);
+    if (ids.size() < 2) continue;  // nothing predicted
     const std::size_t positions = std::min(ids.size(), seq + 1) - 1;
-    if (positions == 0) continue;
     targets.assign(positions, kernels::kIgnoredTarget);
     std::size_t here = 0;
     for (std::size_t t = 0; t < positions; ++t) {
@@ -472,11 +477,13 @@ void model_loss(const std::string& path, const std::string& data, const std::str
                 *seq_text, "--seq", 1, static_cast<std::int64_t>(source.model->context_length())))
           : source.model->context_length();
   constexpr std::size_t kMostWindows = 4096;
-  train::DistributedModel model(source.model, 0);
-  load_source_values(source, model.parameters());
+  // The data is read before the weights: a bad file is refused before gigabytes are loaded.
   const bool examples = format == "jsonl" || (!format_given && data.ends_with(".jsonl"));
   if (examples) {
-    const ExampleLoss result = examples_loss(source, model, data, tokenizer, seq, kMostWindows);
+    const auto set = loss_examples(source, data, tokenizer, kMostWindows);
+    train::DistributedModel model(source.model, 0);
+    load_source_values(source, model.parameters());
+    const ExampleLoss result = examples_loss(model, *set, data, seq);
     if (json) {
       nlohmann::json line{{"loss", result.loss},
                           {"examples", result.examples},
@@ -500,6 +507,8 @@ void model_loss(const std::string& path, const std::string& data, const std::str
   }
   const std::size_t windows = (tokens.size() - 1) / seq;
   const std::vector<std::int32_t>& all = tokens;
+  train::DistributedModel model(source.model, 0);
+  load_source_values(source, model.parameters());
   double sum = 0;
   for (std::size_t w = 0; w < windows; ++w) {
     const std::span<const std::int32_t> input(all.data() + w * seq, seq);

@@ -114,7 +114,7 @@ class BasicUniqueKeys {
   // Deeper documents are refused: nlohmann's dump() and destructor recurse once per level, and
   // 100000 levels (200 KB of brackets) overflow the stack.
   static constexpr std::size_t kMaxDepth = 256;
-  static constexpr std::size_t kMaxOrderedKeys = 4096;
+  static constexpr std::size_t kMaxOrderedKeys = 256;
   void check_depth() const {
     if (open_.size() >= kMaxDepth) {
       throw ParseError(what_ + " nests deeper than " + std::to_string(kMaxDepth) + " levels");

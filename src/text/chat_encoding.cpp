@@ -7,6 +7,11 @@
 namespace shardwise::text {
 namespace {
 
+// Without {% generation %} blocks, an assistant's turn is found by rendering the messages before
+// it and through it: a conversation renders its prefixes once per assistant message. The bytes
+// those renders make together are bounded, so that one hostile line cannot take hours.
+constexpr std::size_t kMostPrefixBytes = std::size_t{64} << 20;
+
 // The first `count` messages.
 nlohmann::ordered_json first_messages(const nlohmann::ordered_json& messages, std::size_t count) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -16,50 +21,43 @@ nlohmann::ordered_json first_messages(const nlohmann::ordered_json& messages, st
 
 std::string message_words(std::size_t index) { return "message " + std::to_string(index); }
 
-// Where a byte offset of the text falls among its ids: the index of the token that starts there
-// (exact), or of the token that holds it (not exact).
-struct TokenAt {
-  std::size_t index = 0;
-  bool exact = false;
-};
-
-TokenAt token_at(const Tokenizer& tokenizer, std::string_view text,
-                 std::span<const std::int32_t> ids, std::size_t offset) {
-  if (offset == 0) return {0, true};
-  if (offset >= text.size()) return {ids.size(), true};
-  // The text before the offset encoded alone: where its ids begin those of the whole, the offset
-  // is a boundary between tokens; where they part, the whole's token there spans the offset.
-  const std::vector<std::int32_t> before = tokenizer.encode(text.substr(0, offset), false);
-  const std::size_t limit = std::min(before.size(), ids.size());
-  std::size_t same = 0;
-  while (same < limit && before[same] == ids[same]) ++same;
-  if (same == before.size()) return {same, true};
-  return {std::min(same, ids.size() - 1), false};
-}
-
 }  // namespace
 
 RenderedChat render_assistant_ranges(const ChatTemplate& chat_template,
                                      const nlohmann::ordered_json& messages,
                                      const nlohmann::ordered_json& special_tokens,
-                                     const ChatRenderOptions& options) {
+                                     const ChatRenderOptions& options,
+                                     const nlohmann::ordered_json& variables) {
   if (!messages.is_array()) throw InvalidArgument("messages are not a list");
   if (chat_template.has_generation_blocks()) {
     return chat_template.render_with_generation_ranges(
-        chat_context(messages, false, special_tokens), options);
+        chat_context(messages, false, special_tokens, variables), options);
   }
   RenderedChat out;
-  out.text = chat_template.render(chat_context(messages, false, special_tokens), options);
+  out.text =
+      chat_template.render(chat_context(messages, false, special_tokens, variables), options);
+  std::size_t rendered = 0;
   const auto render = [&](std::size_t count, bool prompt, std::size_t index) {
+    std::string text;
     try {
-      return chat_template.render(
-          chat_context(first_messages(messages, count), prompt, special_tokens), options);
+      text = chat_template.render(
+          chat_context(first_messages(messages, count), prompt, special_tokens, variables),
+          options);
     } catch (const InvalidArgument& error) {
       throw InvalidArgument(message_words(index) +
                             " (an assistant's): the chat template fails on the messages before "
                             "it, which mark where its tokens start: " +
                             error.what());
     }
+    rendered += text.size();
+    if (rendered > kMostPrefixBytes) {
+      throw InvalidArgument(
+          "finding the assistant's tokens of these " + std::to_string(messages.size()) +
+          " messages renders more than " + std::to_string(kMostPrefixBytes >> 20) +
+          " MiB (the conversation before each assistant message); a template with "
+          "{% generation %} blocks marks them in one rendering");
+    }
+    return text;
   };
   for (std::size_t i = 0; i < messages.size(); ++i) {
     const nlohmann::ordered_json& message = messages[i];
@@ -83,13 +81,17 @@ RenderedChat render_assistant_ranges(const ChatTemplate& chat_template,
 std::vector<std::uint8_t> mark_tokens_in_ranges(const Tokenizer& tokenizer, std::string_view text,
                                                 std::span<const std::int32_t> ids,
                                                 std::span<const GenerationRange> ranges) {
+  const std::vector<Tokenizer::Span> spans = tokenizer.token_spans(text, ids);
   std::vector<std::uint8_t> marks(ids.size(), 0);
   for (const GenerationRange& range : ranges) {
     if (range.begin >= range.end || range.end > text.size()) continue;
-    const TokenAt first = token_at(tokenizer, text, ids, range.begin);
-    const TokenAt end = token_at(tokenizer, text, ids, range.end);
-    const std::size_t last = std::min(ids.size(), end.exact ? end.index : end.index + 1);
-    for (std::size_t t = first.index; t < last; ++t) marks[t] = 1;
+    // From the token holding the range's first byte (or the first after it) to the token holding
+    // its last (or the last before it).
+    const auto first = std::partition_point(
+        spans.begin(), spans.end(), [&](const Tokenizer::Span& s) { return s.end <= range.begin; });
+    const auto end = std::partition_point(
+        spans.begin(), spans.end(), [&](const Tokenizer::Span& s) { return s.begin < range.end; });
+    for (auto it = first; it < end; ++it) marks[static_cast<std::size_t>(it - spans.begin())] = 1;
   }
   return marks;
 }
@@ -97,8 +99,9 @@ std::vector<std::uint8_t> mark_tokens_in_ranges(const Tokenizer& tokenizer, std:
 EncodedChat encode_chat(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
                         const nlohmann::ordered_json& messages,
                         const nlohmann::ordered_json& special_tokens,
-                        const ChatRenderOptions& options) {
-  RenderedChat rendered = render_assistant_ranges(chat_template, messages, special_tokens, options);
+                        const ChatRenderOptions& options, const nlohmann::ordered_json& variables) {
+  RenderedChat rendered =
+      render_assistant_ranges(chat_template, messages, special_tokens, options, variables);
   EncodedChat out;
   out.ids = tokenizer.encode(rendered.text, false);
   out.assistant = mark_tokens_in_ranges(tokenizer, rendered.text, out.ids, rendered.generation);

@@ -124,7 +124,8 @@ bool ChatTemplate::has_generation_blocks() const { return program_->has_generati
 
 nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages,
                                     bool add_generation_prompt,
-                                    const nlohmann::ordered_json& special_tokens) {
+                                    const nlohmann::ordered_json& special_tokens,
+                                    const nlohmann::ordered_json& variables) {
   if (!messages.is_array()) {
     throw InvalidArgument("messages must be a list, not " + std::string(messages.type_name()));
   }
@@ -150,6 +151,9 @@ nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages,
   context["tools"] = nullptr;
   context["documents"] = nullptr;
   context["add_generation_prompt"] = add_generation_prompt;
+  if (variables.is_object()) {
+    for (const auto& [key, value] : variables.items()) context[key] = value;
+  }
   return context;
 }
 

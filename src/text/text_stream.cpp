@@ -146,8 +146,8 @@ void encode_file(const Tokenizer& tokenizer, const std::filesystem::path& path,
             what + ": the " + std::to_string(pending.size()) + " bytes from offset " +
             std::to_string(base) + " are more than are encoded at once (" +
             std::to_string(options.most_uncut_bytes) + " bytes), and " +
-            (cuts ? "hold no place where the tokenizer's pieces can be cut (a line break or a "
-                    "space before a letter)"
+            (cuts ? "hold no place where the tokenizer's pieces can be cut (a space between "
+                    "letters, or a line break before one)"
              : !sequence_once ? "this tokenizer's template places the text twice, so it is "
                                 "encoded whole"
                               : "this tokenizer splits the text nowhere (a normalizer, or no "

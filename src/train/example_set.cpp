@@ -92,9 +92,15 @@ ExampleRows::ExampleRows(const ExampleSet& examples, std::size_t first, std::siz
     tokens_ += length;
   }
   if (kept_.empty()) {
-    throw InvalidArgument(examples.name() + ": none of its " + std::to_string(end - first) +
-                          " examples has a counted token (a completion, an assistant's turn) "
-                          "within the first " +
+    const std::size_t count = end - first;
+    const bool part = first > 0 || end < examples.size();
+    const std::string which =
+        part ? "examples " + std::to_string(first + 1) + " to " + std::to_string(end) + " of its " +
+                   std::to_string(examples.size())
+             : "its " + std::to_string(count) + " example" + (count == 1 ? "" : "s");
+    throw InvalidArgument(examples.name() + ": " + which + (count == 1 ? " has" : " have") +
+                          " no counted token (a completion, an assistant's turn) within the "
+                          "first " +
                           std::to_string(seq + 1) + " tokens");
   }
 }

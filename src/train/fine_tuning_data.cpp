@@ -1,9 +1,12 @@
 #include "shardwise/train/fine_tuning_data.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <thread>
 
@@ -15,7 +18,8 @@
 namespace shardwise::train {
 namespace {
 
-constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;
+// A line is parsed whole (its JSON some 30 times its size in memory at most).
+constexpr std::size_t kMaxLineBytes = std::size_t{16} << 20;
 constexpr std::size_t kReadBlock = std::size_t{1} << 20;
 
 using Json = nlohmann::ordered_json;
@@ -57,14 +61,38 @@ const text::ChatTemplate& template_of(const ExampleEncoder& encoder) {
   return *encoder.chat_template;
 }
 
-// The text with the end-of-sequence token after it, unless it ends with it already.
-std::string with_eos(const std::string& text, const ExampleEncoder& encoder) {
+// The end-of-sequence token to put after `text`: none where it ends with it already (TRL's rule,
+// for a text and for a completion).
+std::string eos_after(const std::string& text, const ExampleEncoder& encoder) {
   const Json* eos =
       encoder.special_tokens.contains("eos_token") ? &encoder.special_tokens["eos_token"] : nullptr;
-  if (eos == nullptr || !eos->is_string()) return text;
+  if (eos == nullptr || !eos->is_string()) return {};
   const auto& token = eos->get_ref<const std::string&>();
-  if (token.empty() || text.ends_with(token)) return text;
-  return text + token;
+  if (token.empty() || text.ends_with(token)) return {};
+  return token;
+}
+
+// What a line gives the chat template besides the messages, as TRL passes them to
+// apply_chat_template: "tools" (a list, or null) and "chat_template_kwargs" (an object).
+Json template_variables(const Json& line) {
+  Json variables = Json::object();
+  if (line.contains("tools")) {
+    const Json& tools = line["tools"];
+    if (!tools.is_null() && !tools.is_array()) {
+      throw InvalidArgument("\"tools\" is " + std::string(tools.type_name()) +
+                            "; expected a list of tools");
+    }
+    variables["tools"] = tools;
+  }
+  if (line.contains("chat_template_kwargs")) {
+    const Json& kwargs = line["chat_template_kwargs"];
+    if (!kwargs.is_object()) {
+      throw InvalidArgument("\"chat_template_kwargs\" is " + std::string(kwargs.type_name()) +
+                            "; expected an object");
+    }
+    for (const auto& [key, value] : kwargs.items()) variables[key] = value;
+  }
+  return variables;
 }
 
 // The first `prompt` tokens not counted, the rest counted.
@@ -90,7 +118,7 @@ EncodedExample encode_prompt_completion(const Json& line, const ExampleEncoder& 
     const std::string& tail = string_field(line, "completion").get_ref<const std::string&>();
     // As TRL: the prompt and the whole encoded apart, the prompt's length marking the completion.
     const std::size_t prompt_tokens = encoder.tokenizer->encode(head, true).size();
-    return counted_after(encoder.tokenizer->encode(with_eos(head + tail, encoder), true),
+    return counted_after(encoder.tokenizer->encode(head + tail + eos_after(tail, encoder), true),
                          prompt_tokens);
   }
   check_messages(prompt, "prompt");
@@ -98,10 +126,11 @@ EncodedExample encode_prompt_completion(const Json& line, const ExampleEncoder& 
   const text::ChatTemplate& chat = template_of(encoder);
   Json whole = prompt;
   for (const Json& message : completion) whole.push_back(message);
-  const std::string head =
-      chat.render(text::chat_context(prompt, true, encoder.special_tokens), encoder.render);
-  const std::string all =
-      chat.render(text::chat_context(whole, false, encoder.special_tokens), encoder.render);
+  const Json variables = template_variables(line);
+  const std::string head = chat.render(
+      text::chat_context(prompt, true, encoder.special_tokens, variables), encoder.render);
+  const std::string all = chat.render(
+      text::chat_context(whole, false, encoder.special_tokens, variables), encoder.render);
   return counted_after(encoder.tokenizer->encode(all, false),
                        encoder.tokenizer->encode(head, false).size());
 }
@@ -120,12 +149,6 @@ ExampleEncoder example_encoder_of(const std::string& path) {
   encoder.chat_template = text::chat_template_of_folder(where);
   encoder.special_tokens = text::special_tokens_of_folder(where);
   encoder.words = "tokenizer.json '" + echo_input(path, 200) + "'";
-  encoder.render.now = [] {
-    const std::time_t now = std::time(nullptr);
-    std::tm local{};
-    localtime_r(&now, &local);
-    return local;
-  }();
   return encoder;
 }
 
@@ -156,14 +179,15 @@ EncodedExample encode_example(const Json& line, ExampleKind kind, const ExampleE
   switch (kind) {
     case ExampleKind::kText: {
       const std::string& body = string_field(line, "text").get_ref<const std::string&>();
-      return counted_after(encoder.tokenizer->encode(with_eos(body, encoder), true), 0);
+      return counted_after(encoder.tokenizer->encode(body + eos_after(body, encoder), true), 0);
     }
     case ExampleKind::kPromptCompletion: return encode_prompt_completion(line, encoder);
     case ExampleKind::kMessages: {
       const Json& messages = line.at("messages");
       check_messages(messages, "messages");
-      text::EncodedChat chat = text::encode_chat(template_of(encoder), *encoder.tokenizer, messages,
-                                                 encoder.special_tokens, encoder.render);
+      text::EncodedChat chat =
+          text::encode_chat(template_of(encoder), *encoder.tokenizer, messages,
+                            encoder.special_tokens, encoder.render, template_variables(line));
       return {std::move(chat.ids), std::move(chat.assistant)};
     }
   }
@@ -185,29 +209,36 @@ auto on_line(const std::string& what, std::string_view text, std::size_t number,
 }
 
 // Lines read, not yet encoded; encoded together, a share of them on each thread, and added in
-// the file's order.
+// the file's order, up to `most` examples.
 class LineBatch {
  public:
-  LineBatch(const ExampleEncoder& encoder, const std::string& what, ExampleSet& examples)
-      : encoder_(encoder), what_(what), examples_(examples) {}
+  LineBatch(const ExampleEncoder& encoder, const std::string& what, ExampleSet& examples,
+            std::size_t most)
+      : encoder_(encoder), what_(what), examples_(examples), most_(most) {}
 
   void take(std::string_view line) {
     ++number_;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+    if (full() || line.find_first_not_of(" \t\r") == std::string_view::npos) return;
     bytes_ += line.size();
-    lines_.push_back({std::string(line), number_, {}, {}});
-    if (bytes_ >= kBatchBytes || lines_.size() >= kBatchLines) flush();
+    lines_.push_back({std::string(line), number_, {}, nullptr});
+    if (bytes_ >= kBatchBytes || lines_.size() >= kBatchLines ||
+        examples_.size() + lines_.size() >= most_) {
+      flush();
+    }
   }
   [[nodiscard]] std::size_t lines_read() const { return number_; }
+  [[nodiscard]] bool full() const { return examples_.size() >= most_; }
 
   void flush() {
     if (lines_.empty()) return;
     // The kind is the first line's: found first, so that every thread holds each line to it.
-    if (!kind_)
+    if (!kind_) {
       kind_ = on_line(what_, lines_.front().text, lines_.front().number,
                       [&](const Json& value) { return example_kind(value); });
+    }
     const auto threads =
         static_cast<std::size_t>(std::max(1U, std::thread::hardware_concurrency()));
+    // Every failure stays with its line (memory, a thread's own): the first line's is thrown.
     const auto encode_share = [&](std::size_t first) {
       for (std::size_t i = first; i < lines_.size(); i += threads) {
         Line& line = lines_[i];
@@ -215,20 +246,21 @@ class LineBatch {
           line.example = on_line(what_, line.text, line.number, [&](const Json& value) {
             return encode_example(value, *kind_, encoder_);
           });
-        } catch (const InvalidArgument& error) {
-          line.error = error.what();
+        } catch (...) {
+          line.error = std::current_exception();
         }
       }
     };
-    std::vector<std::thread> workers;
-    for (std::size_t t = 1; t < std::min(threads, lines_.size()); ++t) {
-      workers.emplace_back(encode_share, t);
+    {
+      std::vector<std::jthread> workers;  // joined on leaving, a failed start included
+      for (std::size_t t = 1; t < std::min(threads, lines_.size()); ++t) {
+        workers.emplace_back(encode_share, t);
+      }
+      encode_share(0);
     }
-    encode_share(0);
-    for (std::thread& worker : workers) worker.join();
     for (const Line& line : lines_) {
-      if (!line.error.empty()) throw InvalidArgument(line.error);
-      examples_.add(line.example.tokens, line.example.counted);
+      if (line.error) std::rethrow_exception(line.error);
+      if (!full()) examples_.add(line.example.tokens, line.example.counted);
     }
     lines_.clear();
     bytes_ = 0;
@@ -241,12 +273,13 @@ class LineBatch {
     std::string text;
     std::size_t number = 0;
     EncodedExample example;
-    std::string error;
+    std::exception_ptr error;
   };
 
   const ExampleEncoder& encoder_;
   const std::string& what_;
   ExampleSet& examples_;
+  std::size_t most_;
   std::optional<ExampleKind> kind_;
   std::vector<Line> lines_;
   std::size_t bytes_ = 0;
@@ -257,21 +290,33 @@ class LineBatch {
 
 std::shared_ptr<const ExampleSet> read_json_lines(const std::string& path,
                                                   const ExampleEncoder& encoder,
-                                                  const std::string& flag) {
+                                                  const std::string& flag, std::size_t most) {
   const std::string what = flag + " '" + echo_input(path, 200) + "'";
   std::uint64_t size = 0;
   std::optional<detail::File> file;
+  struct stat status {};
   try {
     file.emplace(path, O_RDONLY);
     size = file->size();
+    if (::fstat(file->fd(), &status) != 0) {
+      throw FileError(detail::system_error_text(path, errno));
+    }
   } catch (const Error& error) {
     throw InvalidArgument(what + ": not a readable regular file (" + error.what() + ")");
   }
+  // A template that writes today's date (strftime_now) writes the file's: every process, and a
+  // run resumed on another day, encodes the same tokens.
+  ExampleEncoder dated = encoder;
+  if (!dated.render.now) {
+    std::tm written{};
+    localtime_r(&status.st_mtime, &written);
+    dated.render.now = written;
+  }
   auto examples = std::make_shared<ExampleSet>(what);
-  LineBatch batch(encoder, what, *examples);
+  LineBatch batch(dated, what, *examples, most);
   std::string pending;
   std::vector<char> block(kReadBlock);
-  for (std::uint64_t at = 0; at < size;) {
+  for (std::uint64_t at = 0; at < size && !batch.full();) {
     const auto count = static_cast<std::size_t>(std::min<std::uint64_t>(kReadBlock, size - at));
     try {
       file->read_at(block.data(), count, at);

@@ -186,6 +186,12 @@ TEST(FineTuning, WhatCannotBeReadIsRefusedNamingTheLine) {
   refused("{\"prompt\": [{\"role\": \"user\", \"content\": \"a\"}], \"completion\": \"b\"}\n",
           "one a list of messages and one not");
   refused("\n\n", "holds no example");
+  refused("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": 5}\n",
+          "\"tools\" is number; expected a list of tools");
+  refused(
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], "
+      "\"chat_template_kwargs\": []}\n",
+      "\"chat_template_kwargs\" is array; expected an object");
   // Conversations need a chat template: the folder's tokenizer_config.json without one.
   const std::string bare = test_path("bare");
   std::filesystem::create_directories(bare);
@@ -196,8 +202,8 @@ TEST(FineTuning, WhatCannotBeReadIsRefusedNamingTheLine) {
                     bare + "/tokenizer.json"},
                    "line 1: a conversation needs a chat template");
   // A line too long to be an example, a FIFO and a device: refused, never read without end.
-  expect_bad_input(fine_tune(model, write("long.jsonl", std::string((65U << 20), 'x')), {}),
-                   "long.jsonl' line 1 is longer than 64 MiB");
+  expect_bad_input(fine_tune(model, write("long.jsonl", std::string((17U << 20), 'x')), {}),
+                   "long.jsonl' line 1 is longer than 16 MiB");
   const std::string fifo = test_path("fifo.jsonl");
   std::filesystem::remove(fifo);
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);

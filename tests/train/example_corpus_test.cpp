@@ -73,7 +73,7 @@ TEST(ExampleRows, ExamplesWithNothingCountedInARowAreLeftOutAndNoneLeftIsRefused
   EXPECT_EQ(rows.size(), 1U);
   EXPECT_EQ(rows.left_out(), 1U);
   EXPECT_THAT(error_of([&] { (void)ExampleRows(set, 0, 1, 2, 16); }),
-              HasSubstr("--data 'chat.jsonl': none of its 1 examples has a counted token"));
+              HasSubstr("--data 'chat.jsonl': examples 1 to 1 of its 2 has no counted token"));
   EXPECT_THAT(error_of([&] { (void)ExampleRows(set, 0, 2, 8, 3); }),
               HasSubstr("example 1's token 2 is the id 3, outside the model's vocabulary 0..2"));
   EXPECT_THAT(error_of([&] {

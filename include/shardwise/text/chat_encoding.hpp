@@ -30,24 +30,26 @@ struct EncodedChat {
 // message (TRL's completion of a conversational prompt). That needs each of these renders to
 // begin the next and the whole: InvalidArgument naming the message otherwise (a template that
 // renders a turn differently once others follow, such as one dropping earlier reasoning), and
-// where the template fails on a conversation's first messages.
-[[nodiscard]] RenderedChat render_assistant_ranges(const ChatTemplate& chat_template,
-                                                   const nlohmann::ordered_json& messages,
-                                                   const nlohmann::ordered_json& special_tokens,
-                                                   const ChatRenderOptions& options = {});
+// where the template fails on a conversation's first messages, or those renders together make
+// more than 64 MiB. `variables` go to every render (chat_context: tools, keyword arguments).
+[[nodiscard]] RenderedChat render_assistant_ranges(
+    const ChatTemplate& chat_template, const nlohmann::ordered_json& messages,
+    const nlohmann::ordered_json& special_tokens, const ChatRenderOptions& options = {},
+    const nlohmann::ordered_json& variables = nlohmann::ordered_json::object());
 
 // Marks the ids of `text` (`ids` = tokenizer.encode(text, false)) that hold a byte of one of the
-// ranges: from the token holding a range's first byte to the token holding its last, as
-// transformers marks them through char_to_token. Where a range's edge falls inside a token, the
-// token is marked.
+// ranges, by where each token lies (Tokenizer::token_spans): from the token holding a range's
+// first byte to the token holding its last, as transformers marks them through its offsets and
+// char_to_token. Where a range's edge falls inside a token, the token is marked.
 [[nodiscard]] std::vector<std::uint8_t> mark_tokens_in_ranges(
     const Tokenizer& tokenizer, std::string_view text, std::span<const std::int32_t> ids,
     std::span<const GenerationRange> ranges);
 
 // render_assistant_ranges, encoded, and its ranges marked.
-[[nodiscard]] EncodedChat encode_chat(const ChatTemplate& chat_template, const Tokenizer& tokenizer,
-                                      const nlohmann::ordered_json& messages,
-                                      const nlohmann::ordered_json& special_tokens,
-                                      const ChatRenderOptions& options = {});
+[[nodiscard]] EncodedChat encode_chat(
+    const ChatTemplate& chat_template, const Tokenizer& tokenizer,
+    const nlohmann::ordered_json& messages, const nlohmann::ordered_json& special_tokens,
+    const ChatRenderOptions& options = {},
+    const nlohmann::ordered_json& variables = nlohmann::ordered_json::object());
 
 }  // namespace shardwise::text

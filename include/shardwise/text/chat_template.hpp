@@ -82,10 +82,12 @@ class ChatTemplate {
 // The context transformers' apply_chat_template gives the template: `messages` with every key
 // whose value is null dropped (as transformers drops them), `tools` and `documents` null,
 // `add_generation_prompt`, then the special tokens (bos_token, eos_token, ...) of
-// `special_tokens`, an object of strings.
-[[nodiscard]] nlohmann::ordered_json chat_context(const nlohmann::ordered_json& messages,
-                                                  bool add_generation_prompt,
-                                                  const nlohmann::ordered_json& special_tokens);
+// `special_tokens`, an object of strings; then `variables` (an object: `tools`, the keyword
+// arguments apply_chat_template passes on), set last as transformers sets them.
+[[nodiscard]] nlohmann::ordered_json chat_context(
+    const nlohmann::ordered_json& messages, bool add_generation_prompt,
+    const nlohmann::ordered_json& special_tokens,
+    const nlohmann::ordered_json& variables = nlohmann::ordered_json::object());
 
 // The chat template of a model folder: chat_template.jinja if present, else
 // tokenizer_config.json's `chat_template` (a string, or a list of {"name", "template"} of which

@@ -73,6 +73,19 @@ class Tokenizer {
   // The ids of a text that continues another at a place last_cut found: encode(text, false),
   // less what the pipeline marks the start of a text with (SentencePiece's prepended "▁").
   [[nodiscard]] std::vector<std::int32_t> encode_continuing(std::string_view text) const;
+
+  // The bytes of `text` each of `ids` (encode(text, false)) stands for, as the library's offsets
+  // give them: a token's bytes (byte-level's alphabet read back, SentencePiece's "▁" as a space
+  // and <0xNN> as its byte, an added token's content), laid over the text in order. A "▁" or
+  // space the pipeline put before a piece stands for no byte; whitespace an added token strips
+  // belongs to no token. InvalidArgument where the ids cannot be laid over the text (an unknown
+  // token's, a normalizer that rewrites other characters, ids of another text).
+  struct Span {
+    std::size_t begin = 0;
+    std::size_t end = 0;
+  };
+  [[nodiscard]] std::vector<Span> token_spans(std::string_view text,
+                                              std::span<const std::int32_t> ids) const;
   // Whether last_cut can ever find a place: false where the pipeline splits nowhere.
   [[nodiscard]] bool cuts_text() const;
 

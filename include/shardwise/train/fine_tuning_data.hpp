@@ -8,9 +8,10 @@
 //   {"messages": [{"role": ..., "content": ...}, ...]}: a conversation rendered with the chat
 //     template (text/chat_encoding.hpp); the loss on the assistant's tokens.
 // A text or a completion that is a string gets the tokenizer's end-of-sequence token appended
-// unless it ends with it (TRL's eos). Other keys of a line ("id", "source") are taken and not
-// read. Blank lines are skipped; anything else that is not one of these is refused naming the
-// line.
+// unless it ends with it (TRL's eos). A line's "tools" and "chat_template_kwargs" go to the chat
+// template, as TRL passes them to apply_chat_template. Other keys of a line ("id", "source") are
+// taken and not read. Blank lines are skipped; anything else that is not one of these is refused
+// naming the line.
 
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +39,7 @@ struct ExampleEncoder {
   nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object();
   // Names where the tokenizer came from, in messages ("tokenizer.json 'model/tokenizer.json'").
   std::string words;
-  // One time for every render (strftime_now), so that the renders of one example agree.
+  // One time for every render (strftime_now); unset, read_json_lines sets the file's.
   text::ChatRenderOptions render;
 };
 
@@ -58,12 +59,14 @@ struct EncodedExample {
 [[nodiscard]] EncodedExample encode_example(const nlohmann::ordered_json& line, ExampleKind kind,
                                             const ExampleEncoder& encoder);
 
-// The examples of the JSON Lines file at `path`, named by `flag` ("--data 'chat.jsonl'").
-// InvalidArgument naming the flag, the path and the line where the file is missing, not a
-// regular file, has a line that is not JSON, holds another kind than the first line, or a line
-// over 64 MiB; or where it holds no example.
-[[nodiscard]] std::shared_ptr<const ExampleSet> read_json_lines(const std::string& path,
-                                                                const ExampleEncoder& encoder,
-                                                                const std::string& flag);
+// The examples of the JSON Lines file at `path` (its first `most`), named by `flag`
+// ("--data 'chat.jsonl'"). A template that writes today's date (strftime_now) is given the
+// file's modification time, unless the encoder fixes one: the same tokens in every process and
+// on every day. InvalidArgument naming the flag, the path and the line where the file is
+// missing, not a regular file, has a line that is not JSON, holds another kind than the first
+// line, or a line over 16 MiB; or where it holds no example.
+[[nodiscard]] std::shared_ptr<const ExampleSet> read_json_lines(
+    const std::string& path, const ExampleEncoder& encoder, const std::string& flag,
+    std::size_t most = static_cast<std::size_t>(-1));
 
 }  // namespace shardwise::train
