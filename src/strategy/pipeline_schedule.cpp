@@ -223,7 +223,8 @@ double PipelineTimeline::bubble_fraction() const {
 
 PipelineTimeline simulate(const PipelineSchedule& schedule, double forward_time,
                           double backward_time) {
-  for (const auto& [what, time] : {std::pair{"forward", forward_time}, {"backward", backward_time}}) {
+  for (const auto& [what, time] :
+       {std::pair{"forward", forward_time}, {"backward", backward_time}}) {
     if (!std::isfinite(time) || time <= 0) {
       throw InvalidArgument(std::string(what) + " pass time is " + number_text(time) +
                             "; pass times must be positive and finite");
@@ -292,8 +293,7 @@ PipelineTimeline simulate(const PipelineSchedule& schedule, double forward_time,
 
 std::string draw_timeline(const PipelineSchedule& schedule, const PipelineTimeline& timeline) {
   const auto chunks = static_cast<double>(schedule.virtual_stages);
-  const TimeGrid grid =
-      time_grid(timeline.forward_time / chunks, timeline.backward_time / chunks);
+  const TimeGrid grid = time_grid(timeline.forward_time / chunks, timeline.backward_time / chunks);
   const double steps = timeline.makespan / grid.step;
   if (steps > static_cast<double>(kMaxDrawnSteps) ||
       timeline.stages.size() > static_cast<std::size_t>(kMaxDrawnStages)) {
@@ -312,7 +312,8 @@ std::string draw_timeline(const PipelineSchedule& schedule, const PipelineTimeli
   // Every pass spans a whole number of steps; the shortest is at least 4 characters wide and
   // holds the widest label and a space.
   const std::size_t shortest = std::min(grid.forward_steps, grid.backward_steps);
-  const std::size_t cell = std::max((widest_label + shortest) / shortest, (3 + shortest) / shortest);
+  const std::size_t cell =
+      std::max((widest_label + shortest) / shortest, (3 + shortest) / shortest);
   const auto columns = static_cast<std::size_t>(std::llround(steps));
   const auto column_of = [&](double time) {
     return static_cast<std::size_t>(std::llround(time / grid.step)) * cell;
@@ -321,9 +322,14 @@ std::string draw_timeline(const PipelineSchedule& schedule, const PipelineTimeli
   for (std::size_t s = 0; s < timeline.stages.size(); ++s) {
     std::string row(columns * cell, ' ');
     for (std::size_t c = 0; c < columns; ++c) row[c * cell] = '.';
+    // A pass starts where the one before it on the stage was drawn to: a measured pass far
+    // shorter than the medians rounds to no width, and would be drawn over by the next.
+    std::size_t drawn_to = 0;
     for (const TimedAction& timed : timeline.stages[s]) {
-      const std::size_t begin = column_of(timed.start);
+      const std::size_t begin = std::max(column_of(timed.start), drawn_to);
       const std::size_t end = std::max(column_of(timed.end), begin + cell);
+      drawn_to = end;
+      if (row.size() < end) row.resize(end, ' ');
       std::string label = to_string(timed.action, with_chunks);
       label.resize(end - begin - 1, ' ');
       row.replace(begin, end - begin - 1, label);

@@ -174,5 +174,20 @@ TEST(PipelineSchedule, DrawsTheTimeline) {
             "stage 1 | .   F0  B0  F1  B1  F2  B2  .\n");
 }
 
+// A measured pass far shorter than the medians (a first forward on a quiet core) still shows:
+// the next pass is drawn after it, not over it.
+TEST(PipelineSchedule, AMeasuredPassTooShortToRoundIsNotDrawnOver) {
+  const PipelineSchedule schedule = build_schedule(ScheduleKind::kOneFOneB, 2, 3);
+  PipelineTimeline timeline = simulate(schedule);
+  std::vector<TimedAction>& first = timeline.stages[0];
+  first[0].end = first[0].start + 0.01;  // F0 ends long before the grid's next step
+  for (std::size_t i = 1; i < first.size(); ++i) {
+    first[i].start -= 0.99;
+    first[i].end -= 0.99;
+  }
+  const std::string drawn = draw_timeline(schedule, timeline);
+  EXPECT_THAT(drawn, HasSubstr("stage 0 | F0  F1"));
+}
+
 }  // namespace
 }  // namespace shardwise
