@@ -63,8 +63,4 @@ GptConfig gpt_config_of(const nlohmann::json& json, const std::string& what) {
 
 }  // namespace detail
 
-GptConfig gpt_config_from_json(std::string_view text, const std::string& what) {
-  return detail::gpt_config_of(shardwise::detail::parse_json(text, what), what);
-}
-
 }  // namespace shardwise::models

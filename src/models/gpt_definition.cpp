@@ -84,12 +84,6 @@ double GptDefinition::head_flops() const {
   return 2 * static_cast<double>(config_.vocab_size) * static_cast<double>(config_.n_embd);
 }
 
-void GptDefinition::check_options(bool /*sequence_parallel*/, Recompute /*recompute*/,
-                                  const std::string& /*field*/) const {
-  // The GPT runs sequence parallelism and every recomputation; the chunk refuses sequence
-  // parallelism without a model axis itself.
-}
-
 std::unique_ptr<train::ModelChunk> GptDefinition::build_chunk(
     train::ParameterStore& store, const train::ChunkOptions& options) const {
   auto gpt = std::make_unique<Gpt>(config_, store, options.tensor_parallel,

@@ -35,11 +35,6 @@ GptConfig gpt_preset(const std::string& name, const std::string& field) {
                         "' is not a model (tiny, small, gpt2 or a JSON file)");
 }
 
-bool is_gpt_preset(const std::string& name) {
-  return std::any_of(std::begin(kPresets), std::end(kPresets),
-                     [&](const auto& preset) { return name == preset.first; });
-}
-
 void validate(const GptConfig& c) {
   const auto check = [](std::size_t value, std::size_t most, const char* field) {
     if (value < 1 || value > most) {

@@ -105,11 +105,6 @@ double LlamaDefinition::head_flops() const {
   return 2 * static_cast<double>(config_.vocab_size) * static_cast<double>(config_.hidden_size);
 }
 
-void LlamaDefinition::check_options(bool /*sequence_parallel*/, Recompute /*recompute*/,
-                                    const std::string& /*field*/) const {
-  // Every option runs; the chunk refuses sequence parallelism without a model axis itself.
-}
-
 std::unique_ptr<train::ModelChunk> LlamaDefinition::build_chunk(
     train::ParameterStore& store, const train::ChunkOptions& options) const {
   return std::make_unique<detail::LlamaChunk>(config_, store, options);

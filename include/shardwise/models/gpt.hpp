@@ -44,13 +44,6 @@ struct GptConfig {
 // "tiny" (nanoGPT's CPU configuration), "small" (shakespeare-char) or "gpt2"; anything else is
 // an InvalidArgument naming `field` and the value.
 [[nodiscard]] GptConfig gpt_preset(const std::string& name, const std::string& field);
-// Whether `name` is one of those presets.
-[[nodiscard]] bool is_gpt_preset(const std::string& name);
-// The trainer's model file, {"n_layer", "n_head", "n_embd", "block_size", "vocab_size"}:
-// exactly these keys, each a positive integer within validate()'s bounds; an InvalidArgument
-// (or a ParseError for text that is not JSON) starting with `what` otherwise. `shardwise train`
-// and `shardwise plan` both read a model file through it.
-[[nodiscard]] GptConfig gpt_config_from_json(std::string_view text, const std::string& what);
 // Checks the sizes (positive, n_embd divisible by n_head, bounded); an InvalidArgument names
 // the field and the value.
 void validate(const GptConfig& config);
@@ -277,8 +270,6 @@ class GptDefinition final : public train::ModelDefinition {
   // Per layer 24 C^2 (its matrix products) + 4 seq C (attention); the head 2 V C.
   [[nodiscard]] std::vector<double> layer_flops(std::size_t seq) const override;
   [[nodiscard]] double head_flops() const override;
-  void check_options(bool sequence_parallel, Recompute recompute,
-                     const std::string& field) const override;
   [[nodiscard]] std::unique_ptr<train::ModelChunk> build_chunk(
       train::ParameterStore& store, const train::ChunkOptions& options) const override;
   [[nodiscard]] bool decodes() const override { return true; }

@@ -107,8 +107,6 @@ class LlamaDefinition final : public train::ModelDefinition {
   // Per layer 2 C (q + 2 kv + o) + 6 C F (the MLP) + 4 seq H hd (attention); the head 2 V C.
   [[nodiscard]] std::vector<double> layer_flops(std::size_t seq) const override;
   [[nodiscard]] double head_flops() const override;
-  void check_options(bool sequence_parallel, Recompute recompute,
-                     const std::string& field) const override;
   [[nodiscard]] std::unique_ptr<train::ModelChunk> build_chunk(
       train::ParameterStore& store, const train::ChunkOptions& options) const override;
   [[nodiscard]] bool decodes() const override { return true; }

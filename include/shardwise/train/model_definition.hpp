@@ -103,9 +103,6 @@ class ModelDefinition {
   // the last stage): the costs stages are balanced by.
   [[nodiscard]] virtual std::vector<double> layer_flops(std::size_t seq) const = 0;
   [[nodiscard]] virtual double head_flops() const = 0;
-  // Refuses options the family cannot run (an InvalidArgument naming `field` and the value).
-  virtual void check_options(bool sequence_parallel, Recompute recompute,
-                             const std::string& field) const = 0;
   // One chunk reading its parameters from `store` (which holds at least chunk_parameters of
   // the range, split as model_placements say).
   [[nodiscard]] virtual std::unique_ptr<ModelChunk> build_chunk(

@@ -12,13 +12,14 @@
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/logical_axis_rules.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
+#include "shardwise/strategy/parallelism_config.hpp"
 #include "shardwise/strategy/parameter_rules.hpp"
 #include "shardwise/train/parameter_store.hpp"
 
 namespace shardwise::train {
 
-inline constexpr std::string_view kModelAxis = "model";
-inline constexpr std::string_view kPipelineAxis = "pipeline";
+// The mesh's axis names are the strategies' (strategy/parallelism_config.hpp): kModelAxis,
+// kPipelineAxis.
 
 // Each parameter of a model's manifest split over the mesh's model axis: the spec `shardwise
 // specs` lays it out with (layout_model over the whole mesh, the same rules, the manifest's

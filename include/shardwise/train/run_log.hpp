@@ -41,7 +41,6 @@ class RunLog {
   void record(std::int64_t step, const std::vector<std::pair<std::string, double>>& scalars);
 
   [[nodiscard]] const std::string& event_file() const { return events_->path(); }
-  [[nodiscard]] const std::string& metrics_file() const { return metrics_path_; }
 
  private:
   std::unique_ptr<EventFileWriter> events_;

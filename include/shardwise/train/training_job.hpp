@@ -122,10 +122,6 @@ class TrainingJob {
   [[nodiscard]] const JobSettings& settings() const { return settings_; }
   // The pipeline the job runs (absent without a pipeline axis of more than one rank).
   [[nodiscard]] const std::optional<PipelineLayout>& pipeline() const { return pipeline_; }
-  // The bytes one rank holds, as the planner predicts them for this layout (fp32 state after
-  // ZeRO, activations, gathered units), uneven pipeline stages included: the most of any stage.
-  // For a model the planner cannot shape (it models transformers), its fp32 state unsharded.
-  [[nodiscard]] double bytes_per_rank() const { return bytes_per_rank_; }
   // InvalidArgument where this job's ranks on this machine (the threads of this process, or the
   // processes `backend`'s launcher started here) need more than half its memory.
   void check_memory(const BackendInfo& backend) const;
