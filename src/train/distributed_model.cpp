@@ -80,6 +80,7 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
       context_(&context),
       layout_(std::move(layout)),
       store_(rank_parameters(*definition_, context.mesh(), context.rank(), layout_)) {
+  definition_->check_options(layout_.sequence_parallel, layout_.recompute, "the layout");
   const std::int64_t stages = context.degree(kPipelineAxis);
   std::vector<LayerRange> ranges{{0, definition_->layers()}};
   if (layout_.pipeline) {

@@ -233,6 +233,7 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
                           " does not divide among the " + std::to_string(model_degree) +
                           " model ranks");
   }
+  s.model->check_options(s.sequence_parallel, s.recompute, "--model");
   pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t);
   if (s.timeline && !pipeline_) {
     throw InvalidArgument("--timeline writes the pipeline's executed schedule; --mesh " +

@@ -103,6 +103,11 @@ class ModelDefinition {
   // the last stage): the costs stages are balanced by.
   [[nodiscard]] virtual std::vector<double> layer_flops(std::size_t seq) const = 0;
   [[nodiscard]] virtual double head_flops() const = 0;
+  // Refuses options the family cannot run (an InvalidArgument naming `field` and the value);
+  // by default every option runs (GPT-2 and Llama run them all; the chunk refuses sequence
+  // parallelism without a model axis itself).
+  virtual void check_options(bool /*sequence_parallel*/, Recompute /*recompute*/,
+                             const std::string& /*field*/) const {}
   // One chunk reading its parameters from `store` (which holds at least chunk_parameters of
   // the range, split as model_placements say).
   [[nodiscard]] virtual std::unique_ptr<ModelChunk> build_chunk(
