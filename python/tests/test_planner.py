@@ -53,8 +53,9 @@ def test_plan_is_typed():
     assert isinstance(p, sw.Prediction) and p.fits
     assert p.layout.fsdp == 4 and p.layout.zero == 3 and p.layout.microbatches == 8
     assert set(p.comm_bytes_per_step) >= {"fsdp"}
-    assert p.memory.total == (p.memory.params + p.memory.grads + p.memory.optimizer +
-                              p.memory.activations + p.memory.buffers)
+    # ZeRO-3 over 4 fsdp ranks, bf16 with Adam: 16 bytes per parameter, a quarter of each.
+    assert p.memory.params + p.memory.grads + p.memory.optimizer == 16 * 124_439_808 // 4
+    assert p.memory.total > p.memory.params + p.memory.grads + p.memory.optimizer
     assert 0 < p.mfu < 1 and p.step_time_s > 0
     result = sw.search(LLAMA_405B, devices=16384, global_batch=2048, seq=8192,
                        recompute="full", sequence_parallel=True, top=3)

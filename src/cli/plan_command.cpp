@@ -22,6 +22,7 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/kernels/matmul.hpp"
+#include "shardwise/models/model_registry.hpp"
 #include "shardwise/plan/plan_request.hpp"
 #include "text_table.hpp"
 
@@ -147,10 +148,10 @@ class PlanCommand final : public Command {
       : app_(parent.add_subcommand("plan",
                                    "Predict memory, traffic and step time of parallel layouts "
                                    "from published formulas, and search for the best")) {
-    app_->add_option(
-            "--model", model_,
-            "A preset (tiny, small, gpt2, llama-tiny, smollm2-135m), the trainer's model file, "
-            "a Hugging Face folder or its config.json, a manifest or a .safetensors file")
+    app_->add_option("--model", model_,
+                     "A preset (" + models::preset_names() +
+                         "), the trainer's model file, a Hugging Face folder or its config.json, a "
+                         "manifest or a .safetensors file")
         ->required();
     app_->add_option("--devices", devices_, "Devices in the cluster")->required();
     app_->add_option("--devices-per-node", per_node_, "Devices per node")->default_val("8");

@@ -6,6 +6,7 @@
 #include "command.hpp"
 #include "model_argument.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/models/model_registry.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/train/placement.hpp"
 #include "specs_render.hpp"
@@ -22,9 +23,10 @@ class SpecsCommand final : public Command {
             "Show how every parameter of a model is sharded on a mesh: logical axes, "
             "partition spec, shard shape, pipeline stage, and bytes per device")) {
     app_->add_option("--model", model_,
-                     "A preset (tiny, small, gpt2, llama-tiny, smollm2-135m), the trainer's model "
-                     "file, a model manifest (JSON with \"parameters\"), a Hugging Face folder or "
-                     "its config.json, or a .safetensors file")
+                     "A preset (" + models::preset_names() +
+                         "), the trainer's model file, a model manifest (JSON with "
+                         "\"parameters\"), a Hugging Face folder or "
+                         "its config.json, or a .safetensors file")
         ->required();
     app_->add_option("--mesh", mesh_, "Mesh axes and sizes, e.g. data=2,fsdp=2,model=2,pipeline=2")
         ->required();

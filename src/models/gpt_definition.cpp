@@ -2,7 +2,6 @@
 // the chunks the job builds.
 #include <nlohmann/json.hpp>
 
-#include "detail/decoders.hpp"
 #include "detail/gpt_layout.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/gpt.hpp"
@@ -86,16 +85,14 @@ double GptDefinition::head_flops() const {
 
 std::unique_ptr<train::ModelChunk> GptDefinition::build_chunk(
     train::ParameterStore& store, const train::ChunkOptions& options) const {
-  auto gpt = std::make_unique<Gpt>(config_, store, options.tensor_parallel,
-                                   options.sequence_parallel, options.range);
-  gpt->set_recompute(options.recompute);
-  return gpt;
+  return train::make_transformer_chunk(gpt_transformer(config_), *this, store, options);
 }
 
 std::unique_ptr<train::Decoder> GptDefinition::build_decoder(
     train::ParameterStore& store, const train::TensorParallel& tensor_parallel,
     std::size_t capacity) const {
-  return detail::make_gpt_decoder(config_, store, tensor_parallel, capacity);
+  return train::make_transformer_decoder(gpt_transformer(config_), *this, store, tensor_parallel,
+                                         capacity);
 }
 
 }  // namespace shardwise::models

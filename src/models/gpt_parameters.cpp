@@ -56,6 +56,7 @@ void validate(const GptConfig& c) {
 ModelManifest gpt_manifest(const GptConfig& c) {
   ModelManifest manifest = train::manifest_of(gpt_parameters(c));
   manifest.axis_units = {{"heads", static_cast<std::int64_t>(c.n_embd / c.n_head)}};
+  manifest.transformer = gpt_transformer(c).shape;
   return manifest;
 }
 

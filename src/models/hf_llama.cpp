@@ -14,10 +14,25 @@ std::shared_ptr<const train::ModelDefinition> HfLlamaAdapter::model_from_hf_conf
   return std::make_shared<LlamaDefinition>(llama_config_from_json(text, what, notes));
 }
 
+std::string HfLlamaAdapter::words() const {
+  switch (variant_) {
+    case LlamaVariant::kQwen2: return "Hugging Face Qwen2";
+    case LlamaVariant::kQwen3: return "Hugging Face Qwen3";
+    case LlamaVariant::kLlama: break;
+  }
+  return "Hugging Face Llama";
+}
+
+std::vector<std::string> HfLlamaAdapter::model_types() const {
+  if (variant_ == LlamaVariant::kLlama) return {"llama", "mistral"};
+  return {to_string(variant_)};
+}
+
 std::string HfLlamaAdapter::hf_config_json(const train::ModelDefinition& model) const {
   const auto* llama = dynamic_cast<const LlamaDefinition*>(&model);
-  if (llama == nullptr) {
-    throw InvalidArgument("the hf-llama format holds Llama models; this is " + model.describe());
+  if (llama == nullptr || llama->config().variant != variant_) {
+    throw InvalidArgument("the " + format() + " format holds " + to_string(variant_) +
+                          " models; this is " + model.describe());
   }
   return llama_config_json(llama->config(), false);
 }

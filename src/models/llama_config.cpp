@@ -3,6 +3,7 @@
 // reads it).
 #include <cmath>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -19,6 +20,26 @@ constexpr auto kMaxLayers = static_cast<std::size_t>(kMaxModelLayers);
 
 LlamaConfig tiny() {
   LlamaConfig c;  // the defaults: 4 layers of 128, 4 heads of 32 sharing 2 key/value heads
+  return c;
+}
+
+// transformers' Qwen2 (q, k and v biases) and Qwen3 (queries and keys normed, a head_dim other
+// than hidden / heads) at llama-tiny's size.
+LlamaConfig qwen2_tiny() {
+  LlamaConfig c;
+  c.variant = LlamaVariant::kQwen2;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 1000000;
+  c.tie_word_embeddings = true;
+  return c;
+}
+
+LlamaConfig qwen3_tiny() {
+  LlamaConfig c;
+  c.variant = LlamaVariant::kQwen3;
+  c.head_dim = 48;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 1000000;
   return c;
 }
 
@@ -39,12 +60,21 @@ LlamaConfig smollm2_135m() {
 
 }  // namespace
 
+std::string to_string(LlamaVariant variant) {
+  switch (variant) {
+    case LlamaVariant::kQwen2: return "qwen2";
+    case LlamaVariant::kQwen3: return "qwen3";
+    case LlamaVariant::kLlama: break;
+  }
+  return "llama";
+}
+
 bool operator==(const LlamaConfig& a, const LlamaConfig& b) {
-  return a.n_layer == b.n_layer && a.hidden_size == b.hidden_size && a.n_head == b.n_head &&
-         a.n_kv_head == b.n_kv_head && a.head_dim == b.head_dim &&
-         a.intermediate_size == b.intermediate_size && a.context_length == b.context_length &&
-         a.vocab_size == b.vocab_size && a.rope_theta == b.rope_theta &&
-         a.rope_scaling.factor == b.rope_scaling.factor &&
+  return a.variant == b.variant && a.attention_bias == b.attention_bias && a.n_layer == b.n_layer &&
+         a.hidden_size == b.hidden_size && a.n_head == b.n_head && a.n_kv_head == b.n_kv_head &&
+         a.head_dim == b.head_dim && a.intermediate_size == b.intermediate_size &&
+         a.context_length == b.context_length && a.vocab_size == b.vocab_size &&
+         a.rope_theta == b.rope_theta && a.rope_scaling.factor == b.rope_scaling.factor &&
          a.rope_scaling.low_freq_factor == b.rope_scaling.low_freq_factor &&
          a.rope_scaling.high_freq_factor == b.rope_scaling.high_freq_factor &&
          a.rope_scaling.original_context == b.rope_scaling.original_context &&
@@ -52,15 +82,27 @@ bool operator==(const LlamaConfig& a, const LlamaConfig& b) {
 }
 
 const std::vector<std::string>& llama_preset_names() {
-  static const std::vector<std::string> names{"llama-tiny", "smollm2-135m"};
+  static const std::vector<std::string> names{"llama-tiny", "smollm2-135m", "qwen2-tiny",
+                                              "qwen3-tiny"};
+  return names;
+}
+
+std::vector<std::string> llama_preset_names(LlamaVariant variant) {
+  std::vector<std::string> names;
+  for (const std::string& name : llama_preset_names()) {
+    if (llama_preset(name, "preset").variant == variant) names.push_back(name);
+  }
   return names;
 }
 
 LlamaConfig llama_preset(const std::string& name, const std::string& field) {
   if (name == "llama-tiny") return tiny();
   if (name == "smollm2-135m") return smollm2_135m();
+  if (name == "qwen2-tiny") return qwen2_tiny();
+  if (name == "qwen3-tiny") return qwen3_tiny();
   throw InvalidArgument(field + ": '" + echo_input(name) +
-                        "' is not a Llama preset (llama-tiny, smollm2-135m)");
+                        "' is not a Llama preset (llama-tiny, smollm2-135m, qwen2-tiny, "
+                        "qwen3-tiny)");
 }
 
 void validate(const LlamaConfig& c) {
@@ -128,14 +170,23 @@ std::string llama_config_json(const LlamaConfig& c, bool with_family) {
                             {"original_max_position_embeddings",
                              static_cast<std::int64_t>(c.rope_scaling.original_context)}};
   }
+  const std::string type = to_string(c.variant);
+  // Qwen2 has its biases whatever the field says: transformers' Qwen2Config has none. The
+  // trainer's own file names it only where it is set.
+  if (c.variant != LlamaVariant::kQwen2 && (!with_family || c.attention_bias)) {
+    json["attention_bias"] = c.attention_bias;
+  }
   if (with_family) {
-    json["family"] = "llama";
+    json["family"] = type;
   } else {
-    json["model_type"] = "llama";
-    json["architectures"] = {"LlamaForCausalLM"};
+    static const std::map<std::string, std::string> architectures{{"llama", "LlamaForCausalLM"},
+                                                                  {"qwen2", "Qwen2ForCausalLM"},
+                                                                  {"qwen3", "Qwen3ForCausalLM"}};
+    json["model_type"] = type;
+    json["architectures"] = {architectures.at(type)};
     json["hidden_act"] = "silu";
-    json["attention_bias"] = false;
-    json["mlp_bias"] = false;
+    if (c.variant == LlamaVariant::kLlama) json["mlp_bias"] = false;
+    if (c.variant != LlamaVariant::kLlama) json["use_sliding_window"] = false;
     json["attention_dropout"] = 0.0;
     json["initializer_range"] = 0.02;
     json["torch_dtype"] = "float32";
@@ -143,11 +194,13 @@ std::string llama_config_json(const LlamaConfig& c, bool with_family) {
   return json.dump(2) + "\n";
 }
 
-bool is_llama_config(std::string_view text) {
+bool is_llama_config(std::string_view text, LlamaVariant variant) {
   const nlohmann::json json = nlohmann::json::parse(text, nullptr, false);
   if (!json.is_object()) return false;
   const auto it = json.find("family");
-  return it != json.end() && it->is_string() && it->get<std::string>() == "llama";
+  return it != json.end() && it->is_string() && it->get<std::string>() == to_string(variant);
 }
+
+bool is_llama_config(std::string_view text) { return is_llama_config(text, LlamaVariant::kLlama); }
 
 }  // namespace shardwise::models

@@ -25,7 +25,15 @@ struct TypeDefaults {
 
 TypeDefaults defaults_of(const std::string& type) {
   if (type == "mistral") return {8, 131072, 4096};  // MistralConfig's (Mistral-7B's) defaults
-  return {};                                        // LlamaConfig's
+  if (type == "qwen2" || type == "qwen3") return {std::nullopt, 32768, 4096};  // Qwen2Config's
+  return {};                                                                   // LlamaConfig's
+}
+
+// The family of a model_type or a trainer's file's "family".
+LlamaVariant variant_of(const std::string& type) {
+  if (type == "qwen2") return LlamaVariant::kQwen2;
+  if (type == "qwen3") return LlamaVariant::kQwen3;
+  return LlamaVariant::kLlama;
 }
 
 // One rotary object (rope_scaling or rope_parameters), as transformers 5 reads it.
@@ -158,7 +166,28 @@ void read_rotary(detail::HfConfigReader& r, bool strict, LlamaConfig& c,
 // sliding_window (Mistral's): attention to the last `window` tokens. A window no shorter than the
 // context the model is used with changes nothing; a shorter one is refused.
 void read_window(detail::HfConfigReader& r, const TypeDefaults& defaults, const LlamaConfig& c) {
-  (void)r.flag("use_sliding_window", false);  // Qwen2's switch; the window below is checked alike
+  // layer_types (transformers 5) names each layer's attention: every one must attend to all.
+  if (const nlohmann::json* v = r.find("layer_types"); v != nullptr && !v->is_null()) {
+    if (!v->is_array()) r.refuse("layer_types", *v, "expected a list of attention types");
+    for (std::size_t l = 0; l < v->size(); ++l) {
+      if ((*v)[l] != "full_attention") {
+        r.refuse("layer_types", *v,
+                 "layer " + std::to_string(l) + " is " + echo_input((*v)[l].dump(), 40) +
+                     ": shardwise computes full attention (\"full_attention\") in every layer");
+      }
+    }
+  }
+  // Qwen2's and Qwen3's switch: without it transformers sets no window at all.
+  if (c.variant != LlamaVariant::kLlama) {
+    const bool used = r.flag("use_sliding_window", false);
+    r.take({"max_window_layers"});
+    if (!used) {
+      r.take({"sliding_window"});
+      return;
+    }
+  } else {
+    (void)r.flag("use_sliding_window", false);
+  }
   const nlohmann::json* v = r.find("sliding_window");
   const bool given = v != nullptr;
   // null says "no window"; only a config without the field takes the type's default.
@@ -179,13 +208,19 @@ void read_window(detail::HfConfigReader& r, const TypeDefaults& defaults, const 
 }
 
 // Fields that would ask for another network: refused where they do.
-void read_architecture(detail::HfConfigReader& r) {
+void read_architecture(detail::HfConfigReader& r, LlamaConfig& c) {
+  // Biases on q, k, v and o where asked (Llama, Qwen3); transformers' Qwen2 has them on q, k
+  // and v whatever the field says, and reads no such field.
+  if (c.variant == LlamaVariant::kQwen2) {
+    r.take({"attention_bias"});
+  } else {
+    c.attention_bias = r.flag("attention_bias", false);
+  }
   if (const nlohmann::json* v = r.find("hidden_act");
       v != nullptr && *v != "silu" && *v != "swish") {
     r.refuse("hidden_act", *v,
              "shardwise's Llama computes SwiGLU with SiLU (\"silu\", also called \"swish\")");
   }
-  r.require_flag("attention_bias", false, "shardwise's Llama has no attention biases");
   r.require_flag("mlp_bias", false, "shardwise's Llama has no MLP biases");
   for (const char* key : {"is_encoder_decoder", "add_cross_attention"}) {
     r.require_flag(key, false, "shardwise's Llama is a decoder without cross-attention");
@@ -230,35 +265,42 @@ LlamaConfig llama_config_from_json(std::string_view text, const std::string& wha
   detail::HfConfigReader r(json, what, "shardwise's Llama reader");
   // The trainer's own file says "family"; an unknown field there is a typo, refused.
   const bool own_file = json.contains("family");
-  if (const nlohmann::json* v = r.find("family"); v != nullptr && *v != "llama") {
-    r.refuse("family", *v, "expected \"llama\"");
-  }
   std::string type = "llama";
+  if (const nlohmann::json* v = r.find("family")) {
+    if (*v != "llama" && *v != "qwen2" && *v != "qwen3") {
+      r.refuse("family", *v, "expected \"llama\", \"qwen2\" or \"qwen3\"");
+    }
+    type = v->get<std::string>();
+  }
   if (const nlohmann::json* v = r.find("model_type")) {
-    if (*v != "llama" && *v != "mistral")
-      r.refuse("model_type", *v, "expected \"llama\" or \"mistral\"");
+    if (*v != "llama" && *v != "mistral" && *v != "qwen2" && *v != "qwen3") {
+      r.refuse("model_type", *v, "expected \"llama\", \"mistral\", \"qwen2\" or \"qwen3\"");
+    }
     type = v->get<std::string>();
   }
   const TypeDefaults defaults = defaults_of(type);
   LlamaConfig c;
+  c.variant = variant_of(type);
   c.vocab_size = r.size("vocab_size", kMaxDimension);
   c.hidden_size = r.size("hidden_size", kMaxDimension);
   c.intermediate_size = r.size("intermediate_size", kMaxDimension);
   c.n_layer = r.size("num_hidden_layers", kMaxLayers);
   c.n_head = r.size("num_attention_heads", kMaxDimension);
   c.n_kv_head = r.size("num_key_value_heads", kMaxDimension, defaults.kv_heads.value_or(c.n_head));
-  if (r.find("head_dim") == nullptr && c.hidden_size % c.n_head != 0) {
+  // Qwen3Config's head_dim is 128 where left out; the others' hidden_size / heads.
+  const bool head_dim_default = c.variant != LlamaVariant::kQwen3;
+  if (head_dim_default && r.find("head_dim") == nullptr && c.hidden_size % c.n_head != 0) {
     throw InvalidArgument(what + ": \"hidden_size\" " + std::to_string(c.hidden_size) +
                           " is not divisible by \"num_attention_heads\" " +
                           std::to_string(c.n_head) + " and no \"head_dim\" is given");
   }
-  c.head_dim = r.size("head_dim", kMaxDimension, c.hidden_size / c.n_head);
+  c.head_dim = r.size("head_dim", kMaxDimension, head_dim_default ? c.hidden_size / c.n_head : 128);
   c.context_length = r.size("max_position_embeddings", kMaxDimension, defaults.context);
   c.rms_norm_eps = r.positive("rms_norm_eps", 1e-6);
   c.tie_word_embeddings = r.flag("tie_word_embeddings", false);
   read_rotary(r, own_file, c, notes);
   read_window(r, defaults, c);
-  read_architecture(r);
+  read_architecture(r, c);
   if (own_file) {
     r.refuse_unknown("shardwise's Llama");
   } else {

@@ -2,9 +2,6 @@
 // layers, costs and chunks.
 #include <nlohmann/json.hpp>
 
-#include "detail/decoders.hpp"
-#include "detail/llama_chunk.hpp"
-#include "detail/llama_layout.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/llama.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
@@ -12,18 +9,52 @@
 namespace shardwise::models {
 namespace {
 
+// "a Llama", "a Qwen2", "a Qwen3".
+std::string llama_kind(LlamaVariant variant) {
+  switch (variant) {
+    case LlamaVariant::kQwen2: return "a Qwen2";
+    case LlamaVariant::kQwen3: return "a Qwen3";
+    case LlamaVariant::kLlama: break;
+  }
+  return "a Llama";
+}
+
 std::string llama_text(const LlamaConfig& c) {
-  std::string text = std::to_string(c.n_layer) + " layers of " + std::to_string(c.hidden_size) +
-                     ", " + std::to_string(c.n_head) + " heads of " + std::to_string(c.head_dim) +
-                     " sharing " + std::to_string(c.n_kv_head) + " key/value heads, MLP " +
-                     std::to_string(c.intermediate_size) + ", vocabulary " +
-                     std::to_string(c.vocab_size) + ", context " +
-                     std::to_string(c.context_length) + ", " +
-                     (c.tie_word_embeddings ? "tied" : "untied") + " head";
+  std::string text =
+      std::to_string(c.n_layer) + " layers of " + std::to_string(c.hidden_size) + ", " +
+      std::to_string(c.n_head) + " heads of " + std::to_string(c.head_dim) + " sharing " +
+      std::to_string(c.n_kv_head) + " key/value heads, MLP " + std::to_string(c.intermediate_size) +
+      ", vocabulary " + std::to_string(c.vocab_size) + ", context " +
+      std::to_string(c.context_length) + ", " + (c.tie_word_embeddings ? "tied" : "untied") +
+      " head" + (c.attention_bias ? ", attention biases" : "");
   return text;
 }
 
 }  // namespace
+
+train::TransformerSpec llama_transformer(const LlamaConfig& config) {
+  train::TransformerSpec spec;
+  TransformerShape& shape = spec.shape;
+  shape.layers = config.n_layer;
+  shape.hidden = config.hidden_size;
+  shape.heads = config.n_head;
+  shape.kv_heads = config.n_kv_head;
+  shape.head_dim = config.head_dim;
+  shape.mlp_width = config.intermediate_size;
+  shape.vocab = config.vocab_size;
+  shape.context = config.context_length;
+  shape.positions = PositionKind::kRotary;
+  shape.norm = NormKind::kRmsNorm;
+  shape.mlp = MlpKind::kGatedSilu;
+  shape.tied_head = config.tie_word_embeddings;
+  shape.qkv_bias = config.variant == LlamaVariant::kQwen2 || config.attention_bias;
+  shape.attention_output_bias = config.attention_bias;
+  shape.qk_norm = config.variant == LlamaVariant::kQwen3;
+  spec.norm_eps = config.rms_norm_eps;
+  spec.rope_theta = config.rope_theta;
+  spec.rope_scaling = config.rope_scaling;
+  return spec;
+}
 
 LlamaDefinition::LlamaDefinition(const LlamaConfig& config) : config_(config) { validate(config_); }
 
@@ -31,11 +62,14 @@ std::string LlamaDefinition::config_json() const {
   return nlohmann::json::parse(llama_config_json(config_)).dump();
 }
 
-std::string LlamaDefinition::describe() const { return "a Llama of " + llama_text(config_); }
+std::string LlamaDefinition::describe() const {
+  return llama_kind(config_.variant) + " of " + llama_text(config_);
+}
 
 std::string LlamaDefinition::describe_config(const std::string& config_json) const {
   try {
-    return "a Llama of " + llama_text(llama_config_from_json(config_json, "the model"));
+    const LlamaConfig other = llama_config_from_json(config_json, "the model");
+    return llama_kind(other.variant) + " of " + llama_text(other);
   } catch (const std::exception&) {
     return ModelDefinition::describe_config(config_json);
   }
@@ -46,9 +80,11 @@ std::vector<train::ParameterSpec> LlamaDefinition::parameters() const {
 }
 
 std::vector<std::int64_t> LlamaDefinition::parameter_layers() const {
+  const train::TransformerParameterLayout places =
+      train::parameter_layout(llama_transformer(config_).shape);
   std::vector<std::int64_t> layers{-1};  // the embedding
   for (std::size_t l = 0; l < config_.n_layer; ++l) {
-    layers.insert(layers.end(), detail::kLlamaPerLayer, static_cast<std::int64_t>(l));
+    layers.insert(layers.end(), places.per_layer, static_cast<std::int64_t>(l));
   }
   layers.insert(layers.end(), config_.tie_word_embeddings ? 1 : 2, -1);  // norm (and head)
   return layers;
@@ -64,14 +100,15 @@ std::vector<std::string> LlamaDefinition::chunk_parameters(const train::LayerRan
   const std::vector<train::ParameterSpec> whole = parameters();
   const std::vector<std::int64_t> layer_of = parameter_layers();
   const bool head = range.has_last(config_.n_layer);
+  const std::size_t final_norm =
+      train::parameter_layout(llama_transformer(config_).shape).final_norm();
   std::vector<std::string> names;
   for (std::size_t p = 0; p < whole.size(); ++p) {
     const std::int64_t l = layer_of[p];
-    const bool keep = (p == detail::kEmbedTokens &&
-                       (range.has_first() || (head && config_.tie_word_embeddings))) ||
+    const bool keep = (p == 0 && (range.has_first() || (head && config_.tie_word_embeddings))) ||
                       (l >= 0 && static_cast<std::size_t>(l) >= range.first_layer &&
                        static_cast<std::size_t>(l) < range.end_layer) ||
-                      (p >= detail::llama_final_norm(config_.n_layer) && head);
+                      (p >= final_norm && head);
     if (keep) names.push_back(whole[p].name);
   }
   return names;
@@ -89,6 +126,7 @@ ModelManifest LlamaDefinition::manifest() const {
   ModelManifest manifest = train::manifest_of(parameters());
   const auto head = static_cast<std::int64_t>(config_.head_dim);
   manifest.axis_units = {{"heads", head}, {"kv_heads", head}};
+  manifest.transformer = llama_transformer(config_).shape;
   return manifest;
 }
 
@@ -107,13 +145,14 @@ double LlamaDefinition::head_flops() const {
 
 std::unique_ptr<train::ModelChunk> LlamaDefinition::build_chunk(
     train::ParameterStore& store, const train::ChunkOptions& options) const {
-  return std::make_unique<detail::LlamaChunk>(config_, store, options);
+  return train::make_transformer_chunk(llama_transformer(config_), *this, store, options);
 }
 
 std::unique_ptr<train::Decoder> LlamaDefinition::build_decoder(
     train::ParameterStore& store, const train::TensorParallel& tensor_parallel,
     std::size_t capacity) const {
-  return detail::make_llama_decoder(config_, store, tensor_parallel, capacity);
+  return train::make_transformer_decoder(llama_transformer(config_), *this, store, tensor_parallel,
+                                         capacity);
 }
 
 }  // namespace shardwise::models

@@ -1,48 +1,87 @@
-// The Llama's parameters (names, shapes, logical axes, initialisation) and the split over the
-// model axis its layers compute with.
+// The Llama family's parameters (names, shapes, logical axes, initialisation) and the split over
+// the model axis its layers compute with, in the order of the training layer's parts
+// (train/transformer_spec.hpp): one list, so that the store, the placements and the shared rows
+// cannot disagree on where a parameter is.
 #include <utility>
 
-#include "detail/llama_layout.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/llama.hpp"
 
 namespace shardwise::models {
+namespace {
 
 using train::ParameterInit;
 using train::ParameterSpec;
 
-std::vector<ParameterSpec> llama_parameters(const LlamaConfig& c) {
+// How a parameter is split over the model axis (Megatron-LM's layers): whole, by rows
+// (column-parallel, and the vocabulary), by columns (row-parallel), or, for the key/value
+// projections, by rows where the degree divides their heads and else held by head (shared rows).
+enum class Split { kWhole, kRows, kColumns, kKeyValueRows };
+
+struct Parameter {
+  ParameterSpec spec;
+  Split split = Split::kWhole;
+};
+
+std::vector<Parameter> llama_parameter_list(const LlamaConfig& c) {
   validate(c);
   const auto C = static_cast<std::int64_t>(c.hidden_size);
   const auto Q = static_cast<std::int64_t>(c.n_head * c.head_dim);
   const auto KV = static_cast<std::int64_t>(c.n_kv_head * c.head_dim);
+  const auto D = static_cast<std::int64_t>(c.head_dim);
   const auto F = static_cast<std::int64_t>(c.intermediate_size);
   const auto V = static_cast<std::int64_t>(c.vocab_size);
   const ParameterInit normal{ParameterInit::Kind::kNormal, 0.02F};
   const ParameterInit ones{ParameterInit::Kind::kOnes, 0};
-  std::vector<ParameterSpec> specs{
-      {"model.embed_tokens.weight", {V, C}, {"vocab", "embed"}, normal, true, "embeddings"}};
+  const ParameterInit zeros{ParameterInit::Kind::kZeros, 0};
+  const TransformerShape shape = llama_transformer(c).shape;
+  std::vector<Parameter> list{
+      {{"model.embed_tokens.weight", {V, C}, {"vocab", "embed"}, normal, true, "embeddings"},
+       Split::kRows}};
   for (std::size_t l = 0; l < c.n_layer; ++l) {
     const std::string unit = "layers." + std::to_string(l);
     const std::string p = "model." + unit + ".";
-    const auto add = [&](const std::string& name, Shape shape, std::vector<std::string> axes,
-                         ParameterInit init, bool decay) {
-      specs.push_back({p + name, std::move(shape), std::move(axes), init, decay, unit});
+    const auto add = [&](const std::string& name, Shape dims, std::vector<std::string> axes,
+                         ParameterInit init, bool decay, Split split) {
+      list.push_back({{p + name, std::move(dims), std::move(axes), init, decay, unit}, split});
     };
-    add("input_layernorm.weight", {C}, {"norm"}, ones, false);
-    add("self_attn.q_proj.weight", {Q, C}, {"heads", "embed"}, normal, true);
-    add("self_attn.k_proj.weight", {KV, C}, {"kv_heads", "embed"}, normal, true);
-    add("self_attn.v_proj.weight", {KV, C}, {"kv_heads", "embed"}, normal, true);
-    add("self_attn.o_proj.weight", {C, Q}, {"embed", "heads"}, normal, true);
-    add("post_attention_layernorm.weight", {C}, {"norm"}, ones, false);
-    add("mlp.gate_proj.weight", {F, C}, {"mlp", "embed"}, normal, true);
-    add("mlp.up_proj.weight", {F, C}, {"mlp", "embed"}, normal, true);
-    add("mlp.down_proj.weight", {C, F}, {"embed", "mlp"}, normal, true);
+    add("input_layernorm.weight", {C}, {"norm"}, ones, false, Split::kWhole);
+    for (const auto& [name, rows, axis, split] :
+         {std::tuple{"q_proj", Q, "heads", Split::kRows},
+          {"k_proj", KV, "kv_heads", Split::kKeyValueRows},
+          {"v_proj", KV, "kv_heads", Split::kKeyValueRows}}) {
+      add(std::string("self_attn.") + name + ".weight", {rows, C}, {axis, "embed"}, normal, true,
+          split);
+      if (shape.qkv_bias) {
+        add(std::string("self_attn.") + name + ".bias", {rows}, {axis}, zeros, false, split);
+      }
+    }
+    add("self_attn.o_proj.weight", {C, Q}, {"embed", "heads"}, normal, true, Split::kColumns);
+    if (shape.attention_output_bias) {
+      add("self_attn.o_proj.bias", {C}, {"norm"}, zeros, false, Split::kWhole);
+    }
+    if (shape.qk_norm) {
+      add("self_attn.q_norm.weight", {D}, {"norm"}, ones, false, Split::kWhole);
+      add("self_attn.k_norm.weight", {D}, {"norm"}, ones, false, Split::kWhole);
+    }
+    add("post_attention_layernorm.weight", {C}, {"norm"}, ones, false, Split::kWhole);
+    add("mlp.gate_proj.weight", {F, C}, {"mlp", "embed"}, normal, true, Split::kRows);
+    add("mlp.up_proj.weight", {F, C}, {"mlp", "embed"}, normal, true, Split::kRows);
+    add("mlp.down_proj.weight", {C, F}, {"embed", "mlp"}, normal, true, Split::kColumns);
   }
-  specs.push_back({"model.norm.weight", {C}, {"norm"}, ones, false, "head"});
+  list.push_back({{"model.norm.weight", {C}, {"norm"}, ones, false, "head"}, Split::kWhole});
   if (!c.tie_word_embeddings) {
-    specs.push_back({"lm_head.weight", {V, C}, {"vocab", "embed"}, normal, true, "head"});
+    list.push_back(
+        {{"lm_head.weight", {V, C}, {"vocab", "embed"}, normal, true, "head"}, Split::kRows});
   }
+  return list;
+}
+
+}  // namespace
+
+std::vector<ParameterSpec> llama_parameters(const LlamaConfig& c) {
+  std::vector<ParameterSpec> specs;
+  for (Parameter& p : llama_parameter_list(c)) specs.push_back(std::move(p.spec));
   return specs;
 }
 
@@ -54,17 +93,16 @@ bool replicates_kv_heads(const LlamaConfig& c, int degree) {
 std::vector<train::SharedRows> llama_shared_rows(const LlamaConfig& c, int degree) {
   std::vector<train::SharedRows> shared;
   if (!replicates_kv_heads(c, degree)) return shared;
-  for (std::size_t l = 0; l < c.n_layer; ++l) {
-    for (const std::size_t which : {detail::kKProj, detail::kVProj}) {
-      shared.push_back({detail::llama_layer_param(l, which), c.n_kv_head});
-    }
+  const std::vector<Parameter> list = llama_parameter_list(c);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i].split == Split::kKeyValueRows) shared.push_back({i, c.n_kv_head});
   }
   return shared;
 }
 
 std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& c, int degree) {
-  const std::vector<ParameterSpec> specs = llama_parameters(c);
-  std::vector<PartitionSpec> placements(specs.size());
+  const std::vector<Parameter> list = llama_parameter_list(c);
+  std::vector<PartitionSpec> placements(list.size());
   if (degree == 1) return placements;
   if (degree < 1) {
     throw InvalidArgument("the model degree " + std::to_string(degree) + " is not positive");
@@ -86,22 +124,18 @@ std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& c, int degr
                           " key/value heads (num_key_value_heads) nor is a multiple of them: "
                           "a rank's query heads would read two key/value heads' parts");
   }
-  const PartitionSpec rows{"model"};           // column-parallel, and the vocabulary
-  const PartitionSpec columns{None, "model"};  // row-parallel
-  using namespace detail;
-  placements[kEmbedTokens] = rows;
-  for (std::size_t l = 0; l < c.n_layer; ++l) {
-    placements[llama_layer_param(l, kQProj)] = rows;
-    if (split_kv) {
-      placements[llama_layer_param(l, kKProj)] = rows;
-      placements[llama_layer_param(l, kVProj)] = rows;
+  const PartitionSpec rows{"model"};
+  const PartitionSpec columns{None, "model"};
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    switch (list[i].split) {
+      case Split::kRows: placements[i] = rows; break;
+      case Split::kColumns: placements[i] = columns; break;
+      case Split::kKeyValueRows:
+        if (split_kv) placements[i] = rows;
+        break;
+      case Split::kWhole: break;
     }
-    placements[llama_layer_param(l, kOProj)] = columns;
-    placements[llama_layer_param(l, kGateProj)] = rows;
-    placements[llama_layer_param(l, kUpProj)] = rows;
-    placements[llama_layer_param(l, kDownProj)] = columns;
   }
-  if (!c.tie_word_embeddings) placements[llama_lm_head(c.n_layer)] = rows;
   return placements;
 }
 

@@ -48,21 +48,20 @@ ModelFamily gpt_family() {
   return family;
 }
 
-ModelFamily llama_family() {
+// The Llama and the families that are a Llama with one part changed.
+ModelFamily llama_family(LlamaVariant variant, std::string summary) {
   ModelFamily family;
-  family.name = "llama";
-  family.summary =
-      "Llama as transformers writes it: rotary positions, RMSNorm, SwiGLU, grouped-query "
-      "attention, a tied or untied head";
-  family.presets = llama_preset_names();
+  family.name = to_string(variant);
+  family.summary = std::move(summary);
+  family.presets = llama_preset_names(variant);
   family.preset = [](const std::string& name) {
     return std::make_shared<LlamaDefinition>(llama_preset(name, "--model"));
   };
   family.from_config = [](std::string_view json, const std::string& what) {
     return std::make_shared<LlamaDefinition>(llama_config_from_json(json, what));
   };
-  family.recognizes = [](std::string_view json) { return is_llama_config(json); };
-  family.hugging_face = std::make_shared<HfLlamaAdapter>();
+  family.recognizes = [variant](std::string_view json) { return is_llama_config(json, variant); };
+  family.hugging_face = std::make_shared<HfLlamaAdapter>(variant);
   return family;
 }
 
@@ -72,7 +71,14 @@ std::mutex& registry_mutex() {
 }
 
 std::vector<ModelFamily>& registry() {
-  static std::vector<ModelFamily> families{gpt_family(), llama_family()};
+  static std::vector<ModelFamily> families{
+      gpt_family(),
+      llama_family(LlamaVariant::kLlama,
+                   "Llama as transformers writes it: rotary positions, RMSNorm, SwiGLU, "
+                   "grouped-query attention, a tied or untied head"),
+      llama_family(LlamaVariant::kQwen2, "Qwen2: a Llama with biases on q, k and v"),
+      llama_family(LlamaVariant::kQwen3,
+                   "Qwen3: a Llama with an RMSNorm over each head's queries and keys")};
   return families;
 }
 

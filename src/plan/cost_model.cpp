@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/strategy/activation_table.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
 
 namespace shardwise::plan {
@@ -57,54 +58,42 @@ Link link_of(const Cluster& cluster, const Axis& axis) {
                                                             : cluster.intra_node;
 }
 
-// The rows the trainer's head computes at a time: as many as hold at most 2^15 floats of a rank's
-// vocabulary but at least 128 (train::head_block_rows; the planner's layer may not include the
-// trainer's, and the agreement test holds the two equal, a vocabulary on each side of the bound
-// included).
-double head_block_rows(double rows, double vocab_local) {
-  const double by_size = std::floor(32768.0 / std::max(vocab_local, 1.0));
-  return std::max(1.0, std::min(rows, std::max(by_size, 128.0)));
+// The transformer the planner's model is, as the trainer's chunk assembles it: the family's own
+// statement where the manifest came from one; else, read off a file, a gated MLP means the
+// Llama's parts (RMSNorm, rotary positions), anything else GPT-2's.
+TransformerShape transformer_of(const ModelShape& model) {
+  if (model.transformer) return *model.transformer;
+  TransformerShape shape;
+  const auto size = [](std::int64_t v) {
+    return static_cast<std::size_t>(std::max<std::int64_t>(v, 0));
+  };
+  shape.layers = size(model.layers);
+  shape.hidden = size(model.hidden);
+  shape.heads = size(model.heads);
+  shape.kv_heads = size(model.kv_heads);
+  shape.head_dim = size(model.head_dim);
+  shape.mlp_width = size(model.ffn);
+  shape.vocab = size(model.vocab);
+  shape.context = size(model.context);
+  shape.norm = model.gated_mlp ? NormKind::kRmsNorm : NormKind::kLayerNorm;
+  shape.mlp = model.gated_mlp ? MlpKind::kGatedSilu : MlpKind::kGelu;
+  shape.positions = model.gated_mlp ? PositionKind::kRotary : PositionKind::kLearned;
+  shape.tied_head = model.tied_embeddings;
+  return shape;
 }
 
-// The Llama's per-row floats of one model rank's branches: q, k, v, attention's output, gate, up
-// and their product.
-double trainer_branch_width(const ModelShape& model, const Layout& l) {
-  const double t = static_cast<double>(l.model);
-  const double q = static_cast<double>(model.heads * model.head_dim) / t;
-  const double kv = static_cast<double>(model.kv_width(l.model));
-  return 2 * q + 2 * kv + 3 * static_cast<double>(model.ffn) / t;
-}
-
-// The Llama's per-row floats of its branches' gradients' scratch: the MLP's gradients are written
-// over the MLP's arrays, and the attention's into them where q's two fit gate's width and k's and
-// v's up's; else attention's output's, q's, k's and v's of their own.
-double trainer_branch_scratch_width(const ModelShape& model, const Layout& l) {
-  const auto t = static_cast<std::int64_t>(l.model);
-  const std::int64_t q = model.heads * model.head_dim / t, kv = model.kv_width(l.model);
-  const std::int64_t mlp = model.ffn / t;
-  return 2 * q <= mlp && 2 * kv <= mlp ? 0 : static_cast<double>(2 * q + 2 * kv);
-}
-
-// What one layer of shardwise's fp32 trainer keeps for backward, in floats, for a micro-batch:
-// the LayerNorms' outputs whole, the residual stream after attention and after the MLP this
-// rank's rows with their LayerNorm statistics, Q K V, attention's output and the MLP's inside
-// this rank's width, and its heads' rows' log-sum-exp (no s x s matrix: the attention is
-// FlashAttention's). The row-parallel outputs are not kept (one scratch for both).
-double trainer_layer_floats(const ModelShape& model, const TrainingSetup& setup, const Layout& l) {
-  const double t = static_cast<double>(l.model);
-  const double s = static_cast<double>(setup.seq);
-  const double whole = static_cast<double>(setup.micro_batch) * s;  // rows, BT
-  const double rows = l.sequence_parallel ? whole / t : whole;      // this rank's, R
-  const double h = static_cast<double>(model.hidden);
-  const double lse =
-      static_cast<double>(setup.micro_batch) * static_cast<double>(model.heads) / t * s;
-  if (model.gated_mlp) {
-    // The Llama: its two RMSNorms' outputs whole and one statistic each; q, k, v (this rank's
-    // key/value heads: split, or the one its query heads read), attention's output, and the
-    // MLP's gate, up and their product.
-    return 2 * whole * h + 2 * rows * h + 2 * rows + whole * trainer_branch_width(model, l) + lse;
-  }
-  return 2 * whole * h + 2 * rows * h + 4 * rows + whole * 12 * h / t + lse;
+// The activation table of one of the trainer's chunks on this layout.
+ActivationTable trainer_table(const ModelShape& model, const TrainingSetup& setup, const Layout& l,
+                              std::int64_t layers, bool has_head) {
+  ChunkGeometry geometry;
+  geometry.batch = static_cast<std::size_t>(setup.micro_batch);
+  geometry.seq = static_cast<std::size_t>(setup.seq);
+  geometry.model_degree = static_cast<std::size_t>(l.model);
+  geometry.sequence_parallel = l.sequence_parallel;
+  geometry.recompute = l.recompute;
+  geometry.layers = static_cast<std::size_t>(layers);
+  geometry.has_head = has_head;
+  return ActivationTable(transformer_of(model), geometry);
 }
 
 // The layers of each virtual stage (Layout::stage_layers, or the even split).
@@ -155,63 +144,21 @@ double held_layer_units(const PipelineSchedule* schedule, const std::vector<std:
 }
 
 // What shardwise's fp32 trainer keeps on a pipeline stage (or, without a pipeline, a device), in
-// bytes: a slot per micro-batch chunk in flight (as the schedule's table counts them on this
-// stage), each holding its chunk's layers and its input, and on the last stage the head's;
-// besides, one micro-batch's scratch. Tensor and sequence parallelism split what the trainer's
-// layers split.
+// bytes: each model chunk's activation table (train's chunk allocates from the same table) with
+// as many micro-batches in flight as the schedule's table holds on this stage, the head on the
+// last stage's last chunk.
 double trainer_stage_activations(const ModelShape& model, const TrainingSetup& setup,
                                  const Layout& l, const PipelineSchedule* schedule,
                                  const std::vector<std::int64_t>& chunk_layers, std::int64_t stage,
                                  bool last) {
-  // Each model chunk keeps its own slots, as many as its micro-batches in flight at most; the
-  // head is the last chunk's.
   const std::vector<std::int64_t> peaks = chunk_peaks(schedule, l, stage);
-  double slots = 0;
-  double slot_layers = 0;  // over the chunks, slots x the chunk's layers
+  double floats = 0;
   for (std::size_t c = 0; c < peaks.size(); ++c) {
-    slots += static_cast<double>(peaks[c]);
-    slot_layers += static_cast<double>(peaks[c]) *
-                   static_cast<double>(chunk_layers[c * static_cast<std::size_t>(l.pipeline) +
-                                                    static_cast<std::size_t>(stage)]);
-  }
-  const double head_slots = static_cast<double>(peaks.back());
-  const double t = static_cast<double>(l.model);
-  const double s = static_cast<double>(setup.seq);
-  const double whole = static_cast<double>(setup.micro_batch) * s;  // rows, BT
-  const double rows = l.sequence_parallel ? whole / t : whole;      // this rank's, R
-  const double h = static_cast<double>(model.hidden);
-  const double v = static_cast<double>(model.vocab);
-  const double layer = trainer_layer_floats(model, setup, l);
-  // Full recomputation keeps a layer's output alone (this rank's rows of the residual stream)
-  // and runs the layer again in backward, into one layer's scratch per model chunk: the layer's
-  // arrays but its output.
-  double floats = l.recompute == Recompute::kFull
-                      ? slot_layers * rows * h + slots * rows * h +
-                            static_cast<double>(l.virtual_stages) * (layer - rows * h)
-                      : slot_layers * layer + slots * rows * h;
-  // The scratch, once per model chunk (each chunk is a model of its own): a row-parallel output
-  // (forward), the residual stream's gradient, a LayerNorm input's gradient whole, the branches'
-  // and the MLP's this rank's width; under sequence parallelism that gradient's rows, and the
-  // gathers' and reduce-scatters' buffers.
-  // The Llama's: the same pieces but the branches' (its MLP's gradients over the MLP's arrays,
-  // attention's where they fit) and the row-parallel output's (the norm input's gradient's
-  // buffer holds it), an RMSNorm weight's gradient under sequence parallelism, and where its
-  // key/value heads are replicated both projections' gradients of the rank's head.
-  const double branch_scratch =
-      model.gated_mlp ? whole * trainer_branch_scratch_width(model, l) : whole * 12 * h / t;
-  const double kv_head = static_cast<double>(model.head_dim) * static_cast<double>(model.hidden);
-  floats += static_cast<double>(l.virtual_stages) *
-            ((model.gated_mlp ? 1 : 2) * rows * h + whole * h + branch_scratch +
-             (l.sequence_parallel ? 2 * rows * h + 2 * whole * h + (model.gated_mlp ? h : 0) : 0) +
-             (model.gated_mlp && model.replicates_kv_heads(l.model) ? 2 * kv_head : 0));
-  if (last) {
-    // Per slot the final norm's output and statistics (LayerNorm's two, RMSNorm's one) and the
-    // losses; once one block of rows' logits, probabilities and their gradient (the Llama's
-    // written over its logits).
-    const double statistics = model.gated_mlp ? 1 : 2;
-    const double head_blocks = model.gated_mlp ? 2 : 3;
-    floats += head_slots * (whole * h + statistics * rows + whole) +
-              head_blocks * head_block_rows(whole, v / t) * v / t;
+    const std::int64_t layers =
+        chunk_layers[c * static_cast<std::size_t>(l.pipeline) + static_cast<std::size_t>(stage)];
+    const bool head = last && c + 1 == peaks.size();
+    floats += static_cast<double>(trainer_table(model, setup, l, layers, head)
+                                      .chunk_elements(static_cast<std::size_t>(peaks[c])));
   }
   return 4 * floats;
 }
@@ -465,11 +412,11 @@ MemoryPerDevice stage_memory(const ModelShape& model, const TrainingSetup& setup
     // shardwise's own trainer, counted as it allocates (the agreement test holds the two equal
     // for every layout it runs). Under full recomputation a layer keeps its output: this
     // rank's rows of the stream.
-    const double rows = static_cast<double>(b) * static_cast<double>(setup.seq) /
-                        (l.sequence_parallel ? static_cast<double>(l.model) : 1.0);
+    const ActivationTable layer = trainer_table(model, setup, l, 1, false);
     m.activations_per_layer =
-        bytes_of(4 * (l.recompute == Recompute::kFull ? rows * static_cast<double>(model.hidden)
-                                                      : trainer_layer_floats(model, setup, l)),
+        bytes_of(4 * static_cast<double>(l.recompute == Recompute::kFull
+                                             ? layer.elements(Activation::kLayerOutput)
+                                             : layer.layer_elements()),
                  "one layer's activations");
     m.activations =
         bytes_of(trainer_stage_activations(model, setup, l, schedule, chunk_layers, stage, last),
@@ -586,14 +533,18 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
                                         static_cast<double>(model.hidden);
   const double rows = static_cast<double>(setup.micro_batch) * static_cast<double>(setup.seq);
   const double layers = static_cast<double>(per_stage_layers);
-  // A norm's parameter vectors (LayerNorm's weight and bias, RMSNorm's weight), as sequence
-  // parallelism sums their gradients over the model axis.
-  const double norm_vector = (model.gated_mlp ? 1 : 2) * static_cast<double>(model.hidden);
-  // The Llama's replicated key/value heads: both projections' gradients of a rank's head summed
-  // over the model / kv_heads ranks holding it, in each layer's backward.
-  if (model.gated_mlp && model.replicates_kv_heads(l.model)) {
-    all_reduce("model", l.model / model.kv_heads,
-               2 * static_cast<double>(model.head_dim * model.hidden), 4, layers * m);
+  // The sums a layer's backward issues over the model axis, sized by the chunk's own table: a
+  // norm's parameter vectors under sequence parallelism (LayerNorm's weight and bias, RMSNorm's
+  // weight), the projections' (and biases') gradients of replicated key/value heads over the
+  // model / kv_heads ranks holding each, and the norms of queries and keys over every rank.
+  const ActivationTable layer_table = trainer_table(model, setup, l, 1, false);
+  const double norm_vector = static_cast<double>(transformer_of(model).norm_parameters()) *
+                             static_cast<double>(model.hidden);
+  if (const auto kv = layer_table.elements(Activation::kKvHeadGrads); kv > 0) {
+    all_reduce("model", l.model / model.kv_heads, static_cast<double>(kv), 4, layers * m);
+  }
+  if (const auto qk = layer_table.elements(Activation::kQkNormGrads); qk > 0) {
+    all_reduce("model", l.model, static_cast<double>(qk), 4, layers * m);
   }
   if (l.model > 1 && l.sequence_parallel) {
     // Korthikanti et al.: each layer's two all-reduces forward and two backward become an

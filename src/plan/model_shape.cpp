@@ -256,6 +256,7 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       }
     }
   }
+  shape.transformer = manifest.transformer;
   return shape;
 }
 

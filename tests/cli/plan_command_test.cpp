@@ -245,6 +245,14 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"pipeline=2 tied", "0", 2},
            {"model=4,pipeline=2 sp tied", "1", 8},
            {"fsdp=2,model=2 tied", "3", 4},
+           // Qwen2 (biases on q, k and v, replicated with their heads on model=4) and Qwen3 (each
+           // head's queries and keys normed: their inputs and statistics kept, the norms'
+           // gradients summed over the model axis)
+           {"fsdp=2,model=2 qwen2", "3", 4},
+           {"model=4 sp qwen2", "0", 4},
+           {"model=2 qwen3", "0", 2},
+           {"model=4 sp full qwen3", "1", 4},
+           {"pipeline=2 qwen3", "0", 2},
            // an MLP too narrow for the attention's gradients, which have scratch of their own
            {"model=2 narrow", "0", 2},
            {"fsdp=2,model=4 full narrow", "3", 8},
@@ -276,12 +284,16 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
                                 << (small ? 384 : 32768) << R"(, "max_position_embeddings": 64})";
     }
     if (narrow) {
+      // The dead gate, up and product hold 3 x 16 floats a row on model=2; attention's
+      // gradients need 2 x 32 + 2 x 16.
       std::ofstream(model_file) << R"({"family": "llama", "num_hidden_layers": 2,
         "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-        "intermediate_size": 96, "vocab_size": 256, "max_position_embeddings": 64})";
+        "intermediate_size": 32, "vocab_size": 256, "max_position_embeddings": 64})";
     }
     const std::string model_name = odd || tied || vocab || narrow             ? model_file
                                    : mesh.find(" llama") != std::string::npos ? "llama-tiny"
+                                   : mesh.find(" qwen2") != std::string::npos ? "qwen2-tiny"
+                                   : mesh.find(" qwen3") != std::string::npos ? "qwen3-tiny"
                                                                               : "tiny";
     const bool sequence_parallel = mesh.find(" sp") != std::string::npos;
     const bool full_recompute = mesh.find(" full") != std::string::npos;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "gpt_test_model.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/train/scheduled_chunk.hpp"
@@ -42,7 +43,7 @@ TEST(GptPipeline, EverySchedulesGivesTheWholeModelsLossAndGradients) {
   train::ParameterStore whole(gpt_parameters(config));
   whole.initialize(13);
   whole.zero_grads();
-  Gpt model(config, whole);
+  testing::GptChunk model(config, whole);
   const float loss = model.forward(tokens, targets, batch, seq);
   model.backward();
 
@@ -73,13 +74,15 @@ TEST(GptPipeline, EverySchedulesGivesTheWholeModelsLossAndGradients) {
       train::ParameterStore store(specs);
       store.initialize(13);
       store.zero_grads();
-      std::vector<std::unique_ptr<Gpt>> gpts;
+      std::vector<std::unique_ptr<testing::GptChunk>> gpts;
       std::vector<std::unique_ptr<train::ScheduledChunk>> chunks;
       std::vector<train::PipelineChunk*> driven;
       for (const GptStageRange& range : ranges) {
-        gpts.push_back(std::make_unique<Gpt>(config, store, train::TensorParallel(), false, range));
-        chunks.push_back(std::make_unique<train::ScheduledChunk>(
-            *gpts.back(), tokens, targets, per, seq, 1.0F / static_cast<float>(microbatches)));
+        gpts.push_back(std::make_unique<testing::GptChunk>(config, store, train::TensorParallel(),
+                                                           false, range));
+        chunks.push_back(
+            std::make_unique<train::ScheduledChunk>(gpts.back()->chunk(), tokens, targets, per, seq,
+                                                    1.0F / static_cast<float>(microbatches)));
         driven.push_back(chunks.back().get());
       }
       const train::PipelineStepResult result = train::run_pipeline_schedule(schedule, driven, comm);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "gpt_test_model.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "stage_checks.hpp"
 
@@ -30,7 +31,7 @@ TEST(GptStages, StagesOverMicrobatchesGiveTheWholeModelsLossAndGradients) {
   train::ParameterStore whole(gpt_parameters(config));
   whole.initialize(11);
   whole.zero_grads();
-  Gpt model(config, whole);
+  testing::GptChunk model(config, whole);
   const float loss = model.forward(tokens, targets, batch, seq);
   model.backward();
 
@@ -38,14 +39,14 @@ TEST(GptStages, StagesOverMicrobatchesGiveTheWholeModelsLossAndGradients) {
        {std::vector<GptStageRange>{{0, 1}, {1, 3}, {3, 4}}, std::vector<GptStageRange>{{0, 4}},
         std::vector<GptStageRange>{{0, 2}, {2, 4}}}) {
     std::vector<std::unique_ptr<train::ParameterStore>> stores;
-    std::vector<std::unique_ptr<Gpt>> stages;
+    std::vector<std::unique_ptr<testing::GptChunk>> stages;
     for (const GptStageRange& range : cut) {
       stores.push_back(
           std::make_unique<train::ParameterStore>(gpt_stage_parameters(config, range)));
       stores.back()->initialize(11);
       stores.back()->zero_grads();
-      stages.push_back(
-          std::make_unique<Gpt>(config, *stores.back(), train::TensorParallel(), false, range));
+      stages.push_back(std::make_unique<testing::GptChunk>(config, *stores.back(),
+                                                           train::TensorParallel(), false, range));
     }
     const std::size_t boundary = stages.front()->boundary_elements(per, seq);
     // All forwards, then all backwards in reverse (GPipe's order), a slot per micro-batch.
@@ -109,18 +110,17 @@ TEST(GptStages, AStageHoldsOnlyItsParameters) {
                 (void)gpt_stage_parameters(config, {3, 5});
               }),
               HasSubstr("layers 3 to 5"));
-  // A store without the stage's parameters is refused by name; the whole model's call is
-  // refused on a stage.
+  // A store without the stage's parameters is refused by name; a stage's passes check their
+  // boundaries and slots.
   train::ParameterStore middle_store(gpt_stage_parameters(config, {1, 3}));
   EXPECT_THAT(error_of([&] {
-                Gpt gpt(config, middle_store, train::TensorParallel(), false, GptStageRange{0, 3});
+                testing::GptChunk gpt(config, middle_store, train::TensorParallel(), false,
+                                      GptStageRange{0, 3});
               }),
               HasSubstr("transformer.wte.weight"));
   middle_store.initialize(1);
-  Gpt middle_gpt(config, middle_store, train::TensorParallel(), false, GptStageRange{1, 3});
-  const std::vector<std::int32_t> ids(16, 1);
-  EXPECT_THAT(error_of([&] { (void)middle_gpt.forward(ids, ids, 2, 8); }),
-              HasSubstr("forward() runs the whole model; this object runs layers 1 to 3"));
+  testing::GptChunk middle_gpt(config, middle_store, train::TensorParallel(), false,
+                               GptStageRange{1, 3});
   std::vector<float> input(middle_gpt.boundary_elements(2, 8) - 1);
   std::vector<float> output(middle_gpt.boundary_elements(2, 8));
   EXPECT_THAT(error_of([&] { (void)middle_gpt.forward_stage(0, {}, {}, 2, 8, input, output); }),

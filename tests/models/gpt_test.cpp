@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "gpt_test_model.hpp"
 #include "shardwise/kernels/adamw.hpp"
 #include "shardwise/models/gpt.hpp"
 
@@ -34,7 +35,7 @@ TEST(Gpt, GradientsMatchCentralDifferencesOfTheLoss) {
     float* w = store.value(store.index_of(ln));
     for (std::size_t i = 0; i < config.n_embd; ++i) w[i] = 1.0F + 0.1F * static_cast<float>(i);
   }
-  Gpt gpt(config, store);
+  testing::GptChunk gpt(config, store);
   const std::size_t batch = 2, seq = 5;
   const std::vector<std::int32_t> tokens{1, 4, 9, 10, 0, 3, 3, 7, 2, 5};
   const std::vector<std::int32_t> targets{4, 9, 10, 0, 3, 3, 7, 2, 5, 1};
@@ -65,7 +66,7 @@ TEST(Gpt, BackwardAnnouncesEachRangeOnceInBackwardOrder) {
   const GptConfig config{3, 2, 8, 4, 16};
   train::ParameterStore store(gpt_parameters(config));
   store.initialize(1);
-  Gpt gpt(config, store);
+  testing::GptChunk gpt(config, store);
   const std::vector<std::int32_t> tokens{1, 2, 3, 4};
   (void)gpt.forward(tokens, tokens, 1, 4);
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
@@ -116,7 +117,7 @@ TEST(Gpt, LearnsARepeatingPattern) {
   const GptConfig config{2, 2, 32, 16, 16};
   train::ParameterStore store(gpt_parameters(config));
   store.initialize(1);
-  Gpt gpt(config, store);
+  testing::GptChunk gpt(config, store);
   std::vector<float> m(store.size()), v(store.size());
   kernels::AdamWSettings settings;
   settings.learning_rate = 1e-2F;
@@ -151,7 +152,7 @@ TEST(Gpt, BadInputIsNamed) {
   EXPECT_THAT(error_of([] { validate(GptConfig{0, 1, 8, 4, 16}); }), HasSubstr("n_layer is 0"));
   const GptConfig config{1, 1, 4, 4, 8};
   train::ParameterStore store(gpt_parameters(config));
-  Gpt gpt(config, store);
+  testing::GptChunk gpt(config, store);
   const std::vector<std::int32_t> bad{1, 2, 9, 3};
   const std::vector<std::int32_t> fine{1, 2, 3, 4};
   EXPECT_THAT(error_of([&] { (void)gpt.forward(bad, fine, 1, 4); }),

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "gpt_test_model.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/models/llama.hpp"
@@ -84,8 +85,31 @@ TEST(WholeModelGradients, LlamaUntiedAndTied) {
   }
 }
 
+// Qwen2's biases on q, k and v; Qwen3's norms of each head's queries and keys (with a head_dim
+// that is not hidden / heads, and attention_bias's biases on q, k, v and o).
+TEST(WholeModelGradients, Qwen2AndQwen3) {
+  models::LlamaConfig qwen2 = small_llama(true);
+  qwen2.variant = models::LlamaVariant::kQwen2;
+  models::LlamaConfig qwen3 = small_llama(false);
+  qwen3.variant = models::LlamaVariant::kQwen3;
+  qwen3.head_dim = 6;
+  qwen3.attention_bias = true;
+  for (const models::LlamaConfig& config : {qwen2, qwen3}) {
+    SCOPED_TRACE(models::to_string(config.variant));
+    auto definition = std::make_shared<const models::LlamaDefinition>(config);
+    DistributedModel model(definition, 7);
+    // Biases start at zero: give every parameter a value of its own, so that a bias or a norm
+    // the backward forgets cannot hide behind a zero.
+    ParameterStore& store = model.parameters();
+    for (std::size_t i = 0; i < store.values().size(); ++i) {
+      store.values()[i] += 0.05F * static_cast<float>(static_cast<int>(i * 37 % 19) - 9) / 9.0F;
+    }
+    expect_whole_model_gradients(model, 40);
+  }
+}
+
 TEST(WholeModelGradients, Gpt) {
-  models::GptModel model(models::GptConfig{2, 2, 16, 8, 40}, 7);
+  testing::GptModel model(models::GptConfig{2, 2, 16, 8, 40}, 7);
   expect_whole_model_gradients(model, 40);
 }
 

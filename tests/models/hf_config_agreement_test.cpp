@@ -120,7 +120,6 @@ std::vector<std::pair<std::string, std::string>> refused_for_their_computation()
   const auto text = [](const nlohmann::json& json) { return json.dump(); };
   return {
       {"\"hidden_act\"", text(with(llama(), "hidden_act", "gelu"))},
-      {"\"attention_bias\"", text(with(llama(), "attention_bias", true))},
       {"\"mlp_bias\"", text(with(llama(), "mlp_bias", true))},
       {"\"sliding_window\"", text(with(llama(), "sliding_window", 64))},
       {"\"rope_interleaved\"", text(with(llama(), "rope_interleaved", true))},
@@ -128,7 +127,6 @@ std::vector<std::pair<std::string, std::string>> refused_for_their_computation()
       {"\"rope_scaling\"", text(with(llama(), "rope_scaling", {{"rope_type", "yarn"}}))},
       {"\"rms_norm_eps\"", text(with(llama(), "rms_norm_eps", -1))},
       {"\"quantization_config\"", text(with(llama(), "quantization_config", {{"bits", 4}}))},
-      {"\"model_type\"", text(with(llama(), "model_type", "qwen2"))},
       {"\"activation_function\"", text(with(gpt2(), "activation_function", "relu"))},
       {"\"n_inner\"", text(with(gpt2(), "n_inner", 100))},
       {"\"tie_word_embeddings\"", text(with(gpt2(), "tie_word_embeddings", false))},

@@ -135,10 +135,10 @@ TEST(LlamaConfigReader, FieldsAtTheValueTheComputationAssumesAreTakenOthersRefus
   EXPECT_EQ(read(with(base(), "rope_interleaved", false)), read(base()));
   EXPECT_THAT(refusal(with(base(), "rope_interleaved", true)),
               HasSubstr("\"rope_interleaved\" is true; shardwise's Llama rotates the two halves"));
-  for (const char* key : {"attention_bias", "mlp_bias"}) {
-    EXPECT_THAT(refusal(with(base(), key, true)),
-                HasSubstr(std::string("\"") + key + "\" is true; shardwise's Llama has no"));
-  }
+  EXPECT_THAT(refusal(with(base(), "mlp_bias", true)),
+              HasSubstr("\"mlp_bias\" is true; shardwise's Llama has no"));
+  // attention_bias is computed: biases on q, k, v and o.
+  EXPECT_TRUE(read(with(base(), "attention_bias", true)).attention_bias);
   EXPECT_EQ(read(with(base(), "use_sliding_window", false)), read(base()));
   EXPECT_THAT(refusal(with(base(), "quantization_config", {{"quant_method", "gptq"}})),
               HasSubstr("\"quantization_config\" is {\"quant_method\":\"gptq\"}; shardwise reads "
@@ -179,8 +179,9 @@ TEST(LlamaConfigReader, MistralIsALlamaWithMistralsDefaults) {
   mistral.erase("max_position_embeddings");
   mistral["sliding_window"] = nullptr;  // null: no window
   EXPECT_EQ(read(mistral).context_length, 131072U);
-  EXPECT_THAT(refusal(with(base(), "model_type", "qwen2")),
-              HasSubstr("\"model_type\" is \"qwen2\"; expected \"llama\" or \"mistral\""));
+  EXPECT_THAT(refusal(with(base(), "model_type", "gemma")),
+              HasSubstr("\"model_type\" is \"gemma\"; expected \"llama\", \"mistral\", "
+                        "\"qwen2\" or \"qwen3\""));
 }
 
 // rope_type wins over the older type where both are given, as transformers 5 reads them (and a

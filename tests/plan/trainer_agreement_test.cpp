@@ -7,6 +7,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "gpt_test_model.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/models/gpt.hpp"
@@ -38,13 +39,13 @@ std::vector<Measured> train_one_step(const Layout& layout, std::size_t batch) {
   settings.zero = layout.zero;
   std::vector<Measured> measured(static_cast<std::size_t>(ranks));
   run_local(ranks, [&](Communicator& comm) {
-    models::GptModel model(kTiny, 1);
+    testing::GptModel model(kTiny, 1);
     train::ParallelContext context(comm, mesh);
     train::Trainer trainer(context, model, corpus, settings);
     (void)trainer.step();
     measured[static_cast<std::size_t>(comm.rank())] = {
         trainer.params_bytes(), trainer.grads_bytes(), trainer.optimizer_bytes(),
-        model.gpt().activation_bytes()};
+        model.chunk(0).activation_bytes()};
   });
   return measured;
 }

@@ -136,7 +136,8 @@ TEST(ModelLayout, AnAxisThatSplitsNoParameterSaysWhy) {
 TEST(ModelLayout, ManifestAxesWinAndUnnamedParametersAreReported) {
   const ModelManifest manifest{{{"custom", {8, 8}, DType::kBF16, LogicalAxes{"", "mlp"}},
                                 {"mystery", {8}, DType::kF32, std::nullopt}},
-                               {}};
+                               {},
+                               std::nullopt};
   const Mesh mesh = Mesh::parse("model=4");
   const ModelLayout layout = layout_with_defaults(manifest, mesh);
   EXPECT_EQ(find(layout, "custom").spec, (P{None, "model"}));

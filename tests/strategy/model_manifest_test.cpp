@@ -160,7 +160,8 @@ TEST(ModelManifest, HfConfigSizesAreBoundedAsTheModelsReadersBoundThem) {
 TEST(ModelManifest, JsonRoundTripAndErrors) {
   ModelManifest manifest{{{"w", {4, 2}, DType::kBF16, LogicalAxes{"embed", ""}},
                           {"b", {2}, DType::kF32, std::nullopt}},
-                         {}};
+                         {},
+                         std::nullopt};
   EXPECT_EQ(
       manifest.to_json(),
       R"({"parameters":[{"name":"w","shape":[4,2],"dtype":"bf16","logical_axes":["embed",null]},{"name":"b","shape":[2],"dtype":"f32"}]})");

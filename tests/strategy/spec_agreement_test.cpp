@@ -139,7 +139,8 @@ TEST(SpecAgreement, RulesStrategiesPlacementAndLayoutGiveOneAnswer) {
         // A scalar in layer 1 gives the pipelined meshes two layers to place.
         ModelManifest manifest{{{name, shape, DType::kF32, std::nullopt},
                                 {"layers.1.s", {}, DType::kF32, LogicalAxes{}}},
-                               units};
+                               units,
+                               std::nullopt};
         const ModelLayout layout = layout_model(manifest, mesh, rules, name_rules);
 
         const std::string where = sharding.to_string() + " " +

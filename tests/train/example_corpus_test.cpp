@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "gpt_test_model.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/models/llama.hpp"
@@ -168,8 +169,8 @@ void expect_masked_equals_cut(DistributedModel& masked, DistributedModel& cut) {
 
 TEST(MaskedLoss, TheGptsLossOverCountedTargetsIsItsLossOnThemAlone) {
   const models::GptConfig config{2, 2, 16, 16, 256};
-  models::GptModel masked(config, 42);
-  models::GptModel cut(config, 42);
+  testing::GptModel masked(config, 42);
+  testing::GptModel cut(config, 42);
   expect_masked_equals_cut(masked, cut);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "gpt_test_model.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/train/trainer.hpp"
@@ -38,7 +39,7 @@ std::vector<float> losses_on(const std::string& mesh_text, int zero,
   std::vector<std::vector<float>> by_rank(static_cast<std::size_t>(mesh.size()));
   run_local(static_cast<int>(mesh.size()), [&](Communicator& comm) {
     ParallelContext context(comm, mesh);
-    models::GptModel model(config, 42, context, std::nullopt, sequence_parallel, pipeline);
+    testing::GptModel model(config, 42, context, std::nullopt, sequence_parallel, pipeline);
     Trainer trainer(context, model, corpus, settings);
     std::vector<float> mine;
     for (int step = 0; step < kSteps; ++step) mine.push_back(trainer.step().loss);
@@ -109,8 +110,8 @@ TEST(PipelineTraining, GradientsReadyReachesThePipelineButNotTiedParameters) {
   const Corpus corpus = Corpus::builtin(16);
   run_local(2, [&](Communicator& comm) {
     ParallelContext context(comm, mesh);
-    models::GptModel model(kConfig, 42, context, std::nullopt, false,
-                           models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {}});
+    testing::GptModel model(kConfig, 42, context, std::nullopt, false,
+                            models::GptPipeline{ScheduleKind::kOneFOneB, 2, 1, {}});
     ParameterStore& store = model.parameters();
     store.zero_grads();
     const TokenBatch batch = corpus.batch(Corpus::Split::kTrain, 5, 1, 4, 0, 4, 16);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "error_of.hpp"
+#include "gpt_test_model.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
@@ -55,7 +56,7 @@ LayoutRun train_on(const Mesh& mesh, int zero, bool sequence_parallel = false) {
   std::mutex mutex;
   run_local(static_cast<int>(mesh.size()), [&](Communicator& comm) {
     ParallelContext context(comm, mesh);
-    models::GptModel model(kConfig, 42, context, std::nullopt, sequence_parallel);
+    testing::GptModel model(kConfig, 42, context, std::nullopt, sequence_parallel);
     Trainer trainer(context, model, corpus, settings_for(zero));
     std::vector<float> losses;
     for (int step = 0; step < 10; ++step) losses.push_back(trainer.step().loss);
@@ -156,7 +157,7 @@ TEST(TensorParallel, AtZeroThreeNoRankEverAllocatesMoreThanItsSlices) {
   std::vector<int> allocated(4, -1);
   run_local(4, [&](Communicator& comm) {
     ParallelContext context(comm, Mesh::parse("fsdp=2,model=2"));
-    models::GptModel model(kConfig, 42, context);
+    testing::GptModel model(kConfig, 42, context);
     Trainer trainer(context, model, corpus, settings_for(3));
     (void)trainer.step();
     allocated[static_cast<std::size_t>(comm.rank())] = model.parameters().ever_allocated();
@@ -191,7 +192,7 @@ TEST(TensorParallel, SizesTheDegreeDoesNotDivideAndOtherSplitsAreRefused) {
     ParallelContext context(comm, Mesh::parse("model=2"));
     std::vector<PartitionSpec> placements = models::gpt_model_placements(kConfig, 2);
     placements[2 + 8] = PartitionSpec{None, "model"};  // the MLP's first layer, by input
-    EXPECT_THAT(error_of([&] { models::GptModel model(kConfig, 1, context, placements); }),
+    EXPECT_THAT(error_of([&] { testing::GptModel model(kConfig, 1, context, placements); }),
                 HasSubstr("parameter 'transformer.h.0.mlp.c_fc.weight' would be split over "
                           "'model' by P(None, 'model'); the model's layers split it by "
                           "P('model')"));
@@ -218,14 +219,14 @@ class FailingTensorParallelGpt final : public Model {
                          std::size_t seq, bool with_grads, const GradientsReady& ready,
                          float loss_scale) override {
     if (rank_ == 1 && ++calls_ == 2) {
-      (void)inner_.gpt().forward(tokens, targets, sequences, seq, true);
+      (void)inner_.forward(tokens, targets, sequences, seq, true);
       throw std::runtime_error("rank 1's model failed");
     }
     return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, ready, loss_scale);
   }
 
  private:
-  models::GptModel inner_;
+  testing::GptModel inner_;
   Rank rank_;
   int calls_ = 0;
 };

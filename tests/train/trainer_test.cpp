@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "error_of.hpp"
+#include "gpt_test_model.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/models/gpt.hpp"
@@ -53,7 +54,7 @@ TrainingRun train_on(int ranks, const TrainSettings& settings) {
   }
   std::mutex mutex;
   run_local(ranks, [&](Communicator& comm) {
-    models::GptModel model(kConfig, 42);
+    testing::GptModel model(kConfig, 42);
     ParallelContext context(comm, Mesh({"data"}, {ranks}));
     Trainer trainer(context, model, corpus, settings);
     std::vector<float> losses;
@@ -131,7 +132,7 @@ class SilentGpt final : public Model {
   }
 
  private:
-  models::GptModel inner_;
+  testing::GptModel inner_;
 };
 
 TEST(Trainer, AModelWithoutTheBackwardHookTrainsTheSame) {
@@ -139,7 +140,7 @@ TEST(Trainer, AModelWithoutTheBackwardHookTrainsTheSame) {
   std::vector<float> hooked, silent;
   for (bool use_hook : {true, false}) {
     run_local(2, [&](Communicator& comm) {
-      models::GptModel gpt(kConfig, 42);
+      testing::GptModel gpt(kConfig, 42);
       SilentGpt quiet;
       Model& model = use_hook ? static_cast<Model&>(gpt) : static_cast<Model&>(quiet);
       ParallelContext context(comm, Mesh({"data"}, {2}));
@@ -162,7 +163,7 @@ TEST(Trainer, HsdpShardsOverFsdpAndReplicatesOverData) {
     std::vector<float> losses;
     std::vector<std::size_t> bytes(4);
     run_local(4, [&](Communicator& comm) {
-      models::GptModel model(kConfig, 42);
+      testing::GptModel model(kConfig, 42);
       ParallelContext context(comm, mesh);
       Trainer trainer(context, model, corpus, settings_for(zero));
       std::vector<float> mine;
@@ -246,7 +247,7 @@ TEST(Trainer, ZeroThreeGathersAheadAndFreesWhatItGathered) {
   // tied head); backward every block again.
   const std::size_t gathers = 2 * kConfig.n_layer + 3;
   run_local(4, [&](Communicator& comm) {
-    models::GptModel model(kConfig, 42);
+    testing::GptModel model(kConfig, 42);
     ParallelContext context(comm, Mesh({"data"}, {4}));
     Trainer trainer(context, model, corpus, settings_for(3));
     (void)trainer.step();
@@ -280,7 +281,7 @@ TEST(Trainer, WithoutOverlapTheSameLossesAndNoGatherAhead) {
     std::vector<float> losses[2];
     for (bool overlap : {true, false}) {
       run_local(2, [&](Communicator& comm) {
-        models::GptModel model(kConfig, 42);
+        testing::GptModel model(kConfig, 42);
         TrainSettings settings = settings_for(zero);
         settings.overlap = overlap;
         ParallelContext context(comm, Mesh({"data"}, {2}));
@@ -339,14 +340,14 @@ class FailingGpt final : public Model {
                          std::size_t seq, bool with_grads, const GradientsReady& ready,
                          float loss_scale) override {
     if (rank_ == 1 && ++calls_ == 2) {
-      (void)inner_.gpt().forward(tokens, targets, sequences, seq, true);
+      (void)inner_.forward(tokens, targets, sequences, seq, true);
       throw std::runtime_error("rank 1's model failed");
     }
     return inner_.forward_backward(tokens, targets, sequences, seq, with_grads, ready, loss_scale);
   }
 
  private:
-  models::GptModel inner_;
+  testing::GptModel inner_;
   int rank_;
   int calls_ = 0;
 };
@@ -392,7 +393,7 @@ class FailingInBackwardGpt final : public Model {
   }
 
  private:
-  models::GptModel inner_;
+  testing::GptModel inner_;
   int rank_;
   int calls_ = 0;
 };
@@ -468,7 +469,7 @@ TEST(Trainer, RanksWithDifferentShardingsEndWithAnError) {
           comm.rank() == 0 ? default_shardings(specs, "world", 2)
                            : fsdp_shardings(specs, FSDPStrategy::splitting_every_parameter("world"),
                                             2, FsdpSplit::kLogicalAxes);
-      models::GptModel model(kConfig, 42);
+      testing::GptModel model(kConfig, 42);
       try {
         ParallelContext context(comm, Mesh({"data"}, {2}));
         Trainer trainer(context, model, corpus, settings);
@@ -488,7 +489,7 @@ TEST(Trainer, BadSettingsAreNamed) {
   const Corpus corpus = Corpus::builtin(16);
   EXPECT_THAT(error_of([&] {
                 run_local(3, [&](Communicator& comm) {
-                  models::GptModel model(kConfig, 1);
+                  testing::GptModel model(kConfig, 1);
                   ParallelContext context(comm, Mesh({"data"}, {3}));
                   Trainer trainer(context, model, corpus, settings_for(0));
                 });
@@ -496,7 +497,7 @@ TEST(Trainer, BadSettingsAreNamed) {
               HasSubstr("--batch 8 does not divide among the 3 data-parallel ranks"));
   EXPECT_THAT(error_of([&] {
                 run_local(1, [&](Communicator& comm) {
-                  models::GptModel model(kConfig, 1);
+                  testing::GptModel model(kConfig, 1);
                   ParallelContext context(comm, Mesh({"data"}, {1}));
                   Trainer trainer(context, model, corpus, settings_for(4));
                 });
@@ -507,7 +508,7 @@ TEST(Trainer, BadSettingsAreNamed) {
   for_four.shardings = default_shardings(models::gpt_parameters(kConfig), "fsdp", 4);
   EXPECT_THAT(error_of([&] {
                 run_local(2, [&](Communicator& comm) {
-                  models::GptModel model(kConfig, 1);
+                  testing::GptModel model(kConfig, 1);
                   ParallelContext context(comm, Mesh({"data"}, {2}));
                   Trainer trainer(context, model, corpus, for_four);
                 });

@@ -1,20 +1,22 @@
 #pragma once
-// shardwise's Llama as transformers' LlamaForCausalLM stores it: the same names and (out, in)
-// layouts, so every tensor maps one to one; config.json both ways through llama.hpp's reader.
+// shardwise's Llama as transformers' LlamaForCausalLM stores it (and its Qwen2 and Qwen3 as
+// Qwen2ForCausalLM and Qwen3ForCausalLM do): the same names and (out, in) layouts, so every
+// tensor maps one to one; config.json both ways through llama.hpp's reader.
 
 #include "shardwise/models/hf_adapter.hpp"
+#include "shardwise/models/llama.hpp"
 
 namespace shardwise::models {
 
 class HfLlamaAdapter final : public HfAdapter {
  public:
-  [[nodiscard]] std::string format() const override { return "hf-llama"; }
-  [[nodiscard]] std::string words() const override { return "Hugging Face Llama"; }
+  explicit HfLlamaAdapter(LlamaVariant variant = LlamaVariant::kLlama) : variant_(variant) {}
+  // "hf-llama", "hf-qwen2", "hf-qwen3".
+  [[nodiscard]] std::string format() const override { return "hf-" + to_string(variant_); }
+  [[nodiscard]] std::string words() const override;
   // A Mistral is a Llama whose attention may be limited to a window: read where the window
   // spans the context (and exported as a Llama, which computes the same).
-  [[nodiscard]] std::vector<std::string> model_types() const override {
-    return {"llama", "mistral"};
-  }
+  [[nodiscard]] std::vector<std::string> model_types() const override;
   using HfAdapter::model_from_hf_config;
   [[nodiscard]] std::shared_ptr<const train::ModelDefinition> model_from_hf_config(
       const std::string& text, const std::string& what,
@@ -40,6 +42,9 @@ class HfLlamaAdapter final : public HfAdapter {
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> tied_tensors() const override {
     return {{"lm_head.weight", "model.embed_tokens.weight"}};
   }
+
+ private:
+  LlamaVariant variant_;
 };
 
 }  // namespace shardwise::models

@@ -21,10 +21,18 @@
 #include "shardwise/kernels/rotary.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/train/model_definition.hpp"
+#include "shardwise/train/transformer_spec.hpp"
 
 namespace shardwise::models {
 
+// The architectures that are a Llama with one part changed, each its own family: Qwen2 (biases
+// on q, k and v) and Qwen3 (an RMSNorm over each head's queries and keys).
+enum class LlamaVariant { kLlama, kQwen2, kQwen3 };
+// "llama", "qwen2", "qwen3": the family's name and the Hugging Face model_type.
+[[nodiscard]] std::string to_string(LlamaVariant variant);
+
 struct LlamaConfig {
+  LlamaVariant variant = LlamaVariant::kLlama;
   std::size_t n_layer = 4;
   std::size_t hidden_size = 128;
   std::size_t n_head = 4;
@@ -37,13 +45,19 @@ struct LlamaConfig {
   kernels::RotaryScaling rope_scaling;  // factor 0: none
   double rms_norm_eps = 1e-5;
   bool tie_word_embeddings = false;
+  // Biases on q, k, v and o (LlamaConfig's and Qwen3Config's attention_bias); Qwen2 has them on
+  // q, k and v always, and none on o.
+  bool attention_bias = false;
 
   friend bool operator==(const LlamaConfig& a, const LlamaConfig& b);
 };
 
-// "llama-tiny" (trains in seconds on a CPU) or "smollm2-135m"; InvalidArgument naming `field`.
+// "llama-tiny" (trains in seconds on a CPU), "smollm2-135m", "qwen2-tiny" or "qwen3-tiny";
+// InvalidArgument naming `field`.
 [[nodiscard]] LlamaConfig llama_preset(const std::string& name, const std::string& field);
 [[nodiscard]] const std::vector<std::string>& llama_preset_names();
+// The presets of one variant's family.
+[[nodiscard]] std::vector<std::string> llama_preset_names(LlamaVariant variant);
 // Sizes positive and bounded, head_dim even, n_head a multiple of n_kv_head, theta, epsilon and
 // the scaling finite and positive; InvalidArgument naming the field and the value.
 void validate(const LlamaConfig& config);
@@ -66,6 +80,8 @@ void validate(const LlamaConfig& config);
                                                  std::vector<std::string>& notes);
 // The same, for callers that show no notes (the trainer's own files, which have none).
 [[nodiscard]] LlamaConfig llama_config_from_json(std::string_view text, const std::string& what);
+// Whether a configuration is the trainer's file of `variant` ("family": "llama", "qwen2", ...).
+[[nodiscard]] bool is_llama_config(std::string_view text, LlamaVariant variant);
 // Whether a configuration is the trainer's Llama file ("family": "llama"). A config.json
 // ("model_type": "llama") is read through the family's Hugging Face adapter.
 [[nodiscard]] bool is_llama_config(std::string_view text);
@@ -85,12 +101,17 @@ void validate(const LlamaConfig& config);
 [[nodiscard]] std::vector<train::SharedRows> llama_shared_rows(const LlamaConfig& config,
                                                                int degree);
 
+// The Llama as the training layer's transformer assembles it: rotary positions with the
+// config's theta and scaling, RMSNorms, separate q, k and v without biases over grouped-query
+// heads, the gated SiLU MLP, the head tied or not.
+[[nodiscard]] train::TransformerSpec llama_transformer(const LlamaConfig& config);
+
 class LlamaDefinition final : public train::ModelDefinition {
  public:
   explicit LlamaDefinition(const LlamaConfig& config);
 
   [[nodiscard]] const LlamaConfig& config() const { return config_; }
-  [[nodiscard]] std::string family() const override { return "llama"; }
+  [[nodiscard]] std::string family() const override { return to_string(config_.variant); }
   [[nodiscard]] std::string config_json() const override;
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] std::string describe_config(const std::string& config_json) const override;

@@ -24,6 +24,9 @@ struct ModelShape {
   // Llama's layout: SwiGLU (three matrices instead of two), RMSNorm without a bias, no learned
   // positions; shardwise's trainer keeps what its Llama keeps.
   bool gated_mlp = false;
+  // The family's own statement of its parts, where the manifest carries one: the planner then
+  // sizes activations from it rather than from gated_mlp.
+  std::optional<TransformerShape> transformer;
   // Exact counts from the manifest.
   std::int64_t parameters = 0;        // every parameter
   std::int64_t layer_parameters = 0;  // one transformer layer's (the largest layer)

@@ -13,6 +13,7 @@
 #include "shardwise/core/shape.hpp"
 #include "shardwise/strategy/logical_axes.hpp"
 #include "shardwise/strategy/spec_resolution.hpp"
+#include "shardwise/strategy/transformer_shape.hpp"
 
 namespace shardwise {
 
@@ -39,6 +40,10 @@ struct ModelManifest {
   // Elements per indivisible unit of logical axes: the generators set "heads" and "kv_heads"
   // to the head dimension, so tensor parallelism never splits inside an attention head.
   AxisUnits axis_units;
+  // What the transformer is, where a model family states it (its parts: the planner sizes the
+  // trainer's activations from it); absent in a manifest read from a file, which the planner
+  // reads by its parameters' names and shapes.
+  std::optional<TransformerShape> transformer;
 
   [[nodiscard]] std::int64_t num_parameters() const;
   [[nodiscard]] std::int64_t num_bytes() const;

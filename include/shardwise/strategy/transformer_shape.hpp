@@ -1,0 +1,57 @@
+#pragma once
+// What a decoder-only transformer is, as its parts see it: the sizes and the kind of each part
+// (positions, norm, attention's projections and biases, MLP, head). One value per family
+// configuration, stated by the family, never guessed from parameter names: the training layer
+// assembles its chunk from it, and the planner sizes the same chunk's activations from it.
+
+#include <cstddef>
+
+namespace shardwise {
+
+enum class PositionKind { kLearned, kRotary };
+enum class NormKind { kLayerNorm, kRmsNorm };
+enum class MlpKind { kGelu, kGatedSilu };
+
+struct TransformerShape {
+  std::size_t layers = 0;
+  std::size_t hidden = 0;
+  std::size_t heads = 0;
+  std::size_t kv_heads = 0;  // heads without grouped-query attention
+  std::size_t head_dim = 0;
+  std::size_t mlp_width = 0;  // the MLP's inner width
+  std::size_t vocab = 0;
+  std::size_t context = 0;  // the longest sequence
+  PositionKind positions = PositionKind::kLearned;
+  NormKind norm = NormKind::kLayerNorm;
+  MlpKind mlp = MlpKind::kGelu;
+  // Q, K and V as one stacked (3, heads x head_dim, hidden) parameter (GPT-2's c_attn) or three.
+  bool fused_qkv = false;
+  bool qkv_bias = false;               // biases on the query, key and value projections
+  bool attention_output_bias = false;  // a bias on attention's output projection
+  bool mlp_bias = false;               // biases on the MLP's matrices (GELU's)
+  bool qk_norm = false;                // an RMSNorm over each head's queries and keys (Qwen3)
+  bool tied_head = false;              // the output head is the token embedding
+
+  friend bool operator==(const TransformerShape&, const TransformerShape&) = default;
+
+  [[nodiscard]] std::size_t q_width() const { return heads * head_dim; }
+  // Whether `degree` model ranks hold each key/value head on degree / kv_heads ranks: the
+  // heads' count divides the degree without the degree dividing it (vLLM's rule).
+  [[nodiscard]] bool replicates_kv_heads(std::size_t degree) const {
+    return degree > 1 && kv_heads % degree != 0 && degree % kv_heads == 0;
+  }
+  // The key/value heads one of `degree` model ranks computes with: its share, or one.
+  [[nodiscard]] std::size_t kv_heads_of(std::size_t degree) const {
+    return replicates_kv_heads(degree) ? 1 : kv_heads / degree;
+  }
+  // Floats a norm keeps per row for backward: LayerNorm's mean and reciprocal deviation,
+  // RMSNorm's reciprocal root mean square.
+  [[nodiscard]] std::size_t norm_statistics() const { return norm == NormKind::kLayerNorm ? 2 : 1; }
+  // A norm's parameters (weight, and LayerNorm's bias), each `hidden` long.
+  [[nodiscard]] std::size_t norm_parameters() const { return norm == NormKind::kLayerNorm ? 2 : 1; }
+  // The MLP's arrays a layer keeps, each mlp_width wide per row: GELU's input and output;
+  // the gate, up and their product.
+  [[nodiscard]] std::size_t mlp_arrays() const { return mlp == MlpKind::kGelu ? 2 : 3; }
+};
+
+}  // namespace shardwise

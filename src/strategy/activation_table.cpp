@@ -1,0 +1,145 @@
+#include "shardwise/strategy/activation_table.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise {
+namespace {
+
+constexpr std::size_t index(Activation a) { return static_cast<std::size_t>(a); }
+
+struct Row {
+  const char* name;
+  Lifetime lifetime;
+};
+
+// In Activation's order.
+constexpr std::array<Row, kActivationCount> kRows = {{
+    {"norm1", Lifetime::kLayer},
+    {"norm1_statistics", Lifetime::kLayer},
+    {"projections", Lifetime::kLayer},
+    {"qk_norm_input", Lifetime::kLayer},
+    {"qk_norm_statistics", Lifetime::kLayer},
+    {"attention", Lifetime::kLayer},
+    {"log_sum_exp", Lifetime::kLayer},
+    {"residual2", Lifetime::kLayer},
+    {"norm2", Lifetime::kLayer},
+    {"norm2_statistics", Lifetime::kLayer},
+    {"mlp", Lifetime::kLayer},
+    {"layer_output", Lifetime::kLayerOutput},
+    {"input", Lifetime::kMicroBatch},
+    {"head_norm", Lifetime::kMicroBatch},
+    {"head_statistics", Lifetime::kMicroBatch},
+    {"losses", Lifetime::kMicroBatch},
+    {"residual_grad", Lifetime::kScratch},
+    {"whole_rows", Lifetime::kScratch},
+    {"mlp_grad", Lifetime::kScratch},
+    {"attention_grads", Lifetime::kScratch},
+    {"logits", Lifetime::kScratch},
+    {"probabilities", Lifetime::kScratch},
+    {"norm_local", Lifetime::kScratch},
+    {"norm_grad_local", Lifetime::kScratch},
+    {"partial_sum", Lifetime::kScratch},
+    {"gathered", Lifetime::kScratch},
+    {"norm_parameter_grads", Lifetime::kScratch},
+    {"qk_norm_grads", Lifetime::kScratch},
+    {"kv_head_grads", Lifetime::kScratch},
+}};
+
+void require_divides(std::size_t degree, std::size_t count, const char* what) {
+  if (count % degree != 0) {
+    throw InvalidArgument(std::string("a chunk over ") + std::to_string(degree) + " model ranks: " +
+                          what + " (" + std::to_string(count) + ") must be a multiple of them");
+  }
+}
+
+}  // namespace
+
+std::size_t head_block_rows(std::size_t rows, std::size_t vocab_local) {
+  const std::size_t by_size = kHeadBlockFloats / std::max<std::size_t>(vocab_local, 1);
+  return std::max<std::size_t>(1, std::min(rows, std::max(by_size, kHeadBlockMinRows)));
+}
+
+Lifetime lifetime_of(Activation activation) { return kRows.at(index(activation)).lifetime; }
+const char* name_of(Activation activation) { return kRows.at(index(activation)).name; }
+
+ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeometry& geometry)
+    : layers_(geometry.layers), recompute_(geometry.recompute) {
+  const std::size_t t = std::max<std::size_t>(geometry.model_degree, 1);
+  require_divides(t, shape.heads, "the heads");
+  if (!shape.replicates_kv_heads(t)) require_divides(t, shape.kv_heads, "the key/value heads");
+  require_divides(t, shape.mlp_width, "the MLP's width");
+  require_divides(t, shape.vocab, "the vocabulary");
+  const std::size_t C = shape.hidden, BT = geometry.batch * geometry.seq;
+  const bool sp = geometry.sequence_parallel && t > 1;
+  if (sp) require_divides(t, BT, "the micro-batch's positions");
+  const std::size_t R = sp ? BT / t : BT;
+  local_rows_ = R;
+  whole_rows_ = BT;
+  const std::size_t heads = shape.heads / t, kv_heads = shape.kv_heads_of(t);
+  const std::size_t q = heads * shape.head_dim, kv = kv_heads * shape.head_dim;
+  const std::size_t width = shape.mlp_width / t, vocab = shape.vocab / t;
+  const std::size_t stats = shape.norm_statistics();
+  auto& e = elements_;
+  e[index(Activation::kNorm1)] = BT * C;
+  e[index(Activation::kNorm1Statistics)] = R * stats;
+  e[index(Activation::kProjections)] = BT * (q + 2 * kv);
+  e[index(Activation::kQkNormInput)] = shape.qk_norm ? BT * (q + kv) : 0;
+  e[index(Activation::kQkNormStatistics)] = shape.qk_norm ? BT * (heads + kv_heads) : 0;
+  e[index(Activation::kAttention)] = BT * q;
+  e[index(Activation::kLogSumExp)] = BT * heads;
+  e[index(Activation::kResidual2)] = R * C;
+  e[index(Activation::kNorm2)] = BT * C;
+  e[index(Activation::kNorm2Statistics)] = R * stats;
+  e[index(Activation::kMlp)] = BT * shape.mlp_arrays() * width;
+  e[index(Activation::kLayerOutput)] = R * C;
+  e[index(Activation::kInput)] = R * C;
+  const std::size_t head = geometry.has_head ? 1 : 0;
+  e[index(Activation::kHeadNorm)] = head * BT * C;
+  e[index(Activation::kHeadStatistics)] = head * R * stats;
+  e[index(Activation::kLosses)] = head * BT;
+  e[index(Activation::kResidualGrad)] = R * C;
+  e[index(Activation::kWholeRows)] = BT * C;
+  e[index(Activation::kMlpGrad)] = shape.mlp == MlpKind::kGelu ? BT * width : 0;
+  // Attention's output's, the queries', keys' and values' gradients, side by side.
+  const std::size_t attention_grads = 2 * q + 2 * kv;
+  attention_grads_in_mlp_ = attention_grads <= shape.mlp_arrays() * width;
+  e[index(Activation::kAttentionGrads)] = attention_grads_in_mlp_ ? 0 : BT * attention_grads;
+  head_block_ = geometry.has_head ? head_block_rows(BT, vocab) : 0;
+  e[index(Activation::kLogits)] = head_block_ * vocab;
+  e[index(Activation::kProbabilities)] = head_block_ * vocab;
+  e[index(Activation::kNormLocal)] = sp ? R * C : 0;
+  e[index(Activation::kNormGradLocal)] = sp ? R * C : 0;
+  e[index(Activation::kPartialSum)] = sp ? BT * C : 0;
+  e[index(Activation::kGathered)] = sp ? BT * C : 0;
+  e[index(Activation::kNormParameterGrads)] = sp ? shape.norm_parameters() * C : 0;
+  e[index(Activation::kQkNormGrads)] = shape.qk_norm && t > 1 ? 2 * shape.head_dim : 0;
+  e[index(Activation::kKvHeadGrads)] =
+      shape.replicates_kv_heads(t) ? 2 * kv * (C + (shape.qkv_bias ? 1 : 0)) : 0;
+}
+
+std::size_t ActivationTable::elements(Lifetime lifetime) const {
+  std::size_t sum = 0;
+  for (std::size_t i = 0; i < kActivationCount; ++i) {
+    if (kRows[i].lifetime == lifetime) sum += elements_[i];
+  }
+  return sum;
+}
+
+std::size_t ActivationTable::layer_elements() const {
+  return elements(Lifetime::kLayer) + elements(Lifetime::kLayerOutput);
+}
+
+std::size_t ActivationTable::chunk_elements(std::size_t slots) const {
+  const std::size_t per_slot =
+      layers_ *
+          (recompute_ == Recompute::kFull ? elements(Lifetime::kLayerOutput) : layer_elements()) +
+      elements(Lifetime::kMicroBatch);
+  const std::size_t recomputed =
+      recompute_ == Recompute::kFull && layers_ > 0 ? elements(Lifetime::kLayer) : 0;
+  return slots * per_slot + recomputed + elements(Lifetime::kScratch);
+}
+
+}  // namespace shardwise

@@ -1,0 +1,39 @@
+#pragma once
+// The MLP over this rank's share of its width (Megatron-LM's split): GELU (tanh) between a
+// column-parallel and a row-parallel matrix, with or without biases, or the gated SiLU of Llama
+// (gate and up column-parallel, down row-parallel). Its gradients are written over the arrays
+// they are the gradients of where the kernels allow it (the table's kMlpGrad holds GELU's input
+// gradient), so the dead arrays can then hold attention's.
+
+#include <cstddef>
+
+#include "model_axis.hpp"
+#include "parameter_view.hpp"
+#include "rows.hpp"
+#include "shardwise/strategy/transformer_shape.hpp"
+
+namespace shardwise::train::transformer {
+
+class MlpPart {
+ public:
+  MlpPart(const TransformerShape& shape, const ModelAxis& axis);
+
+  [[nodiscard]] std::size_t width() const { return width_; }
+  // `arrays` (kMlp) from `normed` (whole rows); `out` gets the row-parallel output's rows this
+  // rank holds.
+  void forward(float* out, float* arrays, const float* normed, const ParameterView& p,
+               const Rows& rows) const;
+  // From the output's gradient (whole rows): the parameters' gradients added, the input's
+  // written to `dnormed` (whole rows, this rank's part); `arrays` are overwritten, `scratch` is
+  // kMlpGrad.
+  void backward(float* dnormed, float* scratch, const float* dout, float* arrays,
+                const float* normed, const ParameterView& p, const Rows& rows) const;
+
+ private:
+  MlpKind kind_;
+  bool bias_ = false;
+  std::size_t hidden_ = 0, width_ = 0;
+  const ModelAxis& axis_;
+};
+
+}  // namespace shardwise::train::transformer

@@ -1,0 +1,37 @@
+#pragma once
+// A norm over the residual stream's rows (LayerNorm with weight and bias, or RMSNorm with a
+// weight): its statistics kept per row (this rank's rows), its output whole (gathered along the
+// sequence under sequence parallelism), since the column-parallel products after it read every
+// row.
+
+#include <cstddef>
+
+#include "model_axis.hpp"
+#include "parameter_view.hpp"
+#include "rows.hpp"
+#include "shardwise/strategy/transformer_shape.hpp"
+
+namespace shardwise::train::transformer {
+
+class NormPart {
+ public:
+  NormPart(NormKind kind, float eps, const ModelAxis& axis) : kind_(kind), eps_(eps), axis_(axis) {}
+
+  // out (whole rows) = norm(inp) (this rank's rows); `statistics` R x norm_statistics().
+  void forward(float* out, float* statistics, const float* inp, const ParameterView& p,
+               const Rows& rows) const;
+  // sum = a + b, then out = norm(sum): the residual add and the norm after it.
+  void residual_forward(float* sum, float* out, float* statistics, const float* a, const float* b,
+                        const ParameterView& p, const Rows& rows) const;
+  // Adds d(inp) into `dinp` (this rank's rows) and the parameters' gradients, from `dout` (this
+  // rank's rows of the output's gradient, summed over the axis).
+  void backward(float* dinp, const float* dout, const float* inp, const float* statistics,
+                const ParameterView& p, const Rows& rows) const;
+
+ private:
+  NormKind kind_;
+  float eps_;
+  const ModelAxis& axis_;
+};
+
+}  // namespace shardwise::train::transformer

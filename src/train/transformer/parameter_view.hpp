@@ -1,0 +1,31 @@
+#pragma once
+// A part's parameters as the store holds them now: the part's j-th parameter is the model's
+// parameter first + j (the store's order, transformer_spec.hpp), found through the chunk's
+// index of the store.
+
+#include <cstddef>
+#include <vector>
+
+#include "shardwise/train/parameter_store.hpp"
+
+namespace shardwise::train::transformer {
+
+class ParameterView {
+ public:
+  ParameterView(ParameterStore& store, const std::vector<std::size_t>& index, std::size_t first)
+      : store_(&store), index_(&index), first_(first) {}
+  [[nodiscard]] float* value(std::size_t j) const { return store_->value(at(j)); }
+  [[nodiscard]] float* grad(std::size_t j) const { return store_->grad(at(j)); }
+  [[nodiscard]] std::size_t at(std::size_t j) const { return (*index_)[first_ + j]; }
+  // The view of parameters from j on.
+  [[nodiscard]] ParameterView from(std::size_t j) const {
+    return ParameterView(*store_, *index_, first_ + j);
+  }
+
+ private:
+  ParameterStore* store_;
+  const std::vector<std::size_t>* index_;
+  std::size_t first_;
+};
+
+}  // namespace shardwise::train::transformer

@@ -1,0 +1,350 @@
+#include "transformer_chunk.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "shardwise/core/error.hpp"
+#include "shardwise/kernels/elementwise.hpp"
+
+namespace shardwise::train::transformer {
+namespace {
+
+constexpr std::size_t at(Activation a) { return static_cast<std::size_t>(a); }
+
+LayerRange whole_if_empty(const LayerRange& range, std::size_t layers) {
+  return range.end_layer == 0 ? LayerRange{0, layers} : range;
+}
+
+}  // namespace
+
+TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefinition& model,
+                                   ParameterStore& store, const ChunkOptions& options)
+    : spec_(spec),
+      places_(parameter_layout(spec.shape)),
+      range_(whole_if_empty(options.range, spec.shape.layers)),
+      store_(store),
+      sequence_parallel_(options.sequence_parallel),
+      recompute_(options.recompute),
+      axis_(options.tensor_parallel, options.sequence_parallel, spec.shape.hidden),
+      norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_),
+      attention_(spec_, axis_),
+      mlp_(spec.shape, axis_),
+      embedding_(spec.shape, axis_),
+      head_(norm_, axis_, embedding_.vocab_local(), embedding_.vocab_start()) {
+  const TensorParallel& tp = options.tensor_parallel;
+  if (sequence_parallel_ && tp.degree() == 1) {
+    throw InvalidArgument(
+        "sequence parallelism splits the sequence over the model axis; the mesh has none");
+  }
+  has_head_ = range_.has_last(spec_.shape.layers);
+  index_ = chunk_parameter_indices(model, store_, range_, tp.degree());
+  // (The table refuses a degree that does not divide the heads, the MLP or the vocabulary.)
+  (void)table(1, static_cast<std::size_t>(tp.degree()));
+  if (attention_.replicated_kv()) {
+    // The store's rows of each key/value projection must be the head this rank's queries read.
+    const auto first_row = static_cast<std::int64_t>(attention_.replicated_kv_first_row());
+    const std::size_t per_projection = spec_.shape.qkv_bias ? 2 : 1;
+    for (std::size_t l = range_.first_layer; l < range_.end_layer; ++l) {
+      const std::size_t attention = places_.layer_first(l) + places_.norm;
+      for (const std::size_t which : {per_projection, 2 * per_projection}) {
+        const ParameterSpec& held = store_.specs()[index_[attention + which]];
+        if (held.block.empty() || held.block[0].start != first_row) {
+          throw InvalidArgument(
+              "parameter '" + held.name + "' holds rows " +
+              (held.block.empty() ? std::string("all") : shardwise::to_string(held.block)) +
+              " on model rank " + std::to_string(tp.rank()) + "; its queries read rows [" +
+              std::to_string(first_row) + ", " +
+              std::to_string(first_row + static_cast<std::int64_t>(spec_.shape.head_dim)) + ")");
+        }
+      }
+    }
+  }
+}
+
+ActivationTable TransformerChunk::table(std::size_t batch, std::size_t seq) const {
+  ChunkGeometry geometry;
+  geometry.batch = batch;
+  geometry.seq = seq;
+  geometry.model_degree = static_cast<std::size_t>(axis_.tp().degree());
+  geometry.sequence_parallel = sequence_parallel_;
+  geometry.recompute = recompute_;
+  geometry.layers = layers();
+  geometry.has_head = has_head_;
+  return ActivationTable(spec_.shape, geometry);
+}
+
+Rows TransformerChunk::rows(std::size_t batch, std::size_t seq) const {
+  const std::size_t whole = batch * seq;
+  const std::size_t local =
+      sequence_parallel_ ? whole / static_cast<std::size_t>(axis_.tp().degree()) : whole;
+  return {batch, seq, whole, local};
+}
+
+std::size_t TransformerChunk::boundary_elements(std::size_t batch, std::size_t seq) const {
+  return rows(batch, seq).local * spec_.shape.hidden;
+}
+
+ChunkLimits TransformerChunk::limits() const {
+  return {range_, spec_.shape.layers, spec_.shape.context, spec_.shape.vocab,
+          sequence_parallel_ ? axis_.tp().degree() : 1};
+}
+
+void TransformerChunk::size_slot(Slot& slot, std::size_t batch, std::size_t seq) {
+  if (batch == slot.batch && seq == slot.seq) return;
+  slot.batch = batch;
+  slot.seq = seq;
+  const ActivationTable t = table(batch, seq);
+  const bool full = recompute_ == Recompute::kFull;
+  const std::size_t L = layers();
+  for (std::size_t i = 0; i < kActivationCount; ++i) {
+    const auto a = static_cast<Activation>(i);
+    std::size_t count = 0;
+    switch (lifetime_of(a)) {
+      case Lifetime::kLayer: count = full ? 0 : L * t.elements(a); break;
+      case Lifetime::kLayerOutput: count = L * t.elements(a); break;
+      case Lifetime::kMicroBatch: count = t.elements(a); break;
+      case Lifetime::kScratch: break;
+    }
+    slot.arrays[i].assign(count, 0.0F);
+  }
+  // Full recomputation keeps each layer's output only; one layer's arrays hold the rest.
+  if (full && (recomputed_batch_ != batch || recomputed_seq_ != seq)) {
+    recomputed_batch_ = batch;
+    recomputed_seq_ = seq;
+    for (std::size_t i = 0; i < kActivationCount; ++i) {
+      const auto a = static_cast<Activation>(i);
+      const bool kept = lifetime_of(a) == Lifetime::kLayer && L > 0;
+      recomputed_[i].assign(kept ? t.elements(a) : 0, 0.0F);
+    }
+  }
+}
+
+void TransformerChunk::size_scratch(std::size_t batch, std::size_t seq) {
+  if (batch == scratch_batch_ && seq == scratch_seq_) return;
+  scratch_batch_ = batch;
+  scratch_seq_ = seq;
+  const ActivationTable t = table(batch, seq);
+  for (std::size_t i = 0; i < kActivationCount; ++i) {
+    const auto a = static_cast<Activation>(i);
+    scratch_[i].assign(lifetime_of(a) == Lifetime::kScratch ? t.elements(a) : 0, 0.0F);
+  }
+  axis_.use({scratch(Activation::kNormLocal), scratch(Activation::kNormGradLocal),
+             scratch(Activation::kPartialSum), scratch(Activation::kGathered),
+             scratch(Activation::kNormParameterGrads)});
+}
+
+TransformerChunk::Layer TransformerChunk::layer(Slot& slot, std::size_t i) {
+  const ActivationTable t = table(slot.batch, slot.seq);
+  const bool full = recompute_ == Recompute::kFull;
+  Layer layer;
+  for (std::size_t k = 0; k < kActivationCount; ++k) {
+    const auto a = static_cast<Activation>(k);
+    const std::size_t e = t.elements(a);
+    if (lifetime_of(a) == Lifetime::kLayer) {
+      layer.at[k] = full ? recomputed_[k].data() : slot.arrays[k].data() + i * e;
+    } else if (lifetime_of(a) == Lifetime::kLayerOutput) {
+      layer.at[k] = slot.arrays[k].data() + i * e;
+    }
+  }
+  return layer;
+}
+
+std::size_t TransformerChunk::activation_bytes() const {
+  std::size_t floats = 0;
+  const auto add = [&](const Arrays& arrays) {
+    for (const auto& v : arrays) floats += v.size();
+  };
+  for (const auto& slot : slots_) add(slot->arrays);
+  add(recomputed_);
+  add(scratch_);
+  return floats * sizeof(float);
+}
+
+void TransformerChunk::gather_head() {
+  store_.gather(unit(places_.final_norm()));
+  if (spec_.shape.tied_head) store_.gather(unit(0));
+}
+
+void TransformerChunk::release_head() {
+  if (spec_.shape.tied_head) store_.release(unit(0));
+  store_.release(unit(places_.final_norm()));
+}
+
+void TransformerChunk::tell(const GradientsReady& ready, std::size_t first,
+                            std::size_t last) const {
+  if (!ready) return;
+  ready(store_.offset(index_[first]), store_.offset(index_[last]) + store_.count(index_[last]));
+}
+
+AttentionPart::Arrays TransformerChunk::attention_arrays(const Layer& a) {
+  return {a[Activation::kProjections], a[Activation::kQkNormInput],
+          a[Activation::kQkNormStatistics], a[Activation::kAttention], a[Activation::kLogSumExp]};
+}
+
+void TransformerChunk::layer_forward(const Layer& a, const float* residual, std::size_t l,
+                                     const Rows& rw) {
+  const ParameterView p = parameters(places_.layer_first(l));
+  const std::size_t norm = places_.norm, attention = places_.attention;
+  // The row-parallel outputs are not kept: the residual adds that read them need neither in
+  // backward, so both are the one whole-rows scratch.
+  float* const projected = scratch(Activation::kWholeRows);
+  norm_.forward(a[Activation::kNorm1], a[Activation::kNorm1Statistics], residual, p, rw);
+  attention_.forward(projected, attention_arrays(a), a[Activation::kNorm1], p.from(norm), rw);
+  norm_.residual_forward(a[Activation::kResidual2], a[Activation::kNorm2],
+                         a[Activation::kNorm2Statistics], residual, projected,
+                         p.from(norm + attention), rw);
+  mlp_.forward(projected, a[Activation::kMlp], a[Activation::kNorm2], p.from(2 * norm + attention),
+               rw);
+  kernels::residual_forward(a[Activation::kLayerOutput], a[Activation::kResidual2], projected,
+                            rw.local * spec_.shape.hidden);
+}
+
+void TransformerChunk::layer_backward(const Layer& a, const float* residual, std::size_t l,
+                                      const Rows& rw) {
+  const ParameterView p = parameters(places_.layer_first(l));
+  const std::size_t norm = places_.norm, attention = places_.attention;
+  float* const dresidual = scratch(Activation::kResidualGrad);
+  // A norm's output gradient, whole: the scratch that held the row-parallel outputs in forward
+  // (full recomputation's forward writes it before this layer's backward begins).
+  float* const dnormed = scratch(Activation::kWholeRows);
+  // output = residual2 + mlp: both get dresidual. The one buffer holds it, and then, the norm's
+  // gradient added in place once the MLP's products have read it, d(residual2).
+  mlp_.backward(dnormed, scratch(Activation::kMlpGrad), axis_.whole_output_grad(dresidual, rw),
+                a[Activation::kMlp], a[Activation::kNorm2], p.from(2 * norm + attention), rw);
+  norm_.backward(dresidual, axis_.column_input_grad(dnormed, rw), a[Activation::kResidual2],
+                 a[Activation::kNorm2Statistics], p.from(norm + attention), rw);
+  // residual2 = residual + attention, the same way. Attention's gradients go into the MLP's
+  // arrays, dead now, where they fit.
+  float* const grads = table(rw.batch, rw.seq).attention_grads_in_mlp()
+                           ? a[Activation::kMlp]
+                           : scratch(Activation::kAttentionGrads);
+  attention_.backward(dnormed, grads,
+                      {scratch(Activation::kQkNormGrads), scratch(Activation::kKvHeadGrads)},
+                      axis_.whole_output_grad(dresidual, rw), a[Activation::kNorm1],
+                      attention_arrays(a), p.from(norm), rw);
+  norm_.backward(dresidual, axis_.column_input_grad(dnormed, rw), residual,
+                 a[Activation::kNorm1Statistics], p, rw);
+}
+
+float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int32_t> tokens,
+                                std::span<const std::int32_t> targets, std::size_t batch,
+                                std::size_t seq, std::span<const float> input,
+                                std::span<float> output, bool backward_follows) {
+  check_chunk_batch(tokens, targets, batch, seq, limits());
+  const std::size_t boundary = boundary_elements(batch, seq);
+  check_chunk_forward_boundary(input.size(), output.size(), boundary, limits());
+  while (slots_.size() <= slot_index) slots_.push_back(std::make_unique<Slot>());
+  Slot& slot = *slots_[slot_index];
+  size_slot(slot, batch, seq);
+  size_scratch(batch, seq);
+  if (range_.has_first()) slot.tokens.assign(tokens.begin(), tokens.end());
+  if (has_head_) slot.targets.assign(targets.begin(), targets.end());
+  slot.head_held = false;
+  const Rows rw = rows(batch, seq);
+  float* const first_input = slot.arrays[at(Activation::kInput)].data();
+  if (!range_.has_first()) {
+    std::copy(input.begin(), input.end(), first_input);
+  } else {
+    // Each unit is gathered just before its use and released after (no-ops unless a ZeRO-3
+    // trainer has sharded the store).
+    store_.gather(unit(0));
+    embedding_.forward(first_input, slot.tokens.data(), parameters(0), rw);
+    store_.release(unit(0));
+  }
+  const float* residual = first_input;
+  for (std::size_t i = 0; i < layers(); ++i) {
+    const std::size_t l = range_.first_layer + i;
+    const Layer a = layer(slot, i);
+    store_.gather(unit(places_.layer_first(l)));
+    layer_forward(a, residual, l, rw);
+    store_.release(unit(places_.layer_first(l)));
+    residual = a[Activation::kLayerOutput];
+  }
+  if (!has_head_) {
+    std::copy(residual, residual + boundary, output.begin());
+    return 0;
+  }
+  gather_head();
+  float* const losses = slot.arrays[at(Activation::kLosses)].data();
+  head_.forward(losses, slot.arrays[at(Activation::kHeadNorm)].data(),
+                slot.arrays[at(Activation::kHeadStatistics)].data(), residual, slot.targets.data(),
+                scratch(Activation::kLogits), scratch(Activation::kProbabilities),
+                table(batch, seq).head_block(), parameters(places_.final_norm()),
+                parameters(places_.head), rw);
+  // Backward starts with the head and the final norm: where it follows, they stay gathered.
+  if (backward_follows) {
+    slot.head_held = true;
+  } else {
+    release_head();
+  }
+  double sum = 0;
+  for (std::size_t r = 0; r < rw.whole; ++r) sum += losses[r];
+  return static_cast<float>(sum / static_cast<double>(rw.whole));
+}
+
+void TransformerChunk::backward(std::size_t slot_index, std::span<const float> output_grad,
+                                std::span<float> input_grad, float loss_scale,
+                                const GradientsReady& ready) {
+  if (slot_index >= slots_.size() || slots_[slot_index]->batch == 0) {
+    throw InvalidArgument("backward of micro-batch slot " + std::to_string(slot_index) +
+                          " before its forward");
+  }
+  Slot& slot = *slots_[slot_index];
+  const std::size_t boundary = boundary_elements(slot.batch, slot.seq);
+  check_chunk_backward_boundary(output_grad.size(), input_grad.size(), boundary, limits());
+  size_scratch(slot.batch, slot.seq);
+  const Rows rw = rows(slot.batch, slot.seq);
+  const std::size_t L = layers();
+  float* const dresidual = scratch(Activation::kResidualGrad);
+  float* const first_input = slot.arrays[at(Activation::kInput)].data();
+  if (!has_head_) {
+    std::copy(output_grad.begin(), output_grad.end(), dresidual);
+  } else {
+    if (!std::exchange(slot.head_held, false)) gather_head();
+    const float* top = L > 0 ? layer(slot, L - 1)[Activation::kLayerOutput] : first_input;
+    head_.backward(dresidual, scratch(Activation::kWholeRows), loss_scale, top,
+                   slot.arrays[at(Activation::kHeadNorm)].data(),
+                   slot.arrays[at(Activation::kHeadStatistics)].data(), slot.targets.data(),
+                   scratch(Activation::kLogits), scratch(Activation::kProbabilities),
+                   table(slot.batch, slot.seq).head_block(), parameters(places_.final_norm()),
+                   parameters(places_.head), rw);
+    // The tied embedding's gradient is final only after the embeddings' backward.
+    tell(ready, places_.final_norm(),
+         spec_.shape.tied_head ? places_.final_norm() + places_.norm - 1 : places_.head);
+    release_head();
+  }
+  // dresidual holds d(the stream after layer l) on entry to each iteration, and d(before it)
+  // after it (this rank's rows).
+  for (std::size_t i = L; i-- > 0;) {
+    const std::size_t l = range_.first_layer + i;
+    const float* residual = i == 0 ? first_input : layer(slot, i - 1)[Activation::kLayerOutput];
+    const Layer a = layer(slot, i);
+    store_.gather(unit(places_.layer_first(l)));
+    // Full recomputation: the layer's forward again, into the one layer's arrays, the unit
+    // gathered once for it and its backward.
+    if (recompute_ == Recompute::kFull) layer_forward(a, residual, l, rw);
+    layer_backward(a, residual, l, rw);
+    tell(ready, places_.layer_first(l), places_.layer_first(l) + places_.per_layer - 1);
+    store_.release(unit(places_.layer_first(l)));
+  }
+  if (!range_.has_first()) {
+    std::copy(dresidual, dresidual + boundary, input_grad.begin());
+    return;
+  }
+  embedding_.backward(dresidual, slot.tokens.data(), parameters(0), rw);
+  tell(ready, 0, places_.embeddings - 1);
+}
+
+}  // namespace shardwise::train::transformer
+
+namespace shardwise::train {
+
+std::unique_ptr<ModelChunk> make_transformer_chunk(const TransformerSpec& spec,
+                                                   const ModelDefinition& model,
+                                                   ParameterStore& store,
+                                                   const ChunkOptions& options) {
+  return std::make_unique<transformer::TransformerChunk>(spec, model, store, options);
+}
+
+}  // namespace shardwise::train

@@ -1,0 +1,103 @@
+#pragma once
+// One chunk of a transformer's layers on one rank (train::ModelChunk), assembled from its parts:
+// the embeddings where the chunk starts the model, its layers (norm, attention, residual and
+// norm, MLP, residual), and the final norm, head and loss where it ends it. The machinery every
+// family shares is here once: micro-batch slots from forward to backward, each parameter unit
+// gathered just before its use and released after (ZeRO-3), full recomputation of a layer in its
+// backward, and gradients announced as they become final. Every array comes from the chunk's
+// ActivationTable, which the planner sums too.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "attention_part.hpp"
+#include "embedding_part.hpp"
+#include "head_part.hpp"
+#include "mlp_part.hpp"
+#include "model_axis.hpp"
+#include "norm_part.hpp"
+#include "shardwise/strategy/activation_table.hpp"
+#include "shardwise/train/chunk_inputs.hpp"
+#include "shardwise/train/transformer_spec.hpp"
+
+namespace shardwise::train::transformer {
+
+class TransformerChunk final : public ModelChunk {
+ public:
+  TransformerChunk(const TransformerSpec& spec, const ModelDefinition& model, ParameterStore& store,
+                   const ChunkOptions& options);
+
+  [[nodiscard]] std::size_t boundary_elements(std::size_t batch, std::size_t seq) const override;
+  float forward(std::size_t slot, std::span<const std::int32_t> tokens,
+                std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
+                std::span<const float> input, std::span<float> output,
+                bool backward_follows) override;
+  void backward(std::size_t slot, std::span<const float> output_grad, std::span<float> input_grad,
+                float loss_scale, const GradientsReady& ready) override;
+  [[nodiscard]] std::size_t activation_bytes() const override;
+
+ private:
+  // One array per Activation (empty where a lifetime does not hold it).
+  using Arrays = std::array<std::vector<float>, kActivationCount>;
+  struct Slot {
+    std::size_t batch = 0, seq = 0;
+    bool head_held = false;  // forward left the head's units gathered for backward
+    std::vector<std::int32_t> tokens, targets;
+    Arrays arrays;  // the layers' (side by side), their outputs and the micro-batch's
+  };
+  // Layer i's arrays of a slot (i counted from the chunk's first layer).
+  struct Layer {
+    std::array<float*, kActivationCount> at{};
+    float* operator[](Activation a) const { return at[static_cast<std::size_t>(a)]; }
+  };
+
+  [[nodiscard]] ActivationTable table(std::size_t batch, std::size_t seq) const;
+  [[nodiscard]] Rows rows(std::size_t batch, std::size_t seq) const;
+  void size_slot(Slot& slot, std::size_t batch, std::size_t seq);
+  void size_scratch(std::size_t batch, std::size_t seq);
+  [[nodiscard]] Layer layer(Slot& slot, std::size_t i);
+  [[nodiscard]] float* scratch(Activation a) {
+    return scratch_[static_cast<std::size_t>(a)].data();
+  }
+  [[nodiscard]] static AttentionPart::Arrays attention_arrays(const Layer& a);
+  void layer_forward(const Layer& a, const float* residual, std::size_t l, const Rows& rows);
+  void layer_backward(const Layer& a, const float* residual, std::size_t l, const Rows& rows);
+  [[nodiscard]] ParameterView parameters(std::size_t first) const {
+    return ParameterView(store_, index_, first);
+  }
+  [[nodiscard]] std::size_t unit(std::size_t parameter) const {
+    return store_.unit_of(index_[parameter]);
+  }
+  void gather_head();
+  void release_head();
+  // Tells `ready` of parameters [first, last] (the store's order), final now.
+  void tell(const GradientsReady& ready, std::size_t first, std::size_t last) const;
+  [[nodiscard]] std::size_t layers() const { return range_.end_layer - range_.first_layer; }
+  [[nodiscard]] ChunkLimits limits() const;
+
+  TransformerSpec spec_;
+  TransformerParameterLayout places_;
+  LayerRange range_;
+  bool has_head_ = false;
+  ParameterStore& store_;
+  bool sequence_parallel_ = false;
+  Recompute recompute_ = Recompute::kNone;
+  std::vector<std::size_t> index_;  // the store's index of each of the model's parameters
+  ModelAxis axis_;
+  NormPart norm_;
+  AttentionPart attention_;
+  MlpPart mlp_;
+  EmbeddingPart embedding_;
+  HeadPart head_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  Arrays recomputed_;  // full recomputation's one layer (its output excepted)
+  std::size_t recomputed_batch_ = 0, recomputed_seq_ = 0;
+  Arrays scratch_;
+  std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
+};
+
+}  // namespace shardwise::train::transformer
