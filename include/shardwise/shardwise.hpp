@@ -66,6 +66,7 @@
 #include "shardwise/strategy/fsdp_strategy.hpp"
 #include "shardwise/strategy/logical_axes.hpp"
 #include "shardwise/strategy/logical_axis_rules.hpp"
+#include "shardwise/strategy/mesh_axes.hpp"
 #include "shardwise/strategy/mesh_utils.hpp"
 #include "shardwise/strategy/model_layout.hpp"
 #include "shardwise/strategy/model_manifest.hpp"

@@ -335,22 +335,7 @@ class PlanCommand final : public Command {
         throw InvalidArgument("--layout: " + std::string(e.what()));
       }
     }();
-    plan::Layout l;
-    for (std::size_t i = 0; i < mesh.num_axes(); ++i) {
-      const std::string& axis = mesh.axis_names()[i];
-      const std::int64_t size = mesh.axis_sizes()[i];
-      if (axis == "data") {
-        l.data = size;
-      } else if (axis == "fsdp") {
-        l.fsdp = size;
-      } else if (axis == "model") {
-        l.model = size;
-      } else if (axis == "pipeline") {
-        l.pipeline = size;
-      } else {
-        throw InvalidArgument("--layout: axis '" + axis + "' is not data, fsdp, model or pipeline");
-      }
-    }
+    plan::Layout l = plan::layout_of_axes(mesh, "--layout");
     l.zero = static_cast<int>(integer(zero_, "--zero"));
     if (l.zero < 0 || l.zero > 3) throw InvalidArgument("--zero is " + zero_ + "; expected 0 to 3");
     // 0: the batch's, as plan::complete_layout fills it in.

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/strategy/mesh_axes.hpp"
 
 namespace shardwise::plan {
 namespace {
@@ -86,6 +87,23 @@ std::string Layout::to_string() const {
   if (recompute != Recompute::kNone) out << ", recompute " << plan::to_string(recompute);
   if (sequence_parallel) out << ", sequence parallel";
   return out.str();
+}
+
+Layout layout_of_axes(const Mesh& mesh, const std::string& field) {
+  check_trained_axes(mesh, field);
+  Layout layout;
+  for (std::size_t i = 0; i < mesh.num_axes(); ++i) {
+    const std::int64_t size = mesh.axis_sizes()[i];
+    switch (find_mesh_axis(mesh.axis_names()[i])->role) {
+      case AxisRole::kBatch: layout.data = size; break;
+      case AxisRole::kParameterShard: layout.fsdp = size; break;
+      case AxisRole::kModelSplit: layout.model = size; break;
+      case AxisRole::kPipeline: layout.pipeline = size; break;
+      case AxisRole::kExperts:
+      case AxisRole::kSequence: break;  // refused above until trained
+    }
+  }
+  return layout;
 }
 
 }  // namespace shardwise::plan

@@ -3,17 +3,12 @@
 #include <algorithm>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/strategy/mesh_axes.hpp"
 
 namespace shardwise::train {
 
 void ParallelContext::validate(const Mesh& mesh, int world_size) {
-  for (const std::string& axis : mesh.axis_names()) {
-    if (std::find(kAxes.begin(), kAxes.end(), axis) == kAxes.end()) {
-      throw InvalidArgument("mesh axis '" + axis +
-                            "' is not one the training layer knows (data, fsdp, model, "
-                            "pipeline)");
-    }
-  }
+  check_trained_axes(mesh, "mesh");
   if (mesh.size() != world_size) {
     throw InvalidArgument(mesh.to_string() + " has " + std::to_string(mesh.size()) +
                           " devices but the job has " + std::to_string(world_size) + " ranks");
@@ -46,7 +41,8 @@ ParallelContext::ParallelContext(Communicator& world, Mesh mesh)
     : world_(world),
       mesh_(std::move(mesh)),
       shard_axis_(shard_axis_of(mesh_)),
-      replica_axis_(replica_axis_of(mesh_)) {
+      replica_axis_(replica_axis_of(mesh_)),
+      along_(mesh_axis_roles().size()) {
   validate(mesh_, world_.size());
   // Every rank splits in the same order: the mesh's axes in mesh order, then itself alone.
   for (const std::string& axis : mesh_.axis_names()) {
@@ -58,12 +54,12 @@ ParallelContext::ParallelContext(Communicator& world, Mesh mesh)
 ParallelContext::~ParallelContext() = default;
 
 std::size_t ParallelContext::axis_slot(std::string_view axis) const {
-  const auto it = std::find(kAxes.begin(), kAxes.end(), axis);
-  if (it == kAxes.end()) {
-    throw InvalidArgument("'" + std::string(axis) +
-                          "' is not an axis of the training layer (data, fsdp, model, pipeline)");
+  const std::vector<MeshAxisRole>& roles = mesh_axis_roles();
+  for (std::size_t i = 0; i < roles.size(); ++i) {
+    if (roles[i].name == axis) return i;
   }
-  return static_cast<std::size_t>(it - kAxes.begin());
+  throw InvalidArgument("'" + std::string(axis) + "' is not an axis of the training layer (" +
+                        trained_axis_names() + ")");
 }
 
 int ParallelContext::coordinate(std::string_view axis) const {
@@ -81,6 +77,12 @@ Communicator& ParallelContext::communicator(std::string_view axis) const {
   const std::unique_ptr<Communicator>& along = along_[axis_slot(axis)];
   return along ? *along : *alone_;
 }
+
+Communicator& ParallelContext::communicator(AxisRole role) const {
+  return communicator(mesh_axis(role).name);
+}
+
+int ParallelContext::degree(AxisRole role) const { return degree(mesh_axis(role).name); }
 
 Group ParallelContext::group(std::string_view axis) const {
   return world_group(communicator(axis).size()).relabeled(std::string(axis));

@@ -16,6 +16,7 @@
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/plan/cost_model.hpp"
 #include "shardwise/plan/model_shape.hpp"
+#include "shardwise/strategy/mesh_axes.hpp"
 #include "shardwise/text/tokenizer.hpp"
 #include "shardwise/train/distributed_model.hpp"
 #include "shardwise/train/fine_tuning_data.hpp"
@@ -33,12 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 // The mesh a job runs: axes data, fsdp, model and pipeline, rank r on device r.
 void check_mesh(const Mesh& mesh) {
-  for (const std::string& axis : mesh.axis_names()) {
-    if (axis != "data" && axis != "fsdp" && axis != "model" && axis != "pipeline") {
-      throw InvalidArgument("--mesh: axis '" + axis +
-                            "' is not one the training job runs (data, fsdp, model, pipeline)");
-    }
-  }
+  check_trained_axes(mesh, "--mesh");
   if (!mesh.has_default_device_ids()) {
     throw InvalidArgument("--mesh: " + mesh.to_string() +
                           " names devices; the training job runs rank r as device r, so give "

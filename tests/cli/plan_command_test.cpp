@@ -92,6 +92,8 @@ TEST(PlanCommand, BadInput) {
                    "--blas is 'openblas'; expected onednn, mkl or mkl:PATH");
   expect_bad_input(with({"--devices", "8", "--layout", "data=4"}), "= 4, not the 8 devices");
   expect_bad_input(with({"--devices", "8", "--layout", "tensor=8"}), "--layout: axis 'tensor'");
+  expect_bad_input(with({"--devices", "8", "--layout", "data=4,context=2"}),
+                   "--layout: axis 'context' is context parallelism");
   expect_bad_input(with({"--devices", "8", "--efficiency", "nan"}), "--efficiency");
   expect_bad_input(with({"--devices", "8", "--overlap", "1.5"}), "--overlap is 1.5");
   expect_bad_input(with({"--devices", "7"}), "no layout of 7 devices");

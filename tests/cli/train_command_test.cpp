@@ -278,8 +278,12 @@ TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--model", "huge"}, "--model: 'huge' is neither a model");
   expect_bad_input({"train", "--zero", "5"}, "--zero is 5; expected 0 to 3");
   expect_bad_input({"train", "--mesh", "expert=2"},
-                   "--mesh: axis 'expert' is not one the training job runs (data, fsdp, model, "
-                   "pipeline)");
+                   "--mesh: axis 'expert' is expert parallelism (a Mixture-of-Experts layer's "
+                   "experts split, tokens dispatched to them), which the training layer does not "
+                   "run yet (it runs data, fsdp, model, pipeline)");
+  expect_bad_input({"train", "--mesh", "tensor=2"},
+                   "--mesh: axis 'tensor' is not one the training layer knows (data, fsdp, "
+                   "model, pipeline)");
   expect_bad_input({"train", "--mesh", "model=3"},
                    "the model degree 3 does not divide the 4 attention heads (n_head)");
   expect_bad_input({"train", "--mesh", "data=2", "--sequence-parallel"},

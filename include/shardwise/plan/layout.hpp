@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/core/mesh.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
 #include "shardwise/strategy/recompute.hpp"
 
@@ -73,5 +74,10 @@ struct Layout {
   [[nodiscard]] std::string to_string() const;
   friend bool operator==(const Layout&, const Layout&) = default;
 };
+
+// A layout's degrees from a mesh's axes, by their roles (strategy/mesh_axes.hpp): InvalidArgument
+// starting with `field` for an axis no role has or one the planner does not plan (the roles the
+// training layer does not run yet).
+Layout layout_of_axes(const Mesh& mesh, const std::string& field);
 
 }  // namespace shardwise::plan

@@ -1,12 +1,12 @@
 #pragma once
-// Where a rank of a training run sits: the mesh (its axes among data, fsdp, model and
-// pipeline), this rank's coordinate on each axis, and one communicator per axis, split from the
-// world once (as Megatron-LM's parallel_state makes every process group in one place). The
-// trainer, the models' layers and `shardwise train` all take it; none builds groups of its own.
-// Each axis has its own communicator, so collectives of different axes never wait in one queue
-// (tensor-parallel traffic does not queue behind FSDP's).
+// Where a rank of a training run sits: the mesh (its axes among the registry's roles,
+// strategy/mesh_axes.hpp: data, fsdp, model and pipeline trained today), this rank's coordinate on
+// each axis, and one communicator per axis, split from the world once (as Megatron-LM's
+// parallel_state makes every process group in one place). The trainer, the models' layers and
+// `shardwise train` all take it; none builds groups of its own. Each axis has its own communicator,
+// so collectives of different axes never wait in one queue (tensor-parallel traffic does not queue
+// behind FSDP's).
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,16 +16,15 @@
 
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/core/mesh.hpp"
+#include "shardwise/strategy/mesh_axes.hpp"
 
 namespace shardwise::train {
 
 class ParallelContext {
  public:
-  // The axes a training mesh may have, in the order a layout names them.
-  static constexpr std::array<std::string_view, 4> kAxes{"data", "fsdp", "model", "pipeline"};
-
   // Collective over `world` (every rank constructs it with the same mesh, in the same order
-  // among its collectives). Throws InvalidArgument for an axis not among kAxes, a mesh of
+  // among its collectives). Throws InvalidArgument for an axis the training layer does not run
+  // (check_trained_axes), a mesh of
   // another size than the world, or device ids other than 0..n-1 in mesh order (rank r is
   // device r).
   ParallelContext(Communicator& world, Mesh mesh);
@@ -50,13 +49,16 @@ class ParallelContext {
   [[nodiscard]] Rank rank() const { return world_.rank(); }
 
   // This rank's coordinate along `axis` and the axis' size: 0 and 1 where the mesh has no such
-  // axis. InvalidArgument for a name not among kAxes.
+  // axis. InvalidArgument for a name no role of the registry has.
   [[nodiscard]] int coordinate(std::string_view axis) const;
   [[nodiscard]] int degree(std::string_view axis) const;
 
   // The communicator of this rank's group along `axis` (the ranks that share its coordinates on
   // every other axis); where the mesh has no such axis, one of this rank alone.
   [[nodiscard]] Communicator& communicator(std::string_view axis) const;
+  // The same, by the axis' role.
+  [[nodiscard]] Communicator& communicator(AxisRole role) const;
+  [[nodiscard]] int degree(AxisRole role) const;
   // A communicator of this rank alone.
   [[nodiscard]] Communicator& alone() const { return *alone_; }
   // Every member of communicator(axis), counted under `axis` in its byte counters.
@@ -81,8 +83,8 @@ class ParallelContext {
   Mesh mesh_;
   std::string shard_axis_;
   std::string replica_axis_;
-  // One per entry of kAxes: the axis' communicator, or nullptr where the mesh lacks the axis.
-  std::array<std::unique_ptr<Communicator>, kAxes.size()> along_;
+  // One per role of the registry: the axis' communicator, or nullptr where the mesh lacks it.
+  std::vector<std::unique_ptr<Communicator>> along_;
   std::unique_ptr<Communicator> alone_;
 };
 
