@@ -107,6 +107,7 @@
 #include "shardwise/train/pipeline_executor.hpp"
 #include "shardwise/train/pipeline_layout.hpp"
 #include "shardwise/train/placement.hpp"
+#include "shardwise/train/run_config.hpp"
 #include "shardwise/train/run_log.hpp"
 #include "shardwise/train/scheduled_chunk.hpp"
 #include "shardwise/train/settings_agreement.hpp"

@@ -4,13 +4,16 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <type_traits>
 
 #include "backend_flag.hpp"
 #include "blas_flag.hpp"
@@ -24,6 +27,7 @@
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/strategy/parallelism_config.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
+#include "shardwise/train/run_config.hpp"
 #include "shardwise/train/training_job.hpp"
 #include "text_table.hpp"
 
@@ -208,6 +212,44 @@ class TrainPrinter final : public train::JobObserver {
   std::mutex mutex_;
 };
 
+// The flags as given; a --config file fills those not given (TrainCommand::run).
+struct TrainFlags {
+  std::optional<std::string> config;
+  std::string model;
+  std::optional<std::string> mesh;
+  std::string zero;
+  std::string steps;
+  std::string batch;
+  std::optional<std::string> seq;
+  std::string lr;
+  std::optional<std::string> warmup;
+  std::string seed;
+  std::optional<std::string> data;
+  std::string data_format;
+  std::optional<std::string> val_data;
+  std::optional<std::string> tokenizer;
+  std::string eval_every;
+  std::string print_every;
+  std::optional<std::string> threads;
+  std::optional<std::string> backend;
+  std::optional<std::string> log_dir;
+  std::string recompute = "none";
+  std::string blas = "onednn";
+  train::CheckpointPolicy checkpoint_flags;
+  std::optional<std::string> init_from;
+  std::string save_every = "0";
+  std::string keep = "0";
+  std::string schedule;
+  std::optional<std::string> microbatches;
+  std::optional<std::string> virtual_stages;
+  std::string stages_by;
+  std::optional<std::string> timeline;
+  bool json = false;
+  bool no_overlap = false;
+  bool sequence_parallel = false;
+  std::string param_sharding;
+};
+
 class TrainCommand final : public Command {
  public:
   explicit TrainCommand(CLI::App& parent)
@@ -217,105 +259,110 @@ class TrainCommand final : public Command {
             "files, on one rank or any "
             "mesh of data, fsdp, model and pipeline axes, matching the "
             "one-rank run step for step")) {
-    app_->add_option("--model", model_,
+    app_->add_option("--model", flags_.model,
                      "A preset (" + models::preset_names() +
                          "), a model file, or a Hugging Face model folder or its config.json")
         ->default_val("tiny");
-    app_->add_option("--mesh", mesh_,
+    app_->add_option("--mesh", flags_.mesh,
                      "The mesh of data, fsdp, model and pipeline axes, e.g. data=2,fsdp=2 (one "
                      "rank without)");
     app_->add_option(
-            "--zero", zero_,
+            "--zero", flags_.zero,
             "ZeRO stage: 0 (plain data parallel), 1 (optimizer state sharded), 2 (+ gradients "
             "reduce-scattered after backward) or 3 (+ parameters, gathered per layer)")
         ->default_val("0");
-    app_->add_option("--steps", steps_, "Training steps")->default_val("100");
-    app_->add_option("--batch", batch_, "Global sequences per step")->default_val("8");
-    app_->add_option("--seq", seq_, "Tokens per sequence (default: the model's context)");
-    app_->add_option("--lr", lr_, "Peak learning rate")->default_val("1e-3");
-    app_->add_option("--warmup", warmup_, "Warm-up steps (default: 10, at most --steps)");
-    app_->add_option("--seed", seed_, "Seed of the initialisation and of the batches")
+    app_->add_option("--steps", flags_.steps, "Training steps")->default_val("100");
+    app_->add_option("--batch", flags_.batch, "Global sequences per step")->default_val("8");
+    app_->add_option("--seq", flags_.seq, "Tokens per sequence (default: the model's context)");
+    app_->add_option("--lr", flags_.lr, "Peak learning rate")->default_val("1e-3");
+    app_->add_option("--warmup", flags_.warmup, "Warm-up steps (default: 10, at most --steps)");
+    app_->add_option("--seed", flags_.seed, "Seed of the initialisation and of the batches")
         ->default_val("1337");
-    app_->add_option("--data", data_,
+    app_->add_option("--data", flags_.data,
                      "Training data: a text file of any size (encoded by --tokenizer; bytes for "
                      "a 256-token model), a token file (--data-format), or fine-tuning examples "
                      "in JSON Lines (text, prompt/completion or chat messages; *.jsonl); "
                      "default: a built-in corpus");
-    app_->add_option("--data-format", data_format_,
+    app_->add_option("--data-format", flags_.data_format,
                      "text, tokens-u16 or tokens-u32 (nanoGPT's train.bin: little-endian ids, "
                      "checked against the vocabulary) or jsonl (default: jsonl for *.jsonl, "
                      "else text)")
         ->default_val("text");
-    app_->add_option("--val-data", val_data_,
+    app_->add_option("--val-data", flags_.val_data,
                      "Held-out data in the same format (default: the last tenth of --data)");
-    app_->add_option("--tokenizer", tokenizer_,
+    app_->add_option("--tokenizer", flags_.tokenizer,
                      "The tokenizer.json that encodes text --data and --val-data (default: the "
                      "--init-from folder's; text is bytes only for a model of 256 tokens)");
-    app_->add_option("--print-every", print_every_,
+    app_->add_option("--print-every", flags_.print_every,
                      "A progress line every K steps (the first, the last and validation steps "
                      "always; --json prints every step)")
         ->default_val("1");
-    app_->add_option("--eval-every", eval_every_, "Validation loss every K steps (0: never)")
+    app_->add_option("--eval-every", flags_.eval_every, "Validation loss every K steps (0: never)")
         ->default_val("0");
-    app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
-    add_blas_option(*app_, blas_);
-    app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
-    app_->add_option("--param-sharding", param_sharding_,
+    app_->add_option("--threads", flags_.threads,
+                     "BLAS threads per rank (default 1 with several ranks)");
+    add_blas_option(*app_, flags_.blas);
+    app_->add_option("--backend", flags_.backend, "local or mpi (default: mpi under mpirun)");
+    app_->add_option("--param-sharding", flags_.param_sharding,
                      "How ZeRO splits each parameter: first-dim (FSDP's dimension 0, as FSDP2), "
                      "logical-axes (FSDP's rules on the model's logical axes) or a rules file "
                      "(as `shardwise specs --rules` reads)")
         ->default_val("first-dim");
-    app_->add_flag("--sequence-parallel", sequence_parallel_,
+    app_->add_flag("--sequence-parallel", flags_.sequence_parallel,
                    "Split LayerNorm and residual activations along the sequence over the model "
                    "axis (Korthikanti et al.): all-gathers and reduce-scatters replace its "
                    "all-reduces");
-    app_->add_option("--recompute", recompute_,
+    app_->add_option("--recompute", flags_.recompute,
                      "What a layer keeps for backward: none, selective (the same: attention "
                      "never keeps its seq x seq weights) or full (each layer's input only; the "
                      "layer runs again in backward)")
         ->default_val("none");
-    app_->add_flag("--no-overlap", no_overlap_,
+    app_->add_flag("--no-overlap", flags_.no_overlap,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
                    "measure what overlap hides)");
-    app_->add_option("--schedule", schedule_,
+    app_->add_option("--schedule", flags_.schedule,
                      "Pipeline schedule over the mesh's pipeline axis: gpipe, 1f1b or "
                      "interleaved")
         ->default_val("1f1b");
-    app_->add_option("--microbatches", microbatches_,
+    app_->add_option("--microbatches", flags_.microbatches,
                      "Micro-batches per step on each data-parallel rank (default: the fewest, at "
                      "least one per stage, that divide the rank's sequences)");
-    app_->add_option("--virtual-stages", virtual_stages_,
+    app_->add_option("--virtual-stages", flags_.virtual_stages,
                      "Model chunks per pipeline rank (interleaved; default 2)");
-    app_->add_option("--stages-by", stages_by_,
+    app_->add_option("--stages-by", flags_.stages_by,
                      "How layers go to stages: count (equal counts, the first stages taking the "
                      "remainder) or cost (the slowest stage as fast as possible, the head's "
                      "FLOPs counted on the last)")
         ->default_val("count");
-    app_->add_option("--timeline", timeline_,
+    app_->add_option("--timeline", flags_.timeline,
                      "Write the last step's executed pipeline timeline (every rank's passes with "
                      "their start and end) as JSON; `shardwise schedule --from FILE` draws it");
-    app_->add_flag("--json", json_, "One JSON object per line");
-    app_->add_option("--log-dir", log_dir_,
+    app_->add_flag("--json", flags_.json, "One JSON object per line");
+    app_->add_option("--log-dir", flags_.log_dir,
                      "Keep the run's logs in this folder (rank 0 writes): TensorBoard event files "
                      "(tensorboard --logdir DIR), metrics.jsonl with the same numbers, and "
                      "config.json, every setting resolved");
-    app_->add_option("--save", checkpoint_flags_.save,
+    app_->add_option("--save", flags_.checkpoint_flags.save,
                      "Save the training state into this folder, one sharded checkpoint per save "
                      "(PATH/step-00000100), written by every rank at once");
-    app_->add_option("--save-every", save_every_,
+    app_->add_option("--save-every", flags_.save_every,
                      "Save every N steps (default: at the last step only)")
         ->default_val("0");
-    app_->add_option("--keep", keep_,
+    app_->add_option("--keep", flags_.keep,
                      "Keep this run's newest K checkpoints in --save (default: every one)")
         ->default_val("0");
-    app_->add_flag("--save-async", checkpoint_flags_.save_async,
+    app_->add_flag("--save-async", flags_.checkpoint_flags.save_async,
                    "Copy the state to memory and write it while training goes on");
-    app_->add_option("--resume", checkpoint_flags_.resume,
+    app_->add_option("--resume", flags_.checkpoint_flags.resume,
                      "Continue from a checkpoint (or the newest in a --save folder), saved on "
                      "any layout; on the same layout the run continues bit for bit");
-    app_->add_option("--init-from", init_from_,
+    app_->add_option("--init-from", flags_.init_from,
                      "Start from a Hugging Face model folder's weights (fine-tuning; its "
                      "config.json is the model unless --model names the same one)");
+    app_->add_option("--config", flags_.config,
+                     "Replay a run: the config.json a run's --log-dir holds gives every setting "
+                     "(model, mesh, batch, data, schedule, checkpoints, the optimizer's); flags "
+                     "given beside it override it, and say so");
   }
 
   [[nodiscard]] const CLI::App& app() const override { return *app_; }
@@ -323,134 +370,216 @@ class TrainCommand final : public Command {
   [[nodiscard]] bool streams() const override { return true; }
 
   void run(std::ostream& out) const override {
-    train::JobSettings job;
-    if (init_from_ && init_from_->empty()) throw InvalidArgument("--init-from is an empty path");
-    // --init-from's folder is the model where --model is not given.
-    const bool folder_model = init_from_ && app_->get_option("--model")->count() == 0;
-    job.model_given = folder_model ? *init_from_ : model_;
+    TrainFlags f = flags_;
+    const Replay replay = take_config(f);
+    const ScopedBlas blas(f.blas);
     std::vector<std::string> notes;
-    job.model = model_definition(job.model_given, folder_model ? "--init-from" : "--model", &notes);
-    // JSON Lines are read as examples where the format is not named: a .jsonl file is never a
-    // text to train on as it stands.
-    const bool format_given = app_->get_option("--data-format")->count() > 0;
-    job.data.format = train::parse_token_format(
-        !format_given && data_ && data_->ends_with(".jsonl") ? "jsonl" : data_format_,
-        "--data-format");
-    if (!data_ && (val_data_ || format_given)) {
-      throw InvalidArgument(std::string(val_data_ ? "--val-data" : "--data-format") +
-                            " describes --data, which is not given (the built-in corpus is "
-                            "text)");
-    }
-    job.data.path = data_;
-    job.data.validation_path = val_data_;
-    job.data.tokenizer = tokenizer_;
-    // Text for a Hugging Face model is encoded by its own tokenizer unless one is given.
-    if (!tokenizer_ && init_from_ && data_ &&
-        (job.data.format == train::TokenFormat::kText ||
-         job.data.format == train::TokenFormat::kJsonLines)) {
-      const std::filesystem::path own = std::filesystem::path(*init_from_) / "tokenizer.json";
-      std::error_code error;
-      if (std::filesystem::is_regular_file(own, error)) job.data.tokenizer = own.string();
-    }
-    job.mesh = train_mesh(mesh_);
-    const int ranks = static_cast<int>(job.mesh.size());
-    train::TrainSettings& t = job.training;
-    t.steps = bounded(steps_, "--steps", 1, 10'000'000);
-    t.batch = static_cast<std::size_t>(bounded(batch_, "--batch", 1, 65536));
-    const auto context = static_cast<std::int64_t>(job.model->context_length());
-    t.seq = static_cast<std::size_t>(seq_ ? bounded(*seq_, "--seq", 1, context) : context);
-    t.learning_rate = static_cast<float>(finite_number(lr_, "--lr"));
-    if (!(t.learning_rate > 0 && t.learning_rate <= 1)) {
-      throw InvalidArgument("--lr is " + lr_ + "; expected more than 0 and at most 1");
-    }
-    t.warmup =
-        warmup_ ? bounded(*warmup_, "--warmup", 0, t.steps) : std::min<std::int64_t>(10, t.steps);
-    t.seed = static_cast<std::uint64_t>(bounded(seed_, "--seed", 0, INT64_MAX));
-    t.zero = static_cast<int>(bounded(zero_, "--zero", 0, 3));
-    t.overlap = !no_overlap_;
-    job.eval_every = bounded(eval_every_, "--eval-every", 0, t.steps);
-    job.checkpoints = checkpoint_flags_;
-    job.checkpoints.save_every = integer(save_every_, "--save-every");
-    job.checkpoints.keep = integer(keep_, "--keep");
-    if (job.checkpoints.resume && job.checkpoints.resume->empty()) {
-      throw InvalidArgument("--resume is an empty path");
-    }
-    if (init_from_) {
-      // The folder's own model, or one that is the same (a preset or file of its sizes).
-      const auto held =
-          model_definition(*init_from_, "--init-from", folder_model ? nullptr : &notes);
-      if (held->family() != job.model->family() ||
-          held->config_json() != job.model->config_json()) {
-        throw InvalidArgument("--init-from '" + echo_input(*init_from_, 200) + "' holds " +
-                              held->describe() + "; --model is " + job.model->describe());
+    // Every setting checked before a rank starts; a refused one that --config gave is named as
+    // its file's.
+    const auto prepare = [&]() {
+      train::JobSettings job;
+      if (f.init_from && f.init_from->empty())
+        throw InvalidArgument("--init-from is an empty path");
+      // --init-from's folder is the model where --model is not given.
+      const bool folder_model = f.init_from && app_->get_option("--model")->count() == 0;
+      job.model_given = folder_model ? *f.init_from : f.model;
+      job.model =
+          model_definition(job.model_given, folder_model ? "--init-from" : "--model", &notes);
+      // JSON Lines are read as examples where the format is not named: a .jsonl file is never a
+      // text to train on as it stands.
+      const bool format_given = app_->get_option("--data-format")->count() > 0;
+      job.data.format = train::parse_token_format(
+          !format_given && f.data && f.data->ends_with(".jsonl") ? "jsonl" : f.data_format,
+          "--data-format");
+      if (!f.data && (f.val_data || format_given)) {
+        throw InvalidArgument(std::string(f.val_data ? "--val-data" : "--data-format") +
+                              " describes --data, which is not given (the built-in corpus is "
+                              "text)");
       }
-      job.checkpoints.init_from = models::hf_initial_values(*init_from_, job.model);
-      job.checkpoints.init_from_words = "--init-from '" + echo_input(*init_from_, 200) + "'";
-    }
-    job.recompute = parse_recompute(recompute_, "--recompute");
-    job.sequence_parallel = sequence_parallel_;
-    job.threads =
-        threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
-    const ScopedBlas blas(blas_);
-    for (const char* flag : {"--schedule", "--microbatches", "--virtual-stages", "--stages-by"}) {
-      if (app_->get_option(flag)->count() > 0) {
-        job.pipeline = pipeline_request(schedule_, microbatches_, virtual_stages_, stages_by_);
-        break;
+      job.data.path = f.data;
+      job.data.validation_path = f.val_data;
+      job.data.tokenizer = f.tokenizer;
+      // Text for a Hugging Face model is encoded by its own tokenizer unless one is given.
+      if (!f.tokenizer && f.init_from && f.data &&
+          (job.data.format == train::TokenFormat::kText ||
+           job.data.format == train::TokenFormat::kJsonLines)) {
+        const std::filesystem::path own = std::filesystem::path(*f.init_from) / "tokenizer.json";
+        std::error_code error;
+        if (std::filesystem::is_regular_file(own, error)) job.data.tokenizer = own.string();
       }
+      job.mesh = train_mesh(f.mesh);
+      const int ranks = static_cast<int>(job.mesh.size());
+      train::TrainSettings& t = job.training;
+      t.steps = bounded(f.steps, "--steps", 1, 10'000'000);
+      t.batch = static_cast<std::size_t>(bounded(f.batch, "--batch", 1, 65536));
+      const auto context = static_cast<std::int64_t>(job.model->context_length());
+      t.seq = static_cast<std::size_t>(f.seq ? bounded(*f.seq, "--seq", 1, context) : context);
+      t.learning_rate = static_cast<float>(finite_number(f.lr, "--lr"));
+      if (!(t.learning_rate > 0 && t.learning_rate <= 1)) {
+        throw InvalidArgument("--lr is " + f.lr + "; expected more than 0 and at most 1");
+      }
+      t.warmup = f.warmup ? bounded(*f.warmup, "--warmup", 0, t.steps)
+                          : std::min<std::int64_t>(10, t.steps);
+      t.seed = static_cast<std::uint64_t>(bounded(f.seed, "--seed", 0, INT64_MAX));
+      t.zero = static_cast<int>(bounded(f.zero, "--zero", 0, 3));
+      t.overlap = !f.no_overlap;
+      if (replay.config) train::apply_optimizer_settings(*replay.config, t);
+      job.eval_every = bounded(f.eval_every, "--eval-every", 0, t.steps);
+      job.checkpoints = f.checkpoint_flags;
+      job.checkpoints.save_every = integer(f.save_every, "--save-every");
+      job.checkpoints.keep = integer(f.keep, "--keep");
+      if (job.checkpoints.resume && job.checkpoints.resume->empty()) {
+        throw InvalidArgument("--resume is an empty path");
+      }
+      if (f.init_from) {
+        // The folder's own model, or one that is the same (a preset or file of its sizes).
+        const auto held =
+            model_definition(*f.init_from, "--init-from", folder_model ? nullptr : &notes);
+        if (held->family() != job.model->family() ||
+            held->config_json() != job.model->config_json()) {
+          throw InvalidArgument("--init-from '" + echo_input(*f.init_from, 200) + "' holds " +
+                                held->describe() + "; --model is " + job.model->describe());
+        }
+        job.checkpoints.init_from = models::hf_initial_values(*f.init_from, job.model);
+        job.checkpoints.init_from_words = "--init-from '" + echo_input(*f.init_from, 200) + "'";
+        job.checkpoints.init_from_path = f.init_from;
+      }
+      job.recompute = parse_recompute(f.recompute, "--recompute");
+      job.sequence_parallel = f.sequence_parallel;
+      job.threads = f.threads ? static_cast<int>(bounded(*f.threads, "--threads", 1, 256))
+                              : (ranks > 1 ? 1 : 0);
+      for (const char* flag : {"--schedule", "--microbatches", "--virtual-stages", "--stages-by"}) {
+        if (app_->get_option(flag)->count() > 0 || replay.took(flag)) {
+          job.pipeline =
+              pipeline_request(f.schedule, f.microbatches, f.virtual_stages, f.stages_by);
+          break;
+        }
+      }
+      const bool pipelined = job.mesh.has_axis("pipeline") && job.mesh.axis_size("pipeline") > 1;
+      if (!job.pipeline && pipelined) {
+        job.pipeline = pipeline_request(f.schedule, f.microbatches, f.virtual_stages, f.stages_by);
+      }
+      job.param_sharding = f.param_sharding;
+      job.sharding_rules = read_param_sharding_rules(f.param_sharding, job.mesh);
+      job.log_dir = f.log_dir;
+      job.timeline = f.timeline;
+      job.caller_settings = {{"--json", f.json ? "on" : "off"}};
+      return std::make_unique<const train::TrainingJob>(std::move(job));
+    };
+    std::unique_ptr<const train::TrainingJob> prepared;
+    try {
+      prepared = prepare();
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(replay.explain(e.what()));
     }
-    const bool pipelined = job.mesh.has_axis("pipeline") && job.mesh.axis_size("pipeline") > 1;
-    if (!job.pipeline && pipelined) {
-      job.pipeline = pipeline_request(schedule_, microbatches_, virtual_stages_, stages_by_);
-    }
-    job.param_sharding = param_sharding_;
-    job.sharding_rules = read_param_sharding_rules(param_sharding_, job.mesh);
-    job.log_dir = log_dir_;
-    job.timeline = timeline_;
-    job.caller_settings = {{"--json", json_ ? "on" : "off"}};
-    const train::TrainingJob training(std::move(job));
+    const train::TrainingJob& training = *prepared;
+    notes.insert(notes.begin(), replay.notes.begin(), replay.notes.end());
     show_notes("train", notes);
-    const BackendInfo& backend = backend_from(backend_);
+    const BackendInfo& backend = backend_from(f.backend);
     training.check_memory(backend);
-    TrainPrinter printer(out, json_, bounded(print_every_, "--print-every", 1, INT64_MAX));
+    TrainPrinter printer(out, f.json, bounded(f.print_every, "--print-every", 1, INT64_MAX));
     training.run(backend, printer);
   }
 
  private:
+  // A --config file's run: the settings of it the flags took, and a note for each flag given
+  // beside it that overrode one.
+  struct Replay {
+    std::optional<train::RunConfig> config;
+    std::vector<std::string> notes;
+    std::string source;              // "--config 'run.json'"
+    std::vector<std::string> taken;  // the flags it filled
+    [[nodiscard]] bool took(const std::string& flag) const {
+      return std::find(taken.begin(), taken.end(), flag) != taken.end();
+    }
+    // A refusal of a flag this run took from the file, said to be the file's.
+    [[nodiscard]] std::string explain(const std::string& message) const {
+      for (const std::string& flag : taken) {
+        if (message.starts_with(flag + " ") || message.starts_with(flag + ":")) {
+          return message + " (" + flag + " as " + source + " gives it; give " + flag +
+                 " to replace it)";
+        }
+      }
+      return message;
+    }
+  };
+  // Fills the flags not given from --config's file.
+  [[nodiscard]] Replay take_config(TrainFlags& f) const;
+
   CLI::App* app_;
-  std::string model_;
-  std::optional<std::string> mesh_;
-  std::string zero_;
-  std::string steps_;
-  std::string batch_;
-  std::optional<std::string> seq_;
-  std::string lr_;
-  std::optional<std::string> warmup_;
-  std::string seed_;
-  std::optional<std::string> data_;
-  std::string data_format_;
-  std::optional<std::string> val_data_;
-  std::optional<std::string> tokenizer_;
-  std::string eval_every_;
-  std::string print_every_;
-  std::optional<std::string> threads_;
-  std::optional<std::string> backend_;
-  std::optional<std::string> log_dir_;
-  std::string recompute_ = "none";
-  std::string blas_ = "onednn";
-  train::CheckpointPolicy checkpoint_flags_;
-  std::optional<std::string> init_from_;
-  std::string save_every_ = "0";
-  std::string keep_ = "0";
-  std::string schedule_;
-  std::optional<std::string> microbatches_;
-  std::optional<std::string> virtual_stages_;
-  std::string stages_by_;
-  std::optional<std::string> timeline_;
-  bool json_ = false;
-  bool no_overlap_ = false;
-  bool sequence_parallel_ = false;
-  std::string param_sharding_;
+  TrainFlags flags_;
 };
+
+TrainCommand::Replay TrainCommand::take_config(TrainFlags& f) const {
+  Replay replay;
+  if (!f.config) return replay;
+  const std::string what = "--config '" + echo_input(*f.config, 200) + "'";
+  replay.source = what;
+  replay.config = train::read_run_config(read_file(*f.config, "--config"), what);
+  const std::map<std::string, std::string>& settings = replay.config->settings;
+  // A setting to its flag: taken where the flag is not given; where it is, the flag wins and a
+  // note says what it replaced.
+  const auto take = [&](const std::string& setting, const char* flag, auto& into) {
+    const auto found = settings.find(setting);
+    if (found == settings.end()) return;
+    if (app_->get_option(flag)->count() == 0) {
+      into = found->second;
+      replay.taken.emplace_back(flag);
+      return;
+    }
+    const std::string given = [&]() -> std::string {
+      if constexpr (std::is_same_v<std::decay_t<decltype(into)>, bool>) {
+        return into ? "true" : "false";
+      } else if constexpr (std::is_same_v<std::decay_t<decltype(into)>, std::string>) {
+        return into;
+      } else {
+        return into.value_or("");
+      }
+    }();
+    if (given != found->second) {
+      replay.notes.push_back(std::string(flag) + " " + echo_input(given, 80) + " replaces " +
+                             setting + " " + echo_input(found->second, 80) + " of " + what);
+    }
+  };
+  const auto take_switch = [&](const std::string& setting, const char* flag, bool& into) {
+    const bool set = settings.count(setting) != 0;
+    if (app_->get_option(flag)->count() == 0) {
+      into = set;
+    } else if (!set) {
+      replay.notes.push_back(std::string(flag) + " is given; the run of " + what + " had it off");
+    }
+  };
+  take("model", "--model", f.model);
+  take("mesh", "--mesh", f.mesh);
+  take("zero", "--zero", f.zero);
+  take("steps", "--steps", f.steps);
+  take("batch", "--batch", f.batch);
+  take("seq", "--seq", f.seq);
+  take("learning_rate", "--lr", f.lr);
+  take("warmup", "--warmup", f.warmup);
+  take("seed", "--seed", f.seed);
+  take("eval_every", "--eval-every", f.eval_every);
+  take("recompute", "--recompute", f.recompute);
+  take("param_sharding", "--param-sharding", f.param_sharding);
+  take("threads", "--threads", f.threads);
+  take("data", "--data", f.data);
+  take("data_format", "--data-format", f.data_format);
+  take("val_data", "--val-data", f.val_data);
+  take("tokenizer", "--tokenizer", f.tokenizer);
+  take("schedule", "--schedule", f.schedule);
+  take("microbatches", "--microbatches", f.microbatches);
+  take("virtual_stages", "--virtual-stages", f.virtual_stages);
+  take("stages_by", "--stages-by", f.stages_by);
+  take("save", "--save", f.checkpoint_flags.save);
+  take("save_every", "--save-every", f.save_every);
+  take("keep", "--keep", f.keep);
+  take("resume", "--resume", f.checkpoint_flags.resume);
+  take("init_from", "--init-from", f.init_from);
+  take_switch("sequence_parallel", "--sequence-parallel", f.sequence_parallel);
+  take_switch("no_overlap", "--no-overlap", f.no_overlap);
+  take_switch("save_async", "--save-async", f.checkpoint_flags.save_async);
+  return replay;
+}
 
 }  // namespace
 

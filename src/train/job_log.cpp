@@ -18,6 +18,11 @@ std::string hex(std::uint64_t value) {
   return text;
 }
 
+// A path, escaped as utf8_text does, or null.
+nlohmann::ordered_json optional_text(const std::optional<std::string>& path) {
+  return path ? nlohmann::ordered_json(utf8_text(*path)) : nlohmann::ordered_json(nullptr);
+}
+
 }  // namespace
 
 std::string run_config_json(const RunDescription& run) {
@@ -79,11 +84,22 @@ std::string run_config_json(const RunDescription& run) {
         {"caller", caller}}},
       {"placements",
        {{"plan", run.sharding_plan}, {"parameters", parameters}, {"notes", run.notes}}},
-      {"pipeline", pipeline ? Json{{"schedule", to_string(pipeline->schedule)},
-                                   {"microbatches", pipeline->microbatches},
-                                   {"virtual_stages", pipeline->virtual_stages},
-                                   {"layers_per_virtual_stage", pipeline->layers}}
-                            : Json(nullptr)},
+      {"pipeline",
+       pipeline
+           ? Json{{"schedule", to_string(pipeline->schedule)},
+                  {"microbatches", pipeline->microbatches},
+                  {"virtual_stages", pipeline->virtual_stages},
+                  {"layers_per_virtual_stage", pipeline->layers},
+                  {"stages_by",
+                   job.pipeline && job.pipeline->stages_by == StagesBy::kCost ? "cost" : "count"}}
+           : Json(nullptr)},
+      {"checkpoints",
+       {{"save", optional_text(job.checkpoints.save)},
+        {"save_every", job.checkpoints.save_every},
+        {"keep", job.checkpoints.keep},
+        {"save_async", job.checkpoints.save_async},
+        {"resume", optional_text(job.checkpoints.resume)},
+        {"init_from", optional_text(job.checkpoints.init_from_path)}}},
       {"data",
        {{"train",
          {{"path", job.data.path ? utf8_text(*job.data.path) : std::string("built-in")},

@@ -3,6 +3,8 @@
 // held-out tenth, and bad data is named.
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -134,6 +136,95 @@ TEST(TrainData, BadDataIsNamed) {
   expect_bad_input({"train", "--model", micro, "--data", ids, "--val-data", "/dev/null",
                     "--data-format", "tokens-u16"},
                    "--val-data '/dev/null' is not a regular file");
+}
+
+// --config replays the run a log folder's config.json describes: the same losses and the same
+// config.json, on a pipelined mesh with data files, an interleaved schedule, full recomputation
+// and settings no flag names (the optimizer's); flags given beside it win and say so, and a
+// setting of the file the flags refuse is named as the file's.
+TEST(TrainLogs, AConfigJsonReplaysItsRun) {
+  const std::string root = ::testing::TempDir() + "train_replay/";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const std::string text = root + "text.txt";
+  std::ofstream(text) << std::string(4000, 'a') + "The quick brown fox jumps over the lazy dog. ";
+  const std::vector<std::string> first{"train",
+                                       "--model",
+                                       source_path("examples/models/qwen3_micro.json"),
+                                       "--mesh",
+                                       "data=2,pipeline=2",
+                                       "--steps",
+                                       "4",
+                                       "--batch",
+                                       "8",
+                                       "--seq",
+                                       "12",
+                                       "--lr",
+                                       "2e-3",
+                                       "--warmup",
+                                       "1",
+                                       "--seed",
+                                       "9",
+                                       "--data",
+                                       text,
+                                       "--schedule",
+                                       "interleaved",
+                                       "--microbatches",
+                                       "2",
+                                       "--recompute",
+                                       "full",
+                                       "--eval-every",
+                                       "2",
+                                       "--json",
+                                       "--log-dir",
+                                       root + "a"};
+  const testing::Result a = run_command(first);
+  ASSERT_EQ(a.status, 0) << a.err;
+  const testing::Result b =
+      run_command({"train", "--config", root + "a/config.json", "--json", "--log-dir", root + "b"});
+  ASSERT_EQ(b.status, 0) << b.err;
+  EXPECT_EQ(values(json_lines(a.out), "loss"), values(json_lines(b.out), "loss"));
+  EXPECT_EQ(values(json_lines(a.out), "val_loss"), values(json_lines(b.out), "val_loss"));
+  const auto config_a = nlohmann::json::parse(std::ifstream(root + "a/config.json"));
+  const auto config_b = nlohmann::json::parse(std::ifstream(root + "b/config.json"));
+  EXPECT_EQ(config_a, config_b);
+  EXPECT_EQ(config_b["pipeline"]["schedule"], "interleaved");
+  // A flag beside the file wins, with a note; the rest is the file's.
+  std::ostringstream notes;
+  std::streambuf* const stderr_buffer = std::cerr.rdbuf(notes.rdbuf());  // the notes' stream
+  const testing::Result c = run_command(
+      {"train", "--config", root + "a/config.json", "--steps", "6", "--batch", "16", "--json"});
+  std::cerr.rdbuf(stderr_buffer);
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_THAT(notes.str(), ::testing::HasSubstr("--batch 16 replaces batch 8 of --config '" + root +
+                                                "a/config.json'"));
+  EXPECT_EQ(json_lines(c.out).size(), 6U + 1U);  // the steps and the summary
+  // The optimizer's settings no flag names come back too: a file that changes them changes the
+  // run.
+  auto edited = config_a;
+  edited["settings"]["weight_decay"] = 0.5;
+  std::ofstream(root + "edited.json") << edited.dump();
+  const testing::Result d = run_command({"train", "--config", root + "edited.json", "--json"});
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_EQ(values(json_lines(a.out), "loss")[0], values(json_lines(d.out), "loss")[0]);
+  EXPECT_NE(values(json_lines(a.out), "loss")[3], values(json_lines(d.out), "loss")[3]);
+  expect_bad_input({"train", "--config", root + "a/config.json", "--steps", "1"},
+                   "--eval-every is 2; expected 0 to 1 (--eval-every as --config '" + root +
+                       "a/config.json' gives it; give --eval-every to replace it)");
+  // The file's pipeline settings are given settings: without a pipeline axis they are refused
+  // as the same flags would be, never dropped.
+  const testing::Result flags_only = run_command(
+      {"train", "--mesh", "data=4", "--schedule", "interleaved", "--steps", "1", "--json"});
+  const testing::Result replayed =
+      run_command({"train", "--config", root + "a/config.json", "--mesh", "data=4", "--steps", "1",
+                   "--eval-every", "0", "--json"});
+  EXPECT_EQ(flags_only.status, 2);
+  EXPECT_EQ(replayed.status, 2);
+  EXPECT_THAT(replayed.err, ::testing::HasSubstr("schedule the pipeline axis; --mesh "
+                                                 "Mesh('data': 4) has none"));
+  expect_bad_input({"train", "--config", root + "text.txt"}, "--config '" + root + "text.txt'");
+  std::ofstream(root + "bad.json") << R"({"model": {"given": 5}, "settings": {}})";
+  expect_bad_input({"train", "--config", root + "bad.json"}, "\"model.given\" is 5; expected text");
 }
 
 // --log-dir: metrics.jsonl holds the losses the run printed (as TensorBoard's 32-bit floats),

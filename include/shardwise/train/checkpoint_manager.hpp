@@ -49,6 +49,7 @@ struct CheckpointPolicy {
   // they are in words for messages ("--init-from 'DIR'").
   InitialValues init_from;
   std::string init_from_words;
+  std::optional<std::string> init_from_path;  // the folder init_from was read from (the logs)
 };
 
 // What a checkpoint says of its model, as the model's family writes and reads it.
