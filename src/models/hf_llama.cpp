@@ -14,14 +14,7 @@ std::shared_ptr<const train::ModelDefinition> HfLlamaAdapter::model_from_hf_conf
   return std::make_shared<LlamaDefinition>(llama_config_from_json(text, what, notes));
 }
 
-std::string HfLlamaAdapter::words() const {
-  switch (variant_) {
-    case LlamaVariant::kQwen2: return "Hugging Face Qwen2";
-    case LlamaVariant::kQwen3: return "Hugging Face Qwen3";
-    case LlamaVariant::kLlama: break;
-  }
-  return "Hugging Face Llama";
-}
+std::string HfLlamaAdapter::words() const { return "Hugging Face " + display_name(variant_); }
 
 std::vector<std::string> HfLlamaAdapter::model_types() const {
   if (variant_ == LlamaVariant::kLlama) return {"llama", "mistral"};

@@ -60,14 +60,28 @@ LlamaConfig smollm2_135m() {
 
 }  // namespace
 
-std::string to_string(LlamaVariant variant) {
-  switch (variant) {
-    case LlamaVariant::kQwen2: return "qwen2";
-    case LlamaVariant::kQwen3: return "qwen3";
-    case LlamaVariant::kLlama: break;
+namespace {
+
+struct VariantNames {
+  LlamaVariant variant;
+  const char* name;
+  const char* display;
+};
+constexpr VariantNames kVariants[] = {{LlamaVariant::kLlama, "llama", "Llama"},
+                                      {LlamaVariant::kQwen2, "qwen2", "Qwen2"},
+                                      {LlamaVariant::kQwen3, "qwen3", "Qwen3"}};
+
+const VariantNames& names_of(LlamaVariant variant) {
+  for (const VariantNames& names : kVariants) {
+    if (names.variant == variant) return names;
   }
-  return "llama";
+  return kVariants[0];
 }
+
+}  // namespace
+
+std::string to_string(LlamaVariant variant) { return names_of(variant).name; }
+std::string display_name(LlamaVariant variant) { return names_of(variant).display; }
 
 bool operator==(const LlamaConfig& a, const LlamaConfig& b) {
   return a.variant == b.variant && a.attention_bias == b.attention_bias && a.n_layer == b.n_layer &&

@@ -10,14 +10,7 @@ namespace shardwise::models {
 namespace {
 
 // "a Llama", "a Qwen2", "a Qwen3".
-std::string llama_kind(LlamaVariant variant) {
-  switch (variant) {
-    case LlamaVariant::kQwen2: return "a Qwen2";
-    case LlamaVariant::kQwen3: return "a Qwen3";
-    case LlamaVariant::kLlama: break;
-  }
-  return "a Llama";
-}
+std::string llama_kind(LlamaVariant variant) { return "a " + display_name(variant); }
 
 std::string llama_text(const LlamaConfig& c) {
   std::string text =

@@ -30,6 +30,8 @@ namespace shardwise::models {
 enum class LlamaVariant { kLlama, kQwen2, kQwen3 };
 // "llama", "qwen2", "qwen3": the family's name and the Hugging Face model_type.
 [[nodiscard]] std::string to_string(LlamaVariant variant);
+// "Llama", "Qwen2", "Qwen3": the architecture's name for messages.
+[[nodiscard]] std::string display_name(LlamaVariant variant);
 
 struct LlamaConfig {
   LlamaVariant variant = LlamaVariant::kLlama;
