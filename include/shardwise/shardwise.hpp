@@ -110,6 +110,7 @@
 #include "shardwise/train/run_config.hpp"
 #include "shardwise/train/run_log.hpp"
 #include "shardwise/train/scheduled_chunk.hpp"
+#include "shardwise/train/setting_names.hpp"
 #include "shardwise/train/settings_agreement.hpp"
 #include "shardwise/train/tensor_parallel.hpp"
 #include "shardwise/train/token_file.hpp"

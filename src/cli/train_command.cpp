@@ -212,6 +212,50 @@ class TrainPrinter final : public train::JobObserver {
   std::mutex mutex_;
 };
 
+// Each setting of a training job and the flag that gives it: how the job's messages name the
+// setting here (JobSettings::names), and the flag a --config file's setting fills.
+const std::map<std::string, std::string, std::less<>>& setting_flags() {
+  static const std::map<std::string, std::string, std::less<>> flags{
+      {"model", "--model"},
+      {"mesh", "--mesh"},
+      {"zero", "--zero"},
+      {"steps", "--steps"},
+      {"batch", "--batch"},
+      {"seq", "--seq"},
+      {"learning_rate", "--lr"},
+      {"warmup", "--warmup"},
+      {"seed", "--seed"},
+      {"eval_every", "--eval-every"},
+      {"recompute", "--recompute"},
+      {"param_sharding", "--param-sharding"},
+      {"threads", "--threads"},
+      {"data", "--data"},
+      {"data_format", "--data-format"},
+      {"val_data", "--val-data"},
+      {"tokenizer", "--tokenizer"},
+      {"schedule", "--schedule"},
+      {"microbatches", "--microbatches"},
+      {"virtual_stages", "--virtual-stages"},
+      {"stages_by", "--stages-by"},
+      {"save", "--save"},
+      {"save_every", "--save-every"},
+      {"keep", "--keep"},
+      {"resume", "--resume"},
+      {"init_from", "--init-from"},
+      {"sequence_parallel", "--sequence-parallel"},
+      {"overlap", "--no-overlap"},
+      {"save_async", "--save-async"},
+      {"log_dir", "--log-dir"},
+      {"timeline", "--timeline"},
+      {"backend", "--backend"},
+      {"blas", "--blas"}};
+  return flags;
+}
+
+const char* flag_of(std::string_view setting) {
+  return setting_flags().find(setting)->second.c_str();
+}
+
 // The flags as given; a --config file fills those not given (TrainCommand::run).
 struct TrainFlags {
   std::optional<std::string> config;
@@ -464,6 +508,7 @@ class TrainCommand final : public Command {
       job.log_dir = f.log_dir;
       job.timeline = f.timeline;
       job.caller_settings = {{"--json", f.json ? "on" : "off"}};
+      job.names = train::SettingNames(setting_flags());
       return std::make_unique<const train::TrainingJob>(std::move(job));
     };
     std::unique_ptr<const train::TrainingJob> prepared;
@@ -519,7 +564,8 @@ TrainCommand::Replay TrainCommand::take_config(TrainFlags& f) const {
   const std::map<std::string, std::string>& settings = replay.config->settings;
   // A setting to its flag: taken where the flag is not given; where it is, the flag wins and a
   // note says what it replaced.
-  const auto take = [&](const std::string& setting, const char* flag, auto& into) {
+  const auto take = [&](const std::string& setting, auto& into) {
+    const char* const flag = flag_of(setting);
     const auto found = settings.find(setting);
     if (found == settings.end()) return;
     if (app_->get_option(flag)->count() == 0) {
@@ -541,7 +587,9 @@ TrainCommand::Replay TrainCommand::take_config(TrainFlags& f) const {
                              setting + " " + echo_input(found->second, 80) + " of " + what);
     }
   };
-  const auto take_switch = [&](const std::string& setting, const char* flag, bool& into) {
+  const auto take_switch = [&](const std::string& setting, std::string_view job_setting,
+                               bool& into) {
+    const char* const flag = flag_of(job_setting);
     const bool set = settings.count(setting) != 0;
     if (app_->get_option(flag)->count() == 0) {
       into = set;
@@ -549,35 +597,35 @@ TrainCommand::Replay TrainCommand::take_config(TrainFlags& f) const {
       replay.notes.push_back(std::string(flag) + " is given; the run of " + what + " had it off");
     }
   };
-  take("model", "--model", f.model);
-  take("mesh", "--mesh", f.mesh);
-  take("zero", "--zero", f.zero);
-  take("steps", "--steps", f.steps);
-  take("batch", "--batch", f.batch);
-  take("seq", "--seq", f.seq);
-  take("learning_rate", "--lr", f.lr);
-  take("warmup", "--warmup", f.warmup);
-  take("seed", "--seed", f.seed);
-  take("eval_every", "--eval-every", f.eval_every);
-  take("recompute", "--recompute", f.recompute);
-  take("param_sharding", "--param-sharding", f.param_sharding);
-  take("threads", "--threads", f.threads);
-  take("data", "--data", f.data);
-  take("data_format", "--data-format", f.data_format);
-  take("val_data", "--val-data", f.val_data);
-  take("tokenizer", "--tokenizer", f.tokenizer);
-  take("schedule", "--schedule", f.schedule);
-  take("microbatches", "--microbatches", f.microbatches);
-  take("virtual_stages", "--virtual-stages", f.virtual_stages);
-  take("stages_by", "--stages-by", f.stages_by);
-  take("save", "--save", f.checkpoint_flags.save);
-  take("save_every", "--save-every", f.save_every);
-  take("keep", "--keep", f.keep);
-  take("resume", "--resume", f.checkpoint_flags.resume);
-  take("init_from", "--init-from", f.init_from);
-  take_switch("sequence_parallel", "--sequence-parallel", f.sequence_parallel);
-  take_switch("no_overlap", "--no-overlap", f.no_overlap);
-  take_switch("save_async", "--save-async", f.checkpoint_flags.save_async);
+  take("model", f.model);
+  take("mesh", f.mesh);
+  take("zero", f.zero);
+  take("steps", f.steps);
+  take("batch", f.batch);
+  take("seq", f.seq);
+  take("learning_rate", f.lr);
+  take("warmup", f.warmup);
+  take("seed", f.seed);
+  take("eval_every", f.eval_every);
+  take("recompute", f.recompute);
+  take("param_sharding", f.param_sharding);
+  take("threads", f.threads);
+  take("data", f.data);
+  take("data_format", f.data_format);
+  take("val_data", f.val_data);
+  take("tokenizer", f.tokenizer);
+  take("schedule", f.schedule);
+  take("microbatches", f.microbatches);
+  take("virtual_stages", f.virtual_stages);
+  take("stages_by", f.stages_by);
+  take("save", f.checkpoint_flags.save);
+  take("save_every", f.save_every);
+  take("keep", f.keep);
+  take("resume", f.checkpoint_flags.resume);
+  take("init_from", f.init_from);
+  take_switch("sequence_parallel", "sequence_parallel", f.sequence_parallel);
+  take_switch("no_overlap", "overlap", f.no_overlap);
+  take_switch("save_async", "save_async", f.checkpoint_flags.save_async);
   return replay;
 }
 

@@ -14,7 +14,7 @@ namespace shardwise::train {
 namespace {
 
 // How ZeRO splits each block, as `source` asks (the rules where a file gave them).
-ParameterShardings zero_shardings(const std::string& source,
+ParameterShardings zero_shardings(const std::string& source, const SettingNames& named,
                                   const std::vector<ParameterSpec>& blocks, const Mesh& mesh,
                                   const std::optional<ShardingRules>& rules) {
   const std::string shard_axis = ParallelContext::shard_axis_of(mesh);
@@ -26,7 +26,7 @@ ParameterShardings zero_shardings(const std::string& source,
       return fsdp_shardings(blocks, FSDPStrategy::splitting_every_parameter(axis), size,
                             FsdpSplit::kLogicalAxes);
     }
-    throw InvalidArgument("--param-sharding is '" + echo_input(source) +
+    throw InvalidArgument(named("param_sharding") + " is '" + echo_input(source) +
                           "'; expected first-dim, logical-axes or a rules file");
   }
   try {
@@ -34,23 +34,27 @@ ParameterShardings zero_shardings(const std::string& source,
     const Mesh zero_mesh = shard_axis.empty() ? Mesh({axis}, {1}) : mesh;
     return rules_shardings(blocks, zero_mesh, axis, rules->axis_rules, rules->name_rules);
   } catch (const Error& e) {
-    throw InvalidArgument("--param-sharding '" + source + "': " + e.what());
+    throw InvalidArgument(named("param_sharding") + " '" + source + "': " + e.what());
   }
 }
 
 // A rules file's parts the job cannot use, refused rather than ignored.
-void check_file_rules(const ShardingRules& rules, const std::string& source) {
+void check_file_rules(const ShardingRules& rules, const std::string& source,
+                      const SettingNames& named) {
   if (rules.gives_parameter_rules) {
-    throw InvalidArgument("--param-sharding '" + source +
-                          "': parameter_rules give logical axes to parameters that declare none, "
-                          "and every parameter of the model declares its own (`shardwise specs "
-                          "--model M` shows them); map its logical axes with logical_axis_rules "
-                          "instead");
+    throw InvalidArgument(
+        named("param_sharding") + " '" + source +
+        "': parameter_rules give logical axes to parameters that declare none, "
+        "and every parameter of the model declares its own (`shardwise specs --model M` shows "
+        "them); map its logical axes with logical_axis_rules "
+        "instead");
   }
   if (rules.gives_stage_rules) {
-    throw InvalidArgument("--param-sharding '" + source +
+    throw InvalidArgument(named("param_sharding") + " '" + source +
                           "': stage_rules place parameters in pipeline stages, and the training "
-                          "job assigns the model's layers to stages itself (--stages-by count or "
+                          "job assigns the model's layers to stages itself (" +
+                          named("stages_by") +
+                          " count or "
                           "cost)");
   }
 }
@@ -74,8 +78,9 @@ std::string ranks_text(const std::vector<std::int64_t>& ranks) {
 
 JobLayout resolve_job_layout(const ModelDefinition& model, const Mesh& mesh, int zero,
                              const std::string& param_sharding,
-                             const std::optional<ShardingRules>& file_rules) {
-  if (file_rules) check_file_rules(*file_rules, param_sharding);
+                             const std::optional<ShardingRules>& file_rules,
+                             const SettingNames& named) {
+  if (file_rules) check_file_rules(*file_rules, param_sharding, named);
   // The model axis splits each parameter for good (the rules': those of a rules file, else the
   // strategies'); ZeRO splits the block further as param_sharding says.
   const ShardingRules defaults = default_sharding_rules(ParallelismConfig::from_mesh(mesh));
@@ -89,13 +94,14 @@ JobLayout resolve_job_layout(const ModelDefinition& model, const Mesh& mesh, int
     check_model_placements(model, degree, layout.placements);
     layout.blocks = local_parameters(whole, mesh, 0, layout.placements, model.shared_rows(degree));
   } catch (const InvalidArgument& e) {
-    throw InvalidArgument("--mesh " + mesh.to_string() + ": " + e.what());
+    throw InvalidArgument(named("mesh") + " " + mesh.to_string() + ": " + e.what());
   }
   if (zero > 0) {
-    layout.shardings = zero_shardings(param_sharding, layout.blocks, mesh, file_rules);
+    layout.shardings = zero_shardings(param_sharding, named, layout.blocks, mesh, file_rules);
   } else if (param_sharding != "first-dim") {
-    throw InvalidArgument("--param-sharding " + param_sharding +
-                          " needs --zero 1, 2 or 3 (with --zero 0 nothing is sharded)");
+    throw InvalidArgument(named("param_sharding") + " " + param_sharding + " needs " +
+                          named("zero") + " 1, 2 or 3 (with " + named("zero") +
+                          " 0 nothing is sharded)");
   }
   return layout;
 }

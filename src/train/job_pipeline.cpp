@@ -12,14 +12,17 @@ namespace shardwise::train {
 
 std::optional<PipelineLayout> resolve_pipeline(const std::optional<PipelineRequest>& request,
                                                const ModelDefinition& model, const Mesh& mesh,
-                                               const TrainSettings& settings) {
+                                               const TrainSettings& settings,
+                                               const SettingNames& named) {
   const std::int64_t stages = mesh.has_axis("pipeline") ? mesh.axis_size("pipeline") : 1;
   if (stages == 1) {
     if (request) {
-      throw InvalidArgument(
-          "--schedule, --microbatches, --virtual-stages and --stages-by "
-          "schedule the pipeline axis; --mesh " +
-          mesh.to_string() + " has none of more than one rank");
+      throw InvalidArgument(named("schedule") + ", " + named("microbatches") + ", " +
+                            named("virtual_stages") + " and " + named("stages_by") +
+                            " "
+                            "schedule the pipeline axis; " +
+                            named("mesh") + " " + mesh.to_string() +
+                            " has none of more than one rank");
     }
     return std::nullopt;
   }
@@ -29,15 +32,17 @@ std::optional<PipelineLayout> resolve_pipeline(const std::optional<PipelineReque
   const bool interleaved = pipeline.schedule == ScheduleKind::kInterleaved1F1B;
   pipeline.virtual_stages = flags.virtual_stages.value_or(interleaved ? 2 : 1);
   if (pipeline.virtual_stages < 1 || pipeline.virtual_stages > kMaxVirtualStages) {
-    throw InvalidArgument("--virtual-stages is " + std::to_string(pipeline.virtual_stages) +
-                          "; expected 1 to " + std::to_string(kMaxVirtualStages));
+    throw InvalidArgument(named("virtual_stages") + " is " +
+                          std::to_string(pipeline.virtual_stages) + "; expected 1 to " +
+                          std::to_string(kMaxVirtualStages));
   }
   if (interleaved != (pipeline.virtual_stages > 1)) {
-    throw InvalidArgument("--virtual-stages " + std::to_string(pipeline.virtual_stages) +
+    throw InvalidArgument(named("virtual_stages") + " " + std::to_string(pipeline.virtual_stages) +
                           (interleaved ? ": the interleaved schedule gives each rank at least 2 "
                                          "model chunks"
-                                       : " needs --schedule interleaved (gpipe and 1f1b run one "
-                                         "model chunk per rank)"));
+                                       : " needs " + named("schedule") +
+                                             " interleaved (gpipe and 1f1b run one "
+                                             "model chunk per rank)"));
   }
   const auto data_parallel = static_cast<std::size_t>(ParallelContext::data_parallel_size_of(mesh));
   const std::size_t sequences = settings.batch / data_parallel;
@@ -54,36 +59,38 @@ std::optional<PipelineLayout> resolve_pipeline(const std::optional<PipelineReque
     if (pipeline.microbatches == 0 ||
         pipeline.microbatches > static_cast<std::int64_t>(kMaxMicrobatches)) {
       throw InvalidArgument(
-          "--mesh " + mesh.to_string() + " runs at least one micro-batch per pipeline stage (" +
-          std::to_string(stages) + "), and no such count" +
-          (interleaved ? " (a multiple of the stages)" : "") + " of at most " +
-          std::to_string(kMaxMicrobatches) + " divides the " + std::to_string(sequences) +
-          " sequences each data-parallel rank takes per step (--batch " +
-          std::to_string(settings.batch) + " over " + std::to_string(data_parallel) +
-          "); give --batch a multiple of " + std::to_string(stages) + ", or --microbatches");
+          named("mesh") + " " + mesh.to_string() +
+          " runs at least one micro-batch per pipeline stage (" + std::to_string(stages) +
+          "), and no such count" + (interleaved ? " (a multiple of the stages)" : "") +
+          " of at most " + std::to_string(kMaxMicrobatches) + " divides the " +
+          std::to_string(sequences) + " sequences each data-parallel rank takes per step (" +
+          named("batch") + " " + std::to_string(settings.batch) + " over " +
+          std::to_string(data_parallel) + "); give " + named("batch") + " a multiple of " +
+          std::to_string(stages) + ", or " + named("microbatches"));
     }
   } else {
     pipeline.microbatches = *flags.microbatches;
     if (pipeline.microbatches < 1 || pipeline.microbatches > kMaxMicrobatches) {
-      throw InvalidArgument("--microbatches is " + std::to_string(pipeline.microbatches) +
+      throw InvalidArgument(named("microbatches") + " is " + std::to_string(pipeline.microbatches) +
                             "; expected 1 to " + std::to_string(kMaxMicrobatches));
     }
   }
   if (sequences % static_cast<std::size_t>(pipeline.microbatches) != 0) {
-    throw InvalidArgument(
-        "--microbatches " + std::to_string(pipeline.microbatches) + " does not divide the " +
-        std::to_string(sequences) + " sequences each data-parallel rank takes per step (--batch " +
-        std::to_string(settings.batch) + " over " + std::to_string(data_parallel) + ")");
+    throw InvalidArgument(named("microbatches") + " " + std::to_string(pipeline.microbatches) +
+                          " does not divide the " + std::to_string(sequences) +
+                          " sequences each data-parallel rank takes per step (" + named("batch") +
+                          " " + std::to_string(settings.batch) + " over " +
+                          std::to_string(data_parallel) + ")");
   }
   try {
     (void)build_schedule(pipeline.schedule, stages, pipeline.microbatches, pipeline.virtual_stages);
   } catch (const InvalidArgument& e) {
-    throw InvalidArgument("--schedule " + to_string(flags.schedule) + ": " + e.what());
+    throw InvalidArgument(named("schedule") + " " + to_string(flags.schedule) + ": " + e.what());
   }
   const std::int64_t chunks = stages * pipeline.virtual_stages;
   const auto layers = static_cast<std::int64_t>(model.layers());
   if (chunks > layers) {
-    throw InvalidArgument("--mesh " + mesh.to_string() + " with " +
+    throw InvalidArgument(named("mesh") + " " + mesh.to_string() + " with " +
                           std::to_string(pipeline.virtual_stages) +
                           " model chunks per rank: " + std::to_string(layers) +
                           " layers cannot fill " + std::to_string(chunks) + " virtual stages");

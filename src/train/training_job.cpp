@@ -33,10 +33,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The mesh a job runs: axes data, fsdp, model and pipeline, rank r on device r.
-void check_mesh(const Mesh& mesh) {
-  check_trained_axes(mesh, "--mesh");
+void check_mesh(const Mesh& mesh, const SettingNames& named) {
+  check_trained_axes(mesh, named("mesh"));
   if (!mesh.has_default_device_ids()) {
-    throw InvalidArgument("--mesh: " + mesh.to_string() +
+    throw InvalidArgument(named("mesh") + ": " + mesh.to_string() +
                           " names devices; the training job runs rank r as device r, so give "
                           "the axes only");
   }
@@ -98,76 +98,83 @@ double state_bytes_floor(const ModelDefinition& model) {
 }
 
 void check_tokenizer_vocab(const text::Tokenizer& tokenizer, const std::string& path,
-                           const ModelDefinition& model) {
+                           const ModelDefinition& model, const SettingNames& named) {
   if (tokenizer.vocab_size() > model.vocab_size()) {
-    throw InvalidArgument("--tokenizer '" + echo_input(path, 200) + "' has " +
+    throw InvalidArgument(named("tokenizer") + " '" + echo_input(path, 200) + "' has " +
                           std::to_string(tokenizer.vocab_size()) + " tokens; " + model.describe() +
                           " has a vocabulary of " + std::to_string(model.vocab_size()));
   }
 }
 
-Corpus corpus_of(const DataSettings& data, std::size_t seq, const ModelDefinition& model) {
+Corpus corpus_of(const DataSettings& data, std::size_t seq, const ModelDefinition& model,
+                 const SettingNames& named) {
   if (!data.path) return Corpus::builtin(seq);
   const std::size_t vocab = model.vocab_size();
   if (data.format == TokenFormat::kJsonLines) {
     // check_data has seen the tokenizer given.
     const ExampleEncoder encoder = example_encoder_of(*data.tokenizer);
-    check_tokenizer_vocab(*encoder.tokenizer, *data.tokenizer, model);
-    auto train = read_json_lines(*data.path, encoder, "--data");
+    check_tokenizer_vocab(*encoder.tokenizer, *data.tokenizer, model, named);
+    auto train = read_json_lines(*data.path, encoder, named("data"));
     auto held_out = data.validation_path
-                        ? read_json_lines(*data.validation_path, encoder, "--val-data")
+                        ? read_json_lines(*data.validation_path, encoder, named("val_data"))
                         : nullptr;
     return {std::move(train), std::move(held_out), seq, vocab};
   }
   if (!data.tokenizer) {
-    auto train = file_source(*data.path, data.format, "--data");
+    auto train = file_source(*data.path, data.format, named("data"));
     auto held_out = data.validation_path
-                        ? file_source(*data.validation_path, data.format, "--val-data")
+                        ? file_source(*data.validation_path, data.format, named("val_data"))
                         : nullptr;
     return {std::move(train), std::move(held_out), seq, vocab};
   }
   const text::Tokenizer tokenizer = text::Tokenizer::from_file(*data.tokenizer);
   const std::string words = "tokenizer.json '" + echo_input(*data.tokenizer, 200) + "'";
-  check_tokenizer_vocab(tokenizer, *data.tokenizer, model);
-  auto train = encoded_text_source(*data.path, tokenizer, words, "--data");
-  auto held_out = data.validation_path
-                      ? encoded_text_source(*data.validation_path, tokenizer, words, "--val-data")
-                      : nullptr;
+  check_tokenizer_vocab(tokenizer, *data.tokenizer, model, named);
+  auto train = encoded_text_source(*data.path, tokenizer, words, named("data"));
+  auto held_out = data.validation_path ? encoded_text_source(*data.validation_path, tokenizer,
+                                                             words, named("val_data"))
+                                       : nullptr;
   return {std::move(train), std::move(held_out), seq, vocab};
 }
 
 // Text reaches a model through its tokenizer; bytes are the tokens of a 256-token model alone.
-void check_data(const DataSettings& data, const ModelDefinition& model) {
+void check_data(const DataSettings& data, const ModelDefinition& model, const SettingNames& named) {
   if (data.tokenizer && data.tokenizer->empty()) {
-    throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
+    throw InvalidArgument(named("tokenizer") + " is empty; expected a tokenizer.json");
   }
   if (data.format == TokenFormat::kJsonLines && !data.tokenizer) {
-    throw InvalidArgument(
-        "--data is JSON Lines of examples, which are text: give the model's tokenizer "
-        "(--tokenizer, or --init-from a Hugging Face folder holding tokenizer.json; its folder's "
-        "chat template renders conversations)");
+    throw InvalidArgument(named("data") +
+                          " is JSON Lines of examples, which are text: give the model's tokenizer "
+                          "(" +
+                          named("tokenizer") + ", or " + named("init_from") +
+                          " a Hugging Face folder holding tokenizer.json; its folder's "
+                          "chat template renders conversations)");
   }
   if (data.tokenizer && data.format != TokenFormat::kText &&
       data.format != TokenFormat::kJsonLines) {
-    throw InvalidArgument("--tokenizer encodes text, and --data-format " + to_string(data.format) +
-                          " is ids already");
+    throw InvalidArgument(named("tokenizer") + " encodes text, and " + named("data_format") + " " +
+                          to_string(data.format) + " is ids already");
   }
   if (data.tokenizer && !data.path) {
-    throw InvalidArgument(
-        "--tokenizer encodes --data, which is not given (the built-in corpus is "
-        "bytes)");
+    throw InvalidArgument(named("tokenizer") + " encodes " + named("data") +
+                          ", which is not given (the built-in corpus is "
+                          "bytes)");
   }
   const std::size_t vocab = model.vocab_size();
   if (!data.tokenizer && data.format == TokenFormat::kText &&
       (data.path ? vocab != 256 : vocab < 256)) {
     throw InvalidArgument(
-        data.path ? "--data is text and " + model.describe() + " has a vocabulary of " +
+        data.path ? named("data") + " is text and " + model.describe() + " has a vocabulary of " +
                         std::to_string(vocab) +
                         " tokens: text is read as bytes for a model of 256 tokens alone; give the "
-                        "model's tokenizer (--tokenizer, or --init-from a Hugging Face folder "
-                        "holding tokenizer.json) or token files (--data-format tokens-u16 or "
+                        "model's tokenizer (" +
+                        named("tokenizer") + ", or " + named("init_from") +
+                        " a Hugging Face folder "
+                        "holding tokenizer.json) or token files (" +
+                        named("data_format") +
+                        " tokens-u16 or "
                         "tokens-u32, which shardwise data prepare writes)"
-                  : "--model: vocab_size " + std::to_string(vocab) +
+                  : named("model") + ": vocab_size " + std::to_string(vocab) +
                         " is below 256, the built-in corpus's byte tokens");
   }
 }
@@ -203,46 +210,50 @@ PipelineReport pipeline_report(const PipelineLayout& pipeline, const std::vector
 
 TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) {
   JobSettings& s = settings_;
+  const SettingNames& named = s.names;
   if (!s.model) throw InvalidArgument("the job has no model");
-  check_mesh(s.mesh);
+  check_mesh(s.mesh, named);
   TrainSettings& t = s.training;
   if (t.seq == 0) t.seq = s.model->context_length();
   if (t.seq > s.model->context_length()) {
-    throw InvalidArgument("--seq is " + std::to_string(t.seq) + "; the model takes at most " +
-                          std::to_string(s.model->context_length()) + " tokens");
+    throw InvalidArgument(named("seq") + " is " + std::to_string(t.seq) +
+                          "; the model takes at most " + std::to_string(s.model->context_length()) +
+                          " tokens");
   }
-  check_data(s.data, *s.model);
+  check_data(s.data, *s.model, named);
   const ResumePoint resume = check_resume(s.checkpoints, checkpointed_model(s.model), t.steps);
   check_checkpoint_policy(s.checkpoints, t.steps, resume);
   check_settings(t, static_cast<std::size_t>(ParallelContext::data_parallel_size_of(s.mesh)));
   if (s.eval_every < 0 || s.eval_every > t.steps) {
-    throw InvalidArgument("--eval-every is " + std::to_string(s.eval_every) + "; expected 0 to " +
-                          std::to_string(t.steps));
+    throw InvalidArgument(named("eval_every") + " is " + std::to_string(s.eval_every) +
+                          "; expected 0 to " + std::to_string(t.steps));
   }
   const std::int64_t model_degree = degree_of(s.mesh, kModelAxis);
   if (s.sequence_parallel && model_degree == 1) {
-    throw InvalidArgument("--sequence-parallel splits the sequence over the model axis; --mesh " +
+    throw InvalidArgument(named("sequence_parallel") +
+                          " splits the sequence over the model axis; " + named("mesh") + " " +
                           s.mesh.to_string() + " has none");
   }
   if (s.sequence_parallel && t.seq % static_cast<std::size_t>(model_degree) != 0) {
-    throw InvalidArgument("--sequence-parallel: --seq " + std::to_string(t.seq) +
-                          " does not divide among the " + std::to_string(model_degree) +
-                          " model ranks");
+    throw InvalidArgument(named("sequence_parallel") + ": " + named("seq") + " " +
+                          std::to_string(t.seq) + " does not divide among the " +
+                          std::to_string(model_degree) + " model ranks");
   }
-  s.model->check_options(s.sequence_parallel, s.recompute, "--model");
-  pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t);
+  s.model->check_options(s.sequence_parallel, s.recompute, named("model"));
+  pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t, named);
   if (s.timeline && !pipeline_) {
-    throw InvalidArgument("--timeline writes the pipeline's executed schedule; --mesh " +
-                          s.mesh.to_string() + " has no pipeline axis of more than one rank");
+    throw InvalidArgument(named("timeline") + " writes the pipeline's executed schedule; " +
+                          named("mesh") + " " + s.mesh.to_string() +
+                          " has no pipeline axis of more than one rank");
   }
   if (s.log_dir) RunLog::check_folder(*s.log_dir);
   // A timeline that could not be written is found now, not after the run, and nothing is
   // made for it yet (a symlink or FIFO there is refused, never opened).
   if (s.timeline) {
     shardwise::detail::check_output_path(*s.timeline, shardwise::detail::IfExists::kReplaceFile,
-                                         "--timeline");
+                                         named("timeline"));
   }
-  layout_ = resolve_job_layout(*s.model, s.mesh, t.zero, s.param_sharding, s.sharding_rules);
+  layout_ = resolve_job_layout(*s.model, s.mesh, t.zero, s.param_sharding, s.sharding_rules, named);
   try {
     bytes_per_rank_ = planned_bytes_per_rank(s, pipeline_);
   } catch (const InvalidArgument&) {
@@ -251,12 +262,13 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
     // never refuses it for what the planner cannot model.
     bytes_per_rank_ = state_bytes_floor(*s.model);
   }
-  corpus_ = std::make_unique<const Corpus>(corpus_of(s.data, t.seq, *s.model));
+  corpus_ = std::make_unique<const Corpus>(corpus_of(s.data, t.seq, *s.model, named));
 }
 
 TrainingJob::~TrainingJob() = default;
 
 void TrainingJob::check_memory(const BackendInfo& backend) const {
+  const SettingNames& named = settings_.names;
   // Every rank on this machine counts: the threads of this process, or the processes the
   // launcher started here.
   const int processes = backend.rank_per_process ? processes_on_this_node() : 1;
@@ -268,7 +280,7 @@ void TrainingJob::check_memory(const BackendInfo& backend) const {
   const double needed = bytes_per_rank_ * ranks_here;
   if (needed > memory / 2) {
     throw InvalidArgument(
-        "--model " + settings_.model_given + " with --batch " +
+        named("model") + " " + settings_.model_given + " with " + named("batch") + " " +
         std::to_string(settings_.training.batch) + " on " + std::to_string(settings_.mesh.size()) +
         " ranks" +
         (processes > 1 ? " (" + std::to_string(processes) + " processes on this machine)"
@@ -315,10 +327,12 @@ void TrainingJob::run(const BackendInfo& backend, JobObserver& observer) const {
 
 void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
   const JobSettings& s = settings_;
+  const SettingNames& named = s.names;
   const TrainSettings& t = s.training;
   if (comm.size() != s.mesh.size()) {
-    throw InvalidArgument("--mesh " + s.mesh.to_string() + " has " + std::to_string(s.mesh.size()) +
-                          " devices but the job has " + std::to_string(comm.size()) + " ranks");
+    throw InvalidArgument(named("mesh") + " " + s.mesh.to_string() + " has " +
+                          std::to_string(s.mesh.size()) + " devices but the job has " +
+                          std::to_string(comm.size()) + " ranks");
   }
   // What ranks compare is every spec, however it was asked for.
   std::string sharding_specs;
@@ -328,33 +342,33 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
     for (const PartitionSpec& spec : layout_.shardings->specs) sharding_specs += spec.to_string();
   }
   std::vector<std::pair<std::string, std::string>> agreed{
-      {"--model", s.model->family() + ":" + s.model->config_json()},
-      {"--mesh", s.mesh.to_string()},
-      {"--zero", std::to_string(t.zero)},
-      {"--steps", std::to_string(t.steps)},
-      {"--batch", std::to_string(t.batch)},
-      {"--seq", std::to_string(t.seq)},
-      {"--lr", std::to_string(std::bit_cast<std::uint32_t>(t.learning_rate))},
-      {"--warmup", std::to_string(t.warmup)},
-      {"--seed", std::to_string(t.seed)},
-      {"--data", std::to_string(corpus_->fingerprint())},
-      {"--eval-every", std::to_string(s.eval_every)},
-      {"--no-overlap", on_off(!t.overlap)},
-      {"--sequence-parallel", on_off(s.sequence_parallel)},
-      {"--recompute", to_string(s.recompute)},
-      {"--param-sharding", sharding_specs},
-      {"--backend", comm.backend()},
-      {"--threads", std::to_string(s.threads)},
-      {"--blas", kernels::blas_description()},
-      {"--log-dir", s.log_dir ? "given" : "not given"},
-      {"--schedule", pipeline_ ? to_string(*pipeline_) : "none"},
-      {"--timeline", s.timeline ? "given" : "not given"},
-      {"--save", s.checkpoints.save.value_or("")},
-      {"--save-every", std::to_string(s.checkpoints.save_every)},
-      {"--keep", std::to_string(s.checkpoints.keep)},
-      {"--save-async", on_off(s.checkpoints.save_async)},
-      {"--resume", s.checkpoints.resume.value_or("")},
-      {"--init-from", s.checkpoints.init_from ? s.checkpoints.init_from_words : ""}};
+      {named("model"), s.model->family() + ":" + s.model->config_json()},
+      {named("mesh"), s.mesh.to_string()},
+      {named("zero"), std::to_string(t.zero)},
+      {named("steps"), std::to_string(t.steps)},
+      {named("batch"), std::to_string(t.batch)},
+      {named("seq"), std::to_string(t.seq)},
+      {named("learning_rate"), std::to_string(std::bit_cast<std::uint32_t>(t.learning_rate))},
+      {named("warmup"), std::to_string(t.warmup)},
+      {named("seed"), std::to_string(t.seed)},
+      {named("data"), std::to_string(corpus_->fingerprint())},
+      {named("eval_every"), std::to_string(s.eval_every)},
+      {named("overlap"), on_off(!t.overlap)},
+      {named("sequence_parallel"), on_off(s.sequence_parallel)},
+      {named("recompute"), to_string(s.recompute)},
+      {named("param_sharding"), sharding_specs},
+      {named("backend"), comm.backend()},
+      {named("threads"), std::to_string(s.threads)},
+      {named("blas"), kernels::blas_description()},
+      {named("log_dir"), s.log_dir ? "given" : "not given"},
+      {named("schedule"), pipeline_ ? to_string(*pipeline_) : "none"},
+      {named("timeline"), s.timeline ? "given" : "not given"},
+      {named("save"), s.checkpoints.save.value_or("")},
+      {named("save_every"), std::to_string(s.checkpoints.save_every)},
+      {named("keep"), std::to_string(s.checkpoints.keep)},
+      {named("save_async"), on_off(s.checkpoints.save_async)},
+      {named("resume"), s.checkpoints.resume.value_or("")},
+      {named("init_from"), s.checkpoints.init_from ? s.checkpoints.init_from_words : ""}};
   agreed.insert(agreed.end(), s.caller_settings.begin(), s.caller_settings.end());
   check_ranks_agree(comm, agreed);
   // Every pipeline message has a tag of its own; a backend bounds them (MPI guarantees only
@@ -365,11 +379,11 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
         pipeline_max_tag(stages * pipeline_->virtual_stages, pipeline_->microbatches);
     if (needed > comm.max_tag()) {
       throw InvalidArgument(
-          "--microbatches " + std::to_string(pipeline_->microbatches) + " x --virtual-stages " +
-          std::to_string(pipeline_->virtual_stages) + " x " + std::to_string(stages) +
-          " pipeline stages need message tags up to " + std::to_string(needed) + "; the " +
-          comm.backend() + " backend takes tags up to " + std::to_string(comm.max_tag()) +
-          ": give fewer micro-batches or model chunks");
+          named("microbatches") + " " + std::to_string(pipeline_->microbatches) + " x " +
+          named("virtual_stages") + " " + std::to_string(pipeline_->virtual_stages) + " x " +
+          std::to_string(stages) + " pipeline stages need message tags up to " +
+          std::to_string(needed) + "; the " + comm.backend() + " backend takes tags up to " +
+          std::to_string(comm.max_tag()) + ": give fewer micro-batches or model chunks");
     }
   }
   if (s.threads > 0) kernels::set_blas_threads(s.threads);
@@ -422,6 +436,7 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
                                   std::int64_t first_step, float loss, double seconds,
                                   const std::map<std::string, std::int64_t>& per_axes) const {
   const JobSettings& s = settings_;
+  const SettingNames& named = s.names;
   const TrainSettings& settings = s.training;
   Communicator& comm = context.world();
   const bool speaks = comm.rank() == 0;
@@ -476,7 +491,7 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
       for (const RankReport& rank : summary.ranks) stage_of.push_back(rank.stage);
       shardwise::detail::write_whole_file(
           *s.timeline, timeline_json(*pipeline_, stages, every, length, stage_of) + "\n",
-          shardwise::detail::IfExists::kReplaceFile, "--timeline");
+          shardwise::detail::IfExists::kReplaceFile, named("timeline"));
     }
   }
   return summary;

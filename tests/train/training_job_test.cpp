@@ -95,6 +95,27 @@ TEST(TrainingJob, SettingsItCannotRunAreRefusedBeforeAnyRankStarts) {
               HasSubstr("axis 'expert' is expert parallelism"));
 }
 
+// The library speaks of settings: a program is told `sequence_parallel` and `mesh`, a command
+// that names its flags (JobSettings::names) is told its flags.
+TEST(TrainingJob, ErrorsNameEachSettingAsTheCallerNamesIt) {
+  JobSettings plain = settings_on("data=2");
+  plain.sequence_parallel = true;
+  JobSettings flagged = settings_on("data=2");
+  flagged.sequence_parallel = true;
+  flagged.names = SettingNames({{"sequence_parallel", "--sequence-parallel"}, {"mesh", "--mesh"}});
+  EXPECT_THAT(error_of([&] { TrainingJob job(std::move(plain)); }),
+              HasSubstr("sequence_parallel splits the sequence over the model axis; mesh "
+                        "Mesh('data': 2) has none"));
+  EXPECT_THAT(error_of([&] { TrainingJob job(std::move(flagged)); }),
+              HasSubstr("--sequence-parallel splits the sequence over the model axis; --mesh "
+                        "Mesh('data': 2) has none"));
+  JobSettings late = settings_on("data=1");
+  late.eval_every = 7;
+  const std::string message = error_of([&] { TrainingJob job(std::move(late)); });
+  EXPECT_THAT(message, HasSubstr("eval_every is 7; expected 0 to 6"));
+  EXPECT_EQ(message.find("--"), std::string::npos) << message;
+}
+
 // Two ranks built with different seeds: the job compares every setting before the first step
 // and names the one that differs on every rank, rather than training two models.
 TEST(TrainingJob, RanksGivenDifferentSettingsAreRefusedNamingTheSetting) {

@@ -18,6 +18,7 @@
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/pipeline_layout.hpp"
+#include "shardwise/train/setting_names.hpp"
 
 namespace shardwise::train {
 
@@ -33,10 +34,11 @@ struct JobLayout {
 // The layout of `model` on `mesh`: the placements `rules` give (InvalidArgument naming the
 // parameter where the model's layers compute with another split), and at ZeRO 1 to 3 the split
 // `param_sharding` asks for ("first-dim", "logical-axes", or `rules` where they came from a
-// file, `file_rules`).
+// file, `file_rules`). Messages name the settings as `named` says.
 [[nodiscard]] JobLayout resolve_job_layout(const ModelDefinition& model, const Mesh& mesh, int zero,
                                            const std::string& param_sharding,
-                                           const std::optional<ShardingRules>& file_rules);
+                                           const std::optional<ShardingRules>& file_rules,
+                                           const SettingNames& named = {});
 
 // The shardings of `held` (a pipeline stage's parameters, by name) among `all`, laid out for
 // `all_specs` (the whole model's blocks).

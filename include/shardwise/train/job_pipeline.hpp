@@ -13,18 +13,20 @@
 #include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/pipeline_executor.hpp"
 #include "shardwise/train/pipeline_layout.hpp"
+#include "shardwise/train/setting_names.hpp"
 #include "shardwise/train/trainer.hpp"
 #include "shardwise/train/training_job.hpp"
 
 namespace shardwise::train {
 
 // The pipeline `request` asks for on `mesh` (nullopt without a pipeline axis of more than one
-// rank, where a request is an InvalidArgument naming its flags). InvalidArgument names the flag
-// and the value that cannot run: micro-batches that do not divide a data-parallel rank's
-// sequences, more virtual stages than layers, an interleaved schedule of one chunk per rank.
+// rank, where a request is an InvalidArgument naming its settings). InvalidArgument names the
+// setting (as `named` calls it) and the value that cannot run: micro-batches that do not divide a
+// data-parallel rank's sequences, more virtual stages than layers, an interleaved schedule of
+// one chunk per rank.
 [[nodiscard]] std::optional<PipelineLayout> resolve_pipeline(
     const std::optional<PipelineRequest>& request, const ModelDefinition& model, const Mesh& mesh,
-    const TrainSettings& settings);
+    const TrainSettings& settings, const SettingNames& named = {});
 
 // Doubles per executed action in a gathered timeline: pass (0 forward, 1 backward),
 // micro-batch, chunk, start and end seconds.

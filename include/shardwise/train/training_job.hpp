@@ -26,6 +26,7 @@
 #include "shardwise/train/job_layout.hpp"
 #include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/pipeline_layout.hpp"
+#include "shardwise/train/setting_names.hpp"
 #include "shardwise/train/token_source.hpp"
 #include "shardwise/train/trainer.hpp"
 
@@ -88,6 +89,9 @@ struct JobSettings {
   std::optional<std::string> log_dir;   // TensorBoard events, metrics.jsonl, config.json
   std::optional<std::string> timeline;  // the last step's executed pipeline timeline, as JSON
   int threads = 0;                      // BLAS threads per rank (0: the library's default)
+  // How the caller names these settings in messages (a command: its flags); their own names
+  // ("batch", "mesh") where it does not say.
+  SettingNames names;
   // What else every rank must agree on and the logs keep ("--json": "on"), in order.
   std::vector<std::pair<std::string, std::string>> caller_settings;
 };
