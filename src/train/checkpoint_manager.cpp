@@ -72,7 +72,8 @@ std::string agreed_new_run_id(Communicator& comm) {
 // The settings of the saved run that the continuation changes, in words: "--seed 1337 when
 // saved, 7 now". A run resumed with them all equal continues bit for bit.
 std::vector<std::string> changed_settings(const std::string& saved_metadata,
-                                          const std::string& run_config) {
+                                          const std::string& run_config,
+                                          const SettingNames& named) {
   std::vector<std::string> changed;
   if (run_config.empty()) return changed;
   const nlohmann::json saved = nlohmann::json::parse(saved_metadata);
@@ -85,7 +86,7 @@ std::vector<std::string> changed_settings(const std::string& saved_metadata,
     const nlohmann::json* a = before.contains("settings") ? &before["settings"] : nullptr;
     if (a == nullptr || !a->contains(key) || !now["settings"].contains(key)) continue;
     if ((*a)[key] != now["settings"][key]) {
-      changed.push_back(std::string("--") + key + " " + (*a)[key].dump() + " when saved, " +
+      changed.push_back(named(key) + " " + (*a)[key].dump() + " when saved, " +
                         now["settings"][key].dump() + " now");
     }
   }
@@ -172,14 +173,15 @@ std::string non_finite_value(std::span<const float> values, const std::string& a
 
 ResumePoint check_resume(const CheckpointPolicy& policy, const CheckpointedModel& model,
                          std::int64_t steps) {
+  const SettingNames& named = policy.names;
   if (!policy.resume) return {};
   const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(*policy.resume));
-  const std::string what = "--resume '" + echo_input(*policy.resume, 200) + "'";
+  const std::string what = named("resume") + " '" + echo_input(*policy.resume, 200) + "'";
   const ResumedCheckpoint info = checked_resume(reader.index(), model, what);
   reader.check_files();
   if (info.step > steps) {
-    throw InvalidArgument(what + " is of step " + std::to_string(info.step) + ", past --steps " +
-                          std::to_string(steps));
+    throw InvalidArgument(what + " is of step " + std::to_string(info.step) + ", past " +
+                          named("steps") + " " + std::to_string(steps));
   }
   return {info.step};
 }
@@ -195,25 +197,31 @@ bool saves_at(const CheckpointPolicy& flags, std::int64_t steps, std::int64_t af
 
 void check_checkpoint_policy(const CheckpointPolicy& flags, std::int64_t steps,
                              const ResumePoint& resume) {
+  const SettingNames& named = flags.names;
   if (flags.init_from && flags.resume) {
-    throw InvalidArgument(
-        "--init-from and --resume both say where the run starts; give one (--resume continues a "
-        "run, --init-from starts a new one from a model's values)");
+    throw InvalidArgument(named("init_from") + " and " + named("resume") +
+                          " both say where the run starts; give one (" + named("resume") +
+                          " continues a "
+                          "run, " +
+                          named("init_from") + " starts a new one from a model's values)");
   }
   if (!flags.save) {
-    if (flags.save_every != 0) throw InvalidArgument("--save-every needs --save PATH");
-    if (flags.keep != 0) throw InvalidArgument("--keep needs --save PATH");
-    if (flags.save_async) throw InvalidArgument("--save-async needs --save PATH");
+    if (flags.save_every != 0)
+      throw InvalidArgument(named("save_every") + " needs " + named("save") + " PATH");
+    if (flags.keep != 0) throw InvalidArgument(named("keep") + " needs " + named("save") + " PATH");
+    if (flags.save_async)
+      throw InvalidArgument(named("save_async") + " needs " + named("save") + " PATH");
   }
   if (flags.save_every < 0 || flags.save_every > steps) {
-    throw InvalidArgument("--save-every is " + std::to_string(flags.save_every) +
-                          "; expected 0 (the last step only) to --steps " + std::to_string(steps));
+    throw InvalidArgument(named("save_every") + " is " + std::to_string(flags.save_every) +
+                          "; expected 0 (the last step only) to " + named("steps") + " " +
+                          std::to_string(steps));
   }
   if (flags.keep < 0 || flags.keep > 1'000'000) {
-    throw InvalidArgument("--keep is " + std::to_string(flags.keep) +
+    throw InvalidArgument(named("keep") + " is " + std::to_string(flags.keep) +
                           "; expected 0 (keep every one) to 1000000");
   }
-  if (flags.save && flags.save->empty()) throw InvalidArgument("--save is an empty path");
+  if (flags.save && flags.save->empty()) throw InvalidArgument(named("save") + " is an empty path");
   if (flags.save) {
     // Found now, not after the run: a folder that cannot be made or written. Nothing is made
     // here (the first save makes it), so that input refused later leaves nothing behind: the
@@ -225,12 +233,13 @@ void check_checkpoint_policy(const CheckpointPolicy& flags, std::int64_t steps,
     }
     if (error || !std::filesystem::is_directory(probe, error) ||
         ::access(probe.c_str(), W_OK | X_OK) != 0) {
-      throw InvalidArgument("--save '" + echo_input(*flags.save, 200) +
+      throw InvalidArgument(named("save") + " '" + echo_input(*flags.save, 200) +
                             "' is not a folder this run can write" +
                             (error ? ": " + error.message() : std::string()));
     }
   }
-  if (flags.resume && flags.resume->empty()) throw InvalidArgument("--resume is an empty path");
+  if (flags.resume && flags.resume->empty())
+    throw InvalidArgument(named("resume") + " is an empty path");
   if (!flags.save || !std::filesystem::is_directory(*flags.save)) return;
   // A step this run saves must not land on a folder that is not its own: found now, not after
   // the steps before it.
@@ -243,9 +252,9 @@ void check_checkpoint_policy(const CheckpointPolicy& flags, std::int64_t steps,
     const ckpt::SavePlace place = ckpt::inspect_save_place(it->path(), "");
     if (place.occupant != ckpt::SavePlace::Occupant::kOther) continue;
     throw InvalidArgument(
-        "--save '" + echo_input(*flags.save, 200) + "': '" + echo_input(it->path().string(), 200) +
-        "' " + place.why + ", and this run saves step " + std::to_string(step) +
-        " there; it is left as it is: save into another folder" +
+        named("save") + " '" + echo_input(*flags.save, 200) + "': '" +
+        echo_input(it->path().string(), 200) + "' " + place.why + ", and this run saves step " +
+        std::to_string(step) + " there; it is left as it is: save into another folder" +
         (resume.step > 0 ? " (a run continued from step " + std::to_string(resume.step) +
                                " saves its later steps as a branch of its own)"
                          : std::string()));
@@ -304,13 +313,14 @@ void CheckpointManager::initialise() {
 }
 
 std::int64_t CheckpointManager::resume() {
+  const SettingNames& named = policy_.names;
   run_id_ = agreed_new_run_id(comm_);
   if (!policy_.resume) {
     if (policy_.init_from) initialise();
     return 0;
   }
   const auto start = Clock::now();
-  const std::string what = "--resume '" + echo_input(*policy_.resume, 200) + "'";
+  const std::string what = named("resume") + " '" + echo_input(*policy_.resume, 200) + "'";
   // Every rank opens and checks the checkpoint; what one finds wrong all report.
   std::optional<ckpt::CheckpointReader> reader;
   ResumedCheckpoint info;
@@ -355,7 +365,8 @@ std::int64_t CheckpointManager::resume() {
        (info.has_optimizer ? "" : " (no optimizer state: the moments start at zero)") + ", read " +
        megabytes(stats.bytes_read) + " on rank 0 in " +
        std::to_string(seconds_since(start)).substr(0, 5) + " s");
-  for (const std::string& change : changed_settings(reader->index().metadata_json, run_config_)) {
+  for (const std::string& change :
+       changed_settings(reader->index().metadata_json, run_config_, policy_.names)) {
     say_("note: " + change + "; the run continues, but not as the saved one would have");
   }
   return info.step;
@@ -375,6 +386,7 @@ void CheckpointManager::finish() {
 }
 
 void CheckpointManager::save(std::int64_t step) {
+  const SettingNames& named = policy_.names;
   const auto start = Clock::now();
   const std::filesystem::path folder =
       std::filesystem::path(*policy_.save) / ckpt::step_folder_name(step);
@@ -397,8 +409,8 @@ void CheckpointManager::save(std::int64_t step) {
       if (!warned_newer_ && !saved.empty() && saved.back().step > step) {
         warned_newer_ = true;
         note(echo_input(saved.back().folder.string(), 200) + " is newer than this run's step " +
-             std::to_string(step) + "; --keep leaves it, and --resume " +
-             echo_input(*policy_.save, 200) + " would pick it");
+             std::to_string(step) + "; " + named("keep") + " leaves it, and " + named("resume") +
+             " " + echo_input(*policy_.save, 200) + " would pick it");
       }
     } catch (const std::exception& e) {
       say_(std::string("warning: ") + e.what());

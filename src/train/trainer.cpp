@@ -13,15 +13,17 @@
 
 namespace shardwise::train {
 
-void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks) {
+void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks,
+                    const SettingNames& named) {
   if (settings.batch == 0 || data_parallel_ranks == 0 ||
       settings.batch % data_parallel_ranks != 0) {
-    throw InvalidArgument("--batch " + std::to_string(settings.batch) +
+    throw InvalidArgument(named("batch") + " " + std::to_string(settings.batch) +
                           " does not divide among the " + std::to_string(data_parallel_ranks) +
                           " data-parallel ranks (data x fsdp)");
   }
   if (settings.zero < 0 || settings.zero > 3) {
-    throw InvalidArgument("--zero " + std::to_string(settings.zero) + " is not 0, 1, 2 or 3");
+    throw InvalidArgument(named("zero") + " " + std::to_string(settings.zero) +
+                          " is not 0, 1, 2 or 3");
   }
 }
 

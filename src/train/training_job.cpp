@@ -211,6 +211,7 @@ PipelineReport pipeline_report(const PipelineLayout& pipeline, const std::vector
 TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) {
   JobSettings& s = settings_;
   const SettingNames& named = s.names;
+  s.checkpoints.names = named;
   if (!s.model) throw InvalidArgument("the job has no model");
   check_mesh(s.mesh, named);
   TrainSettings& t = s.training;
@@ -223,7 +224,8 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
   check_data(s.data, *s.model, named);
   const ResumePoint resume = check_resume(s.checkpoints, checkpointed_model(s.model), t.steps);
   check_checkpoint_policy(s.checkpoints, t.steps, resume);
-  check_settings(t, static_cast<std::size_t>(ParallelContext::data_parallel_size_of(s.mesh)));
+  check_settings(t, static_cast<std::size_t>(ParallelContext::data_parallel_size_of(s.mesh)),
+                 named);
   if (s.eval_every < 0 || s.eval_every > t.steps) {
     throw InvalidArgument(named("eval_every") + " is " + std::to_string(s.eval_every) +
                           "; expected 0 to " + std::to_string(t.steps));

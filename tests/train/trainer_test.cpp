@@ -494,7 +494,7 @@ TEST(Trainer, BadSettingsAreNamed) {
                   Trainer trainer(context, model, corpus, settings_for(0));
                 });
               }),
-              HasSubstr("--batch 8 does not divide among the 3 data-parallel ranks"));
+              HasSubstr("batch 8 does not divide among the 3 data-parallel ranks"));
   EXPECT_THAT(error_of([&] {
                 run_local(1, [&](Communicator& comm) {
                   testing::GptModel model(kConfig, 1);
@@ -502,7 +502,7 @@ TEST(Trainer, BadSettingsAreNamed) {
                   Trainer trainer(context, model, corpus, settings_for(4));
                 });
               }),
-              HasSubstr("--zero 4 is not 0, 1, 2 or 3"));
+              HasSubstr("zero 4 is not 0, 1, 2 or 3"));
   // Shardings made for another group size.
   TrainSettings for_four = settings_for(3);
   for_four.shardings = default_shardings(models::gpt_parameters(kConfig), "fsdp", 4);

@@ -20,6 +20,7 @@
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/setting_names.hpp"
 #include "shardwise/train/trainer.hpp"
 
 namespace shardwise::train {
@@ -50,6 +51,8 @@ struct CheckpointPolicy {
   InitialValues init_from;
   std::string init_from_words;
   std::optional<std::string> init_from_path;  // the folder init_from was read from (the logs)
+  // How the caller names these settings in messages (JobSettings::names).
+  SettingNames names;
 };
 
 // What a checkpoint says of its model, as the model's family writes and reads it.

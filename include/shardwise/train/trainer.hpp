@@ -21,6 +21,7 @@
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"
 #include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/setting_names.hpp"
 #include "shardwise/train/training_state.hpp"
 
 namespace shardwise::train {
@@ -76,7 +77,8 @@ struct TrainSettings {
 // Throws InvalidArgument naming the field where the settings cannot train on
 // `data_parallel_ranks` ranks (data x fsdp): a batch they do not divide, a ZeRO stage not 0 to 3.
 // The trainer checks them; a command checks them before it starts any rank.
-void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks);
+void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks,
+                    const SettingNames& named = {});
 
 // The learning rate of step `step` (1 for the first): linear warm-up over `warmup` steps, then
 // cosine decay to min_learning_rate_ratio x learning_rate at the last step.
