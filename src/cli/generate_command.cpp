@@ -27,6 +27,13 @@
 namespace shardwise::cli {
 namespace {
 
+// How generation's settings are named to this command's user: its flags.
+const train::SettingNames& generate_flags() {
+  static const train::SettingNames names(
+      {{"mesh", "--mesh"}, {"temperature", "--temperature"}, {"top_p", "--top-p"}});
+  return names;
+}
+
 // What rank 0 generated, for the printer.
 struct Generated {
   train::GenerationResult result;
@@ -93,7 +100,7 @@ class GenerateCommand final : public Command {
     }
     const Mesh mesh = Mesh::parse(mesh_ ? *mesh_ : "model=1");
     train::ParallelContext::validate(mesh, static_cast<int>(mesh.size()));
-    train::DecodingModel::check_mesh(mesh);
+    train::DecodingModel::check_mesh(mesh, generate_flags());
     train::GenerationOptions options;
     options.max_new_tokens =
         static_cast<std::size_t>(bounded(max_new_tokens_, "--max-new-tokens", 0, 1 << 24));
@@ -101,7 +108,7 @@ class GenerateCommand final : public Command {
     options.sampling.top_k = static_cast<std::size_t>(bounded(top_k_, "--top-k", 0, INT32_MAX));
     options.sampling.top_p = finite_number(top_p_, "--top-p");
     options.sampling.seed = static_cast<std::uint64_t>(bounded(seed_, "--seed", 0, INT64_MAX));
-    train::validate(options.sampling);
+    train::validate(options.sampling, generate_flags());
 
     const models::ModelSource source = models::open_model_source(model_, "model");
     show_notes("generate", source.notes);

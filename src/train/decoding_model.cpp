@@ -51,12 +51,12 @@ std::vector<Setting> generation_settings(const ModelDefinition& model,
 
 }  // namespace
 
-void DecodingModel::check_mesh(const Mesh& mesh) {
+void DecodingModel::check_mesh(const Mesh& mesh, const SettingNames& named) {
   for (std::size_t a = 0; a < mesh.axis_names().size(); ++a) {
     if (mesh.axis_names()[a] != kModelAxis && mesh.axis_sizes()[a] > 1) {
-      throw InvalidArgument("--mesh: generation splits a model over a 'model' axis alone; '" +
-                            mesh.axis_names()[a] + "' has size " +
-                            std::to_string(mesh.axis_sizes()[a]));
+      throw InvalidArgument(
+          named("mesh") + ": generation splits a model over a 'model' axis alone; '" +
+          mesh.axis_names()[a] + "' has size " + std::to_string(mesh.axis_sizes()[a]));
     }
   }
 }

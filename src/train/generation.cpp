@@ -23,13 +23,14 @@ std::string number(double value) {
 
 }  // namespace
 
-void validate(const SamplingOptions& options) {
+void validate(const SamplingOptions& options, const SettingNames& named) {
   if (!std::isfinite(options.temperature) || options.temperature < 0) {
-    throw InvalidArgument("--temperature is " + number(options.temperature) +
+    throw InvalidArgument(named("temperature") + " is " + number(options.temperature) +
                           "; expected a finite number >= 0 (0: greedy)");
   }
   if (!(options.top_p > 0 && options.top_p <= 1)) {
-    throw InvalidArgument("--top-p is " + number(options.top_p) + "; expected a number in (0, 1]");
+    throw InvalidArgument(named("top_p") + " is " + number(options.top_p) +
+                          "; expected a number in (0, 1]");
   }
 }
 

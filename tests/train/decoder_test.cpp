@@ -355,20 +355,20 @@ TEST(TokenSampler, RefusesSettingsAndLogitsItCannotDrawFrom) {
   EXPECT_THAT(error_of([] {
                 validate(SamplingOptions{-1, 0, 1, 0});
               }),
-              ::testing::HasSubstr("--temperature is -1"));
+              ::testing::HasSubstr("temperature is -1"));
   EXPECT_THAT(error_of([] {
                 validate(SamplingOptions{NAN, 0, 1, 0});
               }),
-              ::testing::HasSubstr("--temperature is nan"));
+              ::testing::HasSubstr("temperature is nan"));
   EXPECT_THAT(error_of([] {
                 validate(SamplingOptions{INFINITY, 0, 1, 0});
               }),
-              ::testing::HasSubstr("--temperature is inf"));
+              ::testing::HasSubstr("temperature is inf"));
   for (const double p : {0.0, 1.5, -0.1, static_cast<double>(NAN)}) {
     EXPECT_THAT(error_of([p] {
                   validate(SamplingOptions{1, 0, p, 0});
                 }),
-                ::testing::HasSubstr("--top-p is"));
+                ::testing::HasSubstr("top_p is"));
   }
   const std::vector<float> with_nan{0, NAN, 1};
   EXPECT_THAT(error_of([&] { (void)TokenSampler({}).next(with_nan); }),

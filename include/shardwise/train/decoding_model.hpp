@@ -15,6 +15,7 @@
 #include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_store.hpp"
+#include "shardwise/train/setting_names.hpp"
 #include "shardwise/train/tensor_parallel.hpp"
 
 namespace shardwise::train {
@@ -32,7 +33,7 @@ class DecodingModel {
 
   // InvalidArgument where `mesh` has an axis of size > 1 other than 'model' (a command checks
   // its --mesh before it starts a rank).
-  static void check_mesh(const Mesh& mesh);
+  static void check_mesh(const Mesh& mesh, const SettingNames& named = {});
 
   [[nodiscard]] Decoder& decoder() { return *decoder_; }
   [[nodiscard]] const TensorParallel& tensor_parallel() const { return tp_; }

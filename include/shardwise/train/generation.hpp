@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "shardwise/train/decoder.hpp"
+#include "shardwise/train/setting_names.hpp"
 #include "shardwise/train/tensor_parallel.hpp"
 
 namespace shardwise::train {
@@ -28,7 +29,7 @@ struct SamplingOptions {
 
 // InvalidArgument naming the field (as `shardwise generate`'s flags: --temperature, --top-k,
 // --top-p) where temperature is negative or not finite, or top_p is outside (0, 1].
-void validate(const SamplingOptions& options);
+void validate(const SamplingOptions& options, const SettingNames& named = {});
 
 // Picks tokens from logits as the options say; each draw advances the generator.
 class TokenSampler {
