@@ -69,9 +69,9 @@ std::string agreed_new_run_id(Communicator& comm) {
   return id;
 }
 
-// The settings of the saved run that the continuation changes, in words as the caller names
-// them: "--seed 1337 when
-// saved, 7 now". A run resumed with them all equal continues bit for bit.
+// The settings of the saved run that the continuation changes, in words, each named as the
+// caller names it: "--seed 1337 when saved, 7 now". A run resumed with them all equal continues
+// bit for bit.
 std::vector<std::string> changed_settings(const std::string& saved_metadata,
                                           const std::string& run_config,
                                           const SettingNames& named) {
