@@ -21,6 +21,7 @@ from ._shardwise import (
     Mesh,
     ModelManifest,
     TrainingSetup,
+    check_layout_axes,
     load_model_description,
     manifest_from_safetensors_header,
     plan_layout,
@@ -234,9 +235,9 @@ def _layout(layout, zero, microbatches, schedule, virtual_stages, stage_layers, 
         degrees = dict(layout)
     else:
         raise InvalidArgument(f"layout is {layout!r}; expected 'data=2,fsdp=4', a dict or a Layout")
-    for axis in degrees:
-        if axis not in ("data", "fsdp", "model", "pipeline"):
-            raise InvalidArgument(f"layout: axis {axis!r} is not data, fsdp, model or pipeline")
+    # The axes' roles are the library's registry (strategy/mesh_axes.hpp), as `plan --layout`
+    # reads them.
+    check_layout_axes([str(axis) for axis in degrees], "layout")
     return Layout(**degrees, zero=zero, microbatches=microbatches, schedule=schedule,
                   virtual_stages=virtual_stages, stage_layers=stage_layers, recompute=recompute,
                   sequence_parallel=sequence_parallel)

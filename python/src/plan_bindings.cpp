@@ -14,9 +14,11 @@
 #include "bindings.hpp"
 #include "conversions.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/core/mesh.hpp"
 #include "shardwise/core/safetensors.hpp"
 #include "shardwise/plan/cost_model.hpp"
 #include "shardwise/plan/plan_request.hpp"
+#include "shardwise/strategy/mesh_axes.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/recompute.hpp"
 
@@ -308,6 +310,16 @@ void bind_prediction(nb::module_& m) {
 }  // namespace
 
 void bind_plan(nb::module_& m) {
+  m.def(
+      "check_layout_axes",
+      [](nb::handle axes, nb::handle field) {
+        const std::string named = text_from(field, "field");
+        const std::vector<std::string> names = names_from(axes, named + " axes");
+        check_trained_axes(Mesh(names, std::vector<std::int64_t>(names.size(), 1)), named);
+      },
+      nb::arg("axes"), nb::arg("field"),
+      "Refuses (InvalidArgument starting with `field`) an axis no role of the mesh-axis registry "
+      "has, or one the training layer does not run yet, naming what it is.");
   bind_models(m);
   bind_cluster(m);
   bind_setup(m);

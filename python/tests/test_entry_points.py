@@ -208,6 +208,8 @@ def cases():
              dict(data=2, fsdp=1, model=1, pipeline=2, zero=1, microbatches=2, schedule="1f1b",
                   virtual_stages=1, stage_layers=[1, 1], recompute="none",
                   sequence_parallel=False)),
+        Case("check_layout_axes", native.check_layout_axes,
+             dict(axes=["data", "model"], field="layout")),
         Case("plan_layout", native.plan_layout,
              dict(model=shape, cluster=cluster, setup=setup, layout=layout)),
         Case("search_layouts", native.search_layouts,
