@@ -12,8 +12,8 @@
 namespace shardwise {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 TEST(MeshAxes, EveryRoleHasOneAxisAndTheTrainedOnesComeFirst) {
   std::set<AxisRole> roles;

@@ -143,8 +143,8 @@ TEST(SpecAgreement, RulesStrategiesPlacementAndLayoutGiveOneAnswer) {
                                std::nullopt};
         const ModelLayout layout = layout_model(manifest, mesh, rules, name_rules);
 
-        const std::string where = sharding.to_string() + " " +
-                                  ::testing::PrintToString(names) + " " + to_string(shape);
+        const std::string where =
+            sharding.to_string() + " " + ::testing::PrintToString(names) + " " + to_string(shape);
         EXPECT_EQ((Answer{combined.spec, combined.notes}), expected) << where;
         EXPECT_EQ((Answer{placement.spec, placement.notes}), expected) << where;
         EXPECT_EQ((Answer{layout.parameters.at(0).spec, layout.notes}), expected) << where;
@@ -222,7 +222,8 @@ PartitionSpec trimmed(const PartitionSpec& spec) {
 // positions and the names say the same thing.
 TEST(SpecAgreement, ApplyShardingAgreesWithTheNamedSpec) {
   const Mesh mesh = Mesh::parse("fsdp=4");
-  for (const FsdpFallback fallback : {FsdpFallback::kReplicate, FsdpFallback::kShardOtherDimension}) {
+  for (const FsdpFallback fallback :
+       {FsdpFallback::kReplicate, FsdpFallback::kShardOtherDimension}) {
     const FSDPStrategy fsdp("fsdp", std::nullopt, 8, fallback);
     for (std::size_t rank = 1; rank <= 3; ++rank) {
       LogicalAxes names(rank);
@@ -256,11 +257,12 @@ TEST(SpecAgreement, NoMoveWithoutAConflict) {
       dp.get_combined_partition_spec("x", {"batch", "sequence", "hidden"}, Shape{6, 8, 16});
   EXPECT_EQ(batch.spec, (P{None, None, None}));
   EXPECT_THAT(batch.dropped_axes, ElementsAre("data"));
-  EXPECT_THAT(batch.notes, ElementsAre("x: axis 'data' dropped: dimension 0 (batch) has size 6, not "
-                                       "divisible by 4 shards of ('data')"));
+  EXPECT_THAT(batch.notes,
+              ElementsAre("x: axis 'data' dropped: dimension 0 (batch) has size 6, not "
+                          "divisible by 4 shards of ('data')"));
 
-  const ParallelismConfig fsdp4 = ParallelismConfig::from_sharding_config(ShardingConfig{
-      .fsdp_enabled = true, .fsdp_min_weight_size = 1024, .fsdp_parallel_size = 4});
+  const ParallelismConfig fsdp4 = ParallelismConfig::from_sharding_config(
+      ShardingConfig{.fsdp_enabled = true, .fsdp_min_weight_size = 1024, .fsdp_parallel_size = 4});
   const auto replicate = std::make_shared<FSDPStrategy>("fsdp", std::nullopt, 1024);
   const MultiDimensionalStrategy fsdp({{"fsdp", replicate}}, fsdp4);
   const SpecResolution weight =
