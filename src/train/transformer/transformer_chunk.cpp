@@ -40,7 +40,9 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
   has_head_ = range_.has_last(spec_.shape.layers);
   index_ = chunk_parameter_indices(model, store_, range_, tp.degree());
   // (The table refuses a degree that does not divide the heads, the MLP or the vocabulary.)
-  (void)table(1, static_cast<std::size_t>(tp.degree()));
+  // Whether attention's gradients fit the MLP's dead arrays depends on the widths alone.
+  attention_grads_in_mlp_ =
+      table(1, static_cast<std::size_t>(tp.degree())).attention_grads_in_mlp();
   if (attention_.replicated_kv()) {
     // The store's rows of each key/value projection must be the head this rank's queries read.
     const auto first_row = static_cast<std::int64_t>(attention_.replicated_kv_first_row());
@@ -94,7 +96,8 @@ void TransformerChunk::size_slot(Slot& slot, std::size_t batch, std::size_t seq)
   if (batch == slot.batch && seq == slot.seq) return;
   slot.batch = batch;
   slot.seq = seq;
-  const ActivationTable t = table(batch, seq);
+  slot.table = table(batch, seq);
+  const ActivationTable& t = *slot.table;
   const bool full = recompute_ == Recompute::kFull;
   const std::size_t L = layers();
   for (std::size_t i = 0; i < kActivationCount; ++i) {
@@ -135,7 +138,7 @@ void TransformerChunk::size_scratch(std::size_t batch, std::size_t seq) {
 }
 
 TransformerChunk::Layer TransformerChunk::layer(Slot& slot, std::size_t i) {
-  const ActivationTable t = table(slot.batch, slot.seq);
+  const ActivationTable& t = *slot.table;
   const bool full = recompute_ == Recompute::kFull;
   Layer layer;
   for (std::size_t k = 0; k < kActivationCount; ++k) {
@@ -216,9 +219,8 @@ void TransformerChunk::layer_backward(const Layer& a, const float* residual, std
                  a[Activation::kNorm2Statistics], p.from(norm + attention), rw);
   // residual2 = residual + attention, the same way. Attention's gradients go into the MLP's
   // arrays, dead now, where they fit.
-  float* const grads = table(rw.batch, rw.seq).attention_grads_in_mlp()
-                           ? a[Activation::kMlp]
-                           : scratch(Activation::kAttentionGrads);
+  float* const grads =
+      attention_grads_in_mlp_ ? a[Activation::kMlp] : scratch(Activation::kAttentionGrads);
   attention_.backward(dnormed, grads,
                       {scratch(Activation::kQkNormGrads), scratch(Activation::kKvHeadGrads)},
                       axis_.whole_output_grad(dresidual, rw), a[Activation::kNorm1],
@@ -270,7 +272,7 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
   head_.forward(losses, slot.arrays[at(Activation::kHeadNorm)].data(),
                 slot.arrays[at(Activation::kHeadStatistics)].data(), residual, slot.targets.data(),
                 scratch(Activation::kLogits), scratch(Activation::kProbabilities),
-                table(batch, seq).head_block(), parameters(places_.final_norm()),
+                slot.table->head_block(), parameters(places_.final_norm()),
                 parameters(places_.head), rw);
   // Backward starts with the head and the final norm: where it follows, they stay gathered.
   if (backward_follows) {
@@ -307,7 +309,7 @@ void TransformerChunk::backward(std::size_t slot_index, std::span<const float> o
                    slot.arrays[at(Activation::kHeadNorm)].data(),
                    slot.arrays[at(Activation::kHeadStatistics)].data(), slot.targets.data(),
                    scratch(Activation::kLogits), scratch(Activation::kProbabilities),
-                   table(slot.batch, slot.seq).head_block(), parameters(places_.final_norm()),
+                   slot.table->head_block(), parameters(places_.final_norm()),
                    parameters(places_.head), rw);
     // The tied embedding's gradient is final only after the embeddings' backward.
     tell(ready, places_.final_norm(),

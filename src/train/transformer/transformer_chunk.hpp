@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -45,7 +46,8 @@ class TransformerChunk final : public ModelChunk {
   using Arrays = std::array<std::vector<float>, kActivationCount>;
   struct Slot {
     std::size_t batch = 0, seq = 0;
-    bool head_held = false;  // forward left the head's units gathered for backward
+    bool head_held = false;                // forward left the head's units gathered for backward
+    std::optional<ActivationTable> table;  // of batch and seq: what each array holds
     std::vector<std::int32_t> tokens, targets;
     Arrays arrays;  // the layers' (side by side), their outputs and the micro-batch's
   };
@@ -97,6 +99,7 @@ class TransformerChunk final : public ModelChunk {
   Arrays recomputed_;  // full recomputation's one layer (its output excepted)
   std::size_t recomputed_batch_ = 0, recomputed_seq_ = 0;
   Arrays scratch_;
+  bool attention_grads_in_mlp_ = false;
   std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
 };
 
