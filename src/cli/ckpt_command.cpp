@@ -16,10 +16,8 @@
 #include "../detail/output_file.hpp"
 #include "backend_flag.hpp"
 #include "command.hpp"
-#include "model_argument.hpp"
 #include "notes.hpp"
 #include "number_text.hpp"
-#include "prompt_codec.hpp"
 #include "shardwise/ckpt/checkpoint_error.hpp"
 #include "shardwise/ckpt/checkpoint_folders.hpp"
 #include "shardwise/ckpt/checkpoint_reader.hpp"
@@ -30,7 +28,9 @@
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
+#include "shardwise/models/model_resolution.hpp"
 #include "shardwise/models/model_source.hpp"
+#include "shardwise/models/prompt_codec.hpp"
 #include "shardwise/text/text_stream.hpp"
 #include "shardwise/text/tokenizer.hpp"
 #include "shardwise/train/checkpoint_manager.hpp"
@@ -41,6 +41,13 @@
 
 namespace shardwise::cli {
 namespace {
+
+// How the library's settings are named to this command's user: its flags.
+const train::SettingNames& ckpt_flags() {
+  static const train::SettingNames names(
+      std::map<std::string, std::string, std::less<>>{{"tokenizer", "--tokenizer"}});
+  return names;
+}
 
 // The checkpoint PATH names (a checkpoint, the newest in a --save folder, or a .safetensors
 // file read as one).
@@ -247,7 +254,7 @@ void import_hf(const std::string& path, const std::string& format,
   const std::filesystem::path file = models::hf_weights_file(path);
   std::shared_ptr<const train::ModelDefinition> definition;
   if (model) {
-    definition = model_definition(*model, "--model");
+    definition = models::model_definition(*model, "--model");
     if (models::hf_adapter_of(*definition).format() != adapter.format()) {
       throw InvalidArgument("--model " + echo_input(*model) + " is " + definition->describe() +
                             ", not a model --format " + format + " holds");
@@ -358,14 +365,16 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
   const train::TokenFormat token_format = train::parse_token_format(format, "--data-format");
   const std::size_t vocab = source.model->vocab_size();
   const std::string what = "--data '" + echo_input(data, 200) + "'";
-  const std::filesystem::path tokenizer = tokenizer_file(source, tokenizer_flag);
+  const std::filesystem::path tokenizer =
+      models::tokenizer_file(source, tokenizer_flag, ckpt_flags());
   if (tokenizer_flag && token_format != train::TokenFormat::kText) {
     throw InvalidArgument("--tokenizer encodes text, and --data-format " + format +
                           " is ids already");
   }
   if (token_format == train::TokenFormat::kText && !tokenizer.empty()) {
-    return encode_file_prefix(*model_tokenizer(source, tokenizer, tokenizer_flag.has_value()), data,
-                              what, most);
+    return models::encode_file_prefix(
+        *models::model_tokenizer(source, tokenizer, tokenizer_flag.has_value(), ckpt_flags()), data,
+        what, most);
   }
   if (token_format == train::TokenFormat::kText && vocab != 256) {
     throw InvalidArgument(what + " is text and " + source.words + " has a vocabulary of " +
@@ -412,12 +421,14 @@ struct ExampleLoss {
 std::shared_ptr<const train::ExampleSet> loss_examples(
     const models::ModelSource& source, const std::string& data,
     const std::optional<std::string>& tokenizer_flag, std::size_t most) {
-  const std::filesystem::path tokenizer = tokenizer_file(source, tokenizer_flag);
+  const std::filesystem::path tokenizer =
+      models::tokenizer_file(source, tokenizer_flag, ckpt_flags());
   if (tokenizer.empty()) {
     throw InvalidArgument("--data '" + echo_input(data, 200) + "' is JSON Lines of examples, and " +
                           source.words + " has no tokenizer.json: give --tokenizer");
   }
-  (void)model_tokenizer(source, tokenizer, tokenizer_flag.has_value());  // its checks
+  (void)models::model_tokenizer(source, tokenizer, tokenizer_flag.has_value(),
+                                ckpt_flags());  // its checks
   const train::ExampleEncoder encoder = train::example_encoder_of(tokenizer.string());
   return train::read_json_lines(data, encoder, "--data", most);
 }

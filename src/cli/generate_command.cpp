@@ -1,10 +1,9 @@
 // `shardwise generate`: text from a trained model (a checkpoint, a --save folder's newest, a
 // Hugging Face folder), on one rank or split over a 'model' mesh, in process or under mpirun.
-// The library does the work (models::open_model_source, train::DecodingModel); this file reads
-// the flags, encodes the prompt and prints.
+// The library does the work (models::open_model_source, models::prompt_codec,
+// train::GenerationJob); this file reads the flags and prints.
 #include <CLI/CLI.hpp>
 #include <iomanip>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -16,12 +15,12 @@
 #include "command.hpp"
 #include "notes.hpp"
 #include "number_text.hpp"
-#include "prompt_codec.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
-#include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/model_source.hpp"
+#include "shardwise/models/prompt_codec.hpp"
 #include "shardwise/train/decoding_model.hpp"
+#include "shardwise/train/generation_job.hpp"
 #include "shardwise/train/parallel_context.hpp"
 
 namespace shardwise::cli {
@@ -29,30 +28,15 @@ namespace {
 
 // How generation's settings are named to this command's user: its flags.
 const train::SettingNames& generate_flags() {
-  static const train::SettingNames names(
-      {{"mesh", "--mesh"}, {"temperature", "--temperature"}, {"top_p", "--top-p"}});
+  static const train::SettingNames names({{"model", "model"},
+                                          {"mesh", "--mesh"},
+                                          {"temperature", "--temperature"},
+                                          {"top_p", "--top-p"},
+                                          {"threads", "--threads"},
+                                          {"stop_tokens", "--stop-ids"},
+                                          {"tokenizer", "--tokenizer"},
+                                          {"prompt_ids", "--prompt-ids"}});
   return names;
-}
-
-// What rank 0 generated, for the printer.
-struct Generated {
-  train::GenerationResult result;
-  bool held = false;
-};
-
-// The source's end-of-text ids, each an id of the model's vocabulary.
-std::vector<std::int32_t> end_tokens_of(const models::ModelSource& source) {
-  std::vector<std::int32_t> ids;
-  for (const std::int64_t id : source.end_tokens) {
-    if (id < 0 || id >= static_cast<std::int64_t>(source.model->vocab_size())) {
-      throw InvalidArgument(source.words + ": " + source.end_tokens_from + "'s eos_token_id " +
-                            std::to_string(id) + " is outside the vocabulary of " +
-                            std::to_string(source.model->vocab_size()) +
-                            "; give --stop-ids (ids, or none)");
-    }
-    ids.push_back(static_cast<std::int32_t>(id));
-  }
-  return ids;
 }
 
 class GenerateCommand final : public Command {
@@ -98,21 +82,26 @@ class GenerateCommand final : public Command {
     if (prompts != 1) {
       throw InvalidArgument("give the prompt once: --prompt, --prompt-file or --prompt-ids");
     }
-    const Mesh mesh = Mesh::parse(mesh_ ? *mesh_ : "model=1");
-    train::ParallelContext::validate(mesh, static_cast<int>(mesh.size()));
-    train::DecodingModel::check_mesh(mesh, generate_flags());
-    train::GenerationOptions options;
+    const train::SettingNames& named = generate_flags();
+    train::GenerationSettings settings;
+    settings.mesh = Mesh::parse(mesh_ ? *mesh_ : "model=1");
+    settings.names = named;
+    train::GenerationOptions& options = settings.options;
     options.max_new_tokens =
         static_cast<std::size_t>(bounded(max_new_tokens_, "--max-new-tokens", 0, 1 << 24));
     options.sampling.temperature = finite_number(temperature_, "--temperature");
     options.sampling.top_k = static_cast<std::size_t>(bounded(top_k_, "--top-k", 0, INT32_MAX));
     options.sampling.top_p = finite_number(top_p_, "--top-p");
     options.sampling.seed = static_cast<std::uint64_t>(bounded(seed_, "--seed", 0, INT64_MAX));
-    train::validate(options.sampling, generate_flags());
+    if (threads_) settings.threads = static_cast<int>(bounded(*threads_, "--threads", 1, 256));
+    // The mesh and the sampling are checked before the model is read.
+    train::ParallelContext::validate(settings.mesh, static_cast<int>(settings.mesh.size()));
+    train::DecodingModel::check_mesh(settings.mesh, named);
+    train::validate(options.sampling, named);
 
-    const models::ModelSource source = models::open_model_source(model_, "model");
+    models::ModelSource source = models::open_model_source(model_, "model");
     show_notes("generate", source.notes);
-    const PromptCodec codec = prompt_codec(source, tokenizer_);
+    const models::PromptCodec codec = models::prompt_codec(source, tokenizer_, named);
     std::vector<std::int32_t> prompt;
     if (prompt_ids_) {
       prompt = parse_token_ids(*prompt_ids_, "--prompt-ids", source.model->vocab_size());
@@ -122,65 +111,24 @@ class GenerateCommand final : public Command {
       // Read as it is encoded, and no further than the context: a huge file costs nothing.
       prompt = codec.encode_file(*prompt_file_, "--prompt-file", source.model->context_length());
     }
-    options.stop_tokens =
-        stop_ids_ ? parse_stop_ids(*stop_ids_, source.model->vocab_size()) : end_tokens_of(source);
+    options.stop_tokens = stop_ids_ ? parse_stop_ids(*stop_ids_, source.model->vocab_size())
+                                    : models::end_tokens_of(source, named);
+    settings.model = source.model;
+    settings.values = source.values;
+    settings.values_identity = source.identity;
 
-    const int ranks = static_cast<int>(mesh.size());
-    const int threads =
-        threads_ ? static_cast<int>(bounded(*threads_, "--threads", 1, 256)) : (ranks > 1 ? 1 : 0);
     const ScopedBlas blas(blas_);
     const BackendInfo& backend = backend_from(backend_);
-    std::mutex mutex;
-    Generated generated;
     // What cannot run is refused before any rank starts: the split, the prompt's length.
-    const int degree = static_cast<int>(mesh.size());
-    (void)source.model->model_placements(degree);
-    (void)source.model->shared_rows(degree);
-    if (prompt.empty()) throw InvalidArgument("the prompt is empty: generation needs a token");
-    if (prompt.size() >= source.model->context_length()) {
-      throw InvalidArgument(
-          "the prompt has " +
-          std::string(prompt.size() > source.model->context_length() ? "more than " : "") +
-          std::to_string(std::min(prompt.size(), source.model->context_length())) +
-          " tokens; the model's context of " + std::to_string(source.model->context_length()) +
-          " leaves no room for a new one");
-    }
-    // A rank's input error (a file it reads) stays the user's error, not the runtime's.
-    std::optional<std::string> input_error;
-    try {
-      backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
-        try {
-          if (comm.size() != mesh.size()) {
-            throw InvalidArgument("--mesh " + mesh.to_string() + " has " +
-                                  std::to_string(mesh.size()) + " devices but the job has " +
-                                  std::to_string(comm.size()) + " ranks");
-          }
-          if (threads > 0) kernels::set_blas_threads(threads);
-          const train::ParallelContext context(comm, mesh);
-          train::DecodingModel model(source.model, context, source.values, 0, source.identity);
-          train::GenerationResult result = model.generate(prompt, options);
-          if (comm.rank() == 0) {
-            const std::lock_guard lock(mutex);
-            generated = {std::move(result), true};
-          }
-        } catch (const CommError&) {
-          throw;
-        } catch (const Error& e) {
-          const std::lock_guard lock(mutex);
-          if (!input_error) input_error = e.what();
-          throw;
-        }
-      });
-    } catch (const Error&) {
-      if (input_error) throw InvalidArgument(*input_error);
-      throw;
-    }
-    if (!generated.held) return;  // another process of the job prints
-    print(out, source, codec, prompt, generated.result, mesh, backend.name);
+    const train::GenerationJob job(std::move(settings));
+    job.check_prompt(prompt);
+    const std::optional<train::GenerationResult> generated = job.run(backend, prompt);
+    if (!generated) return;  // another process of the job prints
+    print(out, source, codec, prompt, *generated, job.settings().mesh, backend.name);
   }
 
  private:
-  void print(std::ostream& out, const models::ModelSource& source, const PromptCodec& codec,
+  void print(std::ostream& out, const models::ModelSource& source, const models::PromptCodec& codec,
              const std::vector<std::int32_t>& prompt, const train::GenerationResult& result,
              const Mesh& mesh, const std::string& backend) const {
     // The text leaves out a final end-of-text id (the ids keep it).

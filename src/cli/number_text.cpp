@@ -1,5 +1,6 @@
 #include "number_text.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iomanip>
@@ -50,6 +51,25 @@ std::string significant(double value, int digits) {
   std::ostringstream out;
   out << std::setprecision(digits) << value;
   return out.str();
+}
+
+std::vector<std::int32_t> parse_token_ids(const std::string& text, const std::string& flag,
+                                          std::size_t vocab) {
+  std::vector<std::int32_t> ids;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    ids.push_back(
+        static_cast<std::int32_t>(bounded(item, flag, 0, static_cast<std::int64_t>(vocab) - 1)));
+    start = comma + 1;
+  }
+  return ids;
+}
+
+std::vector<std::int32_t> parse_stop_ids(const std::string& text, std::size_t vocab) {
+  if (text == "none") return {};
+  return parse_token_ids(text, "--stop-ids", vocab);
 }
 
 }  // namespace shardwise::cli

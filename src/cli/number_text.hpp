@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shardwise::cli {
 
@@ -22,5 +23,11 @@ std::int64_t integer(const std::string& text, std::string_view flag);
 // text and the range.
 std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_t least,
                      std::int64_t most);
+
+// "464,3290,318": ids of a vocabulary of `vocab` tokens; InvalidArgument naming `flag`.
+[[nodiscard]] std::vector<std::int32_t> parse_token_ids(const std::string& text,
+                                                        const std::string& flag, std::size_t vocab);
+// --stop-ids: ids as above, or "none".
+[[nodiscard]] std::vector<std::int32_t> parse_stop_ids(const std::string& text, std::size_t vocab);
 
 }  // namespace shardwise::cli

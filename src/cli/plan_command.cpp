@@ -16,13 +16,13 @@
 
 #include "blas_flag.hpp"
 #include "command.hpp"
-#include "model_argument.hpp"
 #include "notes.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/models/model_registry.hpp"
+#include "shardwise/models/model_resolution.hpp"
 #include "shardwise/plan/plan_request.hpp"
 #include "text_table.hpp"
 
@@ -207,7 +207,7 @@ class PlanCommand final : public Command {
     const plan::Recompute recompute = parse_recompute(recompute_, "--recompute");
     std::optional<std::int64_t> heads;
     if (heads_) heads = bounded(*heads_, "--heads", 1, std::int64_t{1} << 20);
-    const ModelArgument argument = read_model_argument(model_, "--model");
+    const models::ResolvedModel argument = models::resolve_model(model_, "--model");
     show_notes("plan", argument.notes);
     const ModelManifest& manifest = argument.manifest;
     const plan::ModelShape shape = plan::shape_of(manifest, heads);

@@ -4,9 +4,9 @@
 #include <ostream>
 
 #include "command.hpp"
-#include "model_argument.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/model_registry.hpp"
+#include "shardwise/models/model_resolution.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/train/placement.hpp"
 #include "specs_render.hpp"
@@ -54,7 +54,8 @@ class SpecsCommand final : public Command {
   // key/value heads, which no PartitionSpec can place) as the trainer holds them, with a note.
   // The shared parameters are found by name: a Hugging Face config's manifest lists them in its
   // own order, not the family's.
-  static std::vector<Shape> held_shapes(const ModelArgument& argument, ModelLayout& layout) {
+  static std::vector<Shape> held_shapes(const models::ResolvedModel& argument,
+                                        ModelLayout& layout) {
     std::vector<Shape> held;
     std::map<std::string, std::size_t> index;
     for (const ParameterLayout& p : layout.parameters) {
@@ -97,7 +98,7 @@ class SpecsCommand final : public Command {
     // A model the trainer builds is laid out as the trainer holds it (its manifest: names,
     // (out, in) shapes, declared logical axes and head widths); a Hugging Face config.json as
     // the planner reads it (its dtype).
-    const ModelArgument argument = read_model_argument(model_, "--model");
+    const models::ResolvedModel argument = models::resolve_model(model_, "--model");
     const ModelManifest& manifest = argument.manifest;
     ParallelismConfig config = ParallelismConfig::from_mesh(mesh, fsdp_on_data_);
     config.sharding_config.fsdp_min_weight_size = fsdp_min_weight_size_;

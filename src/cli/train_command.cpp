@@ -18,13 +18,13 @@
 #include "backend_flag.hpp"
 #include "blas_flag.hpp"
 #include "command.hpp"
-#include "model_argument.hpp"
 #include "notes.hpp"
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
+#include "shardwise/models/model_resolution.hpp"
 #include "shardwise/strategy/parallelism_config.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/train/run_config.hpp"
@@ -427,8 +427,8 @@ class TrainCommand final : public Command {
       // --init-from's folder is the model where --model is not given.
       const bool folder_model = f.init_from && app_->get_option("--model")->count() == 0;
       job.model_given = folder_model ? *f.init_from : f.model;
-      job.model =
-          model_definition(job.model_given, folder_model ? "--init-from" : "--model", &notes);
+      job.model = models::model_definition(job.model_given,
+                                           folder_model ? "--init-from" : "--model", &notes);
       // JSON Lines are read as examples where the format is not named: a .jsonl file is never a
       // text to train on as it stands.
       const bool format_given = app_->get_option("--data-format")->count() > 0;
@@ -478,7 +478,7 @@ class TrainCommand final : public Command {
       if (f.init_from) {
         // The folder's own model, or one that is the same (a preset or file of its sizes).
         const auto held =
-            model_definition(*f.init_from, "--init-from", folder_model ? nullptr : &notes);
+            models::model_definition(*f.init_from, "--init-from", folder_model ? nullptr : &notes);
         if (held->family() != job.model->family() ||
             held->config_json() != job.model->config_json()) {
           throw InvalidArgument("--init-from '" + echo_input(*f.init_from, 200) + "' holds " +

@@ -16,19 +16,34 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Bytes per parameter of what a device keeps (Rajbhandari et al. 2020 for mixed precision:
-// 2 + 2 + K with K = 12 for Adam's fp32 weights, momentum and variance, 4 for SGD's fp32
-// weights; fp32 as shardwise's trainer keeps it: 4 + 4 + 8 for Adam's two moments).
+// Bytes per parameter of what a device keeps, from the element type of each array: the
+// parameters the products read, their gradients, and the optimizer's share (a separate master
+// copy where the products read another type, and AdamW's two moments). Mixed precision counts
+// 2 + 2 + 12 for Adam as Rajbhandari et al. (2020) do (4 for SGD's master); fp32 4 + 4 + 8 for
+// Adam, as shardwise's trainer keeps it.
 struct StateBytes {
   std::int64_t params;
   std::int64_t grads;
   std::int64_t optimizer;
+  std::int64_t reduced;  // a gradient's element as the data-parallel ranks reduce it
 };
 
+std::int64_t size_of(DType dtype) { return static_cast<std::int64_t>(size_in_bytes(dtype)); }
+
 StateBytes state_bytes(const TrainingSetup& setup) {
+  const ElementTypes types = element_types(setup.precision);
   const bool adam = setup.optimizer == Optimizer::kAdam;
-  if (setup.precision == Precision::kFp32) return {4, 4, adam ? 8 : 0};
-  return {2, 2, adam ? 12 : 4};
+  return {size_of(types.compute), size_of(types.gradients),
+          (types.separate_master() ? size_of(types.master) : 0) +
+              (adam ? 2 * size_of(types.optimizer) : 0),
+          size_of(types.reduce)};
+}
+
+// The element types shardwise's trainer runs (train::ParameterStore::Element and its chunks'
+// buffers: float32 throughout). Where a setup asks for them, the planner counts the trainer's
+// own arrays (its activation table, its ZeRO-2 buffers); elsewhere the published formulas.
+bool trainer_runs(const TrainingSetup& setup) {
+  return element_types(setup.precision) == ElementTypes::fp32();
 }
 
 // Bytes the planner reports, at most an exabyte (no device holds more; a sum of five stays within
@@ -43,7 +58,7 @@ std::int64_t bytes_of(double value, const std::string& what) {
 }
 
 std::int64_t activation_element_bytes(const TrainingSetup& setup) {
-  return setup.precision == Precision::kFp32 ? 4 : 2;
+  return size_of(element_types(setup.precision).activations);
 }
 
 // The mesh axes in device order, the model axis innermost (tensor parallelism inside a node).
@@ -143,7 +158,7 @@ double held_layer_units(const PipelineSchedule* schedule, const std::vector<std:
   return held;
 }
 
-// What shardwise's fp32 trainer keeps on a pipeline stage (or, without a pipeline, a device), in
+// What shardwise's trainer keeps on a pipeline stage (or, without a pipeline, a device), in
 // bytes: each model chunk's activation table (train's chunk allocates from the same table) with
 // as many micro-batches in flight as the schedule's table holds on this stage, the head on the
 // last stage's last chunk.
@@ -152,15 +167,16 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
                                  const std::vector<std::int64_t>& chunk_layers, std::int64_t stage,
                                  bool last) {
   const std::vector<std::int64_t> peaks = chunk_peaks(schedule, l, stage);
-  double floats = 0;
+  const ElementTypes types = element_types(setup.precision);
+  double bytes = 0;
   for (std::size_t c = 0; c < peaks.size(); ++c) {
     const std::int64_t layers =
         chunk_layers[c * static_cast<std::size_t>(l.pipeline) + static_cast<std::size_t>(stage)];
     const bool head = last && c + 1 == peaks.size();
-    floats += static_cast<double>(trainer_table(model, setup, l, layers, head)
-                                      .chunk_elements(static_cast<std::size_t>(peaks[c])));
+    bytes += static_cast<double>(trainer_table(model, setup, l, layers, head)
+                                     .chunk_bytes(static_cast<std::size_t>(peaks[c]), types));
   }
-  return 4 * floats;
+  return bytes;
 }
 
 // The elements of a model rank's block `shape` that ZeRO leaves one of `shards` members: FSDP's
@@ -401,22 +417,23 @@ MemoryPerDevice stage_memory(const ModelShape& model, const TrainingSetup& setup
   };
   m.params = state(bytes.params, l.zero >= 3 ? sharded : elements);
   m.grads = state(bytes.grads, l.zero >= 2 ? sharded : elements);
-  // shardwise's fp32 trainer reduce-scatters ZeRO-2's gradients after a full-buffer backward:
-  // it holds both.
-  if (setup.precision == Precision::kFp32 && l.zero == 2) {
+  // shardwise's trainer reduce-scatters ZeRO-2's gradients after a full-buffer backward: it
+  // holds both.
+  if (trainer_runs(setup) && l.zero == 2) {
     m.grads = state(bytes.grads, sharded + elements);
   }
   m.optimizer = state(bytes.optimizer, l.zero >= 1 ? sharded : elements);
   const std::int64_t b = setup.micro_batch;
-  if (setup.precision == Precision::kFp32) {
+  if (trainer_runs(setup)) {
     // shardwise's own trainer, counted as it allocates (the agreement test holds the two equal
     // for every layout it runs). Under full recomputation a layer keeps its output: this
     // rank's rows of the stream.
+    const ElementTypes types = element_types(setup.precision);
     const ActivationTable layer = trainer_table(model, setup, l, 1, false);
     m.activations_per_layer =
-        bytes_of(4 * static_cast<double>(l.recompute == Recompute::kFull
-                                             ? layer.elements(Activation::kLayerOutput)
-                                             : layer.layer_elements()),
+        bytes_of(static_cast<double>(l.recompute == Recompute::kFull
+                                         ? layer.bytes(Activation::kLayerOutput, types)
+                                         : layer.layer_bytes(types)),
                  "one layer's activations");
     m.activations =
         bytes_of(trainer_stage_activations(model, setup, l, schedule, chunk_layers, stage, last),
@@ -501,8 +518,14 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     add(axis, kind, times * static_cast<double>(n - 1) * static_cast<double>(chunk) * element,
         times * static_cast<double>(n - 1));
   };
-  const double grad = static_cast<double>(bytes.grads);
+  // Gradients move in the type they are reduced in, parameters in the type the products read;
+  // a pass's share of a parameter's gradient is summed in the gradients' type, and the loss
+  // and the cross-entropy's row statistics are float32, the norm a double.
+  const ElementTypes types = element_types(setup.precision);
+  const double grad = static_cast<double>(bytes.reduced);
   const double param = static_cast<double>(bytes.params);
+  const double grad_share = static_cast<double>(size_of(types.gradients));
+  const double statistic = static_cast<double>(size_of(types.statistics));
   const std::string group_axis = l.zero == 0 ? "data" : shard_axis;
   const std::int64_t group = l.zero == 0 ? l.data : shards;
   double slice = 0;
@@ -524,8 +547,8 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     all_reduce("data", replicas, l.zero == 1 ? static_cast<double>(stage_elements) : slice, grad,
                1);
   }
-  all_reduce(group_axis, group, 1, 4, 1);  // the loss, averaged
-  all_reduce("data", replicas, 1, 4, 1);
+  all_reduce(group_axis, group, 1, statistic, 1);  // the loss, averaged
+  all_reduce("data", replicas, 1, statistic, 1);
   all_reduce(group_axis, group, 1, 8, 1);  // the squared gradient norm, in double
   const double element = static_cast<double>(activation_element_bytes(setup));
   const double micro_batch_activation = static_cast<double>(setup.micro_batch) *
@@ -541,10 +564,10 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
   const double norm_vector = static_cast<double>(transformer_of(model).norm_parameters()) *
                              static_cast<double>(model.hidden);
   if (const auto kv = layer_table.elements(Activation::kKvHeadGrads); kv > 0) {
-    all_reduce("model", l.model / model.kv_heads, static_cast<double>(kv), 4, layers * m);
+    all_reduce("model", l.model / model.kv_heads, static_cast<double>(kv), grad_share, layers * m);
   }
   if (const auto qk = layer_table.elements(Activation::kQkNormGrads); qk > 0) {
-    all_reduce("model", l.model, static_cast<double>(qk), 4, layers * m);
+    all_reduce("model", l.model, static_cast<double>(qk), grad_share, layers * m);
   }
   if (l.model > 1 && l.sequence_parallel) {
     // Korthikanti et al.: each layer's two all-reduces forward and two backward become an
@@ -557,23 +580,23 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;  // of each kind
     gather("model", "all_gather", l.model, chunk, element, per_layer * layers * m);
     gather("model", "reduce_scatter", l.model, chunk, element, per_layer * layers * m);
-    all_reduce("model", l.model, norm_vector, 4, 2 * layers * m);
+    all_reduce("model", l.model, norm_vector, grad_share, 2 * layers * m);
     // The embedding's lookups scattered and the residual stream's gradient gathered for its
     // rows; the position embedding's gradient summed; the final norm's output gathered for the
     // head, its gradient scattered, its parameters' gradients summed (one stage: all of it).
     gather("model", "reduce_scatter", l.model, chunk, element, m);
     gather("model", "all_gather", l.model, chunk, element, m);
     if (model.context > 0) {  // learned positions
-      all_reduce("model", l.model, static_cast<double>(setup.seq * model.hidden), 4, m);
+      all_reduce("model", l.model, static_cast<double>(setup.seq * model.hidden), grad_share, m);
     }
     if (l.pipeline == 1) {
       gather("model", "all_gather", l.model, chunk, element, m);
       gather("model", "reduce_scatter", l.model, chunk, element, m);
-      all_reduce("model", l.model, norm_vector, 4, m);
+      all_reduce("model", l.model, norm_vector, grad_share, m);
       // The cross-entropy's all-reduces run again in backward, which computes the head's
       // logits block by block anew.
-      all_reduce("model", l.model, rows, 4, 2 * m);
-      all_reduce("model", l.model, 2 * rows, 4, 2 * m);
+      all_reduce("model", l.model, rows, statistic, 2 * m);
+      all_reduce("model", l.model, 2 * rows, statistic, 2 * m);
     }
     all_reduce("model", l.model, 1, 8, 1);
   } else if (l.model > 1) {  // Megatron: two all-reduces per layer forward, two backward
@@ -589,8 +612,8 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
       all_reduce("model", l.model, micro_batch_activation, element, m);
       // The cross-entropy's all-reduces run again in backward, which computes the head's
       // logits block by block anew.
-      all_reduce("model", l.model, rows, 4, 2 * m);
-      all_reduce("model", l.model, 2 * rows, 4, 2 * m);
+      all_reduce("model", l.model, rows, statistic, 2 * m);
+      all_reduce("model", l.model, 2 * rows, statistic, 2 * m);
     }
     all_reduce("model", l.model, 1, 8, 1);
   }
@@ -686,8 +709,10 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   const std::int64_t tokens = setup.global_batch * setup.seq;
   p.model_flops_per_step = model_flops(model, tokens, setup.seq);
   p.hardware_flops_per_step = hardware_flops(model, tokens, setup.seq, l.recompute);
-  const double peak =
-      setup.precision == Precision::kFp32 ? cluster.peak_flops_fp32 : cluster.peak_flops_bf16;
+  // The products run at the peak of the type they read.
+  const double peak = element_types(setup.precision).compute == DType::kF32
+                          ? cluster.peak_flops_fp32
+                          : cluster.peak_flops_bf16;
   // The slowest stage sets the pace: an uneven split's most loaded stage, in layers.
   const double imbalance =
       static_cast<double>(most_layers * l.pipeline) / static_cast<double>(model.layers);

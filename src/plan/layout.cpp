@@ -39,6 +39,9 @@ std::string name_of(Enum value, const std::pair<const char*, Enum> (&names)[N]) 
 }  // namespace
 
 std::string to_string(Precision value) { return name_of(value, kPrecisions); }
+ElementTypes element_types(Precision value) {
+  return value == Precision::kFp32 ? ElementTypes::fp32() : ElementTypes::bf16_mixed();
+}
 std::string to_string(Optimizer value) { return name_of(value, kOptimizers); }
 
 Precision parse_precision(const std::string& text, const std::string& flag) {

@@ -10,42 +10,50 @@ namespace {
 
 constexpr std::size_t index(Activation a) { return static_cast<std::size_t>(a); }
 
+// What an array's elements are, which sets their type (ElementTypes).
+enum class Kind {
+  kActivation,         // activations and their gradients
+  kStatistic,          // statistics, log-sum-exps, the head's logits and probabilities, losses
+  kParameterGradient,  // a pass's share of a parameter's gradient
+};
+
 struct Row {
   const char* name;
   Lifetime lifetime;
+  Kind kind = Kind::kActivation;
 };
 
 // In Activation's order.
 constexpr std::array<Row, kActivationCount> kRows = {{
     {"norm1", Lifetime::kLayer},
-    {"norm1_statistics", Lifetime::kLayer},
+    {"norm1_statistics", Lifetime::kLayer, Kind::kStatistic},
     {"projections", Lifetime::kLayer},
     {"qk_norm_input", Lifetime::kLayer},
-    {"qk_norm_statistics", Lifetime::kLayer},
+    {"qk_norm_statistics", Lifetime::kLayer, Kind::kStatistic},
     {"attention", Lifetime::kLayer},
-    {"log_sum_exp", Lifetime::kLayer},
+    {"log_sum_exp", Lifetime::kLayer, Kind::kStatistic},
     {"residual2", Lifetime::kLayer},
     {"norm2", Lifetime::kLayer},
-    {"norm2_statistics", Lifetime::kLayer},
+    {"norm2_statistics", Lifetime::kLayer, Kind::kStatistic},
     {"mlp", Lifetime::kLayer},
     {"layer_output", Lifetime::kLayerOutput},
     {"input", Lifetime::kMicroBatch},
     {"head_norm", Lifetime::kMicroBatch},
-    {"head_statistics", Lifetime::kMicroBatch},
-    {"losses", Lifetime::kMicroBatch},
+    {"head_statistics", Lifetime::kMicroBatch, Kind::kStatistic},
+    {"losses", Lifetime::kMicroBatch, Kind::kStatistic},
     {"residual_grad", Lifetime::kScratch},
     {"whole_rows", Lifetime::kScratch},
     {"mlp_grad", Lifetime::kScratch},
     {"attention_grads", Lifetime::kScratch},
-    {"logits", Lifetime::kScratch},
-    {"probabilities", Lifetime::kScratch},
+    {"logits", Lifetime::kScratch, Kind::kStatistic},
+    {"probabilities", Lifetime::kScratch, Kind::kStatistic},
     {"norm_local", Lifetime::kScratch},
     {"norm_grad_local", Lifetime::kScratch},
     {"partial_sum", Lifetime::kScratch},
     {"gathered", Lifetime::kScratch},
-    {"norm_parameter_grads", Lifetime::kScratch},
-    {"qk_norm_grads", Lifetime::kScratch},
-    {"kv_head_grads", Lifetime::kScratch},
+    {"norm_parameter_grads", Lifetime::kScratch, Kind::kParameterGradient},
+    {"qk_norm_grads", Lifetime::kScratch, Kind::kParameterGradient},
+    {"kv_head_grads", Lifetime::kScratch, Kind::kParameterGradient},
 }};
 
 void require_divides(std::size_t degree, std::size_t count, const char* what) {
@@ -64,6 +72,17 @@ std::size_t head_block_rows(std::size_t rows, std::size_t vocab_local) {
 
 Lifetime lifetime_of(Activation activation) { return kRows.at(index(activation)).lifetime; }
 const char* name_of(Activation activation) { return kRows.at(index(activation)).name; }
+bool is_statistic(Activation activation) {
+  return kRows.at(index(activation)).kind == Kind::kStatistic;
+}
+DType element_type_of(Activation activation, const ElementTypes& types) {
+  switch (kRows.at(index(activation)).kind) {
+    case Kind::kStatistic: return types.statistics;
+    case Kind::kParameterGradient: return types.gradients;
+    case Kind::kActivation: break;
+  }
+  return types.activations;
+}
 
 ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeometry& geometry)
     : layers_(geometry.layers), recompute_(geometry.recompute) {
@@ -120,26 +139,50 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
       shape.replicates_kv_heads(t) ? 2 * kv * (C + (shape.qkv_bias ? 1 : 0)) : 0;
 }
 
-std::size_t ActivationTable::elements(Lifetime lifetime) const {
+std::size_t ActivationTable::sum(Lifetime lifetime, const ElementTypes* types) const {
   std::size_t sum = 0;
   for (std::size_t i = 0; i < kActivationCount; ++i) {
-    if (kRows[i].lifetime == lifetime) sum += elements_[i];
+    if (kRows[i].lifetime != lifetime) continue;
+    const auto activation = static_cast<Activation>(i);
+    sum += types == nullptr ? elements_[i] : bytes(activation, *types);
   }
   return sum;
 }
+
+std::size_t ActivationTable::chunk_sum(std::size_t slots, const ElementTypes* types) const {
+  const std::size_t output = sum(Lifetime::kLayerOutput, types);
+  const std::size_t layer = sum(Lifetime::kLayer, types);
+  const bool full = recompute_ == Recompute::kFull;
+  const std::size_t per_slot =
+      layers_ * (full ? output : layer + output) + sum(Lifetime::kMicroBatch, types);
+  const std::size_t recomputed = full && layers_ > 0 ? layer : 0;
+  return slots * per_slot + recomputed + sum(Lifetime::kScratch, types);
+}
+
+std::size_t ActivationTable::elements(Lifetime lifetime) const { return sum(lifetime, nullptr); }
 
 std::size_t ActivationTable::layer_elements() const {
   return elements(Lifetime::kLayer) + elements(Lifetime::kLayerOutput);
 }
 
 std::size_t ActivationTable::chunk_elements(std::size_t slots) const {
-  const std::size_t per_slot =
-      layers_ *
-          (recompute_ == Recompute::kFull ? elements(Lifetime::kLayerOutput) : layer_elements()) +
-      elements(Lifetime::kMicroBatch);
-  const std::size_t recomputed =
-      recompute_ == Recompute::kFull && layers_ > 0 ? elements(Lifetime::kLayer) : 0;
-  return slots * per_slot + recomputed + elements(Lifetime::kScratch);
+  return chunk_sum(slots, nullptr);
+}
+
+std::size_t ActivationTable::bytes(Activation activation, const ElementTypes& types) const {
+  return elements(activation) * size_in_bytes(element_type_of(activation, types));
+}
+
+std::size_t ActivationTable::bytes(Lifetime lifetime, const ElementTypes& types) const {
+  return sum(lifetime, &types);
+}
+
+std::size_t ActivationTable::layer_bytes(const ElementTypes& types) const {
+  return bytes(Lifetime::kLayer, types) + bytes(Lifetime::kLayerOutput, types);
+}
+
+std::size_t ActivationTable::chunk_bytes(std::size_t slots, const ElementTypes& types) const {
+  return chunk_sum(slots, &types);
 }
 
 }  // namespace shardwise

@@ -172,10 +172,111 @@ std::int64_t ModelManifest::num_bytes() const {
 
 namespace {
 
+// The kinds of a transformer's parts by their names in a manifest's "transformer".
+template <class Kind>
+struct KindName {
+  const char* name;
+  Kind kind;
+};
+constexpr KindName<PositionKind> kPositionNames[] = {{"learned", PositionKind::kLearned},
+                                                     {"rotary", PositionKind::kRotary}};
+constexpr KindName<NormKind> kNormNames[] = {{"layernorm", NormKind::kLayerNorm},
+                                             {"rmsnorm", NormKind::kRmsNorm}};
+constexpr KindName<MlpKind> kMlpNames[] = {{"gelu", MlpKind::kGelu},
+                                           {"gated_silu", MlpKind::kGatedSilu}};
+
+template <class Kind, std::size_t N>
+const char* kind_name(Kind kind, const KindName<Kind> (&names)[N]) {
+  for (const auto& entry : names) {
+    if (entry.kind == kind) return entry.name;
+  }
+  return "?";
+}
+
+template <class Kind, std::size_t N>
+Kind kind_of(detail::JsonObjectReader& reader, const std::string& key,
+             const KindName<Kind> (&names)[N]) {
+  const std::string text = reader.required_string(key);
+  std::string known;
+  for (const auto& entry : names) {
+    if (text == entry.name) return entry.kind;
+    known += std::string(known.empty() ? "" : ", ") + entry.name;
+  }
+  throw InvalidArgument(reader.field(key) + " is '" + echo_input(text) + "'; expected one of " +
+                        known);
+}
+
+nlohmann::ordered_json transformer_json(const TransformerShape& t) {
+  return {{"layers", t.layers},
+          {"hidden", t.hidden},
+          {"heads", t.heads},
+          {"kv_heads", t.kv_heads},
+          {"head_dim", t.head_dim},
+          {"mlp_width", t.mlp_width},
+          {"vocab", t.vocab},
+          {"context", t.context},
+          {"positions", kind_name(t.positions, kPositionNames)},
+          {"norm", kind_name(t.norm, kNormNames)},
+          {"mlp", kind_name(t.mlp, kMlpNames)},
+          {"fused_qkv", t.fused_qkv},
+          {"qkv_bias", t.qkv_bias},
+          {"attention_output_bias", t.attention_output_bias},
+          {"mlp_bias", t.mlp_bias},
+          {"qk_norm", t.qk_norm},
+          {"tied_head", t.tied_head}};
+}
+
+// Every key required, sizes within a config.json's bounds, key/value heads dividing the heads:
+// a shape the planner sizes activations from is one a family could state.
+TransformerShape transformer_of_json(const nlohmann::json& json) {
+  detail::JsonObjectReader reader(json, "transformer");
+  TransformerShape t;
+  const auto size = [&](const char* key, std::int64_t most) {
+    const std::int64_t value = reader.required_integer(key);
+    if (value < 1 || value > most) {
+      throw InvalidArgument(reader.field(key) + " is " + std::to_string(value) +
+                            "; expected 1 to " + std::to_string(most));
+    }
+    return static_cast<std::size_t>(value);
+  };
+  const auto flag = [&](const char* key) {
+    const nlohmann::json& value = reader.required(key);
+    if (!value.is_boolean()) {
+      throw ParseError(reader.field(key) + " must be true or false, not " +
+                       detail::json_type_name(value));
+    }
+    return value.get<bool>();
+  };
+  t.layers = size("layers", kMaxModelLayers);
+  t.hidden = size("hidden", kMaxConfigDimension);
+  t.heads = size("heads", kMaxConfigDimension);
+  t.kv_heads = size("kv_heads", kMaxConfigDimension);
+  t.head_dim = size("head_dim", kMaxConfigDimension);
+  t.mlp_width = size("mlp_width", kMaxConfigDimension);
+  t.vocab = size("vocab", kMaxConfigDimension);
+  t.context = size("context", kMaxConfigDimension);
+  t.positions = kind_of(reader, "positions", kPositionNames);
+  t.norm = kind_of(reader, "norm", kNormNames);
+  t.mlp = kind_of(reader, "mlp", kMlpNames);
+  t.fused_qkv = flag("fused_qkv");
+  t.qkv_bias = flag("qkv_bias");
+  t.attention_output_bias = flag("attention_output_bias");
+  t.mlp_bias = flag("mlp_bias");
+  t.qk_norm = flag("qk_norm");
+  t.tied_head = flag("tied_head");
+  reader.finish();
+  if (t.heads % t.kv_heads != 0) {
+    throw InvalidArgument("transformer.kv_heads (" + std::to_string(t.kv_heads) +
+                          ") must divide transformer.heads (" + std::to_string(t.heads) + ")");
+  }
+  return t;
+}
+
 ModelManifest manifest_of_json(const nlohmann::json& json) {
   detail::JsonObjectReader reader(json, "");
   const nlohmann::json& list = reader.required("parameters");
   const nlohmann::json* units = reader.optional("axis_units");
+  const nlohmann::json* transformer = reader.optional("transformer");
   reader.finish();
   if (!list.is_array()) {
     throw ParseError("field 'parameters' must be a list, not " + detail::json_type_name(list));
@@ -196,6 +297,7 @@ ModelManifest manifest_of_json(const nlohmann::json& json) {
     manifest.parameters.push_back(std::move(p));
   }
   if (units != nullptr) manifest.axis_units = axis_units_from_json(*units);
+  if (transformer != nullptr) manifest.transformer = transformer_of_json(*transformer);
   (void)manifest.num_bytes();  // the model's bytes must be countable too
   return manifest;
 }
@@ -223,6 +325,7 @@ std::string ModelManifest::to_json() const {
   }
   nlohmann::ordered_json json{{"parameters", std::move(list)}};
   if (!axis_units.empty()) json["axis_units"] = axis_units;
+  if (transformer) json["transformer"] = transformer_json(*transformer);
   return json.dump();
 }
 

@@ -151,18 +151,20 @@ void require_checkpoint_shapes(const ckpt::CheckpointIndex& index,
     for (const std::string& name : arrays) {
       const ckpt::ArrayRecord* array = index.find(name);
       if (array == nullptr) continue;  // require_arrays names what is missing
-      if (array->shape != spec.shape || array->dtype != DType::kF32) {
+      if (array->shape != spec.shape || array->dtype != ParameterStore::kElementType) {
         throw ckpt::CheckpointError(
             what + ": array '" + name + "' is " + shardwise::to_string(array->shape) + " " +
             shardwise::to_string(array->dtype) + "; the metadata's model has " +
-            shardwise::to_string(spec.shape) + " f32");
+            shardwise::to_string(spec.shape) + " " +
+            shardwise::to_string(ParameterStore::kElementType));
       }
     }
   }
 }
 
-std::string non_finite_value(std::span<const float> values, const std::string& array,
-                             const ShardIndex& box, const std::string& what) {
+std::string non_finite_value(std::span<const ParameterStore::Element> values,
+                             const std::string& array, const ShardIndex& box,
+                             const std::string& what) {
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (std::isfinite(values[i])) continue;
     return what + ": array '" + echo_input(array, 200) + "' holds " + std::to_string(values[i]) +
@@ -298,9 +300,8 @@ void CheckpointManager::initialise() {
   const std::string prefix = model_array("");
   for (const StateBlock& block : trainer_.state_blocks()) {
     if (block.optimizer) continue;
-    const auto count = static_cast<std::size_t>(num_elements(shape_of(block.box)));
-    blocks.push_back({block.array.substr(prefix.size()), block.shape, block.box,
-                      std::span<float>(block.data, count)});
+    blocks.push_back(
+        {block.array.substr(prefix.size()), block.shape, block.box, block.as<float>()});
   }
   std::string error;
   try {
@@ -332,10 +333,7 @@ std::int64_t CheckpointManager::resume() {
     info = checked_resume(reader->index(), model_, what);
     for (const StateBlock& block : trainer_.state_blocks()) {
       if (block.optimizer && !info.has_optimizer) continue;
-      targets.push_back(
-          {block.array, block.shape, DType::kF32, block.box,
-           std::as_writable_bytes(std::span<float>(
-               block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
+      targets.push_back({block.array, block.shape, block.dtype, block.box, block.bytes()});
     }
   } catch (const std::exception& e) {  // a file system's error too, not only bad input
     error = e.what();
@@ -353,8 +351,9 @@ std::int64_t CheckpointManager::resume() {
   const ckpt::ReadStats stats = ckpt::load_checkpoint(comm_, *reader, targets);
   // A value that is not finite would train on as NaN: named instead.
   for (const ckpt::BlockToLoad& target : targets) {
-    const std::span<const float> values(reinterpret_cast<const float*>(target.bytes.data()),
-                                        target.bytes.size() / sizeof(float));
+    using Element = ParameterStore::Element;
+    const std::span<const Element> values(reinterpret_cast<const Element*>(target.bytes.data()),
+                                          target.bytes.size() / sizeof(Element));
     if (error.empty()) error = non_finite_value(values, target.array, target.box, what);
   }
   ckpt::throw_unless_all_succeeded(comm_, error, "checkpoint not loaded");
@@ -395,10 +394,8 @@ void CheckpointManager::save(std::int64_t step) {
   std::vector<ckpt::BlockToSave> blocks;
   for (const StateBlock& block : state) {
     if (!block.saved) continue;
-    blocks.push_back(
-        {block.array, block.shape, DType::kF32, block.sharding, block.box,
-         std::as_bytes(std::span<const float>(
-             block.data, static_cast<std::size_t>(num_elements(shape_of(block.box)))))});
+    blocks.push_back({block.array, block.shape, block.dtype, block.sharding, block.box,
+                      std::as_bytes(block.bytes())});
   }
   const std::string metadata = checkpoint_metadata(model_.metadata_json, step, run_config_);
   if (comm_.rank() == 0) {

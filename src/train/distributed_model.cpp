@@ -1,4 +1,5 @@
 #include "shardwise/train/distributed_model.hpp"
+#include "shardwise/core/element_type.hpp"
 
 #include <algorithm>
 #include <map>
@@ -187,7 +188,7 @@ void DistributedModel::sum_tied_gradients() {
   Communicator& pipeline = context_->communicator(kPipelineAxis);
   for (const TiedGroup& group : tied_) {
     pipeline.all_reduce(store_.grad(group.parameter), store_.grad(group.parameter),
-                        store_.count(group.parameter), DType::kF32, ReduceOp::kSum,
+                        store_.count(group.parameter), ParameterStore::kElementType, ReduceOp::kSum,
                         Group(group.stages, std::string(kPipelineAxis)));
   }
 }

@@ -1,4 +1,5 @@
 #include "shardwise/train/parameter_shardings.hpp"
+#include "shardwise/core/element_type.hpp"
 
 #include <set>
 
@@ -99,7 +100,7 @@ ParameterShardings default_shardings(const std::vector<ParameterSpec>& parameter
 ModelManifest manifest_of(const std::vector<ParameterSpec>& parameters) {
   ModelManifest manifest;
   for (const ParameterSpec& parameter : parameters) {
-    ParameterInfo info{parameter.name, parameter.shape, DType::kF32, std::nullopt};
+    ParameterInfo info{parameter.name, parameter.shape, ParameterStore::kElementType, std::nullopt};
     if (!parameter.logical_axes.empty()) info.logical_axes = parameter.logical_axes;
     manifest.parameters.push_back(std::move(info));
   }

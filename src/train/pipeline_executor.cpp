@@ -1,4 +1,5 @@
 #include "shardwise/train/pipeline_executor.hpp"
+#include "shardwise/core/element_type.hpp"
 
 #include <chrono>
 #include <climits>
@@ -79,33 +80,35 @@ PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
       const std::size_t boundary = chunk.boundary_elements();
       ExecutedAction executed{action, 0, 0};
       if (action.pass == Pass::kForward) {
-        std::vector<float> input(v > 0 ? boundary : 0);
+        std::vector<BoundaryElement> input(v > 0 ? boundary : 0);
         if (v > 0) {
           options.tag = tag_of(Pass::kForward, v, action.microbatch, microbatches);
-          pipeline.recv(input.data(), boundary, DType::kF32, rank_of(v - 1), options);
+          pipeline.recv(input.data(), boundary, element_type(input.data()), rank_of(v - 1),
+                        options);
         }
         executed.start = seconds();
-        std::vector<float> output(v + 1 < virtual_stages ? boundary : 0);
+        std::vector<BoundaryElement> output(v + 1 < virtual_stages ? boundary : 0);
         result.loss_sum += chunk.forward(action.microbatch, input, output);
         if (v + 1 < virtual_stages) {
           options.tag = tag_of(Pass::kForward, v + 1, action.microbatch, microbatches);
-          sends.push_back(
-              pipeline.isend(output.data(), boundary, DType::kF32, rank_of(v + 1), options));
+          sends.push_back(pipeline.isend(output.data(), boundary, element_type(output.data()),
+                                         rank_of(v + 1), options));
         }
         result.peak_in_flight = std::max(result.peak_in_flight, ++in_flight);
       } else {
-        std::vector<float> output_grad(v + 1 < virtual_stages ? boundary : 0);
+        std::vector<BoundaryElement> output_grad(v + 1 < virtual_stages ? boundary : 0);
         if (v + 1 < virtual_stages) {
           options.tag = tag_of(Pass::kBackward, v, action.microbatch, microbatches);
-          pipeline.recv(output_grad.data(), boundary, DType::kF32, rank_of(v + 1), options);
+          pipeline.recv(output_grad.data(), boundary, element_type(output_grad.data()),
+                        rank_of(v + 1), options);
         }
         executed.start = seconds();
-        std::vector<float> input_grad(v > 0 ? boundary : 0);
+        std::vector<BoundaryElement> input_grad(v > 0 ? boundary : 0);
         chunk.backward(action.microbatch, output_grad, input_grad);
         if (v > 0) {
           options.tag = tag_of(Pass::kBackward, v - 1, action.microbatch, microbatches);
-          sends.push_back(
-              pipeline.isend(input_grad.data(), boundary, DType::kF32, rank_of(v - 1), options));
+          sends.push_back(pipeline.isend(input_grad.data(), boundary,
+                                         element_type(input_grad.data()), rank_of(v - 1), options));
         }
         --in_flight;
       }

@@ -23,8 +23,8 @@ std::size_t ScheduledChunk::boundary_elements() const {
   return chunk_.boundary_elements(sequences_, seq_);
 }
 
-float ScheduledChunk::forward(std::int64_t microbatch, std::span<const float> input,
-                              std::span<float> output) {
+float ScheduledChunk::forward(std::int64_t microbatch, std::span<const BoundaryElement> input,
+                              std::span<BoundaryElement> output) {
   if (slot_of_.count(microbatch) != 0) {
     throw InvalidArgument("micro-batch " + std::to_string(microbatch) +
                           " forwarded twice without its backward");
@@ -47,8 +47,8 @@ float ScheduledChunk::forward(std::int64_t microbatch, std::span<const float> in
                         seq_, input, output, false);
 }
 
-void ScheduledChunk::backward(std::int64_t microbatch, std::span<const float> output_grad,
-                              std::span<float> input_grad) {
+void ScheduledChunk::backward(std::int64_t microbatch, std::span<const BoundaryElement> output_grad,
+                              std::span<BoundaryElement> input_grad) {
   const auto it = slot_of_.find(microbatch);
   if (it == slot_of_.end()) {
     throw InvalidArgument("backward of micro-batch " + std::to_string(microbatch) +

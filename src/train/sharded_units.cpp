@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "shardwise/core/element_type.hpp"
 #include "shardwise/core/error.hpp"
 #include "unit_gather.hpp"
 
@@ -204,8 +205,9 @@ void ShardedUnits::start_reduce(std::size_t u) {
   shards_.pack_all(u, unit.grads.data(), unit.reducing.data());
   free(unit.grads);
   unit.reduced = true;
-  unit.reduce = comm_.ireduce_scatter(unit.reducing.data(), my_chunk(grads_slice_, u),
-                                      shards_.chunk(u), DType::kF32, ReduceOp::kAvg, group_);
+  unit.reduce =
+      comm_.ireduce_scatter(unit.reducing.data(), my_chunk(grads_slice_, u), shards_.chunk(u),
+                            element_type(unit.reducing.data()), ReduceOp::kAvg, group_);
   reducing_.push_back(u);
   while (reducing_.size() > kMaxReducing) finish_oldest_reduce();
 }

@@ -1,4 +1,5 @@
 #include "shardwise/train/tensor_parallel.hpp"
+#include "shardwise/core/element_type.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -20,7 +21,7 @@ TensorParallel::TensorParallel(const ParallelContext& context)
 
 void TensorParallel::sum(float* values, std::size_t count) const {
   if (degree_ == 1 || count == 0) return;
-  comm_->all_reduce(values, values, count, DType::kF32, ReduceOp::kSum, group_);
+  comm_->all_reduce(values, values, count, element_type(values), ReduceOp::kSum, group_);
 }
 
 void TensorParallel::sum_among(float* values, std::size_t count, int sharers) const {
@@ -39,7 +40,7 @@ void TensorParallel::sum_among(float* values, std::size_t count, int sharers) co
     for (int i = 0; i < sharers; ++i) ranks.push_back(group_[first + i]);
     sharers_group_ = Group(std::move(ranks), group_.axes());
   }
-  comm_->all_reduce(values, values, count, DType::kF32, ReduceOp::kSum, sharers_group_);
+  comm_->all_reduce(values, values, count, element_type(values), ReduceOp::kSum, sharers_group_);
 }
 
 void TensorParallel::gather(float* full, const float* local, std::size_t count) const {
@@ -47,7 +48,7 @@ void TensorParallel::gather(float* full, const float* local, std::size_t count) 
     std::copy(local, local + count, full);
     return;
   }
-  comm_->all_gather(local, full, count, DType::kF32, group_);
+  comm_->all_gather(local, full, count, element_type(local), group_);
 }
 
 void TensorParallel::share_first(std::int32_t* values, std::size_t count) const {
@@ -80,7 +81,7 @@ void TensorParallel::gather_sequence(float* full, const float* local, std::size_
     return;
   }
   staging_.resize(batch * seq * channels);
-  comm_->all_gather(local, staging_.data(), batch * part, DType::kF32, group_);
+  comm_->all_gather(local, staging_.data(), batch * part, element_type(local), group_);
   for (std::size_t r = 0; r < t; ++r) {
     for (std::size_t b = 0; b < batch; ++b) {
       const float* from = staging_.data() + (r * batch + b) * part;
@@ -104,7 +105,8 @@ void TensorParallel::reduce_scatter_sequence(float* local, const float* full, st
       std::copy(from, from + part, staging_.data() + (r * batch + b) * part);
     }
   }
-  comm_->reduce_scatter(staging_.data(), local, batch * part, DType::kF32, ReduceOp::kSum, group_);
+  comm_->reduce_scatter(staging_.data(), local, batch * part, element_type(local), ReduceOp::kSum,
+                        group_);
 }
 
 void TensorParallel::lookup(float* out, const std::int32_t* tokens, const float* wte,
@@ -180,7 +182,8 @@ void TensorParallel::cross_entropy_forward(float* losses, float* probs, const fl
   // the one-rank kernel's, step by step.
   std::vector<float> largest(rows);
   kernels::softmax_row_largest(largest.data(), logits, rows, vocab_local);
-  comm_->all_reduce(largest.data(), largest.data(), rows, DType::kF32, ReduceOp::kMax, group_);
+  comm_->all_reduce(largest.data(), largest.data(), rows, element_type(largest.data()),
+                    ReduceOp::kMax, group_);
   std::vector<float> row_sums(rows);
   kernels::softmax_row_exponentials(probs, row_sums.data(), logits, largest.data(), rows,
                                     vocab_local);

@@ -1,4 +1,5 @@
 #include "shardwise/train/trainer.hpp"
+#include "shardwise/core/element_type.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -152,7 +153,8 @@ StepStats Trainer::step() {
   const auto reduce = [&](std::size_t begin, std::size_t end) {
     if (group_.size() == 1) return;
     in_flight.push_back(shards_comm_.iall_reduce(grads.data() + begin, grads.data() + begin,
-                                                 end - begin, DType::kF32, ReduceOp::kAvg, group_));
+                                                 end - begin, element_type(grads.data()),
+                                                 ReduceOp::kAvg, group_));
   };
   const GradientsReady ready = [&](std::size_t begin, std::size_t end) {
     if (settings_.zero == 2 || !settings_.overlap || end <= begin ||
@@ -269,7 +271,8 @@ void Trainer::reduce_scatter_grads() {
     packed.resize(shards.chunk(u) * static_cast<std::size_t>(group_.size()));
     shards.pack_all(u, store.grads().data() + store.units()[u].offset, packed.data());
     shards_comm_.reduce_scatter(packed.data(), grads_slice_.data() + shards.chunk_offset(u),
-                                shards.chunk(u), DType::kF32, ReduceOp::kAvg, group_);
+                                shards.chunk(u), element_type(packed.data()), ReduceOp::kAvg,
+                                group_);
   }
   average_over_replicas(grads_slice_);
 }
@@ -345,15 +348,15 @@ void Trainer::update(float learning_rate, float grad_scale, std::int64_t step) {
 void Trainer::average(float* data, std::size_t count) {
   // Within the shards, then across the replicas: equal counts, so the mean of means is the mean.
   if (group_.size() > 1) {
-    shards_comm_.all_reduce(data, data, count, DType::kF32, ReduceOp::kAvg, group_);
+    shards_comm_.all_reduce(data, data, count, element_type(data), ReduceOp::kAvg, group_);
   }
   average_over_replicas({data, count});
 }
 
 void Trainer::average_over_replicas(std::span<float> values) {
   if (replicas_.size() > 1) {
-    replicas_comm_.all_reduce(values.data(), values.data(), values.size(), DType::kF32,
-                              ReduceOp::kAvg, replicas_);
+    replicas_comm_.all_reduce(values.data(), values.data(), values.size(),
+                              element_type(values.data()), ReduceOp::kAvg, replicas_);
   }
 }
 

@@ -5,7 +5,6 @@
 #include <bit>
 #include <chrono>
 #include <limits>
-#include <mutex>
 
 #include "../detail/output_file.hpp"
 #include "../detail/text_format.hpp"
@@ -24,6 +23,7 @@
 #include "shardwise/train/job_pipeline.hpp"
 #include "shardwise/train/pipeline_executor.hpp"
 #include "shardwise/train/placement.hpp"
+#include "shardwise/train/rank_runner.hpp"
 #include "shardwise/train/run_log.hpp"
 #include "shardwise/train/settings_agreement.hpp"
 
@@ -297,34 +297,8 @@ void TrainingJob::check_memory(const BackendInfo& backend) const {
 }
 
 void TrainingJob::run(const BackendInfo& backend, JobObserver& observer) const {
-  const int ranks = static_cast<int>(settings_.mesh.size());
-  std::mutex mutex;
-  // Input found bad on a rank (a token file's id outside the vocabulary, drawn at step 900)
-  // stays the user's error, not the runtime's: the first such message, with its rank.
-  std::optional<std::string> input_error;
-  try {
-    backend.run(nullptr, nullptr, ranks, [&](Communicator& comm) {
-      try {
-        run_rank(comm, observer);
-      } catch (const CommError&) {
-        throw;
-      } catch (const Error& e) {
-        const std::lock_guard lock(mutex);
-        if (!input_error) {
-          input_error =
-              (ranks > 1 && !backend.rank_per_process ? "rank " + std::to_string(comm.rank()) + ": "
-                                                      : std::string()) +
-              e.what();
-        }
-        throw;
-      }
-    });
-  } catch (const Error&) {
-    // A rank's input error (the others then fail in the runtime), or every rank failing alike
-    // (a checkpoint they all found wrong): the rank's message.
-    if (input_error) throw InvalidArgument(*input_error);
-    throw;
-  }
+  run_on_ranks(backend, static_cast<int>(settings_.mesh.size()),
+               [&](Communicator& comm) { run_rank(comm, observer); });
 }
 
 void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {

@@ -12,6 +12,11 @@ std::string model_array(const std::string& name) { return "model/" + name; }
 std::string exp_avg_array(const std::string& name) { return "optimizer/exp_avg/" + name; }
 std::string exp_avg_sq_array(const std::string& name) { return "optimizer/exp_avg_sq/" + name; }
 
+void StateBlock::wrong_type(DType wanted) const {
+  throw InvalidArgument("state array '" + array + "' holds " + to_string(dtype) +
+                        " elements, read as " + to_string(wanted));
+}
+
 std::vector<StateBlock> Trainer::state_blocks() {
   ParameterStore& store = store_;
   const std::vector<ParameterSpec>& specs = store.specs();
@@ -44,14 +49,16 @@ std::vector<StateBlock> Trainer::state_blocks() {
     float* value = values_sharded ? values + shards->slice_offset(p) : values + store.offset(p);
     const std::size_t moment = shards != nullptr ? shards->slice_offset(p) : store.offset(p);
     const Shape& whole = spec.whole_shape();
+    const auto bytes = [](float* data) { return reinterpret_cast<std::byte*>(data); };
+    const DType dtype = element_type(value);
     blocks.push_back(
         {model_array(spec.name), whole, values_sharded ? owned : held,
-         model_words + (values_sharded ? zero_words : "whole on every data-parallel rank"), value,
-         !spec.tied_copy, false});
+         model_words + (values_sharded ? zero_words : "whole on every data-parallel rank"), dtype,
+         bytes(value), !spec.tied_copy, false});
     blocks.push_back({exp_avg_array(spec.name), whole, owned, model_words + zero_words,
-                      m_.data() + moment, !spec.tied_copy, true});
+                      element_type(m_.data()), bytes(m_.data() + moment), !spec.tied_copy, true});
     blocks.push_back({exp_avg_sq_array(spec.name), whole, owned, model_words + zero_words,
-                      v_.data() + moment, !spec.tied_copy, true});
+                      element_type(v_.data()), bytes(v_.data() + moment), !spec.tied_copy, true});
   }
   return blocks;
 }
@@ -59,7 +66,7 @@ std::vector<StateBlock> Trainer::state_blocks() {
 void Trainer::resume_at(std::int64_t steps) {
   if (steps < 0 || steps > settings_.steps) {
     throw InvalidArgument("a checkpoint of step " + std::to_string(steps) +
-                          " cannot resume a run of --steps " + std::to_string(settings_.steps));
+                          " cannot resume a run of " + std::to_string(settings_.steps) + " steps");
   }
   steps_done_ = steps;
 }

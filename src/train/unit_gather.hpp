@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "shardwise/comm/communicator.hpp"
+#include "shardwise/core/element_type.hpp"
 #include "unit_shards.hpp"
 
 namespace shardwise::train::detail {
@@ -14,13 +15,13 @@ namespace shardwise::train::detail {
 // (shards.chunk(unit) x group.size() elements); UnitShards::unpack makes them the full unit.
 inline Work start_unit_gather(Communicator& comm, const Group& group, const UnitShards& shards,
                               std::size_t unit, const float* mine, float* staging) {
-  return comm.iall_gather(mine, staging, shards.chunk(unit), DType::kF32, group);
+  return comm.iall_gather(mine, staging, shards.chunk(unit), element_type(mine), group);
 }
 
 // The same, finished and unpacked into the unit's full elements at `full`.
 inline void gather_unit(Communicator& comm, const Group& group, const UnitShards& shards,
                         std::size_t unit, const float* mine, float* staging, float* full) {
-  comm.all_gather(mine, staging, shards.chunk(unit), DType::kF32, group);
+  comm.all_gather(mine, staging, shards.chunk(unit), element_type(mine), group);
   shards.unpack(unit, staging, full);
 }
 

@@ -7,9 +7,9 @@
 
 #include <fstream>
 
-#include "model_argument.hpp"
 #include "run_command.hpp"
 #include "shardwise/core/shape.hpp"
+#include "shardwise/models/model_resolution.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -420,7 +420,7 @@ TEST(PlanCommand, CountsTheParametersTheTrainerBuildsForEveryModelFileItAccepts)
     ASSERT_EQ(planned.status, 0) << model << ": " << planned.err;
     const std::int64_t plan_count = nlohmann::json::parse(planned.out)["model"]["parameters"];
     std::int64_t built = 0;
-    const auto definition = read_model_argument(model, "--model").model;
+    const auto definition = models::resolve_model(model, "--model").model;
     ASSERT_NE(definition, nullptr) << model;
     for (const train::ParameterSpec& p : definition->parameters()) {
       built += static_cast<std::int64_t>(num_elements(p.shape));

@@ -177,7 +177,7 @@ TEST(DistributedModel, AChunkHoldsWhatItsActivationTableSizes) {
         geometry.layers = definition->layers();
         geometry.has_head = true;
         const ActivationTable table(definition->manifest().transformer.value(), geometry);
-        EXPECT_EQ(model.activation_bytes(), 4 * table.chunk_elements(1));
+        EXPECT_EQ(model.activation_bytes(), table.chunk_bytes(1, ElementTypes::fp32()));
         EXPECT_GT(table.elements(Activation::kNormLocal), 0U);
       });
     }

@@ -188,5 +188,32 @@ TEST(CheckpointManager, ASaveResumesIntoAnotherTrainerBitForBit) {
   });
 }
 
+// The trainer's state blocks carry the store's element type, the checkpoint writes and reads it
+// from them, and reading a block as another type is refused rather than reinterpreted.
+TEST(Trainer, StateBlocksCarryTheStoresElementType) {
+  const auto definition = std::make_shared<const models::GptDefinition>(kConfig);
+  const Corpus corpus = Corpus::builtin(16);
+  TrainSettings settings = settings_on("fsdp=2").training;
+  settings.zero = 3;
+  run_local(2, [&](Communicator& comm) {
+    ParallelContext context(comm, Mesh::parse("fsdp=2"));
+    DistributedModel model(definition, 5, context, {});
+    Trainer trainer(context, model, corpus, settings);
+    const std::vector<StateBlock> blocks = trainer.state_blocks();
+    ASSERT_EQ(blocks.size(), 3 * model.parameters().specs().size());
+    std::size_t elements = 0;
+    for (const StateBlock& block : blocks) {
+      EXPECT_EQ(block.dtype, ParameterStore::kElementType) << block.array;
+      EXPECT_EQ(block.bytes().size(), block.elements() * size_in_bytes(block.dtype));
+      EXPECT_EQ(block.as<float>().size(), block.elements());
+      if (!block.optimizer) elements += block.elements();
+    }
+    // ZeRO-3: each rank's blocks of the values are its half of the model's.
+    EXPECT_EQ(2 * elements, model.parameters().parameter_elements());
+    EXPECT_THAT(error_of([&] { (void)blocks.front().as<BFloat16>(); }),
+                HasSubstr("holds f32 elements, read as bf16"));
+  });
+}
+
 }  // namespace
 }  // namespace shardwise::train

@@ -6,14 +6,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/core/dtype.hpp"
+#include "shardwise/core/element_type.hpp"
 #include "shardwise/core/half.hpp"
 #include "shardwise/core/named_sharding.hpp"
 
@@ -24,10 +25,6 @@ struct PartialAxis {
   ReduceOp op = ReduceOp::kSum;
   friend bool operator==(const PartialAxis&, const PartialAxis&) = default;
 };
-
-// The dtype a C++ element type stands for (float: f32, BFloat16: bf16, bool: bool, ...).
-template <typename T>
-constexpr DType dtype_of();
 
 class ShardedArray {
  public:
@@ -103,20 +100,6 @@ class ShardedArray {
   std::span<std::byte> local_;
   std::vector<PartialAxis> partial_;
 };
-
-template <typename T>
-constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::kF32;
-  else if constexpr (std::is_same_v<T, double>) return DType::kF64;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBF16;
-  else if constexpr (std::is_same_v<T, Float16>) return DType::kF16;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return DType::kI32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return DType::kI64;
-  else if constexpr (std::is_same_v<T, std::uint8_t>) return DType::kU8;
-  else if constexpr (std::is_same_v<T, std::int8_t>) return DType::kI8;
-  else if constexpr (std::is_same_v<T, bool>) return DType::kBool;
-  else static_assert(sizeof(T) == 0, "no shardwise dtype for this element type");
-}
 
 // The same array in another floating dtype (f32, f64, bf16, f16), element by element, rounding
 // to nearest even; pending partial reductions stay pending. Throws InvalidArgument for other

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "shardwise/core/mesh.hpp"
+#include "shardwise/strategy/element_types.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
 #include "shardwise/strategy/recompute.hpp"
 
@@ -19,6 +20,10 @@ using shardwise::Recompute;
 using shardwise::ScheduleKind;
 
 std::string to_string(Precision value);  // "fp32", "bf16-mixed"
+// The element type of each kind of array a precision keeps: fp32 everything float32; bf16-mixed
+// ElementTypes::bf16_mixed() (bf16 parameters, gradients and activations, float32 masters and
+// moments).
+ElementTypes element_types(Precision value);
 std::string to_string(Optimizer value);  // "adam", "sgd"
 using shardwise::to_string;
 // The inverses; InvalidArgument naming `flag` and the text otherwise.

@@ -13,6 +13,8 @@
 #include <array>
 #include <cstddef>
 
+#include "shardwise/core/dtype.hpp"
+#include "shardwise/strategy/element_types.hpp"
 #include "shardwise/strategy/recompute.hpp"
 #include "shardwise/strategy/transformer_shape.hpp"
 
@@ -79,6 +81,10 @@ inline constexpr std::size_t kActivationCount = static_cast<std::size_t>(Activat
 enum class Lifetime { kLayer, kLayerOutput, kMicroBatch, kScratch };
 [[nodiscard]] Lifetime lifetime_of(Activation activation);
 [[nodiscard]] const char* name_of(Activation activation);
+// The arrays of statistics (norms' statistics, log-sum-exps, losses), whose element type is
+// ElementTypes::statistics; every other array's is ElementTypes::activations.
+[[nodiscard]] bool is_statistic(Activation activation);
+[[nodiscard]] DType element_type_of(Activation activation, const ElementTypes& types);
 
 class ActivationTable {
  public:
@@ -104,7 +110,17 @@ class ActivationTable {
   // micro-batch arrays, full recomputation's one layer, and the scratch.
   [[nodiscard]] std::size_t chunk_elements(std::size_t slots) const;
 
+  // The same in bytes, each array of its element type.
+  [[nodiscard]] std::size_t bytes(Activation activation, const ElementTypes& types) const;
+  [[nodiscard]] std::size_t bytes(Lifetime lifetime, const ElementTypes& types) const;
+  [[nodiscard]] std::size_t layer_bytes(const ElementTypes& types) const;
+  [[nodiscard]] std::size_t chunk_bytes(std::size_t slots, const ElementTypes& types) const;
+
  private:
+  // A lifetime's arrays, and the chunk's, in elements (types null) or bytes.
+  [[nodiscard]] std::size_t sum(Lifetime lifetime, const ElementTypes* types) const;
+  [[nodiscard]] std::size_t chunk_sum(std::size_t slots, const ElementTypes* types) const;
+
   std::array<std::size_t, kActivationCount> elements_{};
   std::size_t local_rows_ = 0, whole_rows_ = 0, head_block_ = 0;
   std::size_t layers_ = 0;

@@ -41,17 +41,20 @@ struct ModelManifest {
   // to the head dimension, so tensor parallelism never splits inside an attention head.
   AxisUnits axis_units;
   // What the transformer is, where a model family states it (its parts: the planner sizes the
-  // trainer's activations from it); absent in a manifest read from a file, which the planner
-  // reads by its parameters' names and shapes.
+  // trainer's activations from it) or a manifest file carries it; absent otherwise, and the
+  // planner reads the model by its parameters' names and shapes.
   std::optional<TransformerShape> transformer;
 
   [[nodiscard]] std::int64_t num_parameters() const;
   [[nodiscard]] std::int64_t num_bytes() const;
 
   // {"parameters": [{"name": "...", "shape": [...], "dtype": "bf16", "logical_axes": [...]}],
-  //  "axis_units": {"heads": 64}} ("logical_axes" optional, null for an unnamed dimension;
-  // "axis_units" optional). Unknown keys, duplicate names, negative sizes, logical axes of the
-  // wrong length and units below 1 are errors naming the parameter or axis.
+  //  "axis_units": {"heads": 64}, "transformer": {"layers": 12, ...}} ("logical_axes" optional,
+  // null for an unnamed dimension; "axis_units" and "transformer" optional, the latter with
+  // every field of TransformerShape, the kinds by name: "learned"/"rotary",
+  // "layernorm"/"rmsnorm", "gelu"/"gated_silu"). Unknown keys, duplicate names, negative sizes,
+  // logical axes of the wrong length, units below 1 and a shape no family could state are
+  // errors naming the parameter, axis or field.
   static ModelManifest from_json(std::string_view text);
   [[nodiscard]] std::string to_json() const;
 

@@ -27,8 +27,8 @@ struct SamplingOptions {
   std::uint64_t seed = 0;
 };
 
-// InvalidArgument naming the field (as `shardwise generate`'s flags: --temperature, --top-k,
-// --top-p) where temperature is negative or not finite, or top_p is outside (0, 1].
+// InvalidArgument naming the setting as `named` names it (temperature, top_p) where the
+// temperature is negative or not finite, or top_p is outside (0, 1].
 void validate(const SamplingOptions& options, const SettingNames& named = {});
 
 // Picks tokens from logits as the options say; each draw advances the generator.

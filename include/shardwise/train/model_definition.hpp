@@ -16,6 +16,7 @@
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/recompute.hpp"
+#include "shardwise/train/boundary_element.hpp"
 #include "shardwise/train/decoder.hpp"
 #include "shardwise/train/parameter_store.hpp"
 #include "shardwise/train/pipeline_layout.hpp"
@@ -31,7 +32,8 @@ namespace shardwise::train {
 class ModelChunk {
  public:
   virtual ~ModelChunk() = default;
-  // Floats passed to the next chunk per micro-batch of `batch` sequences of `seq` tokens.
+  // Elements (BoundaryElement) passed to the next chunk per micro-batch of `batch` sequences of
+  // `seq` tokens.
   [[nodiscard]] virtual std::size_t boundary_elements(std::size_t batch, std::size_t seq) const = 0;
   // The forward of one micro-batch into `slot`. The first chunk reads `tokens`, later ones
   // `input` (boundary_elements); the last reads `targets` and returns the micro-batch's mean
@@ -39,13 +41,13 @@ class ModelChunk {
   // slot comes next (a ZeRO-3 chunk may keep its last units gathered for it).
   virtual float forward(std::size_t slot, std::span<const std::int32_t> tokens,
                         std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
-                        std::span<const float> input, std::span<float> output,
+                        std::span<const BoundaryElement> input, std::span<BoundaryElement> output,
                         bool backward_follows) = 0;
   // Its backward, adding into the store's gradients: the last chunk starts from its loss
   // weighted by `loss_scale`, the others from `output_grad`; every chunk but the first writes
   // its input's gradient to `input_grad`. `ready` hears of each parameter range once final.
-  virtual void backward(std::size_t slot, std::span<const float> output_grad,
-                        std::span<float> input_grad, float loss_scale,
+  virtual void backward(std::size_t slot, std::span<const BoundaryElement> output_grad,
+                        std::span<BoundaryElement> input_grad, float loss_scale,
                         const GradientsReady& ready) = 0;
   // Bytes of the activations kept for backward (every slot) and of the gradients' scratch.
   [[nodiscard]] virtual std::size_t activation_bytes() const = 0;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "shardwise/core/element_type.hpp"
 #include "shardwise/core/shape.hpp"
 
 namespace shardwise::train {
@@ -77,6 +78,12 @@ class UnitResidency {
 
 class ParameterStore {
  public:
+  // The element type of the parameters, their gradients and the optimizer's moments: the
+  // masters a mixed-precision step keeps (float32; a lower precision computes from copies of
+  // them). Collectives, pipeline messages and checkpoints take their dtype from it.
+  using Element = float;
+  static constexpr DType kElementType = dtype_of<Element>();
+
   // Lays the parameters out in order. Names must be unique, shapes non-negative with a checked
   // element count, and a block (where set) one range per dimension of the whole shape, inside
   // it and of `shape`'s sizes; otherwise an InvalidArgument naming the parameter. Without

@@ -13,11 +13,12 @@
 
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
+#include "shardwise/train/boundary_element.hpp"
 
 namespace shardwise::train {
 
 // One model chunk as the executor drives it (virtual stage chunk * stages + stage of the
-// schedule). Between chunks pass boundary_elements() floats per micro-batch.
+// schedule). Between chunks pass boundary_elements() BoundaryElements per micro-batch.
 class PipelineChunk {
  public:
   virtual ~PipelineChunk() = default;
@@ -25,11 +26,11 @@ class PipelineChunk {
   // The forward of `microbatch`: `input` is empty for the first virtual stage, `output` for the
   // last, which returns the micro-batch's loss (the others return 0). What backward needs is
   // kept by the chunk until then.
-  virtual float forward(std::int64_t microbatch, std::span<const float> input,
-                        std::span<float> output) = 0;
+  virtual float forward(std::int64_t microbatch, std::span<const BoundaryElement> input,
+                        std::span<BoundaryElement> output) = 0;
   // Its backward: `output_grad` is empty for the last virtual stage, `input_grad` for the first.
-  virtual void backward(std::int64_t microbatch, std::span<const float> output_grad,
-                        std::span<float> input_grad) = 0;
+  virtual void backward(std::int64_t microbatch, std::span<const BoundaryElement> output_grad,
+                        std::span<BoundaryElement> input_grad) = 0;
 };
 
 struct ExecutedAction {

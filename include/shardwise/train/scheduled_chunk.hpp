@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "shardwise/train/boundary_element.hpp"
 #include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/pipeline_executor.hpp"
 
@@ -27,10 +28,10 @@ class ScheduledChunk final : public PipelineChunk {
                  float loss_scale, GradientsReady ready = {}, std::int64_t last_backward = -1);
 
   [[nodiscard]] std::size_t boundary_elements() const override;
-  float forward(std::int64_t microbatch, std::span<const float> input,
-                std::span<float> output) override;
-  void backward(std::int64_t microbatch, std::span<const float> output_grad,
-                std::span<float> input_grad) override;
+  float forward(std::int64_t microbatch, std::span<const BoundaryElement> input,
+                std::span<BoundaryElement> output) override;
+  void backward(std::int64_t microbatch, std::span<const BoundaryElement> output_grad,
+                std::span<BoundaryElement> input_grad) override;
 
   // Activation slots the chunk has used: the most micro-batches it held at once.
   [[nodiscard]] std::size_t slots() const { return slots_; }

@@ -4,9 +4,13 @@
 // block, cut further by ZeRO), plus the count of steps done (which fixes the learning rate and
 // the next batch).
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
+#include "shardwise/core/dtype.hpp"
+#include "shardwise/core/element_type.hpp"
 #include "shardwise/core/shape.hpp"
 
 namespace shardwise::train {
@@ -17,19 +21,36 @@ namespace shardwise::train {
 [[nodiscard]] std::string exp_avg_array(const std::string& name);
 [[nodiscard]] std::string exp_avg_sq_array(const std::string& name);
 
-// One of this rank's blocks of the state: float32 elements of `box` of the whole array
-// `shape`, row-major at `data`.
+// One of this rank's blocks of the state: the elements of `box` of the whole array `shape`, of
+// type `dtype`, row-major at `data`.
 struct StateBlock {
   std::string array;
   Shape shape;
   ShardIndex box;
   std::string sharding;  // how the run lays it out, in words
-  float* data = nullptr;
+  DType dtype = DType::kF32;
+  std::byte* data = nullptr;
   // False for a second copy of a parameter another block already saves (a tied embedding on
   // the last pipeline stage): loaded, not saved.
   bool saved = true;
   // Optimizer state rather than the model's values.
   bool optimizer = false;
+
+  [[nodiscard]] std::size_t elements() const {
+    return static_cast<std::size_t>(num_elements(shape_of(box)));
+  }
+  [[nodiscard]] std::span<std::byte> bytes() const {
+    return {data, elements() * size_in_bytes(dtype)};
+  }
+  // The elements as T; InvalidArgument where the block's dtype is another.
+  template <typename T>
+  [[nodiscard]] std::span<T> as() const {
+    if (dtype_of<T>() != dtype) wrong_type(dtype_of<T>());
+    return {reinterpret_cast<T*>(data), elements()};
+  }
+
+ private:
+  [[noreturn]] void wrong_type(DType wanted) const;
 };
 
 }  // namespace shardwise::train

@@ -154,14 +154,14 @@ TransformerChunk::Layer TransformerChunk::layer(Slot& slot, std::size_t i) {
 }
 
 std::size_t TransformerChunk::activation_bytes() const {
-  std::size_t floats = 0;
+  std::size_t bytes = 0;
   const auto add = [&](const Arrays& arrays) {
-    for (const auto& v : arrays) floats += v.size();
+    for (const auto& v : arrays) bytes += v.size() * sizeof(v[0]);
   };
   for (const auto& slot : slots_) add(slot->arrays);
   add(recomputed_);
   add(scratch_);
-  return floats * sizeof(float);
+  return bytes;
 }
 
 void TransformerChunk::gather_head() {
@@ -231,8 +231,8 @@ void TransformerChunk::layer_backward(const Layer& a, const float* residual, std
 
 float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int32_t> tokens,
                                 std::span<const std::int32_t> targets, std::size_t batch,
-                                std::size_t seq, std::span<const float> input,
-                                std::span<float> output, bool backward_follows) {
+                                std::size_t seq, std::span<const BoundaryElement> input,
+                                std::span<BoundaryElement> output, bool backward_follows) {
   check_chunk_batch(tokens, targets, batch, seq, limits());
   const std::size_t boundary = boundary_elements(batch, seq);
   check_chunk_forward_boundary(input.size(), output.size(), boundary, limits());
@@ -285,8 +285,9 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
   return static_cast<float>(sum / static_cast<double>(rw.whole));
 }
 
-void TransformerChunk::backward(std::size_t slot_index, std::span<const float> output_grad,
-                                std::span<float> input_grad, float loss_scale,
+void TransformerChunk::backward(std::size_t slot_index,
+                                std::span<const BoundaryElement> output_grad,
+                                std::span<BoundaryElement> input_grad, float loss_scale,
                                 const GradientsReady& ready) {
   if (slot_index >= slots_.size() || slots_[slot_index]->batch == 0) {
     throw InvalidArgument("backward of micro-batch slot " + std::to_string(slot_index) +

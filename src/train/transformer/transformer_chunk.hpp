@@ -22,6 +22,7 @@
 #include "model_axis.hpp"
 #include "norm_part.hpp"
 #include "shardwise/strategy/activation_table.hpp"
+#include "shardwise/train/boundary_element.hpp"
 #include "shardwise/train/chunk_inputs.hpp"
 #include "shardwise/train/transformer_spec.hpp"
 
@@ -35,10 +36,11 @@ class TransformerChunk final : public ModelChunk {
   [[nodiscard]] std::size_t boundary_elements(std::size_t batch, std::size_t seq) const override;
   float forward(std::size_t slot, std::span<const std::int32_t> tokens,
                 std::span<const std::int32_t> targets, std::size_t batch, std::size_t seq,
-                std::span<const float> input, std::span<float> output,
+                std::span<const BoundaryElement> input, std::span<BoundaryElement> output,
                 bool backward_follows) override;
-  void backward(std::size_t slot, std::span<const float> output_grad, std::span<float> input_grad,
-                float loss_scale, const GradientsReady& ready) override;
+  void backward(std::size_t slot, std::span<const BoundaryElement> output_grad,
+                std::span<BoundaryElement> input_grad, float loss_scale,
+                const GradientsReady& ready) override;
   [[nodiscard]] std::size_t activation_bytes() const override;
 
  private:

@@ -1,4 +1,4 @@
-#include "prompt_codec.hpp"
+#include "shardwise/models/prompt_codec.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,12 +10,11 @@
 #include <memory>
 
 #include "../detail/file_io.hpp"
-#include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/text/text_stream.hpp"
 #include "shardwise/text/tokenizer.hpp"
 
-namespace shardwise::cli {
+namespace shardwise::models {
 namespace {
 
 std::string ids_text(std::span<const std::int32_t> ids) {
@@ -63,23 +62,25 @@ std::vector<std::int32_t> encode_named(const text::Tokenizer& tokenizer, const s
 
 }  // namespace
 
-std::filesystem::path tokenizer_file(const models::ModelSource& source,
-                                     const std::optional<std::string>& flag) {
-  // An empty --tokenizer is a mistake, not "the folder's own": refused, never read as not given.
-  if (flag && flag->empty())
-    throw InvalidArgument("--tokenizer is empty; expected a tokenizer.json");
-  return flag ? std::filesystem::path(*flag) : source.tokenizer;
+std::filesystem::path tokenizer_file(const ModelSource& source,
+                                     const std::optional<std::string>& given,
+                                     const train::SettingNames& named) {
+  // An empty tokenizer is a mistake, not "the folder's own": refused, never read as not given.
+  if (given && given->empty()) {
+    throw InvalidArgument(named("tokenizer") + " is empty; expected a tokenizer.json");
+  }
+  return given ? std::filesystem::path(*given) : source.tokenizer;
 }
 
-std::shared_ptr<const text::Tokenizer> model_tokenizer(const models::ModelSource& source,
+std::shared_ptr<const text::Tokenizer> model_tokenizer(const ModelSource& source,
                                                        const std::filesystem::path& file,
-                                                       bool from_flag) {
+                                                       bool given,
+                                                       const train::SettingNames& named) {
   std::shared_ptr<const text::Tokenizer> tokenizer;
   try {
     tokenizer = std::make_shared<const text::Tokenizer>(text::Tokenizer::from_file(file));
-  } catch (const Error& e) {  // named as the user gave it: the flag, or the model's folder
-    throw InvalidArgument((from_flag ? std::string("--tokenizer: ") : source.words + ": ") +
-                          e.what());
+  } catch (const Error& e) {  // named as the caller gave it: the setting, or the model's folder
+    throw InvalidArgument((given ? named("tokenizer") + ": " : source.words + ": ") + e.what());
   }
   const std::size_t vocab = source.model->vocab_size();
   if (tokenizer->vocab_size() > vocab) {
@@ -103,13 +104,13 @@ std::vector<std::int32_t> encode_file_prefix(const text::Tokenizer& tokenizer,
   return ids;
 }
 
-PromptCodec prompt_codec(const models::ModelSource& source,
-                         const std::optional<std::string>& tokenizer) {
+PromptCodec prompt_codec(const ModelSource& source, const std::optional<std::string>& tokenizer,
+                         const train::SettingNames& named) {
   const std::size_t vocab = source.model->vocab_size();
-  const std::filesystem::path file = tokenizer_file(source, tokenizer);
+  const std::filesystem::path file = tokenizer_file(source, tokenizer, named);
   if (!file.empty()) {
     const std::shared_ptr<const text::Tokenizer> bpe =
-        model_tokenizer(source, file, tokenizer.has_value());
+        model_tokenizer(source, file, tokenizer.has_value(), named);
     return {"tokenizer.json '" + echo_input(file.string(), 200) + "'",
             [bpe](const std::string& text, const std::string& field) {
               return encode_named(*bpe, text, field);
@@ -153,41 +154,31 @@ PromptCodec prompt_codec(const models::ModelSource& source,
               return ids;
             }};
   }
+  const std::string no_text = source.words + " has a vocabulary of " + std::to_string(vocab) +
+                              " tokens and no tokenizer.json; give " + named("tokenizer") +
+                              ", or the prompt as " + named("prompt_ids");
   return {"ids",
-          [vocab, words = source.words](const std::string&,
-                                        const std::string& field) -> std::vector<std::int32_t> {
-            throw InvalidArgument(field + ": " + words + " has a vocabulary of " +
-                                  std::to_string(vocab) +
-                                  " tokens and no tokenizer.json; give --tokenizer, or the "
-                                  "prompt as --prompt-ids");
+          [no_text](const std::string&, const std::string& field) -> std::vector<std::int32_t> {
+            throw InvalidArgument(field + ": " + no_text);
           },
           [](std::span<const std::int32_t> ids) { return ids_text(ids); },
-          [vocab, words = source.words](const std::string&, const std::string& field,
-                                        std::size_t) -> std::vector<std::int32_t> {
-            throw InvalidArgument(field + ": " + words + " has a vocabulary of " +
-                                  std::to_string(vocab) +
-                                  " tokens and no tokenizer.json; give --tokenizer, or the "
-                                  "prompt as --prompt-ids");
-          }};
+          [no_text](const std::string&, const std::string& field, std::size_t)
+              -> std::vector<std::int32_t> { throw InvalidArgument(field + ": " + no_text); }};
 }
 
-std::vector<std::int32_t> parse_token_ids(const std::string& text, const std::string& flag,
-                                          std::size_t vocab) {
+std::vector<std::int32_t> end_tokens_of(const ModelSource& source,
+                                        const train::SettingNames& named) {
   std::vector<std::int32_t> ids;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
-    ids.push_back(
-        static_cast<std::int32_t>(bounded(item, flag, 0, static_cast<std::int64_t>(vocab) - 1)));
-    start = comma + 1;
+  for (const std::int64_t id : source.end_tokens) {
+    if (id < 0 || id >= static_cast<std::int64_t>(source.model->vocab_size())) {
+      throw InvalidArgument(source.words + ": " + source.end_tokens_from + "'s eos_token_id " +
+                            std::to_string(id) + " is outside the vocabulary of " +
+                            std::to_string(source.model->vocab_size()) + "; give " +
+                            named("stop_tokens") + " (ids, or none)");
+    }
+    ids.push_back(static_cast<std::int32_t>(id));
   }
   return ids;
 }
 
-std::vector<std::int32_t> parse_stop_ids(const std::string& text, std::size_t vocab) {
-  if (text == "none") return {};
-  return parse_token_ids(text, "--stop-ids", vocab);
-}
-
-}  // namespace shardwise::cli
+}  // namespace shardwise::models

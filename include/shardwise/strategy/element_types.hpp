@@ -1,0 +1,38 @@
+#pragma once
+// The element type of each kind of array a training step holds: the parameters the optimizer
+// updates, the copies the products read, the gradients, what is reduced, the optimizer's
+// moments, the activations and the statistics. The planner sizes memory and traffic array by
+// array from it; a trainer states the types it runs.
+
+#include <cstddef>
+
+#include "shardwise/core/dtype.hpp"
+
+namespace shardwise {
+
+struct ElementTypes {
+  DType master = DType::kF32;       // the parameters the optimizer updates
+  DType compute = DType::kF32;      // the parameters' copies the products read (and ZeRO-3 gathers)
+  DType gradients = DType::kF32;    // gradients as backward accumulates them
+  DType reduce = DType::kF32;       // gradients as the data-parallel ranks reduce them
+  DType optimizer = DType::kF32;    // each of AdamW's two moments
+  DType activations = DType::kF32;  // what a layer keeps for backward, messages between stages
+  // Norms' statistics, log-sum-exps and losses: float32 in every precision the field trains.
+  DType statistics = DType::kF32;
+
+  // Everything float32.
+  [[nodiscard]] static constexpr ElementTypes fp32() { return {}; }
+  // Mixed precision as Rajbhandari et al. (2020) count it and Megatron-LM keeps it: bf16
+  // parameters, gradients and activations; float32 master parameters and moments.
+  [[nodiscard]] static constexpr ElementTypes bf16_mixed() {
+    return {DType::kF32, DType::kBF16, DType::kBF16, DType::kBF16,
+            DType::kF32, DType::kBF16, DType::kF32};
+  }
+  // A separate master copy exists where the products read another type than the optimizer
+  // updates.
+  [[nodiscard]] constexpr bool separate_master() const { return master != compute; }
+
+  friend constexpr bool operator==(const ElementTypes&, const ElementTypes&) = default;
+};
+
+}  // namespace shardwise

@@ -1,0 +1,99 @@
+// The activation table in bytes: each array of its element type (ElementTypes), so that the
+// planner's memory of a precision is the arrays' own sizes, not a factor on their sum.
+#include "shardwise/strategy/activation_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include "shardwise/core/error.hpp"
+
+namespace shardwise {
+namespace {
+
+TransformerShape qwen3_like() {
+  TransformerShape s;
+  s.layers = 2;
+  s.hidden = 64;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.head_dim = 16;
+  s.mlp_width = 128;
+  s.vocab = 96;
+  s.context = 32;
+  s.positions = PositionKind::kRotary;
+  s.norm = NormKind::kRmsNorm;
+  s.mlp = MlpKind::kGatedSilu;
+  s.qk_norm = true;
+  return s;
+}
+
+ChunkGeometry geometry(Recompute recompute) {
+  ChunkGeometry g;
+  g.batch = 2;
+  g.seq = 16;
+  g.model_degree = 2;
+  g.sequence_parallel = true;
+  g.recompute = recompute;
+  g.layers = 2;
+  g.has_head = true;
+  return g;
+}
+
+TEST(ActivationTable, StatisticsAreTheNormsTheLossAndTheHeadsBlocks) {
+  for (const Activation a :
+       {Activation::kNorm1Statistics, Activation::kQkNormStatistics, Activation::kLogSumExp,
+        Activation::kNorm2Statistics, Activation::kHeadStatistics, Activation::kLosses,
+        Activation::kLogits, Activation::kProbabilities}) {
+    EXPECT_TRUE(is_statistic(a)) << name_of(a);
+    EXPECT_EQ(element_type_of(a, ElementTypes::bf16_mixed()), DType::kF32) << name_of(a);
+  }
+  for (const Activation a : {Activation::kNorm1, Activation::kProjections, Activation::kMlp,
+                             Activation::kLayerOutput, Activation::kResidualGrad}) {
+    EXPECT_FALSE(is_statistic(a)) << name_of(a);
+    EXPECT_EQ(element_type_of(a, ElementTypes::bf16_mixed()), DType::kBF16) << name_of(a);
+  }
+  // A pass's share of a parameter's gradient is a gradient.
+  ElementTypes types;
+  types.gradients = DType::kF16;
+  EXPECT_EQ(element_type_of(Activation::kKvHeadGrads, types), DType::kF16);
+  EXPECT_EQ(element_type_of(Activation::kQkNormGrads, types), DType::kF16);
+  EXPECT_EQ(element_type_of(Activation::kNormParameterGrads, types), DType::kF16);
+}
+
+TEST(ActivationTable, BytesSumEachArrayInItsOwnType) {
+  for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
+    const ActivationTable table(qwen3_like(), geometry(recompute));
+    EXPECT_EQ(table.chunk_bytes(3, ElementTypes::fp32()), 4 * table.chunk_elements(3));
+    EXPECT_EQ(table.layer_bytes(ElementTypes::fp32()), 4 * table.layer_elements());
+
+    const ElementTypes mixed = ElementTypes::bf16_mixed();
+    std::size_t statistics = 0, others = 0;
+    for (std::size_t i = 0; i < kActivationCount; ++i) {
+      const auto a = static_cast<Activation>(i);
+      if (lifetime_of(a) != Lifetime::kLayer && lifetime_of(a) != Lifetime::kLayerOutput) continue;
+      (is_statistic(a) ? statistics : others) += table.elements(a);
+    }
+    ASSERT_GT(statistics, 0U);
+    EXPECT_EQ(table.layer_bytes(mixed), 4 * statistics + 2 * others);
+    EXPECT_LT(table.chunk_bytes(3, mixed), table.chunk_bytes(3, ElementTypes::fp32()));
+    EXPECT_GT(2 * table.chunk_bytes(3, mixed), table.chunk_bytes(3, ElementTypes::fp32()));
+
+    // Everything in one 2-byte type: exactly half of float32's.
+    ElementTypes halves = mixed;
+    halves.statistics = DType::kBF16;
+    EXPECT_EQ(2 * table.chunk_bytes(3, halves), table.chunk_bytes(3, ElementTypes::fp32()));
+  }
+}
+
+TEST(ElementTypes, MixedPrecisionKeepsMastersAndMomentsInFloat32) {
+  constexpr ElementTypes mixed = ElementTypes::bf16_mixed();
+  EXPECT_EQ(mixed.master, DType::kF32);
+  EXPECT_EQ(mixed.optimizer, DType::kF32);
+  EXPECT_EQ(mixed.compute, DType::kBF16);
+  EXPECT_EQ(mixed.activations, DType::kBF16);
+  EXPECT_TRUE(mixed.separate_master());
+  EXPECT_FALSE(ElementTypes::fp32().separate_master());
+  EXPECT_NE(mixed, ElementTypes::fp32());
+}
+
+}  // namespace
+}  // namespace shardwise
