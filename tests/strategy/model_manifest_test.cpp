@@ -157,6 +157,53 @@ TEST(ModelManifest, HfConfigSizesAreBoundedAsTheModelsReadersBoundThem) {
               HasSubstr("llama config 'max_position_embeddings' is 0; expected >= 1"));
 }
 
+// A manifest file may carry the transformer's shape, so that a model planned from a file (the
+// Python package's presets) is planned as its family states it; a shape no family could state
+// is refused naming the field.
+TEST(ModelManifest, TheTransformersShapeRoundTripsAndIsChecked) {
+  TransformerShape shape;
+  shape.layers = 2;
+  shape.hidden = 64;
+  shape.heads = 4;
+  shape.kv_heads = 2;
+  shape.head_dim = 16;
+  shape.mlp_width = 96;
+  shape.vocab = 128;
+  shape.context = 32;
+  shape.positions = PositionKind::kRotary;
+  shape.norm = NormKind::kRmsNorm;
+  shape.mlp = MlpKind::kGatedSilu;
+  shape.qkv_bias = true;
+  shape.qk_norm = true;
+  ModelManifest manifest{{{"w", {4, 2}, DType::kF32, std::nullopt}}, {{"heads", 16}}, shape};
+  const std::string json = manifest.to_json();
+  EXPECT_THAT(json, HasSubstr(R"("positions":"rotary","norm":"rmsnorm","mlp":"gated_silu")"));
+  EXPECT_EQ(ModelManifest::from_json(json), manifest);
+  // Every field changes what is read back.
+  manifest.transformer->tied_head = true;
+  EXPECT_EQ(ModelManifest::from_json(manifest.to_json()).transformer, manifest.transformer);
+
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = json;
+    const std::size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    return error_of([&] { (void)ModelManifest::from_json(text); });
+  };
+  EXPECT_THAT(with(R"("heads":4)", R"("heads":0)"), HasSubstr("transformer.heads is 0"));
+  EXPECT_THAT(with(R"("kv_heads":2)", R"("kv_heads":3)"),
+              HasSubstr("transformer.kv_heads (3) must divide transformer.heads (4)"));
+  EXPECT_THAT(with(R"("norm":"rmsnorm")", R"("norm":"batchnorm")"),
+              HasSubstr("transformer.norm is 'batchnorm'; expected one of layernorm, rmsnorm"));
+  EXPECT_THAT(with(R"("qk_norm":true)", R"("qk_norm":1)"),
+              HasSubstr("transformer.qk_norm must be true or false"));
+  EXPECT_THAT(with(R"("qk_norm":true)", R"("qk_norm":true,"sliding":4)"),
+              HasSubstr("transformer.sliding"));
+  EXPECT_THAT(with(R"(,"tied_head":false)", ""), HasSubstr("tied_head"));
+  EXPECT_THAT(with(R"("layers":2)", R"("layers":9223372036854775807)"),
+              HasSubstr("transformer.layers is 9223372036854775807"));
+}
+
 TEST(ModelManifest, JsonRoundTripAndErrors) {
   ModelManifest manifest{{{"w", {4, 2}, DType::kBF16, LogicalAxes{"embed", ""}},
                           {"b", {2}, DType::kF32, std::nullopt}},

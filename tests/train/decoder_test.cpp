@@ -13,12 +13,14 @@
 #include <mutex>
 
 #include "error_of.hpp"
+#include "shardwise/comm/backend_registry.hpp"
 #include "shardwise/comm/run_local.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/models/llama.hpp"
 #include "shardwise/train/decoding_model.hpp"
 #include "shardwise/train/distributed_model.hpp"
+#include "shardwise/train/generation_job.hpp"
 
 namespace shardwise::train {
 namespace {
@@ -255,6 +257,70 @@ TEST(Decoder, GenerationRunsOnAModelAxisAloneAndStopsAtAnEndToken) {
     options.on_token = [&](std::int32_t token) { heard.push_back(token); };
     EXPECT_EQ(decoding.generate(prompt, options).tokens, heard);
   });
+}
+
+// The library's generation job: the checks made before a rank starts name each setting as the
+// caller names it, and the ranks of a model axis write the one rank's text.
+TEST(GenerationJob, ChecksBeforeAnyRankAndWritesTheOneRanksTextOnAModelAxis) {
+  const auto model = small_gpt();
+  DistributedModel whole_model(model, 3);
+  ParameterStore& whole = whole_model.parameters();
+  for (float& v : whole.values()) v *= 6;
+  const BackendInfo& local = *find_backend("local");
+  const auto settings_on = [&](const char* mesh) {
+    GenerationSettings settings;
+    settings.model = model;
+    settings.values = values_of(whole);
+    settings.mesh = Mesh::parse(mesh);
+    settings.options.max_new_tokens = 8;
+    settings.names = SettingNames({{"mesh", "--mesh"}, {"stop_tokens", "--stop-ids"}});
+    return settings;
+  };
+  const std::vector<std::int32_t> prompt = some_tokens(3, 64);
+  const GenerationJob one(settings_on("model=1"));
+  const std::optional<GenerationResult> alone = one.run(local, prompt);
+  ASSERT_TRUE(alone.has_value());
+  ASSERT_EQ(alone->tokens.size(), 8U);
+  const std::optional<GenerationResult> split =
+      GenerationJob(settings_on("model=2")).run(local, prompt);
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->tokens, alone->tokens);
+
+  EXPECT_THAT(error_of([&] { (void)GenerationJob(settings_on("data=2")); }),
+              ::testing::HasSubstr("--mesh"));
+  GenerationSettings bad_stop = settings_on("model=1");
+  bad_stop.options.stop_tokens = {64};
+  EXPECT_THAT(
+      error_of([&] { (void)GenerationJob(bad_stop); }),
+      ::testing::HasSubstr("--stop-ids: the id 64 is outside the model's vocabulary 0..63"));
+  GenerationSettings no_model = settings_on("model=1");
+  no_model.model = nullptr;
+  EXPECT_THAT(error_of([&] { (void)GenerationJob(no_model); }),
+              ::testing::HasSubstr("model is not given"));
+  GenerationSettings hot = settings_on("model=1");
+  hot.options.sampling.temperature = -1;
+  EXPECT_THAT(error_of([&] { (void)GenerationJob(hot); }), ::testing::HasSubstr("temperature"));
+
+  EXPECT_THAT(error_of([&] { one.check_prompt({}); }), ::testing::HasSubstr("the prompt is empty"));
+  EXPECT_THAT(error_of([&] {
+                one.check_prompt(std::vector<std::int32_t>{1, 64});
+              }),
+              ::testing::HasSubstr("the prompt's token 1 is the id 64"));
+  EXPECT_THAT(error_of([&] { one.check_prompt(some_tokens(32, 64)); }),
+              ::testing::HasSubstr("leaves no room"));
+  one.check_prompt(some_tokens(31, 64));
+
+  // A rank whose values cannot be read is the caller's InvalidArgument, with its message.
+  GenerationSettings unreadable = settings_on("model=2");
+  unreadable.values = [](std::span<const ParameterBlock>) {
+    throw InvalidArgument("the weights file is cut short");
+  };
+  try {
+    (void)GenerationJob(unreadable).run(local, prompt);
+    ADD_FAILURE() << "a rank that cannot load generated";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("the weights file is cut short"));
+  }
 }
 
 TEST(Decoder, ARankThatCannotLoadFailsEveryRank) {
