@@ -63,7 +63,7 @@ from ._shardwise import (
 )
 from .interop import FlaxParameter, flax_parameters, from_jax, to_dtensor_placements, to_jax
 from .placing import HostShards, apply_sharding
-from .planner import manifest_of, plan, search
+from .planner import manifest_of, plan, preset_names, search
 
 __version__ = "0.1.0"
 

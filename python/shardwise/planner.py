@@ -1,9 +1,12 @@
 """shardwise.plan and shardwise.search: the planner of `shardwise plan` from Python.
 
 The model is any of:
+- a preset of `shardwise train` by name ("tiny", "gpt2", "smollm2-135m", "qwen3-tiny": see
+  preset_names()), planned as `shardwise plan --model NAME` plans it;
 - a Hugging Face config (a dict, a config.json's path, or a model folder's): GPT-2, Llama,
   Mistral, Qwen2;
-- a manifest (a dict with "parameters", its file, or a ModelManifest);
+- a manifest (a dict with "parameters", its file, or a ModelManifest; a "transformer" key gives
+  the transformer's shape, as the presets' manifests do);
 - a .safetensors file (only its header is read);
 - a parameter tree: a Flax NNX model or state, a PyTorch module, a dict of name: array or
   shape or (shape, logical axes), or a list of (name, shape[, logical axes]). Names follow the
@@ -145,10 +148,30 @@ def _tree_entries(model):
         "a .safetensors file, or a parameter tree (Flax NNX, PyTorch, dict, list)")
 
 
-# `shardwise train`'s presets, and the keys of its own model files: the trainer builds those
-# models (a context of block_size positions, its family's layout), which shardwise::core does not
-# hold; read here as Hugging Face configs they would plan another model in silence.
-_TRAINER_PRESETS = ("tiny", "small", "gpt2", "llama-tiny", "smollm2-135m")
+# `shardwise train`'s presets, as their families state them (every parameter, the transformer's
+# shape): written from the library's registry, which a C++ test holds this file equal to
+# (tests/models/python_presets_test.cpp), so that `plan(model="gpt2")` plans the model
+# `shardwise plan --model gpt2` plans.
+_PRESETS_FILE = os.path.join(os.path.dirname(__file__), "presets.json")
+_presets = None
+
+
+def preset_names():
+    """The presets of `shardwise train` the planner takes by name."""
+    return list(_preset_manifests())
+
+
+def _preset_manifests():
+    global _presets
+    if _presets is None:
+        with open(_PRESETS_FILE, encoding="utf-8") as file:
+            _presets = json.load(file)
+    return _presets
+
+
+# The keys of `shardwise train`'s own model files: the trainer builds those models (a context of
+# block_size positions, its family's layout) from families shardwise::core does not hold; read
+# here as Hugging Face configs they would plan another model in silence.
 _TRAINER_KEYS = ("block_size", "family")
 
 
@@ -167,11 +190,9 @@ def manifest_of(model):
         return model
     if isinstance(model, (str, os.PathLike)):
         path = _path_text(os.fspath(model), "model")
-        if path in _TRAINER_PRESETS and not os.path.exists(path):
-            raise InvalidArgument(
-                f"model '{path}' is a preset of `shardwise train`; the Python planner reads "
-                "Hugging Face configs, manifests, .safetensors files and parameter trees (plan "
-                f"the preset with `shardwise plan --model {path}`)")
+        # A preset's name, taken before a file of that name, as `shardwise plan --model` takes it.
+        if path in _preset_manifests():
+            return ModelManifest.from_json(json.dumps(_preset_manifests()[path]))
         if path.endswith(".safetensors"):
             return _safetensors_manifest(path)
         if os.path.isdir(path):

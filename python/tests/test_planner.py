@@ -111,8 +111,25 @@ def test_the_trainers_own_models_are_refused_not_misread():
     with open(micro) as file:
         with pytest.raises(sw.InvalidArgument, match="model file"):
             sw.manifest_of(json.load(file))
-    with pytest.raises(sw.InvalidArgument, match="preset of `shardwise train`"):
-        sw.plan("gpt2", devices=8, global_batch=8, seq=64, layout="data=8")
+
+
+def test_the_trainers_presets_are_planned_as_their_families_state_them():
+    assert "gpt2" in sw.preset_names() and "qwen3-tiny" in sw.preset_names()
+    manifest = sw.manifest_of("gpt2")
+    # The trainer's own parameters (nanoGPT's names, Q, K and V stacked), not Hugging Face's.
+    names = [p.name for p in manifest.parameters]
+    assert "transformer.h.0.attn.c_attn.weight" in names
+    # Byte tokens: the trainer's gpt2 preset reads 256 of them.
+    assert manifest.num_parameters == 86039040
+    p = sw.plan("gpt2", devices=8, global_batch=8, seq=64, layout="data=8", precision="fp32")
+    # Planned from the trainer's activation table: the same plan as its manifest's, and other
+    # than a manifest without the transformer's shape, which the planner reads by names.
+    same = sw.plan(manifest, devices=8, global_batch=8, seq=64, layout="data=8", precision="fp32")
+    assert p.memory.activations == same.memory.activations
+    bare = json.loads(manifest.to_json())
+    del bare["transformer"]
+    guessed = sw.plan(bare, devices=8, global_batch=8, seq=64, layout="data=8", precision="fp32")
+    assert guessed.memory.params == p.memory.params
 
 
 def test_bad_models_name_what_is_wrong(tmp_path):
