@@ -106,6 +106,7 @@
 #include "shardwise/train/job_layout.hpp"
 #include "shardwise/train/job_log.hpp"
 #include "shardwise/train/job_pipeline.hpp"
+#include "shardwise/train/loss_evaluation.hpp"
 #include "shardwise/train/model_definition.hpp"
 #include "shardwise/train/parallel_context.hpp"
 #include "shardwise/train/parameter_shardings.hpp"

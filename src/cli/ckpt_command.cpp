@@ -36,6 +36,7 @@
 #include "shardwise/train/checkpoint_manager.hpp"
 #include "shardwise/train/distributed_model.hpp"
 #include "shardwise/train/fine_tuning_data.hpp"
+#include "shardwise/train/loss_evaluation.hpp"
 #include "shardwise/train/token_source.hpp"
 #include "text_table.hpp"
 
@@ -398,25 +399,6 @@ std::vector<std::int32_t> loss_tokens(const models::ModelSource& source, const s
   return tokens;
 }
 
-// The source's values into a whole (one-rank) model's store.
-void load_source_values(const models::ModelSource& source, train::ParameterStore& store) {
-  std::vector<train::ParameterBlock> blocks;
-  for (std::size_t p = 0; p < store.specs().size(); ++p) {
-    const train::ParameterSpec& spec = store.specs()[p];
-    ShardIndex box;
-    for (const std::int64_t size : spec.shape) box.push_back({0, size});
-    blocks.push_back(
-        {spec.name, spec.shape, box, std::span<float>(store.value(p), store.count(p))});
-  }
-  source.values(blocks);
-}
-
-struct ExampleLoss {
-  double loss = 0;
-  std::size_t examples = 0;
-  std::size_t counted = 0;
-};
-
 // The first `most` examples of a JSON Lines file, encoded by --tokenizer or the source's own.
 std::shared_ptr<const train::ExampleSet> loss_examples(
     const models::ModelSource& source, const std::string& data,
@@ -431,44 +413,6 @@ std::shared_ptr<const train::ExampleSet> loss_examples(
                                 ckpt_flags());  // its checks
   const train::ExampleEncoder encoder = train::example_encoder_of(tokenizer.string());
   return train::read_json_lines(data, encoder, "--data", most);
-}
-
-// The mean loss over the counted tokens (completions, assistants' turns) of examples, each one
-// sequence cut to `seq` positions: what transformers' loss gives for the examples with the rest
-// of the labels -100.
-ExampleLoss examples_loss(train::DistributedModel& model, const train::ExampleSet& examples,
-                          const std::string& data, std::size_t seq) {
-  ExampleLoss result;
-  double sum = 0;
-  std::vector<std::int32_t> targets;
-  for (std::size_t e = 0; e < examples.size(); ++e) {
-    const std::span<const std::int32_t> ids = examples.tokens(e);
-    const std::span<const std::uint8_t> counted = examples.counted(e);
-    if (ids.size() < 2) continue;  // nothing predicted
-    const std::size_t positions = std::min(ids.size(), seq + 1) - 1;
-    targets.assign(positions, kernels::kIgnoredTarget);
-    std::size_t here = 0;
-    for (std::size_t t = 0; t < positions; ++t) {
-      if (counted[t + 1] != 0) {
-        targets[t] = ids[t + 1];
-        ++here;
-      }
-    }
-    if (here == 0) continue;
-    // The model's mean over the positions, back to the sum over the counted ones.
-    sum += static_cast<double>(
-               model.forward_backward(ids.first(positions), targets, 1, positions, false)) *
-           static_cast<double>(positions);
-    result.counted += here;
-    ++result.examples;
-  }
-  if (result.counted == 0) {
-    throw InvalidArgument("--data '" + echo_input(data, 200) +
-                          "' has no counted token (a completion, an assistant's turn) within " +
-                          std::to_string(seq + 1) + " tokens of an example's start");
-  }
-  result.loss = sum / static_cast<double>(result.counted);
-  return result;
 }
 
 // The mean next-token loss of a model (a checkpoint's, a --save folder's newest, a Hugging Face
@@ -493,8 +437,14 @@ void model_loss(const std::string& path, const std::string& data, const std::str
   if (examples) {
     const auto set = loss_examples(source, data, tokenizer, kMostWindows);
     train::DistributedModel model(source.model, 0);
-    load_source_values(source, model.parameters());
-    const ExampleLoss result = examples_loss(model, *set, data, seq);
+    models::load_whole(source, model.parameters());
+    const train::ExampleLoss result = [&] {
+      try {
+        return train::example_loss(model, *set, seq);
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument("--data '" + echo_input(data, 200) + "': " + e.what());
+      }
+    }();
     if (json) {
       nlohmann::json line{{"loss", result.loss},
                           {"examples", result.examples},
@@ -516,17 +466,11 @@ void model_loss(const std::string& path, const std::string& data, const std::str
                           std::to_string(tokens.size()) + " tokens; a window of " +
                           std::to_string(seq) + " needs " + std::to_string(seq + 1));
   }
-  const std::size_t windows = (tokens.size() - 1) / seq;
-  const std::vector<std::int32_t>& all = tokens;
   train::DistributedModel model(source.model, 0);
-  load_source_values(source, model.parameters());
-  double sum = 0;
-  for (std::size_t w = 0; w < windows; ++w) {
-    const std::span<const std::int32_t> input(all.data() + w * seq, seq);
-    const std::span<const std::int32_t> target(all.data() + w * seq + 1, seq);
-    sum += model.forward_backward(input, target, 1, seq, false);
-  }
-  const double loss = sum / static_cast<double>(windows);
+  models::load_whole(source, model.parameters());
+  const train::WindowLoss measured = train::window_loss(model, tokens, seq);
+  const double loss = measured.loss;
+  const std::size_t windows = measured.windows;
   if (json) {
     nlohmann::json result{{"loss", loss}, {"windows", windows}, {"seq", seq}};
     result["step"] = source.step ? nlohmann::json(*source.step) : nlohmann::json(nullptr);

@@ -204,4 +204,16 @@ ModelSource open_model_source(const std::string& path, const std::string& field)
   return checkpoint_source(given, field);
 }
 
+void load_whole(const ModelSource& source, train::ParameterStore& store) {
+  std::vector<train::ParameterBlock> blocks;
+  for (std::size_t p = 0; p < store.specs().size(); ++p) {
+    const train::ParameterSpec& spec = store.specs()[p];
+    ShardIndex box;
+    for (const std::int64_t size : spec.shape) box.push_back({0, size});
+    blocks.push_back(
+        {spec.name, spec.shape, box, std::span<float>(store.value(p), store.count(p))});
+  }
+  source.values(blocks);
+}
+
 }  // namespace shardwise::models

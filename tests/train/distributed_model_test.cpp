@@ -12,10 +12,12 @@
 
 #include "error_of.hpp"
 #include "shardwise/comm/run_local.hpp"
+#include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/models/llama.hpp"
 #include "shardwise/strategy/activation_table.hpp"
 #include "shardwise/train/distributed_model.hpp"
+#include "shardwise/train/loss_evaluation.hpp"
 
 namespace shardwise::train {
 namespace {
@@ -182,6 +184,54 @@ TEST(DistributedModel, AChunkHoldsWhatItsActivationTableSizes) {
       });
     }
   }
+}
+
+// The held-out losses of `ckpt loss`: windows one after the other, each the model's mean
+// loss there; examples, each's loss over its counted tokens alone, weighted by how many.
+TEST(LossEvaluation, WindowsAndExamplesAreTheMeansTheirTokensGive) {
+  const auto definition = tied_gpt();
+  DistributedModel model(definition, 3);
+  const Batch b = batch(definition->vocab_size());
+  // 2 whole windows of kSeq (and a remainder left out).
+  const std::span<const std::int32_t> tokens(b.tokens.data(), 2 * kSeq + 3);
+  const WindowLoss windows = window_loss(model, tokens, kSeq);
+  EXPECT_EQ(windows.windows, 2U);
+  const double first =
+      model.forward_backward(tokens.first(kSeq), tokens.subspan(1, kSeq), 1, kSeq, false);
+  const double second = model.forward_backward(tokens.subspan(kSeq, kSeq),
+                                               tokens.subspan(kSeq + 1, kSeq), 1, kSeq, false);
+  EXPECT_DOUBLE_EQ(windows.loss, (first + second) / 2);
+  EXPECT_THAT(testing::error_of([&] { (void)window_loss(model, tokens.first(kSeq), kSeq); }),
+              ::testing::HasSubstr("a window of 8 needs 9"));
+
+  // Two examples: the first counts its last 2 targets, the second 1 (and is cut to kSeq + 1).
+  ExampleSet set("examples");
+  const std::vector<std::int32_t> a(tokens.begin(), tokens.begin() + 5);
+  const std::vector<std::uint8_t> a_counted{0, 0, 0, 1, 1};
+  const std::vector<std::int32_t> c(tokens.begin() + 5, tokens.begin() + 5 + kSeq + 4);
+  std::vector<std::uint8_t> c_counted(c.size(), 0);
+  c_counted[2] = 1;
+  c_counted[kSeq + 2] = 1;  // past the cut: not counted
+  set.add(a, a_counted);
+  set.add(c, c_counted);
+  const ExampleLoss loss = example_loss(model, set, kSeq);
+  EXPECT_EQ(loss.examples, 2U);
+  EXPECT_EQ(loss.counted, 3U);
+  const auto one_target = [&](std::span<const std::int32_t> ids, std::size_t positions,
+                              std::size_t t) {
+    std::vector<std::int32_t> targets(positions, kernels::kIgnoredTarget);
+    targets[t] = ids[t + 1];
+    return static_cast<double>(
+               model.forward_backward(ids.first(positions), targets, 1, positions, false)) *
+           static_cast<double>(positions);
+  };
+  const double expected = (one_target(a, 4, 2) + one_target(a, 4, 3) + one_target(c, kSeq, 1)) / 3;
+  EXPECT_NEAR(loss.loss, expected, 1e-5 * expected);
+
+  ExampleSet none("none");
+  none.add(a, std::vector<std::uint8_t>(a.size(), 0));
+  EXPECT_THAT(testing::error_of([&] { (void)example_loss(model, none, kSeq); }),
+              ::testing::HasSubstr("no counted token"));
 }
 
 }  // namespace

@@ -68,4 +68,7 @@ struct ModelSource {
 // `field` and the path otherwise.
 [[nodiscard]] ModelSource open_model_source(const std::string& path, const std::string& field);
 
+// The source's values into a whole (one-rank) model's store, every parameter whole.
+void load_whole(const ModelSource& source, train::ParameterStore& store);
+
 }  // namespace shardwise::models
