@@ -50,6 +50,7 @@
 #include "shardwise/kernels/swiglu.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/models/hf_adapter.hpp"
+#include "shardwise/models/hf_checkpoint.hpp"
 #include "shardwise/models/hf_gpt2.hpp"
 #include "shardwise/models/hf_llama.hpp"
 #include "shardwise/models/hf_weights.hpp"

@@ -26,6 +26,7 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/safetensors.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
+#include "shardwise/models/hf_checkpoint.hpp"
 #include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/models/model_resolution.hpp"
@@ -114,246 +115,39 @@ void inspect(const std::string& path, bool json, bool verify, std::ostream& out)
   if (verify) out << "verified: " << verified << " bytes read, every checksum matches\n";
 }
 
-// The bytes of `copies` float32 copies of the model's parameters, refused (naming `what`) where
-// they would not fit in half this machine's memory: checked before any of them is allocated.
-void check_model_fits(const train::ModelDefinition& model, double copies, const std::string& what) {
-  double elements = 0;
-  for (const train::ParameterSpec& spec : model.parameters()) {
-    double n = 1;
-    for (const std::int64_t size : spec.shape) n *= static_cast<double>(size);
-    elements += n;
-  }
-  const double bytes = elements * 4 * copies;
-  check_fits(bytes > 9e18 ? INT64_MAX : static_cast<std::int64_t>(bytes), what);
-}
-
-// The Hugging Face adapter --format names, among the registered families'.
-const models::HfAdapter& hf_adapter(const std::string& format) {
-  std::string formats;
-  for (const models::ModelFamily& family : models::model_families()) {
-    if (!family.hugging_face) continue;
-    if (family.hugging_face->format() == format) return *family.hugging_face;
-    formats += (formats.empty() ? "" : ", ") + family.hugging_face->format();
-  }
-  throw InvalidArgument("--format is '" + echo_input(format) + "'; expected " + formats);
-}
-
-constexpr char kForceHint[] = "; --force replaces it";
-
-// The metadata an export writes beside safetensors' "format", so that --force can tell an earlier
-// export from a folder transformers or the Hub made.
-constexpr char kExportMark[] = "shardwise";
-constexpr char kExportMarkValue[] = "ckpt export";
-
-// Whether `file` is a model.safetensors that `ckpt export` wrote (its header's metadata says so);
-// false for anything else, a file that cannot be read among them.
-bool exported_by_shardwise(const std::filesystem::path& file) {
-  try {
-    const auto [header, data_bytes] = ckpt::read_safetensors_header(file);
-    for (const auto& [key, value] : parse_safetensors_header(header, data_bytes).metadata) {
-      if (key == kExportMark && value == kExportMarkValue) return true;
-    }
-  } catch (const std::exception&) {
-  }
-  return false;
+// How the library's settings are named to ckpt export and import's user.
+const train::SettingNames& hf_flags() {
+  static const train::SettingNames names(
+      std::map<std::string, std::string, std::less<>>{{"out", "--out"},
+                                                      {"force", "--force"},
+                                                      {"format", "--format"},
+                                                      {"model", "--model"},
+                                                      {"ranks", "--ranks"}});
+  return names;
 }
 
 void export_hf(const std::string& path, const std::string& format, const std::string& folder,
                bool force, std::ostream& out) {
-  const models::HfAdapter& adapter = hf_adapter(format);
-  if (folder.empty()) throw InvalidArgument("--out is an empty path");
-  // What is in the way is found before anything is read: a user's Hugging Face folder keeps
-  // its files unless --force, and a symlink, FIFO or folder in a file's place is never written.
-  const auto policy =
-      force ? shardwise::detail::IfExists::kReplaceFile : shardwise::detail::IfExists::kRefuse;
-  const std::filesystem::path out_folder = folder;
-  const shardwise::detail::PathKind kind = shardwise::detail::path_kind(out_folder);
-  if (kind != shardwise::detail::PathKind::kAbsent) {
-    if (kind != shardwise::detail::PathKind::kFolder && !std::filesystem::is_directory(folder)) {
-      throw InvalidArgument("--out '" + echo_input(folder, 200) + "' is " +
-                            shardwise::detail::path_kind_words(kind) + ", not a folder");
-    }
-    for (const char* name : {"model.safetensors", "config.json"}) {
-      shardwise::detail::check_output_path(out_folder / name, policy, "--out", kForceHint);
-    }
-    // --force replaces an earlier export, never the files of a folder transformers or the Hub
-    // made (a model.safetensors without the export's mark, or a config.json without one).
-    const std::filesystem::path weights = out_folder / "model.safetensors";
-    const bool has_weights =
-        shardwise::detail::path_kind(weights) != shardwise::detail::PathKind::kAbsent;
-    const bool has_config = shardwise::detail::path_kind(out_folder / "config.json") !=
-                            shardwise::detail::PathKind::kAbsent;
-    if (force && (has_weights || has_config) && !exported_by_shardwise(weights)) {
-      throw InvalidArgument("--out '" + echo_input(folder, 200) + "' holds " +
-                            (has_weights ? "a model.safetensors" : "a config.json") +
-                            " that ckpt export did not write (a Hugging Face folder's own); it is "
-                            "left as it is (--force replaces only an earlier export)");
-    }
-  }
-  const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(path, "checkpoint"));
-  const std::string what = "checkpoint '" + echo_input(reader.folder().string(), 200) + "'";
-  const models::CheckpointInfo info = models::checkpoint_info(reader.index(), what);
-  // Optimizer state stays behind: the export is the model.
-  if (adapter.format() != models::hf_adapter_of(*info.model).format()) {
-    throw InvalidArgument("--format " + format + " holds another family's models; " + what +
-                          " holds " + info.model->describe());
-  }
-  models::require_model_arrays(reader.index(), *info.model, what);
-  reader.check_files();
-  // The trainer's values and their Hugging Face layout, both whole.
-  check_model_fits(*info.model, 2, "exporting " + what);
-  std::vector<std::vector<float>> values;
-  std::vector<ckpt::SafetensorsEntry> entries;
-  for (const train::ParameterSpec& spec : info.model->parameters()) {
-    std::vector<float> whole(static_cast<std::size_t>(num_elements(spec.shape)));
-    ShardIndex box;
-    for (const std::int64_t size : spec.shape) box.push_back({0, size});
-    const ckpt::BlockToLoad target{train::model_array(spec.name), spec.shape, DType::kF32, box,
-                                   std::as_writable_bytes(std::span<float>(whole))};
-    (void)reader.read({&target, 1});
-    if (std::string bad = train::non_finite_value(whole, target.array, box, what); !bad.empty()) {
-      throw ckpt::CheckpointError(bad);
-    }
-    values.push_back(adapter.to_hf(spec.name, spec.shape, whole));
-    entries.push_back({spec.name, DType::kF32, adapter.hf_shape(spec.name, spec.shape),
-                       std::as_bytes(std::span<const float>(values.back()))});
-  }
-  std::error_code error;
-  std::filesystem::create_directories(folder, error);
-  if (error) {
-    throw ckpt::CheckpointError("cannot make the folder '" + echo_input(folder, 200) +
-                                "': " + error.message());
-  }
-  ckpt::write_safetensors_file(out_folder / "model.safetensors", entries,
-                               {{"format", "pt"}, {kExportMark, kExportMarkValue}},
-                               {force, "--out", kForceHint});
-  shardwise::detail::write_whole_file(
-      out_folder / "config.json", adapter.hf_config_json(*info.model), policy, "--out", kForceHint);
-  out << "exported step " << info.step << " of " << echo_input(reader.folder().string(), 200)
-      << " to " << echo_input(folder, 200) << "/model.safetensors (" << entries.size()
-      << " tensors, " << adapter.words() << " layout) and " << echo_input(folder, 200)
+  const models::HfExportResult result =
+      models::export_to_hf({path, format, folder, force, hf_flags()});
+  out << "exported step " << result.step << " of " << echo_input(result.checkpoint.string(), 200)
+      << " to " << echo_input(folder, 200) << "/model.safetensors (" << result.tensors
+      << " tensors, " << result.layout << " layout) and " << echo_input(folder, 200)
       << "/config.json\n";
-}
-
-// This rank's block of a parameter in an import over `ranks` ranks: dimension 0 cut into
-// torch.chunk's parts (FSDP2's Shard(0)); empty for a rank past the parts.
-ShardIndex import_box(const Shape& shape, int rank, int ranks) {
-  ShardIndex box;
-  for (const std::int64_t size : shape) box.push_back({0, size});
-  if (shape.empty()) return rank == 0 ? box : ShardIndex{};
-  const std::int64_t part = (shape[0] + ranks - 1) / ranks;
-  box[0] = {std::min(shape[0], part * rank), std::min(shape[0], part * (rank + 1))};
-  return box;
 }
 
 void import_hf(const std::string& path, const std::string& format,
                const std::optional<std::string>& model, const std::string& folder,
-               std::optional<int> ranks_flag, bool force,
-               const std::optional<std::string>& backend_flag, std::ostream& out) {
-  const models::HfAdapter& adapter = hf_adapter(format);
-  if (folder.empty()) throw InvalidArgument("--out is an empty path");
-  const std::filesystem::path file = models::hf_weights_file(path);
-  std::shared_ptr<const train::ModelDefinition> definition;
-  if (model) {
-    definition = models::model_definition(*model, "--model");
-    if (models::hf_adapter_of(*definition).format() != adapter.format()) {
-      throw InvalidArgument("--model " + echo_input(*model) + " is " + definition->describe() +
-                            ", not a model --format " + format + " holds");
-    }
-  } else {
-    std::vector<std::string> notes;
-    definition = models::HfWeights::folder_model(file, adapter, notes);
-    show_notes("ckpt", notes);
-  }
-  // Everything a rank would find wrong is found here, once, before any rank starts or any
-  // parameter is allocated: the output's place, the file's tensors and their shapes, memory.
-  // Every rank's blocks together hold the model once, and each its head's rows beside them:
-  // checked on the config's sizes alone, before the file is opened.
-  check_model_fits(*definition, 2, "importing '" + echo_input(file.string(), 200) + "'");
-  // Only an earlier import is ever replaced (with --force), by a save under its run id.
-  std::string import_run_id;  // empty: a run id of its own
-  if (shardwise::detail::path_kind(folder) != shardwise::detail::PathKind::kAbsent) {
-    std::optional<ckpt::CheckpointIndex> existing;
-    try {
-      existing = ckpt::CheckpointReader(folder).index();
-    } catch (const Error&) {  // not a checkpoint: refused below
-    }
-    const bool an_import = existing && !existing->run_id.empty() &&
-                           nlohmann::json::parse(existing->metadata_json).contains("imported_from");
-    if (!force || !an_import) {
-      throw InvalidArgument(
-          "--out '" + echo_input(folder, 200) + "' exists" +
-          (an_import ? " (an earlier import); it is left as it is" + std::string(kForceHint)
-                     : "; it is left as it is (--force replaces only an "
-                       "earlier import)"));
-    }
-    import_run_id = existing->run_id;
-  }
-  const std::vector<train::ParameterSpec> specs = definition->parameters();
-  (void)models::HfWeights(file, adapter, definition);  // the file checked whole, once
-  const BackendInfo& backend = backend_from(backend_flag);
-  const int local_ranks = ranks_flag.value_or(1);
-  std::mutex mutex;
-  std::uint64_t total = 0;
-  int ranks_run = 0;
-  // A rank's error, kept as the user's (bad input, a full disk), not the runtime's.
-  std::optional<std::string> rank_error;
-  try {
-    backend.run(nullptr, nullptr, local_ranks, [&](Communicator& comm) {
-      if (backend.rank_per_process && ranks_flag && *ranks_flag != comm.size()) {
-        throw InvalidArgument("--ranks is " + std::to_string(*ranks_flag) + ", but the job has " +
-                              std::to_string(comm.size()) +
-                              " processes (one rank each); give --ranks " +
-                              std::to_string(comm.size()) + " or leave it out");
-      }
-      std::string error_text;
-      std::vector<std::vector<float>> blocks;
-      std::vector<ckpt::BlockToSave> saved;
-      try {
-        const models::HfWeights weights(file, adapter, definition);
-        for (const train::ParameterSpec& spec : specs) {
-          const ShardIndex box = import_box(spec.shape, comm.rank(), comm.size());
-          if (box.empty() || is_empty(box)) continue;
-          blocks.emplace_back(static_cast<std::size_t>(num_elements(shape_of(box))));
-          weights.read(spec.name, box, blocks.back().data());
-          saved.push_back({train::model_array(spec.name), spec.shape, DType::kF32,
-                           "dimension 0 in " + std::to_string(comm.size()) + " parts (import)", box,
-                           std::as_bytes(std::span<const float>(blocks.back()))});
-        }
-      } catch (const Error& e) {
-        error_text = e.what();
-      }
-      try {
-        ckpt::throw_unless_all_succeeded(comm, error_text, "not imported");
-        nlohmann::json metadata =
-            nlohmann::json::parse(train::checkpoint_metadata(definition->config_json(), 0, ""));
-        metadata["imported_from"] = utf8_text(file.string());
-        ckpt::SaveOptions options;
-        options.run_id = import_run_id;
-        const ckpt::SaveStats stats =
-            ckpt::save_checkpoint(comm, folder, saved, metadata.dump(), options);
-        if (comm.rank() == 0) {
-          const std::lock_guard lock(mutex);
-          total = stats.bytes_total;
-          ranks_run = comm.size();
-        }
-      } catch (const CommError&) {
-        throw;
-      } catch (const Error& e) {
-        const std::lock_guard lock(mutex);
-        if (!rank_error) rank_error = e.what();
-        throw;
-      }
-    });
-  } catch (const Error&) {
-    if (rank_error) throw InvalidArgument(*rank_error);
-    throw;
-  }
-  if (ranks_run == 0) return;  // another process of the job reports
-  out << "imported " << echo_input(file.string(), 200) << " as a checkpoint of step 0 in "
-      << echo_input(folder, 200) << " (" << total << " bytes, " << specs.size()
-      << " parameters, without optimizer state, " << ranks_run << " rank"
-      << (ranks_run == 1 ? "" : "s") << "); train --resume " << echo_input(folder, 200)
+               std::optional<int> ranks, bool force, const std::optional<std::string>& backend_flag,
+               std::ostream& out) {
+  const models::HfImport import({path, format, model, folder, force, ranks, hf_flags()});
+  show_notes("ckpt", import.notes());
+  const std::optional<models::HfImportResult> result = import.run(backend_from(backend_flag));
+  if (!result) return;  // another process of the job reports
+  out << "imported " << echo_input(result->file.string(), 200) << " as a checkpoint of step 0 in "
+      << echo_input(folder, 200) << " (" << result->bytes << " bytes, " << result->parameters
+      << " parameters, without optimizer state, " << result->ranks << " rank"
+      << (result->ranks == 1 ? "" : "s") << "); train --resume " << echo_input(folder, 200)
       << " continues from it on any layout\n";
 }
 
@@ -425,7 +219,7 @@ void model_loss(const std::string& path, const std::string& data, const std::str
   const models::ModelSource source = models::open_model_source(path, "path");
   show_notes("ckpt", source.notes);
   // The values, their gradients and the buffers of one window.
-  check_model_fits(*source.model, 3, "computing the loss of " + source.words);
+  models::check_model_fits(*source.model, 3, "computing the loss of " + source.words);
   const std::size_t seq =
       seq_text
           ? static_cast<std::size_t>(bounded(
