@@ -122,6 +122,7 @@
 #include "shardwise/train/setting_names.hpp"
 #include "shardwise/train/settings_agreement.hpp"
 #include "shardwise/train/tensor_parallel.hpp"
+#include "shardwise/train/timeline_file.hpp"
 #include "shardwise/train/token_file.hpp"
 #include "shardwise/train/token_source.hpp"
 #include "shardwise/train/trainer.hpp"

@@ -47,12 +47,6 @@ std::int64_t bounded(const std::string& text, std::string_view flag, std::int64_
   return value;
 }
 
-std::string significant(double value, int digits) {
-  std::ostringstream out;
-  out << std::setprecision(digits) << value;
-  return out.str();
-}
-
 std::vector<std::int32_t> parse_token_ids(const std::string& text, const std::string& flag,
                                           std::size_t vocab) {
   std::vector<std::int32_t> ids;

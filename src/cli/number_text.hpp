@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "../detail/text_format.hpp"
+
 namespace shardwise::cli {
 
 // The finite number `text` spells out. Throws InvalidArgument quoting `flag` and the text for
@@ -13,7 +15,7 @@ namespace shardwise::cli {
 double finite_number(const std::string& text, std::string_view flag);
 
 // `value` with at most `digits` significant digits ("0.375", "0.001727").
-std::string significant(double value, int digits);
+using shardwise::detail::significant;
 
 // The integer `text` spells out in decimal. Throws InvalidArgument quoting `flag` and the text
 // for anything else, including values beyond 64 bits.

@@ -7,8 +7,8 @@
 #include "number_text.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
+#include "shardwise/train/timeline_file.hpp"
 #include "text_table.hpp"
-#include "timeline_file.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -88,7 +88,7 @@ class ScheduleCommand final : public Command {
 
  private:
   void draw_file(std::ostream& out) const {
-    const TimelineFile file = read_timeline(read_file(*from_, "--from"), *from_);
+    const train::TimelineFile file = train::read_timeline(read_file(*from_, "--from"), *from_);
     const PipelineSchedule& schedule = file.schedule;
     if (json_) {
       out << to_json(schedule, file.timeline) << '\n';

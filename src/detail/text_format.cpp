@@ -46,4 +46,10 @@ std::string bytes_text(std::uint64_t bytes) {
   return out.str();
 }
 
+std::string significant(double value, int digits) {
+  std::ostringstream out;
+  out << std::setprecision(digits) << value;
+  return out.str();
+}
+
 }  // namespace shardwise::detail

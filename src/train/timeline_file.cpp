@@ -1,14 +1,14 @@
-#include "timeline_file.hpp"
+#include "shardwise/train/timeline_file.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "../detail/json_reader.hpp"
-#include "number_text.hpp"
+#include "../detail/text_format.hpp"
 #include "shardwise/core/error.hpp"
 
-namespace shardwise::cli {
+namespace shardwise::train {
 namespace {
 
 double median(std::vector<double> values) {
@@ -74,7 +74,8 @@ TimelineFile read_timeline(const std::string& text, const std::string& path) {
           const double t = value.is_number() ? value.get<double>() : -1;
           if (!value.is_number() || !std::isfinite(t) || t < 0 || t > kMaxPassTime) {
             throw InvalidArgument(where + ": " + key + " is " + value.dump() +
-                                  "; expected a time from 0 to " + significant(kMaxPassTime, 6));
+                                  "; expected a time from 0 to " +
+                                  shardwise::detail::significant(kMaxPassTime, 6));
           }
           return t;
         };
@@ -82,8 +83,8 @@ TimelineFile read_timeline(const std::string& text, const std::string& path) {
         const double end = time("end");
         pass.finish();
         if (end < start) {
-          throw InvalidArgument(where + " ends at " + significant(end, 6) + ", before its start " +
-                                significant(start, 6));
+          throw InvalidArgument(where + " ends at " + shardwise::detail::significant(end, 6) +
+                                ", before its start " + shardwise::detail::significant(start, 6));
         }
         if (!(action == expected[a])) {
           throw InvalidArgument(where + " is " + to_string(action, chunks > 1) + "; the " +
@@ -129,4 +130,4 @@ TimelineFile read_timeline(const std::string& text, const std::string& path) {
   }
 }
 
-}  // namespace shardwise::cli
+}  // namespace shardwise::train

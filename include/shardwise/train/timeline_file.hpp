@@ -1,13 +1,14 @@
 #pragma once
 // A pipeline timeline read back from JSON: what `shardwise schedule --json` predicts and what
-// `shardwise train --timeline` measured, in one format, so `shardwise schedule --from` draws
+// a training job's timeline setting (`shardwise train --timeline`) measured, in one format
+// (job_pipeline.hpp's timeline_json writes it), so `shardwise schedule --from` draws
 // either and a user can put the plan and the run side by side.
 
 #include <string>
 
 #include "shardwise/strategy/pipeline_schedule.hpp"
 
-namespace shardwise::cli {
+namespace shardwise::train {
 
 struct TimelineFile {
   PipelineSchedule schedule;
@@ -26,4 +27,4 @@ struct TimelineFile {
 // time that is negative, not finite, or ends before it starts.
 TimelineFile read_timeline(const std::string& text, const std::string& path);
 
-}  // namespace shardwise::cli
+}  // namespace shardwise::train
