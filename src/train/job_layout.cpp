@@ -146,9 +146,9 @@ std::vector<ParameterPlanRow> parameter_plan_rows(const std::vector<ParameterSpe
     }
     std::string placement =
         whole_mesh_placement(placements[p], zero, specs[p].shape.size()).to_string();
-    if (specs[p].model_sharers > 1) {  // rows no PartitionSpec can place
+    if (specs[p].gradient.model_sharers > 1) {  // rows no PartitionSpec can place
       const auto blocks = static_cast<std::size_t>(specs[p].global_shape[0] / specs[p].shape[0]);
-      placement += " (" + shared_rows_words(blocks, specs[p].model_sharers) + ")";
+      placement += " (" + shared_rows_words(blocks, specs[p].gradient.model_sharers) + ")";
     }
     rows.push_back({name, specs[p].whole_shape(), block, placement,
                     shardings != nullptr ? shardings->reasons[p] : std::string("ZeRO 0")});

@@ -42,7 +42,7 @@ ParameterSpec shared_rows_of(const ParameterSpec& whole, const PartitionSpec& pl
   for (std::size_t d = 0; d < whole.shape.size(); ++d) part.block.push_back({0, whole.shape[d]});
   part.block[0] = {mine * (rows / b), (mine + 1) * (rows / b)};
   part.shape[0] = rows / b;
-  part.model_sharers = degree / blocks;
+  part.gradient.model_sharers = degree / blocks;
   return part;
 }
 

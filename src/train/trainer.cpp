@@ -49,6 +49,30 @@ std::string axis_or(const std::string& axis, const char* absent) {
 
 }  // namespace
 
+void check_gradient_reductions(const std::vector<ParameterSpec>& parameters) {
+  const GradientReduction runs;
+  std::string runs_words;
+  for (const AxisRole role : runs.averaged_over) {
+    runs_words += (runs_words.empty() ? "" : ", ") + mesh_axis(role).name;
+  }
+  for (const ParameterSpec& spec : parameters) {
+    std::vector<AxisRole> averaged = spec.gradient.averaged_over;
+    std::sort(averaged.begin(), averaged.end());
+    averaged.erase(std::unique(averaged.begin(), averaged.end()), averaged.end());
+    std::vector<AxisRole> expected = runs.averaged_over;
+    std::sort(expected.begin(), expected.end());
+    if (averaged == expected && spec.gradient.model_sharers >= 1) continue;
+    std::string words;
+    for (const AxisRole role : spec.gradient.averaged_over) {
+      words += (words.empty() ? "" : ", ") + mesh_axis(role).name;
+    }
+    throw InvalidArgument("parameter '" + spec.name + "' declares its gradient averaged over " +
+                          (words.empty() ? std::string("no axis") : words) +
+                          (spec.gradient.model_sharers == 0 ? " among 0 model ranks" : "") +
+                          "; the trainer averages every gradient over " + runs_words);
+  }
+}
+
 Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
                  TrainSettings settings)
     : context_(context),
@@ -65,6 +89,7 @@ Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
   replica_ = replicas_comm_.rank();
   const auto n = static_cast<std::size_t>(group_.size());
   check_settings(settings_, n * static_cast<std::size_t>(replicas_.size()));
+  check_gradient_reductions(store_.specs());
   ParameterStore& store = store_;
   if (settings_.zero == 0) {
     m_.assign(store.size(), 0.0F);
@@ -239,8 +264,8 @@ bool Trainer::counted_over_model(std::size_t parameter) const {
   // A block the model ranks split counts on each; a parameter they all hold whole on the first;
   // a block several of them share on the first of those.
   const auto coordinate = static_cast<std::size_t>(context_.coordinate(kModelAxis));
-  return !spec.tied_copy &&
-         (coordinate == 0 || (!spec.block.empty() && coordinate % spec.model_sharers == 0));
+  return !spec.tied_copy && (coordinate == 0 || (!spec.block.empty() &&
+                                                 coordinate % spec.gradient.model_sharers == 0));
 }
 
 float Trainer::global_norm(double squares) {

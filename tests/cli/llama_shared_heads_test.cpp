@@ -84,9 +84,9 @@ TEST(SharedKeyValueHeads, LocalParametersGiveEachRankItsHeadAndRefuseWhatCannotB
       EXPECT_EQ(spec.shape, (Shape{8, 32})) << spec.name;
       EXPECT_EQ(spec.global_shape, (Shape{16, 32})) << spec.name;
       EXPECT_EQ(spec.block[0].start, rank / 2 * 8) << spec.name << " on " << rank;
-      EXPECT_EQ(spec.model_sharers, 2U);
+      EXPECT_EQ(spec.gradient.model_sharers, 2U);
     }
-    EXPECT_EQ(held[2].model_sharers, 1U) << held[2].name;  // q_proj: split, not shared
+    EXPECT_EQ(held[2].gradient.model_sharers, 1U) << held[2].name;  // q_proj: split, not shared
   }
   const auto refused = [&](std::vector<train::SharedRows> rows) {
     return error_of([&] { (void)train::local_parameters(whole, mesh, 0, placements, rows); });

@@ -225,13 +225,13 @@ TEST(TrainLlama, SpecsShowTheBlocksTheTrainerHolds) {
       EXPECT_EQ(parameters[p]["name"], held[p].name);
       EXPECT_EQ(parameters[p]["held_shape"].get<std::vector<std::int64_t>>(), held[p].shape)
           << held[p].name << " on model=" << degree;
-      if (held[p].model_sharers == 1) {
+      if (held[p].gradient.model_sharers == 1) {
         EXPECT_EQ(parameters[p]["shard_shape"], parameters[p]["held_shape"]) << held[p].name;
       }
     }
     EXPECT_EQ(held[3].name, "model.layers.0.self_attn.k_proj.weight");
     EXPECT_EQ(held[3].shape[0], 8);  // one head of 8: its own, or the one it shares
-    EXPECT_EQ(held[3].model_sharers, degree == 2 ? 1U : 2U);
+    EXPECT_EQ(held[3].gradient.model_sharers, degree == 2 ? 1U : 2U);
     EXPECT_EQ(parameters[3]["shard_shape"][0], degree == 2 ? 8 : 16);
     const std::string notes = nlohmann::json::parse(r.out)["notes"].dump();
     EXPECT_EQ(notes.find("k_proj.weight and 7 more: replicated key/value heads, which the "

@@ -188,6 +188,24 @@ TEST(CheckpointManager, ASaveResumesIntoAnotherTrainerBitForBit) {
   });
 }
 
+// A parameter's gradient reduction is declared with it; the trainer runs the batch's average
+// (data, fsdp) and refuses another rather than averaging over the wrong ranks.
+TEST(Trainer, RefusesAGradientReductionItDoesNotRun) {
+  const auto definition = std::make_shared<const models::GptDefinition>(kConfig);
+  std::vector<ParameterSpec> specs = definition->parameters();
+  check_gradient_reductions(specs);  // every family parameter: the batch's average
+  specs[1].gradient.averaged_over = {AxisRole::kBatch, AxisRole::kParameterShard,
+                                     AxisRole::kBatch};  // a repeat is the same set
+  check_gradient_reductions(specs);
+  specs[1].gradient.averaged_over = {AxisRole::kBatch};  // as an expert's would be
+  EXPECT_THAT(error_of([&] { check_gradient_reductions(specs); }),
+              HasSubstr("parameter '" + specs[1].name +
+                        "' declares its gradient averaged over data; the trainer averages "
+                        "every gradient over data, fsdp"));
+  specs[1].gradient.averaged_over = {};
+  EXPECT_THAT(error_of([&] { check_gradient_reductions(specs); }), HasSubstr("over no axis"));
+}
+
 // The trainer's state blocks carry the store's element type, the checkpoint writes and reads it
 // from them, and reading a block as another type is refused rather than reinterpreted.
 TEST(Trainer, StateBlocksCarryTheStoresElementType) {

@@ -17,6 +17,7 @@
 
 #include "shardwise/core/element_type.hpp"
 #include "shardwise/core/shape.hpp"
+#include "shardwise/strategy/mesh_axes.hpp"
 
 namespace shardwise::train {
 
@@ -25,6 +26,18 @@ struct ParameterInit {
   enum class Kind { kNormal, kZeros, kOnes };
   Kind kind = Kind::kNormal;
   float std = 0.02F;
+};
+
+// How the ranks' gradients of a parameter combine into its gradient. Every rank of the batch's
+// roles (data, fsdp) saw other sequences: their gradients are averaged; a parameter that fewer
+// ranks hold (an expert, on the ranks of its expert-data group) will average over fewer. Model
+// ranks that hold one same block (SharedRows, placement.hpp) sum their parts of it.
+struct GradientReduction {
+  std::vector<AxisRole> averaged_over = {AxisRole::kBatch, AxisRole::kParameterShard};
+  // The model ranks holding this same block: 1 but for SharedRows; one of them counts it in the
+  // gradient norm.
+  std::size_t model_sharers = 1;
+  friend bool operator==(const GradientReduction&, const GradientReduction&) = default;
 };
 
 struct ParameterSpec {
@@ -45,9 +58,7 @@ struct ParameterSpec {
   // the last stage's head): the model sums its gradient into the first copy's, so it counts
   // once, there, in the gradient norm.
   bool tied_copy = false;
-  // The model ranks holding this same block (1 but for SharedRows, placement.hpp): they sum
-  // their gradients of it among themselves, and one of them counts it in the gradient norm.
-  std::size_t model_sharers = 1;
+  GradientReduction gradient = {};
 
   // The whole parameter's shape: global_shape where a block is set, else shape.
   [[nodiscard]] const Shape& whole_shape() const { return block.empty() ? shape : global_shape; }

@@ -51,7 +51,7 @@ struct SharedRows {
 
 // What `device` holds of each parameter under those placements: its block (shape and block set,
 // the whole's shape kept in global_shape); a parameter the placement leaves whole is unchanged
-// but for its rows where `shared` names it (model_sharers set). InvalidArgument naming the
+// but for its rows where `shared` names it (gradient.model_sharers set). InvalidArgument naming the
 // parameter where a placement names another axis than 'model', the model axis does not divide
 // the dimension it splits, or a shared parameter is placed otherwise than whole or its rows or
 // the model axis are not a multiple of its blocks.

@@ -80,6 +80,12 @@ struct TrainSettings {
 void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks,
                     const SettingNames& named = {});
 
+// Throws InvalidArgument naming the parameter where its declared gradient reduction is one the
+// trainer does not run: it averages every gradient over the batch's roles (data and fsdp), and
+// sums a block model ranks share among them. A gradient averaged over another set of ranks (an
+// expert's) is refused rather than averaged over the wrong ones.
+void check_gradient_reductions(const std::vector<ParameterSpec>& parameters);
+
 // The learning rate of step `step` (1 for the first): linear warm-up over `warmup` steps, then
 // cosine decay to min_learning_rate_ratio x learning_rate at the last step.
 [[nodiscard]] float learning_rate_at(const TrainSettings& settings, std::int64_t step);
