@@ -30,7 +30,7 @@ ModelFamily gpt_family() {
       "token embedding";
   family.presets = {"tiny", "small", "gpt2"};
   family.preset = [](const std::string& name) {
-    return std::make_shared<GptDefinition>(gpt_preset(name, "--model"));
+    return std::make_shared<GptDefinition>(gpt_preset(name, "model"));
   };
   family.from_config = [](std::string_view json, const std::string& what) {
     nlohmann::json parsed = shardwise::detail::parse_json(json, what);
@@ -55,7 +55,7 @@ ModelFamily llama_family(LlamaVariant variant, std::string summary) {
   family.summary = std::move(summary);
   family.presets = llama_preset_names(variant);
   family.preset = [](const std::string& name) {
-    return std::make_shared<LlamaDefinition>(llama_preset(name, "--model"));
+    return std::make_shared<LlamaDefinition>(llama_preset(name, "model"));
   };
   family.from_config = [](std::string_view json, const std::string& what) {
     return std::make_shared<LlamaDefinition>(llama_config_from_json(json, what));

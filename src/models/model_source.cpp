@@ -193,7 +193,7 @@ ModelSource open_model_source(const std::string& path, const std::string& field)
   }
   if (!std::filesystem::is_directory(given, error)) {
     throw InvalidArgument(field + " '" + echo_input(path, 200) +
-                          "' is a file; give a checkpoint, a --save folder or a Hugging Face "
+                          "' is a file; give a checkpoint, a save folder or a Hugging Face "
                           "folder (config.json and model.safetensors)");
   }
   // A checkpoint holds index.json; a Hugging Face folder config.json; a --save folder neither.
