@@ -36,6 +36,7 @@
 #include "shardwise/core/shape.hpp"
 #include "shardwise/kernels/adamw.hpp"
 #include "shardwise/kernels/attention.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/blas_library.hpp"
 #include "shardwise/kernels/cached_attention.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"

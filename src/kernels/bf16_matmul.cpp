@@ -1,0 +1,183 @@
+#include "shardwise/kernels/bf16_matmul.hpp"
+
+#include <dnnl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <dnnl.hpp>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gemm.hpp"
+#include "parallel.hpp"
+#include "shardwise/core/error.hpp"
+
+namespace shardwise::kernels {
+namespace {
+
+std::atomic<bool> units_used{true};
+
+bool has_units() {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+}
+
+// A row-major operand: logical rows x cols, stored transposed or not with leading dimension ld.
+struct Operand {
+  bool trans;
+  std::size_t rows, cols, ld;
+};
+
+dnnl::memory::desc desc_of(const Operand& o, dnnl::memory::data_type type) {
+  const auto d = [](std::size_t v) { return static_cast<dnnl::memory::dim>(v); };
+  return {{d(o.rows), d(o.cols)},
+          type,
+          o.trans ? dnnl::memory::dims{1, d(o.ld)} : dnnl::memory::dims{d(o.ld), 1}};
+}
+
+// A thread's matmul primitives by shape, strides and accumulation: built once, run every step.
+using Key = std::tuple<bool, bool, std::size_t, std::size_t, std::size_t, std::size_t, std::size_t,
+                       std::size_t, bool>;
+struct Product {
+  dnnl::matmul primitive;
+  dnnl::memory::desc a, b, c;
+};
+struct Cache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<Key, Product> products;
+};
+Cache& cache() {
+  thread_local Cache c;
+  return c;
+}
+constexpr std::size_t kMostCachedProducts = 256;
+
+// Row-major C (m x n, float32) = op(A) op(B) (+ C where accumulate), A and B bf16.
+void bf16_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+               const BFloat16* a, std::size_t lda, const BFloat16* b, std::size_t ldb,
+               bool accumulate, float* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate) {
+      for (std::size_t r = 0; r < m; ++r) std::fill(c + r * ldc, c + r * ldc + n, 0.0F);
+    }
+    return;
+  }
+  if (!units_used.load(std::memory_order_relaxed) || !has_units()) {
+    // Widened to float32: the same products on the float32 kernel.
+    // Each stored operand's last row ends at its columns, not at the leading dimension.
+    const auto stored = [](bool trans, std::size_t rows, std::size_t cols, std::size_t ld) {
+      return trans ? (cols - 1) * ld + rows : (rows - 1) * ld + cols;
+    };
+    const std::size_t a_elements = stored(trans_a, m, k, lda),
+                      b_elements = stored(trans_b, k, n, ldb);
+    std::vector<float> wide_a(a_elements), wide_b(b_elements);
+    to_float({a, a_elements}, wide_a);
+    to_float({b, b_elements}, wide_b);
+    detail::sgemm(trans_a, trans_b, m, n, k, 1.0F, wide_a.data(), lda, wide_b.data(), ldb,
+                  accumulate ? 1.0F : 0.0F, c, ldc);
+    return;
+  }
+  Cache& cached = cache();
+  const Key key{trans_a, trans_b, m, n, k, lda, ldb, ldc, accumulate};
+  auto found = cached.products.find(key);
+  if (found == cached.products.end()) {
+    if (cached.products.size() >= kMostCachedProducts) cached.products.clear();
+    using dt = dnnl::memory::data_type;
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops sum;
+      sum.append_sum(1.0F);
+      attr.set_post_ops(sum);
+    }
+    const dnnl::memory::desc a_md = desc_of({trans_a, m, k, lda}, dt::bf16);
+    const dnnl::memory::desc b_md = desc_of({trans_b, k, n, ldb}, dt::bf16);
+    const dnnl::memory::desc c_md = desc_of({false, m, n, ldc}, dt::f32);
+#if DNNL_VERSION_MAJOR >= 3
+    const dnnl::matmul::primitive_desc pd(cached.engine, a_md, b_md, c_md, attr);
+#else
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr,
+                                          cached.engine);
+#endif
+    found = cached.products.emplace(key, Product{dnnl::matmul(pd), a_md, b_md, c_md}).first;
+  }
+  const Product& product = found->second;
+  // oneDNN's memory objects take mutable pointers; the operands are only read.
+  dnnl::memory a_mem(product.a, cached.engine, const_cast<BFloat16*>(a));
+  dnnl::memory b_mem(product.b, cached.engine, const_cast<BFloat16*>(b));
+  dnnl::memory c_mem(product.c, cached.engine, c);
+  product.primitive.execute(
+      cached.stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  cached.stream.wait();
+}
+
+}  // namespace
+
+bool bf16_units() { return has_units(); }
+bool bf16_units_used() { return units_used.load() && has_units(); }
+void use_bf16_units(bool use) { units_used.store(use); }
+
+void to_bf16(std::span<const float> in, std::span<BFloat16> out) {
+  if (in.size() != out.size()) {
+    throw InvalidArgument("to_bf16: " + std::to_string(in.size()) + " floats into " +
+                          std::to_string(out.size()) + " bf16 elements");
+  }
+  detail::parallel_for(in.size(), 4096, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) out[i] = shardwise::to_bfloat16(in[i]);
+  });
+}
+
+void to_float(std::span<const BFloat16> in, std::span<float> out) {
+  if (in.size() != out.size()) {
+    throw InvalidArgument("to_float: " + std::to_string(in.size()) + " bf16 elements into " +
+                          std::to_string(out.size()) + " floats");
+  }
+  detail::parallel_for(in.size(), 4096, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      const std::uint32_t bits = static_cast<std::uint32_t>(in[i].bits) << 16;
+      std::memcpy(&out[i], &bits, sizeof bits);
+    }
+  });
+}
+
+void matmul_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight, const float* bias,
+                         std::size_t rows, std::size_t in, std::size_t out_features) {
+  if (rows == 0 || out_features == 0) return;
+  if (bias != nullptr) {
+    detail::parallel_for(rows, 64, [&](std::size_t first, std::size_t last) {
+      for (std::size_t r = first; r < last; ++r) {
+        std::copy(bias, bias + out_features, out + r * out_features);
+      }
+    });
+  }
+  bf16_gemm(false, true, rows, out_features, in, inp, in, weight, in, bias != nullptr, out,
+            out_features);
+}
+
+void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const BFloat16* dout,
+                          const BFloat16* inp, const BFloat16* weight, std::size_t rows,
+                          std::size_t in, std::size_t out_features, InputGradient input_gradient) {
+  if (rows == 0 || in == 0) return;
+  if (out_features == 0) {
+    if (input_gradient == InputGradient::kOverwrite) std::fill(dinp, dinp + rows * in, 0.0F);
+    return;
+  }
+  bf16_gemm(true, false, out_features, in, rows, dout, out_features, inp, in, true, dweight, in);
+  bf16_gemm(false, false, rows, in, out_features, dout, out_features, weight, in,
+            input_gradient == InputGradient::kAccumulate, dinp, in);
+  if (dbias != nullptr) {
+    detail::parallel_for(out_features, 32, [&](std::size_t first, std::size_t last) {
+      for (std::size_t r = 0; r < rows; ++r) {
+        const BFloat16* row = dout + r * out_features;
+        for (std::size_t o = first; o < last; ++o) dbias[o] += shardwise::to_float(row[o]);
+      }
+    });
+  }
+}
+
+}  // namespace shardwise::kernels
