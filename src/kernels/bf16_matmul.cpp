@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bias_rows.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
 #include "shardwise/core/error.hpp"
@@ -148,13 +149,7 @@ void to_float(std::span<const BFloat16> in, std::span<float> out) {
 void matmul_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight, const float* bias,
                          std::size_t rows, std::size_t in, std::size_t out_features) {
   if (rows == 0 || out_features == 0) return;
-  if (bias != nullptr) {
-    detail::parallel_for(rows, 64, [&](std::size_t first, std::size_t last) {
-      for (std::size_t r = first; r < last; ++r) {
-        std::copy(bias, bias + out_features, out + r * out_features);
-      }
-    });
-  }
+  if (bias != nullptr) detail::fill_rows_with_bias(out, bias, rows, out_features);
   bf16_gemm(false, true, rows, out_features, in, inp, in, weight, in, bias != nullptr, out,
             out_features);
 }

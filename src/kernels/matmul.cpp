@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "bias_rows.hpp"
 #include "fast_math.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
@@ -25,13 +26,7 @@ void add_column_sums(float* __restrict dbias, const float* __restrict dout, std:
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                     std::size_t rows, std::size_t in, std::size_t out_features) {
   if (rows == 0 || out_features == 0) return;
-  if (bias != nullptr) {
-    detail::parallel_for(rows, 64, [&](std::size_t first, std::size_t last) {
-      for (std::size_t r = first; r < last; ++r) {
-        std::copy(bias, bias + out_features, out + r * out_features);
-      }
-    });
-  }
+  if (bias != nullptr) detail::fill_rows_with_bias(out, bias, rows, out_features);
   detail::sgemm(false, true, rows, out_features, in, 1.0F, inp, in, weight, in,
                 bias != nullptr ? 1.0F : 0.0F, out, out_features);
 }
