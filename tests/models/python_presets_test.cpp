@@ -16,7 +16,8 @@
 namespace shardwise::models {
 namespace {
 
-const std::string kPresetsFile = std::string(SHARDWISE_SOURCE_DIR) + "/python/shardwise/presets.json";
+const std::string kPresetsFile =
+    std::string(SHARDWISE_SOURCE_DIR) + "/python/shardwise/presets.json";
 
 nlohmann::ordered_json registry_presets() {
   nlohmann::ordered_json presets = nlohmann::ordered_json::object();
