@@ -19,9 +19,7 @@
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/models/model_source.hpp"
 #include "shardwise/models/prompt_codec.hpp"
-#include "shardwise/train/decoding_model.hpp"
 #include "shardwise/train/generation_job.hpp"
-#include "shardwise/train/parallel_context.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -95,11 +93,9 @@ class GenerateCommand final : public Command {
     options.sampling.seed = static_cast<std::uint64_t>(bounded(seed_, "--seed", 0, INT64_MAX));
     if (threads_) settings.threads = static_cast<int>(bounded(*threads_, "--threads", 1, 256));
     // The mesh and the sampling are checked before the model is read.
-    train::ParallelContext::validate(settings.mesh, static_cast<int>(settings.mesh.size()));
-    train::DecodingModel::check_mesh(settings.mesh, named);
-    train::validate(options.sampling, named);
+    train::GenerationJob::check_before_model(settings);
 
-    models::ModelSource source = models::open_model_source(model_, "model");
+    const models::ModelSource source = models::open_model_source(model_, "model");
     show_notes("generate", source.notes);
     const models::PromptCodec codec = models::prompt_codec(source, tokenizer_, named);
     std::vector<std::int32_t> prompt;

@@ -11,17 +11,23 @@
 
 namespace shardwise::train {
 
+void GenerationJob::check_before_model(const GenerationSettings& settings) {
+  const SettingNames& named = settings.names;
+  const Mesh& mesh = settings.mesh;
+  ParallelContext::validate(mesh, static_cast<int>(mesh.size()));
+  DecodingModel::check_mesh(mesh, named);
+  validate(settings.options.sampling, named);
+  if (settings.threads < 0 || settings.threads > 256) {
+    throw InvalidArgument(named("threads") + " is " + std::to_string(settings.threads) +
+                          "; expected 0 (the default) to 256");
+  }
+}
+
 GenerationJob::GenerationJob(GenerationSettings settings) : settings_(std::move(settings)) {
   const SettingNames& named = settings_.names;
   if (!settings_.model) throw InvalidArgument(named("model") + " is not given");
+  check_before_model(settings_);
   const Mesh& mesh = settings_.mesh;
-  ParallelContext::validate(mesh, static_cast<int>(mesh.size()));
-  DecodingModel::check_mesh(mesh, named);
-  validate(settings_.options.sampling, named);
-  if (settings_.threads < 0 || settings_.threads > 256) {
-    throw InvalidArgument(named("threads") + " is " + std::to_string(settings_.threads) +
-                          "; expected 0 (the default) to 256");
-  }
   const std::size_t vocab = settings_.model->vocab_size();
   for (const std::int32_t id : settings_.options.stop_tokens) {
     if (id < 0 || static_cast<std::size_t>(id) >= vocab) {

@@ -42,6 +42,10 @@ class GenerationJob {
   // InvalidArgument naming the setting otherwise.
   explicit GenerationJob(GenerationSettings settings);
 
+  // What can be checked before the model is read (the mesh, the sampling, the threads), as the
+  // constructor checks it: a caller that reads a large model checks these first.
+  static void check_before_model(const GenerationSettings& settings);
+
   [[nodiscard]] const GenerationSettings& settings() const { return settings_; }
 
   // InvalidArgument where the prompt is empty, holds an id outside the vocabulary, or leaves no
