@@ -256,6 +256,28 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       }
     }
   }
+  if (manifest.transformer) {
+    // A stated shape sizes the activations; the parameters size the state. A file whose two
+    // disagree would be planned as two models at once: refused, naming the field.
+    const TransformerShape& t = *manifest.transformer;
+    const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> fields[] = {
+        {"layers", {static_cast<std::int64_t>(t.layers), shape.layers}},
+        {"hidden", {static_cast<std::int64_t>(t.hidden), shape.hidden}},
+        {"heads", {static_cast<std::int64_t>(t.heads), shape.heads}},
+        {"kv_heads", {static_cast<std::int64_t>(t.kv_heads), shape.kv_heads}},
+        {"head_dim", {static_cast<std::int64_t>(t.head_dim), shape.head_dim}},
+        {"mlp_width", {static_cast<std::int64_t>(t.mlp_width), shape.ffn}},
+        {"vocab", {static_cast<std::int64_t>(t.vocab), shape.vocab}},
+        {"mlp", {t.mlp == MlpKind::kGatedSilu ? 1 : 0, shape.gated_mlp ? 1 : 0}},
+        {"tied_head", {t.tied_head ? 1 : 0, shape.tied_embeddings ? 1 : 0}}};
+    for (const auto& [field, values] : fields) {
+      if (values.first != values.second) {
+        throw InvalidArgument("transformer." + std::string(field) + " is " +
+                              std::to_string(values.first) + ", but the parameters make it " +
+                              std::to_string(values.second));
+      }
+    }
+  }
   shape.transformer = manifest.transformer;
   return shape;
 }

@@ -2,11 +2,13 @@
 // the trainer runs (data parallel, ZeRO 1 to 3 over fsdp or data, HSDP), the predicted
 // parameter, gradient and optimizer bytes per device equal the trainer's measured ones on every
 // rank, and the predicted activations are within 10% of what the GPT allocates.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <mutex>
 
+#include "error_of.hpp"
 #include "gpt_test_model.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/comm/run_local.hpp"
@@ -89,6 +91,29 @@ TEST(TrainerAgreement, StateBytesAreExactAndActivationsWithinTenPercent) {
                      std::to_string(ratio));
     }
   }
+}
+
+}  // namespace
+}  // namespace shardwise::plan
+
+namespace shardwise::plan {
+namespace {
+
+// A manifest that states its transformer's shape is planned from both the shape (activations)
+// and the parameters (state): where they disagree it is refused, naming the field, not planned
+// as two models at once.
+TEST(ModelShape, AStatedTransformerMustAgreeWithTheParameters) {
+  ModelManifest manifest = models::gpt_manifest(kTiny);
+  ASSERT_TRUE(manifest.transformer.has_value());
+  EXPECT_EQ(shape_of(manifest).transformer, manifest.transformer);
+  ModelManifest fewer_layers = manifest;
+  fewer_layers.transformer->layers -= 1;
+  EXPECT_THAT(testing::error_of([&] { (void)shape_of(fewer_layers); }),
+              ::testing::HasSubstr("transformer.layers is 3, but the parameters make it 4"));
+  ModelManifest untied = manifest;
+  untied.transformer->tied_head = false;
+  EXPECT_THAT(testing::error_of([&] { (void)shape_of(untied); }),
+              ::testing::HasSubstr("transformer.tied_head"));
 }
 
 }  // namespace
