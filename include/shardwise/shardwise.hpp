@@ -82,6 +82,7 @@
 #include "shardwise/strategy/pipeline_balance.hpp"
 #include "shardwise/strategy/pipeline_parallel_strategy.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
+#include "shardwise/strategy/precision.hpp"
 #include "shardwise/strategy/recompute.hpp"
 #include "shardwise/strategy/sharding_config.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"

@@ -227,6 +227,8 @@ const std::map<std::string, std::string, std::less<>>& setting_flags() {
       {"seed", "--seed"},
       {"eval_every", "--eval-every"},
       {"recompute", "--recompute"},
+      {"precision", "--precision"},
+      {"reduce_dtype", "--reduce-dtype"},
       {"param_sharding", "--param-sharding"},
       {"threads", "--threads"},
       {"data", "--data"},
@@ -278,6 +280,8 @@ struct TrainFlags {
   std::optional<std::string> backend;
   std::optional<std::string> log_dir;
   std::string recompute = "none";
+  std::string precision = "fp32";
+  std::string reduce_dtype = "fp32";
   std::string blas = "onednn";
   train::CheckpointPolicy checkpoint_flags;
   std::optional<std::string> init_from;
@@ -361,6 +365,15 @@ class TrainCommand final : public Command {
                      "never keeps its seq x seq weights) or full (each layer's input only; the "
                      "layer runs again in backward)")
         ->default_val("none");
+    app_->add_option("--precision", flags_.precision,
+                     "What the model computes in: fp32, or bf16 (mixed precision: float32 "
+                     "master weights, gradients and AdamW moments; the matrix products on bf16 "
+                     "copies of the weights and bf16 inputs, accumulating in float32)")
+        ->default_val("fp32");
+    app_->add_option("--reduce-dtype", flags_.reduce_dtype,
+                     "What the data-parallel ranks reduce gradients in: fp32, or bf16 (half the "
+                     "bytes, as Megatron-LM's --grad-reduce-in-bf16)")
+        ->default_val("fp32");
     app_->add_flag("--no-overlap", flags_.no_overlap,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
                    "measure what overlap hides)");
@@ -489,6 +502,8 @@ class TrainCommand final : public Command {
         job.checkpoints.init_from_path = f.init_from;
       }
       job.recompute = parse_recompute(f.recompute, "--recompute");
+      job.precision = parse_precision(f.precision, "--precision");
+      job.training.reduce_dtype = parse_reduce_dtype(f.reduce_dtype, "--reduce-dtype");
       job.sequence_parallel = f.sequence_parallel;
       job.threads = f.threads ? static_cast<int>(bounded(*f.threads, "--threads", 1, 256))
                               : (ranks > 1 ? 1 : 0);
@@ -608,6 +623,8 @@ TrainCommand::Replay TrainCommand::take_config(TrainFlags& f) const {
   take("seed", f.seed);
   take("eval_every", f.eval_every);
   take("recompute", f.recompute);
+  take("precision", f.precision);
+  take("reduce_dtype", f.reduce_dtype);
   take("param_sharding", f.param_sharding);
   take("threads", f.threads);
   take("data", f.data);

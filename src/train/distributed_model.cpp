@@ -66,10 +66,12 @@ std::vector<ParameterSpec> rank_parameters(const ModelDefinition& definition, co
 }
 
 DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> definition,
-                                   std::uint64_t seed)
+                                   std::uint64_t seed, Precision precision)
     : definition_(std::move(definition)), store_(definition_->parameters()) {
+  layout_.precision = precision;
   ChunkOptions options;
   options.range = {0, definition_->layers()};
+  options.precision = precision;
   chunks_.push_back(definition_->build_chunk(store_, options));
   store_.initialize_on_use(seed);
 }
@@ -107,6 +109,7 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
     options.tensor_parallel = TensorParallel(context);
     options.sequence_parallel = layout_.sequence_parallel;
     options.recompute = layout_.recompute;
+    options.precision = layout_.precision;
     chunks_.push_back(definition_->build_chunk(store_, options));
   }
   // Drawn when first used: a ZeRO-3 trainer draws only this rank's slices.

@@ -80,6 +80,8 @@ std::string run_config_json(const RunDescription& run) {
         {"eval_every", job.eval_every},
         {"sequence_parallel", job.sequence_parallel},
         {"recompute", to_string(job.recompute)},
+        {"precision", to_string(job.precision)},
+        {"reduce_dtype", reduce_dtype_name(s.reduce_dtype)},
         {"param_sharding", utf8_text(job.param_sharding)},
         {"caller", caller}}},
       {"placements",

@@ -6,6 +6,7 @@
 
 #include "detail/splitmix.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 
 namespace shardwise::train {
 namespace {
@@ -118,6 +119,7 @@ void ParameterStore::initialize_on_use(std::uint64_t seed) {
   values_ = {};
   grads_ = {};
   pending_seed_ = seed;
+  mark_values_changed();
 }
 
 void ParameterStore::initial_values(std::size_t p, std::size_t from, std::size_t count,
@@ -175,6 +177,7 @@ void ParameterStore::gather(std::size_t unit) {
                           std::to_string(units_.size()));
   }
   if (residency_ != nullptr) residency_->gather(unit);
+  if (sharded_ && gathered_depth_[unit]++ == 0) ++gather_version_[unit];
 }
 
 void ParameterStore::release(std::size_t unit) {
@@ -183,6 +186,41 @@ void ParameterStore::release(std::size_t unit) {
                           std::to_string(units_.size()));
   }
   if (residency_ != nullptr) residency_->release(unit);
+  if (sharded_ && gathered_depth_[unit] > 0 && --gathered_depth_[unit] == 0) {
+    unit_compute_[unit] = {};
+  }
+}
+
+const BFloat16* ParameterStore::compute_value(std::size_t index) {
+  if (index >= specs_.size()) {
+    throw InvalidArgument("compute_value: parameter " + std::to_string(index) + " of " +
+                          std::to_string(specs_.size()));
+  }
+  const float* values = value(index);  // refuses a unit that is not gathered
+  if (compute_version_.empty()) compute_version_.assign(specs_.size(), 0);
+  BFloat16* copy = nullptr;
+  std::uint64_t version = values_version_;
+  if (sharded_) {
+    const std::size_t u = unit_of_[index];
+    std::vector<BFloat16>& unit_copy = unit_compute_[u];
+    if (unit_copy.empty()) unit_copy.resize(units_[u].count);
+    copy = unit_copy.data() + (offsets_[index] - units_[u].offset);
+    version = gather_version_[u];
+  } else {
+    if (compute_.empty()) compute_.resize(parameter_elements_);
+    copy = compute_.data() + offsets_[index];
+  }
+  if (compute_version_[index] != version) {
+    kernels::to_bf16({values, counts_[index]}, {copy, counts_[index]});
+    compute_version_[index] = version;
+  }
+  return copy;
+}
+
+std::size_t ParameterStore::compute_bytes() const {
+  std::size_t elements = compute_.size();
+  for (const std::vector<BFloat16>& unit_copy : unit_compute_) elements += unit_copy.size();
+  return elements * sizeof(BFloat16);
 }
 
 void ParameterStore::no_gradients(std::size_t index) const {
@@ -195,6 +233,11 @@ void ParameterStore::shard(UnitResidency* residency) {
   sharded_ = true;
   values_ = {};
   grads_ = {};
+  compute_ = {};
+  compute_version_.clear();
+  unit_compute_.assign(units_.size(), {});
+  gathered_depth_.assign(units_.size(), 0);
+  gather_version_.assign(units_.size(), 0);
 }
 
 void ParameterStore::initialize(std::uint64_t seed) {

@@ -8,7 +8,6 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/kernels/embedding.hpp"
-#include "shardwise/kernels/matmul.hpp"
 #include "shardwise/train/placement.hpp"
 
 namespace shardwise::train {
@@ -54,22 +53,6 @@ void TensorParallel::gather(float* full, const float* local, std::size_t count) 
 void TensorParallel::share_first(std::int32_t* values, std::size_t count) const {
   if (degree_ == 1 || count == 0) return;
   comm_->broadcast(values, count, DType::kI32, group_[0], group_);
-}
-
-void TensorParallel::row_parallel_forward(float* out, const float* inp, const float* weight,
-                                          const float* bias, std::size_t rows, std::size_t in_local,
-                                          std::size_t out_features) const {
-  if (degree_ == 1) {
-    kernels::matmul_forward(out, inp, weight, bias, rows, in_local, out_features);
-    return;
-  }
-  kernels::matmul_forward(out, inp, weight, nullptr, rows, in_local, out_features);
-  sum(out, rows * out_features);
-  if (bias == nullptr) return;
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* y = out + r * out_features;
-    for (std::size_t c = 0; c < out_features; ++c) y[c] += bias[c];
-  }
 }
 
 void TensorParallel::gather_sequence(float* full, const float* local, std::size_t batch,

@@ -332,6 +332,8 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
       {named("overlap"), on_off(!t.overlap)},
       {named("sequence_parallel"), on_off(s.sequence_parallel)},
       {named("recompute"), to_string(s.recompute)},
+      {named("precision"), to_string(s.precision)},
+      {named("reduce_dtype"), reduce_dtype_name(t.reduce_dtype)},
       {named("param_sharding"), sharding_specs},
       {named("backend"), comm.backend()},
       {named("threads"), std::to_string(s.threads)},
@@ -480,7 +482,8 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   // The stages' clocks start together only where a timeline is drawn from them.
   DistributedModel model(
       s.model, s.training.seed, context,
-      {layout_.placements, s.sequence_parallel, s.recompute, pipeline_, s.timeline.has_value()});
+      {layout_.placements, s.sequence_parallel, s.recompute, pipeline_, s.timeline.has_value(),
+       s.precision});
   // A pipeline stage's ZeRO shards those of its own parameters.
   TrainSettings settings = s.training;
   settings.shardings = layout_.shardings;

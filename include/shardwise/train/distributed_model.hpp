@@ -34,12 +34,14 @@ struct ModelLayout {
   // Whether each step's stages start their clocks together (a barrier): for a timeline that
   // lines up; it costs a synchronisation per step.
   bool align_pipeline_clocks = false;
+  Precision precision = Precision::kFp32;  // what the matrix products compute in
 };
 
 class DistributedModel : public Model {
  public:
   // One rank: the whole model, initialised from `seed`.
-  DistributedModel(std::shared_ptr<const ModelDefinition> definition, std::uint64_t seed);
+  DistributedModel(std::shared_ptr<const ModelDefinition> definition, std::uint64_t seed,
+                   Precision precision = Precision::kFp32);
   // This rank's part of the model on `context`, initialised from the whole model's values drawn
   // from `seed` (a ZeRO-3 trainer draws only this rank's slices). InvalidArgument where the
   // layout cannot run: placements the layers do not compute with, a pipeline its layers cannot

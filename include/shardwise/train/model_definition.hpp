@@ -15,6 +15,7 @@
 
 #include "shardwise/core/partition_spec.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
+#include "shardwise/strategy/precision.hpp"
 #include "shardwise/strategy/recompute.hpp"
 #include "shardwise/train/boundary_element.hpp"
 #include "shardwise/train/decoder.hpp"
@@ -59,6 +60,7 @@ struct ChunkOptions {
   TensorParallel tensor_parallel;  // the model axis (degree 1 without)
   bool sequence_parallel = false;  // activations split along the sequence over the model axis
   Recompute recompute = Recompute::kNone;
+  Precision precision = Precision::kFp32;  // what the matrix products compute in
 };
 
 class ModelDefinition {

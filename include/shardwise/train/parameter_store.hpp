@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "shardwise/core/element_type.hpp"
+#include "shardwise/core/half.hpp"
 #include "shardwise/core/shape.hpp"
 #include "shardwise/strategy/mesh_axes.hpp"
 
@@ -116,8 +117,10 @@ class ParameterStore {
   [[nodiscard]] std::size_t unit_of(std::size_t index) const { return unit_of_[index]; }
 
   // The whole buffers (empty while sharded).
+  // The writable buffers: a caller may change the values (the compute copies are made again).
   [[nodiscard]] std::span<float> values() {
     materialize();
+    mark_values_changed();
     return values_;
   }
   [[nodiscard]] std::span<const float> values() const {
@@ -149,6 +152,17 @@ class ParameterStore {
   // What a model calls around its use of a unit (no-ops unless sharded).
   void gather(std::size_t unit);
   void release(std::size_t unit);
+
+  // Parameter `index`'s values rounded to bf16 (to nearest, ties to even): the copy the products
+  // of bf16 mixed precision read. Made on first use, and again after the values changed (the
+  // writable values(), or mark_values_changed after a write through value(index)) or, while
+  // sharded, after its unit was gathered anew; freed when a sharded unit is released. The same
+  // rules as value(index) for a unit that is not gathered.
+  [[nodiscard]] const BFloat16* compute_value(std::size_t index);
+  // Says the values were written through value(index): the compute copies are stale.
+  void mark_values_changed() { ++values_version_; }
+  // Bytes of compute copies held now.
+  [[nodiscard]] std::size_t compute_bytes() const;
 
   // Hands the values to `residency` (which has copied what it keeps) and frees both buffers;
   // nullptr detaches it again, leaving the store without values (a ZeRO-3 trainer's values
@@ -192,6 +206,14 @@ class ParameterStore {
   Gradients gradients_ = Gradients::kKept;
   [[noreturn]] void no_gradients(std::size_t index) const;
   std::optional<std::uint64_t> pending_seed_;
+  // Compute copies: the whole layout's (unsharded) or each gathered unit's (sharded), and the
+  // version of the values (unsharded) or the unit's gather (sharded) each parameter's copy is of.
+  std::uint64_t values_version_ = 1;
+  std::vector<BFloat16> compute_;
+  std::vector<std::vector<BFloat16>> unit_compute_;
+  std::vector<std::uint64_t> compute_version_;
+  std::vector<std::size_t> gathered_depth_;     // nested gathers of each unit (sharded)
+  std::vector<std::uint64_t> gather_version_;  // each unit's outermost gathers so far
   mutable bool ever_allocated_ = false;
 };
 

@@ -4,7 +4,7 @@
 //    block; the gradient of the shared input is summed over the axis (sum()) once every
 //    column-parallel layer reading it has added its part;
 //  - row-parallel linear (weight split by input features): the partial products summed over the
-//    axis, then the bias added once (row_parallel_forward); backward is the plain product's;
+//    axis, then the bias added once; backward is the plain product's;
 //  - vocabulary-parallel embedding: each rank looks up the tokens its rows hold, the lookups
 //    summed over the axis;
 //  - vocabulary-parallel cross-entropy: each rank holds the logits of its part of the
@@ -50,11 +50,6 @@ class TensorParallel {
   // Every rank's `values` become model rank 0's: one choice (a sampled token) on every rank,
   // whatever rounding their own copies of it saw.
   void share_first(std::int32_t* values, std::size_t count) const;
-
-  // out (rows x out_features) = (sum over the axis of inp weight^T) + bias, where inp is rows x
-  // in_local and weight out_features x in_local (this rank's columns); bias may be null.
-  void row_parallel_forward(float* out, const float* inp, const float* weight, const float* bias,
-                            std::size_t rows, std::size_t in_local, std::size_t out_features) const;
 
   // full (batch, seq, channels) = every rank's `local` (batch, seq / t, channels) in sequence
   // order; degree 1 copies.

@@ -68,6 +68,11 @@ struct TrainSettings {
   // false: gradients are reduced only after backward and ZeRO-3 gathers nothing ahead, so that
   // a benchmark can measure how much communication the overlap hides.
   bool overlap = true;
+  // What the data-parallel ranks reduce gradients in (ZeRO's reduce-scatters, the all-reduces):
+  // float32, or bf16 (half the bytes; each rank's gradient rounded to bf16 before the sum, which
+  // runs in float32 and is rounded again, as Megatron-LM's --grad-reduce-in-bf16). The
+  // gradients themselves, their norm and the optimizer stay float32.
+  DType reduce_dtype = DType::kF32;
   // How ZeRO (1 to 3) splits each parameter over the shard group; for as many ranks as the group
   // has, naming no other axis. Absent: default_shardings over the group's axis (every parameter
   // split along its first dimension the group divides, as FSDP2 does).

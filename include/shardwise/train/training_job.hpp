@@ -19,6 +19,7 @@
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/core/partition_spec.hpp"
+#include "shardwise/strategy/precision.hpp"
 #include "shardwise/strategy/recompute.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/train/checkpoint_manager.hpp"
@@ -81,6 +82,9 @@ struct JobSettings {
   // Given where the mesh has a pipeline axis of more than one rank (the defaults where absent).
   std::optional<PipelineRequest> pipeline;
   Recompute recompute = Recompute::kNone;
+  // What the model computes in: fp32, or bf16 mixed precision (float32 masters and moments,
+  // bf16 products); training.reduce_dtype says what gradients are reduced in.
+  Precision precision = Precision::kFp32;
   bool sequence_parallel = false;
   DataSettings data;
   std::int64_t eval_every = 0;   // validation loss every K steps (0: never)

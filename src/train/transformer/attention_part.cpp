@@ -5,7 +5,6 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/attention.hpp"
 #include "shardwise/kernels/cached_attention.hpp"
-#include "shardwise/kernels/matmul.hpp"
 #include "shardwise/kernels/rmsnorm.hpp"
 
 namespace shardwise::train::transformer {
@@ -68,6 +67,7 @@ void AttentionPart::norm_queries_and_keys(float* q, float* k, const float* q_inp
 void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
                             const ParameterView& p, const Rows& rows) {
   const std::size_t C = shape_.hidden, BT = rows.whole;
+  const Products& products = axis_.products();
   const Layout at = layout(rows);
   float* q = a.projections;
   float* k = a.projections + at.k_offset;
@@ -77,14 +77,14 @@ void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
     return shape_.qkv_bias ? p.value(weight + 1) : nullptr;
   };
   if (shape_.fused_qkv) {
-    kernels::matmul_forward(q, normed, p.value(0), bias(0), BT, C, 3 * q_width_);
+    products.forward(q, normed, p, 0, bias(0), BT, C, 3 * q_width_);
   } else {
     // With a norm of queries and keys the products are kept before it, for its backward.
     float* const q_out = shape_.qk_norm ? a.qk_input : q;
     float* const k_out = shape_.qk_norm ? a.qk_input + BT * q_width_ : k;
-    kernels::matmul_forward(q_out, normed, p.value(0), bias(0), BT, C, q_width_);
-    kernels::matmul_forward(k_out, normed, p.value(b), bias(b), BT, C, kv_width_);
-    kernels::matmul_forward(v, normed, p.value(2 * b), bias(2 * b), BT, C, kv_width_);
+    products.forward(q_out, normed, p, 0, bias(0), BT, C, q_width_);
+    products.forward(k_out, normed, p, b, bias(b), BT, C, kv_width_);
+    products.forward(v, normed, p, 2 * b, bias(2 * b), BT, C, kv_width_);
     if (shape_.qk_norm) norm_queries_and_keys(q, k, q_out, k_out, a.qk_statistics, BT, p);
   }
   if (!frequencies_.empty()) {
@@ -95,23 +95,23 @@ void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
                                                   head_dim_,  at.q_stride, at.kv_stride};
   kernels::attention_forward(a.attention, a.lse, q, k, v, attention_layout);
   const std::size_t o = output_weight();
-  axis_.row_parallel(out, a.attention, p.value(o),
-                     shape_.attention_output_bias ? p.value(o + 1) : nullptr, q_width_, rows);
+  axis_.row_parallel(out, a.attention, p, o, shape_.attention_output_bias ? p.value(o + 1) : nullptr,
+                     q_width_, rows);
 }
 
 void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratch,
                              const float* dout, const float* normed, const Arrays& a,
                              const ParameterView& p, const Rows& rows) {
   const std::size_t C = shape_.hidden, BT = rows.whole;
+  const Products& products = axis_.products();
   const Layout at = layout(rows);
   const std::size_t o = output_weight();
   float* const dattention = grads;
   float* const dq = grads + BT * q_width_;
   float* const dk = dq + at.k_offset;
   float* const dv = dq + at.v_offset;
-  kernels::matmul_backward(dattention, p.grad(o),
-                           shape_.attention_output_bias ? p.grad(o + 1) : nullptr, dout,
-                           a.attention, p.value(o), BT, q_width_, C, InputGradient::kOverwrite);
+  products.backward(dattention, p.grad(o), shape_.attention_output_bias ? p.grad(o + 1) : nullptr,
+                    dout, a.attention, p, o, BT, q_width_, C, InputGradient::kOverwrite);
   const kernels::AttentionLayout attention_layout{rows.batch, rows.seq,    heads_,      kv_heads_,
                                                   head_dim_,  at.q_stride, at.kv_stride};
   kernels::attention_backward(dq, dk, dv, dattention, a.projections, a.projections + at.k_offset,
@@ -126,8 +126,8 @@ void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratc
     return shape_.qkv_bias ? p.grad(weight + 1) : nullptr;
   };
   if (shape_.fused_qkv) {
-    kernels::matmul_backward(dnormed, p.grad(0), dbias(0), dq, normed, p.value(0), BT, C,
-                             3 * q_width_, InputGradient::kOverwrite);
+    products.backward(dnormed, p.grad(0), dbias(0), dq, normed, p, 0, BT, C, 3 * q_width_,
+                      InputGradient::kOverwrite);
     return;
   }
   if (shape_.qk_norm) {
@@ -154,8 +154,8 @@ void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratc
       }
     }
   }
-  kernels::matmul_backward(dnormed, p.grad(0), dbias(0), dq, normed, p.value(0), BT, C, q_width_,
-                           InputGradient::kOverwrite);
+  products.backward(dnormed, p.grad(0), dbias(0), dq, normed, p, 0, BT, C, q_width_,
+                    InputGradient::kOverwrite);
   // A replicated key/value head: this pass's gradient of it in scratch, summed over the ranks
   // holding it (each adding its query heads' part), then added: every copy receives the same
   // whole gradient.
@@ -169,9 +169,8 @@ void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratc
       replicated_kv_ ? (kv_bias != 0 ? kv_grads + 2 * kv_block + kv_bias : nullptr) : dbias(2 * b);
   const std::size_t kv_scratch = 2 * (kv_block + kv_bias);
   if (replicated_kv_) std::fill(kv_grads, kv_grads + kv_scratch, 0.0F);
-  kernels::matmul_backward(dnormed, dk_weight, dk_bias, dk, normed, p.value(b), BT, C, kv_width_);
-  kernels::matmul_backward(dnormed, dv_weight, dv_bias, dv, normed, p.value(2 * b), BT, C,
-                           kv_width_);
+  products.backward(dnormed, dk_weight, dk_bias, dk, normed, p, b, BT, C, kv_width_);
+  products.backward(dnormed, dv_weight, dv_bias, dv, normed, p, 2 * b, BT, C, kv_width_);
   if (!replicated_kv_) return;
   axis_.tp().sum_among(kv_grads, kv_scratch, kv_sharers_);
   float* const held[4] = {p.grad(b), p.grad(2 * b), dbias(b), dbias(2 * b)};
@@ -186,6 +185,7 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
                            float* keys, float* values, std::size_t first_position, std::size_t rows,
                            const float* normed, const ParameterView& p) {
   const std::size_t C = shape_.hidden;
+  const Products& products = axis_.products();
   const auto bias = [&](std::size_t weight) {
     return shape_.qkv_bias ? p.value(weight + 1) : nullptr;
   };
@@ -193,7 +193,7 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
   float* const new_values = values + first_position * kv_width_;
   if (shape_.fused_qkv) {
     // One product for the three, then this rank's keys and values copied into the caches.
-    kernels::matmul_forward(queries, normed, p.value(0), bias(0), rows, C, 3 * q_width_);
+    products.forward(queries, normed, p, 0, bias(0), rows, C, 3 * q_width_);
     for (std::size_t r = 0; r < rows; ++r) {
       const float* row = queries + r * 3 * q_width_;
       std::copy(row + q_width_, row + 2 * q_width_, new_keys + r * kv_width_);
@@ -202,9 +202,9 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
   } else {
     // The new positions' keys and values go straight into the caches, normed and rotated there.
     const std::size_t b = shape_.qkv_bias ? 2 : 1;
-    kernels::matmul_forward(queries, normed, p.value(0), bias(0), rows, C, q_width_);
-    kernels::matmul_forward(new_keys, normed, p.value(b), bias(b), rows, C, kv_width_);
-    kernels::matmul_forward(new_values, normed, p.value(2 * b), bias(2 * b), rows, C, kv_width_);
+    products.forward(queries, normed, p, 0, bias(0), rows, C, q_width_);
+    products.forward(new_keys, normed, p, b, bias(b), rows, C, kv_width_);
+    products.forward(new_values, normed, p, 2 * b, bias(2 * b), rows, C, kv_width_);
     if (shape_.qk_norm) {
       norm_queries_and_keys(queries, new_keys, queries, new_keys, qk_statistics, rows, p);
     }
@@ -219,9 +219,8 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
                                               head_dim_,      q_stride, kv_width_};
   kernels::cached_attention_forward(attention, queries, keys, values, layout);
   const std::size_t o = output_weight();
-  axis_.tp().row_parallel_forward(out, attention, p.value(o),
-                                  shape_.attention_output_bias ? p.value(o + 1) : nullptr, rows,
-                                  q_width_, C);
+  axis_.row_parallel(out, attention, p, o, shape_.attention_output_bias ? p.value(o + 1) : nullptr,
+                     q_width_, rows);
 }
 
 }  // namespace shardwise::train::transformer

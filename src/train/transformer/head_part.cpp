@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "shardwise/kernels/matmul.hpp"
 
 namespace shardwise::train::transformer {
 
@@ -15,7 +14,7 @@ void HeadPart::forward(float* losses, float* normed, float* statistics, const fl
   norm_.forward(normed, statistics, inp, norm, rows);
   for (std::size_t r0 = 0; r0 < BT; r0 += block) {
     const std::size_t n = std::min(block, BT - r0);
-    kernels::matmul_forward(logits, normed + r0 * C, head.value(0), nullptr, n, C, vocab_local_);
+    axis_.products().forward(logits, normed + r0 * C, head, 0, nullptr, n, C, vocab_local_);
     axis_.tp().cross_entropy_forward(losses + r0, probabilities, logits, targets + r0, n,
                                      vocab_local_, vocab_start_);
   }
@@ -34,7 +33,7 @@ void HeadPart::backward(float* dinp, float* dnormed, float loss_scale, const flo
   for (std::size_t r0 = 0; r0 < BT; r0 += block) {
     const std::size_t n = std::min(block, BT - r0);
     const float* x = normed + r0 * C;
-    kernels::matmul_forward(logits, x, head.value(0), nullptr, n, C, vocab_local_);
+    axis_.products().forward(logits, x, head, 0, nullptr, n, C, vocab_local_);
     axis_.tp().cross_entropy_forward(losses.data(), probabilities, logits, targets + r0, n,
                                      vocab_local_, vocab_start_);
     // The logits are read for the last time above: their gradient is written over them.
@@ -42,8 +41,8 @@ void HeadPart::backward(float* dinp, float* dnormed, float loss_scale, const flo
     axis_.tp().cross_entropy_backward(logits, dlosses.data(), probabilities, targets + r0, n,
                                       vocab_local_, vocab_start_);
     // Each block writes its own rows of the input's gradient.
-    kernels::matmul_backward(dnormed + r0 * C, head.grad(0), nullptr, logits, x, head.value(0), n,
-                             C, vocab_local_, kernels::InputGradient::kOverwrite);
+    axis_.products().backward(dnormed + r0 * C, head.grad(0), nullptr, logits, x, head, 0, n, C,
+                              vocab_local_, kernels::InputGradient::kOverwrite);
   }
   const float* dnormed_local = axis_.column_input_grad(dnormed, rows);
   std::fill(dinp, dinp + rows.local * C, 0.0F);

@@ -1,7 +1,6 @@
 #include "mlp_part.hpp"
 
 #include "shardwise/kernels/elementwise.hpp"
-#include "shardwise/kernels/matmul.hpp"
 #include "shardwise/kernels/swiglu.hpp"
 
 namespace shardwise::train::transformer {
@@ -18,50 +17,52 @@ MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis)
 void MlpPart::forward(float* out, float* arrays, const float* normed, const ParameterView& p,
                       const Rows& rows) const {
   const std::size_t C = hidden_, W = width_, BT = rows.whole;
+  const Products& products = axis_.products();
   if (kind_ == MlpKind::kGelu) {
     // fc, proj: [weight, bias] each with biases.
     const std::size_t proj = bias_ ? 2 : 1;
     float* const fc = arrays;
     float* const act = arrays + BT * W;
-    kernels::matmul_forward(fc, normed, p.value(0), bias_ ? p.value(1) : nullptr, BT, C, W);
+    products.forward(fc, normed, p, 0, bias_ ? p.value(1) : nullptr, BT, C, W);
     kernels::gelu_forward(act, fc, BT * W);
-    axis_.row_parallel(out, act, p.value(proj), bias_ ? p.value(proj + 1) : nullptr, W, rows);
+    axis_.row_parallel(out, act, p, proj, bias_ ? p.value(proj + 1) : nullptr, W, rows);
     return;
   }
   float* const gate = arrays;
   float* const up = arrays + BT * W;
   float* const act = up + BT * W;
-  kernels::matmul_forward(gate, normed, p.value(0), nullptr, BT, C, W);
-  kernels::matmul_forward(up, normed, p.value(1), nullptr, BT, C, W);
+  products.forward(gate, normed, p, 0, nullptr, BT, C, W);
+  products.forward(up, normed, p, 1, nullptr, BT, C, W);
   kernels::swiglu_forward(act, gate, up, BT * W);
-  axis_.row_parallel(out, act, p.value(2), nullptr, W, rows);
+  axis_.row_parallel(out, act, p, 2, nullptr, W, rows);
 }
 
 void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float* arrays,
                        const float* normed, const ParameterView& p, const Rows& rows) const {
   const std::size_t C = hidden_, W = width_, BT = rows.whole;
+  const Products& products = axis_.products();
   // The product's input gradient over the product itself (its weight's gradient reads it first).
   if (kind_ == MlpKind::kGelu) {
     const std::size_t proj = bias_ ? 2 : 1;
     float* const fc = arrays;
     float* const act = arrays + BT * W;
-    kernels::matmul_backward(act, p.grad(proj), bias_ ? p.grad(proj + 1) : nullptr, dout, act,
-                             p.value(proj), BT, W, C, InputGradient::kOverwrite);
+    products.backward(act, p.grad(proj), bias_ ? p.grad(proj + 1) : nullptr, dout, act, p, proj,
+                      BT, W, C, InputGradient::kOverwrite);
     kernels::gelu_backward(scratch, fc, act, BT * W, InputGradient::kOverwrite);
-    kernels::matmul_backward(dnormed, p.grad(0), bias_ ? p.grad(1) : nullptr, scratch, normed,
-                             p.value(0), BT, C, W, InputGradient::kOverwrite);
+    products.backward(dnormed, p.grad(0), bias_ ? p.grad(1) : nullptr, scratch, normed, p, 0, BT,
+                      C, W, InputGradient::kOverwrite);
     return;
   }
   float* const gate = arrays;
   float* const up = arrays + BT * W;
   float* const act = up + BT * W;
-  kernels::matmul_backward(act, p.grad(2), nullptr, dout, act, p.value(2), BT, W, C,
-                           InputGradient::kOverwrite);
+  products.backward(act, p.grad(2), nullptr, dout, act, p, 2, BT, W, C,
+                    InputGradient::kOverwrite);
   // gate's and up's gradients over gate and up (the kernel reads an element before it writes).
   kernels::swiglu_backward(gate, up, act, gate, up, BT * W, InputGradient::kOverwrite);
-  kernels::matmul_backward(dnormed, p.grad(0), nullptr, gate, normed, p.value(0), BT, C, W,
-                           InputGradient::kOverwrite);
-  kernels::matmul_backward(dnormed, p.grad(1), nullptr, up, normed, p.value(1), BT, C, W);
+  products.backward(dnormed, p.grad(0), nullptr, gate, normed, p, 0, BT, C, W,
+                    InputGradient::kOverwrite);
+  products.backward(dnormed, p.grad(1), nullptr, up, normed, p, 1, BT, C, W);
 }
 
 }  // namespace shardwise::train::transformer

@@ -1,6 +1,5 @@
 #include "model_axis.hpp"
 
-#include "shardwise/kernels/matmul.hpp"
 
 namespace shardwise::train::transformer {
 
@@ -10,19 +9,40 @@ void ModelAxis::gather_norm(float* whole, const Rows& rows) const {
   }
 }
 
-void ModelAxis::row_parallel(float* out, const float* inp, const float* weight, const float* bias,
-                             std::size_t in_local, const Rows& rows) const {
+namespace {
+
+void add_bias(float* out, const float* bias, std::size_t rows, std::size_t channels) {
+  if (bias == nullptr) return;
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < channels; ++c) out[r * channels + c] += bias[c];
+  }
+}
+
+}  // namespace
+
+void ModelAxis::row_parallel(float* out, const float* inp, const ParameterView& p,
+                             std::size_t weight, const float* bias, std::size_t in_local,
+                             const Rows& rows) const {
   const std::size_t C = hidden_;
   if (!sequence_parallel_) {
-    tp_.row_parallel_forward(out, inp, weight, bias, rows.whole, in_local, C);
+    row_parallel(out, inp, p, weight, bias, in_local, rows.whole);
     return;
   }
-  kernels::matmul_forward(scratch_.partial, inp, weight, nullptr, rows.whole, in_local, C);
+  products_.forward(scratch_.partial, inp, p, weight, nullptr, rows.whole, in_local, C);
   tp_.reduce_scatter_sequence(out, scratch_.partial, rows.batch, rows.seq, C);
-  if (bias == nullptr) return;
-  for (std::size_t r = 0; r < rows.local; ++r) {
-    for (std::size_t c = 0; c < C; ++c) out[r * C + c] += bias[c];
-  }
+  add_bias(out, bias, rows.local, C);
+}
+
+void ModelAxis::row_parallel(float* out, const float* inp, const ParameterView& p,
+                             std::size_t weight, const float* bias, std::size_t in_local,
+                             std::size_t count) const {
+  const std::size_t C = hidden_;
+  // One rank adds the bias in the product; several add it once, after the sum.
+  const bool alone = tp_.degree() == 1;
+  products_.forward(out, inp, p, weight, alone ? bias : nullptr, count, in_local, C);
+  if (alone) return;
+  tp_.sum(out, count * C);
+  add_bias(out, bias, count, C);
 }
 
 const float* ModelAxis::column_input_grad(float* whole, const Rows& rows) const {

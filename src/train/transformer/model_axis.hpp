@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include "parameter_view.hpp"
+#include "products.hpp"
 #include "rows.hpp"
 #include "shardwise/train/tensor_parallel.hpp"
 
@@ -24,14 +26,20 @@ class ModelAxis {
     float* norm_parameter_grads = nullptr;
   };
 
-  ModelAxis(TensorParallel tensor_parallel, bool sequence_parallel, std::size_t hidden)
-      : tp_(tensor_parallel), sequence_parallel_(sequence_parallel), hidden_(hidden) {}
+  ModelAxis(TensorParallel tensor_parallel, bool sequence_parallel, std::size_t hidden,
+            Precision precision)
+      : tp_(tensor_parallel),
+        sequence_parallel_(sequence_parallel),
+        hidden_(hidden),
+        products_(precision) {}
 
   void use(const Scratch& scratch) { scratch_ = scratch; }
   [[nodiscard]] const TensorParallel& tp() const { return tp_; }
   [[nodiscard]] bool sequence_parallel() const { return sequence_parallel_; }
   [[nodiscard]] std::size_t hidden() const { return hidden_; }
   [[nodiscard]] const Scratch& scratch() const { return scratch_; }
+  // The chunk's matrix products, in its precision.
+  [[nodiscard]] const Products& products() const { return products_; }
 
   // Where a norm writes this rank's rows of an output kept whole in `whole`.
   [[nodiscard]] float* norm_rows(float* whole) const {
@@ -39,10 +47,14 @@ class ModelAxis {
   }
   // After a norm wrote norm_rows(whole): the whole rows in `whole`.
   void gather_norm(float* whole, const Rows& rows) const;
-  // A row-parallel layer's output, this rank's rows: the product of this rank's columns summed
-  // over the axis (reduce-scattered along the sequence), then the bias added once.
-  void row_parallel(float* out, const float* inp, const float* weight, const float* bias,
-                    std::size_t in_local, const Rows& rows) const;
+  // A row-parallel layer's output, this rank's rows: the product of this rank's columns (with
+  // the weight p's `weight`) summed over the axis (reduce-scattered along the sequence), then the
+  // bias added once.
+  void row_parallel(float* out, const float* inp, const ParameterView& p, std::size_t weight,
+                    const float* bias, std::size_t in_local, const Rows& rows) const;
+  // The same over `count` whole rows, without sequence parallelism (decoding).
+  void row_parallel(float* out, const float* inp, const ParameterView& p, std::size_t weight,
+                    const float* bias, std::size_t in_local, std::size_t count) const;
   // A column-parallel layer's input gradient (`whole`, this rank's part) summed over the axis:
   // this rank's rows of it.
   const float* column_input_grad(float* whole, const Rows& rows) const;
@@ -60,6 +72,7 @@ class ModelAxis {
   TensorParallel tp_;
   bool sequence_parallel_ = false;
   std::size_t hidden_ = 0;
+  Products products_;
   Scratch scratch_;
 };
 

@@ -5,7 +5,6 @@
 
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/elementwise.hpp"
-#include "shardwise/kernels/matmul.hpp"
 
 namespace shardwise::train::transformer {
 namespace {
@@ -32,7 +31,7 @@ TransformerDecoder::TransformerDecoder(const TransformerSpec& spec, const ModelD
     : spec_(spec),
       places_(parameter_layout(spec.shape)),
       store_(store),
-      axis_(tensor_parallel, false, spec.shape.hidden),
+      axis_(tensor_parallel, false, spec.shape.hidden, Precision::kFp32),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_),
       attention_(spec_, axis_),
       mlp_(spec.shape, axis_),
@@ -115,8 +114,8 @@ void TransformerDecoder::compute(const std::int32_t* tokens, std::size_t rows,
   // The head reads the last position only.
   norm_.forward(normed_.data(), statistics_.data(), x + (rows - 1) * C,
                 parameters(places_.final_norm()), {1, 1, 1, 1});
-  kernels::matmul_forward(local_logits_.data(), normed_.data(), parameters(places_.head).value(0),
-                          nullptr, 1, C, embedding_.vocab_local());
+  axis_.products().forward(local_logits_.data(), normed_.data(), parameters(places_.head), 0,
+                           nullptr, 1, C, embedding_.vocab_local());
 }
 
 }  // namespace shardwise::train::transformer
