@@ -137,7 +137,8 @@ void to_bf16(std::span<const float> in, std::span<BFloat16> out) {
       std::memcpy(&bits, from + i, sizeof bits);
       const std::uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) >> 16;
       const std::uint32_t quiet_nan = (bits >> 16) | 0x40U;
-      to[i].bits = static_cast<std::uint16_t>((bits & 0x7FFFFFFFU) > 0x7F800000U ? quiet_nan : rounded);
+      to[i].bits =
+          static_cast<std::uint16_t>((bits & 0x7FFFFFFFU) > 0x7F800000U ? quiet_nan : rounded);
     }
   });
 }

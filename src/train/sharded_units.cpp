@@ -4,6 +4,7 @@
 
 #include "shardwise/core/element_type.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "unit_gather.hpp"
 
 namespace shardwise::train::detail {
@@ -16,12 +17,13 @@ constexpr std::size_t kMaxReducing = 2;
 }  // namespace
 
 ShardedUnits::ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store,
-                           const ParameterShardings& shardings, bool prefetch)
+                           const ParameterShardings& shardings, bool prefetch, DType reduce_dtype)
     : comm_(comm),
       group_(shards),
       store_(store),
       member_(shards.index_of(comm.rank())),
       prefetch_(prefetch),
+      reduce_dtype_(reduce_dtype),
       shards_(store, shardings, shards.size()) {
   if (member_ < 0) {
     throw InvalidArgument("rank " + std::to_string(comm.rank()) + " is not in the shard group " +
@@ -205,18 +207,34 @@ void ShardedUnits::start_reduce(std::size_t u) {
   shards_.pack_all(u, unit.grads.data(), unit.reducing.data());
   free(unit.grads);
   unit.reduced = true;
-  unit.reduce =
-      comm_.ireduce_scatter(unit.reducing.data(), my_chunk(grads_slice_, u), shards_.chunk(u),
-                            element_type(unit.reducing.data()), ReduceOp::kAvg, group_);
+  if (reduce_dtype_ == DType::kBF16) {
+    unit.reducing_bf16.resize(unit.reducing.size());
+    kernels::to_bf16(unit.reducing, unit.reducing_bf16);
+    free(unit.reducing);
+    unit.reduced_bf16.resize(shards_.chunk(u));
+    unit.reduce =
+        comm_.ireduce_scatter(unit.reducing_bf16.data(), unit.reduced_bf16.data(), shards_.chunk(u),
+                              element_type(unit.reducing_bf16.data()), ReduceOp::kAvg, group_);
+  } else {
+    unit.reduce =
+        comm_.ireduce_scatter(unit.reducing.data(), my_chunk(grads_slice_, u), shards_.chunk(u),
+                              element_type(unit.reducing.data()), ReduceOp::kAvg, group_);
+  }
   reducing_.push_back(u);
   while (reducing_.size() > kMaxReducing) finish_oldest_reduce();
 }
 
 void ShardedUnits::finish_oldest_reduce() {
   const std::size_t u = reducing_.front();
-  units_[u].reduce.wait();
+  Unit& unit = units_[u];
+  unit.reduce.wait();
   reducing_.pop_front();
-  free(units_[u].reducing);
+  free(unit.reducing);
+  if (!unit.reduced_bf16.empty()) {
+    kernels::to_float(unit.reduced_bf16, {my_chunk(grads_slice_, u), unit.reduced_bf16.size()});
+    unit.reducing_bf16 = {};
+    unit.reduced_bf16 = {};
+  }
 }
 
 void ShardedUnits::end_pass() {
@@ -262,6 +280,8 @@ void ShardedUnits::abandon_pass() noexcept {
     unit.users = 0;
     free(unit.gathering);
     free(unit.values);
+    unit.reducing_bf16 = {};
+    unit.reduced_bf16 = {};
     free(unit.grads);
     free(unit.reducing);
   }

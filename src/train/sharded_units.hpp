@@ -28,8 +28,11 @@ class ShardedUnits final : public UnitResidency {
  public:
   // Copies this rank's blocks out of `store`'s full values and shards the store. Without
   // `prefetch` every gather waits for its own all-gather. Throws what UnitShards throws.
+  // Gradients are reduce-scattered in `reduce_dtype` (float32, or bf16: rounded on the way and
+  // widened into the slice).
   ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store,
-               const ParameterShardings& shardings, bool prefetch);
+               const ParameterShardings& shardings, bool prefetch,
+               DType reduce_dtype = DType::kF32);
   // Waits for what is still in flight (peers may still be reading this rank's slices) and
   // detaches from the store, which is left without values.
   ~ShardedUnits() override;
@@ -83,6 +86,8 @@ class ShardedUnits final : public UnitResidency {
     int users = 0;
     std::vector<float> grads;     // the full unit's gradients during backward
     std::vector<float> reducing;  // every member's chunk of them, while the reduce-scatter runs
+    // The same in bf16 where gradients are reduced in bf16, and this rank's averaged chunk.
+    std::vector<BFloat16> reducing_bf16, reduced_bf16;
     Work reduce;
     bool reduced = false;  // its reduce-scatter was started in this pass
   };
@@ -105,6 +110,7 @@ class ShardedUnits final : public UnitResidency {
   ParameterStore& store_;
   int member_ = 0;
   bool prefetch_ = true;
+  DType reduce_dtype_ = DType::kF32;
   UnitShards shards_;
   std::vector<float> values_slice_;
   std::vector<float> grads_slice_;

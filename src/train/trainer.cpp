@@ -7,6 +7,7 @@
 #include "sharded_units.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/adamw.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/sum_of_squares.hpp"
 #include "shardwise/train/placement.hpp"
 #include "unit_gather.hpp"
@@ -102,8 +103,9 @@ Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
   }
   if (settings_.zero == 3) {
     // Each rank keeps its blocks of every unit; the store's full buffers go away.
-    units_ = std::make_unique<detail::ShardedUnits>(shards_comm_, group_, store,
-                                                    *settings_.shardings, settings_.overlap);
+    units_ =
+        std::make_unique<detail::ShardedUnits>(shards_comm_, group_, store, *settings_.shardings,
+                                               settings_.overlap, settings_.reduce_dtype);
   } else {
     shards_ = std::make_unique<detail::UnitShards>(store, *settings_.shardings, group_.size());
     if (settings_.zero == 2) grads_slice_.assign(shards_->slice_size(), 0.0F);
@@ -173,10 +175,20 @@ StepStats Trainer::step() {
   // thread moves it; MPI progresses it inside later calls).
   std::vector<Work> in_flight;
   std::vector<std::pair<std::size_t, std::size_t>> started;
+  // In bf16, each range's rounding (and where it goes back), alive until its reduction is done.
+  std::vector<std::pair<std::size_t, std::vector<BFloat16>>> narrowed;
   // Within the shards while backward goes on; across the replicas (HSDP) after it, blocking,
   // so that two operations never work on one range at once.
   const auto reduce = [&](std::size_t begin, std::size_t end) {
     if (group_.size() == 1) return;
+    if (settings_.reduce_dtype == DType::kBF16) {
+      auto& [at, range] = narrowed.emplace_back(begin, std::vector<BFloat16>(end - begin));
+      kernels::to_bf16(grads.subspan(begin, end - begin), range);
+      in_flight.push_back(shards_comm_.iall_reduce(range.data(), range.data(), range.size(),
+                                                   element_type(range.data()), ReduceOp::kAvg,
+                                                   group_));
+      return;
+    }
     in_flight.push_back(shards_comm_.iall_reduce(grads.data() + begin, grads.data() + begin,
                                                  end - begin, element_type(grads.data()),
                                                  ReduceOp::kAvg, group_));
@@ -195,6 +207,8 @@ StepStats Trainer::step() {
                      ready);
     reduce_unannounced(started, reduce);
     for (Work& work : in_flight) work.wait();
+    for (const auto& [at, range] : narrowed)
+      kernels::to_float(range, grads.subspan(at, range.size()));
   } catch (...) {
     // Peers may still be reading this rank's gradients for the reductions already started:
     // none is dropped before it has finished, or failed, everywhere.
@@ -295,9 +309,13 @@ void Trainer::reduce_scatter_grads() {
   for (std::size_t u = 0; u < store.units().size(); ++u) {
     packed.resize(shards.chunk(u) * static_cast<std::size_t>(group_.size()));
     shards.pack_all(u, store.grads().data() + store.units()[u].offset, packed.data());
-    shards_comm_.reduce_scatter(packed.data(), grads_slice_.data() + shards.chunk_offset(u),
-                                shards.chunk(u), element_type(packed.data()), ReduceOp::kAvg,
-                                group_);
+    float* const mine = grads_slice_.data() + shards.chunk_offset(u);
+    if (settings_.reduce_dtype == DType::kBF16) {
+      reduce_scatter_in_bf16(packed, {mine, shards.chunk(u)});
+      continue;
+    }
+    shards_comm_.reduce_scatter(packed.data(), mine, shards.chunk(u), element_type(packed.data()),
+                                ReduceOp::kAvg, group_);
   }
   average_over_replicas(grads_slice_);
 }
@@ -375,14 +393,35 @@ void Trainer::average(float* data, std::size_t count) {
   if (group_.size() > 1) {
     shards_comm_.all_reduce(data, data, count, element_type(data), ReduceOp::kAvg, group_);
   }
-  average_over_replicas({data, count});
+  if (replicas_.size() > 1) {
+    replicas_comm_.all_reduce(data, data, count, element_type(data), ReduceOp::kAvg, replicas_);
+  }
 }
 
 void Trainer::average_over_replicas(std::span<float> values) {
-  if (replicas_.size() > 1) {
-    replicas_comm_.all_reduce(values.data(), values.data(), values.size(),
-                              element_type(values.data()), ReduceOp::kAvg, replicas_);
+  if (replicas_.size() <= 1) return;
+  if (settings_.reduce_dtype == DType::kBF16) {
+    std::vector<BFloat16>& narrow = narrow_;
+    narrow.resize(values.size());
+    kernels::to_bf16(values, narrow);
+    replicas_comm_.all_reduce(narrow.data(), narrow.data(), narrow.size(),
+                              element_type(narrow.data()), ReduceOp::kAvg, replicas_);
+    kernels::to_float(narrow, values);
+    return;
   }
+  replicas_comm_.all_reduce(values.data(), values.data(), values.size(),
+                            element_type(values.data()), ReduceOp::kAvg, replicas_);
+}
+
+void Trainer::reduce_scatter_in_bf16(std::span<const float> packed, std::span<float> mine) {
+  std::vector<BFloat16>& narrow = narrow_;
+  narrow.resize(packed.size() + mine.size());
+  const std::span<BFloat16> all(narrow.data(), packed.size());
+  const std::span<BFloat16> own(narrow.data() + packed.size(), mine.size());
+  kernels::to_bf16(packed, all);
+  shards_comm_.reduce_scatter(all.data(), own.data(), own.size(), element_type(all.data()),
+                              ReduceOp::kAvg, group_);
+  kernels::to_float(own, mine);
 }
 
 void Trainer::reduce_unannounced(std::vector<std::pair<std::size_t, std::size_t>>& started,

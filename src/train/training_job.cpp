@@ -480,10 +480,9 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   const bool speaks = comm.rank() == 0;
   ParallelContext context(comm, s.mesh);
   // The stages' clocks start together only where a timeline is drawn from them.
-  DistributedModel model(
-      s.model, s.training.seed, context,
-      {layout_.placements, s.sequence_parallel, s.recompute, pipeline_, s.timeline.has_value(),
-       s.precision});
+  DistributedModel model(s.model, s.training.seed, context,
+                         {layout_.placements, s.sequence_parallel, s.recompute, pipeline_,
+                          s.timeline.has_value(), s.precision});
   // A pipeline stage's ZeRO shards those of its own parameters.
   TrainSettings settings = s.training;
   settings.shardings = layout_.shardings;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpt_test_model.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/models/llama.hpp"
@@ -111,6 +112,77 @@ TEST(WholeModelGradients, Qwen2AndQwen3) {
 TEST(WholeModelGradients, Gpt) {
   testing::GptModel model(models::GptConfig{2, 2, 16, 8, 40}, 7);
   expect_whole_model_gradients(model, 40);
+}
+
+// bf16 mixed precision's backward: finite differences cannot see through its roundings (the
+// loss moves in steps), so each parameter's gradient is held to the float32 model's, whose
+// backward the checks above hold to the differences: within 3% of the parameter's largest
+// gradient, on the same tokens, with some targets ignored. A product reading the wrong copy,
+// operand or transposition is off by far more.
+TEST(WholeModelGradients, Bf16GradientsAreFloat32sWithinItsRounding) {
+  const std::vector<std::shared_ptr<const ModelDefinition>> definitions{
+      std::make_shared<const models::GptDefinition>(models::GptConfig{2, 2, 16, 8, 40}),
+      std::make_shared<const models::LlamaDefinition>(small_llama(false)),
+      std::make_shared<const models::LlamaDefinition>(small_llama(true))};
+  std::vector<std::int32_t> tokens(kSequences * kSeq), targets(kSequences * kSeq);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<std::int32_t>((i * 7 + 3) % 40);
+    targets[i] =
+        i % 5 == 4 ? kernels::kIgnoredTarget : static_cast<std::int32_t>((i * 11 + 1) % 40);
+  }
+  for (const auto& definition : definitions) {
+    SCOPED_TRACE(definition->describe());
+    std::vector<float> grads[2];
+    float losses[2] = {};
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      DistributedModel model(definition, 7, precision);
+      model.parameters().zero_grads();
+      const auto at = static_cast<std::size_t>(precision == Precision::kBf16);
+      losses[at] = model.forward_backward(tokens, targets, kSequences, kSeq, true);
+      grads[at].assign(model.parameters().grads().begin(), model.parameters().grads().end());
+    }
+    EXPECT_NEAR(losses[1], losses[0], 1e-2 * losses[0]);
+    EXPECT_NE(losses[1], losses[0]) << "bf16 computed float32's loss";
+    const ParameterStore store(definition->parameters());
+    double worst = 0;
+    for (std::size_t p = 0; p < store.specs().size(); ++p) {
+      double largest = 0, deviation = 0;
+      for (std::size_t i = store.offset(p); i < store.offset(p) + store.count(p); ++i) {
+        largest = std::max(largest, std::abs(double{grads[0][i]}));
+        deviation = std::max(deviation, std::abs(double{grads[1][i]} - grads[0][i]));
+      }
+      EXPECT_LE(deviation, 3e-2 * largest + 1e-5) << store.specs()[p].name;
+      if (largest > 0) worst = std::max(worst, deviation / largest);
+    }
+    std::cout << definition->family() << ": worst deviation " << worst
+              << " of a parameter's largest gradient\n";
+  }
+}
+
+// The bf16 units (AVX512_BF16, AMX) compute the products of the roundings exactly as the
+// float32 products of the widened roundings do, but for the order of the sums: a run with them
+// and one without agree to float32's rounding.
+TEST(WholeModelGradients, Bf16UnitsAndTheWidenedProductsAgree) {
+  if (!kernels::bf16_units()) GTEST_SKIP() << "this CPU has no bf16 units";
+  const auto definition = std::make_shared<const models::LlamaDefinition>(small_llama(true));
+  std::vector<std::int32_t> tokens(kSequences * kSeq);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i * 7 % 40);
+  std::vector<float> losses, grads[2];
+  for (const bool units : {true, false}) {
+    kernels::use_bf16_units(units);
+    DistributedModel model(definition, 7, Precision::kBf16);
+    model.parameters().zero_grads();
+    losses.push_back(model.forward_backward(tokens, tokens, kSequences, kSeq, true));
+    grads[units ? 0 : 1].assign(model.parameters().grads().begin(),
+                                model.parameters().grads().end());
+  }
+  kernels::use_bf16_units(true);
+  EXPECT_NEAR(losses[1], losses[0], 1e-5 * losses[0]);
+  double largest = 0;
+  for (const float g : grads[1]) largest = std::max(largest, std::abs(double{g}));
+  for (std::size_t i = 0; i < grads[0].size(); ++i) {
+    ASSERT_NEAR(grads[0][i], grads[1][i], 1e-4 * largest) << "element " << i;
+  }
 }
 
 }  // namespace

@@ -443,6 +443,61 @@ TEST(ParameterStore, UnitsAreRunsOfConsecutiveParameters) {
               HasSubstr("parameter 'c' is in unit 'x', whose parameters are not consecutive"));
 }
 
+// The bf16 copies the products read: each value rounded to nearest (ties to even), made again
+// after the values change, and never read from a unit that is not gathered.
+TEST(ParameterStore, ComputeCopiesFollowTheValues) {
+  ParameterStore store({{"w", {3}, {}, {}, true, "layer"}, {"b", {2}, {}, {}, false, "layer"}});
+  std::span<float> values = store.values();
+  // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: to even, 1. 1 + 3 x 2^-9 rounds up to 1 + 2^-7.
+  const float one_and_a_tie = 1.0F + 0x1p-8F, one_and_more = 1.0F + 3 * 0x1p-9F;
+  values[0] = one_and_a_tie;
+  values[1] = one_and_more;
+  values[2] = -2.5F;
+  const BFloat16* w = store.compute_value(0);
+  EXPECT_EQ(to_float(w[0]), 1.0F);
+  EXPECT_EQ(to_float(w[1]), 1.0F + 0x1p-7F);
+  EXPECT_EQ(to_float(w[2]), -2.5F);
+  EXPECT_EQ(store.compute_bytes(), store.parameter_elements() * sizeof(BFloat16));
+  // Written through the writable buffers: made again.
+  store.values()[2] = 3.0F;
+  EXPECT_EQ(to_float(store.compute_value(0)[2]), 3.0F);
+  // Written through value(index): made again once the store is told.
+  store.value(0)[2] = 4.0F;
+  EXPECT_EQ(to_float(store.compute_value(0)[2]), 3.0F);
+  store.mark_values_changed();
+  EXPECT_EQ(to_float(store.compute_value(0)[2]), 4.0F);
+  EXPECT_THAT(error_of([&] { (void)store.compute_value(2); }),
+              HasSubstr("compute_value: parameter 2 of 2"));
+}
+
+// Sharded (ZeRO-3): a unit's copies exist while it is gathered, are made from each gather's
+// values, and reading one outside a gather names the parameter.
+TEST(ParameterStore, ShardedComputeCopiesLiveWhileTheirUnitIsGathered) {
+  const Corpus corpus = Corpus::builtin(16);
+  run_local(2, [&](Communicator& comm) {
+    testing::GptModel model(kConfig, 7);
+    ParallelContext context(comm, Mesh({"fsdp"}, {2}));
+    Trainer trainer(context, model, corpus, settings_for(3));
+    ParameterStore& store = model.parameters();
+    EXPECT_THAT(error_of([&] { (void)store.compute_value(1); }), HasSubstr("is not gathered"));
+    std::vector<float> before;
+    store.gather(1);
+    const std::size_t p = store.units()[1].first;
+    before.assign(store.value(p), store.value(p) + store.count(p));
+    EXPECT_EQ(to_float(store.compute_value(p)[0]), to_float(to_bfloat16(before[0])));
+    EXPECT_GT(store.compute_bytes(), 0U);
+    store.release(1);
+    EXPECT_EQ(store.compute_bytes(), 0U);
+    (void)trainer.step();
+    store.gather(1);
+    // The step moved the values, and the copy is of the new ones.
+    const float now = store.value(p)[0];
+    EXPECT_NE(now, before[0]);
+    EXPECT_EQ(to_float(store.compute_value(p)[0]), to_float(to_bfloat16(now)));
+    store.release(1);
+  });
+}
+
 TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFloor) {
   TrainSettings s;
   s.learning_rate = 1.0F;

@@ -212,7 +212,7 @@ class ParameterStore {
   std::vector<BFloat16> compute_;
   std::vector<std::vector<BFloat16>> unit_compute_;
   std::vector<std::uint64_t> compute_version_;
-  std::vector<std::size_t> gathered_depth_;     // nested gathers of each unit (sharded)
+  std::vector<std::size_t> gathered_depth_;    // nested gathers of each unit (sharded)
   std::vector<std::uint64_t> gather_version_;  // each unit's outermost gathers so far
   mutable bool ever_allocated_ = false;
 };

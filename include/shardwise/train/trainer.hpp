@@ -176,10 +176,14 @@ class Trainer {
   float run_model(const TokenBatch& batch, float loss_scale, bool with_grads,
                   const GradientsReady& ready);
 
-  // Averages `count` elements in place over the shards, then over the replicas.
+  // Averages `count` elements in place over the shards, then over the replicas, in float32 (the
+  // loss).
   void average(float* data, std::size_t count);
-  // Averages in place over the replicas of this rank's shard (HSDP; nothing without).
+  // Averages in place over the replicas of this rank's shard (HSDP; nothing without), in the
+  // reduce dtype.
   void average_over_replicas(std::span<float> values);
+  // ZeRO-2 in bf16: every member's blocks rounded, reduce-scattered, this rank's widened.
+  void reduce_scatter_in_bf16(std::span<const float> packed, std::span<float> mine);
   // ZeRO 0 and 1: reduces the gradients backward did not announce (`started` holds the ranges
   // it did), with `reduce`; an announcement that overlaps another is an InvalidArgument.
   void reduce_unannounced(std::vector<std::pair<std::size_t, std::size_t>>& started,
@@ -202,6 +206,7 @@ class Trainer {
   std::unique_ptr<detail::UnitShards> shards_;  // ZeRO 1 and 2
   // ZeRO 1 and 2: packed units on their way to or from the group, reused from step to step.
   std::vector<float> packed_;
+  std::vector<BFloat16> narrow_;  // gradients on their way in bf16, reused from step to step
   std::unique_ptr<detail::ShardedUnits> units_;  // ZeRO-3
   std::int64_t steps_done_ = 0;
 };

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-
 namespace shardwise::train::transformer {
 
 void HeadPart::forward(float* losses, float* normed, float* statistics, const float* inp,

@@ -46,18 +46,17 @@ void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float*
     const std::size_t proj = bias_ ? 2 : 1;
     float* const fc = arrays;
     float* const act = arrays + BT * W;
-    products.backward(act, p.grad(proj), bias_ ? p.grad(proj + 1) : nullptr, dout, act, p, proj,
-                      BT, W, C, InputGradient::kOverwrite);
+    products.backward(act, p.grad(proj), bias_ ? p.grad(proj + 1) : nullptr, dout, act, p, proj, BT,
+                      W, C, InputGradient::kOverwrite);
     kernels::gelu_backward(scratch, fc, act, BT * W, InputGradient::kOverwrite);
-    products.backward(dnormed, p.grad(0), bias_ ? p.grad(1) : nullptr, scratch, normed, p, 0, BT,
-                      C, W, InputGradient::kOverwrite);
+    products.backward(dnormed, p.grad(0), bias_ ? p.grad(1) : nullptr, scratch, normed, p, 0, BT, C,
+                      W, InputGradient::kOverwrite);
     return;
   }
   float* const gate = arrays;
   float* const up = arrays + BT * W;
   float* const act = up + BT * W;
-  products.backward(act, p.grad(2), nullptr, dout, act, p, 2, BT, W, C,
-                    InputGradient::kOverwrite);
+  products.backward(act, p.grad(2), nullptr, dout, act, p, 2, BT, W, C, InputGradient::kOverwrite);
   // gate's and up's gradients over gate and up (the kernel reads an element before it writes).
   kernels::swiglu_backward(gate, up, act, gate, up, BT * W, InputGradient::kOverwrite);
   products.backward(dnormed, p.grad(0), nullptr, gate, normed, p, 0, BT, C, W,

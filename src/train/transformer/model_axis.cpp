@@ -1,6 +1,5 @@
 #include "model_axis.hpp"
 
-
 namespace shardwise::train::transformer {
 
 void ModelAxis::gather_norm(float* whole, const Rows& rows) const {

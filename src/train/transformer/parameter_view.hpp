@@ -17,7 +17,9 @@ class ParameterView {
   [[nodiscard]] float* value(std::size_t j) const { return store_->value(at(j)); }
   [[nodiscard]] float* grad(std::size_t j) const { return store_->grad(at(j)); }
   // Its bf16 copy, as bf16 products read it.
-  [[nodiscard]] const BFloat16* compute(std::size_t j) const { return store_->compute_value(at(j)); }
+  [[nodiscard]] const BFloat16* compute(std::size_t j) const {
+    return store_->compute_value(at(j));
+  }
   [[nodiscard]] std::size_t at(std::size_t j) const { return (*index_)[first_ + j]; }
   // The view of parameters from j on.
   [[nodiscard]] ParameterView from(std::size_t j) const {

@@ -22,8 +22,7 @@ class Products {
   [[nodiscard]] Precision precision() const { return precision_; }
   // out = inp W^T + bias, W the parameter `weight` of `p` (out_features x in).
   void forward(float* out, const float* inp, const ParameterView& p, std::size_t weight,
-               const float* bias, std::size_t rows, std::size_t in,
-               std::size_t out_features) const;
+               const float* bias, std::size_t rows, std::size_t in, std::size_t out_features) const;
   // matmul_backward's sums for the same product: dinp (+)= dout W, dW += dout^T inp, dbias +=
   // dout's column sums (dbias may be null; dW may be another buffer than W's gradient). dinp may
   // be inp.
