@@ -69,6 +69,10 @@ class GenerateCommand final : public Command {
     app_->add_option("--mesh", mesh_, "A 'model' axis to split the model over: model=2");
     app_->add_option("--backend", backend_, "local or mpi (default: mpi under mpirun)");
     app_->add_option("--threads", threads_, "BLAS threads per rank (default 1 with several ranks)");
+    app_->add_option("--precision", precision_,
+                     "fp32, or bf16 (the products on bf16 copies of the weights and bf16 "
+                     "roundings of their inputs, accumulating in float32)")
+        ->default_val("fp32");
     add_blas_option(*app_, blas_);
     app_->add_flag("--json", json_, "One JSON object: ids, text, timings");
   }
@@ -84,6 +88,7 @@ class GenerateCommand final : public Command {
     train::GenerationSettings settings;
     settings.mesh = Mesh::parse(mesh_ ? *mesh_ : "model=1");
     settings.names = named;
+    settings.precision = parse_precision(precision_, "--precision");
     train::GenerationOptions& options = settings.options;
     options.max_new_tokens =
         static_cast<std::size_t>(bounded(max_new_tokens_, "--max-new-tokens", 0, 1 << 24));
@@ -165,6 +170,7 @@ class GenerateCommand final : public Command {
   std::optional<std::string> prompt_, prompt_file_, prompt_ids_, tokenizer_;
   std::string max_new_tokens_, temperature_, top_k_, top_p_, seed_;
   std::optional<std::string> stop_ids_, mesh_, threads_;
+  std::string precision_ = "fp32";
   std::optional<std::string> backend_;
   std::string blas_;
   bool json_ = false;

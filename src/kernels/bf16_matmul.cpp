@@ -123,6 +123,14 @@ bool bf16_units() { return has_units(); }
 bool bf16_units_used() { return units_used.load() && has_units(); }
 void use_bf16_units(bool use) { units_used.store(use); }
 
+std::string bf16_emulation_note() {
+  if (bf16_units_used()) return {};
+  return std::string("bf16 is emulated: ") +
+         (bf16_units() ? "the bf16 units are turned off"
+                       : "this CPU has no bf16 units (AVX512_BF16 or AMX)") +
+         ", so the products widen their bf16 operands to float32: the same sums, not faster";
+}
+
 void to_bf16(std::span<const float> in, std::span<BFloat16> out) {
   if (in.size() != out.size()) {
     throw InvalidArgument("to_bf16: " + std::to_string(in.size()) + " floats into " +

@@ -90,9 +90,9 @@ std::unique_ptr<train::ModelChunk> GptDefinition::build_chunk(
 
 std::unique_ptr<train::Decoder> GptDefinition::build_decoder(
     train::ParameterStore& store, const train::TensorParallel& tensor_parallel,
-    std::size_t capacity) const {
+    std::size_t capacity, Precision precision) const {
   return train::make_transformer_decoder(gpt_transformer(config_), *this, store, tensor_parallel,
-                                         capacity);
+                                         capacity, precision);
 }
 
 }  // namespace shardwise::models

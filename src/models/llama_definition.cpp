@@ -143,9 +143,9 @@ std::unique_ptr<train::ModelChunk> LlamaDefinition::build_chunk(
 
 std::unique_ptr<train::Decoder> LlamaDefinition::build_decoder(
     train::ParameterStore& store, const train::TensorParallel& tensor_parallel,
-    std::size_t capacity) const {
+    std::size_t capacity, Precision precision) const {
   return train::make_transformer_decoder(llama_transformer(config_), *this, store, tensor_parallel,
-                                         capacity);
+                                         capacity, precision);
 }
 
 }  // namespace shardwise::models

@@ -214,6 +214,7 @@ void load_whole(const ModelSource& source, train::ParameterStore& store) {
         {spec.name, spec.shape, box, std::span<float>(store.value(p), store.count(p))});
   }
   source.values(blocks);
+  store.mark_values_changed();
 }
 
 }  // namespace shardwise::models

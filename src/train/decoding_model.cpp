@@ -26,7 +26,7 @@ std::vector<ParameterSpec> decoding_blocks(const ModelDefinition& model,
 
 // What every rank must agree on, each as exact text (a double by its shortest round-trip form).
 std::vector<Setting> generation_settings(const ModelDefinition& model,
-                                         const std::string& values_identity,
+                                         const std::string& values_identity, Precision precision,
                                          std::span<const std::int32_t> prompt,
                                          const GenerationOptions& options) {
   const auto text = [](double value) {
@@ -40,6 +40,7 @@ std::vector<Setting> generation_settings(const ModelDefinition& model,
   };
   return {{"model", model.describe()},
           {"weights", values_identity},
+          {"precision", to_string(precision)},
           {"prompt", ids(prompt)},
           {"max_new_tokens", std::to_string(options.max_new_tokens)},
           {"temperature", text(options.sampling.temperature)},
@@ -63,9 +64,10 @@ void DecodingModel::check_mesh(const Mesh& mesh, const SettingNames& named) {
 
 DecodingModel::DecodingModel(std::shared_ptr<const ModelDefinition> model,
                              const ParallelContext& context, const InitialValues& values,
-                             std::size_t capacity, std::string values_identity)
+                             std::size_t capacity, std::string values_identity, Precision precision)
     : model_(std::move(model)),
       values_identity_(std::move(values_identity)),
+      precision_(precision),
       world_(&context.world()),
       tp_(context),
       store_(decoding_blocks(*model_, context), ParameterStore::Gradients::kNone) {
@@ -82,7 +84,8 @@ DecodingModel::DecodingModel(std::shared_ptr<const ModelDefinition> model,
           {spec.name, spec.whole_shape(), box, std::span<float>(store_.value(p), store_.count(p))});
     }
     values(blocks);
-    decoder_ = model_->build_decoder(store_, tp_, capacity);
+    store_.mark_values_changed();
+    decoder_ = model_->build_decoder(store_, tp_, capacity, precision);
   } catch (const CommError&) {
     throw;
   } catch (const std::exception& e) {  // a file system's error too, not only bad input
@@ -93,7 +96,8 @@ DecodingModel::DecodingModel(std::shared_ptr<const ModelDefinition> model,
 
 GenerationResult DecodingModel::generate(std::span<const std::int32_t> prompt,
                                          const GenerationOptions& options) {
-  check_ranks_agree(*world_, generation_settings(*model_, values_identity_, prompt, options));
+  check_ranks_agree(*world_,
+                    generation_settings(*model_, values_identity_, precision_, prompt, options));
   return train::generate(*decoder_, tp_, prompt, options);
 }
 

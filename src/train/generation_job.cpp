@@ -71,7 +71,8 @@ GenerationResult GenerationJob::run_rank(Communicator& comm,
   }
   if (threads_ > 0) kernels::set_blas_threads(threads_);
   const ParallelContext context(comm, mesh);
-  DecodingModel model(settings_.model, context, settings_.values, 0, settings_.values_identity);
+  DecodingModel model(settings_.model, context, settings_.values, 0, settings_.values_identity,
+                      settings_.precision);
   return model.generate(prompt, settings_.options);
 }
 

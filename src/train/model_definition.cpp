@@ -14,7 +14,8 @@ std::vector<SharedRows> ModelDefinition::shared_rows(int /*degree*/) const { ret
 
 std::unique_ptr<Decoder> ModelDefinition::build_decoder(ParameterStore& /*store*/,
                                                         const TensorParallel& /*tensor_parallel*/,
-                                                        std::size_t /*capacity*/) const {
+                                                        std::size_t /*capacity*/,
+                                                        Precision /*precision*/) const {
   throw InvalidArgument("the model family '" + family() +
                         "' does not generate: it has no decoder (ModelDefinition::build_decoder)");
 }

@@ -11,6 +11,7 @@
 #include "shardwise/comm/backend_choice.hpp"
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/blas_library.hpp"
 #include "shardwise/kernels/matmul.hpp"
 #include "shardwise/plan/cost_model.hpp"
@@ -507,6 +508,11 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   if (speaks) {
     observer.started(plan);
     for (const std::string& line : corpus_->notes()) observer.note(line);
+    if (s.precision == Precision::kBf16) {
+      if (const std::string emulated = kernels::bf16_emulation_note(); !emulated.empty()) {
+        observer.note(emulated);
+      }
+    }
   }
   // What this rank sent along each axes in training steps (not in validation).
   std::map<std::string, std::int64_t> per_axes;

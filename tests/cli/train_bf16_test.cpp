@@ -4,10 +4,12 @@
 // gradients reduced in bf16 too; and what cannot be read is refused naming the flag.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
 #include "run_command.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 
 namespace shardwise::cli {
 namespace {
@@ -130,6 +132,36 @@ TEST(TrainBf16, GradientsReducedInBf16FollowTheFloat32Reduction) {
       largest = std::max(largest, std::abs(b[s] - a[s]));
     }
     EXPECT_GT(largest, 0.0) << where << ": the bf16 reduction changed nothing";
+  }
+}
+
+// Without bf16 units (a CPU with AVX2 only, or the units turned off as here) bf16 runs on the
+// widened roundings: the losses of the units' run but for the order of the sums, and one note
+// that says so.
+TEST(TrainBf16, WithoutBf16UnitsItRunsEmulatedAndSaysSo) {
+  const std::vector<std::string> layout{"--mesh", "fsdp=2,model=2", "--zero",
+                                        "3",      "--precision",    "bf16"};
+  const testing::Result units = run_command(micro("llama_micro.json", layout));
+  kernels::use_bf16_units(false);
+  const testing::Result emulated = run_command(micro("llama_micro.json", layout));
+  kernels::use_bf16_units(true);
+  const std::vector<double> a = losses_of(units, "units");
+  const std::vector<double> b = losses_of(emulated, "emulated");
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t s = 0; s < a.size(); ++s) EXPECT_NEAR(b[s], a[s], 1e-4 * a[s]) << s + 1;
+  // What a person reads (the notes are not among the JSON lines).
+  std::vector<std::string> words = micro("llama_micro.json", layout);
+  words.erase(std::find(words.begin(), words.end(), "--json"));
+  const testing::Result a_run = run_command(words);
+  kernels::use_bf16_units(false);
+  const testing::Result b_run = run_command(words);
+  kernels::use_bf16_units(true);
+  const std::string with_units = a_run.out + a_run.err, without = b_run.out + b_run.err;
+  const std::string note = "bf16 is emulated";
+  EXPECT_NE(without.find(note), std::string::npos) << without;
+  EXPECT_EQ(without.find(note), without.rfind(note)) << "said more than once";
+  if (kernels::bf16_units()) {
+    EXPECT_EQ(with_units.find(note), std::string::npos) << with_units;
   }
 }
 

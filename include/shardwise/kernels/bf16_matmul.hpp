@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 
 #include "shardwise/core/half.hpp"
 #include "shardwise/kernels/input_gradient.hpp"
@@ -19,6 +20,9 @@ namespace shardwise::kernels {
 [[nodiscard]] bool bf16_units();
 [[nodiscard]] bool bf16_units_used();
 void use_bf16_units(bool use);
+// Empty where the products use bf16 units; otherwise one sentence for a person: bf16 runs
+// emulated here (the roundings widened to float32, the same sums), correct but not faster.
+[[nodiscard]] std::string bf16_emulation_note();
 
 // Rounds to nearest, ties to even (NaN stays NaN); `in` and `out` of one size.
 void to_bf16(std::span<const float> in, std::span<BFloat16> out);

@@ -105,7 +105,7 @@ class GptDefinition final : public train::ModelDefinition {
   [[nodiscard]] bool decodes() const override { return true; }
   [[nodiscard]] std::unique_ptr<train::Decoder> build_decoder(
       train::ParameterStore& store, const train::TensorParallel& tensor_parallel,
-      std::size_t capacity) const override;
+      std::size_t capacity, Precision precision) const override;
 
  private:
   GptConfig config_;

@@ -26,10 +26,10 @@ class DecodingModel {
   // InvalidArgument naming the axis where another splits, the family where it does not decode,
   // or the sizes the model axis does not divide; `values`' errors are every rank's error.
   // `values_identity` names the values (models::ModelSource::identity): ranks must agree on it
-  // as on the model.
+  // as on the model. The products compute in `precision`.
   DecodingModel(std::shared_ptr<const ModelDefinition> model, const ParallelContext& context,
                 const InitialValues& values, std::size_t capacity = 0,
-                std::string values_identity = {});
+                std::string values_identity = {}, Precision precision = Precision::kFp32);
 
   // InvalidArgument where `mesh` has an axis of size > 1 other than 'model' (a command checks
   // its --mesh before it starts a rank).
@@ -50,6 +50,7 @@ class DecodingModel {
  private:
   std::shared_ptr<const ModelDefinition> model_;
   std::string values_identity_;
+  Precision precision_ = Precision::kFp32;
   Communicator* world_;  // the context's: every rank of the job
   TensorParallel tp_;
   ParameterStore store_;

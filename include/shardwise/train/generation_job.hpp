@@ -30,6 +30,7 @@ struct GenerationSettings {
   // A 'model' axis to split the model over; every other axis of size 1.
   Mesh mesh{{"model"}, {1}};
   GenerationOptions options;
+  Precision precision = Precision::kFp32;  // what the products compute in
   int threads = 0;  // BLAS threads per rank (0: the library's default, 1 with several ranks)
   // How the caller names these settings in messages (a command: its flags).
   SettingNames names;

@@ -121,10 +121,11 @@ class ModelDefinition {
   [[nodiscard]] virtual bool decodes() const { return false; }
   // A decoder of the whole model (every layer and the head) reading `store`, which holds every
   // parameter split over the model axis as model_placements and shared_rows say for
-  // `tensor_parallel`'s degree, caching at most `capacity` positions (0: the context). The
-  // default throws InvalidArgument naming the family.
+  // `tensor_parallel`'s degree, caching at most `capacity` positions (0: the context), its
+  // products in `precision`. The default throws InvalidArgument naming the family.
   [[nodiscard]] virtual std::unique_ptr<Decoder> build_decoder(
-      ParameterStore& store, const TensorParallel& tensor_parallel, std::size_t capacity) const;
+      ParameterStore& store, const TensorParallel& tensor_parallel, std::size_t capacity,
+      Precision precision) const;
 };
 
 // Where a chunk of `range` finds each of the model's parameters (parameters() order) in

@@ -64,9 +64,10 @@ struct TransformerParameterLayout {
 
 // A decoder of the whole of `model` (train/decoder.hpp) on `tensor_parallel`'s model axis, the
 // store holding every parameter as build_decoder's contract says, caching at most `capacity`
-// positions (0: the context): the same parts, attention through a key/value cache.
+// positions (0: the context): the same parts, attention through a key/value cache, the products
+// in `precision`.
 [[nodiscard]] std::unique_ptr<Decoder> make_transformer_decoder(
     const TransformerSpec& spec, const ModelDefinition& model, ParameterStore& store,
-    const TensorParallel& tensor_parallel, std::size_t capacity);
+    const TensorParallel& tensor_parallel, std::size_t capacity, Precision precision);
 
 }  // namespace shardwise::train

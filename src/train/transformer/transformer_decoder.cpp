@@ -27,11 +27,11 @@ std::size_t checked_capacity(const TransformerShape& shape, std::size_t capacity
 
 TransformerDecoder::TransformerDecoder(const TransformerSpec& spec, const ModelDefinition& model,
                                        ParameterStore& store, const TensorParallel& tensor_parallel,
-                                       std::size_t capacity)
+                                       std::size_t capacity, Precision precision)
     : spec_(spec),
       places_(parameter_layout(spec.shape)),
       store_(store),
-      axis_(tensor_parallel, false, spec.shape.hidden, Precision::kFp32),
+      axis_(tensor_parallel, false, spec.shape.hidden, precision),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_),
       attention_(spec_, axis_),
       mlp_(spec.shape, axis_),
@@ -126,9 +126,9 @@ std::unique_ptr<Decoder> make_transformer_decoder(const TransformerSpec& spec,
                                                   const ModelDefinition& model,
                                                   ParameterStore& store,
                                                   const TensorParallel& tensor_parallel,
-                                                  std::size_t capacity) {
+                                                  std::size_t capacity, Precision precision) {
   return std::make_unique<transformer::TransformerDecoder>(spec, model, store, tensor_parallel,
-                                                           capacity);
+                                                           capacity, precision);
 }
 
 }  // namespace shardwise::train

@@ -25,7 +25,7 @@ class TransformerDecoder final : public Decoder {
   // divide, is an InvalidArgument.
   TransformerDecoder(const TransformerSpec& spec, const ModelDefinition& model,
                      ParameterStore& store, const TensorParallel& tensor_parallel,
-                     std::size_t capacity);
+                     std::size_t capacity, Precision precision);
 
   void forward(std::span<const std::int32_t> tokens, std::span<float> logits) override;
   [[nodiscard]] std::size_t length() const override { return length_; }
