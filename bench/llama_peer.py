@@ -47,6 +47,8 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3, help="steps the median leaves out")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--bf16", action="store_true",
+                        help="under torch.autocast('cpu', dtype=torch.bfloat16)")
     args = parser.parse_args()
     if not 0 <= args.warmup < args.steps:
         parser.error(f"--warmup is {args.warmup}; expected 0 to --steps - 1")
@@ -62,7 +64,9 @@ def main():
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        loss = step_model(input_ids=tokens, labels=tokens).loss
+        # bf16: PyTorch's CPU autocast (float32 parameters and optimizer; the products in bf16).
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss = step_model(input_ids=tokens, labels=tokens).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -77,7 +81,8 @@ def main():
     if not args.compile:
         activations = saved_bytes(step) // args.batch
     print(json.dumps({
-        "peer": "transformers" + (" compiled" if args.compile else ""),
+        "peer": "transformers" + (" compiled" if args.compile else "") +
+                (" autocast-bf16" if args.bf16 else ""),
         "batch": args.batch, "seq": args.seq, "threads": args.threads,
         "tokens_per_s": args.batch * args.seq / seconds, "seconds_per_step": seconds,
         "activation_bytes_per_sequence": activations,

@@ -63,9 +63,11 @@ class Gpt(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
-def train_step(model, step_model, optimizer, tokens, targets):
+def train_step(model, step_model, optimizer, tokens, targets, bf16=False):
     optimizer.zero_grad(set_to_none=True)
-    loss = step_model(tokens, targets)
+    # bf16: PyTorch's CPU autocast (float32 parameters and optimizer; the products in bf16).
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        loss = step_model(tokens, targets)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
@@ -97,6 +99,8 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3, help="steps the median leaves out")
     parser.add_argument("--compile", action="store_true", help="torch.compile the model")
+    parser.add_argument("--bf16", action="store_true",
+                        help="under torch.autocast('cpu', dtype=torch.bfloat16)")
     parser.add_argument("--profile", action="store_true",
                         help="after the timed steps, profile 4 more and print each operator's "
                              "share of their time (the matrix products' share first) to stderr")
@@ -114,13 +118,14 @@ def main():
     times = []
     for step in range(args.steps):
         start = time.perf_counter()
-        loss = train_step(model, step_model, optimizer, tokens, targets)
+        loss = train_step(model, step_model, optimizer, tokens, targets, args.bf16)
         times.append(time.perf_counter() - start)
     if args.profile:
-        print_profile(lambda: train_step(model, step_model, optimizer, tokens, targets))
+        print_profile(lambda: train_step(model, step_model, optimizer, tokens, targets, args.bf16))
     kept = sorted(times[args.warmup:])
     steady = kept[len(kept) // 2]  # median after warm-up
-    print(json.dumps({"peer": "pytorch-compile" if args.compile else "pytorch",
+    print(json.dumps({"peer": ("pytorch-compile" if args.compile else "pytorch") +
+                      ("-autocast-bf16" if args.bf16 else ""),
                       "model": args.model, "batch": args.batch, "seq": context,
                       "threads": args.threads, "seconds_per_step": steady,
                       "tokens_per_s": args.batch * context / steady,

@@ -83,8 +83,8 @@ void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
     float* const q_out = shape_.qk_norm ? a.qk_input : q;
     float* const k_out = shape_.qk_norm ? a.qk_input + BT * q_width_ : k;
     products.forward(q_out, normed, p, 0, bias(0), BT, C, q_width_);
-    products.forward(k_out, normed, p, b, bias(b), BT, C, kv_width_);
-    products.forward(v, normed, p, 2 * b, bias(2 * b), BT, C, kv_width_);
+    products.forward(k_out, normed, p, b, bias(b), BT, C, kv_width_, Input::kAsBefore);
+    products.forward(v, normed, p, 2 * b, bias(2 * b), BT, C, kv_width_, Input::kAsBefore);
     if (shape_.qk_norm) norm_queries_and_keys(q, k, q_out, k_out, a.qk_statistics, BT, p);
   }
   if (!frequencies_.empty()) {
@@ -169,8 +169,10 @@ void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratc
       replicated_kv_ ? (kv_bias != 0 ? kv_grads + 2 * kv_block + kv_bias : nullptr) : dbias(2 * b);
   const std::size_t kv_scratch = 2 * (kv_block + kv_bias);
   if (replicated_kv_) std::fill(kv_grads, kv_grads + kv_scratch, 0.0F);
-  products.backward(dnormed, dk_weight, dk_bias, dk, normed, p, b, BT, C, kv_width_);
-  products.backward(dnormed, dv_weight, dv_bias, dv, normed, p, 2 * b, BT, C, kv_width_);
+  products.backward(dnormed, dk_weight, dk_bias, dk, normed, p, b, BT, C, kv_width_,
+                    InputGradient::kAccumulate, Input::kAsBefore);
+  products.backward(dnormed, dv_weight, dv_bias, dv, normed, p, 2 * b, BT, C, kv_width_,
+                    InputGradient::kAccumulate, Input::kAsBefore);
   if (!replicated_kv_) return;
   axis_.tp().sum_among(kv_grads, kv_scratch, kv_sharers_);
   float* const held[4] = {p.grad(b), p.grad(2 * b), dbias(b), dbias(2 * b)};
@@ -203,8 +205,9 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
     // The new positions' keys and values go straight into the caches, normed and rotated there.
     const std::size_t b = shape_.qkv_bias ? 2 : 1;
     products.forward(queries, normed, p, 0, bias(0), rows, C, q_width_);
-    products.forward(new_keys, normed, p, b, bias(b), rows, C, kv_width_);
-    products.forward(new_values, normed, p, 2 * b, bias(2 * b), rows, C, kv_width_);
+    products.forward(new_keys, normed, p, b, bias(b), rows, C, kv_width_, Input::kAsBefore);
+    products.forward(new_values, normed, p, 2 * b, bias(2 * b), rows, C, kv_width_,
+                     Input::kAsBefore);
     if (shape_.qk_norm) {
       norm_queries_and_keys(queries, new_keys, queries, new_keys, qk_statistics, rows, p);
     }

@@ -32,7 +32,7 @@ void MlpPart::forward(float* out, float* arrays, const float* normed, const Para
   float* const up = arrays + BT * W;
   float* const act = up + BT * W;
   products.forward(gate, normed, p, 0, nullptr, BT, C, W);
-  products.forward(up, normed, p, 1, nullptr, BT, C, W);
+  products.forward(up, normed, p, 1, nullptr, BT, C, W, Input::kAsBefore);
   kernels::swiglu_forward(act, gate, up, BT * W);
   axis_.row_parallel(out, act, p, 2, nullptr, W, rows);
 }
@@ -61,7 +61,8 @@ void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float*
   kernels::swiglu_backward(gate, up, act, gate, up, BT * W, InputGradient::kOverwrite);
   products.backward(dnormed, p.grad(0), nullptr, gate, normed, p, 0, BT, C, W,
                     InputGradient::kOverwrite);
-  products.backward(dnormed, p.grad(1), nullptr, up, normed, p, 1, BT, C, W);
+  products.backward(dnormed, p.grad(1), nullptr, up, normed, p, 1, BT, C, W,
+                    InputGradient::kAccumulate, Input::kAsBefore);
 }
 
 }  // namespace shardwise::train::transformer
