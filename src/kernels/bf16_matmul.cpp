@@ -187,7 +187,12 @@ void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const BFloa
     detail::parallel_for(out_features, 32, [&](std::size_t first, std::size_t last) {
       for (std::size_t r = 0; r < rows; ++r) {
         const BFloat16* row = dout + r * out_features;
-        for (std::size_t o = first; o < last; ++o) dbias[o] += shardwise::to_float(row[o]);
+        for (std::size_t o = first; o < last; ++o) {
+          const std::uint32_t bits = static_cast<std::uint32_t>(row[o].bits) << 16;
+          float value = 0;
+          std::memcpy(&value, &bits, sizeof value);
+          dbias[o] += value;
+        }
       }
     });
   }

@@ -27,6 +27,10 @@ void check_settings(const TrainSettings& settings, std::size_t data_parallel_ran
     throw InvalidArgument(named("zero") + " " + std::to_string(settings.zero) +
                           " is not 0, 1, 2 or 3");
   }
+  if (settings.reduce_dtype != DType::kF32 && settings.reduce_dtype != DType::kBF16) {
+    throw InvalidArgument(named("reduce_dtype") + " " + to_string(settings.reduce_dtype) +
+                          " is not fp32 or bf16");
+  }
 }
 
 float learning_rate_at(const TrainSettings& s, std::int64_t step) {

@@ -23,6 +23,9 @@ endfunction()
 expect_disagreement(--seed 1 "--mesh;fsdp=2;--seed;1" "--mesh;fsdp=2;--seed;2")
 expect_disagreement(--lr 1 "--mesh;data=2;--lr;1e-3" "--mesh;data=2;--lr;0.5")
 expect_disagreement(--mesh 2 "--mesh;data=2,fsdp=2;--zero;3" "--mesh;fsdp=4;--zero;3")
+# One half computing in bf16, or reducing in bf16: the sums would differ from rank to rank.
+expect_disagreement(--precision 1 "--mesh;fsdp=2;--zero;3" "--mesh;fsdp=2;--zero;3;--precision;bf16")
+expect_disagreement(--reduce-dtype 1 "--mesh;data=2" "--mesh;data=2;--reduce-dtype;bf16")
 
 # --blas: one half on oneDNN and the other on MKL, where MKL is on this machine
 # (tests/mkl_for_tests.hpp looks in the same places).

@@ -558,6 +558,16 @@ TEST(Trainer, BadSettingsAreNamed) {
                 });
               }),
               HasSubstr("zero 4 is not 0, 1, 2 or 3"));
+  TrainSettings in_f16 = settings_for(0);
+  in_f16.reduce_dtype = DType::kF16;
+  EXPECT_THAT(error_of([&] {
+                run_local(1, [&](Communicator& comm) {
+                  testing::GptModel model(kConfig, 1);
+                  ParallelContext context(comm, Mesh({"data"}, {1}));
+                  Trainer trainer(context, model, corpus, in_f16);
+                });
+              }),
+              HasSubstr("reduce_dtype f16 is not fp32 or bf16"));
   // Shardings made for another group size.
   TrainSettings for_four = settings_for(3);
   for_four.shardings = default_shardings(models::gpt_parameters(kConfig), "fsdp", 4);

@@ -3,7 +3,8 @@
 // sequence parallelism after Korthikanti et al. 2022): a norm's rows gathered along the sequence,
 // a row-parallel product summed (or reduce-scattered), a column-parallel input's gradient summed
 // (or reduce-scattered), a row-parallel output's gradient gathered. Without sequence parallelism
-// the local rows are the whole and the gathers are nothing.
+// the local rows are the whole and the gathers are nothing. It holds the chunk's Products too,
+// which every part that crosses the axis runs its products through.
 
 #include <cstddef>
 
