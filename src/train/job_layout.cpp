@@ -189,6 +189,14 @@ std::string plan_text(const JobPlan& plan) {
             (plan.sequence_parallel ? ", sequence parallel" : "") + ")";
   }
   text += "; " + plan.sharding + "\n";
+  if (plan.precision == Precision::kBf16) {
+    text +=
+        "precision: bf16 mixed (float32 weights, gradients and optimizer state; the matrix "
+        "products on bf16 copies)";
+    text += plan.reduce_dtype == DType::kBF16 ? "; gradients reduced in bf16\n" : "\n";
+  } else if (plan.reduce_dtype == DType::kBF16) {
+    text += "precision: fp32; gradients reduced in bf16\n";
+  }
   if (plan.pipeline) {
     const PipelineLayout& p = *plan.pipeline;
     const std::size_t per_rank = plan.batch / static_cast<std::size_t>(plan.data_parallel);

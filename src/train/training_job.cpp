@@ -387,6 +387,8 @@ JobPlan TrainingJob::describe_plan(const ParallelContext& context, DistributedMo
   plan.data_parallel = context.data_parallel_size();
   plan.model_parallel = context.degree(kModelAxis);
   plan.sequence_parallel = s.sequence_parallel;
+  plan.precision = s.precision;
+  plan.reduce_dtype = settings.reduce_dtype;
   plan.sharding = sharding_plan(settings.zero, context, model.parameters().units().size());
   plan.pipeline = pipeline_;
   if (pipeline_) {

@@ -157,6 +157,11 @@ TEST(TrainBf16, WithoutBf16UnitsItRunsEmulatedAndSaysSo) {
   const testing::Result b_run = run_command(words);
   kernels::use_bf16_units(true);
   const std::string with_units = a_run.out + a_run.err, without = b_run.out + b_run.err;
+  // The plan says what the run computes in.
+  EXPECT_NE(with_units.find("precision: bf16 mixed (float32 weights, gradients and optimizer "
+                            "state; the matrix products on bf16 copies)\n"),
+            std::string::npos)
+      << with_units;
   const std::string note = "bf16 is emulated";
   EXPECT_NE(without.find(note), std::string::npos) << without;
   EXPECT_EQ(without.find(note), without.rfind(note)) << "said more than once";

@@ -85,7 +85,9 @@ struct JobPlan {
   std::int64_t data_parallel = 1;
   std::int64_t model_parallel = 1;
   bool sequence_parallel = false;
-  std::string sharding;  // sharding_plan's line
+  Precision precision = Precision::kFp32;
+  DType reduce_dtype = DType::kF32;  // what gradients are reduced in
+  std::string sharding;              // sharding_plan's line
   std::optional<PipelineLayout> pipeline;
   double published_bubble = 0;
   std::vector<StagePlan> stages;
