@@ -122,18 +122,20 @@ const train::SettingNames& hf_flags() {
                                                       {"force", "--force"},
                                                       {"format", "--format"},
                                                       {"model", "--model"},
-                                                      {"ranks", "--ranks"}});
+                                                      {"ranks", "--ranks"},
+                                                      {"dtype", "--dtype"}});
   return names;
 }
 
 void export_hf(const std::string& path, const std::string& format, const std::string& folder,
-               bool force, std::ostream& out) {
+               bool force, const std::string& dtype, std::ostream& out) {
+  const DType written = parse_float_dtype(dtype, "--dtype");
   const models::HfExportResult result =
-      models::export_to_hf({path, format, folder, force, hf_flags()});
+      models::export_to_hf({path, format, folder, force, written, hf_flags()});
   out << "exported step " << result.step << " of " << echo_input(result.checkpoint.string(), 200)
       << " to " << echo_input(folder, 200) << "/model.safetensors (" << result.tensors
-      << " tensors, " << result.layout << " layout) and " << echo_input(folder, 200)
-      << "/config.json\n";
+      << " tensors in " << (written == DType::kBF16 ? "bfloat16" : "float32") << ", "
+      << result.layout << " layout) and " << echo_input(folder, 200) << "/config.json\n";
 }
 
 void import_hf(const std::string& path, const std::string& format,
@@ -305,6 +307,11 @@ class CkptCommand final : public Command {
     export_->add_flag("--force", force_,
                       "Replace a model.safetensors and config.json already in --out (regular "
                       "files only; a symlink or FIFO there is always refused)");
+    export_
+        ->add_option("--dtype", dtype_,
+                     "What the weights are written in: float32 (as trained) or bfloat16 "
+                     "(rounded to nearest even; config.json's torch_dtype says so)")
+        ->default_val("float32");
     loss_ = app_->add_subcommand("loss", "The model's mean next-token loss on a file's tokens");
     loss_
         ->add_option("path", path_,
@@ -355,7 +362,7 @@ class CkptCommand final : public Command {
     if (inspect_->parsed()) {
       inspect(path_, json_, verify_, out);
     } else if (export_->parsed()) {
-      export_hf(path_, format_, out_, force_, out);
+      export_hf(path_, format_, out_, force_, dtype_, out);
     } else if (loss_->parsed()) {
       model_loss(path_, data_, data_format_, loss_->get_option("--data-format")->count() > 0,
                  tokenizer_, seq_, precision_, json_, out);
@@ -379,6 +386,7 @@ class CkptCommand final : public Command {
   std::optional<std::string> tokenizer_;
   std::optional<std::string> seq_;
   std::string precision_ = "fp32";
+  std::string dtype_ = "float32";
   std::string path_;
   std::string format_;
   std::string out_;

@@ -503,7 +503,7 @@ class TrainCommand final : public Command {
       }
       job.recompute = parse_recompute(f.recompute, "--recompute");
       job.precision = parse_precision(f.precision, "--precision");
-      job.training.reduce_dtype = parse_reduce_dtype(f.reduce_dtype, "--reduce-dtype");
+      job.training.reduce_dtype = parse_float_dtype(f.reduce_dtype, "--reduce-dtype");
       job.sequence_parallel = f.sequence_parallel;
       job.threads = f.threads ? static_cast<int>(bounded(*f.threads, "--threads", 1, 256))
                               : (ranks > 1 ? 1 : 0);

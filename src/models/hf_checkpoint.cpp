@@ -16,6 +16,7 @@
 #include "shardwise/ckpt/safetensors_file.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/core/safetensors.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/models/hf_weights.hpp"
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/models/model_resolution.hpp"
@@ -98,6 +99,11 @@ HfExportResult export_to_hf(const HfExportSettings& settings) {
   const std::string out_name = named("out");
   const std::string force_hint = "; " + named("force") + " replaces it";
   const HfAdapter& adapter = hf_adapter_named(settings.format, named("format"));
+  if (settings.dtype != DType::kF32 && settings.dtype != DType::kBF16) {
+    throw InvalidArgument(named("dtype") + " is " + to_string(settings.dtype) +
+                          "; an export writes float32 or bfloat16");
+  }
+  const bool in_bf16 = settings.dtype == DType::kBF16;
   const std::string& folder = settings.out;
   if (folder.empty()) throw InvalidArgument(out_name + " is an empty path");
   // What is in the way is found before anything is read: a user's Hugging Face folder keeps
@@ -142,6 +148,7 @@ HfExportResult export_to_hf(const HfExportSettings& settings) {
   check_model_fits(*info.model, 2, "exporting " + what);
   using Element = train::ParameterStore::Element;
   std::vector<std::vector<float>> values;
+  std::vector<std::vector<BFloat16>> rounded;  // in bf16: each tensor's rounding, in its place
   std::vector<ckpt::SafetensorsEntry> entries;
   for (const train::ParameterSpec& spec : info.model->parameters()) {
     std::vector<Element> whole(static_cast<std::size_t>(num_elements(spec.shape)));
@@ -155,6 +162,15 @@ HfExportResult export_to_hf(const HfExportSettings& settings) {
       throw ckpt::CheckpointError(bad);
     }
     values.push_back(adapter.to_hf(spec.name, spec.shape, whole));
+    if (in_bf16) {
+      rounded.emplace_back(values.back().size());
+      kernels::to_bf16(values.back(), rounded.back());
+      values.back() = {};
+      entries.push_back({spec.name, element_type(rounded.back().data()),
+                         adapter.hf_shape(spec.name, spec.shape),
+                         std::as_bytes(std::span<const BFloat16>(rounded.back()))});
+      continue;
+    }
     entries.push_back({spec.name, element_type(values.back().data()),
                        adapter.hf_shape(spec.name, spec.shape),
                        std::as_bytes(std::span<const float>(values.back()))});
@@ -168,8 +184,14 @@ HfExportResult export_to_hf(const HfExportSettings& settings) {
   ckpt::write_safetensors_file(out_folder / "model.safetensors", entries,
                                {{"format", "pt"}, {kExportMark, kExportMarkValue}},
                                {settings.force, out_name, force_hint});
-  shardwise::detail::write_whole_file(out_folder / "config.json",
-                                      adapter.hf_config_json(*info.model), policy, out_name,
+  std::string config = adapter.hf_config_json(*info.model);
+  if (in_bf16) {
+    // transformers loads the weights in the type they were saved in (torch_dtype="auto").
+    nlohmann::ordered_json json = nlohmann::ordered_json::parse(config);
+    json["torch_dtype"] = "bfloat16";
+    config = json.dump(2) + "\n";
+  }
+  shardwise::detail::write_whole_file(out_folder / "config.json", config, policy, out_name,
                                       force_hint);
   return {info.step, reader.folder(), entries.size(), adapter.words()};
 }

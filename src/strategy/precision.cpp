@@ -19,20 +19,20 @@ Precision parse_precision(const std::string& text, const std::string& field) {
   throw InvalidArgument(field + " is '" + echo_input(text) + "'; expected fp32 or bf16");
 }
 
-DType parse_reduce_dtype(const std::string& text, const std::string& field) {
+DType parse_float_dtype(const std::string& text, const std::string& field) {
   if (text == "fp32" || text == "float32") return DType::kF32;
   if (text == "bf16" || text == "bfloat16") return DType::kBF16;
-  throw InvalidArgument(field + " is '" + echo_input(text) + "'; expected fp32 or bf16");
+  throw InvalidArgument(field + " is '" + echo_input(text) +
+                        "'; expected fp32 or bf16 (or float32, bfloat16)");
 }
 
-std::string reduce_dtype_name(DType dtype) {
+std::string float_dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kF32: return "fp32";
     case DType::kBF16: return "bf16";
     default: break;
   }
-  throw InvalidArgument("a gradient reduction in " + to_string(dtype) +
-                        "; gradients are reduced in float32 or bfloat16");
+  throw InvalidArgument("element type " + to_string(dtype) + " is not fp32 or bf16");
 }
 
 }  // namespace shardwise

@@ -81,7 +81,7 @@ std::string run_config_json(const RunDescription& run) {
         {"sequence_parallel", job.sequence_parallel},
         {"recompute", to_string(job.recompute)},
         {"precision", to_string(job.precision)},
-        {"reduce_dtype", reduce_dtype_name(s.reduce_dtype)},
+        {"reduce_dtype", float_dtype_name(s.reduce_dtype)},
         {"param_sharding", utf8_text(job.param_sharding)},
         {"caller", caller}}},
       {"placements",

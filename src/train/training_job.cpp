@@ -334,7 +334,7 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
       {named("sequence_parallel"), on_off(s.sequence_parallel)},
       {named("recompute"), to_string(s.recompute)},
       {named("precision"), to_string(s.precision)},
-      {named("reduce_dtype"), reduce_dtype_name(t.reduce_dtype)},
+      {named("reduce_dtype"), float_dtype_name(t.reduce_dtype)},
       {named("param_sharding"), sharding_specs},
       {named("backend"), comm.backend()},
       {named("threads"), std::to_string(s.threads)},

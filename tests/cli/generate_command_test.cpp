@@ -155,6 +155,19 @@ TEST_F(GenerateCommand, Bf16GeneratesOneTextOnEveryDegreeAndReadsFloat32Checkpoi
   const double b = nlohmann::json::parse(bf16.out)["loss"].get<double>();
   EXPECT_NEAR(b, a, 1e-2 * a);
   EXPECT_NE(b, a);
+  // Exported in bfloat16: half the bytes, read back with the loss of the checkpoint within 1%.
+  const testing::Result exported = run_command({"ckpt", "export", newest(), "--format", "hf-gpt2",
+                                                "--out", path("hf16"), "--dtype", "bfloat16"});
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  EXPECT_THAT(exported.out, ::testing::HasSubstr("tensors in bfloat16"));
+  const testing::Result from_export =
+      run_command({"ckpt", "loss", path("hf16"), "--data", data, "--json"});
+  ASSERT_EQ(from_export.status, 0) << from_export.err;
+  EXPECT_NEAR(nlohmann::json::parse(from_export.out)["loss"].get<double>(), a, 1e-2 * a);
+  expect_bad_input(
+      {"ckpt", "export", newest(), "--format", "hf-gpt2", "--out", path("hf8"), "--dtype", "int8"},
+      "--dtype is 'int8'; expected fp32 or bf16");
+  EXPECT_FALSE(std::filesystem::exists(path("hf8")));
   // Resumed in bf16 and in float32 from the float32 checkpoint: the same step, losses within 2%.
   std::vector<double> first_losses;
   for (const char* precision : {"fp32", "bf16"}) {

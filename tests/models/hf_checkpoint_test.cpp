@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "error_of.hpp"
 #include "shardwise/ckpt/checkpoint_reader.hpp"
@@ -79,6 +80,37 @@ TEST(HfCheckpoint, AnImportOverTwoRanksExportsBitForBit) {
     (void)back.read({&target, 1});
     EXPECT_EQ(read, values[p]) << specs[p].name;
   }
+
+  // In bfloat16: every tensor the float32 export's rounded to nearest even, and config.json says
+  // so, for transformers' torch_dtype="auto".
+  HfExportSettings in_bf16{(root / "ckpt").string(), "hf-gpt2", (root / "out16").string()};
+  in_bf16.dtype = DType::kBF16;
+  EXPECT_EQ(export_to_hf(in_bf16).tensors, values.size());
+  const ckpt::CheckpointReader narrow =
+      ckpt::CheckpointReader::from_safetensors(root / "out16" / "model.safetensors");
+  for (std::size_t p = 0; p < specs.size(); ++p) {
+    const ckpt::ArrayRecord* array = narrow.index().find(specs[p].name);
+    ASSERT_NE(array, nullptr) << specs[p].name;
+    EXPECT_EQ(array->dtype, DType::kBF16) << specs[p].name;
+    std::vector<BFloat16> read(values[p].size());
+    ShardIndex box;
+    for (const std::int64_t size : array->shape) box.push_back({0, size});
+    const ckpt::BlockToLoad target{array->name, array->shape, DType::kBF16, box,
+                                   std::as_writable_bytes(std::span<BFloat16>(read))};
+    (void)narrow.read({&target, 1});
+    for (std::size_t i = 0; i < read.size(); ++i) {
+      ASSERT_EQ(read[i], to_bfloat16(values[p][i])) << specs[p].name << " element " << i;
+    }
+  }
+  std::ifstream config(root / "out16" / "config.json");
+  const std::string config_text((std::istreambuf_iterator<char>(config)),
+                                std::istreambuf_iterator<char>());
+  EXPECT_THAT(config_text, HasSubstr("\"torch_dtype\": \"bfloat16\""));
+  in_bf16.dtype = DType::kF16;
+  in_bf16.out = (root / "out_f16").string();
+  EXPECT_THAT(error_of([&] { (void)export_to_hf(in_bf16); }),
+              HasSubstr("dtype is f16; an export writes float32 or bfloat16"));
+  EXPECT_FALSE(std::filesystem::exists(root / "out_f16"));
 
   // A second import into the same place is refused, naming the settings as given.
   const train::SettingNames flags({{"out", "--out"}, {"force", "--force"}});

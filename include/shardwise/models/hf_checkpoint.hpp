@@ -36,7 +36,10 @@ struct HfExportSettings {
   std::string out;         // the folder to write model.safetensors and config.json into
   // Replace the files of an earlier export (never a folder's that the export did not write).
   bool force = false;
-  train::SettingNames names;
+  // What the weights are written in: float32 (the masters as they are) or bf16 (rounded to
+  // nearest, ties to even; config.json's torch_dtype says bfloat16).
+  DType dtype = DType::kF32;
+  train::SettingNames names = {};
 };
 
 struct HfExportResult {

@@ -18,11 +18,11 @@ enum class Precision { kFp32, kBf16 };
 // The inverse; InvalidArgument naming `field` and the text for anything else.
 [[nodiscard]] Precision parse_precision(const std::string& text, const std::string& field);
 
-// The element type gradients are reduced in over the data-parallel ranks: "fp32" or "bf16"
-// ("float32", "bfloat16" too), as Megatron-LM's --grad-reduce-in-bf16 and FSDP2's reduce_dtype
-// choose it; InvalidArgument naming `field` and the text for anything else.
-[[nodiscard]] DType parse_reduce_dtype(const std::string& text, const std::string& field);
+// A floating-point element type a setting names: "fp32" or "bf16" ("float32", "bfloat16" too),
+// as what gradients are reduced in (Megatron-LM's --grad-reduce-in-bf16, FSDP2's reduce_dtype)
+// or what an export writes; InvalidArgument naming `field` and the text for anything else.
+[[nodiscard]] DType parse_float_dtype(const std::string& text, const std::string& field);
 // "fp32", "bf16".
-[[nodiscard]] std::string reduce_dtype_name(DType dtype);
+[[nodiscard]] std::string float_dtype_name(DType dtype);
 
 }  // namespace shardwise
