@@ -6,7 +6,13 @@
 1. Exported models: a GPT and a Llama trained by shardwise, exported with `ckpt export`;
    transformers' greedy continuation of a byte prompt equals shardwise's, generated from the
    checkpoint and from the exported folder, on model=1 and model=2.
-2. Hugging Face folders transformers makes (random weights, a GPT-2 and a Llama with grouped-query
+2. bf16: `generate --precision bf16` against transformers under torch.autocast(bfloat16) (the
+   products in bf16, the rest in float32, as shardwise's bf16), from the checkpoint and from a
+   `ckpt export --dtype bfloat16` folder, on model=1 and model=2: the same tokens up to the first
+   place where transformers' two most likely tokens are within 0.05 of each other (a near-tie
+   that the two sums may order either way), and no such place in a token they disagree on
+   before it.
+3. Hugging Face folders transformers makes (random weights, a GPT-2 and a Llama with grouped-query
    attention) beside a byte-level BPE tokenizer.json of tests/text/fixtures: shardwise encodes the
    prompt as the tokenizers library does, continues it as transformers does on model=1, 2 and 4
    (the Llama's key/value heads replicated there), and decodes the text as the library does.
@@ -74,6 +80,54 @@ def exported(shardwise, folder, family, model_file, hf_class):
                          got["ids"], want)
             if got["text"] != bytes(want).decode("utf-8", "replace"):
                 sys.exit(f"{family}: text {got['text']!r}")
+    exported_in_bf16(shardwise, folder, family, ckpt, hf_class, prompt, new)
+
+
+def autocast_greedy(model, prompt_ids, new_tokens):
+    """transformers' greedy tokens under autocast(bfloat16), and each step's top-two logit gap."""
+    model.eval()
+    ids = list(prompt_ids)
+    tokens, gaps = [], []
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        for _ in range(new_tokens):
+            logits = model(torch.tensor([ids])).logits[0, -1].float()
+            top = torch.topk(logits, 2)
+            tokens.append(int(top.indices[0]))
+            gaps.append(float(top.values[0] - top.values[1]))
+            ids.append(tokens[-1])
+    return tokens, gaps
+
+
+def expect_bf16_agreement(what, got, want, gaps):
+    """The same tokens up to the first near-tie (a gap under 0.05) of transformers' logits."""
+    for i, (a, b) in enumerate(zip(got, want)):
+        if gaps[i] < 0.05:
+            print(f"{what}: the same {i} tokens, then a near-tie ({gaps[i]:.4f})")
+            return
+        if a != b:
+            sys.exit(f"{what}: token {i} is {a}, transformers' {b} (its lead {gaps[i]:.4f})")
+    print(f"{what}: the same {len(want)} tokens")
+
+
+def exported_in_bf16(shardwise, folder, family, ckpt, hf_class, prompt, new):
+    hf16 = os.path.join(folder, family + "-hf-bf16")
+    run(shardwise, "ckpt", "export", ckpt, "--format", "hf-" + family, "--out", hf16, "--dtype",
+        "bfloat16")
+    if json.load(open(os.path.join(hf16, "config.json"))).get("torch_dtype") != "bfloat16":
+        sys.exit(f"{family}: the bf16 export's config.json does not say bfloat16")
+    # transformers reads the bf16 export in bf16 (its torch_dtype); the float32 masters' copy
+    # under autocast computes what shardwise's bf16 computes.
+    loaded = hf_class.from_pretrained(hf16, dtype="auto")
+    if next(loaded.parameters()).dtype != torch.bfloat16:
+        sys.exit(f"{family}: transformers loaded the bf16 export as {next(loaded.parameters()).dtype}")
+    model = hf_class.from_pretrained(os.path.join(folder, family + "-hf"), dtype=torch.float32)
+    want, gaps = autocast_greedy(model, list(prompt.encode()), new)
+    for source in (ckpt, hf16):
+        for mesh in ("model=1", "model=2"):
+            got = ours(shardwise, source, "--prompt", prompt, "--max-new-tokens", str(new),
+                       "--mesh", mesh, "--precision", "bf16")
+            expect_bf16_agreement(f"bf16 {family} from {os.path.basename(source)} on {mesh}",
+                                  got["ids"], want, gaps)
 
 
 def hugging_face_folder(shardwise, folder, name, model, tokenizer_file, prompt, meshes):
