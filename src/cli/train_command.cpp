@@ -161,7 +161,8 @@ class TrainPrinter final : public train::JobObserver {
                        {"grads_bytes", b.grads_bytes},
                        {"optimizer_bytes", b.optimizer_bytes},
                        {"activations_peak_bytes", b.activation_bytes},
-                       {"gathered_peak_bytes", b.gathered_peak_bytes}});
+                       {"gathered_peak_bytes", b.gathered_peak_bytes},
+                       {"compute_copies_peak_bytes", b.compute_copies_peak_bytes}});
       if (s.pipelined) ranks.back()["stage"] = b.stage;
     }
     nlohmann::json summary{
@@ -193,6 +194,9 @@ class TrainPrinter final : public train::JobObserver {
           << bytes(b.activation_bytes)
           << (b.gathered_peak_bytes > 0 ? ", gathered units at most " + bytes(b.gathered_peak_bytes)
                                         : std::string())
+          << (b.compute_copies_peak_bytes > 0
+                  ? ", bf16 weight copies at most " + bytes(b.compute_copies_peak_bytes)
+                  : std::string())
           << "\n";
     }
     for (const auto& [axes, bytes] : s.comm_bytes_per_step) {

@@ -187,6 +187,7 @@ void ParameterStore::release(std::size_t unit) {
   }
   if (residency_ != nullptr) residency_->release(unit);
   if (sharded_ && gathered_depth_[unit] > 0 && --gathered_depth_[unit] == 0) {
+    hold_compute(unit_compute_[unit].size(), false);
     unit_compute_[unit] = {};
   }
 }
@@ -203,11 +204,17 @@ const BFloat16* ParameterStore::compute_value(std::size_t index) {
   if (sharded_) {
     const std::size_t u = unit_of_[index];
     std::vector<BFloat16>& unit_copy = unit_compute_[u];
-    if (unit_copy.empty()) unit_copy.resize(units_[u].count);
+    if (unit_copy.empty()) {
+      unit_copy.resize(units_[u].count);
+      hold_compute(unit_copy.size(), true);
+    }
     copy = unit_copy.data() + (offsets_[index] - units_[u].offset);
     version = gather_version_[u];
   } else {
-    if (compute_.empty()) compute_.resize(parameter_elements_);
+    if (compute_.empty()) {
+      compute_.resize(parameter_elements_);
+      hold_compute(compute_.size(), true);
+    }
     copy = compute_.data() + offsets_[index];
   }
   if (compute_version_[index] != version) {
@@ -217,10 +224,10 @@ const BFloat16* ParameterStore::compute_value(std::size_t index) {
   return copy;
 }
 
-std::size_t ParameterStore::compute_bytes() const {
-  std::size_t elements = compute_.size();
-  for (const std::vector<BFloat16>& unit_copy : unit_compute_) elements += unit_copy.size();
-  return elements * sizeof(BFloat16);
+void ParameterStore::hold_compute(std::size_t elements, bool more) {
+  const std::size_t bytes = elements * sizeof(BFloat16);
+  compute_bytes_ = more ? compute_bytes_ + bytes : compute_bytes_ - bytes;
+  compute_peak_bytes_ = std::max(compute_peak_bytes_, compute_bytes_);
 }
 
 void ParameterStore::no_gradients(std::size_t index) const {
@@ -234,6 +241,7 @@ void ParameterStore::shard(UnitResidency* residency) {
   values_ = {};
   grads_ = {};
   compute_ = {};
+  compute_bytes_ = 0;
   compute_version_.clear();
   unit_compute_.assign(units_.size(), {});
   gathered_depth_.assign(units_.size(), 0);

@@ -424,15 +424,17 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
   const std::int64_t steps_run = std::max<std::int64_t>(0, settings.steps - first_step + 1);
   // Every rank's bytes and its last schedule, to every rank.
   const PipelineStepResult& schedule = model.last_schedule();
-  constexpr std::size_t kFields = 8;
-  const std::int64_t mine[kFields] = {static_cast<std::int64_t>(trainer.params_bytes()),
-                                      static_cast<std::int64_t>(trainer.grads_bytes()),
-                                      static_cast<std::int64_t>(trainer.optimizer_bytes()),
-                                      static_cast<std::int64_t>(model.activation_bytes()),
-                                      static_cast<std::int64_t>(trainer.gathered_peak_bytes()),
-                                      context.coordinate(kPipelineAxis),
-                                      static_cast<std::int64_t>(schedule.busy_seconds() * 1e9),
-                                      static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9)};
+  constexpr std::size_t kFields = 9;
+  const std::int64_t mine[kFields] = {
+      static_cast<std::int64_t>(trainer.params_bytes()),
+      static_cast<std::int64_t>(trainer.grads_bytes()),
+      static_cast<std::int64_t>(trainer.optimizer_bytes()),
+      static_cast<std::int64_t>(model.activation_bytes()),
+      static_cast<std::int64_t>(trainer.gathered_peak_bytes()),
+      context.coordinate(kPipelineAxis),
+      static_cast<std::int64_t>(schedule.busy_seconds() * 1e9),
+      static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9),
+      static_cast<std::int64_t>(model.parameters().compute_peak_bytes())};
   std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
   comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
   JobSummary summary;
@@ -449,7 +451,7 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
   std::vector<double> busy, elapsed;
   for (int r = 0; r < comm.size(); ++r) {
     const std::int64_t* b = all.data() + kFields * static_cast<std::size_t>(r);
-    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5]});
+    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5], b[8]});
     busy.push_back(static_cast<double>(b[6]));
     elapsed.push_back(static_cast<double>(b[7]));
   }
@@ -554,7 +556,8 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
       const RankMemory mine{
           static_cast<std::int64_t>(trainer.params_bytes() + trainer.grads_bytes() +
                                     trainer.optimizer_bytes() + model.activation_bytes() +
-                                    trainer.gathered_peak_bytes()),
+                                    trainer.gathered_peak_bytes() +
+                                    model.parameters().compute_peak_bytes()),
           resident_bytes()};
       comm.all_gather(&mine, memory.data(), 2, DType::kI64, world_group(comm.size()));
       if (log) log->record(step, step_scalars(report, memory));

@@ -108,6 +108,27 @@ TEST(TrainBf16, RoundsItsProductsAndFollowsFloat32) {
   }
 }
 
+// The summary counts the products' bf16 copies of the weights: every parameter's on one rank
+// (2 bytes each), none in float32, and under ZeRO-3 only the gathered units' (each rank's, less
+// than the whole model's).
+TEST(TrainBf16, TheSummaryCountsTheWeightCopies) {
+  const auto summary = [](const std::vector<std::string>& extra) {
+    const testing::Result r = run_command(micro("llama_micro.json", extra));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return json_lines(r.out).back()["summary"];
+  };
+  const auto one = summary({"--precision", "bf16"});
+  const auto parameters = one["parameters"].get<std::int64_t>();
+  EXPECT_EQ(one["ranks"][0]["compute_copies_peak_bytes"].get<std::int64_t>(), 2 * parameters);
+  EXPECT_EQ(summary({})["ranks"][0]["compute_copies_peak_bytes"].get<std::int64_t>(), 0);
+  const auto sharded = summary({"--mesh", "fsdp=2", "--zero", "3", "--precision", "bf16"});
+  for (const auto& rank : sharded["ranks"]) {
+    const auto copies = rank["compute_copies_peak_bytes"].get<std::int64_t>();
+    EXPECT_GT(copies, 0);
+    EXPECT_LT(copies, 2 * parameters);
+  }
+}
+
 // Gradients reduced in bf16: each rank's gradient rounded, so the run differs from the float32
 // reduction's, by little, on every strategy that reduces.
 TEST(TrainBf16, GradientsReducedInBf16FollowTheFloat32Reduction) {

@@ -118,6 +118,8 @@ struct RankReport {
   std::int64_t params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
                gathered_peak_bytes = 0;
   std::int64_t stage = 0;
+  // bf16: the most bytes of the products' bf16 copies of the weights held at once (0 in fp32).
+  std::int64_t compute_copies_peak_bytes = 0;
 };
 
 // The pipeline's last step: the measured bubble (idle over busy time, averaged over ranks, as

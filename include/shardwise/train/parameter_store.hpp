@@ -161,8 +161,9 @@ class ParameterStore {
   [[nodiscard]] const BFloat16* compute_value(std::size_t index);
   // Says the values were written through value(index): the compute copies are stale.
   void mark_values_changed() { ++values_version_; }
-  // Bytes of compute copies held now.
-  [[nodiscard]] std::size_t compute_bytes() const;
+  // Bytes of compute copies held now, and the most held at once.
+  [[nodiscard]] std::size_t compute_bytes() const { return compute_bytes_; }
+  [[nodiscard]] std::size_t compute_peak_bytes() const { return compute_peak_bytes_; }
 
   // Hands the values to `residency` (which has copied what it keeps) and frees both buffers;
   // nullptr detaches it again, leaving the store without values (a ZeRO-3 trainer's values
@@ -214,6 +215,9 @@ class ParameterStore {
   std::vector<std::uint64_t> compute_version_;
   std::vector<std::size_t> gathered_depth_;    // nested gathers of each unit (sharded)
   std::vector<std::uint64_t> gather_version_;  // each unit's outermost gathers so far
+  std::size_t compute_bytes_ = 0, compute_peak_bytes_ = 0;
+  // Counts `elements` more (or fewer) copy elements held.
+  void hold_compute(std::size_t elements, bool more);
   mutable bool ever_allocated_ = false;
 };
 
