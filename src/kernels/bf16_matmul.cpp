@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bias_rows.hpp"
+#include "fast_math.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
 #include "shardwise/core/error.hpp"
@@ -57,6 +58,28 @@ Cache& cache() {
   return c;
 }
 constexpr std::size_t kMostCachedProducts = 256;
+
+// shardwise::to_bfloat16's rounding (to nearest, ties to even; NaN stays a quiet NaN), written
+// here so that the loop vectorises, compiled for each vector width (fast_math.hpp).
+SHARDWISE_CPU_CLONES
+void round_range(const float* __restrict from, BFloat16* __restrict to, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, from + i, sizeof bits);
+    const std::uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) >> 16;
+    const std::uint32_t quiet_nan = (bits >> 16) | 0x40U;
+    to[i].bits =
+        static_cast<std::uint16_t>((bits & 0x7FFFFFFFU) > 0x7F800000U ? quiet_nan : rounded);
+  }
+}
+
+SHARDWISE_CPU_CLONES
+void widen_range(const BFloat16* __restrict from, float* __restrict to, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(from[i].bits) << 16;
+    std::memcpy(to + i, &bits, sizeof bits);
+  }
+}
 
 // Row-major C (m x n, float32) = op(A) op(B) (+ C where accumulate), A and B bf16.
 void bf16_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
@@ -136,18 +159,8 @@ void to_bf16(std::span<const float> in, std::span<BFloat16> out) {
     throw InvalidArgument("to_bf16: " + std::to_string(in.size()) + " floats into " +
                           std::to_string(out.size()) + " bf16 elements");
   }
-  // shardwise::to_bfloat16's rounding, written here so that the loop vectorises.
-  const float* from = in.data();
-  BFloat16* to = out.data();
   detail::parallel_for(in.size(), 4096, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) {
-      std::uint32_t bits = 0;
-      std::memcpy(&bits, from + i, sizeof bits);
-      const std::uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) >> 16;
-      const std::uint32_t quiet_nan = (bits >> 16) | 0x40U;
-      to[i].bits =
-          static_cast<std::uint16_t>((bits & 0x7FFFFFFFU) > 0x7F800000U ? quiet_nan : rounded);
-    }
+    round_range(in.data() + first, out.data() + first, last - first);
   });
 }
 
@@ -157,10 +170,7 @@ void to_float(std::span<const BFloat16> in, std::span<float> out) {
                           std::to_string(out.size()) + " floats");
   }
   detail::parallel_for(in.size(), 4096, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) {
-      const std::uint32_t bits = static_cast<std::uint32_t>(in[i].bits) << 16;
-      std::memcpy(&out[i], &bits, sizeof bits);
-    }
+    widen_range(in.data() + first, out.data() + first, last - first);
   });
 }
 

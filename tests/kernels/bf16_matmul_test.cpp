@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -73,6 +74,31 @@ TEST(Bf16Conversions, RoundToNearestEvenAndKeepSpecials) {
   std::vector<BFloat16> short_out(2);
   EXPECT_THAT(testing::error_of([&] { to_bf16(in, short_out); }),
               ::testing::HasSubstr("8 floats into 2 bf16 elements"));
+}
+
+// The vectorised loops (each CPU's clone, over threads' ranges) round and widen every bit pattern
+// as the scalar conversions of core/half.hpp do: ties, subnormals, infinities and NaNs among
+// random patterns, in an array long enough for the vector loops and an odd tail.
+TEST(Bf16Conversions, TheVectorLoopsAreTheScalarConversions) {
+  std::vector<float> in(100003);
+  std::uint32_t state = 12345;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    state = state * 1664525U + 1013904223U;
+    std::uint32_t bits = state;
+    if (i % 7 == 0) bits = (bits & 0xFFFF0000U) | 0x8000U;       // a tie
+    if (i % 11 == 0) bits &= 0x807FFFFFU;                        // a subnormal
+    if (i % 13 == 0) bits = 0x7F800000U | (bits & 0x80000000U);  // an infinity
+    std::memcpy(&in[i], &bits, sizeof bits);
+  }
+  std::vector<BFloat16> narrow(in.size());
+  to_bf16(in, narrow);
+  std::vector<float> back(in.size());
+  to_float(narrow, back);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    ASSERT_EQ(narrow[i].bits, shardwise::to_bfloat16(in[i]).bits) << "element " << i;
+    const float widened = shardwise::to_float(narrow[i]);
+    ASSERT_EQ(std::memcmp(&back[i], &widened, sizeof widened), 0) << "element " << i;
+  }
 }
 
 TEST(Bf16Matmul, ForwardAndBackwardAreTheFloat32ProductsOfTheSameValues) {
