@@ -1,19 +1,45 @@
 #include "shardwise/kernels/embedding.hpp"
 
+#include <algorithm>
+
 #include "parallel.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 
 namespace shardwise::kernels {
+namespace {
+
+template <typename Table>
+void add_positions(float* out, const std::int32_t* tokens, const Table* wte, const float* wpe,
+                   std::size_t batch, std::size_t seq, std::size_t channels) {
+  detail::parallel_for(batch * seq, 64, [&](std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      float* y = out + i * channels;
+      copy_row(y, wte, static_cast<std::size_t>(tokens[i]), channels);
+      const float* position = wpe + (i % seq) * channels;
+      for (std::size_t c = 0; c < channels; ++c) y[c] += position[c];
+    }
+  });
+}
+
+}  // namespace
+
+void copy_row(float* out, const float* table, std::size_t row, std::size_t channels) {
+  const float* from = table + row * channels;
+  std::copy(from, from + channels, out);
+}
+
+void copy_row(float* out, const BFloat16* table, std::size_t row, std::size_t channels) {
+  to_float({table + row * channels, channels}, {out, channels});
+}
 
 void embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
                        std::size_t batch, std::size_t seq, std::size_t channels) {
-  detail::parallel_for(batch * seq, 64, [&](std::size_t first, std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) {
-      const float* token = wte + static_cast<std::size_t>(tokens[i]) * channels;
-      const float* position = wpe + (i % seq) * channels;
-      float* y = out + i * channels;
-      for (std::size_t c = 0; c < channels; ++c) y[c] = token[c] + position[c];
-    }
-  });
+  add_positions(out, tokens, wte, wpe, batch, seq, channels);
+}
+
+void embedding_forward(float* out, const std::int32_t* tokens, const BFloat16* wte,
+                       const float* wpe, std::size_t batch, std::size_t seq, std::size_t channels) {
+  add_positions(out, tokens, wte, wpe, batch, seq, channels);
 }
 
 void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,

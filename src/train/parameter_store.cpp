@@ -187,8 +187,13 @@ void ParameterStore::release(std::size_t unit) {
   }
   if (residency_ != nullptr) residency_->release(unit);
   if (sharded_ && gathered_depth_[unit] > 0 && --gathered_depth_[unit] == 0) {
-    hold_compute(unit_compute_[unit].size(), false);
+    hold_compute(unit_compute_[unit].size() * sizeof(BFloat16), false);
     unit_compute_[unit] = {};
+    for (std::size_t p = units_[unit].first; p < units_[unit].end; ++p) {
+      if (widened_.empty() || widened_[p].empty()) continue;
+      hold_compute(widened_[p].size() * sizeof(float), false);
+      widened_[p] = {};
+    }
   }
 }
 
@@ -200,20 +205,19 @@ const BFloat16* ParameterStore::compute_value(std::size_t index) {
   const float* values = value(index);  // refuses a unit that is not gathered
   if (compute_version_.empty()) compute_version_.assign(specs_.size(), 0);
   BFloat16* copy = nullptr;
-  std::uint64_t version = values_version_;
+  const std::uint64_t version = copy_version(index);
   if (sharded_) {
     const std::size_t u = unit_of_[index];
     std::vector<BFloat16>& unit_copy = unit_compute_[u];
     if (unit_copy.empty()) {
       unit_copy.resize(units_[u].count);
-      hold_compute(unit_copy.size(), true);
+      hold_compute(unit_copy.size() * sizeof(BFloat16), true);
     }
     copy = unit_copy.data() + (offsets_[index] - units_[u].offset);
-    version = gather_version_[u];
   } else {
     if (compute_.empty()) {
       compute_.resize(parameter_elements_);
-      hold_compute(compute_.size(), true);
+      hold_compute(compute_.size() * sizeof(BFloat16), true);
     }
     copy = compute_.data() + offsets_[index];
   }
@@ -224,8 +228,31 @@ const BFloat16* ParameterStore::compute_value(std::size_t index) {
   return copy;
 }
 
-void ParameterStore::hold_compute(std::size_t elements, bool more) {
-  const std::size_t bytes = elements * sizeof(BFloat16);
+const float* ParameterStore::compute_float(std::size_t index) {
+  const BFloat16* rounded = compute_value(index);  // checks the index and the unit
+  if (widened_.empty()) {
+    widened_.resize(specs_.size());
+    widened_version_.assign(specs_.size(), 0);
+  }
+  std::vector<float>& copy = widened_[index];
+  if (copy.size() != counts_[index]) {
+    copy.resize(counts_[index]);
+    hold_compute(copy.size() * sizeof(float), true);
+    widened_version_[index] = 0;
+  }
+  const std::uint64_t version = copy_version(index);
+  if (widened_version_[index] != version) {
+    kernels::to_float({rounded, counts_[index]}, copy);
+    widened_version_[index] = version;
+  }
+  return copy.data();
+}
+
+std::uint64_t ParameterStore::copy_version(std::size_t index) const {
+  return sharded_ ? gather_version_[unit_of_[index]] : values_version_;
+}
+
+void ParameterStore::hold_compute(std::size_t bytes, bool more) {
   compute_bytes_ = more ? compute_bytes_ + bytes : compute_bytes_ - bytes;
   compute_peak_bytes_ = std::max(compute_peak_bytes_, compute_bytes_);
 }
@@ -243,6 +270,8 @@ void ParameterStore::shard(UnitResidency* residency) {
   compute_ = {};
   compute_bytes_ = 0;
   compute_version_.clear();
+  widened_.clear();
+  widened_version_.clear();
   unit_compute_.assign(units_.size(), {});
   gathered_depth_.assign(units_.size(), 0);
   gather_version_.assign(units_.size(), 0);

@@ -17,13 +17,15 @@ constexpr std::size_t kMaxReducing = 2;
 }  // namespace
 
 ShardedUnits::ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store,
-                           const ParameterShardings& shardings, bool prefetch, DType reduce_dtype)
+                           const ParameterShardings& shardings, bool prefetch, DType reduce_dtype,
+                           DType gather_dtype)
     : comm_(comm),
       group_(shards),
       store_(store),
       member_(shards.index_of(comm.rank())),
       prefetch_(prefetch),
       reduce_dtype_(reduce_dtype),
+      gather_dtype_(gather_dtype),
       shards_(store, shardings, shards.size()) {
   if (member_ < 0) {
     throw InvalidArgument("rank " + std::to_string(comm.rank()) + " is not in the shard group " +
@@ -80,8 +82,29 @@ void ShardedUnits::allocate(std::vector<float>& buffer, std::size_t elements, bo
   peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
 }
 
+Work ShardedUnits::start_gather(std::size_t u) {
+  Unit& unit = units_[u];
+  const float* mine = my_chunk(values_slice_, u);
+  if (gather_dtype_ == DType::kBF16) {
+    const std::size_t chunk = shards_.chunk(u);
+    unit.mine_bf16.resize(chunk);
+    kernels::to_bf16({mine, chunk}, unit.mine_bf16);
+    unit.gathering_bf16.resize(packed(u));
+    return comm_.iall_gather(unit.mine_bf16.data(), unit.gathering_bf16.data(), chunk,
+                             element_type(unit.mine_bf16.data()), group_);
+  }
+  allocate(unit.gathering, packed(u), false);
+  return start_unit_gather(comm_, group_, shards_, u, mine, unit.gathering.data());
+}
+
 void ShardedUnits::finish_gather(std::size_t u) {
   Unit& unit = units_[u];
+  if (gather_dtype_ == DType::kBF16) {
+    allocate(unit.gathering, packed(u), false);
+    kernels::to_float(unit.gathering_bf16, unit.gathering);
+    unit.gathering_bf16 = {};
+    unit.mine_bf16 = {};
+  }
   allocate(unit.values, store_.units()[u].count, false);
   shards_.unpack(u, unit.gathering.data(), unit.values.data());
   free(unit.gathering);
@@ -137,9 +160,7 @@ void ShardedUnits::gather(std::size_t u) {
     ++prefetched_gathers_;
   } else {
     ++waiting_gathers_;
-    allocate(unit.gathering, packed(u), false);
-    start_unit_gather(comm_, group_, shards_, u, my_chunk(values_slice_, u), unit.gathering.data())
-        .wait();
+    start_gather(u).wait();
     finish_gather(u);
     unit.users = 1;
   }
@@ -148,9 +169,7 @@ void ShardedUnits::gather(std::size_t u) {
     const std::size_t next = order[position_];
     Unit& ahead = units_[next];
     if (ahead.users == 0 && !ahead.prefetching) {
-      allocate(ahead.gathering, packed(next), false);
-      ahead.prefetch = start_unit_gather(comm_, group_, shards_, next,
-                                         my_chunk(values_slice_, next), ahead.gathering.data());
+      ahead.prefetch = start_gather(next);
       ahead.prefetching = true;
     }
   }
@@ -252,6 +271,8 @@ void ShardedUnits::end_pass() {
       unit.prefetching = false;
       unit.prefetch.wait();
       free(unit.gathering);
+      unit.gathering_bf16 = {};
+      unit.mine_bf16 = {};
     }
     if (unit.users > 0) {
       if (left.empty()) left = store_.units()[u].name;
@@ -279,6 +300,8 @@ void ShardedUnits::abandon_pass() noexcept {
     unit.prefetching = false;
     unit.users = 0;
     free(unit.gathering);
+    unit.gathering_bf16 = {};
+    unit.mine_bf16 = {};
     free(unit.values);
     unit.reducing_bf16 = {};
     unit.reduced_bf16 = {};

@@ -29,10 +29,11 @@ class ShardedUnits final : public UnitResidency {
   // Copies this rank's blocks out of `store`'s full values and shards the store. Without
   // `prefetch` every gather waits for its own all-gather. Throws what UnitShards throws.
   // Gradients are reduce-scattered in `reduce_dtype` (float32, or bf16: rounded on the way and
-  // widened into the slice).
+  // widened into the slice), and units gathered in `gather_dtype` (float32, or bf16: each
+  // member's chunk rounded, the gathered unit's values the roundings widened).
   ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store,
                const ParameterShardings& shardings, bool prefetch,
-               DType reduce_dtype = DType::kF32);
+               DType reduce_dtype = DType::kF32, DType gather_dtype = DType::kF32);
   // Waits for what is still in flight (peers may still be reading this rank's slices) and
   // detaches from the store, which is left without values.
   ~ShardedUnits() override;
@@ -80,6 +81,8 @@ class ShardedUnits final : public UnitResidency {
  private:
   struct Unit {
     std::vector<float> gathering;  // every member's chunk, while its all-gather runs
+    // The same in bf16 where units are gathered in bf16, and this member's rounded chunk.
+    std::vector<BFloat16> gathering_bf16, mine_bf16;
     std::vector<float> values;     // the full unit while gathered; empty otherwise
     Work prefetch;
     bool prefetching = false;
@@ -98,7 +101,9 @@ class ShardedUnits final : public UnitResidency {
   // `buffer` gets `elements` floats, a kept one where there is one of that size; zeroed only
   // where `zeroed` (what a gather, an unpack or a pack writes whole is not).
   void allocate(std::vector<float>& buffer, std::size_t elements, bool zeroed);
-  // The gathered chunks of a unit, unpacked into its full values.
+  // Starts a unit's all-gather in the gathers' type; finish_gather unpacks the gathered chunks
+  // into its full values.
+  [[nodiscard]] Work start_gather(std::size_t unit);
   void finish_gather(std::size_t unit);
   void free(std::vector<float>& buffer);
   void start_reduce(std::size_t unit);
@@ -111,6 +116,7 @@ class ShardedUnits final : public UnitResidency {
   int member_ = 0;
   bool prefetch_ = true;
   DType reduce_dtype_ = DType::kF32;
+  DType gather_dtype_ = DType::kF32;
   UnitShards shards_;
   std::vector<float> values_slice_;
   std::vector<float> grads_slice_;

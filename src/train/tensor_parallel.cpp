@@ -92,19 +92,31 @@ void TensorParallel::reduce_scatter_sequence(float* local, const float* full, st
                         group_);
 }
 
-void TensorParallel::lookup(float* out, const std::int32_t* tokens, const float* wte,
-                            std::size_t rows, std::size_t channels, std::size_t vocab_start,
-                            std::size_t vocab_local) const {
+template <typename Table>
+void TensorParallel::lookup_rows(float* out, const std::int32_t* tokens, const Table* wte,
+                                 std::size_t rows, std::size_t channels, std::size_t vocab_start,
+                                 std::size_t vocab_local) const {
   for (std::size_t i = 0; i < rows; ++i) {
     float* y = out + i * channels;
     const auto token = static_cast<std::size_t>(tokens[i]);
     if (token >= vocab_start && token < vocab_start + vocab_local) {
-      const float* row = wte + (token - vocab_start) * channels;
-      std::copy(row, row + channels, y);
+      kernels::copy_row(y, wte, token - vocab_start, channels);
     } else {
       std::fill(y, y + channels, 0.0F);
     }
   }
+}
+
+void TensorParallel::lookup(float* out, const std::int32_t* tokens, const float* wte,
+                            std::size_t rows, std::size_t channels, std::size_t vocab_start,
+                            std::size_t vocab_local) const {
+  lookup_rows(out, tokens, wte, rows, channels, vocab_start, vocab_local);
+}
+
+void TensorParallel::lookup(float* out, const std::int32_t* tokens, const BFloat16* wte,
+                            std::size_t rows, std::size_t channels, std::size_t vocab_start,
+                            std::size_t vocab_local) const {
+  lookup_rows(out, tokens, wte, rows, channels, vocab_start, vocab_local);
 }
 
 void TensorParallel::lookup_backward(float* dwte, const float* dout, const std::int32_t* tokens,
@@ -123,6 +135,21 @@ void TensorParallel::embedding_forward(float* out, const std::int32_t* tokens, c
                                        const float* wpe, std::size_t batch, std::size_t seq,
                                        std::size_t channels, std::size_t vocab_start,
                                        std::size_t vocab_local) const {
+  embed(out, tokens, wte, wpe, batch, seq, channels, vocab_start, vocab_local);
+}
+
+void TensorParallel::embedding_forward(float* out, const std::int32_t* tokens, const BFloat16* wte,
+                                       const float* wpe, std::size_t batch, std::size_t seq,
+                                       std::size_t channels, std::size_t vocab_start,
+                                       std::size_t vocab_local) const {
+  embed(out, tokens, wte, wpe, batch, seq, channels, vocab_start, vocab_local);
+}
+
+template <typename Table>
+void TensorParallel::embed(float* out, const std::int32_t* tokens, const Table* wte,
+                           const float* wpe, std::size_t batch, std::size_t seq,
+                           std::size_t channels, std::size_t vocab_start,
+                           std::size_t vocab_local) const {
   if (degree_ == 1) {
     kernels::embedding_forward(out, tokens, wte, wpe, batch, seq, channels);
     return;

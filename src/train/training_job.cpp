@@ -490,6 +490,7 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
                           s.timeline.has_value(), s.precision});
   // A pipeline stage's ZeRO shards those of its own parameters.
   TrainSettings settings = s.training;
+  settings.gather_dtype = s.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32;
   settings.shardings = layout_.shardings;
   if (pipeline_ && settings.shardings) {
     settings.shardings =

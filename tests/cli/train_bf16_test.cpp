@@ -109,9 +109,10 @@ TEST(TrainBf16, RoundsItsProductsAndFollowsFloat32) {
   }
 }
 
-// The summary counts the products' bf16 copies of the weights: every parameter's on one rank
-// (2 bytes each), none in float32, and under ZeRO-3 only the gathered units' (each rank's, less
-// than the whole model's).
+// The summary counts the computation's copies of the weights: every parameter's bf16 rounding
+// on one rank (2 bytes each) and the norms' roundings widened to float32 (4 bytes each: the
+// micro Llama's 2 x 4 layers' and its final norm's 32 weights), none in float32, and under
+// ZeRO-3 only the gathered units' (each rank's, less than the whole model's).
 TEST(TrainBf16, TheSummaryCountsTheWeightCopies) {
   const auto summary = [](const std::vector<std::string>& extra) {
     const testing::Result r = run_command(micro("llama_micro.json", extra));
@@ -120,7 +121,9 @@ TEST(TrainBf16, TheSummaryCountsTheWeightCopies) {
   };
   const auto one = summary({"--precision", "bf16"});
   const auto parameters = one["parameters"].get<std::int64_t>();
-  EXPECT_EQ(one["ranks"][0]["compute_copies_peak_bytes"].get<std::int64_t>(), 2 * parameters);
+  const std::int64_t norms = (2 * 4 + 1) * 32;
+  EXPECT_EQ(one["ranks"][0]["compute_copies_peak_bytes"].get<std::int64_t>(),
+            2 * parameters + 4 * norms);
   EXPECT_EQ(summary({})["ranks"][0]["compute_copies_peak_bytes"].get<std::int64_t>(), 0);
   const auto sharded = summary({"--mesh", "fsdp=2", "--zero", "3", "--precision", "bf16"});
   for (const auto& rank : sharded["ranks"]) {

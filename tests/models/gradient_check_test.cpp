@@ -142,7 +142,6 @@ TEST(WholeModelGradients, Bf16GradientsAreFloat32sWithinItsRounding) {
       grads[at].assign(model.parameters().grads().begin(), model.parameters().grads().end());
     }
     EXPECT_NEAR(losses[1], losses[0], 1e-2 * losses[0]);
-    EXPECT_NE(losses[1], losses[0]) << "bf16 computed float32's loss";
     const ParameterStore store(definition->parameters());
     double worst = 0;
     for (std::size_t p = 0; p < store.specs().size(); ++p) {
@@ -154,6 +153,8 @@ TEST(WholeModelGradients, Bf16GradientsAreFloat32sWithinItsRounding) {
       EXPECT_LE(deviation, 3e-2 * largest + 1e-5) << store.specs()[p].name;
       if (largest > 0) worst = std::max(worst, deviation / largest);
     }
+    // (Not the loss: over these few tokens the roundings can leave its float32 sum unmoved.)
+    EXPECT_GT(worst, 0) << "bf16 computed float32's gradients";
     std::cout << definition->family() << ": worst deviation " << worst
               << " of a parameter's largest gradient\n";
   }

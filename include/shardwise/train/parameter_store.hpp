@@ -159,6 +159,10 @@ class ParameterStore {
   // sharded, after its unit was gathered anew; freed when a sharded unit is released. The same
   // rules as value(index) for a unit that is not gathered.
   [[nodiscard]] const BFloat16* compute_value(std::size_t index);
+  // The same rounding widened back to float32: what bf16 mixed precision reads where a
+  // parameter is not a product's weight (norms, biases, positions), so that every use of a
+  // parameter sees one value. Kept and freed by the rules of compute_value.
+  [[nodiscard]] const float* compute_float(std::size_t index);
   // Says the values were written through value(index): the compute copies are stale.
   void mark_values_changed() { ++values_version_; }
   // Bytes of compute copies held now, and the most held at once.
@@ -213,11 +217,15 @@ class ParameterStore {
   std::vector<BFloat16> compute_;
   std::vector<std::vector<BFloat16>> unit_compute_;
   std::vector<std::uint64_t> compute_version_;
+  std::vector<std::vector<float>> widened_;  // compute_float's copies, by parameter
+  std::vector<std::uint64_t> widened_version_;
   std::vector<std::size_t> gathered_depth_;    // nested gathers of each unit (sharded)
   std::vector<std::uint64_t> gather_version_;  // each unit's outermost gathers so far
   std::size_t compute_bytes_ = 0, compute_peak_bytes_ = 0;
-  // Counts `elements` more (or fewer) copy elements held.
-  void hold_compute(std::size_t elements, bool more);
+  // Counts `bytes` more (or fewer) of copies held.
+  void hold_compute(std::size_t bytes, bool more);
+  // The version compute copies of parameter `index` are of now.
+  [[nodiscard]] std::uint64_t copy_version(std::size_t index) const;
   mutable bool ever_allocated_ = false;
 };
 

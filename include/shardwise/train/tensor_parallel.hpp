@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "shardwise/comm/communicator.hpp"
+#include "shardwise/core/half.hpp"
 #include "shardwise/train/parallel_context.hpp"
 
 namespace shardwise::train {
@@ -63,7 +64,10 @@ class TensorParallel {
   // out (rows x channels) = this rank's rows of the token embedding for each token it holds,
   // zeros for the others: the part of the lookups that sum() or reduce_scatter_sequence()
   // completes.
+  // A bf16 table (bf16 mixed precision's copy) is widened as it is read.
   void lookup(float* out, const std::int32_t* tokens, const float* wte, std::size_t rows,
+              std::size_t channels, std::size_t vocab_start, std::size_t vocab_local) const;
+  void lookup(float* out, const std::int32_t* tokens, const BFloat16* wte, std::size_t rows,
               std::size_t channels, std::size_t vocab_start, std::size_t vocab_local) const;
   // Adds into this rank's rows of the token embedding.
   void lookup_backward(float* dwte, const float* dout, const std::int32_t* tokens, std::size_t rows,
@@ -75,6 +79,10 @@ class TensorParallel {
   void embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
                          std::size_t batch, std::size_t seq, std::size_t channels,
                          std::size_t vocab_start, std::size_t vocab_local) const;
+  void embedding_forward(float* out, const std::int32_t* tokens, const BFloat16* wte,
+                         const float* wpe, std::size_t batch, std::size_t seq,
+                         std::size_t channels, std::size_t vocab_start,
+                         std::size_t vocab_local) const;
   // Adds into this rank's rows of the token embedding and into the position embedding.
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
                           std::size_t batch, std::size_t seq, std::size_t channels,
@@ -92,6 +100,14 @@ class TensorParallel {
                               std::size_t vocab_local, std::size_t vocab_start) const;
 
  private:
+  template <typename Table>
+  void lookup_rows(float* out, const std::int32_t* tokens, const Table* wte, std::size_t rows,
+                   std::size_t channels, std::size_t vocab_start, std::size_t vocab_local) const;
+  template <typename Table>
+  void embed(float* out, const std::int32_t* tokens, const Table* wte, const float* wpe,
+             std::size_t batch, std::size_t seq, std::size_t channels, std::size_t vocab_start,
+             std::size_t vocab_local) const;
+
   Communicator* comm_ = nullptr;
   Group group_;
   mutable Group sharers_group_;         // sum_among's ranks, made at its first call

@@ -73,6 +73,11 @@ struct TrainSettings {
   // runs in float32 and is rounded again, as Megatron-LM's --grad-reduce-in-bf16). The
   // gradients themselves, their norm and the optimizer stay float32.
   DType reduce_dtype = DType::kF32;
+  // What ZeRO-3 all-gathers parameters in (FSDP2's param_dtype): float32, or bf16 (half the
+  // bytes; each rank rounds its masters' chunk, and the model reads the gathered unit's
+  // roundings, as bf16 mixed precision reads every parameter). The job sets it from its
+  // precision.
+  DType gather_dtype = DType::kF32;
   // How ZeRO (1 to 3) splits each parameter over the shard group; for as many ranks as the group
   // has, naming no other axis. Absent: default_shardings over the group's axis (every parameter
   // split along its first dimension the group divides, as FSDP2 does).

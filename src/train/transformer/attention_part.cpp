@@ -59,8 +59,8 @@ void AttentionPart::norm_queries_and_keys(float* q, float* k, const float* q_inp
                                           const float* k_input, float* statistics, std::size_t rows,
                                           const ParameterView& p) const {
   const std::size_t n = q_norm_weight();
-  kernels::rmsnorm_forward(q, statistics, q_input, p.value(n), norm_eps_, rows * heads_, head_dim_);
-  kernels::rmsnorm_forward(k, statistics + rows * heads_, k_input, p.value(n + 1), norm_eps_,
+  kernels::rmsnorm_forward(q, statistics, q_input, p.read(n), norm_eps_, rows * heads_, head_dim_);
+  kernels::rmsnorm_forward(k, statistics + rows * heads_, k_input, p.read(n + 1), norm_eps_,
                            rows * kv_heads_, head_dim_);
 }
 
@@ -74,7 +74,7 @@ void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
   float* v = a.projections + at.v_offset;
   const std::size_t b = shape_.qkv_bias ? 2 : 1;  // places per projection
   const auto bias = [&](std::size_t weight) {
-    return shape_.qkv_bias ? p.value(weight + 1) : nullptr;
+    return shape_.qkv_bias ? p.read(weight + 1) : nullptr;
   };
   if (shape_.fused_qkv) {
     products.forward(q, normed, p, 0, bias(0), BT, C, 3 * q_width_);
@@ -96,7 +96,7 @@ void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
   kernels::attention_forward(a.attention, a.lse, q, k, v, attention_layout);
   const std::size_t o = output_weight();
   axis_.row_parallel(out, a.attention, p, o,
-                     shape_.attention_output_bias ? p.value(o + 1) : nullptr, q_width_, rows);
+                     shape_.attention_output_bias ? p.read(o + 1) : nullptr, q_width_, rows);
 }
 
 void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratch,
@@ -141,9 +141,9 @@ void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratc
     float* const dq_norm = shared ? scratch.qk_norm_grads : p.grad(n);
     float* const dk_norm = shared ? scratch.qk_norm_grads + head_dim_ : p.grad(n + 1);
     if (shared) std::fill(scratch.qk_norm_grads, scratch.qk_norm_grads + 2 * head_dim_, 0.0F);
-    kernels::rmsnorm_backward(dq, dq_norm, dq, q_input, p.value(n), a.qk_statistics, BT * heads_,
+    kernels::rmsnorm_backward(dq, dq_norm, dq, q_input, p.read(n), a.qk_statistics, BT * heads_,
                               head_dim_, InputGradient::kOverwrite);
-    kernels::rmsnorm_backward(dk, dk_norm, dk, k_input, p.value(n + 1),
+    kernels::rmsnorm_backward(dk, dk_norm, dk, k_input, p.read(n + 1),
                               a.qk_statistics + BT * heads_, BT * kv_heads_, head_dim_,
                               InputGradient::kOverwrite);
     if (shared) {
@@ -189,7 +189,7 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
   const std::size_t C = shape_.hidden;
   const Products& products = axis_.products();
   const auto bias = [&](std::size_t weight) {
-    return shape_.qkv_bias ? p.value(weight + 1) : nullptr;
+    return shape_.qkv_bias ? p.read(weight + 1) : nullptr;
   };
   float* const new_keys = keys + first_position * kv_width_;
   float* const new_values = values + first_position * kv_width_;
@@ -222,7 +222,7 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
                                               head_dim_,      q_stride, kv_width_};
   kernels::cached_attention_forward(attention, queries, keys, values, layout);
   const std::size_t o = output_weight();
-  axis_.row_parallel(out, attention, p, o, shape_.attention_output_bias ? p.value(o + 1) : nullptr,
+  axis_.row_parallel(out, attention, p, o, shape_.attention_output_bias ? p.read(o + 1) : nullptr,
                      q_width_, rows);
 }
 

@@ -3,6 +3,20 @@
 #include <algorithm>
 
 namespace shardwise::train::transformer {
+namespace {
+
+// Calls `use` with the token table as the computation reads it: the values in float32, the
+// bf16 copy (widened row by row) in bf16.
+template <typename Use>
+void with_token_table(const ParameterView& p, Use use) {
+  if (p.precision() == Precision::kFp32) {
+    use(static_cast<const float*>(p.value(0)));
+  } else {
+    use(p.compute(0));
+  }
+}
+
+}  // namespace
 
 EmbeddingPart::EmbeddingPart(const TransformerShape& shape, const ModelAxis& axis)
     : learned_positions_(shape.positions == PositionKind::kLearned),
@@ -16,23 +30,27 @@ void EmbeddingPart::forward(float* out, const std::int32_t* tokens, const Parame
   const TensorParallel& tp = axis_.tp();
   const std::size_t C = hidden_;
   if (!axis_.sequence_parallel()) {
-    if (learned_positions_) {
-      tp.embedding_forward(out, tokens, p.value(0), p.value(1), rows.batch, rows.seq, C,
-                           vocab_start_, vocab_local_);
-    } else {
-      tp.lookup(out, tokens, p.value(0), rows.whole, C, vocab_start_, vocab_local_);
-      tp.sum(out, rows.whole * C);
-    }
+    with_token_table(p, [&](const auto* wte) {
+      if (learned_positions_) {
+        tp.embedding_forward(out, tokens, wte, p.read(1), rows.batch, rows.seq, C, vocab_start_,
+                             vocab_local_);
+      } else {
+        tp.lookup(out, tokens, wte, rows.whole, C, vocab_start_, vocab_local_);
+        tp.sum(out, rows.whole * C);
+      }
+    });
     return;
   }
   // Each rank's rows of the token embedding, summed and scattered along the sequence; then the
   // positions this rank holds.
   float* const partial = axis_.scratch().partial;
-  tp.lookup(partial, tokens, p.value(0), rows.whole, C, vocab_start_, vocab_local_);
+  with_token_table(p, [&](const auto* wte) {
+    tp.lookup(partial, tokens, wte, rows.whole, C, vocab_start_, vocab_local_);
+  });
   tp.reduce_scatter_sequence(out, partial, rows.batch, rows.seq, C);
   if (!learned_positions_) return;
   const std::size_t positions = rows.seq / static_cast<std::size_t>(tp.degree());
-  const float* wpe = p.value(1) + static_cast<std::size_t>(tp.rank()) * positions * C;
+  const float* wpe = p.read(1) + static_cast<std::size_t>(tp.rank()) * positions * C;
   for (std::size_t r = 0; r < rows.local; ++r) {
     for (std::size_t c = 0; c < C; ++c) out[r * C + c] += wpe[(r % positions) * C + c];
   }
@@ -70,10 +88,11 @@ void EmbeddingPart::decode(float* out, const std::int32_t* tokens, std::size_t c
                            std::size_t first_position, const ParameterView& p) const {
   const TensorParallel& tp = axis_.tp();
   const std::size_t C = hidden_;
-  tp.lookup(out, tokens, p.value(0), count, C, vocab_start_, vocab_local_);
+  with_token_table(
+      p, [&](const auto* wte) { tp.lookup(out, tokens, wte, count, C, vocab_start_, vocab_local_); });
   tp.sum(out, count * C);
   if (!learned_positions_) return;
-  const float* wpe = p.value(1);
+  const float* wpe = p.read(1);
   for (std::size_t r = 0; r < count; ++r) {
     for (std::size_t c = 0; c < C; ++c) out[r * C + c] += wpe[(first_position + r) * C + c];
   }

@@ -23,9 +23,9 @@ void MlpPart::forward(float* out, float* arrays, const float* normed, const Para
     const std::size_t proj = bias_ ? 2 : 1;
     float* const fc = arrays;
     float* const act = arrays + BT * W;
-    products.forward(fc, normed, p, 0, bias_ ? p.value(1) : nullptr, BT, C, W);
+    products.forward(fc, normed, p, 0, bias_ ? p.read(1) : nullptr, BT, C, W);
     kernels::gelu_forward(act, fc, BT * W);
-    axis_.row_parallel(out, act, p, proj, bias_ ? p.value(proj + 1) : nullptr, W, rows);
+    axis_.row_parallel(out, act, p, proj, bias_ ? p.read(proj + 1) : nullptr, W, rows);
     return;
   }
   float* const gate = arrays;

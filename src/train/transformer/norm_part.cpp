@@ -11,10 +11,10 @@ void NormPart::forward(float* out, float* statistics, const float* inp, const Pa
   const std::size_t C = axis_.hidden(), R = rows.local;
   float* local = axis_.norm_rows(out);
   if (kind_ == NormKind::kLayerNorm) {
-    kernels::layernorm_forward(local, statistics, statistics + R, inp, p.value(0), p.value(1), R,
+    kernels::layernorm_forward(local, statistics, statistics + R, inp, p.read(0), p.read(1), R,
                                C);
   } else {
-    kernels::rmsnorm_forward(local, statistics, inp, p.value(0), eps_, R, C);
+    kernels::rmsnorm_forward(local, statistics, inp, p.read(0), eps_, R, C);
   }
   axis_.gather_norm(out, rows);
 }
@@ -25,7 +25,7 @@ void NormPart::residual_forward(float* sum, float* out, float* statistics, const
   if (kind_ == NormKind::kLayerNorm) {
     // LayerNorm's kernel adds the two in the same pass over the rows.
     kernels::residual_layernorm_forward(sum, axis_.norm_rows(out), statistics, statistics + R, a, b,
-                                        p.value(0), p.value(1), R, C);
+                                        p.read(0), p.read(1), R, C);
     axis_.gather_norm(out, rows);
     return;
   }
@@ -40,10 +40,10 @@ void NormPart::backward(float* dinp, const float* dout, const float* inp, const 
   const std::size_t count = kind_ == NormKind::kLayerNorm ? 2 : 1;
   axis_.norm_parameter_grads(grads, count, [&](float* const* into) {
     if (kind_ == NormKind::kLayerNorm) {
-      kernels::layernorm_backward(dinp, into[0], into[1], dout, inp, p.value(0), statistics,
+      kernels::layernorm_backward(dinp, into[0], into[1], dout, inp, p.read(0), statistics,
                                   statistics + R, R, C);
     } else {
-      kernels::rmsnorm_backward(dinp, into[0], dout, inp, p.value(0), statistics, R, C);
+      kernels::rmsnorm_backward(dinp, into[0], dout, inp, p.read(0), statistics, R, C);
     }
   });
 }

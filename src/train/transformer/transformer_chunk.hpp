@@ -71,7 +71,7 @@ class TransformerChunk final : public ModelChunk {
   void layer_forward(const Layer& a, const float* residual, std::size_t l, const Rows& rows);
   void layer_backward(const Layer& a, const float* residual, std::size_t l, const Rows& rows);
   [[nodiscard]] ParameterView parameters(std::size_t first) const {
-    return ParameterView(store_, index_, first);
+    return ParameterView(store_, index_, first, axis_.products().precision());
   }
   [[nodiscard]] std::size_t unit(std::size_t parameter) const {
     return store_.unit_of(index_[parameter]);

@@ -40,7 +40,7 @@ class TransformerDecoder final : public Decoder {
   // logits of the last one.
   void compute(const std::int32_t* tokens, std::size_t rows, std::size_t first_position);
   [[nodiscard]] ParameterView parameters(std::size_t first) const {
-    return ParameterView(store_, index_, first);
+    return ParameterView(store_, index_, first, axis_.products().precision());
   }
 
   TransformerSpec spec_;
