@@ -32,8 +32,8 @@ class ShardedUnits final : public UnitResidency {
   // widened into the slice), and units gathered in `gather_dtype` (float32, or bf16: each
   // member's chunk rounded, the gathered unit's values the roundings widened).
   ShardedUnits(Communicator& comm, const Group& shards, ParameterStore& store,
-               const ParameterShardings& shardings, bool prefetch,
-               DType reduce_dtype = DType::kF32, DType gather_dtype = DType::kF32);
+               const ParameterShardings& shardings, bool prefetch, DType reduce_dtype = DType::kF32,
+               DType gather_dtype = DType::kF32);
   // Waits for what is still in flight (peers may still be reading this rank's slices) and
   // detaches from the store, which is left without values.
   ~ShardedUnits() override;
@@ -83,7 +83,7 @@ class ShardedUnits final : public UnitResidency {
     std::vector<float> gathering;  // every member's chunk, while its all-gather runs
     // The same in bf16 where units are gathered in bf16, and this member's rounded chunk.
     std::vector<BFloat16> gathering_bf16, mine_bf16;
-    std::vector<float> values;     // the full unit while gathered; empty otherwise
+    std::vector<float> values;  // the full unit while gathered; empty otherwise
     Work prefetch;
     bool prefetching = false;
     int users = 0;

@@ -27,8 +27,8 @@ void check_settings(const TrainSettings& settings, std::size_t data_parallel_ran
     throw InvalidArgument(named("zero") + " " + std::to_string(settings.zero) +
                           " is not 0, 1, 2 or 3");
   }
-  for (const auto& [dtype, name] :
-       {std::pair{settings.reduce_dtype, "reduce_dtype"}, {settings.gather_dtype, "gather_dtype"}}) {
+  for (const auto& [dtype, name] : {std::pair{settings.reduce_dtype, "reduce_dtype"},
+                                    {settings.gather_dtype, "gather_dtype"}}) {
     if (dtype != DType::kF32 && dtype != DType::kBF16) {
       throw InvalidArgument(named(name) + " " + to_string(dtype) + " is not fp32 or bf16");
     }
@@ -109,10 +109,9 @@ Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
   }
   if (settings_.zero == 3) {
     // Each rank keeps its blocks of every unit; the store's full buffers go away.
-    units_ =
-        std::make_unique<detail::ShardedUnits>(shards_comm_, group_, store, *settings_.shardings,
-                                               settings_.overlap, settings_.reduce_dtype,
-                                               settings_.gather_dtype);
+    units_ = std::make_unique<detail::ShardedUnits>(shards_comm_, group_, store,
+                                                    *settings_.shardings, settings_.overlap,
+                                                    settings_.reduce_dtype, settings_.gather_dtype);
   } else {
     shards_ = std::make_unique<detail::UnitShards>(store, *settings_.shardings, group_.size());
     if (settings_.zero == 2) grads_slice_.assign(shards_->slice_size(), 0.0F);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpt_test_model.hpp"
+#include "shardwise/core/half.hpp"
 #include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/models/gpt.hpp"
@@ -157,6 +158,53 @@ TEST(WholeModelGradients, Bf16GradientsAreFloat32sWithinItsRounding) {
     EXPECT_GT(worst, 0) << "bf16 computed float32's gradients";
     std::cout << definition->family() << ": worst deviation " << worst
               << " of a parameter's largest gradient\n";
+  }
+}
+
+// bf16 reads every parameter as its rounding: a model whose float32 masters are replaced by
+// their roundings computes the same loss and gradients bit for bit, on every family (norms,
+// biases, learned positions, tied and untied tables, queries' and keys' norms). In float32 the
+// same replacement moves the loss, so the perturbed values matter. A part that read a norm, a
+// bias or an embedding unrounded would compute from values ZeRO-3's bf16 gathers never hold.
+TEST(WholeModelGradients, Bf16ReadsOnlyTheRoundingsOfItsParameters) {
+  models::LlamaConfig qwen2 = small_llama(true);
+  qwen2.variant = models::LlamaVariant::kQwen2;
+  models::LlamaConfig qwen3 = small_llama(false);
+  qwen3.variant = models::LlamaVariant::kQwen3;
+  qwen3.attention_bias = true;
+  const std::vector<std::shared_ptr<const ModelDefinition>> definitions{
+      std::make_shared<const models::GptDefinition>(models::GptConfig{2, 2, 16, 8, 40}),
+      std::make_shared<const models::LlamaDefinition>(small_llama(false)),
+      std::make_shared<const models::LlamaDefinition>(qwen2),
+      std::make_shared<const models::LlamaDefinition>(qwen3)};
+  std::vector<std::int32_t> tokens(kSequences * kSeq);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i * 7 % 40);
+  for (const auto& definition : definitions) {
+    SCOPED_TRACE(definition->describe());
+    for (const Precision precision : {Precision::kBf16, Precision::kFp32}) {
+      float losses[2] = {};
+      std::vector<float> grads[2];
+      for (const bool rounded : {false, true}) {
+        DistributedModel model(definition, 7, precision);
+        std::span<float> values = model.parameters().values();
+        for (std::size_t i = 0; i < values.size(); ++i) {
+          // Away from bf16's grid (norms start at 1, biases at 0).
+          float v =
+              values[i] + 0.01F * static_cast<float>(static_cast<int>(i * 37 % 19) - 9) / 9.0F;
+          if (rounded) v = to_float(to_bfloat16(v));
+          values[i] = v;
+        }
+        model.parameters().zero_grads();
+        losses[rounded] = model.forward_backward(tokens, tokens, kSequences, kSeq, true);
+        grads[rounded].assign(model.parameters().grads().begin(), model.parameters().grads().end());
+      }
+      if (precision == Precision::kBf16) {
+        EXPECT_EQ(losses[1], losses[0]);
+        EXPECT_EQ(grads[1], grads[0]);
+      } else {
+        EXPECT_NE(losses[1], losses[0]) << "float32 did not see the roundings";
+      }
+    }
   }
 }
 

@@ -498,6 +498,63 @@ TEST(ParameterStore, ShardedComputeCopiesLiveWhileTheirUnitIsGathered) {
   });
 }
 
+// compute_float is compute_value's rounding widened, made again with it.
+TEST(ParameterStore, WidenedCopiesAreTheRoundings) {
+  ParameterStore store({{"w", {2}, {}, {}, true, "layer"}});
+  store.values()[0] = 1.0F + 3 * 0x1p-9F;
+  store.values()[1] = 0.1F;
+  const float* w = store.compute_float(0);
+  EXPECT_EQ(w[0], 1.0F + 0x1p-7F);
+  EXPECT_EQ(w[1], to_float(to_bfloat16(0.1F)));
+  EXPECT_NE(w[1], 0.1F);
+  EXPECT_EQ(store.compute_bytes(), 2 * sizeof(BFloat16) + 2 * sizeof(float));
+  store.values()[1] = 2.0F;
+  EXPECT_EQ(store.compute_float(0)[1], 2.0F);
+}
+
+// ZeRO-3 gathering in bf16: a gathered unit's values are the roundings of the masters, bit for
+// bit, the masters in the slices stay float32, and the shard axis carries half of float32's
+// gather bytes (the gradients' reduce-scatters unchanged).
+TEST(ParameterStore, Bf16GathersHoldTheRoundingsAndMoveHalfTheBytes) {
+  const Corpus corpus = Corpus::builtin(16);
+  std::vector<float> masters;
+  std::int64_t sent[2] = {};
+  for (const DType gather : {DType::kF32, DType::kBF16}) {
+    run_local(2, [&](Communicator& comm) {
+      testing::GptModel model(kConfig, 7);
+      ParallelContext context(comm, Mesh({"fsdp"}, {2}));
+      TrainSettings settings = settings_for(3);
+      settings.gather_dtype = gather;
+      Trainer trainer(context, model, corpus, settings);
+      ParameterStore& store = model.parameters();
+      const std::int64_t before = context.bytes_sent_by_axes()["fsdp"];
+      for (std::size_t u = 0; u < store.units().size(); ++u) {
+        store.gather(u);
+        const ParameterUnit& unit = store.units()[u];
+        const std::vector<float> gathered(store.value(unit.first),
+                                          store.value(unit.first) + unit.count);
+        store.release(u);
+        if (gather == DType::kF32) {
+          if (comm.rank() == 0) masters.insert(masters.end(), gathered.begin(), gathered.end());
+          continue;
+        }
+        for (std::size_t i = 0; i < unit.count; ++i) {
+          ASSERT_EQ(gathered[i], to_float(to_bfloat16(masters[unit.offset + i])))
+              << unit.name << " element " << i;
+        }
+      }
+      if (comm.rank() == 0) {
+        sent[gather == DType::kBF16] = context.bytes_sent_by_axes()["fsdp"] - before;
+      }
+      if (gather == DType::kBF16) {
+        EXPECT_EQ(trainer.full_parameters(), masters) << "the masters stay float32";
+      }
+    });
+  }
+  EXPECT_GT(sent[0], 0);
+  EXPECT_EQ(2 * sent[1], sent[0]);
+}
+
 TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFloor) {
   TrainSettings s;
   s.learning_rate = 1.0F;

@@ -80,9 +80,8 @@ class TensorParallel {
                          std::size_t batch, std::size_t seq, std::size_t channels,
                          std::size_t vocab_start, std::size_t vocab_local) const;
   void embedding_forward(float* out, const std::int32_t* tokens, const BFloat16* wte,
-                         const float* wpe, std::size_t batch, std::size_t seq,
-                         std::size_t channels, std::size_t vocab_start,
-                         std::size_t vocab_local) const;
+                         const float* wpe, std::size_t batch, std::size_t seq, std::size_t channels,
+                         std::size_t vocab_start, std::size_t vocab_local) const;
   // Adds into this rank's rows of the token embedding and into the position embedding.
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
                           std::size_t batch, std::size_t seq, std::size_t channels,

@@ -95,8 +95,8 @@ void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
                                                   head_dim_,  at.q_stride, at.kv_stride};
   kernels::attention_forward(a.attention, a.lse, q, k, v, attention_layout);
   const std::size_t o = output_weight();
-  axis_.row_parallel(out, a.attention, p, o,
-                     shape_.attention_output_bias ? p.read(o + 1) : nullptr, q_width_, rows);
+  axis_.row_parallel(out, a.attention, p, o, shape_.attention_output_bias ? p.read(o + 1) : nullptr,
+                     q_width_, rows);
 }
 
 void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratch,

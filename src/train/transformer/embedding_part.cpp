@@ -88,8 +88,9 @@ void EmbeddingPart::decode(float* out, const std::int32_t* tokens, std::size_t c
                            std::size_t first_position, const ParameterView& p) const {
   const TensorParallel& tp = axis_.tp();
   const std::size_t C = hidden_;
-  with_token_table(
-      p, [&](const auto* wte) { tp.lookup(out, tokens, wte, count, C, vocab_start_, vocab_local_); });
+  with_token_table(p, [&](const auto* wte) {
+    tp.lookup(out, tokens, wte, count, C, vocab_start_, vocab_local_);
+  });
   tp.sum(out, count * C);
   if (!learned_positions_) return;
   const float* wpe = p.read(1);

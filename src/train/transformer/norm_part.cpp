@@ -11,8 +11,7 @@ void NormPart::forward(float* out, float* statistics, const float* inp, const Pa
   const std::size_t C = axis_.hidden(), R = rows.local;
   float* local = axis_.norm_rows(out);
   if (kind_ == NormKind::kLayerNorm) {
-    kernels::layernorm_forward(local, statistics, statistics + R, inp, p.read(0), p.read(1), R,
-                               C);
+    kernels::layernorm_forward(local, statistics, statistics + R, inp, p.read(0), p.read(1), R, C);
   } else {
     kernels::rmsnorm_forward(local, statistics, inp, p.read(0), eps_, R, C);
   }
