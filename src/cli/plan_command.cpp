@@ -24,6 +24,7 @@
 #include "shardwise/models/model_registry.hpp"
 #include "shardwise/models/model_resolution.hpp"
 #include "shardwise/plan/plan_request.hpp"
+#include "shardwise/strategy/precision.hpp"
 #include "text_table.hpp"
 
 namespace shardwise::cli {
@@ -84,6 +85,7 @@ nlohmann::json memory_json(const plan::MemoryPerDevice& m) {
           {"activations", m.activations},
           {"activations_per_layer", m.activations_per_layer},
           {"buffers", m.buffers},
+          {"compute_copies", m.compute_copies},
           {"total", m.total()}};
 }
 
@@ -133,7 +135,8 @@ std::string memory_bar(const plan::MemoryPerDevice& m, std::int64_t capacity) {
                                       {m.grads, 'G'},
                                       {m.optimizer, 'O'},
                                       {m.activations, 'A'},
-                                      {m.buffers, 'B'}}) {
+                                      {m.buffers, 'B'},
+                                      {m.compute_copies, 'C'}}) {
     bar += std::string(static_cast<std::size_t>(
                            50.0 * static_cast<double>(bytes) / static_cast<double>(scale) + 0.5),
                        letter);
@@ -160,7 +163,13 @@ class PlanCommand final : public Command {
     app_->add_option("--global-batch", batch_, "Sequences per step")->required();
     app_->add_option("--seq", seq_, "Tokens per sequence")->required();
     app_->add_option("--micro-batch", micro_, "Sequences per micro-batch")->default_val("1");
-    app_->add_option("--precision", precision_, "fp32 or bf16-mixed")->default_val("bf16-mixed");
+    app_->add_option("--precision", precision_,
+                     "fp32 or bf16 (as `shardwise train` keeps them), or bf16-mixed (bf16 "
+                     "parameters, gradients and activations, as Megatron-LM keeps them)")
+        ->default_val("bf16-mixed");
+    app_->add_option("--reduce-dtype", reduce_dtype_,
+                     "What fp32 and bf16 reduce gradients in: fp32 or bf16 (as train's)")
+        ->default_val("fp32");
     app_->add_option("--optimizer", optimizer_, "adam or sgd")->default_val("adam");
     app_->add_option("--recompute", recompute_, "none, selective or full")->default_val("none");
     app_->add_flag("--sequence-parallel", sequence_parallel_,
@@ -199,6 +208,7 @@ class PlanCommand final : public Command {
     setup.seq = bounded(seq_, "--seq", 1, plan::TrainingSetup::kMaxSeq);
     setup.micro_batch = bounded(micro_, "--micro-batch", 1, setup.global_batch);
     setup.precision = plan::parse_precision(precision_, "--precision");
+    setup.reduce_dtype = parse_float_dtype(reduce_dtype_, "--reduce-dtype");
     setup.optimizer = plan::parse_optimizer(optimizer_, "--optimizer");
     setup.compute_efficiency =
         efficiency_ ? share(*efficiency_, "--efficiency", plan::TrainingSetup::kLeastEfficiency)
@@ -281,8 +291,8 @@ class PlanCommand final : public Command {
     out << "model    " << shape.to_string() << "\n"
         << "cluster  " << devices << " x " << cluster.name << " (" << cluster.devices_per_node
         << " per node, " << gib_text(cluster.memory_bytes) << " and " << std::setprecision(3)
-        << (setup.precision == plan::Precision::kFp32 ? cluster.peak_flops_fp32
-                                                      : cluster.peak_flops_bf16) /
+        << (plan::element_types(setup.precision).compute == DType::kF32 ? cluster.peak_flops_fp32
+                                                                        : cluster.peak_flops_bf16) /
                1e12
         << " TFLOP/s each)\n"
         << "setup    batch " << setup.global_batch << " x " << setup.seq << " tokens, "
@@ -311,7 +321,9 @@ class PlanCommand final : public Command {
         << memory_bar(m, cluster.memory_bytes) << "\n"
         << "P params " << gib_text(m.params) << ", G grads " << gib_text(m.grads)
         << ", O optimizer " << gib_text(m.optimizer) << ", A activations "
-        << gib_text(m.activations) << ", B buffers " << gib_text(m.buffers) << "\n";
+        << gib_text(m.activations) << ", B buffers " << gib_text(m.buffers);
+    if (m.compute_copies > 0) out << ", C compute copies " << gib_text(m.compute_copies);
+    out << "\n";
   }
 
  private:
@@ -369,6 +381,7 @@ class PlanCommand final : public Command {
   std::string seq_;
   std::string micro_;
   std::string precision_;
+  std::string reduce_dtype_;
   std::string optimizer_;
   std::string recompute_;
   std::string blas_ = "onednn";

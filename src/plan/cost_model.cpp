@@ -16,34 +16,57 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Bytes per parameter of what a device keeps, from the element type of each array: the
-// parameters the products read, their gradients, and the optimizer's share (a separate master
-// copy where the products read another type, and AdamW's two moments). Mixed precision counts
-// 2 + 2 + 12 for Adam as Rajbhandari et al. (2020) do (4 for SGD's master); fp32 4 + 4 + 8 for
-// Adam, as shardwise's trainer keeps it.
+ElementTypes types_of(const TrainingSetup& setup) {
+  return element_types(setup.precision, setup.reduce_dtype);
+}
+
+std::int64_t size_of(DType dtype) { return static_cast<std::int64_t>(size_in_bytes(dtype)); }
+
+// Whether the planner counts shardwise's trainer's own arrays (its activation table, its ZeRO-2
+// buffers, its compute copies; the agreement tests hold the two equal for every layout they
+// run), or the published formulas (bf16-mixed).
+bool trainer_runs(const TrainingSetup& setup) { return plan::trainer_runs(setup.precision); }
+
+// Bytes per parameter of what a device keeps, from the element type of each array. The trainer's
+// precisions count its arrays: the masters as the parameters, their gradients, AdamW's moments
+// (4 + 4 + 8), and in bf16 the computation's copies apart. Mixed precision counts 2 + 2 + 12 for
+// Adam as Rajbhandari et al. (2020) do (4 for SGD's master).
 struct StateBytes {
   std::int64_t params;
   std::int64_t grads;
   std::int64_t optimizer;
-  std::int64_t reduced;  // a gradient's element as the data-parallel ranks reduce it
+  std::int64_t reduced;     // a gradient's element as the data-parallel ranks reduce it
+  std::int64_t gathered;    // a parameter's element as ZeRO-3 gathers it
+  std::int64_t regathered;  // as ZeRO 1 and 2 gather the updated parameters
+  // The computation's copies where it reads another type than the masters (the trainer's bf16):
+  // each parameter's rounding, and the roundings widened of those read outside a product.
+  std::int64_t copy;
+  std::int64_t widened;
 };
 
-std::int64_t size_of(DType dtype) { return static_cast<std::int64_t>(size_in_bytes(dtype)); }
-
 StateBytes state_bytes(const TrainingSetup& setup) {
-  const ElementTypes types = element_types(setup.precision);
+  const ElementTypes types = types_of(setup);
   const bool adam = setup.optimizer == Optimizer::kAdam;
-  return {size_of(types.compute), size_of(types.gradients),
-          (types.separate_master() ? size_of(types.master) : 0) +
-              (adam ? 2 * size_of(types.optimizer) : 0),
-          size_of(types.reduce)};
-}
-
-// The element types shardwise's trainer runs (train::ParameterStore::Element and its chunks'
-// buffers: float32 throughout). Where a setup asks for them, the planner counts the trainer's
-// own arrays (its activation table, its ZeRO-2 buffers); elsewhere the published formulas.
-bool trainer_runs(const TrainingSetup& setup) {
-  return element_types(setup.precision) == ElementTypes::fp32();
+  const std::int64_t moments = adam ? 2 * size_of(types.optimizer) : 0;
+  if (trainer_runs(setup)) {
+    const bool copies = types.separate_master();
+    return {size_of(types.master),
+            size_of(types.gradients),
+            moments,
+            size_of(types.reduce),
+            size_of(types.compute),
+            size_of(types.master),
+            copies ? size_of(types.compute) : 0,
+            copies ? size_of(types.master) : 0};
+  }
+  return {size_of(types.compute),
+          size_of(types.gradients),
+          (types.separate_master() ? size_of(types.master) : 0) + moments,
+          size_of(types.reduce),
+          size_of(types.compute),
+          size_of(types.compute),
+          0,
+          0};
 }
 
 // Bytes the planner reports, at most an exabyte (no device holds more; a sum of five stays within
@@ -58,7 +81,7 @@ std::int64_t bytes_of(double value, const std::string& what) {
 }
 
 std::int64_t activation_element_bytes(const TrainingSetup& setup) {
-  return size_of(element_types(setup.precision).activations);
+  return size_of(types_of(setup).activations);
 }
 
 // The mesh axes in device order, the model axis innermost (tensor parallelism inside a node).
@@ -167,7 +190,7 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
                                  const std::vector<std::int64_t>& chunk_layers, std::int64_t stage,
                                  bool last) {
   const std::vector<std::int64_t> peaks = chunk_peaks(schedule, l, stage);
-  const ElementTypes types = element_types(setup.precision);
+  const ElementTypes types = types_of(setup);
   double bytes = 0;
   for (std::size_t c = 0; c < peaks.size(); ++c) {
     const std::int64_t layers =
@@ -194,10 +217,22 @@ std::int64_t zero_chunk_of(const Shape& shape, std::int64_t shards) {
 // parallelism) and one member's chunk of them.
 struct ZeroUnit {
   std::int64_t elements = 0;
+  std::int64_t widened = 0;  // of elements, those bf16 reads widened (widened_elements)
   std::int64_t chunk = 0;
   bool layer = false;
   bool tied_embedding = false;
+  bool head = false;  // gathered with the head (the final unit, the tied embedding or its copy)
 };
+
+// The elements of `unit` a model rank of `degree` reads outside a product, which the trainer's
+// bf16 reads as roundings widened to float32 (ParameterStore::compute_float).
+std::int64_t widened_elements(const ModelShape::Unit& unit, std::int64_t degree) {
+  std::int64_t widened = 0;
+  for (std::size_t i = 0; i < unit.read_widened.size(); ++i) {
+    if (unit.read_widened[i]) widened += num_elements(unit.block(i, degree));
+  }
+  return widened;
+}
 
 // The units of pipeline rank `stage`: the elements a model rank holds of each, and the chunk
 // ZeRO leaves it (zero_chunks for the layout's model degree).
@@ -225,7 +260,9 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l,
     z.layer = unit.layer;
     // The token embedding serves the head too where the stage also holds the head.
     z.tied_embedding = u == 0 && !unit.layer && model.tied_embeddings && last;
+    z.head = z.tied_embedding || (!unit.layer && u + 1 == model.units.size() && u != 0);
     z.elements = unit.elements(l.model);
+    z.widened = widened_elements(unit, l.model);
     z.chunk = chunks[u];
     out.push_back(z);
   }
@@ -237,6 +274,7 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l,
     ZeroUnit z;
     z.elements = num_elements(copy);
     z.chunk = zero_chunk_of(copy, shards);
+    z.head = true;
     out.push_back(z);
   }
   return out;
@@ -406,9 +444,11 @@ MemoryPerDevice stage_memory(const ModelShape& model, const TrainingSetup& setup
   const std::int64_t per_stage_layers = layers_of_stage(chunk_layers, l, 0);  // the first's
   std::int64_t elements = 0;
   std::int64_t sharded = 0;
+  std::int64_t widened = 0;
   for (const ZeroUnit& unit : units) {
     elements += unit.elements;
     sharded += unit.chunk;
+    widened += unit.widened;
   }
   MemoryPerDevice m;
   const auto state = [&](std::int64_t per_parameter, std::int64_t count) {
@@ -423,12 +463,27 @@ MemoryPerDevice stage_memory(const ModelShape& model, const TrainingSetup& setup
     m.grads = state(bytes.grads, sharded + elements);
   }
   m.optimizer = state(bytes.optimizer, l.zero >= 1 ? sharded : elements);
+  // The computation's copies (the trainer's bf16): every parameter's rounding and the widened
+  // ones, made once a step and kept; under ZeRO-3 a unit's live while it is gathered, the
+  // layers one at a time and the head's units together.
+  if (l.zero < 3) {
+    m.compute_copies = state(bytes.copy, elements) + state(bytes.widened, widened);
+  } else {
+    std::int64_t head = 0;
+    for (const ZeroUnit& unit : units) {
+      const std::int64_t copies =
+          state(bytes.copy, unit.elements) + state(bytes.widened, unit.widened);
+      m.compute_copies = std::max(m.compute_copies, copies);
+      if (unit.head) head += copies;
+    }
+    m.compute_copies = std::max(m.compute_copies, head);
+  }
   const std::int64_t b = setup.micro_batch;
   if (trainer_runs(setup)) {
     // shardwise's own trainer, counted as it allocates (the agreement test holds the two equal
     // for every layout it runs). Under full recomputation a layer keeps its output: this
     // rank's rows of the stream.
-    const ElementTypes types = element_types(setup.precision);
+    const ElementTypes types = types_of(setup);
     const ActivationTable layer = trainer_table(model, setup, l, 1, false);
     m.activations_per_layer =
         bytes_of(static_cast<double>(l.recompute == Recompute::kFull
@@ -518,12 +573,14 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     add(axis, kind, times * static_cast<double>(n - 1) * static_cast<double>(chunk) * element,
         times * static_cast<double>(n - 1));
   };
-  // Gradients move in the type they are reduced in, parameters in the type the products read;
-  // a pass's share of a parameter's gradient is summed in the gradients' type, and the loss
-  // and the cross-entropy's row statistics are float32, the norm a double.
-  const ElementTypes types = element_types(setup.precision);
+  // Gradients move in the type they are reduced in, parameters in the type ZeRO-3 gathers them
+  // in (the type the computation reads) or ZeRO 1 and 2 gather the updated ones in; a pass's share
+  // of a parameter's gradient is summed in the gradients' type, and the loss and the
+  // cross-entropy's row statistics are float32, the norm a double.
+  const ElementTypes types = types_of(setup);
   const double grad = static_cast<double>(bytes.reduced);
-  const double param = static_cast<double>(bytes.params);
+  const double gathered = static_cast<double>(bytes.gathered);
+  const double regathered = static_cast<double>(bytes.regathered);
   const double grad_share = static_cast<double>(size_of(types.gradients));
   const double statistic = static_cast<double>(size_of(types.statistics));
   const std::string group_axis = l.zero == 0 ? "data" : shard_axis;
@@ -537,10 +594,12 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
       // Once a step: a unit's gradients add up over the micro-batches first.
       gather(shard_axis, "reduce_scatter", shards, unit.chunk, grad, 1);
     }
-    if (l.zero == 1 || l.zero == 2) gather(shard_axis, "all_gather", shards, unit.chunk, param, 1);
+    if (l.zero == 1 || l.zero == 2) {
+      gather(shard_axis, "all_gather", shards, unit.chunk, regathered, 1);
+    }
     if (l.zero == 3) {  // layers forward and again backward; the tied embedding for the head too
       const double uses = unit.layer ? 2 : (unit.tied_embedding ? 2 : 1);
-      gather(shard_axis, "all_gather", shards, unit.chunk, param, uses * m);
+      gather(shard_axis, "all_gather", shards, unit.chunk, gathered, uses * m);
     }
   }
   if (replicas > 1) {
@@ -710,9 +769,8 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   p.model_flops_per_step = model_flops(model, tokens, setup.seq);
   p.hardware_flops_per_step = hardware_flops(model, tokens, setup.seq, l.recompute);
   // The products run at the peak of the type they read.
-  const double peak = element_types(setup.precision).compute == DType::kF32
-                          ? cluster.peak_flops_fp32
-                          : cluster.peak_flops_bf16;
+  const double peak =
+      types_of(setup).compute == DType::kF32 ? cluster.peak_flops_fp32 : cluster.peak_flops_bf16;
   // The slowest stage sets the pace: an uneven split's most loaded stage, in layers.
   const double imbalance =
       static_cast<double>(most_layers * l.pipeline) / static_cast<double>(model.layers);

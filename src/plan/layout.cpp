@@ -19,8 +19,8 @@ Enum parse_enum(const std::string& text, const std::string& flag,
   throw InvalidArgument(flag + " is '" + text.substr(0, 40) + "'; expected " + expected);
 }
 
-constexpr std::pair<const char*, Precision> kPrecisions[] = {{"fp32", Precision::kFp32},
-                                                             {"bf16-mixed", Precision::kBf16Mixed}};
+constexpr std::pair<const char*, Precision> kPrecisions[] = {
+    {"fp32", Precision::kFp32}, {"bf16", Precision::kBf16}, {"bf16-mixed", Precision::kBf16Mixed}};
 constexpr std::pair<const char*, Optimizer> kOptimizers[] = {{"adam", Optimizer::kAdam},
                                                              {"sgd", Optimizer::kSgd}};
 constexpr std::pair<const char*, ScheduleKind> kSchedules[] = {
@@ -39,8 +39,21 @@ std::string name_of(Enum value, const std::pair<const char*, Enum> (&names)[N]) 
 }  // namespace
 
 std::string to_string(Precision value) { return name_of(value, kPrecisions); }
-ElementTypes element_types(Precision value) {
-  return value == Precision::kFp32 ? ElementTypes::fp32() : ElementTypes::bf16_mixed();
+Precision planned(shardwise::Precision value) {
+  return value == shardwise::Precision::kBf16 ? Precision::kBf16 : Precision::kFp32;
+}
+bool trainer_runs(Precision value) { return value != Precision::kBf16Mixed; }
+ElementTypes element_types(Precision value, DType reduce) {
+  switch (value) {
+    case Precision::kFp32: {
+      ElementTypes types = ElementTypes::fp32();
+      types.reduce = reduce;
+      return types;
+    }
+    case Precision::kBf16: return ElementTypes::bf16_compute(reduce);
+    case Precision::kBf16Mixed: break;
+  }
+  return ElementTypes::bf16_mixed();
 }
 std::string to_string(Optimizer value) { return name_of(value, kOptimizers); }
 
@@ -71,6 +84,10 @@ void TrainingSetup::validate() const {
   }
   if (!(overlap >= 0 && overlap <= 1)) {
     throw InvalidArgument("overlap is " + std::to_string(overlap) + "; expected 0 to 1");
+  }
+  if (reduce_dtype != DType::kF32 && reduce_dtype != DType::kBF16) {
+    throw InvalidArgument("reduce_dtype is " + shardwise::to_string(reduce_dtype) +
+                          "; expected fp32 or bf16");
   }
 }
 

@@ -124,6 +124,7 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
         kv_projections.emplace(unit.name, unit.shapes.size());
       }
       unit.shapes.push_back(p.shape);
+      unit.read_widened.push_back(p.shape.size() < 2 || p.name.ends_with("bias"));
       per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
       if (p.shape.size() >= 2) {  // a matrix, or matrices stacked (Q, K and V)
         shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
@@ -138,6 +139,7 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       has_head = true;
       record_axes(p, after);
       after.shapes.push_back(p.shape);
+      after.read_widened.push_back(p.shape.size() < 2);
       if (p.shape.size() == 2) {
         shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
       }
@@ -147,6 +149,7 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     if (is_position_embedding(p.name)) whole_for_good.emplace(outside.name, outside.shapes.size());
     record_axes(p, outside);
     outside.shapes.push_back(p.shape);
+    outside.read_widened.push_back(!is_token_embedding(p.name));
     if (p.shape.size() == 2 && is_position_embedding(p.name)) {
       shape.context = std::max(shape.context, p.shape[0]);
     }

@@ -47,8 +47,9 @@ std::int64_t degree_of(const Mesh& mesh, std::string_view axis) {
   return mesh.has_axis(axis) ? mesh.axis_size(axis) : 1;
 }
 
-// What one rank holds, as the planner predicts it for this run (the trainer's fp32 state after
-// ZeRO, its activations and gathered units): one count for the planner and this check.
+// What one rank holds, as the planner predicts it for this run (the trainer's state after ZeRO
+// in its precision, its activations, gathered units and compute copies): one count for the
+// planner and this check.
 double planned_bytes_per_rank(const JobSettings& job,
                               const std::optional<PipelineLayout>& pipeline) {
   const Mesh& mesh = job.mesh;
@@ -76,7 +77,8 @@ double planned_bytes_per_rank(const JobSettings& job,
   setup.global_batch = static_cast<std::int64_t>(settings.batch);
   setup.seq = static_cast<std::int64_t>(settings.seq);
   setup.micro_batch = setup.global_batch / (layout.data * layout.fsdp) / layout.microbatches;
-  setup.precision = plan::Precision::kFp32;
+  setup.precision = plan::planned(job.precision);
+  setup.reduce_dtype = settings.reduce_dtype;
   plan::Cluster cluster;  // only the memory counts here
   cluster.devices = mesh.size();
   cluster.devices_per_node = mesh.size();

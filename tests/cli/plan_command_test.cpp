@@ -179,9 +179,10 @@ namespace {
 
 // The planner against the trainer it describes: for tiny and every layout `shardwise train`
 // runs (data parallel, ZeRO 1 to 3 over fsdp or data, HSDP, tensor parallel alone and with
-// them), the predicted parameter, gradient
-// and optimizer bytes equal rank 0's measured ones, and the predicted bytes per axis per step
-// equal the runtime's counters, exactly.
+// them, pipelines, recomputation, every family), in float32 and in bf16, the predicted
+// parameter, gradient, optimizer and compute-copy bytes equal every rank's measured ones, the
+// predicted bytes per axis per step equal the runtime's counters, and the activations the
+// trainer's peak, exactly.
 TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
   for (const auto& [mesh, zero, ranks] : std::vector<std::tuple<std::string, std::string, int>>{
            {"data=2", "0", 2},
@@ -262,11 +263,27 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            // whose blocks stop at 2^15 floats (384 on model=2: 192 a rank, 170 rows a block)
            {"data=2 vocab", "1", 2},
            {"model=2 vocab", "0", 2},
-           {"model=2 small vocab", "0", 2}}) {
+           {"model=2 small vocab", "0", 2},
+           // bf16 (float32 masters, bf16 copies and ZeRO-3 gathers; gradients reduced in
+           // float32, or in bf16 with " rbf16"): state, copies, traffic and activations
+           {"data=2 bf16", "0", 2},
+           {"data=2 bf16 rbf16", "1", 2},
+           {"fsdp=2 bf16", "2", 2},
+           {"fsdp=2 bf16 rbf16", "3", 2},
+           {"data=2,fsdp=2 bf16", "3", 4},
+           {"fsdp=2 bf16 llama", "3", 2},
+           {"model=2 sp bf16 llama", "0", 2},
+           {"fsdp=2,model=2 sp bf16 rbf16 qwen2", "3", 4},
+           {"model=4 sp full bf16 qwen3", "1", 4},
+           {"pipeline=2 bf16", "0", 2},
+           {"fsdp=2,pipeline=2 bf16 llama", "3", 4},
+           {"model=4,pipeline=2 sp bf16 tied", "3", 8}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;
     const bool narrow = mesh.find(" narrow") != std::string::npos;
+    const bool bf16 = mesh.find(" bf16") != std::string::npos;
+    const bool reduce_bf16 = mesh.find(" rbf16") != std::string::npos;
     const std::string model_file = ::testing::TempDir() + "plan_agreement_model.json";
     if (odd) {
       std::ofstream(model_file)
@@ -321,12 +338,17 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
                                   "--micro-batch",
                                   std::to_string(8 / (ranks / model) / microbatches),
                                   "--precision",
-                                  "fp32",
+                                  bf16 ? "bf16" : "fp32",
                                   "--layout",
                                   axes,
                                   "--zero",
                                   zero,
                                   "--json"};
+    if (bf16) train.insert(train.end(), {"--precision", "bf16"});
+    if (reduce_bf16) {
+      for (auto* command : {&train, &plan})
+        command->insert(command->end(), {"--reduce-dtype", "bf16"});
+    }
     if (sequence_parallel) {
       train.push_back("--sequence-parallel");
       plan.push_back("--sequence-parallel");
@@ -367,6 +389,10 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
       EXPECT_EQ(rank["params_bytes"], by_stage[stage]["params"]) << which;
       EXPECT_EQ(rank["grads_bytes"], by_stage[stage]["grads"]) << which;
       EXPECT_EQ(rank["optimizer_bytes"], by_stage[stage]["optimizer"]) << which;
+      EXPECT_EQ(rank["compute_copies_peak_bytes"], by_stage[stage]["compute_copies"]) << which;
+      if (bf16) {
+        EXPECT_GT(rank["compute_copies_peak_bytes"].get<std::int64_t>(), 0) << which;
+      }
     }
     // The device reported is the stage with the largest total.
     EXPECT_EQ(memory["total"], largest) << where;

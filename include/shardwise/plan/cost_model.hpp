@@ -25,8 +25,12 @@ struct MemoryPerDevice {
   std::int64_t activations = 0;
   std::int64_t activations_per_layer = 0;  // one layer of one micro-batch, as Korthikanti counts
   std::int64_t buffers = 0;                // gathered FSDP layers
+  // The computation's copies of the parameters where it reads another type than the masters
+  // (the trainer's bf16: 2 bytes a parameter, 4 for each element read widened; under ZeRO-3 the
+  // gathered units' at their most).
+  std::int64_t compute_copies = 0;
   [[nodiscard]] std::int64_t total() const {
-    return params + grads + optimizer + activations + buffers;
+    return params + grads + optimizer + activations + buffers + compute_copies;
   }
 };
 

@@ -9,21 +9,32 @@
 #include "shardwise/core/mesh.hpp"
 #include "shardwise/strategy/element_types.hpp"
 #include "shardwise/strategy/pipeline_schedule.hpp"
+#include "shardwise/strategy/precision.hpp"
 #include "shardwise/strategy/recompute.hpp"
 
 namespace shardwise::plan {
 
-enum class Precision { kFp32, kBf16Mixed };
+// What a plan counts each array in. fp32 and bf16 are shardwise's trainer's precisions, counted
+// array by array as it keeps them (docs/precision.md: float32 masters, gradients and moments;
+// under bf16 the computation's bf16 copies and ZeRO-3's bf16 gathers); bf16-mixed is the layout
+// Rajbhandari et al. (2020) count and Megatron-LM keeps (bf16 parameters, gradients and
+// activations, float32 masters and moments).
+enum class Precision { kFp32, kBf16, kBf16Mixed };
 enum class Optimizer { kAdam, kSgd };
 // The schedule and the recomputation are the strategies' enums, which the trainer runs.
 using shardwise::Recompute;
 using shardwise::ScheduleKind;
 
-std::string to_string(Precision value);  // "fp32", "bf16-mixed"
-// The element type of each kind of array a precision keeps: fp32 everything float32; bf16-mixed
-// ElementTypes::bf16_mixed() (bf16 parameters, gradients and activations, float32 masters and
-// moments).
-ElementTypes element_types(Precision value);
+std::string to_string(Precision value);  // "fp32", "bf16", "bf16-mixed"
+// The trainer's precision as a plan counts it.
+Precision planned(shardwise::Precision value);
+// Whether shardwise's trainer keeps this precision's arrays (fp32, bf16): the planner then counts
+// the trainer's own arrays rather than the published formulas.
+bool trainer_runs(Precision value);
+// The element type of each kind of array a precision keeps: fp32 everything float32 (gradients
+// reduced in `reduce`); bf16 ElementTypes::bf16_compute(reduce); bf16-mixed
+// ElementTypes::bf16_mixed(), which reduces in bf16 whatever `reduce` says.
+ElementTypes element_types(Precision value, DType reduce = DType::kF32);
 std::string to_string(Optimizer value);  // "adam", "sgd"
 using shardwise::to_string;
 // The inverses; InvalidArgument naming `flag` and the text otherwise.
@@ -40,6 +51,8 @@ struct TrainingSetup {
   std::int64_t seq = 1;
   std::int64_t micro_batch = 1;  // sequences per micro-batch on a data-parallel rank
   Precision precision = Precision::kBf16Mixed;
+  // What fp32 and bf16 reduce gradients in (the trainer's reduce_dtype): float32 or bf16.
+  DType reduce_dtype = DType::kF32;
   Optimizer optimizer = Optimizer::kAdam;
   // The share of peak FLOP/s the matrix products reach, and the share of data-parallel and
   // FSDP communication hidden behind compute (docs/planner.md states both): kLeastEfficiency

@@ -56,6 +56,10 @@ struct ModelShape {
     // they divide, holds one head on each degree / heads ranks (the heads replicated, as the
     // trainer holds them); empty: none.
     std::vector<std::int64_t> split_heads = {};
+    // Per shape: whether the computation reads it outside a matrix product (a norm's weight, a
+    // bias, a position table), which the trainer's bf16 reads as its rounding widened to
+    // float32; empty: none.
+    std::vector<bool> read_widened = {};
     [[nodiscard]] std::int64_t elements() const;
     // The elements one of `degree` model ranks holds (rounded up where split evenly).
     [[nodiscard]] std::int64_t elements(std::int64_t degree) const;

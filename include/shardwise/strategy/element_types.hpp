@@ -28,6 +28,12 @@ struct ElementTypes {
     return {DType::kF32, DType::kBF16, DType::kBF16, DType::kBF16,
             DType::kF32, DType::kBF16, DType::kF32};
   }
+  // shardwise's bf16 (docs/precision.md): float32 masters, gradients, moments and activations;
+  // the computation reads bf16 roundings of the parameters, which ZeRO-3 gathers in bf16; the
+  // gradients reduced in `reduce`.
+  [[nodiscard]] static constexpr ElementTypes bf16_compute(DType reduce = DType::kF32) {
+    return {DType::kF32, DType::kBF16, DType::kF32, reduce, DType::kF32, DType::kF32, DType::kF32};
+  }
   // A separate master copy exists where the products read another type than the optimizer
   // updates.
   [[nodiscard]] constexpr bool separate_master() const { return master != compute; }
