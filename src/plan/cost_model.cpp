@@ -610,6 +610,7 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
   all_reduce("data", replicas, 1, statistic, 1);
   all_reduce(group_axis, group, 1, 8, 1);  // the squared gradient norm, in double
   const double element = static_cast<double>(activation_element_bytes(setup));
+  const double message = static_cast<double>(size_of(types.messages));  // over the model axis
   const double micro_batch_activation = static_cast<double>(setup.micro_batch) *
                                         static_cast<double>(setup.seq) *
                                         static_cast<double>(model.hidden);
@@ -637,20 +638,20 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     const auto chunk =
         static_cast<std::int64_t>(micro_batch_activation / static_cast<double>(l.model));
     const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;  // of each kind
-    gather("model", "all_gather", l.model, chunk, element, per_layer * layers * m);
-    gather("model", "reduce_scatter", l.model, chunk, element, per_layer * layers * m);
+    gather("model", "all_gather", l.model, chunk, message, per_layer * layers * m);
+    gather("model", "reduce_scatter", l.model, chunk, message, per_layer * layers * m);
     all_reduce("model", l.model, norm_vector, grad_share, 2 * layers * m);
     // The embedding's lookups scattered and the residual stream's gradient gathered for its
     // rows; the position embedding's gradient summed; the final norm's output gathered for the
     // head, its gradient scattered, its parameters' gradients summed (one stage: all of it).
-    gather("model", "reduce_scatter", l.model, chunk, element, m);
-    gather("model", "all_gather", l.model, chunk, element, m);
+    gather("model", "reduce_scatter", l.model, chunk, message, m);
+    gather("model", "all_gather", l.model, chunk, message, m);
     if (model.context > 0) {  // learned positions
       all_reduce("model", l.model, static_cast<double>(setup.seq * model.hidden), grad_share, m);
     }
     if (l.pipeline == 1) {
-      gather("model", "all_gather", l.model, chunk, element, m);
-      gather("model", "reduce_scatter", l.model, chunk, element, m);
+      gather("model", "all_gather", l.model, chunk, message, m);
+      gather("model", "reduce_scatter", l.model, chunk, message, m);
       all_reduce("model", l.model, norm_vector, grad_share, m);
       // The cross-entropy's all-reduces run again in backward, which computes the head's
       // logits block by block anew.
@@ -660,15 +661,15 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     all_reduce("model", l.model, 1, 8, 1);
   } else if (l.model > 1) {  // Megatron: two all-reduces per layer forward, two backward
     const double per_layer = l.recompute == Recompute::kFull ? 6 : 4;
-    all_reduce("model", l.model, micro_batch_activation, element,
+    all_reduce("model", l.model, micro_batch_activation, message,
                per_layer * static_cast<double>(per_stage_layers) * m);
     // The vocabulary-parallel embedding's lookups forward and the head's input gradient
     // backward, and the cross-entropy's largest logit and its two sums (sum of exponentials,
     // the target's logit) per row, in fp32; the first stage holds the embedding, the last the
     // head (one stage: both). The squared gradient norm is summed over the axis too.
-    all_reduce("model", l.model, micro_batch_activation, element, m);
+    all_reduce("model", l.model, micro_batch_activation, message, m);
     if (l.pipeline == 1) {
-      all_reduce("model", l.model, micro_batch_activation, element, m);
+      all_reduce("model", l.model, micro_batch_activation, message, m);
       // The cross-entropy's all-reduces run again in backward, which computes the head's
       // logits block by block anew.
       all_reduce("model", l.model, rows, statistic, 2 * m);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/kernels/embedding.hpp"
 #include "shardwise/train/placement.hpp"
@@ -18,8 +19,16 @@ TensorParallel::TensorParallel(const ParallelContext& context)
       degree_(context.degree(kModelAxis)),
       rank_(context.coordinate(kModelAxis)) {}
 
-void TensorParallel::sum(float* values, std::size_t count) const {
+void TensorParallel::sum(float* values, std::size_t count, DType message) const {
   if (degree_ == 1 || count == 0) return;
+  if (message == DType::kBF16) {
+    staging16_.resize(count);
+    kernels::to_bf16({values, count}, {staging16_.data(), count});
+    comm_->all_reduce(staging16_.data(), staging16_.data(), count, DType::kBF16, ReduceOp::kSum,
+                      group_);
+    kernels::to_float({staging16_.data(), count}, {values, count});
+    return;
+  }
   comm_->all_reduce(values, values, count, element_type(values), ReduceOp::kSum, group_);
 }
 
@@ -56,11 +65,24 @@ void TensorParallel::share_first(std::int32_t* values, std::size_t count) const 
 }
 
 void TensorParallel::gather_sequence(float* full, const float* local, std::size_t batch,
-                                     std::size_t seq, std::size_t channels) const {
+                                     std::size_t seq, std::size_t channels, DType message) const {
   const auto t = static_cast<std::size_t>(degree_);
   const std::size_t part = seq / t * channels;  // one sequence's positions on one rank
   if (degree_ == 1) {
     std::copy(local, local + batch * seq * channels, full);
+    return;
+  }
+  if (message == DType::kBF16) {
+    local16_.resize(batch * part);
+    staging16_.resize(batch * seq * channels);
+    kernels::to_bf16({local, local16_.size()}, local16_);
+    comm_->all_gather(local16_.data(), staging16_.data(), batch * part, DType::kBF16, group_);
+    for (std::size_t r = 0; r < t; ++r) {
+      for (std::size_t b = 0; b < batch; ++b) {
+        kernels::to_float({staging16_.data() + (r * batch + b) * part, part},
+                          {full + (b * t + r) * part, part});
+      }
+    }
     return;
   }
   staging_.resize(batch * seq * channels);
@@ -74,11 +96,26 @@ void TensorParallel::gather_sequence(float* full, const float* local, std::size_
 }
 
 void TensorParallel::reduce_scatter_sequence(float* local, const float* full, std::size_t batch,
-                                             std::size_t seq, std::size_t channels) const {
+                                             std::size_t seq, std::size_t channels,
+                                             DType message) const {
   const auto t = static_cast<std::size_t>(degree_);
   const std::size_t part = seq / t * channels;
   if (degree_ == 1) {
     std::copy(full, full + batch * seq * channels, local);
+    return;
+  }
+  if (message == DType::kBF16) {
+    staging16_.resize(batch * seq * channels);
+    local16_.resize(batch * part);
+    for (std::size_t r = 0; r < t; ++r) {
+      for (std::size_t b = 0; b < batch; ++b) {
+        kernels::to_bf16({full + (b * t + r) * part, part},
+                         {staging16_.data() + (r * batch + b) * part, part});
+      }
+    }
+    comm_->reduce_scatter(staging16_.data(), local16_.data(), batch * part, DType::kBF16,
+                          ReduceOp::kSum, group_);
+    kernels::to_float(local16_, {local, local16_.size()});
     return;
   }
   staging_.resize(batch * seq * channels);
@@ -134,29 +171,29 @@ void TensorParallel::lookup_backward(float* dwte, const float* dout, const std::
 void TensorParallel::embedding_forward(float* out, const std::int32_t* tokens, const float* wte,
                                        const float* wpe, std::size_t batch, std::size_t seq,
                                        std::size_t channels, std::size_t vocab_start,
-                                       std::size_t vocab_local) const {
-  embed(out, tokens, wte, wpe, batch, seq, channels, vocab_start, vocab_local);
+                                       std::size_t vocab_local, DType message) const {
+  embed(out, tokens, wte, wpe, batch, seq, channels, vocab_start, vocab_local, message);
 }
 
 void TensorParallel::embedding_forward(float* out, const std::int32_t* tokens, const BFloat16* wte,
                                        const float* wpe, std::size_t batch, std::size_t seq,
                                        std::size_t channels, std::size_t vocab_start,
-                                       std::size_t vocab_local) const {
-  embed(out, tokens, wte, wpe, batch, seq, channels, vocab_start, vocab_local);
+                                       std::size_t vocab_local, DType message) const {
+  embed(out, tokens, wte, wpe, batch, seq, channels, vocab_start, vocab_local, message);
 }
 
 template <typename Table>
 void TensorParallel::embed(float* out, const std::int32_t* tokens, const Table* wte,
                            const float* wpe, std::size_t batch, std::size_t seq,
-                           std::size_t channels, std::size_t vocab_start,
-                           std::size_t vocab_local) const {
+                           std::size_t channels, std::size_t vocab_start, std::size_t vocab_local,
+                           DType message) const {
   if (degree_ == 1) {
     kernels::embedding_forward(out, tokens, wte, wpe, batch, seq, channels);
     return;
   }
   const std::size_t rows = batch * seq;
   lookup(out, tokens, wte, rows, channels, vocab_start, vocab_local);
-  sum(out, rows * channels);  // exactly one rank holds each token's row
+  sum(out, rows * channels, message);  // exactly one rank holds each token's row
   for (std::size_t i = 0; i < rows; ++i) {
     const float* position = wpe + (i % seq) * channels;
     float* y = out + i * channels;

@@ -12,9 +12,11 @@
 #include "error_of.hpp"
 #include "gpt_test_model.hpp"
 #include "shardwise/comm/run_local.hpp"
+#include "shardwise/core/half.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/strategy/sharding_rules.hpp"
 #include "shardwise/train/placement.hpp"
+#include "shardwise/train/tensor_parallel.hpp"
 #include "shardwise/train/trainer.hpp"
 
 namespace shardwise::train {
@@ -247,6 +249,63 @@ TEST(TensorParallel, ARankFailingMidStepEndsEveryRankAtEveryZeroStage) {
           << "zero " << zero << (sequence_parallel ? ", sequence parallel" : "");
     }
   }
+}
+
+}  // namespace
+}  // namespace shardwise::train
+
+namespace shardwise::train {
+namespace {
+
+// Activation messages in bf16: a sum travels as each rank's rounding and comes back rounded (the
+// sum of roundings, rounded), a sequence gather as each rank's rounding, a reduce-scatter as the
+// roundings of each rank's part; every one moves half of float32's bytes.
+TEST(TensorParallel, Bf16MessagesAreTheRoundingsAndHalfTheBytes) {
+  constexpr std::size_t kBatch = 2, kSeq = 4, kChannels = 3;
+  const auto value = [](int rank, std::size_t i) {
+    return 1.0F + 0.001F * static_cast<float>(i) + 0.3F * static_cast<float>(rank) + 0x1p-12F;
+  };
+  const auto rounded = [](float x) { return to_float(to_bfloat16(x)); };
+  std::int64_t sent[2] = {};
+  for (const DType message : {DType::kF32, DType::kBF16}) {
+    run_local(2, [&](Communicator& comm) {
+      const ParallelContext context(comm, Mesh({"model"}, {2}));
+      const TensorParallel tp(context);
+      const int rank = tp.rank();
+      const bool bf16 = message == DType::kBF16;
+      const std::int64_t before = context.bytes_sent_by_axes()["model"];
+      const std::size_t whole = kBatch * kSeq * kChannels;
+      std::vector<float> sum(whole);
+      for (std::size_t i = 0; i < whole; ++i) sum[i] = value(rank, i);
+      tp.sum(sum.data(), whole, message);
+      std::vector<float> local(whole / 2), gathered(whole);
+      for (std::size_t i = 0; i < local.size(); ++i) local[i] = value(rank, i);
+      tp.gather_sequence(gathered.data(), local.data(), kBatch, kSeq, kChannels, message);
+      std::vector<float> full(whole), scattered(whole / 2);
+      for (std::size_t i = 0; i < whole; ++i) full[i] = value(rank, i);
+      tp.reduce_scatter_sequence(scattered.data(), full.data(), kBatch, kSeq, kChannels, message);
+      const std::size_t part = kSeq / 2 * kChannels;
+      for (std::size_t i = 0; i < whole; ++i) {
+        const float expected =
+            bf16 ? rounded(rounded(value(0, i)) + rounded(value(1, i))) : value(0, i) + value(1, i);
+        EXPECT_EQ(sum[i], expected) << i;
+        // Element i of the whole: sequence b's position block r came from rank r.
+        const std::size_t b = i / (kSeq * kChannels), r = i % (kSeq * kChannels) / part;
+        const float from = value(static_cast<int>(r), b * part + i % part);
+        EXPECT_EQ(gathered[i], bf16 ? rounded(from) : from) << i;
+      }
+      for (std::size_t i = 0; i < scattered.size(); ++i) {
+        const std::size_t b = i / part;
+        const std::size_t at = (b * 2 + static_cast<std::size_t>(rank)) * part + i % part;
+        const float expected = bf16 ? rounded(rounded(value(0, at)) + rounded(value(1, at)))
+                                    : value(0, at) + value(1, at);
+        EXPECT_EQ(scattered[i], expected) << i;
+      }
+      if (rank == 0) sent[bf16] = context.bytes_sent_by_axes()["model"] - before;
+    });
+  }
+  EXPECT_GT(sent[0], 0);
+  EXPECT_EQ(2 * sent[1], sent[0]);
 }
 
 }  // namespace

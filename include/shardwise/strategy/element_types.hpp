@@ -19,6 +19,8 @@ struct ElementTypes {
   DType activations = DType::kF32;  // what a layer keeps for backward, messages between stages
   // Norms' statistics, log-sum-exps and losses: float32 in every precision the field trains.
   DType statistics = DType::kF32;
+  // Activations and their gradients as they cross the model (tensor-parallel) axis.
+  DType messages = DType::kF32;
 
   // Everything float32.
   [[nodiscard]] static constexpr ElementTypes fp32() { return {}; }
@@ -26,13 +28,14 @@ struct ElementTypes {
   // parameters, gradients and activations; float32 master parameters and moments.
   [[nodiscard]] static constexpr ElementTypes bf16_mixed() {
     return {DType::kF32, DType::kBF16, DType::kBF16, DType::kBF16,
-            DType::kF32, DType::kBF16, DType::kF32};
+            DType::kF32, DType::kBF16, DType::kF32,  DType::kBF16};
   }
   // shardwise's bf16 (docs/precision.md): float32 masters, gradients, moments and activations;
-  // the computation reads bf16 roundings of the parameters, which ZeRO-3 gathers in bf16; the
-  // gradients reduced in `reduce`.
+  // the computation reads bf16 roundings of the parameters, which ZeRO-3 gathers in bf16;
+  // activations cross the model axis in bf16; the gradients reduced in `reduce`.
   [[nodiscard]] static constexpr ElementTypes bf16_compute(DType reduce = DType::kF32) {
-    return {DType::kF32, DType::kBF16, DType::kF32, reduce, DType::kF32, DType::kF32, DType::kF32};
+    return {DType::kF32, DType::kBF16, DType::kF32, reduce,
+            DType::kF32, DType::kF32,  DType::kF32, DType::kBF16};
   }
   // A separate master copy exists where the products read another type than the optimizer
   // updates.

@@ -38,8 +38,10 @@ class TensorParallel {
   [[nodiscard]] int degree() const { return degree_; }
   [[nodiscard]] int rank() const { return rank_; }
 
-  // Sums `count` values over the axis, in place.
-  void sum(float* values, std::size_t count) const;
+  // Sums `count` values over the axis, in place. The activation messages below take a
+  // `message` type: float32, or bf16 (each rank's values travel rounded to bf16 and the sum
+  // comes back rounded, as Megatron-LM's bf16 all-reduces; half the bytes).
+  void sum(float* values, std::size_t count, DType message = DType::kF32) const;
   // Sums `count` values, in place, over the `sharers` consecutive ranks of the axis this rank is
   // one of (ranks [r / sharers * sharers, ... + sharers)): those holding one block of a
   // parameter (SharedRows). `sharers` must divide the degree.
@@ -55,11 +57,11 @@ class TensorParallel {
   // full (batch, seq, channels) = every rank's `local` (batch, seq / t, channels) in sequence
   // order; degree 1 copies.
   void gather_sequence(float* full, const float* local, std::size_t batch, std::size_t seq,
-                       std::size_t channels) const;
+                       std::size_t channels, DType message = DType::kF32) const;
   // local (batch, seq / t, channels) = this rank's positions of the sum over the axis of every
   // rank's `full` (batch, seq, channels); degree 1 copies.
   void reduce_scatter_sequence(float* local, const float* full, std::size_t batch, std::size_t seq,
-                               std::size_t channels) const;
+                               std::size_t channels, DType message = DType::kF32) const;
 
   // out (rows x channels) = this rank's rows of the token embedding for each token it holds,
   // zeros for the others: the part of the lookups that sum() or reduce_scatter_sequence()
@@ -76,12 +78,15 @@ class TensorParallel {
 
   // out (batch x seq x channels) = the token embedding of each token (this rank holds rows
   // [vocab_start, vocab_start + vocab_local)) + its position's embedding.
+  // The lookups' sum travels in `message` (sum()).
   void embedding_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe,
                          std::size_t batch, std::size_t seq, std::size_t channels,
-                         std::size_t vocab_start, std::size_t vocab_local) const;
+                         std::size_t vocab_start, std::size_t vocab_local,
+                         DType message = DType::kF32) const;
   void embedding_forward(float* out, const std::int32_t* tokens, const BFloat16* wte,
                          const float* wpe, std::size_t batch, std::size_t seq, std::size_t channels,
-                         std::size_t vocab_start, std::size_t vocab_local) const;
+                         std::size_t vocab_start, std::size_t vocab_local,
+                         DType message = DType::kF32) const;
   // Adds into this rank's rows of the token embedding and into the position embedding.
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
                           std::size_t batch, std::size_t seq, std::size_t channels,
@@ -105,12 +110,13 @@ class TensorParallel {
   template <typename Table>
   void embed(float* out, const std::int32_t* tokens, const Table* wte, const float* wpe,
              std::size_t batch, std::size_t seq, std::size_t channels, std::size_t vocab_start,
-             std::size_t vocab_local) const;
+             std::size_t vocab_local, DType message) const;
 
   Communicator* comm_ = nullptr;
   Group group_;
   mutable Group sharers_group_;         // sum_among's ranks, made at its first call
   mutable std::vector<float> staging_;  // every rank's part of a sequence gather or scatter
+  mutable std::vector<BFloat16> staging16_, local16_;  // the same, and this rank's, in bf16
   int degree_ = 1;
   int rank_ = 0;
 };

@@ -33,10 +33,10 @@ void EmbeddingPart::forward(float* out, const std::int32_t* tokens, const Parame
     with_token_table(p, [&](const auto* wte) {
       if (learned_positions_) {
         tp.embedding_forward(out, tokens, wte, p.read(1), rows.batch, rows.seq, C, vocab_start_,
-                             vocab_local_);
+                             vocab_local_, axis_.messages());
       } else {
         tp.lookup(out, tokens, wte, rows.whole, C, vocab_start_, vocab_local_);
-        tp.sum(out, rows.whole * C);
+        tp.sum(out, rows.whole * C, axis_.messages());
       }
     });
     return;
@@ -47,7 +47,7 @@ void EmbeddingPart::forward(float* out, const std::int32_t* tokens, const Parame
   with_token_table(p, [&](const auto* wte) {
     tp.lookup(partial, tokens, wte, rows.whole, C, vocab_start_, vocab_local_);
   });
-  tp.reduce_scatter_sequence(out, partial, rows.batch, rows.seq, C);
+  tp.reduce_scatter_sequence(out, partial, rows.batch, rows.seq, C, axis_.messages());
   if (!learned_positions_) return;
   const std::size_t positions = rows.seq / static_cast<std::size_t>(tp.degree());
   const float* wpe = p.read(1) + static_cast<std::size_t>(tp.rank()) * positions * C;
@@ -91,7 +91,7 @@ void EmbeddingPart::decode(float* out, const std::int32_t* tokens, std::size_t c
   with_token_table(p, [&](const auto* wte) {
     tp.lookup(out, tokens, wte, count, C, vocab_start_, vocab_local_);
   });
-  tp.sum(out, count * C);
+  tp.sum(out, count * C, axis_.messages());
   if (!learned_positions_) return;
   const float* wpe = p.read(1);
   for (std::size_t r = 0; r < count; ++r) {

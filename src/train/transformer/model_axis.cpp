@@ -4,7 +4,7 @@ namespace shardwise::train::transformer {
 
 void ModelAxis::gather_norm(float* whole, const Rows& rows) const {
   if (sequence_parallel_) {
-    tp_.gather_sequence(whole, scratch_.norm_local, rows.batch, rows.seq, hidden_);
+    tp_.gather_sequence(whole, scratch_.norm_local, rows.batch, rows.seq, hidden_, messages_);
   }
 }
 
@@ -28,7 +28,7 @@ void ModelAxis::row_parallel(float* out, const float* inp, const ParameterView& 
     return;
   }
   products_.forward(scratch_.partial, inp, p, weight, nullptr, rows.whole, in_local, C);
-  tp_.reduce_scatter_sequence(out, scratch_.partial, rows.batch, rows.seq, C);
+  tp_.reduce_scatter_sequence(out, scratch_.partial, rows.batch, rows.seq, C, messages_);
   add_bias(out, bias, rows.local, C);
 }
 
@@ -40,22 +40,23 @@ void ModelAxis::row_parallel(float* out, const float* inp, const ParameterView& 
   const bool alone = tp_.degree() == 1;
   products_.forward(out, inp, p, weight, alone ? bias : nullptr, count, in_local, C);
   if (alone) return;
-  tp_.sum(out, count * C);
+  tp_.sum(out, count * C, messages_);
   add_bias(out, bias, count, C);
 }
 
 const float* ModelAxis::column_input_grad(float* whole, const Rows& rows) const {
   if (!sequence_parallel_) {
-    tp_.sum(whole, rows.whole * hidden_);
+    tp_.sum(whole, rows.whole * hidden_, messages_);
     return whole;
   }
-  tp_.reduce_scatter_sequence(scratch_.norm_grad_local, whole, rows.batch, rows.seq, hidden_);
+  tp_.reduce_scatter_sequence(scratch_.norm_grad_local, whole, rows.batch, rows.seq, hidden_,
+                              messages_);
   return scratch_.norm_grad_local;
 }
 
 const float* ModelAxis::whole_output_grad(const float* local, const Rows& rows) const {
   if (!sequence_parallel_) return local;
-  tp_.gather_sequence(scratch_.gathered, local, rows.batch, rows.seq, hidden_);
+  tp_.gather_sequence(scratch_.gathered, local, rows.batch, rows.seq, hidden_, messages_);
   return scratch_.gathered;
 }
 

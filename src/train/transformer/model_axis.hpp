@@ -27,12 +27,15 @@ class ModelAxis {
     float* norm_parameter_grads = nullptr;
   };
 
+  // Activations cross the axis in `messages`: float32, or bf16 (training in bf16, as Megatron-LM
+  // sends them; a split product's partial sums then round before they are added).
   ModelAxis(TensorParallel tensor_parallel, bool sequence_parallel, std::size_t hidden,
-            Precision precision)
+            Precision precision, DType messages)
       : tp_(tensor_parallel),
         sequence_parallel_(sequence_parallel),
         hidden_(hidden),
-        products_(precision) {}
+        products_(precision),
+        messages_(messages) {}
 
   void use(const Scratch& scratch) { scratch_ = scratch; }
   [[nodiscard]] const TensorParallel& tp() const { return tp_; }
@@ -41,6 +44,8 @@ class ModelAxis {
   [[nodiscard]] const Scratch& scratch() const { return scratch_; }
   // The chunk's matrix products, in its precision.
   [[nodiscard]] const Products& products() const { return products_; }
+  // The type activations and their gradients cross the axis in.
+  [[nodiscard]] DType messages() const { return messages_; }
 
   // Where a norm writes this rank's rows of an output kept whole in `whole`.
   [[nodiscard]] float* norm_rows(float* whole) const {
@@ -74,6 +79,7 @@ class ModelAxis {
   bool sequence_parallel_ = false;
   std::size_t hidden_ = 0;
   Products products_;
+  DType messages_ = DType::kF32;
   Scratch scratch_;
 };
 

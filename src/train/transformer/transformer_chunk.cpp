@@ -27,7 +27,7 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
       sequence_parallel_(options.sequence_parallel),
       recompute_(options.recompute),
       axis_(options.tensor_parallel, options.sequence_parallel, spec.shape.hidden,
-            options.precision),
+            options.precision, options.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_),
       attention_(spec_, axis_),
       mlp_(spec.shape, axis_),

@@ -31,7 +31,9 @@ TransformerDecoder::TransformerDecoder(const TransformerSpec& spec, const ModelD
     : spec_(spec),
       places_(parameter_layout(spec.shape)),
       store_(store),
-      axis_(tensor_parallel, false, spec.shape.hidden, precision),
+      // Decoding sums in float32 whatever it computes in: the greedy tokens of every model
+      // degree stay one rank's.
+      axis_(tensor_parallel, false, spec.shape.hidden, precision, DType::kF32),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_),
       attention_(spec_, axis_),
       mlp_(spec.shape, axis_),
