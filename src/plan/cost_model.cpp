@@ -80,10 +80,6 @@ std::int64_t bytes_of(double value, const std::string& what) {
   return static_cast<std::int64_t>(std::llround(value));
 }
 
-std::int64_t activation_element_bytes(const TrainingSetup& setup) {
-  return size_of(types_of(setup).activations);
-}
-
 // The mesh axes in device order, the model axis innermost (tensor parallelism inside a node).
 struct Axis {
   const char* name;
@@ -609,8 +605,8 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
   all_reduce(group_axis, group, 1, statistic, 1);  // the loss, averaged
   all_reduce("data", replicas, 1, statistic, 1);
   all_reduce(group_axis, group, 1, 8, 1);  // the squared gradient norm, in double
-  const double element = static_cast<double>(activation_element_bytes(setup));
-  const double message = static_cast<double>(size_of(types.messages));  // over the model axis
+  // Activations and their gradients over the model axis and between stages.
+  const double message = static_cast<double>(size_of(types.messages));
   const double micro_batch_activation = static_cast<double>(setup.micro_batch) *
                                         static_cast<double>(setup.seq) *
                                         static_cast<double>(model.hidden);
@@ -680,7 +676,7 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
   if (l.pipeline > 1) {
     // Per micro-batch, each of the first stage's V chunks sends its activations forward and
     // each but the first (virtual stage 0) its input's gradient backward.
-    const double chunk = element * micro_batch_activation /
+    const double chunk = message * micro_batch_activation /
                          (l.sequence_parallel ? static_cast<double>(l.model) : 1.0);
     const double messages = m * static_cast<double>(2 * l.virtual_stages - 1);
     add("pipeline", "send", messages * chunk, messages);

@@ -177,7 +177,9 @@ float DistributedModel::pipelined_forward_backward(std::span<const std::int32_t>
         untied, last_backward[k]));
     driven.push_back(adapters.back().get());
   }
-  last_schedule_ = run_pipeline_schedule(schedule, driven, pipeline, layout_.align_pipeline_clocks);
+  last_schedule_ =
+      run_pipeline_schedule(schedule, driven, pipeline, layout_.align_pipeline_clocks,
+                            layout_.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32);
   // The mean loss, from the last stage to every stage.
   double loss = last_schedule_.loss_sum / static_cast<double>(microbatches) * loss_scale;
   pipeline.all_reduce(&loss, &loss, 1, DType::kF64, ReduceOp::kSum, context_->group(kPipelineAxis));

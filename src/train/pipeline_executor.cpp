@@ -8,6 +8,7 @@
 
 #include "shardwise/comm/group.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 
 namespace shardwise::train {
 namespace {
@@ -40,7 +41,7 @@ double PipelineStepResult::elapsed_seconds() const {
 
 PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
                                          std::span<PipelineChunk* const> chunks,
-                                         Communicator& pipeline, bool align_clocks) {
+                                         Communicator& pipeline, bool align_clocks, DType message) {
   const std::int64_t stages = schedule.num_stages;
   const std::int64_t microbatches = schedule.num_microbatches;
   const std::int64_t virtual_stages = stages * schedule.virtual_stages;
@@ -70,6 +71,28 @@ PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
     pipeline.barrier(world_group(pipeline.size()).relabeled("pipeline"));
   const auto start = Clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  if (message != DType::kF32 && message != DType::kBF16) {
+    throw InvalidArgument("pipeline messages in " + to_string(message) + ": float32 or bf16");
+  }
+  // A message's elements as they travel: bf16 ones rounded on the way out, widened on arrival.
+  std::vector<BFloat16> rounded;
+  const auto start_send = [&](std::span<const BoundaryElement> values, Rank to) {
+    if (message == DType::kBF16) {
+      rounded.resize(values.size());
+      kernels::to_bf16(values, rounded);
+      return pipeline.isend(rounded.data(), rounded.size(), DType::kBF16, to, options);
+    }
+    return pipeline.isend(values.data(), values.size(), element_type(values.data()), to, options);
+  };
+  const auto receive = [&](std::span<BoundaryElement> values, Rank from) {
+    if (message == DType::kBF16) {
+      rounded.resize(values.size());
+      pipeline.recv(rounded.data(), rounded.size(), DType::kBF16, from, options);
+      kernels::to_float(rounded, values);
+      return;
+    }
+    pipeline.recv(values.data(), values.size(), element_type(values.data()), from, options);
+  };
   PipelineStepResult result;
   std::vector<Work> sends;
   std::int64_t in_flight = 0;
@@ -83,32 +106,28 @@ PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
         std::vector<BoundaryElement> input(v > 0 ? boundary : 0);
         if (v > 0) {
           options.tag = tag_of(Pass::kForward, v, action.microbatch, microbatches);
-          pipeline.recv(input.data(), boundary, element_type(input.data()), rank_of(v - 1),
-                        options);
+          receive(input, rank_of(v - 1));
         }
         executed.start = seconds();
         std::vector<BoundaryElement> output(v + 1 < virtual_stages ? boundary : 0);
         result.loss_sum += chunk.forward(action.microbatch, input, output);
         if (v + 1 < virtual_stages) {
           options.tag = tag_of(Pass::kForward, v + 1, action.microbatch, microbatches);
-          sends.push_back(pipeline.isend(output.data(), boundary, element_type(output.data()),
-                                         rank_of(v + 1), options));
+          sends.push_back(start_send(output, rank_of(v + 1)));
         }
         result.peak_in_flight = std::max(result.peak_in_flight, ++in_flight);
       } else {
         std::vector<BoundaryElement> output_grad(v + 1 < virtual_stages ? boundary : 0);
         if (v + 1 < virtual_stages) {
           options.tag = tag_of(Pass::kBackward, v, action.microbatch, microbatches);
-          pipeline.recv(output_grad.data(), boundary, element_type(output_grad.data()),
-                        rank_of(v + 1), options);
+          receive(output_grad, rank_of(v + 1));
         }
         executed.start = seconds();
         std::vector<BoundaryElement> input_grad(v > 0 ? boundary : 0);
         chunk.backward(action.microbatch, output_grad, input_grad);
         if (v > 0) {
           options.tag = tag_of(Pass::kBackward, v - 1, action.microbatch, microbatches);
-          sends.push_back(pipeline.isend(input_grad.data(), boundary,
-                                         element_type(input_grad.data()), rank_of(v - 1), options));
+          sends.push_back(start_send(input_grad, rank_of(v - 1)));
         }
         --in_flight;
       }

@@ -17,6 +17,7 @@
 #include "error_of.hpp"
 #include "gpt_test_model.hpp"
 #include "shardwise/comm/run_local.hpp"
+#include "shardwise/core/half.hpp"
 #include "shardwise/models/gpt.hpp"
 #include "shardwise/train/scheduled_chunk.hpp"
 #include "stage_checks.hpp"
@@ -142,6 +143,57 @@ TEST(GptPipeline, AStageThatFailsMidStepEndsEveryRank) {
         << to_string(kind);
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20));
   }
+}
+
+// A chunk that sends values off bf16's grid and records what it receives.
+class RecordingChunk final : public train::PipelineChunk {
+ public:
+  explicit RecordingChunk(std::size_t boundary) : boundary_(boundary) {}
+  [[nodiscard]] std::size_t boundary_elements() const override { return boundary_; }
+  float forward(std::int64_t, std::span<const float> input, std::span<float> output) override {
+    received.insert(received.end(), input.begin(), input.end());
+    for (std::size_t i = 0; i < output.size(); ++i) output[i] = sent(i);
+    return 0.0F;
+  }
+  void backward(std::int64_t, std::span<const float> output_grad,
+                std::span<float> input_grad) override {
+    received.insert(received.end(), output_grad.begin(), output_grad.end());
+    for (std::size_t i = 0; i < input_grad.size(); ++i) input_grad[i] = sent(i);
+  }
+  [[nodiscard]] static float sent(std::size_t i) {
+    return 1.0F + 0x1p-12F + 0.001F * static_cast<float>(i);
+  }
+  std::vector<float> received;
+
+ private:
+  std::size_t boundary_;
+};
+
+// Messages between stages in bf16: each arrives as the rounding of what was sent, both ways,
+// and the pipeline axis carries half of float32's bytes.
+TEST(GptPipeline, Bf16MessagesArriveRoundedAndMoveHalfTheBytes) {
+  const PipelineSchedule schedule = build_schedule(ScheduleKind::kOneFOneB, 2, 2);
+  std::int64_t sent[2] = {};
+  for (const DType message : {DType::kF32, DType::kBF16}) {
+    run_local(2, [&](Communicator& comm) {
+      RecordingChunk chunk(64);
+      std::vector<train::PipelineChunk*> chunks{&chunk};
+      const std::int64_t before = comm.counters().for_axes("pipeline").sent;
+      (void)train::run_pipeline_schedule(schedule, chunks, comm, false, message);
+      // Each stage received one message a micro-batch: activations on stage 1, gradients on 0.
+      ASSERT_EQ(chunk.received.size(), 2U * 64U);
+      for (std::size_t i = 0; i < chunk.received.size(); ++i) {
+        const float expected = RecordingChunk::sent(i % 64);
+        EXPECT_EQ(chunk.received[i],
+                  message == DType::kBF16 ? to_float(to_bfloat16(expected)) : expected);
+      }
+      if (comm.rank() == 0) {
+        sent[message == DType::kBF16] = comm.counters().for_axes("pipeline").sent - before;
+      }
+    });
+  }
+  EXPECT_GT(sent[0], 0);
+  EXPECT_EQ(2 * sent[1], sent[0]);
 }
 
 TEST(GptPipeline, AScheduleForAnotherPipelineIsRefused) {

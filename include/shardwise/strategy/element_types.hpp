@@ -19,7 +19,8 @@ struct ElementTypes {
   DType activations = DType::kF32;  // what a layer keeps for backward, messages between stages
   // Norms' statistics, log-sum-exps and losses: float32 in every precision the field trains.
   DType statistics = DType::kF32;
-  // Activations and their gradients as they cross the model (tensor-parallel) axis.
+  // Activations and their gradients as they cross the model (tensor-parallel) axis and pass
+  // between pipeline stages.
   DType messages = DType::kF32;
 
   // Everything float32.
@@ -32,7 +33,8 @@ struct ElementTypes {
   }
   // shardwise's bf16 (docs/precision.md): float32 masters, gradients, moments and activations;
   // the computation reads bf16 roundings of the parameters, which ZeRO-3 gathers in bf16;
-  // activations cross the model axis in bf16; the gradients reduced in `reduce`.
+  // activations cross the model axis and pipeline stages in bf16; the gradients reduced in
+  // `reduce`.
   [[nodiscard]] static constexpr ElementTypes bf16_compute(DType reduce = DType::kF32) {
     return {DType::kF32, DType::kBF16, DType::kF32, reduce,
             DType::kF32, DType::kF32,  DType::kF32, DType::kBF16};

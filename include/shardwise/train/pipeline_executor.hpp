@@ -67,8 +67,11 @@ struct PipelineStepResult {
 // past pipeline.max_tag().
 // With align_clocks, every stage starts its clock together (a barrier first), so that the
 // timelines of a step line up for a drawing; without, each stage's clock starts when it does.
+// Activations and their gradients travel in `message`: float32, or bf16 (rounded as they are
+// sent and widened as they arrive: half the bytes, as Megatron-LM's bf16 stages send them).
 PipelineStepResult run_pipeline_schedule(const PipelineSchedule& schedule,
                                          std::span<PipelineChunk* const> chunks,
-                                         Communicator& pipeline, bool align_clocks = true);
+                                         Communicator& pipeline, bool align_clocks = true,
+                                         DType message = DType::kF32);
 
 }  // namespace shardwise::train
