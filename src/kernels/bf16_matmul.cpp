@@ -15,6 +15,7 @@
 #include "bias_rows.hpp"
 #include "fast_math.hpp"
 #include "gemm.hpp"
+#include "lane_vector.hpp"
 #include "parallel.hpp"
 #include "shardwise/core/error.hpp"
 
@@ -80,6 +81,56 @@ void widen_range(const BFloat16* __restrict from, float* __restrict to, std::siz
     std::memcpy(to + i, &bits, sizeof bits);
   }
 }
+
+float widened(BFloat16 value) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(value.bits) << 16;
+  float wide = 0;
+  std::memcpy(&wide, &bits, sizeof wide);
+  return wide;
+}
+
+// The few-row product (decoding's): out (rows x n) (+)= inp (rows x k) W^T, each output the dot
+// product of an input row with a weight row, summed in float32 lanes. It reads each bf16 weight
+// once, half of float32's bytes, where a matrix product would first repack the weight into its
+// own layout and read it again. 32 weights are one 64-byte load: as 16 pairs, the even elements
+// are a pair's bits shifted up, the odd ones its high half, so they widen without shuffles, and
+// the input comes widened and split into its even (`even`) and odd (`odd`) elements, k / 2 a row.
+SHARDWISE_CPU_CLONES
+void dot_products(float* __restrict out, const float* __restrict even, const float* __restrict odd,
+                  const BFloat16* __restrict inp, const BFloat16* __restrict weight,
+                  std::size_t rows, std::size_t n, std::size_t k, bool accumulate,
+                  std::size_t first, std::size_t last) {
+  using detail::kLanes;
+  const std::size_t half = k / 2;
+  const std::size_t whole = half / kLanes * kLanes;  // pairs in whole 64-byte loads
+  for (std::size_t j = first; j < last; ++j) {
+    const BFloat16* w = weight + j * k;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* xe = even + r * half;
+      const float* xo = odd + r * half;
+      detail::LaneVector low{}, high{};
+      for (std::size_t i = 0; i < whole; i += kLanes) {
+        detail::LaneBits pairs;
+        std::memcpy(&pairs, w + 2 * i, sizeof pairs);
+        const detail::LaneBits even_bits = pairs << 16;
+        const detail::LaneBits odd_bits = pairs & 0xFFFF0000U;
+        detail::LaneVector we, wo;
+        std::memcpy(&we, &even_bits, sizeof we);
+        std::memcpy(&wo, &odd_bits, sizeof wo);
+        low += we * detail::load_lanes(xe + i);
+        high += wo * detail::load_lanes(xo + i);
+      }
+      float sum = detail::sum_lanes(low + high);
+      for (std::size_t i = 2 * whole; i < k; ++i) {
+        sum += widened(inp[r * k + i]) * widened(w[i]);
+      }
+      out[r * n + j] = accumulate ? out[r * n + j] + sum : sum;
+    }
+  }
+}
+
+// Rows at most this many take dot_products (a batch of decoded tokens); more, the matrix product.
+constexpr std::size_t kDotProductRows = 4;
 
 // Row-major C (m x n, float32) = op(A) op(B) (+ C where accumulate), A and B bf16.
 void bf16_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
@@ -178,6 +229,24 @@ void matmul_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight
                          std::size_t rows, std::size_t in, std::size_t out_features) {
   if (rows == 0 || out_features == 0) return;
   if (bias != nullptr) detail::fill_rows_with_bias(out, bias, rows, out_features);
+  if (rows <= kDotProductRows) {
+    thread_local std::vector<float> split;
+    const std::size_t half = in / 2;
+    split.resize(2 * rows * half);
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t i = 0; i < half; ++i) {
+        split[r * half + i] = widened(inp[r * in + 2 * i]);
+        split[(rows + r) * half + i] = widened(inp[r * in + 2 * i + 1]);
+      }
+    }
+    const float* even = split.data();
+    const float* odd = split.data() + rows * half;
+    detail::parallel_for(out_features, 64, [&](std::size_t first, std::size_t last) {
+      dot_products(out, even, odd, inp, weight, rows, out_features, in, bias != nullptr, first,
+                   last);
+    });
+    return;
+  }
   bf16_gemm(false, true, rows, out_features, in, inp, in, weight, in, bias != nullptr, out,
             out_features);
 }

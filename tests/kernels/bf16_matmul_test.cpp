@@ -148,5 +148,31 @@ TEST(Bf16Matmul, ForwardAndBackwardAreTheFloat32ProductsOfTheSameValues) {
   }
 }
 
+// A few rows (decoding's) take the dot products: the float32 products of the same values, with
+// and without a bias, for widths below, at and past a 32-element load and odd ones (the pairs'
+// tail), one to four rows, with the units and without.
+TEST(Bf16Matmul, FewRowsAreTheFloat32ProductsOfTheSameValues) {
+  for (const std::size_t in : {1U, 2U, 7U, 31U, 32U, 33U, 64U, 95U, 576U}) {
+    for (const std::size_t rows : {1U, 2U, 4U}) {
+      constexpr std::size_t out = 67;
+      const Operands x = random_operands(rows * in, static_cast<std::uint32_t>(in + rows));
+      const Operands w = random_operands(out * in, static_cast<std::uint32_t>(3 * in + 1));
+      std::vector<float> bias(out);
+      for (std::size_t o = 0; o < out; ++o) bias[o] = 0.5F - 0.01F * static_cast<float>(o);
+      for (const float* b :
+           {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+        std::vector<float> want(rows * out);
+        matmul_forward(want.data(), x.wide.data(), w.wide.data(), b, rows, in, out);
+        for (const bool units : {false, true}) {
+          const UnitsOn setting(units);
+          std::vector<float> got(rows * out, 7.0F);
+          matmul_forward_bf16(got.data(), x.narrow.data(), w.narrow.data(), b, rows, in, out);
+          expect_close(got, want, in, b == nullptr ? "few rows" : "few rows with a bias");
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace shardwise::kernels
