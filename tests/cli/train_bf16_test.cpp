@@ -212,8 +212,10 @@ TEST(TrainBf16, FollowsFloat32sCurveOverTwoThousandSteps) {
     for (const auto& file : files) out << std::ifstream(file, std::ios::binary).rdbuf();
   }
   const auto losses = [&](const char* precision) {
+    // One thread: the suite runs two tests at a time on two cores, and a second thread waiting
+    // at every kernel's barrier for a busy core made this run six times slower.
     return losses_of(run_command({"train", "--model", "llama-tiny", "--data", corpus, "--steps",
-                                  "2000", "--json", "--precision", precision}),
+                                  "2000", "--json", "--precision", precision, "--threads", "1"}),
                      precision);
   };
   const std::vector<double> fp32 = losses("fp32"), bf16 = losses("bf16");
