@@ -20,6 +20,7 @@
 #include "shardwise/plan/plan_request.hpp"
 #include "shardwise/strategy/mesh_axes.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
+#include "shardwise/strategy/precision.hpp"
 #include "shardwise/strategy/recompute.hpp"
 
 namespace shardwise::python {
@@ -130,7 +131,7 @@ void bind_setup(nb::module_& m) {
           "__init__",
           [](plan::TrainingSetup* self, nb::handle global_batch, nb::handle seq,
              nb::handle micro_batch, nb::str precision, nb::str optimizer,
-             nb::handle compute_efficiency, nb::handle overlap) {
+             nb::handle compute_efficiency, nb::handle overlap, nb::str reduce_dtype) {
             plan::TrainingSetup setup;
             setup.global_batch = int_from(global_batch, "global_batch");
             setup.seq = int_from(seq, "seq");
@@ -139,12 +140,15 @@ void bind_setup(nb::module_& m) {
             setup.optimizer = plan::parse_optimizer(text_from(optimizer, "optimizer"), "optimizer");
             setup.compute_efficiency = number_from(compute_efficiency, "compute_efficiency");
             setup.overlap = number_from(overlap, "overlap");
+            setup.reduce_dtype =
+                parse_float_dtype(text_from(reduce_dtype, "reduce_dtype"), "reduce_dtype");
             setup.validate();
             new (self) plan::TrainingSetup(setup);
           },
           nb::arg("global_batch"), nb::arg("seq"), nb::arg("micro_batch") = 1,
           nb::arg("precision") = "bf16-mixed", nb::arg("optimizer") = "adam",
-          nb::arg("compute_efficiency") = 0.5, nb::arg("overlap") = 0.5)
+          nb::arg("compute_efficiency") = 0.5, nb::arg("overlap") = 0.5,
+          nb::arg("reduce_dtype") = "fp32")
       .def_ro("global_batch", &plan::TrainingSetup::global_batch)
       .def_ro("seq", &plan::TrainingSetup::seq)
       .def_ro("micro_batch", &plan::TrainingSetup::micro_batch)
@@ -154,6 +158,8 @@ void bind_setup(nb::module_& m) {
                    [](const plan::TrainingSetup& s) { return plan::to_string(s.optimizer); })
       .def_ro("compute_efficiency", &plan::TrainingSetup::compute_efficiency)
       .def_ro("overlap", &plan::TrainingSetup::overlap)
+      .def_prop_ro("reduce_dtype",
+                   [](const plan::TrainingSetup& s) { return float_dtype_name(s.reduce_dtype); })
       .def("__repr__",
            [](const plan::TrainingSetup& s) {
              return "TrainingSetup(global_batch=" + std::to_string(s.global_batch) +
@@ -161,7 +167,8 @@ void bind_setup(nb::module_& m) {
                     ", micro_batch=" + std::to_string(s.micro_batch) + ", precision='" +
                     plan::to_string(s.precision) + "', optimizer='" + plan::to_string(s.optimizer) +
                     "', compute_efficiency=" + shortest_text(s.compute_efficiency) +
-                    ", overlap=" + shortest_text(s.overlap) + ")";
+                    ", overlap=" + shortest_text(s.overlap) + ", reduce_dtype='" +
+                    float_dtype_name(s.reduce_dtype) + "')";
            })
       .def("__eq__",
            [](const plan::TrainingSetup& a, nb::handle other) {
@@ -170,7 +177,7 @@ void bind_setup(nb::module_& m) {
              return a.global_batch == b.global_batch && a.seq == b.seq &&
                     a.micro_batch == b.micro_batch && a.precision == b.precision &&
                     a.optimizer == b.optimizer && a.compute_efficiency == b.compute_efficiency &&
-                    a.overlap == b.overlap;
+                    a.overlap == b.overlap && a.reduce_dtype == b.reduce_dtype;
            })
       .def("__hash__", [](const plan::TrainingSetup& s) {
         return std::hash<std::string>{}(
@@ -259,13 +266,15 @@ void bind_prediction(nb::module_& m) {
       .def_ro("activations", &plan::MemoryPerDevice::activations)
       .def_ro("activations_per_layer", &plan::MemoryPerDevice::activations_per_layer)
       .def_ro("buffers", &plan::MemoryPerDevice::buffers)
+      .def_ro("compute_copies", &plan::MemoryPerDevice::compute_copies)
       .def_prop_ro("total", &plan::MemoryPerDevice::total)
       .def("__repr__", [](const plan::MemoryPerDevice& m) {
         return "MemoryPerDevice(params=" + std::to_string(m.params) +
                ", grads=" + std::to_string(m.grads) + ", optimizer=" + std::to_string(m.optimizer) +
                ", activations=" + std::to_string(m.activations) +
-               ", buffers=" + std::to_string(m.buffers) + ", total=" + std::to_string(m.total()) +
-               ")";
+               ", buffers=" + std::to_string(m.buffers) +
+               ", compute_copies=" + std::to_string(m.compute_copies) +
+               ", total=" + std::to_string(m.total()) + ")";
       });
   nb::class_<plan::Prediction>(m, "Prediction", "What one layout costs.")
       .def_ro("layout", &plan::Prediction::layout)

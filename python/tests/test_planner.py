@@ -206,3 +206,16 @@ def test_the_same_numbers_as_the_command(flags):
         assert prediction.step_time_s == pytest.approx(candidate["step_time_s"], rel=1e-12)
         assert prediction.mfu == pytest.approx(candidate["mfu"], rel=1e-12)
         assert prediction.fits == candidate["fits"]
+
+
+def test_bf16_counts_the_trainers_copies_and_reductions():
+    # shardwise's bf16 keeps float32 masters and bf16 copies; bf16-mixed is the published layout.
+    def memory(precision):
+        return sw.plan(GPT2, devices=8, global_batch=64, seq=1024, layout="data=2,fsdp=4", zero=3,
+                       precision=precision).memory
+    fp32, bf16 = memory("fp32"), memory("bf16")
+    assert fp32.compute_copies == 0 and bf16.compute_copies > 0
+    assert (bf16.params, bf16.grads, bf16.optimizer) == (fp32.params, fp32.grads, fp32.optimizer)
+    setup = sw.TrainingSetup(8, 128, precision="bf16", reduce_dtype="bf16")
+    assert (setup.precision, setup.reduce_dtype) == ("bf16", "bf16")
+    assert setup != sw.TrainingSetup(8, 128, precision="bf16")
