@@ -131,7 +131,8 @@ void bind_setup(nb::module_& m) {
           "__init__",
           [](plan::TrainingSetup* self, nb::handle global_batch, nb::handle seq,
              nb::handle micro_batch, nb::str precision, nb::str optimizer,
-             nb::handle compute_efficiency, nb::handle overlap, nb::str reduce_dtype) {
+             nb::handle compute_efficiency, nb::handle overlap,
+             std::optional<nb::str> reduce_dtype) {
             plan::TrainingSetup setup;
             setup.global_batch = int_from(global_batch, "global_batch");
             setup.seq = int_from(seq, "seq");
@@ -140,15 +141,17 @@ void bind_setup(nb::module_& m) {
             setup.optimizer = plan::parse_optimizer(text_from(optimizer, "optimizer"), "optimizer");
             setup.compute_efficiency = number_from(compute_efficiency, "compute_efficiency");
             setup.overlap = number_from(overlap, "overlap");
-            setup.reduce_dtype =
-                parse_float_dtype(text_from(reduce_dtype, "reduce_dtype"), "reduce_dtype");
+            if (reduce_dtype) {
+              setup.reduce_dtype =
+                  parse_float_dtype(text_from(*reduce_dtype, "reduce_dtype"), "reduce_dtype");
+            }
             setup.validate();
             new (self) plan::TrainingSetup(setup);
           },
           nb::arg("global_batch"), nb::arg("seq"), nb::arg("micro_batch") = 1,
           nb::arg("precision") = "bf16-mixed", nb::arg("optimizer") = "adam",
           nb::arg("compute_efficiency") = 0.5, nb::arg("overlap") = 0.5,
-          nb::arg("reduce_dtype") = "fp32")
+          nb::arg("reduce_dtype") = nb::none())
       .def_ro("global_batch", &plan::TrainingSetup::global_batch)
       .def_ro("seq", &plan::TrainingSetup::seq)
       .def_ro("micro_batch", &plan::TrainingSetup::micro_batch)
@@ -159,7 +162,10 @@ void bind_setup(nb::module_& m) {
       .def_ro("compute_efficiency", &plan::TrainingSetup::compute_efficiency)
       .def_ro("overlap", &plan::TrainingSetup::overlap)
       .def_prop_ro("reduce_dtype",
-                   [](const plan::TrainingSetup& s) { return float_dtype_name(s.reduce_dtype); })
+                   [](const plan::TrainingSetup& s) -> std::optional<std::string> {
+                     if (!s.reduce_dtype) return std::nullopt;
+                     return float_dtype_name(*s.reduce_dtype);
+                   })
       .def("__repr__",
            [](const plan::TrainingSetup& s) {
              return "TrainingSetup(global_batch=" + std::to_string(s.global_batch) +
@@ -167,8 +173,8 @@ void bind_setup(nb::module_& m) {
                     ", micro_batch=" + std::to_string(s.micro_batch) + ", precision='" +
                     plan::to_string(s.precision) + "', optimizer='" + plan::to_string(s.optimizer) +
                     "', compute_efficiency=" + shortest_text(s.compute_efficiency) +
-                    ", overlap=" + shortest_text(s.overlap) + ", reduce_dtype='" +
-                    float_dtype_name(s.reduce_dtype) + "')";
+                    ", overlap=" + shortest_text(s.overlap) + ", reduce_dtype=" +
+                    (s.reduce_dtype ? "'" + float_dtype_name(*s.reduce_dtype) + "'" : "None") + ")";
            })
       .def("__eq__",
            [](const plan::TrainingSetup& a, nb::handle other) {

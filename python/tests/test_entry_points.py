@@ -203,7 +203,7 @@ def cases():
                                                              devices=8)),
         Case("TrainingSetup", sw.TrainingSetup,
              dict(global_batch=8, seq=128, micro_batch=1, precision="bf16-mixed",
-                  optimizer="adam", compute_efficiency=0.5, overlap=0.5, reduce_dtype="fp32")),
+                  optimizer="adam", compute_efficiency=0.5, overlap=0.5, reduce_dtype=None)),
         Case("Layout", sw.Layout,
              dict(data=2, fsdp=1, model=1, pipeline=2, zero=1, microbatches=2, schedule="1f1b",
                   virtual_stages=1, stage_layers=[1, 1], recompute="none",

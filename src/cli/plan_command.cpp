@@ -168,8 +168,8 @@ class PlanCommand final : public Command {
                      "parameters, gradients and activations, as Megatron-LM keeps them)")
         ->default_val("bf16-mixed");
     app_->add_option("--reduce-dtype", reduce_dtype_,
-                     "What fp32 and bf16 reduce gradients in: fp32 or bf16 (as train's)")
-        ->default_val("fp32");
+                     "What gradients are reduced in: fp32 or bf16 (as train's; default: the "
+                     "precision's own, bf16 for bf16-mixed, fp32 otherwise)");
     app_->add_option("--optimizer", optimizer_, "adam or sgd")->default_val("adam");
     app_->add_option("--recompute", recompute_, "none, selective or full")->default_val("none");
     app_->add_flag("--sequence-parallel", sequence_parallel_,
@@ -208,7 +208,7 @@ class PlanCommand final : public Command {
     setup.seq = bounded(seq_, "--seq", 1, plan::TrainingSetup::kMaxSeq);
     setup.micro_batch = bounded(micro_, "--micro-batch", 1, setup.global_batch);
     setup.precision = plan::parse_precision(precision_, "--precision");
-    setup.reduce_dtype = parse_float_dtype(reduce_dtype_, "--reduce-dtype");
+    if (reduce_dtype_) setup.reduce_dtype = parse_float_dtype(*reduce_dtype_, "--reduce-dtype");
     setup.optimizer = plan::parse_optimizer(optimizer_, "--optimizer");
     setup.compute_efficiency =
         efficiency_ ? share(*efficiency_, "--efficiency", plan::TrainingSetup::kLeastEfficiency)
@@ -381,7 +381,7 @@ class PlanCommand final : public Command {
   std::string seq_;
   std::string micro_;
   std::string precision_;
-  std::string reduce_dtype_;
+  std::optional<std::string> reduce_dtype_;
   std::string optimizer_;
   std::string recompute_;
   std::string blas_ = "onednn";

@@ -43,17 +43,12 @@ Precision planned(shardwise::Precision value) {
   return value == shardwise::Precision::kBf16 ? Precision::kBf16 : Precision::kFp32;
 }
 bool trainer_runs(Precision value) { return value != Precision::kBf16Mixed; }
-ElementTypes element_types(Precision value, DType reduce) {
-  switch (value) {
-    case Precision::kFp32: {
-      ElementTypes types = ElementTypes::fp32();
-      types.reduce = reduce;
-      return types;
-    }
-    case Precision::kBf16: return ElementTypes::bf16_compute(reduce);
-    case Precision::kBf16Mixed: break;
-  }
-  return ElementTypes::bf16_mixed();
+ElementTypes element_types(Precision value, std::optional<DType> reduce) {
+  ElementTypes types = value == Precision::kFp32   ? ElementTypes::fp32()
+                       : value == Precision::kBf16 ? ElementTypes::bf16_compute()
+                                                   : ElementTypes::bf16_mixed();
+  if (reduce) types.reduce = *reduce;
+  return types;
 }
 std::string to_string(Optimizer value) { return name_of(value, kOptimizers); }
 
@@ -85,8 +80,8 @@ void TrainingSetup::validate() const {
   if (!(overlap >= 0 && overlap <= 1)) {
     throw InvalidArgument("overlap is " + std::to_string(overlap) + "; expected 0 to 1");
   }
-  if (reduce_dtype != DType::kF32 && reduce_dtype != DType::kBF16) {
-    throw InvalidArgument("reduce_dtype is " + shardwise::to_string(reduce_dtype) +
+  if (reduce_dtype && *reduce_dtype != DType::kF32 && *reduce_dtype != DType::kBF16) {
+    throw InvalidArgument("reduce_dtype is " + shardwise::to_string(*reduce_dtype) +
                           "; expected fp32 or bf16");
   }
 }

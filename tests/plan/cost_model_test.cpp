@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "error_of.hpp"
 #include "shardwise/plan/cost_model.hpp"
@@ -77,6 +78,38 @@ TEST(CostModel, ZeroStagesReproduceTheZeroPaper) {
     EXPECT_NEAR(static_cast<double>(m.params + m.grads + m.optimizer), expected[zero], 1.0)
         << "zero " << zero;
   }
+}
+
+// A stated reduce dtype is honoured by every precision: bf16-mixed reduces its gradients in bf16
+// unless told float32 (Megatron-LM's --bf16 without --grad-reduce-in-bf16: twice the bytes),
+// fp32 and bf16 in float32 unless told bf16 (half); nothing else moves.
+TEST(CostModel, AStatedReduceDtypeIsHonouredByEveryPrecision) {
+  const ModelShape model = one_block(1'000'000'000);
+  Layout layout;
+  layout.data = 8;
+  for (const auto& [precision, own, other] :
+       {std::tuple{Precision::kBf16Mixed, DType::kBF16, DType::kF32},
+        std::tuple{Precision::kBf16, DType::kF32, DType::kBF16},
+        std::tuple{Precision::kFp32, DType::kF32, DType::kBF16}}) {
+    TrainingSetup setup;
+    setup.global_batch = 8;
+    setup.seq = 1024;
+    setup.precision = precision;
+    const Prediction unstated = evaluate(model, devices(8), setup, layout);
+    setup.reduce_dtype = own;
+    const Prediction stated = evaluate(model, devices(8), setup, layout);
+    EXPECT_EQ(stated.comm_bytes_per_step, unstated.comm_bytes_per_step) << to_string(precision);
+    setup.reduce_dtype = other;
+    const Prediction changed = evaluate(model, devices(8), setup, layout);
+    const double ratio = static_cast<double>(changed.comm_bytes_per_step.at("data")) /
+                         static_cast<double>(unstated.comm_bytes_per_step.at("data"));
+    EXPECT_NEAR(ratio, other == DType::kF32 ? 2.0 : 0.5, 1e-6) << to_string(precision);
+    EXPECT_EQ(changed.memory.total(), unstated.memory.total()) << to_string(precision);
+  }
+  TrainingSetup bad;
+  bad.reduce_dtype = DType::kF64;
+  EXPECT_THAT(testing::error_of([&] { bad.validate(); }),
+              ::testing::HasSubstr("reduce_dtype is f64; expected fp32 or bf16"));
 }
 
 // Korthikanti et al. 2022, table 2's per-layer formulas for GPT-3 175B, s = 2048, b = 1, t = 8:

@@ -3,6 +3,7 @@
 // it: data, fsdp, model (tensor) and pipeline degrees, ZeRO stage, micro-batches and schedule.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,11 @@ Precision planned(shardwise::Precision value);
 // Whether shardwise's trainer keeps this precision's arrays (fp32, bf16): the planner then counts
 // the trainer's own arrays rather than the published formulas.
 bool trainer_runs(Precision value);
-// The element type of each kind of array a precision keeps: fp32 everything float32 (gradients
-// reduced in `reduce`); bf16 ElementTypes::bf16_compute(reduce); bf16-mixed
-// ElementTypes::bf16_mixed(), which reduces in bf16 whatever `reduce` says.
-ElementTypes element_types(Precision value, DType reduce = DType::kF32);
+// The element type of each kind of array a precision keeps: fp32 everything float32; bf16
+// ElementTypes::bf16_compute(); bf16-mixed ElementTypes::bf16_mixed(). `reduce`, where given,
+// is what gradients are reduced in instead of the precision's own (float32 for fp32 and bf16,
+// bf16 for bf16-mixed; Megatron-LM's --bf16 without --grad-reduce-in-bf16 reduces in float32).
+ElementTypes element_types(Precision value, std::optional<DType> reduce = std::nullopt);
 std::string to_string(Optimizer value);  // "adam", "sgd"
 using shardwise::to_string;
 // The inverses; InvalidArgument naming `flag` and the text otherwise.
@@ -51,8 +53,9 @@ struct TrainingSetup {
   std::int64_t seq = 1;
   std::int64_t micro_batch = 1;  // sequences per micro-batch on a data-parallel rank
   Precision precision = Precision::kBf16Mixed;
-  // What fp32 and bf16 reduce gradients in (the trainer's reduce_dtype): float32 or bf16.
-  DType reduce_dtype = DType::kF32;
+  // What gradients are reduced in (the trainer's reduce_dtype): float32 or bf16; absent, the
+  // precision's own (element_types).
+  std::optional<DType> reduce_dtype;
   Optimizer optimizer = Optimizer::kAdam;
   // The share of peak FLOP/s the matrix products reach, and the share of data-parallel and
   // FSDP communication hidden behind compute (docs/planner.md states both): kLeastEfficiency

@@ -33,10 +33,10 @@ struct ElementTypes {
   }
   // shardwise's bf16 (docs/precision.md): float32 masters, gradients, moments and activations;
   // the computation reads bf16 roundings of the parameters, which ZeRO-3 gathers in bf16;
-  // activations cross the model axis and pipeline stages in bf16; the gradients reduced in
-  // `reduce`.
-  [[nodiscard]] static constexpr ElementTypes bf16_compute(DType reduce = DType::kF32) {
-    return {DType::kF32, DType::kBF16, DType::kF32, reduce,
+  // activations cross the model axis and pipeline stages in bf16; gradients reduced in float32
+  // (the trainer's default reduce_dtype).
+  [[nodiscard]] static constexpr ElementTypes bf16_compute() {
+    return {DType::kF32, DType::kBF16, DType::kF32, DType::kF32,
             DType::kF32, DType::kF32,  DType::kF32, DType::kBF16};
   }
   // A separate master copy exists where the products read another type than the optimizer
