@@ -82,13 +82,6 @@ void widen_range(const BFloat16* __restrict from, float* __restrict to, std::siz
   }
 }
 
-float widened(BFloat16 value) {
-  const std::uint32_t bits = static_cast<std::uint32_t>(value.bits) << 16;
-  float wide = 0;
-  std::memcpy(&wide, &bits, sizeof wide);
-  return wide;
-}
-
 // The few-row product (decoding's): out (rows x n) (+)= inp (rows x k) W^T, each output the dot
 // product of an input row with a weight row, summed in float32 lanes. It reads each bf16 weight
 // once, half of float32's bytes, where a matrix product would first repack the weight into its
@@ -122,7 +115,7 @@ void dot_products(float* __restrict out, const float* __restrict even, const flo
       }
       float sum = detail::sum_lanes(low + high);
       for (std::size_t i = 2 * whole; i < k; ++i) {
-        sum += widened(inp[r * k + i]) * widened(w[i]);
+        sum += shardwise::to_float(inp[r * k + i]) * shardwise::to_float(w[i]);
       }
       out[r * n + j] = accumulate ? out[r * n + j] + sum : sum;
     }
@@ -235,8 +228,8 @@ void matmul_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight
     split.resize(2 * rows * half);
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t i = 0; i < half; ++i) {
-        split[r * half + i] = widened(inp[r * in + 2 * i]);
-        split[(rows + r) * half + i] = widened(inp[r * in + 2 * i + 1]);
+        split[r * half + i] = shardwise::to_float(inp[r * in + 2 * i]);
+        split[(rows + r) * half + i] = shardwise::to_float(inp[r * in + 2 * i + 1]);
       }
     }
     const float* even = split.data();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "shardwise/core/error.hpp"
@@ -64,34 +65,76 @@ void TensorParallel::share_first(std::int32_t* values, std::size_t count) const 
   comm_->broadcast(values, count, DType::kI32, group_[0], group_);
 }
 
+namespace {
+
+// `count` elements from one type to another: a copy between float32s, rounded to bf16 or widened.
+void convert(const float* from, float* to, std::size_t count) { std::copy(from, from + count, to); }
+void convert(const float* from, BFloat16* to, std::size_t count) {
+  kernels::to_bf16({from, count}, {to, count});
+}
+void convert(const BFloat16* from, float* to, std::size_t count) {
+  kernels::to_float({from, count}, {to, count});
+}
+
+// A sequence's parts over t ranks, whose messages are of type M (float32 or bf16): a part is one
+// sequence's positions on one rank (`part` elements); the collective moves every rank's `batch`
+// parts together, rank by rank, and they are put in their place in the whole (batch, t parts).
+// `mine` holds this rank's parts converted where M is not float32.
+template <typename M>
+void gather_parts(Communicator& comm, const Group& group, std::size_t t, float* full,
+                  const float* local, std::size_t batch, std::size_t part, std::vector<M>& staging,
+                  std::vector<M>* mine) {
+  const M* sent = nullptr;
+  if constexpr (std::is_same_v<M, float>) {
+    sent = local;
+  } else {
+    mine->resize(batch * part);
+    convert(local, mine->data(), mine->size());
+    sent = mine->data();
+  }
+  staging.resize(t * batch * part);
+  comm.all_gather(sent, staging.data(), batch * part, element_type(sent), group);
+  for (std::size_t r = 0; r < t; ++r) {
+    for (std::size_t b = 0; b < batch; ++b) {
+      convert(staging.data() + (r * batch + b) * part, full + (b * t + r) * part, part);
+    }
+  }
+}
+
+template <typename M>
+void reduce_scatter_parts(Communicator& comm, const Group& group, std::size_t t, float* local,
+                          const float* full, std::size_t batch, std::size_t part,
+                          std::vector<M>& staging, std::vector<M>* mine) {
+  staging.resize(t * batch * part);
+  for (std::size_t r = 0; r < t; ++r) {
+    for (std::size_t b = 0; b < batch; ++b) {
+      convert(full + (b * t + r) * part, staging.data() + (r * batch + b) * part, part);
+    }
+  }
+  M* received = nullptr;
+  if constexpr (std::is_same_v<M, float>) {
+    received = local;
+  } else {
+    mine->resize(batch * part);
+    received = mine->data();
+  }
+  comm.reduce_scatter(staging.data(), received, batch * part, element_type(received),
+                      ReduceOp::kSum, group);
+  if constexpr (!std::is_same_v<M, float>) convert(received, local, batch * part);
+}
+
+}  // namespace
+
 void TensorParallel::gather_sequence(float* full, const float* local, std::size_t batch,
                                      std::size_t seq, std::size_t channels, DType message) const {
   const auto t = static_cast<std::size_t>(degree_);
   const std::size_t part = seq / t * channels;  // one sequence's positions on one rank
   if (degree_ == 1) {
     std::copy(local, local + batch * seq * channels, full);
-    return;
-  }
-  if (message == DType::kBF16) {
-    local16_.resize(batch * part);
-    staging16_.resize(batch * seq * channels);
-    kernels::to_bf16({local, local16_.size()}, local16_);
-    comm_->all_gather(local16_.data(), staging16_.data(), batch * part, DType::kBF16, group_);
-    for (std::size_t r = 0; r < t; ++r) {
-      for (std::size_t b = 0; b < batch; ++b) {
-        kernels::to_float({staging16_.data() + (r * batch + b) * part, part},
-                          {full + (b * t + r) * part, part});
-      }
-    }
-    return;
-  }
-  staging_.resize(batch * seq * channels);
-  comm_->all_gather(local, staging_.data(), batch * part, element_type(local), group_);
-  for (std::size_t r = 0; r < t; ++r) {
-    for (std::size_t b = 0; b < batch; ++b) {
-      const float* from = staging_.data() + (r * batch + b) * part;
-      std::copy(from, from + part, full + (b * t + r) * part);
-    }
+  } else if (message == DType::kBF16) {
+    gather_parts(*comm_, group_, t, full, local, batch, part, staging16_, &local16_);
+  } else {
+    gather_parts<float>(*comm_, group_, t, full, local, batch, part, staging_, nullptr);
   }
 }
 
@@ -102,31 +145,11 @@ void TensorParallel::reduce_scatter_sequence(float* local, const float* full, st
   const std::size_t part = seq / t * channels;
   if (degree_ == 1) {
     std::copy(full, full + batch * seq * channels, local);
-    return;
+  } else if (message == DType::kBF16) {
+    reduce_scatter_parts(*comm_, group_, t, local, full, batch, part, staging16_, &local16_);
+  } else {
+    reduce_scatter_parts<float>(*comm_, group_, t, local, full, batch, part, staging_, nullptr);
   }
-  if (message == DType::kBF16) {
-    staging16_.resize(batch * seq * channels);
-    local16_.resize(batch * part);
-    for (std::size_t r = 0; r < t; ++r) {
-      for (std::size_t b = 0; b < batch; ++b) {
-        kernels::to_bf16({full + (b * t + r) * part, part},
-                         {staging16_.data() + (r * batch + b) * part, part});
-      }
-    }
-    comm_->reduce_scatter(staging16_.data(), local16_.data(), batch * part, DType::kBF16,
-                          ReduceOp::kSum, group_);
-    kernels::to_float(local16_, {local, local16_.size()});
-    return;
-  }
-  staging_.resize(batch * seq * channels);
-  for (std::size_t r = 0; r < t; ++r) {
-    for (std::size_t b = 0; b < batch; ++b) {
-      const float* from = full + (b * t + r) * part;
-      std::copy(from, from + part, staging_.data() + (r * batch + b) * part);
-    }
-  }
-  comm_->reduce_scatter(staging_.data(), local, batch * part, element_type(local), ReduceOp::kSum,
-                        group_);
 }
 
 template <typename Table>
