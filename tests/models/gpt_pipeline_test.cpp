@@ -196,6 +196,31 @@ TEST(GptPipeline, Bf16MessagesArriveRoundedAndMoveHalfTheBytes) {
   EXPECT_EQ(2 * sent[1], sent[0]);
 }
 
+// Stages that disagree on the messages' type end with an error on both, never a hang or a
+// message read as the other type; a type neither float32 nor bf16 is refused before any message.
+TEST(GptPipeline, StagesDisagreeingOnTheMessagesTypeEndWithAnError) {
+  const PipelineSchedule schedule = build_schedule(ScheduleKind::kOneFOneB, 2, 2);
+  const std::string message = error_of([&] {
+    run_local(2, [&](Communicator& comm) {
+      RecordingChunk chunk(64);
+      std::vector<train::PipelineChunk*> chunks{&chunk};
+      (void)train::run_pipeline_schedule(schedule, chunks, comm, false,
+                                         comm.rank() == 0 ? DType::kBF16 : DType::kF32);
+    });
+  });
+  EXPECT_THAT(message, HasSubstr(" bytes but rank "));
+  RecordProperty("error", message);
+  run_local(1, [&](Communicator& comm) {
+    const PipelineSchedule one = build_schedule(ScheduleKind::kOneFOneB, 1, 1);
+    RecordingChunk chunk(4);
+    std::vector<train::PipelineChunk*> chunks{&chunk};
+    EXPECT_THAT(error_of([&] {
+                  (void)train::run_pipeline_schedule(one, chunks, comm, false, DType::kF16);
+                }),
+                HasSubstr("pipeline messages in f16: float32 or bf16"));
+  });
+}
+
 TEST(GptPipeline, AScheduleForAnotherPipelineIsRefused) {
   const PipelineSchedule schedule = build_schedule(ScheduleKind::kOneFOneB, 2, 2);
   run_local(1, [&](Communicator& comm) {

@@ -555,6 +555,27 @@ TEST(ParameterStore, Bf16GathersHoldTheRoundingsAndMoveHalfTheBytes) {
   EXPECT_EQ(2 * sent[1], sent[0]);
 }
 
+// Ranks given different ZeRO-3 gather types move chunks of different types: the runtime refuses
+// the mismatched all-gather on every rank, an error rather than a hang or a wrong unit.
+TEST(ParameterStore, RanksGatheringInDifferentTypesEndWithAnError) {
+  const Corpus corpus = Corpus::builtin(16);
+  std::vector<std::string> errors(2);
+  run_local(2, [&](Communicator& comm) {
+    testing::GptModel model(kConfig, 7);
+    TrainSettings settings = settings_for(3);
+    settings.gather_dtype = comm.rank() == 0 ? DType::kBF16 : DType::kF32;
+    try {
+      ParallelContext context(comm, Mesh({"fsdp"}, {2}));
+      Trainer trainer(context, model, corpus, settings);
+      (void)trainer.step();
+    } catch (const Error& e) {
+      errors[static_cast<std::size_t>(comm.rank())] = e.what();
+    }
+  });
+  for (const std::string& error : errors) EXPECT_THAT(error, HasSubstr(" where rank "));
+  RecordProperty("error", errors[0]);
+}
+
 TEST(Trainer, LearningRateWarmsUpThenDecaysToItsFloor) {
   TrainSettings s;
   s.learning_rate = 1.0F;
