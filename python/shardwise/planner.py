@@ -265,25 +265,28 @@ def _layout(layout, zero, microbatches, schedule, virtual_stages, stage_layers, 
 
 
 def _inputs(model, devices, global_batch, seq, device, devices_per_node, micro_batch, precision,
-            optimizer, efficiency, overlap, heads):
+            optimizer, efficiency, overlap, heads, reduce_dtype):
     shape = shape_of(manifest_of(model), heads)
     cluster = _cluster(device, devices, devices_per_node)
     setup = TrainingSetup(global_batch, seq, micro_batch=micro_batch, precision=precision,
-                          optimizer=optimizer, compute_efficiency=efficiency, overlap=overlap)
+                          optimizer=optimizer, compute_efficiency=efficiency, overlap=overlap,
+                          reduce_dtype=reduce_dtype)
     return shape, cluster, setup
 
 
 def plan(model, *, devices, global_batch, seq, layout, zero=0, microbatches=None,
          schedule="1f1b", virtual_stages=1, stage_layers=None, recompute="none",
          sequence_parallel=False, device="h100-80gb", devices_per_node=8, micro_batch=1,
-         precision="bf16-mixed", optimizer="adam", efficiency=0.5, overlap=0.5, heads=None):
+         precision="bf16-mixed", optimizer="adam", efficiency=0.5, overlap=0.5, heads=None,
+         reduce_dtype=None):
     """The Prediction of one layout, as ``shardwise plan --layout``.
 
     layout: 'data=2,fsdp=4', {'data': 2, 'fsdp': 4} or a Layout. device: a preset
     (h100-80gb, a100-80gb, h200), a cluster file or dict, or a Cluster.
     """
     shape, cluster, setup = _inputs(model, devices, global_batch, seq, device, devices_per_node,
-                                    micro_batch, precision, optimizer, efficiency, overlap, heads)
+                                    micro_batch, precision, optimizer, efficiency, overlap, heads,
+                                    reduce_dtype)
     chosen = _layout(layout, zero, microbatches, schedule, virtual_stages, stage_layers,
                      recompute, sequence_parallel)
     return plan_layout(shape, cluster, setup, chosen)
@@ -292,11 +295,12 @@ def plan(model, *, devices, global_batch, seq, layout, zero=0, microbatches=None
 def search(model, *, devices, global_batch, seq, top=5, recompute="none",
            sequence_parallel=False, device="h100-80gb", devices_per_node=8, micro_batch=1,
            precision="bf16-mixed", optimizer="adam", efficiency=0.5, overlap=0.5, heads=None,
-           model_within_node=True):
+           model_within_node=True, reduce_dtype=None):
     """Every valid layout ranked by predicted step time, as ``shardwise plan`` without
     --layout: a SearchResult whose ``ranked`` holds the best first, each with why it lost."""
     shape, cluster, setup = _inputs(model, devices, global_batch, seq, device, devices_per_node,
-                                    micro_batch, precision, optimizer, efficiency, overlap, heads)
+                                    micro_batch, precision, optimizer, efficiency, overlap, heads,
+                                    reduce_dtype)
     return search_layouts(shape, cluster, setup, top=top, recompute=recompute,
                           sequence_parallel=sequence_parallel,
                           model_within_node=model_within_node)

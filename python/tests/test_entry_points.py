@@ -71,7 +71,7 @@ def cases():
     plan_args = dict(model=TREE, heads=4, devices=8, global_batch=8, seq=128, device="h100-80gb",
                      devices_per_node=8, micro_batch=1, precision="bf16-mixed",
                      optimizer="adam", efficiency=0.5, overlap=0.5, recompute="none",
-                     sequence_parallel=False)
+                     sequence_parallel=False, reduce_dtype=None)
     return [
         # Meshes, specs, shardings, placements.
         Case("Mesh", sw.Mesh, dict(shape={"data": 2, "model": 2}, axis_names=None,

@@ -216,6 +216,15 @@ def test_bf16_counts_the_trainers_copies_and_reductions():
     fp32, bf16 = memory("fp32"), memory("bf16")
     assert fp32.compute_copies == 0 and bf16.compute_copies > 0
     assert (bf16.params, bf16.grads, bf16.optimizer) == (fp32.params, fp32.grads, fp32.optimizer)
+    halved = sw.plan(GPT2, devices=8, global_batch=64, seq=1024, layout="data=2,fsdp=4", zero=3,
+                     precision="bf16", reduce_dtype="bf16")
+    command_said = json.loads(subprocess.run(
+        [command(), "plan", "--model", GPT2, "--devices", "8", "--global-batch", "64", "--seq",
+         "1024", "--layout", "data=2,fsdp=4", "--zero", "3", "--precision", "bf16",
+         "--reduce-dtype", "bf16", "--json"], check=True, capture_output=True,
+        text=True).stdout)["candidates"][0]
+    assert halved.comm_bytes_per_step == command_said["comm_bytes_per_step"]
     setup = sw.TrainingSetup(8, 128, precision="bf16", reduce_dtype="bf16")
     assert (setup.precision, setup.reduce_dtype) == ("bf16", "bf16")
     assert setup != sw.TrainingSetup(8, 128, precision="bf16")
+    assert sw.TrainingSetup(8, 128).reduce_dtype is None
