@@ -90,6 +90,7 @@ Work ShardedUnits::start_gather(std::size_t u) {
     unit.mine_bf16.resize(chunk);
     kernels::to_bf16({mine, chunk}, unit.mine_bf16);
     unit.gathering_bf16.resize(packed(u));
+    hold_bf16_staging(unit, true);
     return comm_.iall_gather(unit.mine_bf16.data(), unit.gathering_bf16.data(), chunk,
                              element_type(unit.mine_bf16.data()), group_);
   }
@@ -102,12 +103,23 @@ void ShardedUnits::finish_gather(std::size_t u) {
   if (gather_dtype_ == DType::kBF16) {
     allocate(unit.gathering, packed(u), false);
     kernels::to_float(unit.gathering_bf16, unit.gathering);
-    unit.gathering_bf16 = {};
-    unit.mine_bf16 = {};
+    free_bf16_staging(unit);
   }
   allocate(unit.values, store_.units()[u].count, false);
   shards_.unpack(u, unit.gathering.data(), unit.values.data());
   free(unit.gathering);
+}
+
+void ShardedUnits::hold_bf16_staging(const Unit& unit, bool more) {
+  const std::size_t bytes = (unit.gathering_bf16.size() + unit.mine_bf16.size()) * sizeof(BFloat16);
+  gathered_bytes_ = more ? gathered_bytes_ + bytes : gathered_bytes_ - bytes;
+  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
+}
+
+void ShardedUnits::free_bf16_staging(Unit& unit) {
+  hold_bf16_staging(unit, false);
+  unit.gathering_bf16 = {};
+  unit.mine_bf16 = {};
 }
 
 void ShardedUnits::free(std::vector<float>& buffer) {
@@ -271,8 +283,7 @@ void ShardedUnits::end_pass() {
       unit.prefetching = false;
       unit.prefetch.wait();
       free(unit.gathering);
-      unit.gathering_bf16 = {};
-      unit.mine_bf16 = {};
+      free_bf16_staging(unit);
     }
     if (unit.users > 0) {
       if (left.empty()) left = store_.units()[u].name;
@@ -300,8 +311,7 @@ void ShardedUnits::abandon_pass() noexcept {
     unit.prefetching = false;
     unit.users = 0;
     free(unit.gathering);
-    unit.gathering_bf16 = {};
-    unit.mine_bf16 = {};
+    free_bf16_staging(unit);
     free(unit.values);
     unit.reducing_bf16 = {};
     unit.reduced_bf16 = {};

@@ -106,6 +106,10 @@ class ShardedUnits final : public UnitResidency {
   [[nodiscard]] Work start_gather(std::size_t unit);
   void finish_gather(std::size_t unit);
   void free(std::vector<float>& buffer);
+  // Counts a unit's bf16 gather buffers among the gathered bytes (held or released); the second
+  // releases them.
+  void hold_bf16_staging(const Unit& unit, bool more);
+  void free_bf16_staging(Unit& unit);
   void start_reduce(std::size_t unit);
   void finish_oldest_reduce();
   void check_unit(std::size_t unit, const char* what) const;
