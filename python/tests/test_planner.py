@@ -216,6 +216,8 @@ def test_bf16_counts_the_trainers_copies_and_reductions():
     fp32, bf16 = memory("fp32"), memory("bf16")
     assert fp32.compute_copies == 0 and bf16.compute_copies > 0
     assert (bf16.params, bf16.grads, bf16.optimizer) == (fp32.params, fp32.grads, fp32.optimizer)
+    # Layers keep their arrays in bf16, the residual stream and one working layer in float32.
+    assert 0.5 * fp32.activations < bf16.activations < fp32.activations
     halved = sw.plan(GPT2, devices=8, global_batch=64, seq=1024, layout="data=2,fsdp=4", zero=3,
                      precision="bf16", reduce_dtype="bf16")
     command_said = json.loads(subprocess.run(

@@ -74,6 +74,35 @@ void round_range(const float* __restrict from, BFloat16* __restrict to, std::siz
   }
 }
 
+// Each value's rounding, as a float's bits (a quiet NaN for a NaN).
+inline std::uint32_t rounded_bits(std::uint32_t bits) {
+  const std::uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) & 0xFFFF0000U;
+  const std::uint32_t quiet_nan = (bits | 0x400000U) & 0xFFFF0000U;
+  return (bits & 0x7FFFFFFFU) > 0x7F800000U ? quiet_nan : rounded;
+}
+
+SHARDWISE_CPU_CLONES
+void round_in_place(float* __restrict values, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, values + i, sizeof bits);
+    const std::uint32_t result = rounded_bits(bits);
+    std::memcpy(values + i, &result, sizeof result);
+  }
+}
+
+SHARDWISE_CPU_CLONES
+void round_in_place_and_keep(float* __restrict values, BFloat16* __restrict kept,
+                             std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, values + i, sizeof bits);
+    const std::uint32_t result = rounded_bits(bits);
+    std::memcpy(values + i, &result, sizeof result);
+    kept[i].bits = static_cast<std::uint16_t>(result >> 16);
+  }
+}
+
 SHARDWISE_CPU_CLONES
 void widen_range(const BFloat16* __restrict from, float* __restrict to, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
@@ -215,6 +244,22 @@ void to_float(std::span<const BFloat16> in, std::span<float> out) {
   }
   detail::parallel_for(in.size(), 4096, [&](std::size_t first, std::size_t last) {
     widen_range(in.data() + first, out.data() + first, last - first);
+  });
+}
+
+void round_to_bf16(std::span<float> values) {
+  detail::parallel_for(values.size(), 4096, [&](std::size_t first, std::size_t last) {
+    round_in_place(values.data() + first, last - first);
+  });
+}
+
+void round_to_bf16(std::span<float> values, std::span<BFloat16> kept) {
+  if (values.size() != kept.size()) {
+    throw InvalidArgument("round_to_bf16: " + std::to_string(values.size()) + " floats kept in " +
+                          std::to_string(kept.size()) + " bf16 elements");
+  }
+  detail::parallel_for(values.size(), 4096, [&](std::size_t first, std::size_t last) {
+    round_in_place_and_keep(values.data() + first, kept.data() + first, last - first);
   });
 }
 

@@ -12,45 +12,48 @@ constexpr std::size_t index(Activation a) { return static_cast<std::size_t>(a); 
 
 // What an array's elements are, which sets their type (ElementTypes).
 enum class Kind {
-  kActivation,         // activations and their gradients
+  kKept,               // what a layer keeps for backward: products' inputs and outputs
+  kStream,             // the residual stream: a layer's input and output, the sum after attention
   kStatistic,          // statistics, log-sum-exps, the head's logits and probabilities, losses
+  kWorking,            // what the chunk computes in: activations' gradients, outputs not kept
   kParameterGradient,  // a pass's share of a parameter's gradient
 };
 
 struct Row {
   const char* name;
   Lifetime lifetime;
-  Kind kind = Kind::kActivation;
+  Kind kind;
 };
 
-// In Activation's order.
+// In Activation's order. The head's norm output is computed in and read from the working type:
+// the head's blocks read it in backward while the norm's gradient is written beside it.
 constexpr std::array<Row, kActivationCount> kRows = {{
-    {"norm1", Lifetime::kLayer},
+    {"norm1", Lifetime::kLayer, Kind::kKept},
     {"norm1_statistics", Lifetime::kLayer, Kind::kStatistic},
-    {"projections", Lifetime::kLayer},
-    {"qk_norm_input", Lifetime::kLayer},
+    {"projections", Lifetime::kLayer, Kind::kKept},
+    {"qk_norm_input", Lifetime::kLayer, Kind::kKept},
     {"qk_norm_statistics", Lifetime::kLayer, Kind::kStatistic},
-    {"attention", Lifetime::kLayer},
+    {"attention", Lifetime::kLayer, Kind::kKept},
     {"log_sum_exp", Lifetime::kLayer, Kind::kStatistic},
-    {"residual2", Lifetime::kLayer},
-    {"norm2", Lifetime::kLayer},
+    {"residual2", Lifetime::kLayer, Kind::kStream},
+    {"norm2", Lifetime::kLayer, Kind::kKept},
     {"norm2_statistics", Lifetime::kLayer, Kind::kStatistic},
-    {"mlp", Lifetime::kLayer},
-    {"layer_output", Lifetime::kLayerOutput},
-    {"input", Lifetime::kMicroBatch},
-    {"head_norm", Lifetime::kMicroBatch},
+    {"mlp", Lifetime::kLayer, Kind::kKept},
+    {"layer_output", Lifetime::kLayerOutput, Kind::kStream},
+    {"input", Lifetime::kMicroBatch, Kind::kStream},
+    {"head_norm", Lifetime::kMicroBatch, Kind::kWorking},
     {"head_statistics", Lifetime::kMicroBatch, Kind::kStatistic},
     {"losses", Lifetime::kMicroBatch, Kind::kStatistic},
-    {"residual_grad", Lifetime::kScratch},
-    {"whole_rows", Lifetime::kScratch},
-    {"mlp_grad", Lifetime::kScratch},
-    {"attention_grads", Lifetime::kScratch},
+    {"residual_grad", Lifetime::kScratch, Kind::kWorking},
+    {"whole_rows", Lifetime::kScratch, Kind::kWorking},
+    {"mlp_grad", Lifetime::kScratch, Kind::kWorking},
+    {"attention_grads", Lifetime::kScratch, Kind::kWorking},
     {"logits", Lifetime::kScratch, Kind::kStatistic},
     {"probabilities", Lifetime::kScratch, Kind::kStatistic},
-    {"norm_local", Lifetime::kScratch},
-    {"norm_grad_local", Lifetime::kScratch},
-    {"partial_sum", Lifetime::kScratch},
-    {"gathered", Lifetime::kScratch},
+    {"norm_local", Lifetime::kScratch, Kind::kWorking},
+    {"norm_grad_local", Lifetime::kScratch, Kind::kWorking},
+    {"partial_sum", Lifetime::kScratch, Kind::kWorking},
+    {"gathered", Lifetime::kScratch, Kind::kWorking},
     {"norm_parameter_grads", Lifetime::kScratch, Kind::kParameterGradient},
     {"qk_norm_grads", Lifetime::kScratch, Kind::kParameterGradient},
     {"kv_head_grads", Lifetime::kScratch, Kind::kParameterGradient},
@@ -75,13 +78,19 @@ const char* name_of(Activation activation) { return kRows.at(index(activation)).
 bool is_statistic(Activation activation) {
   return kRows.at(index(activation)).kind == Kind::kStatistic;
 }
+bool is_kept(Activation activation) { return kRows.at(index(activation)).kind == Kind::kKept; }
 DType element_type_of(Activation activation, const ElementTypes& types) {
   switch (kRows.at(index(activation)).kind) {
+    case Kind::kKept: return types.activations;
+    case Kind::kStream: return types.stream;
     case Kind::kStatistic: return types.statistics;
+    case Kind::kWorking: return types.working;
     case Kind::kParameterGradient: return types.gradients;
-    case Kind::kActivation: break;
   }
-  return types.activations;
+  return types.working;
+}
+DType working_type_of(Activation activation, const ElementTypes& types) {
+  return is_kept(activation) ? types.working : element_type_of(activation, types);
 }
 
 ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeometry& geometry)
@@ -139,12 +148,28 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
       shape.replicates_kv_heads(t) ? 2 * kv * (C + (shape.qkv_bias ? 1 : 0)) : 0;
 }
 
-std::size_t ActivationTable::sum(Lifetime lifetime, const ElementTypes* types) const {
+std::size_t ActivationTable::sum(Lifetime lifetime, const ElementTypes* types, bool working) const {
   std::size_t sum = 0;
   for (std::size_t i = 0; i < kActivationCount; ++i) {
     if (kRows[i].lifetime != lifetime) continue;
     const auto activation = static_cast<Activation>(i);
-    sum += types == nullptr ? elements_[i] : bytes(activation, *types);
+    if (types == nullptr) {
+      sum += elements_[i];
+    } else {
+      sum += elements_[i] * size_in_bytes(working ? working_type_of(activation, *types)
+                                                  : element_type_of(activation, *types));
+    }
+  }
+  return sum;
+}
+
+std::size_t ActivationTable::working_layer(const ElementTypes* types) const {
+  if (layers_ == 0) return 0;
+  if (recompute_ == Recompute::kFull) return sum(Lifetime::kLayer, types, true);
+  if (types == nullptr || !types->kept_narrower()) return 0;
+  std::size_t sum = 0;
+  for (std::size_t i = 0; i < kActivationCount; ++i) {
+    if (kRows[i].kind == Kind::kKept) sum += elements_[i] * size_in_bytes(types->working);
   }
   return sum;
 }
@@ -155,8 +180,7 @@ std::size_t ActivationTable::chunk_sum(std::size_t slots, const ElementTypes* ty
   const bool full = recompute_ == Recompute::kFull;
   const std::size_t per_slot =
       layers_ * (full ? output : layer + output) + sum(Lifetime::kMicroBatch, types);
-  const std::size_t recomputed = full && layers_ > 0 ? layer : 0;
-  return slots * per_slot + recomputed + sum(Lifetime::kScratch, types);
+  return slots * per_slot + working_layer(types) + sum(Lifetime::kScratch, types);
 }
 
 std::size_t ActivationTable::elements(Lifetime lifetime) const { return sum(lifetime, nullptr); }
@@ -167,6 +191,10 @@ std::size_t ActivationTable::layer_elements() const {
 
 std::size_t ActivationTable::chunk_elements(std::size_t slots) const {
   return chunk_sum(slots, nullptr);
+}
+
+std::size_t ActivationTable::working_layer_bytes(const ElementTypes& types) const {
+  return working_layer(&types);
 }
 
 std::size_t ActivationTable::bytes(Activation activation, const ElementTypes& types) const {

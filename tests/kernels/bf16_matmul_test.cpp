@@ -88,16 +88,21 @@ TEST(Bf16Conversions, TheVectorLoopsAreTheScalarConversions) {
     if (i % 7 == 0) bits = (bits & 0xFFFF0000U) | 0x8000U;       // a tie
     if (i % 11 == 0) bits &= 0x807FFFFFU;                        // a subnormal
     if (i % 13 == 0) bits = 0x7F800000U | (bits & 0x80000000U);  // an infinity
+    if (i % 17 == 0) bits = 0x7F800001U | (bits & 0x80000000U);  // a NaN in the low bits only
     std::memcpy(&in[i], &bits, sizeof bits);
   }
   std::vector<BFloat16> narrow(in.size());
   to_bf16(in, narrow);
   std::vector<float> back(in.size());
   to_float(narrow, back);
+  // Rounding in place is the round trip, bit for bit (a kept array loses nothing in bf16).
+  std::vector<float> rounded = in;
+  round_to_bf16(rounded);
   for (std::size_t i = 0; i < in.size(); ++i) {
     ASSERT_EQ(narrow[i].bits, shardwise::to_bfloat16(in[i]).bits) << "element " << i;
     const float widened = shardwise::to_float(narrow[i]);
     ASSERT_EQ(std::memcmp(&back[i], &widened, sizeof widened), 0) << "element " << i;
+    ASSERT_EQ(std::memcmp(&rounded[i], &widened, sizeof widened), 0) << "element " << i;
   }
 }
 

@@ -84,6 +84,49 @@ TEST(ActivationTable, BytesSumEachArrayInItsOwnType) {
   }
 }
 
+// shardwise's bf16 keeps what a layer keeps for backward in bf16 and the residual stream and
+// statistics in float32, and computes each layer in one float32 layer besides: the working
+// layer, which full recomputation's layer is in every precision.
+TEST(ActivationTable, Bf16KeepsTheLayersArraysAndComputesInOneFloat32Layer) {
+  const ElementTypes bf16 = ElementTypes::bf16_compute();
+  for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
+    const ActivationTable table(qwen3_like(), geometry(recompute));
+    std::size_t kept = 0, others = 0, layer = 0;
+    for (std::size_t i = 0; i < kActivationCount; ++i) {
+      const auto a = static_cast<Activation>(i);
+      if (lifetime_of(a) != Lifetime::kLayer) continue;
+      layer += table.elements(a);
+      (is_kept(a) ? kept : others) += table.elements(a);
+    }
+    ASSERT_GT(kept, 0U);
+    ASSERT_GT(others, 0U);
+    EXPECT_EQ(table.bytes(Lifetime::kLayer, bf16), 2 * kept + 4 * others);
+    EXPECT_EQ(table.bytes(Activation::kLayerOutput, bf16),
+              4 * table.elements(Activation::kLayerOutput));
+    const bool full = recompute == Recompute::kFull;
+    EXPECT_EQ(table.working_layer_bytes(bf16), full ? 4 * layer : 4 * kept);
+    EXPECT_EQ(table.working_layer_bytes(ElementTypes::fp32()), full ? 4 * layer : 0);
+    // Everything else as float32 keeps it.
+    const std::size_t slots = 3;
+    const std::size_t fp32 = table.chunk_bytes(slots, ElementTypes::fp32());
+    const std::size_t layers = 2;
+    const std::size_t saved = full ? 0 : slots * layers * 2 * kept;
+    EXPECT_EQ(table.chunk_bytes(slots, bf16) + saved, fp32 + (full ? 0 : 4 * kept));
+  }
+  for (const Activation a : {Activation::kNorm1, Activation::kProjections, Activation::kQkNormInput,
+                             Activation::kAttention, Activation::kNorm2, Activation::kMlp}) {
+    EXPECT_TRUE(is_kept(a)) << name_of(a);
+    EXPECT_EQ(element_type_of(a, bf16), DType::kBF16) << name_of(a);
+    EXPECT_EQ(working_type_of(a, bf16), DType::kF32) << name_of(a);
+  }
+  for (const Activation a : {Activation::kResidual2, Activation::kLayerOutput, Activation::kInput,
+                             Activation::kHeadNorm, Activation::kResidualGrad,
+                             Activation::kNorm1Statistics}) {
+    EXPECT_FALSE(is_kept(a)) << name_of(a);
+    EXPECT_EQ(element_type_of(a, bf16), DType::kF32) << name_of(a);
+  }
+}
+
 TEST(ElementTypes, MixedPrecisionKeepsMastersAndMomentsInFloat32) {
   constexpr ElementTypes mixed = ElementTypes::bf16_mixed();
   EXPECT_EQ(mixed.master, DType::kF32);

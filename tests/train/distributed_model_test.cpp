@@ -157,32 +157,83 @@ TEST(DistributedModel, APipelineGivesTheOneRankLossAndSumsTheTiedEmbedding) {
   expect_one_ranks(std::make_shared<const models::GptDefinition>(four), "pipeline=2", interleaved);
 }
 
-// Each chunk holds exactly what the activation table sizes for its layers, slots and head: the
+// Each chunk holds exactly what the activation table sizes for its layers, slots, head and
+// precision (bf16 keeps a layer's arrays in bf16 and computes them in one float32 layer): the
 // table the planner sums is the one the chunk allocates from.
 TEST(DistributedModel, AChunkHoldsWhatItsActivationTableSizes) {
   for (const auto& definition : {tied_gpt(), qwen3()}) {
-    for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
-      run_local(2, [&](Communicator& comm) {
-        ParallelContext context(comm, Mesh::parse("model=2"));
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
+        run_local(2, [&](Communicator& comm) {
+          ParallelContext context(comm, Mesh::parse("model=2"));
+          ModelLayout layout;
+          layout.sequence_parallel = true;
+          layout.recompute = recompute;
+          layout.precision = precision;
+          DistributedModel model(definition, 3, context, layout);
+          const Batch b = batch(definition->vocab_size());
+          (void)model.forward_backward(b.tokens, b.targets, kSequences, kSeq, true);
+          ChunkGeometry geometry;
+          geometry.batch = kSequences;
+          geometry.seq = kSeq;
+          geometry.model_degree = 2;
+          geometry.sequence_parallel = true;
+          geometry.recompute = recompute;
+          geometry.layers = definition->layers();
+          geometry.has_head = true;
+          const ActivationTable table(definition->manifest().transformer.value(), geometry);
+          const ElementTypes types =
+              precision == Precision::kBf16 ? ElementTypes::bf16_compute() : ElementTypes::fp32();
+          EXPECT_EQ(model.activation_bytes(), table.chunk_bytes(1, types));
+          EXPECT_GT(table.elements(Activation::kNormLocal), 0U);
+          if (precision == Precision::kBf16 && recompute == Recompute::kNone) {
+            // Each layer keeps less; one float32 layer is added, whatever the layers.
+            EXPECT_LT(table.layer_bytes(types), table.layer_bytes(ElementTypes::fp32()));
+            EXPECT_GT(table.working_layer_bytes(types), 0U);
+          }
+        });
+      }
+    }
+  }
+}
+
+// bf16 layers keep their arrays in bf16 and compute in float32: what a layer keeps must be
+// exactly what its forward computed with, or its backward differentiates another function.
+// Full recomputation computes the backward from a float32 forward done again, never kept: both
+// give the same loss and gradients, bit for bit, on every family, with sequence parallelism. An
+// array a part leaves unrounded (attention's output, the MLP's activation, the queries after
+// their rotation) is rounded only when kept, and fails this.
+TEST(DistributedModel, Bf16LayersKeepExactlyWhatTheirForwardComputed) {
+  models::LlamaConfig qwen2 = models::llama_preset("qwen2-tiny", "model");
+  qwen2.n_layer = 2;
+  qwen2.vocab_size = 64;
+  qwen2.context_length = 16;
+  for (const auto& definition : {tied_gpt(), qwen3(),
+                                 std::shared_ptr<const ModelDefinition>(
+                                     std::make_shared<const models::LlamaDefinition>(qwen2))}) {
+    SCOPED_TRACE(definition->describe());
+    run_local(2, [&](Communicator& comm) {
+      ParallelContext context(comm, Mesh::parse("model=2"));
+      std::vector<float> grads[2];
+      float losses[2] = {};
+      for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
         ModelLayout layout;
         layout.sequence_parallel = true;
         layout.recompute = recompute;
+        layout.precision = Precision::kBf16;
         DistributedModel model(definition, 3, context, layout);
         const Batch b = batch(definition->vocab_size());
-        (void)model.forward_backward(b.tokens, b.targets, kSequences, kSeq, true);
-        ChunkGeometry geometry;
-        geometry.batch = kSequences;
-        geometry.seq = kSeq;
-        geometry.model_degree = 2;
-        geometry.sequence_parallel = true;
-        geometry.recompute = recompute;
-        geometry.layers = definition->layers();
-        geometry.has_head = true;
-        const ActivationTable table(definition->manifest().transformer.value(), geometry);
-        EXPECT_EQ(model.activation_bytes(), table.chunk_bytes(1, ElementTypes::fp32()));
-        EXPECT_GT(table.elements(Activation::kNormLocal), 0U);
-      });
-    }
+        model.parameters().zero_grads();
+        const auto at = static_cast<std::size_t>(recompute == Recompute::kFull);
+        losses[at] = model.forward_backward(b.tokens, b.targets, kSequences, kSeq, true);
+        grads[at].assign(model.parameters().grads().begin(), model.parameters().grads().end());
+      }
+      EXPECT_EQ(losses[0], losses[1]);
+      ASSERT_EQ(grads[0].size(), grads[1].size());
+      std::size_t differing = 0;
+      for (std::size_t i = 0; i < grads[0].size(); ++i) differing += grads[0][i] != grads[1][i];
+      EXPECT_EQ(differing, 0U) << "of " << grads[0].size() << " gradients";
+    });
   }
 }
 

@@ -27,6 +27,11 @@ void use_bf16_units(bool use);
 // Rounds to nearest, ties to even (NaN stays NaN); `in` and `out` of one size.
 void to_bf16(std::span<const float> in, std::span<BFloat16> out);
 void to_float(std::span<const BFloat16> in, std::span<float> out);
+// Each value becomes its bf16 rounding, kept as a float (to_float of to_bf16, in one pass): an
+// output a bf16 product would write, so that keeping it in bf16 later loses nothing.
+void round_to_bf16(std::span<float> values);
+// The same, each rounding also written to `kept` (of the same size) in one pass.
+void round_to_bf16(std::span<float> values, std::span<BFloat16> kept);
 
 // out = inp weight^T + bias (bias may be null).
 void matmul_forward_bf16(float* out, const BFloat16* inp, const BFloat16* weight, const float* bias,

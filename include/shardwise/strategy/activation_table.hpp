@@ -82,9 +82,15 @@ enum class Lifetime { kLayer, kLayerOutput, kMicroBatch, kScratch };
 [[nodiscard]] Lifetime lifetime_of(Activation activation);
 [[nodiscard]] const char* name_of(Activation activation);
 // The arrays of statistics (norms' statistics, log-sum-exps, losses), whose element type is
-// ElementTypes::statistics; every other array's is ElementTypes::activations.
+// ElementTypes::statistics.
 [[nodiscard]] bool is_statistic(Activation activation);
+// What a layer keeps for backward of the products' inputs and outputs (the norms' outputs, the
+// queries, keys and values, attention's output, the MLP's arrays): ElementTypes::activations.
+// The residual stream is ElementTypes::stream; the chunk's scratch ElementTypes::working.
+[[nodiscard]] bool is_kept(Activation activation);
 [[nodiscard]] DType element_type_of(Activation activation, const ElementTypes& types);
+// The type a layer's array is computed in: ElementTypes::working for a kept array, else its own.
+[[nodiscard]] DType working_type_of(Activation activation, const ElementTypes& types);
 
 class ActivationTable {
  public:
@@ -107,7 +113,7 @@ class ActivationTable {
   // What one layer holds for one micro-batch: everything kept, its output included.
   [[nodiscard]] std::size_t layer_elements() const;
   // What the chunk holds with `slots` micro-batches in flight: each slot's layers, outputs and
-  // micro-batch arrays, full recomputation's one layer, and the scratch.
+  // micro-batch arrays, the working layer, and the scratch.
   [[nodiscard]] std::size_t chunk_elements(std::size_t slots) const;
 
   // The same in bytes, each array of its element type.
@@ -115,10 +121,19 @@ class ActivationTable {
   [[nodiscard]] std::size_t bytes(Lifetime lifetime, const ElementTypes& types) const;
   [[nodiscard]] std::size_t layer_bytes(const ElementTypes& types) const;
   [[nodiscard]] std::size_t chunk_bytes(std::size_t slots, const ElementTypes& types) const;
+  // The one layer a chunk computes its layers in, besides the layers it keeps: under full
+  // recomputation the layer recomputed (every array of a layer, in its working type); else,
+  // where kept arrays are narrower than the working type, the kept arrays in the working type
+  // (each layer's computed there and then kept rounded); else none.
+  [[nodiscard]] std::size_t working_layer_bytes(const ElementTypes& types) const;
 
  private:
-  // A lifetime's arrays, and the chunk's, in elements (types null) or bytes.
-  [[nodiscard]] std::size_t sum(Lifetime lifetime, const ElementTypes* types) const;
+  // A lifetime's arrays, and the chunk's, in elements (types null) or bytes (each array in its
+  // kept type, or with `working`, in the type it is computed in).
+  [[nodiscard]] std::size_t sum(Lifetime lifetime, const ElementTypes* types,
+                                bool working = false) const;
+  // The working layer in elements (types null: full recomputation's layer only) or bytes.
+  [[nodiscard]] std::size_t working_layer(const ElementTypes* types) const;
   [[nodiscard]] std::size_t chunk_sum(std::size_t slots, const ElementTypes* types) const;
 
   std::array<std::size_t, kActivationCount> elements_{};

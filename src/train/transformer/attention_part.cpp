@@ -85,15 +85,22 @@ void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
     products.forward(q_out, normed, p, 0, bias(0), BT, C, q_width_);
     products.forward(k_out, normed, p, b, bias(b), BT, C, kv_width_, Input::kAsBefore);
     products.forward(v, normed, p, 2 * b, bias(2 * b), BT, C, kv_width_, Input::kAsBefore);
-    if (shape_.qk_norm) norm_queries_and_keys(q, k, q_out, k_out, a.qk_statistics, BT, p);
+    if (shape_.qk_norm) {
+      // The products' outputs are kept for the norm's backward, rounded as the norm reads them.
+      products.round_kept(a.qk_input, BT * (q_width_ + kv_width_));
+      norm_queries_and_keys(q, k, q_out, k_out, a.qk_statistics, BT, p);
+    }
   }
   if (!frequencies_.empty()) {
     rotary(rows.seq).rotate(q, rows.batch, rows.seq, heads_, at.q_stride);
     rotary(rows.seq).rotate(k, rows.batch, rows.seq, kv_heads_, at.kv_stride);
   }
+  // The queries, keys and values attended are the ones kept for backward.
+  products.round_kept(a.projections, BT * (q_width_ + 2 * kv_width_));
   const kernels::AttentionLayout attention_layout{rows.batch, rows.seq,    heads_,      kv_heads_,
                                                   head_dim_,  at.q_stride, at.kv_stride};
   kernels::attention_forward(a.attention, a.lse, q, k, v, attention_layout);
+  products.round_kept(a.attention, BT * q_width_);
   const std::size_t o = output_weight();
   axis_.row_parallel(out, a.attention, p, o, shape_.attention_output_bias ? p.read(o + 1) : nullptr,
                      q_width_, rows);
@@ -106,6 +113,10 @@ void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratc
   const Products& products = axis_.products();
   const Layout at = layout(rows);
   const std::size_t o = output_weight();
+  // What backward reads of the kept arrays besides the products' inputs.
+  products.widen_kept(a.projections, BT * (q_width_ + 2 * kv_width_));
+  if (shape_.qk_norm) products.widen_kept(a.qk_input, BT * (q_width_ + kv_width_));
+  products.widen_kept(a.attention, BT * q_width_);
   float* const dattention = grads;
   float* const dq = grads + BT * q_width_;
   float* const dk = dq + at.k_offset;
@@ -209,6 +220,8 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
     products.forward(new_values, normed, p, 2 * b, bias(2 * b), rows, C, kv_width_,
                      Input::kAsBefore);
     if (shape_.qk_norm) {
+      products.round_kept(queries, rows * q_width_);
+      products.round_kept(new_keys, rows * kv_width_);
       norm_queries_and_keys(queries, new_keys, queries, new_keys, qk_statistics, rows, p);
     }
   }
@@ -218,9 +231,14 @@ void AttentionPart::decode(float* out, float* queries, float* attention, float* 
     table.rotate_positions(queries, first_position, rows, heads_, q_stride);
     table.rotate_positions(new_keys, first_position, rows, kv_heads_, kv_width_);
   }
+  // Rounded as training's forward rounds them (forward): the cache holds what it would keep.
+  products.round_kept(queries, rows * q_stride);
+  products.round_kept(new_keys, rows * kv_width_);
+  products.round_kept(new_values, rows * kv_width_);
   const kernels::CachedAttentionLayout layout{first_position, rows,     heads_,   kv_heads_,
                                               head_dim_,      q_stride, kv_width_};
   kernels::cached_attention_forward(attention, queries, keys, values, layout);
+  products.round_kept(attention, rows * q_width_);
   const std::size_t o = output_weight();
   axis_.row_parallel(out, attention, p, o, shape_.attention_output_bias ? p.read(o + 1) : nullptr,
                      q_width_, rows);

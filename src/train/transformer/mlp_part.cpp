@@ -24,7 +24,9 @@ void MlpPart::forward(float* out, float* arrays, const float* normed, const Para
     float* const fc = arrays;
     float* const act = arrays + BT * W;
     products.forward(fc, normed, p, 0, bias_ ? p.read(1) : nullptr, BT, C, W);
+    products.round_kept(fc, BT * W);
     kernels::gelu_forward(act, fc, BT * W);
+    products.round_kept(act, BT * W);
     axis_.row_parallel(out, act, p, proj, bias_ ? p.read(proj + 1) : nullptr, W, rows);
     return;
   }
@@ -33,7 +35,9 @@ void MlpPart::forward(float* out, float* arrays, const float* normed, const Para
   float* const act = up + BT * W;
   products.forward(gate, normed, p, 0, nullptr, BT, C, W);
   products.forward(up, normed, p, 1, nullptr, BT, C, W, Input::kAsBefore);
+  products.round_kept(gate, 2 * BT * W);  // gate and up
   kernels::swiglu_forward(act, gate, up, BT * W);
+  products.round_kept(act, BT * W);
   axis_.row_parallel(out, act, p, 2, nullptr, W, rows);
 }
 
@@ -46,6 +50,7 @@ void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float*
     const std::size_t proj = bias_ ? 2 : 1;
     float* const fc = arrays;
     float* const act = arrays + BT * W;
+    products.widen_kept(fc, BT * W);  // (act is the product's input, read kept)
     products.backward(act, p.grad(proj), bias_ ? p.grad(proj + 1) : nullptr, dout, act, p, proj, BT,
                       W, C, InputGradient::kOverwrite);
     kernels::gelu_backward(scratch, fc, act, BT * W, InputGradient::kOverwrite);
@@ -56,6 +61,7 @@ void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float*
   float* const gate = arrays;
   float* const up = arrays + BT * W;
   float* const act = up + BT * W;
+  products.widen_kept(gate, 2 * BT * W);  // gate and up (act is the product's input, read kept)
   products.backward(act, p.grad(2), nullptr, dout, act, p, 2, BT, W, C, InputGradient::kOverwrite);
   // gate's and up's gradients over gate and up (the kernel reads an element before it writes).
   kernels::swiglu_backward(gate, up, act, gate, up, BT * W, InputGradient::kOverwrite);

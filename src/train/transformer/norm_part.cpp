@@ -16,6 +16,7 @@ void NormPart::forward(float* out, float* statistics, const float* inp, const Pa
     kernels::rmsnorm_forward(local, statistics, inp, p.read(0), eps_, R, C);
   }
   axis_.gather_norm(out, rows);
+  axis_.products().round_kept(out, rows.whole * C);
 }
 
 void NormPart::residual_forward(float* sum, float* out, float* statistics, const float* a,
@@ -26,6 +27,7 @@ void NormPart::residual_forward(float* sum, float* out, float* statistics, const
     kernels::residual_layernorm_forward(sum, axis_.norm_rows(out), statistics, statistics + R, a, b,
                                         p.read(0), p.read(1), R, C);
     axis_.gather_norm(out, rows);
+    axis_.products().round_kept(out, rows.whole * C);
     return;
   }
   kernels::residual_forward(sum, a, b, R * C);

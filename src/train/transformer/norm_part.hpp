@@ -17,7 +17,8 @@ class NormPart {
  public:
   NormPart(NormKind kind, float eps, const ModelAxis& axis) : kind_(kind), eps_(eps), axis_(axis) {}
 
-  // out (whole rows) = norm(inp) (this rank's rows); `statistics` R x norm_statistics().
+  // out (whole rows) = norm(inp) (this rank's rows), rounded as the chunk keeps it
+  // (Products::round_kept); `statistics` R x norm_statistics().
   void forward(float* out, float* statistics, const float* inp, const ParameterView& p,
                const Rows& rows) const;
   // sum = a + b, then out = norm(sum): the residual add and the norm after it.

@@ -1,7 +1,10 @@
 #include "products.hpp"
 
+#include <cstdint>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/matmul.hpp"
@@ -16,6 +19,9 @@ const BFloat16* Products::rounded(std::vector<BFloat16>& into, const float* valu
 }
 
 const BFloat16* Products::rounded_input(const float* inp, std::size_t count, Input input) const {
+  if (const KeptArray* array = kept_of(inp, count)) {
+    return array->kept + (inp - array->values);
+  }
   if (input == Input::kAsBefore) {
     if (inp != rounded_from_ || count != rounded_count_) {
       throw std::logic_error("a product reused the rounding of another input");
@@ -25,6 +31,55 @@ const BFloat16* Products::rounded_input(const float* inp, std::size_t count, Inp
   rounded_from_ = inp;
   rounded_count_ = count;
   return rounded(input_, inp, count);
+}
+
+KeptArray* Products::kept_of(const float* values, std::size_t count) const {
+  const auto at = reinterpret_cast<std::uintptr_t>(values);
+  for (KeptArray& array : kept_) {
+    const auto first = reinterpret_cast<std::uintptr_t>(array.values);
+    if (at >= first && at + count * sizeof(float) <= first + array.count * sizeof(float)) {
+      return &array;
+    }
+  }
+  return nullptr;
+}
+
+void Products::round_kept(float* values, std::size_t count) const {
+  if (precision_ != Precision::kBf16) return;
+  KeptArray* array = kept_of(values, count);
+  if (array == nullptr) {
+    kernels::round_to_bf16(std::span<float>(values, count));
+    return;
+  }
+  const auto offset = static_cast<std::size_t>(values - array->values);
+  kernels::round_to_bf16(std::span<float>(values, count),
+                         std::span<BFloat16>(array->kept + offset, count));
+  filled_[static_cast<std::size_t>(array - kept_.data())] += count;
+}
+
+void Products::widen_kept(float* values, std::size_t count) const {
+  const KeptArray* array = kept_of(values, count);
+  if (array == nullptr) return;
+  const auto offset = static_cast<std::size_t>(values - array->values);
+  kernels::to_float(std::span<const BFloat16>(array->kept + offset, count),
+                    std::span<float>(values, count));
+}
+
+void Products::use_kept(std::vector<KeptArray> arrays) const {
+  kept_ = std::move(arrays);
+  filled_.assign(kept_.size(), 0);
+  rounded_from_ = nullptr;
+  rounded_count_ = 0;
+}
+
+void Products::check_kept() const {
+  for (std::size_t i = 0; i < kept_.size(); ++i) {
+    if (filled_[i] != kept_[i].count) {
+      throw std::logic_error(std::string("a layer kept ") + std::to_string(filled_[i]) + " of " +
+                             std::to_string(kept_[i].count) + " elements of its " + kept_[i].name +
+                             " array in bf16");
+    }
+  }
 }
 
 void Products::forward(float* out, const float* inp, const ParameterView& p, std::size_t weight,

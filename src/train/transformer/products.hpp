@@ -2,10 +2,13 @@
 // A chunk's linear layers' matrix products in its precision. fp32: the float32 products
 // (matmul.hpp). bf16: each product reads its weight's bf16 copy (ParameterStore::compute_value)
 // and the bf16 rounding of its input (and, in backward, of its output's gradient), accumulates
-// in float32 and writes float32 (bf16_matmul.hpp): autocast's products, with everything around
-// them (norms, softmax, rotary, the loss, biases) in float32.
+// in float32 and writes float32 (bf16_matmul.hpp); the parts round what a layer keeps
+// (round_kept: the products' outputs, the norms', activations' and attention's outputs) as
+// autocast's bf16 outputs are, with the arithmetic around them (norms, softmax, rotary, the
+// loss, biases, the residual stream) in float32.
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "parameter_view.hpp"
@@ -20,11 +23,34 @@ namespace shardwise::train::transformer {
 // rounding is then reused.
 enum class Input { kNew, kAsBefore };
 
+// Where a layer keeps one of its arrays in bf16: the float32 array the parts compute in and
+// read, and its kept copy (the chunk's, for this layer and micro-batch).
+struct KeptArray {
+  const char* name = "";
+  float* values = nullptr;
+  BFloat16* kept = nullptr;
+  std::size_t count = 0;
+};
+
 class Products {
  public:
   explicit Products(Precision precision) : precision_(precision) {}
 
   [[nodiscard]] Precision precision() const { return precision_; }
+  // bf16: each of `count` values becomes its bf16 rounding (an array a layer keeps, or part of
+  // one), and where it lies in one of the layer's kept arrays, that rounding is kept there in
+  // the same pass (exact: the float32 values are the roundings); fp32: nothing.
+  void round_kept(float* values, std::size_t count) const;
+  // Backward: where `values` lie in a kept array, they are widened from it (what round_kept kept
+  // in forward); elsewhere (float32, full recomputation's layer) they are as forward left them.
+  void widen_kept(float* values, std::size_t count) const;
+  // The layer whose kept arrays round_kept fills and the products read (their inputs' roundings
+  // are then the kept copies, never rounded again); empty: none (float32, full recomputation,
+  // decoding).
+  void use_kept(std::vector<KeptArray> arrays) const;
+  // After a layer's forward: a logic error naming a kept array round_kept did not fill whole.
+  void check_kept() const;
+
   // out = inp W^T + bias, W the parameter `weight` of `p` (out_features x in).
   void forward(float* out, const float* inp, const ParameterView& p, std::size_t weight,
                const float* bias, std::size_t rows, std::size_t in, std::size_t out_features,
@@ -39,10 +65,13 @@ class Products {
                 Input input = Input::kNew) const;
 
  private:
+  // The kept array holding [values, values + count) whole, or null.
+  [[nodiscard]] KeptArray* kept_of(const float* values, std::size_t count) const;
   // `count` elements of `values` rounded into `into` (grown as needed).
   static const BFloat16* rounded(std::vector<BFloat16>& into, const float* values,
                                  std::size_t count);
-  // The input's rounding: made, or the previous one (a logic error where it was of another).
+  // The input's rounding: kept, made, or the previous one (a logic error where it was of
+  // another).
   const BFloat16* rounded_input(const float* inp, std::size_t count, Input input) const;
 
   Precision precision_;
@@ -50,6 +79,24 @@ class Products {
   mutable std::vector<BFloat16> input_, output_grad_;
   mutable const float* rounded_from_ = nullptr;
   mutable std::size_t rounded_count_ = 0;
+  // The layer's kept arrays, and how many of each element round_kept has kept.
+  mutable std::vector<KeptArray> kept_;
+  mutable std::vector<std::size_t> filled_;
+};
+
+// A layer's kept arrays in use by the products for the scope's life (Products::use_kept), none
+// after it, also where the layer throws.
+class KeptInUse {
+ public:
+  KeptInUse(const Products& products, std::vector<KeptArray> arrays) : products_(products) {
+    products_.use_kept(std::move(arrays));
+  }
+  ~KeptInUse() { products_.use_kept({}); }
+  KeptInUse(const KeptInUse&) = delete;
+  KeptInUse& operator=(const KeptInUse&) = delete;
+
+ private:
+  const Products& products_;
 };
 
 }  // namespace shardwise::train::transformer

@@ -10,8 +10,6 @@
 namespace shardwise::train::transformer {
 namespace {
 
-constexpr std::size_t at(Activation a) { return static_cast<std::size_t>(a); }
-
 LayerRange whole_if_empty(const LayerRange& range, std::size_t layers) {
   return range.end_layer == 0 ? LayerRange{0, layers} : range;
 }
@@ -24,6 +22,8 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
       places_(parameter_layout(spec.shape)),
       range_(whole_if_empty(options.range, spec.shape.layers)),
       store_(store),
+      types_(options.precision == Precision::kBf16 ? ElementTypes::bf16_compute()
+                                                   : ElementTypes::fp32()),
       sequence_parallel_(options.sequence_parallel),
       recompute_(options.recompute),
       axis_(options.tensor_parallel, options.sequence_parallel, spec.shape.hidden,
@@ -110,16 +110,18 @@ void TransformerChunk::size_slot(Slot& slot, std::size_t batch, std::size_t seq)
       case Lifetime::kMicroBatch: count = t.elements(a); break;
       case Lifetime::kScratch: break;
     }
-    slot.arrays[i].assign(count, 0.0F);
+    slot.arrays[i].assign(count, element_type_of(a, types_));
   }
-  // Full recomputation keeps each layer's output only; one layer's arrays hold the rest.
-  if (full && (recomputed_batch_ != batch || recomputed_seq_ != seq)) {
-    recomputed_batch_ = batch;
-    recomputed_seq_ = seq;
+  // The working layer: under full recomputation the one layer recomputed (each layer keeps its
+  // output only); where layers keep bf16, the float32 arrays each is computed in.
+  if (working_batch_ != batch || working_seq_ != seq) {
+    working_batch_ = batch;
+    working_seq_ = seq;
     for (std::size_t i = 0; i < kActivationCount; ++i) {
       const auto a = static_cast<Activation>(i);
-      const bool kept = lifetime_of(a) == Lifetime::kLayer && L > 0;
-      recomputed_[i].assign(kept ? t.elements(a) : 0, 0.0F);
+      const bool held = L > 0 && lifetime_of(a) == Lifetime::kLayer &&
+                        (full || (is_kept(a) && types_.kept_narrower()));
+      working_[i].assign(held ? t.elements(a) : 0, working_type_of(a, types_));
     }
   }
 }
@@ -131,7 +133,8 @@ void TransformerChunk::size_scratch(std::size_t batch, std::size_t seq) {
   const ActivationTable t = table(batch, seq);
   for (std::size_t i = 0; i < kActivationCount; ++i) {
     const auto a = static_cast<Activation>(i);
-    scratch_[i].assign(lifetime_of(a) == Lifetime::kScratch ? t.elements(a) : 0, 0.0F);
+    scratch_[i].assign(lifetime_of(a) == Lifetime::kScratch ? t.elements(a) : 0,
+                       element_type_of(a, types_));
   }
   axis_.use({scratch(Activation::kNormLocal), scratch(Activation::kNormGradLocal),
              scratch(Activation::kPartialSum), scratch(Activation::kGathered),
@@ -145,22 +148,40 @@ TransformerChunk::Layer TransformerChunk::layer(Slot& slot, std::size_t i) {
   for (std::size_t k = 0; k < kActivationCount; ++k) {
     const auto a = static_cast<Activation>(k);
     const std::size_t e = t.elements(a);
-    if (lifetime_of(a) == Lifetime::kLayer) {
-      layer.at[k] = full ? recomputed_[k].data() : slot.arrays[k].data() + i * e;
-    } else if (lifetime_of(a) == Lifetime::kLayerOutput) {
-      layer.at[k] = slot.arrays[k].data() + i * e;
+    layer.count[k] = e;
+    if (lifetime_of(a) == Lifetime::kLayerOutput) {
+      layer.at[k] = slot.arrays[k].f32() + i * e;
+    } else if (lifetime_of(a) == Lifetime::kLayer) {
+      if (full) {
+        layer.at[k] = working_[k].f32();
+      } else if (element_type_of(a, types_) == DType::kBF16) {
+        layer.at[k] = working_[k].f32();
+        layer.kept[k] = slot.arrays[k].bf16() + i * e;
+      } else {
+        layer.at[k] = slot.arrays[k].f32() + i * e;
+      }
     }
   }
   return layer;
 }
 
+std::vector<KeptArray> TransformerChunk::kept_arrays(const Layer& layer) {
+  std::vector<KeptArray> arrays;
+  for (std::size_t k = 0; k < kActivationCount; ++k) {
+    if (layer.kept[k] == nullptr || layer.count[k] == 0) continue;
+    arrays.push_back(
+        {name_of(static_cast<Activation>(k)), layer.at[k], layer.kept[k], layer.count[k]});
+  }
+  return arrays;
+}
+
 std::size_t TransformerChunk::activation_bytes() const {
   std::size_t bytes = 0;
   const auto add = [&](const Arrays& arrays) {
-    for (const auto& v : arrays) bytes += v.size() * sizeof(v[0]);
+    for (const auto& v : arrays) bytes += v.bytes.size();
   };
   for (const auto& slot : slots_) add(slot->arrays);
-  add(recomputed_);
+  add(working_);
   add(scratch_);
   return bytes;
 }
@@ -245,7 +266,7 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
   if (has_head_) slot.targets.assign(targets.begin(), targets.end());
   slot.head_held = false;
   const Rows rw = rows(batch, seq);
-  float* const first_input = slot.arrays[at(Activation::kInput)].data();
+  float* const first_input = micro_batch(slot, Activation::kInput);
   if (!range_.has_first()) {
     std::copy(input.begin(), input.end(), first_input);
   } else {
@@ -260,7 +281,11 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
     const std::size_t l = range_.first_layer + i;
     const Layer a = layer(slot, i);
     store_.gather(unit(places_.layer_first(l)));
-    layer_forward(a, residual, l, rw);
+    {
+      const KeptInUse kept(axis_.products(), kept_arrays(a));
+      layer_forward(a, residual, l, rw);
+      axis_.products().check_kept();
+    }
     store_.release(unit(places_.layer_first(l)));
     residual = a[Activation::kLayerOutput];
   }
@@ -269,9 +294,9 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
     return 0;
   }
   gather_head();
-  float* const losses = slot.arrays[at(Activation::kLosses)].data();
-  head_.forward(losses, slot.arrays[at(Activation::kHeadNorm)].data(),
-                slot.arrays[at(Activation::kHeadStatistics)].data(), residual, slot.targets.data(),
+  float* const losses = micro_batch(slot, Activation::kLosses);
+  head_.forward(losses, micro_batch(slot, Activation::kHeadNorm),
+                micro_batch(slot, Activation::kHeadStatistics), residual, slot.targets.data(),
                 scratch(Activation::kLogits), scratch(Activation::kProbabilities),
                 slot.table->head_block(), parameters(places_.final_norm()),
                 parameters(places_.head), rw);
@@ -301,18 +326,17 @@ void TransformerChunk::backward(std::size_t slot_index,
   const Rows rw = rows(slot.batch, slot.seq);
   const std::size_t L = layers();
   float* const dresidual = scratch(Activation::kResidualGrad);
-  float* const first_input = slot.arrays[at(Activation::kInput)].data();
+  float* const first_input = micro_batch(slot, Activation::kInput);
   if (!has_head_) {
     std::copy(output_grad.begin(), output_grad.end(), dresidual);
   } else {
     if (!std::exchange(slot.head_held, false)) gather_head();
     const float* top = L > 0 ? layer(slot, L - 1)[Activation::kLayerOutput] : first_input;
-    head_.backward(dresidual, scratch(Activation::kWholeRows), loss_scale, top,
-                   slot.arrays[at(Activation::kHeadNorm)].data(),
-                   slot.arrays[at(Activation::kHeadStatistics)].data(), slot.targets.data(),
-                   scratch(Activation::kLogits), scratch(Activation::kProbabilities),
-                   slot.table->head_block(), parameters(places_.final_norm()),
-                   parameters(places_.head), rw);
+    head_.backward(
+        dresidual, scratch(Activation::kWholeRows), loss_scale, top,
+        micro_batch(slot, Activation::kHeadNorm), micro_batch(slot, Activation::kHeadStatistics),
+        slot.targets.data(), scratch(Activation::kLogits), scratch(Activation::kProbabilities),
+        slot.table->head_block(), parameters(places_.final_norm()), parameters(places_.head), rw);
     // The tied embedding's gradient is final only after the embeddings' backward.
     tell(ready, places_.final_norm(),
          spec_.shape.tied_head ? places_.final_norm() + places_.norm - 1 : places_.head);
@@ -325,10 +349,14 @@ void TransformerChunk::backward(std::size_t slot_index,
     const float* residual = i == 0 ? first_input : layer(slot, i - 1)[Activation::kLayerOutput];
     const Layer a = layer(slot, i);
     store_.gather(unit(places_.layer_first(l)));
-    // Full recomputation: the layer's forward again, into the one layer's arrays, the unit
-    // gathered once for it and its backward.
+    // The unit is gathered once for the layer's backward (and full recomputation's forward).
+    // Full recomputation: the layer's forward again, in float32, nothing kept; else the parts
+    // widen what they read of the kept arrays, and the products read their kept inputs.
     if (recompute_ == Recompute::kFull) layer_forward(a, residual, l, rw);
-    layer_backward(a, residual, l, rw);
+    {
+      const KeptInUse kept(axis_.products(), kept_arrays(a));
+      layer_backward(a, residual, l, rw);
+    }
     tell(ready, places_.layer_first(l), places_.layer_first(l) + places_.per_layer - 1);
     store_.release(unit(places_.layer_first(l)));
   }

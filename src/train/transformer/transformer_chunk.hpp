@@ -44,8 +44,17 @@ class TransformerChunk final : public ModelChunk {
   [[nodiscard]] std::size_t activation_bytes() const override;
 
  private:
+  // An array's bytes, of its element type.
+  struct Storage {
+    std::vector<std::byte> bytes;
+    void assign(std::size_t count, DType type) {
+      bytes.assign(count * size_in_bytes(type), std::byte{0});
+    }
+    [[nodiscard]] float* f32() { return reinterpret_cast<float*>(bytes.data()); }
+    [[nodiscard]] BFloat16* bf16() { return reinterpret_cast<BFloat16*>(bytes.data()); }
+  };
   // One array per Activation (empty where a lifetime does not hold it).
-  using Arrays = std::array<std::vector<float>, kActivationCount>;
+  using Arrays = std::array<Storage, kActivationCount>;
   struct Slot {
     std::size_t batch = 0, seq = 0;
     bool head_held = false;                // forward left the head's units gathered for backward
@@ -53,9 +62,13 @@ class TransformerChunk final : public ModelChunk {
     std::vector<std::int32_t> tokens, targets;
     Arrays arrays;  // the layers' (side by side), their outputs and the micro-batch's
   };
-  // Layer i's arrays of a slot (i counted from the chunk's first layer).
+  // Layer i's arrays of a slot (i counted from the chunk's first layer): the float32 arrays the
+  // parts compute in and read, and where an array is kept in bf16, the place it is kept (its
+  // float32 array then the working layer's, the same for every layer).
   struct Layer {
     std::array<float*, kActivationCount> at{};
+    std::array<BFloat16*, kActivationCount> kept{};
+    std::array<std::size_t, kActivationCount> count{};
     float* operator[](Activation a) const { return at[static_cast<std::size_t>(a)]; }
   };
 
@@ -64,9 +77,13 @@ class TransformerChunk final : public ModelChunk {
   void size_slot(Slot& slot, std::size_t batch, std::size_t seq);
   void size_scratch(std::size_t batch, std::size_t seq);
   [[nodiscard]] Layer layer(Slot& slot, std::size_t i);
-  [[nodiscard]] float* scratch(Activation a) {
-    return scratch_[static_cast<std::size_t>(a)].data();
+  [[nodiscard]] float* scratch(Activation a) { return scratch_[static_cast<std::size_t>(a)].f32(); }
+  [[nodiscard]] float* micro_batch(Slot& slot, Activation a) {
+    return slot.arrays[static_cast<std::size_t>(a)].f32();
   }
+  // The layer's arrays kept in bf16, for the products (Products::use_kept): the parts round
+  // them into their kept places in forward and widen what they read in backward.
+  [[nodiscard]] static std::vector<KeptArray> kept_arrays(const Layer& layer);
   [[nodiscard]] static AttentionPart::Arrays attention_arrays(const Layer& a);
   void layer_forward(const Layer& a, const float* residual, std::size_t l, const Rows& rows);
   void layer_backward(const Layer& a, const float* residual, std::size_t l, const Rows& rows);
@@ -88,6 +105,8 @@ class TransformerChunk final : public ModelChunk {
   LayerRange range_;
   bool has_head_ = false;
   ParameterStore& store_;
+  // The chunk's element types (ElementTypes::fp32() or bf16_compute()).
+  ElementTypes types_;
   bool sequence_parallel_ = false;
   Recompute recompute_ = Recompute::kNone;
   std::vector<std::size_t> index_;  // the store's index of each of the model's parameters
@@ -98,8 +117,10 @@ class TransformerChunk final : public ModelChunk {
   EmbeddingPart embedding_;
   HeadPart head_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  Arrays recomputed_;  // full recomputation's one layer (its output excepted)
-  std::size_t recomputed_batch_ = 0, recomputed_seq_ = 0;
+  // The one layer the layers are computed in (ActivationTable::working_layer_bytes): full
+  // recomputation's layer (its output excepted), or the float32 arrays of layers kept in bf16.
+  Arrays working_;
+  std::size_t working_batch_ = 0, working_seq_ = 0;
   Arrays scratch_;
   bool attention_grads_in_mlp_ = false;
   std::size_t scratch_batch_ = 0, scratch_seq_ = 0;
