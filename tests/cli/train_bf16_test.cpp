@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "run_command.hpp"
 #include "shardwise/kernels/bf16_matmul.hpp"
@@ -193,6 +195,48 @@ TEST(TrainBf16, WithoutBf16UnitsItRunsEmulatedAndSaysSo) {
   if (kernels::bf16_units()) {
     EXPECT_EQ(with_units.find(note), std::string::npos) << with_units;
   }
+}
+
+// An AVX2-only CPU as oneDNN sees it: DNNL_MAX_CPU_ISA=AVX2, which oneDNN reads once a process,
+// so the built command runs in a process of its own. bf16 trains there emulated, says once that
+// this CPU has no bf16 units, and computes the losses the units compute (within the float32
+// products' order of summation).
+TEST(TrainBf16, OnAnAvx2OnlyCpuItRunsEmulatedAndSaysWhy) {
+  const std::vector<std::string> layout{"--mesh", "data=2", "--precision", "bf16"};
+  const auto on_avx2 = [](const std::vector<std::string>& words) {
+    std::string line = std::string("DNNL_MAX_CPU_ISA=AVX2 '") + SHARDWISE_COMMAND_PATH + "'";
+    for (const std::string& word : words) line += " '" + word + "'";
+    line += " 2>&1";
+    std::string output;
+    FILE* pipe = popen(line.c_str(), "r");
+    if (pipe == nullptr) return std::string("popen failed: ") + line;
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
+      output.append(buffer, n);
+    }
+    EXPECT_EQ(pclose(pipe), 0) << output;
+    return output;
+  };
+  std::vector<std::string> words = micro("llama_micro.json", layout);
+  const std::vector<double> units = losses_of(run_command(words), "units");
+  std::vector<double> emulated;
+  const std::string json = on_avx2(words);
+  std::istringstream lines(json);
+  for (std::string text; std::getline(lines, text);) {
+    if (!text.starts_with('{')) continue;
+    const nlohmann::json line = nlohmann::json::parse(text);
+    if (line.contains("loss")) emulated.push_back(line["loss"].get<double>());
+  }
+  ASSERT_EQ(emulated.size(), units.size()) << json;
+  for (std::size_t s = 0; s < units.size(); ++s) {
+    EXPECT_NEAR(emulated[s], units[s], 1e-4 * units[s]) << s + 1;
+  }
+  // What a person reads (the notes are not among the JSON lines).
+  words.erase(std::find(words.begin(), words.end(), "--json"));
+  const std::string text = on_avx2(words);
+  const std::string note = "bf16 is emulated: this CPU has no bf16 units";
+  EXPECT_NE(text.find(note), std::string::npos) << text;
+  EXPECT_EQ(text.find(note), text.rfind(note)) << "said more than once";
 }
 
 // On real text (the main job's corpus, the license texts every Debian machine has), bf16's curve
