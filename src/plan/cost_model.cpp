@@ -127,6 +127,7 @@ ActivationTable trainer_table(const ModelShape& model, const TrainingSetup& setu
   geometry.recompute = l.recompute;
   geometry.layers = static_cast<std::size_t>(layers);
   geometry.has_head = has_head;
+  geometry.rounded_products = setup.precision == Precision::kBf16;
   return ActivationTable(transformer_of(model), geometry);
 }
 

@@ -17,6 +17,7 @@ enum class Kind {
   kStatistic,          // statistics, log-sum-exps, the head's logits and probabilities, losses
   kWorking,            // what the chunk computes in: activations' gradients, outputs not kept
   kParameterGradient,  // a pass's share of a parameter's gradient
+  kRounding,           // a product's operand rounded to the type the products read
 };
 
 struct Row {
@@ -57,6 +58,8 @@ constexpr std::array<Row, kActivationCount> kRows = {{
     {"norm_parameter_grads", Lifetime::kScratch, Kind::kParameterGradient},
     {"qk_norm_grads", Lifetime::kScratch, Kind::kParameterGradient},
     {"kv_head_grads", Lifetime::kScratch, Kind::kParameterGradient},
+    {"rounded_input", Lifetime::kScratch, Kind::kRounding},
+    {"rounded_output_grad", Lifetime::kScratch, Kind::kRounding},
 }};
 
 void require_divides(std::size_t degree, std::size_t count, const char* what) {
@@ -86,6 +89,7 @@ DType element_type_of(Activation activation, const ElementTypes& types) {
     case Kind::kStatistic: return types.statistics;
     case Kind::kWorking: return types.working;
     case Kind::kParameterGradient: return types.gradients;
+    case Kind::kRounding: return types.compute;
   }
   return types.working;
 }
@@ -146,6 +150,17 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kQkNormGrads)] = shape.qk_norm && t > 1 ? 2 * shape.head_dim : 0;
   e[index(Activation::kKvHeadGrads)] =
       shape.replicates_kv_heads(t) ? 2 * kv * (C + (shape.qkv_bias ? 1 : 0)) : 0;
+  if (geometry.rounded_products) {
+    // Kept arrays are the layers' inputs, except under full recomputation, which keeps none.
+    const std::size_t head_input = head_block_ * C;
+    const std::size_t layer_input = geometry.recompute == Recompute::kFull && geometry.layers > 0
+                                        ? BT * std::max({C, q, width})
+                                        : 0;
+    e[index(Activation::kRoundedInput)] = std::max(head_input, layer_input);
+    const std::size_t qkv_out = shape.fused_qkv ? 3 * q : std::max(q, kv);
+    const std::size_t layer_output = geometry.layers > 0 ? BT * std::max({qkv_out, C, width}) : 0;
+    e[index(Activation::kRoundedOutputGrad)] = std::max(layer_output, head_block_ * vocab);
+  }
 }
 
 std::size_t ActivationTable::sum(Lifetime lifetime, const ElementTypes* types, bool working) const {

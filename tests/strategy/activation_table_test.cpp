@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "shardwise/core/error.hpp"
 
 namespace shardwise {
@@ -119,11 +121,32 @@ TEST(ActivationTable, Bf16KeepsTheLayersArraysAndComputesInOneFloat32Layer) {
     EXPECT_EQ(element_type_of(a, bf16), DType::kBF16) << name_of(a);
     EXPECT_EQ(working_type_of(a, bf16), DType::kF32) << name_of(a);
   }
-  for (const Activation a : {Activation::kResidual2, Activation::kLayerOutput, Activation::kInput,
-                             Activation::kHeadNorm, Activation::kResidualGrad,
-                             Activation::kNorm1Statistics}) {
+  for (const Activation a :
+       {Activation::kResidual2, Activation::kLayerOutput, Activation::kInput, Activation::kHeadNorm,
+        Activation::kResidualGrad, Activation::kNorm1Statistics}) {
     EXPECT_FALSE(is_kept(a)) << name_of(a);
     EXPECT_EQ(element_type_of(a, bf16), DType::kF32) << name_of(a);
+  }
+}
+
+// The products' rounding buffers are the table's too: none where the products do not round;
+// in bf16 without recomputation only the head's blocks round an input afresh (the layers' inputs
+// are kept copies), under full recomputation every layer's input does; each is bf16.
+TEST(ActivationTable, RoundingBuffersAreHeldOnlyWhereProductsRound) {
+  for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
+    ChunkGeometry g = geometry(recompute);
+    const ActivationTable plain(qwen3_like(), g);
+    EXPECT_EQ(plain.elements(Activation::kRoundedInput), 0U);
+    EXPECT_EQ(plain.elements(Activation::kRoundedOutputGrad), 0U);
+    g.rounded_products = true;
+    const ActivationTable rounding(qwen3_like(), g);
+    const std::size_t whole = g.batch * g.seq, hidden = qwen3_like().hidden;
+    const std::size_t head = rounding.head_block() * hidden;
+    EXPECT_EQ(rounding.elements(Activation::kRoundedInput),
+              recompute == Recompute::kFull ? std::max(head, whole * 64) : head);
+    EXPECT_GE(rounding.elements(Activation::kRoundedOutputGrad), whole * hidden);
+    EXPECT_EQ(element_type_of(Activation::kRoundedInput, ElementTypes::bf16_compute()),
+              DType::kBF16);
   }
 }
 

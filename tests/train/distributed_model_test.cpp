@@ -181,6 +181,7 @@ TEST(DistributedModel, AChunkHoldsWhatItsActivationTableSizes) {
           geometry.recompute = recompute;
           geometry.layers = definition->layers();
           geometry.has_head = true;
+          geometry.rounded_products = precision == Precision::kBf16;
           const ActivationTable table(definition->manifest().transformer.value(), geometry);
           const ElementTypes types =
               precision == Precision::kBf16 ? ElementTypes::bf16_compute() : ElementTypes::fp32();

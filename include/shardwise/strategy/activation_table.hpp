@@ -35,6 +35,8 @@ struct ChunkGeometry {
   Recompute recompute = Recompute::kNone;
   std::size_t layers = 0;  // the chunk's
   bool has_head = false;   // the chunk ends the model: final norm, head and loss
+  // The products round their operands (bf16): the rounding buffers are held.
+  bool rounded_products = false;
 };
 
 // Every array of a chunk. What a layer keeps lives once per layer and micro-batch in flight (or,
@@ -74,6 +76,10 @@ enum class Activation : std::size_t {
   kNormParameterGrads,  // norm_parameters() x hidden, sequence parallel: one pass's share
   kQkNormGrads,  // 2 x head_dim, a norm of queries and keys over a model axis: a pass's share
   kKvHeadGrads,  // 2 x kv width x (hidden + bias), replicated key/value heads: a pass's share
+  // Rounding products (bf16): a product's input rounded where no kept copy holds it (the head's
+  // blocks; every input under full recomputation), and its output's gradient in backward.
+  kRoundedInput,       // the largest such input
+  kRoundedOutputGrad,  // the largest product's output, with the head's block
   kCount
 };
 inline constexpr std::size_t kActivationCount = static_cast<std::size_t>(Activation::kCount);
@@ -86,7 +92,8 @@ enum class Lifetime { kLayer, kLayerOutput, kMicroBatch, kScratch };
 [[nodiscard]] bool is_statistic(Activation activation);
 // What a layer keeps for backward of the products' inputs and outputs (the norms' outputs, the
 // queries, keys and values, attention's output, the MLP's arrays): ElementTypes::activations.
-// The residual stream is ElementTypes::stream; the chunk's scratch ElementTypes::working.
+// The residual stream is ElementTypes::stream; the chunk's scratch ElementTypes::working; the
+// products' rounding buffers ElementTypes::compute.
 [[nodiscard]] bool is_kept(Activation activation);
 [[nodiscard]] DType element_type_of(Activation activation, const ElementTypes& types);
 // The type a layer's array is computed in: ElementTypes::working for a kept array, else its own.

@@ -11,11 +11,22 @@
 
 namespace shardwise::train::transformer {
 
-const BFloat16* Products::rounded(std::vector<BFloat16>& into, const float* values,
-                                  std::size_t count) {
-  if (into.size() < count) into.resize(count);
-  kernels::to_bf16(std::span<const float>(values, count), std::span<BFloat16>(into.data(), count));
-  return into.data();
+const BFloat16* Products::rounded(std::span<BFloat16> buffer, std::vector<BFloat16>& own,
+                                  const float* values, std::size_t count, const char* what) const {
+  BFloat16* into = nullptr;
+  if (buffers_given_) {
+    if (count > buffer.size()) {
+      throw std::logic_error(std::string("a product's ") + what + " of " + std::to_string(count) +
+                             " elements exceeds the chunk's rounding buffer of " +
+                             std::to_string(buffer.size()));
+    }
+    into = buffer.data();
+  } else {
+    if (own.size() < count) own.resize(count);
+    into = own.data();
+  }
+  kernels::to_bf16(std::span<const float>(values, count), std::span<BFloat16>(into, count));
+  return into;
 }
 
 const BFloat16* Products::rounded_input(const float* inp, std::size_t count, Input input) const {
@@ -26,11 +37,12 @@ const BFloat16* Products::rounded_input(const float* inp, std::size_t count, Inp
     if (inp != rounded_from_ || count != rounded_count_) {
       throw std::logic_error("a product reused the rounding of another input");
     }
-    return input_.data();
+    return input_rounding_;
   }
   rounded_from_ = inp;
   rounded_count_ = count;
-  return rounded(input_, inp, count);
+  input_rounding_ = rounded(input_buffer_, input_, inp, count, "input");
+  return input_rounding_;
 }
 
 KeptArray* Products::kept_of(const float* values, std::size_t count) const {
@@ -104,7 +116,8 @@ void Products::backward(float* dinp, float* dweight, float* dbias, const float* 
   }
   // Both are rounded before dinp (which may be inp) is written.
   const BFloat16* inp16 = rounded_input(inp, rows * in, input);
-  const BFloat16* dout16 = rounded(output_grad_, dout, rows * out_features);
+  const BFloat16* dout16 =
+      rounded(output_grad_buffer_, output_grad_, dout, rows * out_features, "output gradient");
   kernels::matmul_backward_bf16(dinp, dweight, dbias, dout16, inp16, p.compute(weight), rows, in,
                                 out_features, input_gradient);
 }

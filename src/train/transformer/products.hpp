@@ -8,6 +8,7 @@
 // loss, biases, the residual stream) in float32.
 
 #include <cstddef>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,14 @@ class Products {
   void use_kept(std::vector<KeptArray> arrays) const;
   // After a layer's forward: a logic error naming a kept array round_kept did not fill whole.
   void check_kept() const;
+  // The buffers the chunk's activation table holds for the roundings (kRoundedInput,
+  // kRoundedOutputGrad); a product needing more is a logic error. Without them (decoding) the
+  // products keep buffers of their own.
+  void use_rounding_buffers(std::span<BFloat16> input, std::span<BFloat16> output_grad) const {
+    input_buffer_ = input;
+    output_grad_buffer_ = output_grad;
+    buffers_given_ = true;
+  }
 
   // out = inp W^T + bias, W the parameter `weight` of `p` (out_features x in).
   void forward(float* out, const float* inp, const ParameterView& p, std::size_t weight,
@@ -67,9 +76,10 @@ class Products {
  private:
   // The kept array holding [values, values + count) whole, or null.
   [[nodiscard]] KeptArray* kept_of(const float* values, std::size_t count) const;
-  // `count` elements of `values` rounded into `into` (grown as needed).
-  static const BFloat16* rounded(std::vector<BFloat16>& into, const float* values,
-                                 std::size_t count);
+  // `count` elements of `values` rounded into `buffer` where the chunk gave one (a logic error
+  // naming `what` where it is too small), else into `own` (grown as needed).
+  const BFloat16* rounded(std::span<BFloat16> buffer, std::vector<BFloat16>& own,
+                          const float* values, std::size_t count, const char* what) const;
   // The input's rounding: kept, made, or the previous one (a logic error where it was of
   // another).
   const BFloat16* rounded_input(const float* inp, std::size_t count, Input input) const;
@@ -77,6 +87,9 @@ class Products {
   Precision precision_;
   // The rounded inputs and output gradients of the product running now (one thread per chunk).
   mutable std::vector<BFloat16> input_, output_grad_;
+  mutable std::span<BFloat16> input_buffer_, output_grad_buffer_;
+  mutable bool buffers_given_ = false;
+  mutable const BFloat16* input_rounding_ = nullptr;  // where the last input was rounded
   mutable const float* rounded_from_ = nullptr;
   mutable std::size_t rounded_count_ = 0;
   // The layer's kept arrays, and how many of each element round_kept has kept.

@@ -74,6 +74,7 @@ ActivationTable TransformerChunk::table(std::size_t batch, std::size_t seq) cons
   geometry.recompute = recompute_;
   geometry.layers = layers();
   geometry.has_head = has_head_;
+  geometry.rounded_products = axis_.products().precision() == Precision::kBf16;
   return ActivationTable(spec_.shape, geometry);
 }
 
@@ -139,6 +140,11 @@ void TransformerChunk::size_scratch(std::size_t batch, std::size_t seq) {
   axis_.use({scratch(Activation::kNormLocal), scratch(Activation::kNormGradLocal),
              scratch(Activation::kPartialSum), scratch(Activation::kGathered),
              scratch(Activation::kNormParameterGrads)});
+  const auto rounding = [&](Activation a) {
+    return std::span<BFloat16>(scratch_[static_cast<std::size_t>(a)].bf16(), t.elements(a));
+  };
+  axis_.products().use_rounding_buffers(rounding(Activation::kRoundedInput),
+                                        rounding(Activation::kRoundedOutputGrad));
 }
 
 TransformerChunk::Layer TransformerChunk::layer(Slot& slot, std::size_t i) {
