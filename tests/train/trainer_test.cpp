@@ -93,6 +93,25 @@ double largest_parameter_deviation(const TrainingRun& one, const TrainingRun& ma
   return largest;
 }
 
+// Two ranks, each with its own settings, take a first step: what each ended with (empty where
+// it ended without an error).
+std::vector<std::string> first_step_errors(const Corpus& corpus, const Mesh& mesh,
+                                           const TrainSettings (&settings)[2], std::uint64_t seed) {
+  std::vector<std::string> errors(2);
+  run_local(2, [&](Communicator& comm) {
+    const auto rank = static_cast<std::size_t>(comm.rank());
+    testing::GptModel model(kConfig, seed);
+    try {
+      ParallelContext context(comm, mesh);
+      Trainer trainer(context, model, corpus, settings[rank]);
+      (void)trainer.step();
+    } catch (const Error& e) {
+      errors[rank] = e.what();
+    }
+  });
+  return errors;
+}
+
 TEST(Trainer, EveryDataParallelLayoutMatchesOneRank) {
   const TrainingRun one = train_on(1, 0);
   ASSERT_EQ(one.losses.size(), 10U);
@@ -559,19 +578,11 @@ TEST(ParameterStore, Bf16GathersHoldTheRoundingsAndMoveHalfTheBytes) {
 // the mismatched all-gather on every rank, an error rather than a hang or a wrong unit.
 TEST(ParameterStore, RanksGatheringInDifferentTypesEndWithAnError) {
   const Corpus corpus = Corpus::builtin(16);
-  std::vector<std::string> errors(2);
-  run_local(2, [&](Communicator& comm) {
-    testing::GptModel model(kConfig, 7);
-    TrainSettings settings = settings_for(3);
-    settings.gather_dtype = comm.rank() == 0 ? DType::kBF16 : DType::kF32;
-    try {
-      ParallelContext context(comm, Mesh({"fsdp"}, {2}));
-      Trainer trainer(context, model, corpus, settings);
-      (void)trainer.step();
-    } catch (const Error& e) {
-      errors[static_cast<std::size_t>(comm.rank())] = e.what();
-    }
-  });
+  TrainSettings settings[2] = {settings_for(3), settings_for(3)};
+  settings[0].gather_dtype = DType::kBF16;
+  settings[1].gather_dtype = DType::kF32;
+  const std::vector<std::string> errors =
+      first_step_errors(corpus, Mesh({"fsdp"}, {2}), settings, 7);
   for (const std::string& error : errors) EXPECT_THAT(error, HasSubstr(" where rank "));
   RecordProperty("error", errors[0]);
 }
@@ -595,22 +606,12 @@ TEST(Trainer, RanksWithDifferentShardingsEndWithAnError) {
   const Corpus corpus = Corpus::builtin(16);
   const std::vector<ParameterSpec> specs = models::gpt_parameters(kConfig);
   for (int zero : {1, 2, 3}) {
-    std::vector<std::string> errors(2);
-    run_local(2, [&](Communicator& comm) {
-      TrainSettings settings = settings_for(zero);
-      settings.shardings =
-          comm.rank() == 0 ? default_shardings(specs, "world", 2)
-                           : fsdp_shardings(specs, FSDPStrategy::splitting_every_parameter("world"),
-                                            2, FsdpSplit::kLogicalAxes);
-      testing::GptModel model(kConfig, 42);
-      try {
-        ParallelContext context(comm, Mesh({"data"}, {2}));
-        Trainer trainer(context, model, corpus, settings);
-        (void)trainer.step();
-      } catch (const Error& e) {
-        errors[static_cast<std::size_t>(comm.rank())] = e.what();
-      }
-    });
+    TrainSettings settings[2] = {settings_for(zero), settings_for(zero)};
+    settings[0].shardings = default_shardings(specs, "world", 2);
+    settings[1].shardings = fsdp_shardings(specs, FSDPStrategy::splitting_every_parameter("world"),
+                                           2, FsdpSplit::kLogicalAxes);
+    const std::vector<std::string> errors =
+        first_step_errors(corpus, Mesh({"data"}, {2}), settings, 42);
     for (const std::string& error : errors) {
       EXPECT_THAT(error, HasSubstr(" where rank ")) << "zero " << zero;
     }
