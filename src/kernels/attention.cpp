@@ -3,87 +3,31 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
+#include "amx_product.hpp"
+#include "attention_tiles.hpp"
 #include "fast_math.hpp"
 #include "gemm.hpp"
 #include "lane_vector.hpp"
 #include "parallel.hpp"
 #include "row_softmax.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 
 namespace shardwise::kernels {
 namespace {
 
-// Queries and keys per tile. A tile's scores (64 x 256 floats, 64 KiB) and its rows of q, k and
-// v stay in the L2 cache. Keys come in wider tiles than queries because each tile is a matrix
-// product of its own, and oneDNN's sgemm has a fixed cost per call: on one thread, q k^T of
-// 64 x 256 x 64 ran at 97 GFLOP/s where 64 x 64 x 64 ran at 71. A key tile is cut at the query
-// tile's last key, so that no product reaches further past the diagonal than square tiles do.
-constexpr std::size_t kQueryTile = 64;
-constexpr std::size_t kKeyTile = 256;
-static_assert(kKeyTile % kQueryTile == 0, "a key tile starts at a query tile's first row");
+using detail::kKeyTile;
+using detail::kQueryTile;
 
-// One tile's softmax step, FlashAttention's online form: `probs` (rows x cols, row stride
-// kKeyTile) receives exp(score - new row maximum) of `scores`, each row's maximum `largest` and
-// running sum `sum` are updated, and `rescale` receives what the row's earlier output must be
-// multiplied by. Where `diagonal`, column c of row r is masked when c > r + offset (a key after
-// the query).
-void online_softmax_tile(float* __restrict probs, const float* __restrict scores,
-                         float* __restrict largest, float* __restrict sum,
-                         float* __restrict rescale, std::size_t rows, std::size_t cols,
-                         bool diagonal, std::size_t offset) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* s = scores + r * kKeyTile;
-    float* p = probs + r * kKeyTile;
-    const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
-    const float row_max = std::max(largest[r], detail::row_largest(s, cols, valid));
-    const float row_sum = detail::row_exponentials(p, s, row_max, cols, valid);
-    // The first tile of a row has largest = -inf: its earlier output and sum are zero.
-    const float factor = std::isinf(largest[r]) ? 0.0F : detail::fast_exp(largest[r] - row_max);
-    rescale[r] = factor;
-    sum[r] = sum[r] * factor + row_sum;
-    largest[r] = row_max;
-  }
+bool on_amx(const AttentionLayout& layout) {
+  return layout.bf16 && bf16_units_used() && detail::amx_available();
 }
 
-// Backward's weights of one tile from the saved log-sum-exp, and the scores' gradient in place of
-// the weights' (dscores = weights (dweights - D) scale); masked entries are zero. The loop runs
-// over whole lanes of the row, the mask a select, so a diagonal tile's short rows still
-// vectorise; a row's last lanes may pass `cols` but stay inside its kKeyTile floats.
-SHARDWISE_CPU_CLONES
-void softmax_backward_tile(float* __restrict weights, float* __restrict dweights,
-                           const float* __restrict lse, const float* __restrict delta,
-                           std::size_t rows, std::size_t cols, bool diagonal, std::size_t offset,
-                           float scale) {
-  using detail::kLanes;
-  using detail::LaneVector;
-  static_assert(kKeyTile % kLanes == 0, "a row's lanes end inside its tile");
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* w = weights + r * kKeyTile;
-    float* d = dweights + r * kKeyTile;
-    const std::size_t valid = diagonal ? std::min(cols, r + offset + 1) : cols;
-    const LaneVector row_lse = detail::splat_lanes(lse[r]);
-    const LaneVector row_delta = detail::splat_lanes(delta[r]);
-    for (std::size_t c = 0; c < cols; c += kLanes) {
-      const detail::LaneMask kept = detail::first_lanes(valid > c ? valid - c : 0);
-      const LaneVector weight =
-          kept ? detail::fast_exp(detail::load_lanes(w + c) - row_lse) : LaneVector{};
-      const LaneVector dscore = weight * (detail::load_lanes(d + c) - row_delta) * scale;
-      detail::store_lanes(w + c, weight);
-      // Selected, not only multiplied by the zero weight: a masked entry is zero whatever its
-      // dweight holds (an infinity times zero is NaN).
-      detail::store_lanes(d + c, kept ? dscore : LaneVector{});
-    }
-  }
-}
-
-// The calling thread's working memory for the tiles, kept between calls: `floats` floats
-// holding what earlier calls left (every use writes before it reads), so a range of the loop
-// neither allocates nor zeroes its 144 KiB of tiles.
-float* tile_scratch(std::size_t floats) {
-  thread_local std::vector<float> storage;
-  if (storage.size() < floats) storage.resize(floats);
-  return storage.data();
+// bf16 without AMX: `rows` rows of `cols` values (row stride `stride`) become their roundings.
+void round_rows(float* values, std::size_t rows, std::size_t cols, std::size_t stride) {
+  for (std::size_t r = 0; r < rows; ++r) round_to_bf16(std::span<float>(values + r * stride, cols));
 }
 
 }  // namespace
@@ -94,8 +38,10 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
   const std::size_t group = heads / layout.kv_heads;  // query heads per key/value head
   const std::size_t qs = layout.q_stride, ks = layout.kv_stride, os = heads * head_size;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
+  if (on_amx(layout)) return detail::attention_forward_amx(out, lse, q, k, v, layout);
   detail::parallel_for(layout.batch * heads, 1, [&](std::size_t first, std::size_t last) {
-    float* const scores = tile_scratch(2 * kQueryTile * kKeyTile + kQueryTile * head_size);
+    float* const scores =
+        detail::tile_scratch<float>(2 * kQueryTile * kKeyTile + kQueryTile * head_size);
     float* const probs = scores + kQueryTile * kKeyTile;
     float* const acc = probs + kQueryTile * kKeyTile;
     float largest[kQueryTile];
@@ -117,8 +63,9 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
           const std::size_t cols = std::min(kKeyTile, q0 + rows - k0);
           detail::sgemm(false, true, rows, cols, head_size, scale, qh + q0 * qs, qs, kh + k0 * ks,
                         ks, 0.0F, scores, kKeyTile);
-          online_softmax_tile(probs, scores, largest, sum, rescale, rows, cols, k0 + cols > q0,
-                              q0 - k0);
+          detail::online_softmax_tile(probs, scores, largest, sum, rescale, rows, cols,
+                                      k0 + cols > q0, q0 - k0, 1.0F);
+          if (layout.bf16) round_rows(probs, rows, cols, kKeyTile);
           for (std::size_t r = 0; r < rows; ++r) {
             float* a = acc + r * head_size;
             for (std::size_t d = 0; d < head_size; ++d) a[d] *= rescale[r];
@@ -146,12 +93,17 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   const std::size_t kv_heads = layout.kv_heads, group = heads / kv_heads;
   const std::size_t qs = layout.q_stride, ks = layout.kv_stride, os = heads * head_size;
   const float scale = 1.0F / std::sqrt(static_cast<float>(head_size));
+  if (on_amx(layout)) {
+    return detail::attention_backward_amx(dq, dk, dv, dout, q, k, v, out, lse, layout, mode);
+  }
   // One (sequence, key/value head) per unit of work: its query heads run one after the other
   // on one thread, so dk and dv of a shared head are summed in a fixed order, never raced.
   detail::parallel_for(layout.batch * kv_heads, 1, [&](std::size_t first, std::size_t last) {
-    float* const weights = tile_scratch(2 * kQueryTile * kKeyTile + seq);
+    float* const weights = detail::tile_scratch<float>(2 * kQueryTile * kKeyTile + seq +
+                                                       (layout.bf16 ? seq * head_size : 0));
     float* const dweights = weights + kQueryTile * kKeyTile;
     float* const delta = dweights + kQueryTile * kKeyTile;
+    float* const rounded_dout = delta + seq;  // bf16: the head's output gradient, rounded
     for (std::size_t i = first; i < last; ++i) {
       const std::size_t b = i / kv_heads;
       const std::size_t g = i % kv_heads;
@@ -163,13 +115,22 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
         const float* qh = q + b * seq * qs + h * head_size;
         float* dqh = dq + b * seq * qs + h * head_size;
         const float* dy = dout + b * seq * os + h * head_size;
+        std::size_t dys = os;  // dy's row stride
+        if (layout.bf16) {
+          for (std::size_t t = 0; t < seq; ++t) {
+            std::copy(dy + t * os, dy + t * os + head_size, rounded_dout + t * head_size);
+          }
+          round_rows(rounded_dout, seq, head_size, head_size);
+          dy = rounded_dout;
+          dys = head_size;
+        }
         const float* y = out + b * seq * os + h * head_size;
         const float* row_lse = lse + (b * heads + h) * seq;
         // The group's first query head writes dk and dv (where asked to); the others add.
         const bool write_keys = overwrite && h == g * group;
         // D = rowsum(dout o out): the softmax backward's sum of weights x dweights, per row.
         for (std::size_t t = 0; t < seq; ++t) {
-          delta[t] = detail::row_dot(dy + t * os, y + t * os, head_size);
+          delta[t] = detail::row_dot(dy + t * dys, y + t * os, head_size);
         }
         // Key tiles outside, the query tiles from the key tile's first row down inside: dk and
         // dv of a key tile are summed in one place, dq over the key tiles in order. A key tile
@@ -184,17 +145,21 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
             const float queries_beta = overwrite && k0 == 0 ? 0.0F : 1.0F;
             detail::sgemm(false, true, rows, cols, head_size, scale, qh + q0 * qs, qs, kh + k0 * ks,
                           ks, 0.0F, weights, kKeyTile);
-            detail::sgemm(false, true, rows, cols, head_size, 1.0F, dy + q0 * os, os, vh + k0 * ks,
-                          ks, 0.0F, dweights, kKeyTile);
-            softmax_backward_tile(weights, dweights, row_lse + q0, delta + q0, rows, cols,
-                                  k0 + cols > q0, q0 - k0, scale);
+            detail::sgemm(false, true, rows, cols, head_size, 1.0F, dy + q0 * dys, dys,
+                          vh + k0 * ks, ks, 0.0F, dweights, kKeyTile);
+            detail::softmax_backward_tile(weights, dweights, row_lse + q0, delta + q0, rows, cols,
+                                          k0 + cols > q0, q0 - k0, scale, 1.0F);
+            if (layout.bf16) {
+              round_rows(weights, rows, cols, kKeyTile);
+              round_rows(dweights, rows, cols, kKeyTile);
+            }
             // Through out = weights v, and scores = q k^T: keys [0, before) add to what earlier
             // query tiles gave them, keys [before, cols) get their first terms.
             const std::size_t before = write_keys ? std::min(written, cols) : cols;
             const auto key_rows = [&](std::size_t from, std::size_t to, float beta) {
               if (from == to) return;
               detail::sgemm(true, false, to - from, head_size, rows, 1.0F, weights + from, kKeyTile,
-                            dy + q0 * os, os, beta, dvh + (k0 + from) * ks, ks);
+                            dy + q0 * dys, dys, beta, dvh + (k0 + from) * ks, ks);
               detail::sgemm(true, false, to - from, head_size, rows, 1.0F, dweights + from,
                             kKeyTile, qh + q0 * qs, qs, beta, dkh + (k0 + from) * ks, ks);
             };

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bf16_bits.hpp"
 #include "bias_rows.hpp"
 #include "fast_math.hpp"
 #include "gemm.hpp"
@@ -60,17 +61,12 @@ Cache& cache() {
 }
 constexpr std::size_t kMostCachedProducts = 256;
 
-// shardwise::to_bfloat16's rounding (to nearest, ties to even; NaN stays a quiet NaN), written
-// here so that the loop vectorises, compiled for each vector width (fast_math.hpp).
+// shardwise::to_bfloat16's rounding (to nearest, ties to even; NaN stays a quiet NaN), inlined
+// (bf16_bits.hpp) so that the loop vectorises, compiled for each vector width (fast_math.hpp).
 SHARDWISE_CPU_CLONES
 void round_range(const float* __restrict from, BFloat16* __restrict to, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, from + i, sizeof bits);
-    const std::uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) >> 16;
-    const std::uint32_t quiet_nan = (bits >> 16) | 0x40U;
-    to[i].bits =
-        static_cast<std::uint16_t>((bits & 0x7FFFFFFFU) > 0x7F800000U ? quiet_nan : rounded);
+    to[i].bits = detail::bf16_bits(from[i]);
   }
 }
 

@@ -23,20 +23,22 @@ float row_largest(const float* __restrict x, std::size_t count, std::size_t vali
 
 SHARDWISE_CPU_CLONES
 float row_exponentials(float* __restrict p, const float* __restrict x, float largest,
-                       std::size_t count, std::size_t valid) {
+                       std::size_t count, std::size_t valid, float scale) {
   const std::size_t whole = count - count % kLanes;
   const LaneVector top = splat_lanes(largest);
+  const LaneVector factor = splat_lanes(scale);
   LaneVector sums{};
   for (std::size_t v = 0; v < whole; v += kLanes) {
     // A masked column adds 0, which leaves its lane's sum as it was.
-    const LaneVector e =
-        first_lanes(valid > v ? valid - v : 0) ? fast_exp(load_lanes(x + v) - top) : LaneVector{};
+    const LaneVector e = first_lanes(valid > v ? valid - v : 0)
+                             ? fast_exp(load_lanes(x + v) * factor - top)
+                             : LaneVector{};
     store_lanes(p + v, e);
     sums += e;
   }
   float tail[kLanes] = {};
   for (std::size_t v = whole; v < count; ++v) {
-    tail[v - whole] = v < valid ? fast_exp(x[v] - largest) : 0.0F;
+    tail[v - whole] = v < valid ? fast_exp(x[v] * scale - largest) : 0.0F;
     p[v] = tail[v - whole];
   }
   return sum_lanes(sums + load_lanes(tail));

@@ -12,10 +12,11 @@ namespace shardwise::kernels::detail {
 // columns are valid. -inf where none is. valid <= count.
 float row_largest(const float* x, std::size_t count, std::size_t valid);
 
-// p = exp(x - largest) over [0, valid) and 0 over [valid, count); returns their sum. p and x
-// must not overlap. valid <= count.
+// p = exp(scale x - largest) over [0, valid) and 0 over [valid, count); returns their sum. p
+// and x must not overlap. valid <= count. (A scale of 1 gives exp(x - largest) exactly: the
+// product is x, and the fused form rounds once.)
 float row_exponentials(float* p, const float* x, float largest, std::size_t count,
-                       std::size_t valid);
+                       std::size_t valid, float scale = 1.0F);
 
 // The dot product of a and b over [0, count).
 float row_dot(const float* a, const float* b, std::size_t count);

@@ -97,8 +97,9 @@ void AttentionPart::forward(float* out, const Arrays& a, const float* normed,
   }
   // The queries, keys and values attended are the ones kept for backward.
   products.round_kept(a.projections, BT * (q_width_ + 2 * kv_width_));
-  const kernels::AttentionLayout attention_layout{rows.batch, rows.seq,    heads_,      kv_heads_,
-                                                  head_dim_,  at.q_stride, at.kv_stride};
+  const kernels::AttentionLayout attention_layout{
+      rows.batch, rows.seq,    heads_,       kv_heads_,
+      head_dim_,  at.q_stride, at.kv_stride, products.precision() == Precision::kBf16};
   kernels::attention_forward(a.attention, a.lse, q, k, v, attention_layout);
   products.round_kept(a.attention, BT * q_width_);
   const std::size_t o = output_weight();
@@ -123,8 +124,9 @@ void AttentionPart::backward(float* dnormed, float* grads, const Scratch& scratc
   float* const dv = dq + at.v_offset;
   products.backward(dattention, p.grad(o), shape_.attention_output_bias ? p.grad(o + 1) : nullptr,
                     dout, a.attention, p, o, BT, q_width_, C, InputGradient::kOverwrite);
-  const kernels::AttentionLayout attention_layout{rows.batch, rows.seq,    heads_,      kv_heads_,
-                                                  head_dim_,  at.q_stride, at.kv_stride};
+  const kernels::AttentionLayout attention_layout{
+      rows.batch, rows.seq,    heads_,       kv_heads_,
+      head_dim_,  at.q_stride, at.kv_stride, products.precision() == Precision::kBf16};
   kernels::attention_backward(dq, dk, dv, dattention, a.projections, a.projections + at.k_offset,
                               a.projections + at.v_offset, a.attention, a.lse, attention_layout,
                               InputGradient::kOverwrite);
