@@ -107,6 +107,23 @@ void widen_range(const BFloat16* __restrict from, float* __restrict to, std::siz
   }
 }
 
+// dbias[first, last) += the column sums of bf16 `dout` (rows x columns), row by row: cloned so
+// that each row's slice widens and adds in vectors (a bias's gradient is summed over every
+// token of the micro-batch).
+SHARDWISE_CPU_CLONES
+void add_column_sums(float* __restrict dbias, const BFloat16* __restrict dout, std::size_t rows,
+                     std::size_t columns, std::size_t first, std::size_t last) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const BFloat16* row = dout + r * columns;
+    for (std::size_t o = first; o < last; ++o) {
+      const std::uint32_t bits = static_cast<std::uint32_t>(row[o].bits) << 16;
+      float value = 0;
+      std::memcpy(&value, &bits, sizeof value);
+      dbias[o] += value;
+    }
+  }
+}
+
 // The few-row product (decoding's): out (rows x n) (+)= inp (rows x k) W^T, each output the dot
 // product of an input row with a weight row, summed in float32 lanes. It reads each bf16 weight
 // once, half of float32's bytes, where a matrix product would first repack the weight into its
@@ -298,15 +315,7 @@ void matmul_backward_bf16(float* dinp, float* dweight, float* dbias, const BFloa
             input_gradient == InputGradient::kAccumulate, dinp, in);
   if (dbias != nullptr) {
     detail::parallel_for(out_features, 32, [&](std::size_t first, std::size_t last) {
-      for (std::size_t r = 0; r < rows; ++r) {
-        const BFloat16* row = dout + r * out_features;
-        for (std::size_t o = first; o < last; ++o) {
-          const std::uint32_t bits = static_cast<std::uint32_t>(row[o].bits) << 16;
-          float value = 0;
-          std::memcpy(&value, &bits, sizeof value);
-          dbias[o] += value;
-        }
-      }
+      add_column_sums(dbias, dout, rows, out_features, first, last);
     });
   }
 }
