@@ -3,8 +3,12 @@
 // attention also at one sequence of `gpt2`'s (context 1024, channels 768, 12 heads), on one
 // thread: the part of a step that is this project's own code, measured kernel by kernel. Built by
 // the `bench` preset, or against the release build:
-//   g++ -O2 -std=c++20 -Iinclude bench/kernel_benchmark.cpp build/release/src/libshardwise.a
-//       -lbenchmark -lre2 -ldnnl -lgomp -lpthread -o build/kernel_benchmark   (one command)
+//   g++ -O2 -std=c++20 -Iinclude bench/kernel_benchmark.cpp
+//   build/release/src/libshardwise_kernels.a
+//       build/release/src/libshardwise_core.a -lbenchmark -lre2 -ldnnl -lgomp -lpthread
+//       -o build/kernel_benchmark   (one command)
+// The attention benchmarks take a fifth argument: 1 runs bf16 attention (AttentionLayout::bf16,
+// AMX's tiles where the CPU has them) on the bf16 roundings of the same q, k and v.
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
@@ -13,6 +17,7 @@
 
 #include "shardwise/kernels/adamw.hpp"
 #include "shardwise/kernels/attention.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/cross_entropy.hpp"
 #include "shardwise/kernels/elementwise.hpp"
 #include "shardwise/kernels/layernorm.hpp"
@@ -96,29 +101,49 @@ void BM_GeluBackward(benchmark::State& state) {
   set_bytes(state, 3 * count * sizeof(float));
 }
 
-void BM_AttentionForward(benchmark::State& state) {
-  k::set_blas_threads(1);
+// GPT-2's packed q, k and v (every head its own keys and values), in the precision arg 4 names.
+k::AttentionLayout packed_attention(benchmark::State& state) {
   const std::size_t batch = arg(state, 0), seq = arg(state, 1), channels = arg(state, 2),
                     heads = arg(state, 3);
-  auto qkv = filled(batch * seq * 3 * channels, 1);
-  std::vector<float> out(batch * seq * channels), lse(batch * heads * seq);
+  return {
+      batch, seq, heads, heads, channels / heads, 3 * channels, 3 * channels, arg(state, 4) != 0};
+}
+
+// q, k and v packed; bf16 attention reads their bf16 roundings, as training gives it.
+std::vector<float> packed_qkv(const k::AttentionLayout& layout) {
+  auto qkv = filled(layout.batch * layout.seq * layout.q_stride, 1);
+  if (layout.bf16) k::round_to_bf16(qkv);
+  return qkv;
+}
+
+void BM_AttentionForward(benchmark::State& state) {
+  k::set_blas_threads(1);
+  const k::AttentionLayout layout = packed_attention(state);
+  const std::size_t channels = layout.heads * layout.head_size;
+  const auto qkv = packed_qkv(layout);
+  std::vector<float> out(layout.batch * layout.seq * channels),
+      lse(layout.batch * layout.heads * layout.seq);
   for (auto _ : state) {
-    k::attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, channels, heads);
+    k::attention_forward(out.data(), lse.data(), qkv.data(), qkv.data() + channels,
+                         qkv.data() + 2 * channels, layout);
     benchmark::ClobberMemory();
   }
 }
 
 void BM_AttentionBackward(benchmark::State& state) {
   k::set_blas_threads(1);
-  const std::size_t batch = arg(state, 0), seq = arg(state, 1), channels = arg(state, 2),
-                    heads = arg(state, 3);
-  auto qkv = filled(batch * seq * 3 * channels, 1), dout = filled(batch * seq * channels, 2);
-  std::vector<float> out(batch * seq * channels), lse(batch * heads * seq),
-      dqkv(batch * seq * 3 * channels);
-  k::attention_forward(out.data(), lse.data(), qkv.data(), batch, seq, channels, heads);
+  const k::AttentionLayout layout = packed_attention(state);
+  const std::size_t channels = layout.heads * layout.head_size;
+  const auto qkv = packed_qkv(layout);
+  const auto dout = filled(layout.batch * layout.seq * channels, 2);
+  std::vector<float> out(layout.batch * layout.seq * channels),
+      lse(layout.batch * layout.heads * layout.seq), dqkv(qkv.size());
+  k::attention_forward(out.data(), lse.data(), qkv.data(), qkv.data() + channels,
+                       qkv.data() + 2 * channels, layout);
   for (auto _ : state) {
-    k::attention_backward(dqkv.data(), dout.data(), qkv.data(), out.data(), lse.data(), batch, seq,
-                          channels, heads, k::InputGradient::kOverwrite);
+    k::attention_backward(dqkv.data(), dqkv.data() + channels, dqkv.data() + 2 * channels,
+                          dout.data(), qkv.data(), qkv.data() + channels, qkv.data() + 2 * channels,
+                          out.data(), lse.data(), layout, k::InputGradient::kOverwrite);
     benchmark::ClobberMemory();
   }
 }
@@ -167,13 +192,17 @@ BENCHMARK(BM_LayerNormBackward)->Args({768, 128})->Args({4096, 384});
 BENCHMARK(BM_GeluForward)->Arg(768 * 512)->Arg(4096 * 1536);
 BENCHMARK(BM_GeluBackward)->Arg(768 * 512)->Arg(4096 * 1536);
 BENCHMARK(BM_AttentionForward)
-    ->Args({12, 64, 128, 4})
-    ->Args({16, 256, 384, 6})
-    ->Args({1, 1024, 768, 12});
+    ->Args({12, 64, 128, 4, 0})
+    ->Args({16, 256, 384, 6, 0})
+    ->Args({1, 1024, 768, 12, 0})
+    ->Args({16, 256, 384, 6, 1})
+    ->Args({1, 1024, 768, 12, 1});
 BENCHMARK(BM_AttentionBackward)
-    ->Args({12, 64, 128, 4})
-    ->Args({16, 256, 384, 6})
-    ->Args({1, 1024, 768, 12});
+    ->Args({12, 64, 128, 4, 0})
+    ->Args({16, 256, 384, 6, 0})
+    ->Args({1, 1024, 768, 12, 0})
+    ->Args({16, 256, 384, 6, 1})
+    ->Args({1, 1024, 768, 12, 1});
 BENCHMARK(BM_CrossEntropy)->Args({768, 256})->Args({4096, 256});
 BENCHMARK(BM_SumOfSquares)->Arg(65536)->Arg(800000);
 BENCHMARK(BM_AdamW)->Arg(800000)->Arg(10844160);
