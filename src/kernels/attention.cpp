@@ -73,13 +73,8 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
           detail::sgemm(false, false, rows, head_size, cols, 1.0F, probs, kKeyTile, vh + k0 * ks,
                         ks, 1.0F, acc, head_size);
         }
-        for (std::size_t r = 0; r < rows; ++r) {
-          const float inverse = 1.0F / sum[r];  // sum >= 1: the largest term is exp(0)
-          float* o = out + (b * seq + q0 + r) * os + h * head_size;
-          const float* a = acc + r * head_size;
-          for (std::size_t d = 0; d < head_size; ++d) o[d] = a[d] * inverse;
-          lse[i * seq + q0 + r] = largest[r] + std::log(sum[r]);
-        }
+        detail::finish_query_tile(out + (b * seq + q0) * os + h * head_size, os, lse + i * seq + q0,
+                                  acc, head_size, largest, sum, rows, head_size);
       }
     }
   });

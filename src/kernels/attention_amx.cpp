@@ -107,13 +107,8 @@ void attention_forward_amx(float* out, float* lse, const float* q, const float* 
             for (std::size_t d = 0; d < head_size; ++d) a[d] = a[d] * rescale[r] + p[d];
           }
         }
-        for (std::size_t r = 0; r < rows; ++r) {
-          const float inverse = 1.0F / sum[r];  // sum >= 1: the largest term is exp(0)
-          float* o = out + (b * seq + q0 + r) * os + h * head_size;
-          const float* a = acc + r * width;
-          for (std::size_t d = 0; d < head_size; ++d) o[d] = a[d] * inverse;
-          lse[i * seq + q0 + r] = largest[r] + std::log(sum[r]);
-        }
+        finish_query_tile(out + (b * seq + q0) * os + h * head_size, os, lse + i * seq + q0, acc,
+                          width, largest, sum, rows, head_size);
       }
     }
   });

@@ -56,4 +56,16 @@ void softmax_backward_tile(float* __restrict weights, float* __restrict dweights
   }
 }
 
+void finish_query_tile(float* out, std::size_t out_stride, float* lse, const float* acc,
+                       std::size_t acc_stride, const float* largest, const float* sum,
+                       std::size_t rows, std::size_t head_size) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float inverse = 1.0F / sum[r];  // sum >= 1: the largest term is exp(0)
+    float* o = out + r * out_stride;
+    const float* a = acc + r * acc_stride;
+    for (std::size_t d = 0; d < head_size; ++d) o[d] = a[d] * inverse;
+    lse[r] = largest[r] + std::log(sum[r]);
+  }
+}
+
 }  // namespace shardwise::kernels::detail

@@ -35,6 +35,13 @@ void softmax_backward_tile(float* weights, float* dweights, const float* lse, co
                            std::size_t rows, std::size_t cols, bool diagonal, std::size_t offset,
                            float scale, float score_scale);
 
+// A query tile's end: its `rows` outputs (row stride out_stride, `head_size` values each) are its
+// accumulated sums `acc` (row stride acc_stride) over the softmax's sums, and `lse` (one a row)
+// receives each row's log-sum-exp of its scaled scores.
+void finish_query_tile(float* out, std::size_t out_stride, float* lse, const float* acc,
+                       std::size_t acc_stride, const float* largest, const float* sum,
+                       std::size_t rows, std::size_t head_size);
+
 // The calling thread's working memory of type T, kept between calls: `count` elements holding
 // what earlier calls left (every use writes before it reads), so a range of attention's loop
 // neither allocates nor zeroes its tiles. One buffer per type and `slot`.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_units.hpp"
 #include "kernels/amx_product.hpp"
 #include "shardwise/kernels/attention.hpp"
 #include "shardwise/kernels/bf16_matmul.hpp"
@@ -87,14 +88,6 @@ double relative_difference(const std::vector<float>& a, const std::vector<float>
   }
   return diff / largest;
 }
-
-class UnitsOn {
- public:
-  explicit UnitsOn(bool on) { use_bf16_units(on); }
-  ~UnitsOn() { use_bf16_units(true); }
-  UnitsOn(const UnitsOn&) = delete;
-  UnitsOn& operator=(const UnitsOn&) = delete;
-};
 
 std::string name(const Case& c) {
   return std::to_string(c.batch) + "x" + std::to_string(c.seq) + " heads " +

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "bf16_units.hpp"
 #include "error_of.hpp"
 #include "shardwise/kernels/matmul.hpp"
 
@@ -42,14 +43,6 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
     ASSERT_NEAR(got[i], want[i], tolerance * (1 + std::fabs(want[i]))) << what << " " << i;
   }
 }
-
-class UnitsOn {
- public:
-  explicit UnitsOn(bool on) { use_bf16_units(on); }
-  ~UnitsOn() { use_bf16_units(true); }
-  UnitsOn(const UnitsOn&) = delete;
-  UnitsOn& operator=(const UnitsOn&) = delete;
-};
 
 TEST(Bf16Conversions, RoundToNearestEvenAndKeepSpecials) {
   const std::vector<float> in{1.0F,
