@@ -9,14 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #include "amx_packing.hpp"
 #include "amx_product.hpp"
 #include "attention_tiles.hpp"
 #include "bf16_bits.hpp"
-#include "fast_math.hpp"
 #include "parallel.hpp"
 #include "row_softmax.hpp"
 
@@ -33,18 +31,14 @@ void pack_keys_t(std::uint32_t* to, BFloat16* staging, const float* from, std::s
 }
 
 // to[r][c] = from[c][r] for r < rows, c < cols (`from` at row stride from_stride), added where
-// `add`; in blocks of 16 rows, whose columns of `from` stay in the L1 cache.
+// `add`. Consecutive rows of `to` read the same cache lines of `from` (one per column).
 void transpose_into(float* __restrict to, std::size_t to_stride, const float* __restrict from,
                     std::size_t from_stride, std::size_t rows, std::size_t cols, bool add) {
-  constexpr std::size_t kBlock = 16;
-  for (std::size_t r0 = 0; r0 < rows; r0 += kBlock) {
-    const std::size_t r1 = std::min(rows, r0 + kBlock);
-    for (std::size_t r = r0; r < r1; ++r) {
-      float* row = to + r * to_stride;
-      for (std::size_t c = 0; c < cols; ++c) {
-        const float value = from[c * from_stride + r];
-        row[c] = add ? row[c] + value : value;
-      }
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* row = to + r * to_stride;
+    for (std::size_t c = 0; c < cols; ++c) {
+      const float value = from[c * from_stride + r];
+      row[c] = add ? row[c] + value : value;
     }
   }
 }
