@@ -3,8 +3,10 @@
 // tiles' sizes, the softmax's steps on a tile, and each thread's working memory.
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
+#include "amx_product.hpp"
 #include "shardwise/kernels/attention.hpp"
 
 namespace shardwise::kernels::detail {
@@ -44,20 +46,29 @@ void finish_query_tile(float* out, std::size_t out_stride, float* lse, const flo
 
 // The calling thread's working memory of type T, kept between calls: `count` elements holding
 // what earlier calls left (every use writes before it reads), so a range of attention's loop
-// neither allocates nor zeroes its tiles. One buffer per type and `slot`.
-template <class T, int kSlot = 0>
+// neither allocates nor zeroes its tiles. One buffer per type: a caller carves its arrays of one
+// type out of one call.
+template <class T>
 T* tile_scratch(std::size_t count) {
   thread_local std::vector<T> storage;
   if (storage.size() < count) storage.resize(count);
   return storage.data();
 }
 
+// A product on packed bf16 operands, as amx_product computes it (amx_product.hpp).
+using TileProduct = void (*)(std::size_t m, std::size_t n, std::size_t depth, const BFloat16* a,
+                             std::size_t lda, const std::uint32_t* b, std::size_t ldb,
+                             bool accumulate, float* c, std::size_t ldc);
+
 // The AMX path of bf16 attention (layout.bf16 on a machine with AMX): attention_forward's and
-// attention_backward's results, with the tiles' products on AMX.
+// attention_backward's results, with the tiles' products on AMX. Tests give another `product`
+// of the same contract to run this path's packing on a machine without AMX (it needs
+// AVX512_BF16).
 void attention_forward_amx(float* out, float* lse, const float* q, const float* k, const float* v,
-                           const AttentionLayout& layout);
+                           const AttentionLayout& layout, TileProduct product = amx_product);
 void attention_backward_amx(float* dq, float* dk, float* dv, const float* dout, const float* q,
                             const float* k, const float* v, const float* out, const float* lse,
-                            const AttentionLayout& layout, InputGradient mode);
+                            const AttentionLayout& layout, InputGradient mode,
+                            TileProduct product = amx_product);
 
 }  // namespace shardwise::kernels::detail
