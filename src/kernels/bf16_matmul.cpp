@@ -23,11 +23,28 @@
 namespace shardwise::kernels {
 namespace {
 
-std::atomic<bool> units_used{true};
+// Whether the products use the units: kUnitsByDefault, or as a test set it.
+constexpr int kUnitsByDefault = -1;
+std::atomic<int> units_setting{kUnitsByDefault};
 
 bool has_units() {
   const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
   return isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx;
+}
+
+bool units_faster() {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if (isa == dnnl_cpu_isa_avx512_core_amx) return true;
+#if defined(__x86_64__) && defined(__GNUC__)
+  return isa == dnnl_cpu_isa_avx512_core_bf16 && __builtin_cpu_is("amd");
+#else
+  return false;
+#endif
+}
+
+bool units_in_use() {
+  const int setting = units_setting.load(std::memory_order_relaxed);
+  return has_units() && (setting == kUnitsByDefault ? units_faster() : setting == 1);
 }
 
 // A row-major operand: logical rows x cols, stored transposed or not with leading dimension ld.
@@ -178,7 +195,7 @@ void bf16_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
     }
     return;
   }
-  if (!units_used.load(std::memory_order_relaxed) || !has_units()) {
+  if (!units_in_use()) {
     // Widened to float32: the same products on the float32 kernel.
     // Each stored operand's last row ends at its columns, not at the leading dimension.
     const auto stored = [](bool trans, std::size_t rows, std::size_t cols, std::size_t ld) {
@@ -229,15 +246,25 @@ void bf16_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
 }  // namespace
 
 bool bf16_units() { return has_units(); }
-bool bf16_units_used() { return units_used.load() && has_units(); }
-void use_bf16_units(bool use) { units_used.store(use); }
+bool bf16_units_faster() { return has_units() && units_faster(); }
+bool bf16_units_used() { return units_in_use(); }
+void use_bf16_units(std::optional<bool> use) {
+  units_setting.store(use.has_value() ? static_cast<int>(*use) : kUnitsByDefault);
+}
 
 std::string bf16_emulation_note() {
   if (bf16_units_used()) return {};
-  return std::string("bf16 is emulated: ") +
-         (bf16_units() ? "the bf16 units are turned off"
-                       : "this CPU has no bf16 units (AVX512_BF16 or AMX)") +
-         ", so the products widen their bf16 operands to float32: the same sums, not faster";
+  if (!bf16_units()) {
+    return "bf16 is emulated: this CPU has no bf16 units (AVX512_BF16 or AMX), so the products "
+           "widen their bf16 operands to float32: the same sums, not faster";
+  }
+  if (units_setting.load() == 0) {
+    return "bf16 is emulated: the bf16 units are turned off, so the products widen their bf16 "
+           "operands to float32: the same sums, not faster";
+  }
+  return "bf16 products run widened to float32: this CPU's bf16 units (AVX512_BF16 without AMX) "
+         "are slower than its float32 FMAs, so the products widen their bf16 operands to float32 "
+         "(the same sums); bf16 still halves the gathers, messages and kept activations";
 }
 
 void to_bf16(std::span<const float> in, std::span<BFloat16> out) {

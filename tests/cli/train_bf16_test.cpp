@@ -164,14 +164,16 @@ TEST(TrainBf16, GradientsReducedInBf16FollowTheFloat32Reduction) {
 
 // Without bf16 units (a CPU with AVX2 only, or the units turned off as here) bf16 runs on the
 // widened roundings: the losses of the units' run but for the order of the sums, and one note
-// that says so.
+// that says so. The units are turned on for their run, so that a CPU whose units are slower than
+// its float32 FMAs (and left off by default) runs them too.
 TEST(TrainBf16, WithoutBf16UnitsItRunsEmulatedAndSaysSo) {
   const std::vector<std::string> layout{"--mesh", "fsdp=2,model=2", "--zero",
                                         "3",      "--precision",    "bf16"};
+  kernels::use_bf16_units(true);
   const testing::Result units = run_command(micro("llama_micro.json", layout));
   kernels::use_bf16_units(false);
   const testing::Result emulated = run_command(micro("llama_micro.json", layout));
-  kernels::use_bf16_units(true);
+  kernels::use_bf16_units(std::nullopt);
   const std::vector<double> a = losses_of(units, "units");
   const std::vector<double> b = losses_of(emulated, "emulated");
   ASSERT_EQ(a.size(), b.size());
@@ -179,10 +181,12 @@ TEST(TrainBf16, WithoutBf16UnitsItRunsEmulatedAndSaysSo) {
   // What a person reads (the notes are not among the JSON lines).
   std::vector<std::string> words = micro("llama_micro.json", layout);
   words.erase(std::find(words.begin(), words.end(), "--json"));
+  kernels::use_bf16_units(true);
   const testing::Result a_run = run_command(words);
   kernels::use_bf16_units(false);
   const testing::Result b_run = run_command(words);
-  kernels::use_bf16_units(true);
+  kernels::use_bf16_units(std::nullopt);
+  const testing::Result default_run = run_command(words);
   const std::string with_units = a_run.out + a_run.err, without = b_run.out + b_run.err;
   // The plan says what the run computes in.
   EXPECT_NE(with_units.find("precision: bf16 mixed (float32 weights, gradients and optimizer "
@@ -194,6 +198,16 @@ TEST(TrainBf16, WithoutBf16UnitsItRunsEmulatedAndSaysSo) {
   EXPECT_EQ(without.find(note), without.rfind(note)) << "said more than once";
   if (kernels::bf16_units()) {
     EXPECT_EQ(with_units.find(note), std::string::npos) << with_units;
+  }
+  // By default the units run where they are faster; where they are slower, the run says it
+  // widens, once.
+  const std::string by_default = default_run.out + default_run.err;
+  const std::string widened = "bf16 products run widened to float32";
+  if (kernels::bf16_units_faster() || !kernels::bf16_units()) {
+    EXPECT_EQ(by_default.find(widened), std::string::npos) << by_default;
+  } else {
+    EXPECT_NE(by_default.find(widened), std::string::npos) << by_default;
+    EXPECT_EQ(by_default.find(widened), by_default.rfind(widened)) << "said more than once";
   }
 }
 

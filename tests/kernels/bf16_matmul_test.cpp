@@ -13,6 +13,7 @@
 
 #include "bf16_units.hpp"
 #include "error_of.hpp"
+#include "kernels/amx_product.hpp"
 #include "shardwise/kernels/matmul.hpp"
 
 namespace shardwise::kernels {
@@ -169,6 +170,29 @@ TEST(Bf16Matmul, FewRowsAreTheFloat32ProductsOfTheSameValues) {
         }
       }
     }
+  }
+}
+
+// The products take the units by default only where they outrun float32's FMAs (AMX always);
+// a test's setting holds for its scope and the default comes back after it; a run that widens
+// has a note that says why.
+TEST(Bf16Units, TheProductsTakeThemByDefaultWhereTheyAreFaster) {
+  EXPECT_EQ(bf16_units_used(), bf16_units_faster());
+  EXPECT_TRUE(!bf16_units_faster() || bf16_units());
+  EXPECT_TRUE(!(detail::amx_available() && bf16_units()) || bf16_units_faster());
+  {
+    const UnitsOn on(true);
+    EXPECT_EQ(bf16_units_used(), bf16_units());
+    EXPECT_EQ(bf16_emulation_note().empty(), bf16_units());
+  }
+  {
+    const UnitsOn off(false);
+    EXPECT_FALSE(bf16_units_used());
+    EXPECT_THAT(bf16_emulation_note(), ::testing::HasSubstr("bf16 is emulated"));
+  }
+  EXPECT_EQ(bf16_units_used(), bf16_units_faster());
+  if (bf16_units() && !bf16_units_faster()) {
+    EXPECT_THAT(bf16_emulation_note(), ::testing::HasSubstr("slower than its float32 FMAs"));
   }
 }
 

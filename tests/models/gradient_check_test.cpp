@@ -225,7 +225,7 @@ TEST(WholeModelGradients, Bf16UnitsAndTheWidenedProductsAgree) {
     grads[units ? 0 : 1].assign(model.parameters().grads().begin(),
                                 model.parameters().grads().end());
   }
-  kernels::use_bf16_units(true);
+  kernels::use_bf16_units(std::nullopt);
   EXPECT_NEAR(losses[1], losses[0], 1e-5 * losses[0]);
   double largest = 0;
   for (const float g : grads[1]) largest = std::max(largest, std::abs(double{g}));

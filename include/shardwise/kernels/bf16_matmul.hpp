@@ -2,11 +2,12 @@
 // A linear layer's products with bf16 operands and float32 accumulation, the products of bf16
 // mixed precision: they read bf16 copies of the weights and bf16 activations, and write float32
 // (a layer's output before it is rounded, the weights' gradients, added into float32 buffers).
-// Row-major as matmul.hpp: `inp` rows x in, `weight` out x in, `out` rows x out. On a CPU with
-// bf16 units (AVX512_BF16, AMX) oneDNN's bf16 kernel runs them; elsewhere the operands are
-// widened to float32 and run on the float32 products (the same sums, without the units' speed).
+// Row-major as matmul.hpp: `inp` rows x in, `weight` out x in, `out` rows x out. On a CPU whose
+// bf16 units outrun its float32 FMAs oneDNN's bf16 kernel runs them; elsewhere the operands are
+// widened to float32 and run on the float32 products (the same sums, at float32's speed).
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -15,13 +16,19 @@
 
 namespace shardwise::kernels {
 
-// Whether this CPU multiplies bf16 in hardware (oneDNN's effective ISA has AVX512_BF16 or AMX),
-// and whether the products here use it: tests may turn the units off to check the widened path.
+// Whether this CPU multiplies bf16 in hardware (oneDNN's effective ISA has AVX512_BF16 or AMX).
 [[nodiscard]] bool bf16_units();
+// Whether those units outrun the float32 FMAs: AMX does; AVX512_BF16 does on AMD (Zen 4 issues
+// a 512-bit bf16 dot product, 32 products, as often as a 512-bit float32 FMA, 16), not on
+// Intel without AMX, where one bf16 dot product issues a cycle against two FMAs and the widened
+// float32 products measured 1.4x faster on a whole step (docs/benchmarks.md).
+[[nodiscard]] bool bf16_units_faster();
+// Whether the products here use the units: by default where they are faster. Tests may turn
+// them on or off to check either path (std::nullopt: the default again).
 [[nodiscard]] bool bf16_units_used();
-void use_bf16_units(bool use);
+void use_bf16_units(std::optional<bool> use);
 // Empty where the products use bf16 units; otherwise one sentence for a person: bf16 runs
-// emulated here (the roundings widened to float32, the same sums), correct but not faster.
+// emulated here (the roundings widened to float32, the same sums), and why.
 [[nodiscard]] std::string bf16_emulation_note();
 
 // Rounds to nearest, ties to even (NaN stays NaN); `in` and `out` of one size.
