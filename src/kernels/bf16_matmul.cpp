@@ -203,9 +203,13 @@ void bf16_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
     };
     const std::size_t a_elements = stored(trans_a, m, k, lda),
                       b_elements = stored(trans_b, k, n, ldb);
-    std::vector<float> wide_a(a_elements), wide_b(b_elements);
-    to_float({a, a_elements}, wide_a);
-    to_float({b, b_elements}, wide_b);
+    // Kept by the thread between calls, as a step's shapes repeat: a fresh vector of megabytes
+    // each call is memory the kernel maps and faults in again.
+    thread_local std::vector<float> wide_a, wide_b;
+    if (wide_a.size() < a_elements) wide_a.resize(a_elements);
+    if (wide_b.size() < b_elements) wide_b.resize(b_elements);
+    to_float({a, a_elements}, {wide_a.data(), a_elements});
+    to_float({b, b_elements}, {wide_b.data(), b_elements});
     detail::sgemm(trans_a, trans_b, m, n, k, 1.0F, wide_a.data(), lda, wide_b.data(), ldb,
                   accumulate ? 1.0F : 0.0F, c, ldc);
     return;
