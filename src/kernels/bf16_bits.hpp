@@ -31,7 +31,8 @@ namespace shardwise::kernels::detail {
 // A float carried as two bf16 values, its rounding and the rounding of what is left of it:
 // about 16 significant bits where one bf16 keeps 8. The remainder is zero where it is not finite
 // (an infinity or NaN, or a value whose rounding overflowed), so that the two add up to the
-// single rounding there. high + low is exact in float32 (at most 17 significant bits).
+// single rounding there. high + low is exact in float32: both are multiples of the value's last
+// bit, and their sum is no larger than the value's magnitude rounded up.
 struct Bf16Terms {
   std::uint16_t high = 0;
   std::uint16_t low = 0;
