@@ -26,35 +26,6 @@ inline __mmask32 first32(std::size_t count) {
                      : static_cast<__mmask32>((1U << count) - 1U);
 }
 inline std::size_t left(std::size_t valid, std::size_t at) { return valid > at ? valid - at : 0; }
-
-// What is left of 16 floats past their roundings `widened` (as floats), zero where it is not
-// finite (bf16_bits.hpp's bf16_terms).
-SHARDWISE_PACKING_TARGET inline __m512 remainders(__m512 values, __m512i widened) {
-  const __m512 rest = _mm512_sub_ps(values, _mm512_castsi512_ps(widened));
-  const __mmask16 finite =
-      _mm512_cmp_ps_mask(_mm512_sub_ps(rest, rest), _mm512_setzero_ps(), _CMP_EQ_OQ);
-  return _mm512_maskz_mov_ps(finite, rest);
-}
-
-// The roundings of the remainders of `low` and `high` past their roundings `rounded` (as
-// _mm512_cvtne2ps_pbh(high, low) gave them), in the same order. Each rounding is widened by
-// moving bf16 i to the upper half of 32-bit lane i, the lower half zeroed.
-SHARDWISE_PACKING_TARGET inline __m512i rounded_remainders(__m512 high, __m512 low,
-                                                           __m512i rounded) {
-  alignas(64) static constexpr std::uint16_t kWidenLow[32] = {0, 0,  0, 1,  0, 2,  0, 3,  0, 4, 0,
-                                                              5, 0,  6, 0,  7, 0,  8, 0,  9, 0, 10,
-                                                              0, 11, 0, 12, 0, 13, 0, 14, 0, 15};
-  alignas(64) static constexpr std::uint16_t kWidenHigh[32] = {
-      0, 16, 0, 17, 0, 18, 0, 19, 0, 20, 0, 21, 0, 22, 0, 23,
-      0, 24, 0, 25, 0, 26, 0, 27, 0, 28, 0, 29, 0, 30, 0, 31};
-  constexpr __mmask32 kUpperHalves = 0xAAAAAAAAU;
-  const __m512i low_widened =
-      _mm512_maskz_permutexvar_epi16(kUpperHalves, _mm512_load_si512(kWidenLow), rounded);
-  const __m512i high_widened =
-      _mm512_maskz_permutexvar_epi16(kUpperHalves, _mm512_load_si512(kWidenHigh), rounded);
-  return reinterpret_cast<__m512i>(
-      _mm512_cvtne2ps_pbh(remainders(high, high_widened), remainders(low, low_widened)));
-}
 #endif
 
 }  // namespace
@@ -68,8 +39,8 @@ bool bf16_packing_available() {
 }
 
 SHARDWISE_PACKING_TARGET
-void round_rows(BFloat16* to, BFloat16* remainder_to, const float* from, std::size_t rows,
-                std::size_t cols, std::size_t stride, std::size_t to_rows, std::size_t to_cols,
+void round_rows(BFloat16* to, const float* from, std::size_t rows, std::size_t cols,
+                std::size_t stride, std::size_t to_rows, std::size_t to_cols,
                 std::size_t to_stride) {
   for (std::size_t r = 0; r < to_rows; ++r) {
     const std::size_t valid = r < rows ? cols : 0;
@@ -78,20 +49,15 @@ void round_rows(BFloat16* to, BFloat16* remainder_to, const float* from, std::si
     for (std::size_t c = 0; c < to_cols; c += 32) {
       const __m512 low = _mm512_maskz_loadu_ps(first16(left(valid, c)), row + c);
       const __m512 high = _mm512_maskz_loadu_ps(first16(left(valid, c + 16)), row + c + 16);
-      const __m512i rounded = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low));
-      _mm512_mask_storeu_epi16(out + c, first32(to_cols - c), rounded);
-      if (remainder_to != nullptr) {
-        _mm512_mask_storeu_epi16(remainder_to + r * to_stride + c, first32(to_cols - c),
-                                 rounded_remainders(high, low, rounded));
-      }
+      const __m512bh rounded = _mm512_cvtne2ps_pbh(high, low);
+      _mm512_mask_storeu_epi16(out + c, first32(to_cols - c), reinterpret_cast<__m512i>(rounded));
     }
   }
 }
 
 SHARDWISE_PACKING_TARGET
-void pair_rows(std::uint32_t* to, std::uint32_t* remainder_to, const float* from, std::size_t rows,
-               std::size_t cols, std::size_t stride, std::size_t to_rows, std::size_t width,
-               std::size_t to_stride) {
+void pair_rows(std::uint32_t* to, const float* from, std::size_t rows, std::size_t cols,
+               std::size_t stride, std::size_t to_rows, std::size_t width, std::size_t to_stride) {
   // cvtne2ps gives the even row's 16 roundings, then the odd row's; this interleaves them.
   alignas(64) static constexpr std::uint16_t kInterleave[32] = {
       0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
@@ -109,11 +75,6 @@ void pair_rows(std::uint32_t* to, std::uint32_t* remainder_to, const float* from
       const __m512i halves = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low));
       _mm512_mask_storeu_epi32(out + c, first16(width - c),
                                _mm512_permutexvar_epi16(interleave, halves));
-      if (remainder_to != nullptr) {
-        _mm512_mask_storeu_epi32(
-            remainder_to + p * to_stride + c, first16(width - c),
-            _mm512_permutexvar_epi16(interleave, rounded_remainders(high, low, halves)));
-      }
     }
   }
 }
@@ -122,13 +83,13 @@ void pair_rows(std::uint32_t* to, std::uint32_t* remainder_to, const float* from
 
 bool bf16_packing_available() { return false; }
 
-void round_rows(BFloat16*, BFloat16*, const float*, std::size_t, std::size_t, std::size_t,
-                std::size_t, std::size_t, std::size_t) {
+void round_rows(BFloat16*, const float*, std::size_t, std::size_t, std::size_t, std::size_t,
+                std::size_t, std::size_t) {
   throw std::logic_error("round_rows: no AVX512_BF16 on this architecture");
 }
 
-void pair_rows(std::uint32_t*, std::uint32_t*, const float*, std::size_t, std::size_t, std::size_t,
-               std::size_t, std::size_t, std::size_t) {
+void pair_rows(std::uint32_t*, const float*, std::size_t, std::size_t, std::size_t, std::size_t,
+               std::size_t, std::size_t) {
   throw std::logic_error("pair_rows: no AVX512_BF16 on this architecture");
 }
 

@@ -15,20 +15,16 @@ namespace shardwise::kernels::detail {
 [[nodiscard]] bool bf16_packing_available();
 
 // `rows` x `cols` floats (row stride `stride`) rounded into `to_rows` x `to_cols` bf16 (row
-// stride to_stride), zeros past the source. to_rows >= rows, to_cols >= cols. Where
-// `remainder_to` is not null, it receives the roundings of what is left of each value past its
-// rounding (bf16_bits.hpp's Bf16Terms), in the same layout.
-void round_rows(BFloat16* to, BFloat16* remainder_to, const float* from, std::size_t rows,
-                std::size_t cols, std::size_t stride, std::size_t to_rows, std::size_t to_cols,
+// stride to_stride), zeros past the source. to_rows >= rows, to_cols >= cols.
+void round_rows(BFloat16* to, const float* from, std::size_t rows, std::size_t cols,
+                std::size_t stride, std::size_t to_rows, std::size_t to_cols,
                 std::size_t to_stride);
 
 // B in pairs along its rows: word (p, c) holds the roundings of m[2p][c] (low half) and
 // m[2p + 1][c], for `rows` x `cols` floats m (row stride `stride`), into `to_rows` rows of
 // `width` words (row stride to_stride), zeros past the source. 2 to_rows >= rows, width >= cols.
-// Where `remainder_to` is not null, it receives the remainders' roundings, paired alike.
-void pair_rows(std::uint32_t* to, std::uint32_t* remainder_to, const float* from, std::size_t rows,
-               std::size_t cols, std::size_t stride, std::size_t to_rows, std::size_t width,
-               std::size_t to_stride);
+void pair_rows(std::uint32_t* to, const float* from, std::size_t rows, std::size_t cols,
+               std::size_t stride, std::size_t to_rows, std::size_t width, std::size_t to_stride);
 
 // The transpose of packed bf16 `rows` x `cols` (row stride `stride`): to[c * to_stride + r].
 void transpose_bf16(BFloat16* to, std::size_t to_stride, const BFloat16* from, std::size_t stride,

@@ -25,13 +25,13 @@ bool on_amx(const AttentionLayout& layout) {
   return layout.bf16 && bf16_units_used() && detail::amx_available();
 }
 
-// bf16 without AMX: `rows` rows of `cols` values (row stride `stride`) become the two bf16
-// terms the AMX path multiplies (bf16_bits.hpp), added up.
+// bf16 without AMX: `rows` rows of `cols` values (row stride `stride`) become their bf16
+// roundings, the operands the AMX path multiplies.
 SHARDWISE_CPU_CLONES
-void round_to_two_terms(float* values, std::size_t rows, std::size_t cols, std::size_t stride) {
+void round_rows_to_bf16(float* values, std::size_t rows, std::size_t cols, std::size_t stride) {
   for (std::size_t r = 0; r < rows; ++r) {
     float* __restrict row = values + r * stride;
-    for (std::size_t c = 0; c < cols; ++c) row[c] = detail::two_term_rounding(row[c]);
+    for (std::size_t c = 0; c < cols; ++c) row[c] = detail::widened(detail::bf16_bits(row[c]));
   }
 }
 
@@ -70,7 +70,7 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
                         ks, 0.0F, scores, kKeyTile);
           detail::online_softmax_tile(probs, scores, largest, sum, rescale, rows, cols,
                                       k0 + cols > q0, q0 - k0, 1.0F);
-          if (layout.bf16) round_to_two_terms(probs, rows, cols, kKeyTile);
+          if (layout.bf16) round_rows_to_bf16(probs, rows, cols, kKeyTile);
           for (std::size_t r = 0; r < rows; ++r) {
             float* a = acc + r * head_size;
             for (std::size_t d = 0; d < head_size; ++d) a[d] *= rescale[r];
@@ -120,7 +120,7 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
           for (std::size_t t = 0; t < seq; ++t) {
             std::copy(dy + t * os, dy + t * os + head_size, rounded_dout + t * head_size);
           }
-          round_to_two_terms(rounded_dout, seq, head_size, head_size);
+          round_rows_to_bf16(rounded_dout, seq, head_size, head_size);
           dy = rounded_dout;
           dys = head_size;
         }
@@ -150,8 +150,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
             detail::softmax_backward_tile(weights, dweights, row_lse + q0, delta + q0, rows, cols,
                                           k0 + cols > q0, q0 - k0, scale, 1.0F);
             if (layout.bf16) {
-              round_to_two_terms(weights, rows, cols, kKeyTile);
-              round_to_two_terms(dweights, rows, cols, kKeyTile);
+              round_rows_to_bf16(weights, rows, cols, kKeyTile);
+              round_rows_to_bf16(dweights, rows, cols, kKeyTile);
             }
             // Through out = weights v, and scores = q k^T: keys [0, before) add to what earlier
             // query tiles gave them, keys [before, cols) get their first terms.

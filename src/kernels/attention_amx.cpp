@@ -2,10 +2,7 @@
 // tiles, their order and the softmax are the float32 path's (attention.cpp); each product's
 // operands are packed in bf16 as AMX reads them (amx_product.hpp), once per head where they are
 // the head's q, k, v or output gradient, once per tile where they are the tile's weights or
-// scores' gradient. The weights, the scores' gradient and the output's gradient are carried as
-// two bf16 terms (bf16_bits.hpp's Bf16Terms), so each of their products is two AMX products, and
-// dv^T = dout^T P, where both are, three (the product of the two remainders, 2^-16 of the
-// others, is left out). Products against keys read k^T, whose pairs along the head are k's own
+// scores' gradient. Products against keys read k^T, whose pairs along the head are k's own
 // adjacent elements; backward's products for dk and dv are computed transposed (dk^T = q^T dS,
 // dv^T = dout^T P), so that the tile's weights are packed by pairing adjacent rows, never
 // transposed, and each key/value head's dk^T and dv^T are transposed once at its end.
@@ -29,7 +26,7 @@ namespace {
 // transposed in pairs into `to` (depth / 2 rows of rows16 words).
 void pack_keys_t(std::uint32_t* to, BFloat16* staging, const float* from, std::size_t rows,
                  std::size_t cols, std::size_t stride, std::size_t rows16, std::size_t depth) {
-  round_rows(staging, nullptr, from, rows, cols, stride, rows16, depth, depth);
+  round_rows(staging, from, rows, cols, stride, rows16, depth, depth);
   transpose_pairs(to, rows16, staging, depth, rows16, depth);
 }
 
@@ -64,11 +61,9 @@ void attention_forward_amx(float* out, float* lse, const float* q, const float* 
     float* const probs = scores + kQueryTile * kKeyTile;
     float* const acc = probs + kQueryTile * kKeyTile;
     float* const products = acc + kQueryTile * width;
-    BFloat16* const queries =
-        tile_scratch<BFloat16>(2 * keys16 * depth + 2 * kQueryTile * kKeyTile);
+    BFloat16* const queries = tile_scratch<BFloat16>(2 * keys16 * depth + kQueryTile * kKeyTile);
     BFloat16* const staging = queries + keys16 * depth;
     BFloat16* const weights = staging + keys16 * depth;
-    BFloat16* const weights_rest = weights + kQueryTile * kKeyTile;
     std::uint32_t* const keys_t =
         tile_scratch<std::uint32_t>(depth / 2 * keys16 + keys32 / 2 * width);
     std::uint32_t* const values = keys_t + depth / 2 * keys16;
@@ -82,12 +77,12 @@ void attention_forward_amx(float* out, float* lse, const float* q, const float* 
       const std::size_t b = i / heads;
       const std::size_t h = i % heads;
       const float* qh = q + b * seq * qs + h * head_size;
-      round_rows(queries, nullptr, qh, seq, head_size, qs, keys16, depth, depth);
+      round_rows(queries, qh, seq, head_size, qs, keys16, depth, depth);
       if (const std::size_t kv_head = i / group; kv_head != packed_kv_head) {
         const float* kh = k + b * seq * ks + (h / group) * head_size;
         const float* vh = v + b * seq * ks + (h / group) * head_size;
         pack_keys_t(keys_t, staging, kh, seq, head_size, ks, keys16, depth);
-        pair_rows(values, nullptr, vh, seq, head_size, ks, keys32 / 2, width, width);
+        pair_rows(values, vh, seq, head_size, ks, keys32 / 2, width, width);
         packed_kv_head = kv_head;
       }
       for (std::size_t q0 = 0; q0 < seq; q0 += kQueryTile) {
@@ -102,12 +97,10 @@ void attention_forward_amx(float* out, float* lse, const float* q, const float* 
                   scores, kKeyTile);
           online_softmax_tile(probs, scores, largest, sum, rescale, rows, cols, k0 + cols > q0,
                               q0 - k0, scale);
-          round_rows(weights, weights_rest, probs, rows, cols, kKeyTile, round_up(rows, kAmxSide),
-                     cols32, kKeyTile);
+          round_rows(weights, probs, rows, cols, kKeyTile, round_up(rows, kAmxSide), cols32,
+                     kKeyTile);
           product(rows, head_size, cols32, weights, kKeyTile, values + k0 / 2 * width, width, false,
                   products, width);
-          product(rows, head_size, cols32, weights_rest, kKeyTile, values + k0 / 2 * width, width,
-                  true, products, width);
           for (std::size_t r = 0; r < rows; ++r) {
             float* a = acc + r * width;
             const float* p = products + r * width;
@@ -142,28 +135,22 @@ void attention_backward_amx(float* dq, float* dk, float* dv, const float* dout, 
     float* const rounded_row = delta + seq;
     float* const keys_grad_t = rounded_row + head_size;
     float* const values_grad_t = keys_grad_t + width * seq16;
-    // bf16, row-major: q and dout's two terms (A of q k^T and dout v^T), their transposes (A of
-    // dk^T, dv^T), the tile's scores' gradient's two terms (A of dq).
-    BFloat16* const queries =
-        tile_scratch<BFloat16>(4 * seq32 * depth + 3 * width * seq32 + 2 * kTile);
+    // bf16, row-major: q and dout (A of q k^T and dout v^T), their transposes (A of dk^T, dv^T),
+    // the tile's scores' gradient (A of dq).
+    BFloat16* const queries = tile_scratch<BFloat16>(3 * seq32 * depth + 2 * width * seq32 + kTile);
     BFloat16* const douts = queries + seq32 * depth;
-    BFloat16* const douts_rest = douts + seq32 * depth;
-    BFloat16* const staging = douts_rest + seq32 * depth;
+    BFloat16* const staging = douts + seq32 * depth;
     BFloat16* const queries_t = staging + seq32 * depth;
     BFloat16* const douts_t = queries_t + width * seq32;
-    BFloat16* const douts_rest_t = douts_t + width * seq32;
-    BFloat16* const dscores = douts_rest_t + width * seq32;
-    BFloat16* const dscores_rest = dscores + kTile;
-    // Pairs: k^T and v^T (B of q k^T and dout v^T), k (B of dq), the two terms of the tile's
-    // weights and of its scores' gradient paired along queries (B of dv^T and dk^T).
+    BFloat16* const dscores = douts_t + width * seq32;
+    // Pairs: k^T and v^T (B of q k^T and dout v^T), k (B of dq), the tile's weights and scores'
+    // gradient paired along queries (B of dv^T and dk^T).
     std::uint32_t* const keys_t =
-        tile_scratch<std::uint32_t>(2 * (depth / 2) * seq16 + seq32 / 2 * width + 2 * kTile);
+        tile_scratch<std::uint32_t>(2 * (depth / 2) * seq16 + seq32 / 2 * width + kTile);
     std::uint32_t* const values_t = keys_t + depth / 2 * seq16;
     std::uint32_t* const keys = values_t + depth / 2 * seq16;
     std::uint32_t* const weight_pairs = keys + seq32 / 2 * width;
-    std::uint32_t* const weight_rest_pairs = weight_pairs + kTile / 2;
-    std::uint32_t* const dscore_pairs = weight_rest_pairs + kTile / 2;
-    std::uint32_t* const dscore_rest_pairs = dscore_pairs + kTile / 2;
+    std::uint32_t* const dscore_pairs = weight_pairs + kTile / 2;
     for (std::size_t i = first; i < last; ++i) {
       const std::size_t b = i / kv_heads;
       const std::size_t g = i % kv_heads;
@@ -171,7 +158,7 @@ void attention_backward_amx(float* dq, float* dk, float* dv, const float* dout, 
       const float* vh = v + b * seq * ks + g * head_size;
       pack_keys_t(keys_t, staging, kh, seq, head_size, ks, seq16, depth);
       pack_keys_t(values_t, staging, vh, seq, head_size, ks, seq16, depth);
-      pair_rows(keys, nullptr, kh, seq, head_size, ks, seq32 / 2, width, width);
+      pair_rows(keys, kh, seq, head_size, ks, seq32 / 2, width, width);
       std::fill(keys_grad_t, keys_grad_t + 2 * width * seq16, 0.0F);
       for (std::size_t h = g * group; h < (g + 1) * group; ++h) {
         const float* qh = q + b * seq * qs + h * head_size;
@@ -179,16 +166,14 @@ void attention_backward_amx(float* dq, float* dk, float* dv, const float* dout, 
         const float* dy = dout + b * seq * os + h * head_size;
         const float* y = out + b * seq * os + h * head_size;
         const float* row_lse = lse + (b * heads + h) * seq;
-        round_rows(queries, nullptr, qh, seq, head_size, qs, seq32, depth, depth);
-        round_rows(douts, douts_rest, dy, seq, head_size, os, seq32, depth, depth);
+        round_rows(queries, qh, seq, head_size, qs, seq32, depth, depth);
+        round_rows(douts, dy, seq, head_size, os, seq32, depth, depth);
         transpose_bf16(queries_t, seq32, queries, depth, seq32, width);
         transpose_bf16(douts_t, seq32, douts, depth, seq32, width);
-        transpose_bf16(douts_rest_t, seq32, douts_rest, depth, seq32, width);
-        // D = rowsum(dout o out) with dout's two terms, as every product reads it.
+        // D = rowsum(dout o out) with dout rounded, as every product reads it.
         for (std::size_t t = 0; t < seq; ++t) {
           for (std::size_t d = 0; d < head_size; ++d) {
-            rounded_row[d] =
-                widened(douts[t * depth + d].bits) + widened(douts_rest[t * depth + d].bits);
+            rounded_row[d] = widened(douts[t * depth + d].bits);
           }
           delta[t] = row_dot(rounded_row, y + t * os, head_size);
         }
@@ -202,36 +187,21 @@ void attention_backward_amx(float* dq, float* dk, float* dv, const float* dout, 
                     weights, kKeyTile);
             product(rows, cols, depth, douts + q0 * depth, depth, values_t + k0, seq16, false,
                     dweights, kKeyTile);
-            product(rows, cols, depth, douts_rest + q0 * depth, depth, values_t + k0, seq16, true,
-                    dweights, kKeyTile);
             softmax_backward_tile(weights, dweights, row_lse + q0, delta + q0, rows, cols,
                                   k0 + cols > q0, q0 - k0, scale, scale);
             const std::size_t cols16 = round_up(cols, kAmxSide);
-            pair_rows(weight_pairs, weight_rest_pairs, weights, rows, cols, kKeyTile, rows32 / 2,
-                      cols16, kKeyTile);
-            pair_rows(dscore_pairs, dscore_rest_pairs, dweights, rows, cols, kKeyTile, rows32 / 2,
-                      cols16, kKeyTile);
-            round_rows(dscores, dscores_rest, dweights, rows, cols, kKeyTile,
-                       round_up(rows, kAmxSide), cols32, kKeyTile);
-            // dv^T += dout^T P and dk^T += q^T dS over this tile's queries, term by term.
-            float* const values_grad = values_grad_t + k0;
-            float* const keys_grad = keys_grad_t + k0;
+            pair_rows(weight_pairs, weights, rows, cols, kKeyTile, rows32 / 2, cols16, kKeyTile);
+            pair_rows(dscore_pairs, dweights, rows, cols, kKeyTile, rows32 / 2, cols16, kKeyTile);
+            round_rows(dscores, dweights, rows, cols, kKeyTile, round_up(rows, kAmxSide), cols32,
+                       kKeyTile);
+            // dv^T += dout^T P and dk^T += q^T dS over this tile's queries.
             product(head_size, cols, rows32, douts_t + q0, seq32, weight_pairs, kKeyTile, true,
-                    values_grad, seq16);
-            product(head_size, cols, rows32, douts_t + q0, seq32, weight_rest_pairs, kKeyTile, true,
-                    values_grad, seq16);
-            product(head_size, cols, rows32, douts_rest_t + q0, seq32, weight_pairs, kKeyTile, true,
-                    values_grad, seq16);
+                    values_grad_t + k0, seq16);
             product(head_size, cols, rows32, queries_t + q0, seq32, dscore_pairs, kKeyTile, true,
-                    keys_grad, seq16);
-            product(head_size, cols, rows32, queries_t + q0, seq32, dscore_rest_pairs, kKeyTile,
-                    true, keys_grad, seq16);
+                    keys_grad_t + k0, seq16);
             // dq (+)= dS k; every query tile meets key tile 0 first, which writes it.
-            const std::uint32_t* const key_block = keys + k0 / 2 * width;
-            product(rows, head_size, cols32, dscores, kKeyTile, key_block, width,
+            product(rows, head_size, cols32, dscores, kKeyTile, keys + k0 / 2 * width, width,
                     !(overwrite && k0 == 0), dqh + q0 * qs, qs);
-            product(rows, head_size, cols32, dscores_rest, kKeyTile, key_block, width, true,
-                    dqh + q0 * qs, qs);
           }
         }
       }

@@ -28,27 +28,4 @@ namespace shardwise::kernels::detail {
   return value;
 }
 
-// A float carried as two bf16 values, its rounding and the rounding of what is left of it:
-// about 16 significant bits where one bf16 keeps 8. The remainder is zero where it is not finite
-// (an infinity or NaN, or a value whose rounding overflowed), so that the two add up to the
-// single rounding there. high + low is exact in float32: both are multiples of the value's last
-// bit, and their sum is no larger than the value's magnitude rounded up.
-struct Bf16Terms {
-  std::uint16_t high = 0;
-  std::uint16_t low = 0;
-};
-
-[[gnu::always_inline]] inline Bf16Terms bf16_terms(float value) {
-  const std::uint16_t high = bf16_bits(value);
-  const float remainder = value - widened(high);
-  const bool finite = remainder - remainder == 0.0F;
-  return {high, finite ? bf16_bits(remainder) : std::uint16_t{0}};
-}
-
-// The value both terms carry, as a float.
-[[gnu::always_inline]] inline float two_term_rounding(float value) {
-  const Bf16Terms terms = bf16_terms(value);
-  return widened(terms.high) + widened(terms.low);
-}
-
 }  // namespace shardwise::kernels::detail

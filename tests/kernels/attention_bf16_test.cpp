@@ -1,6 +1,6 @@
 // bf16 attention (AttentionLayout::bf16): on AMX's tiles where this machine has them, and on the
-// float32 products elsewhere (or with the bf16 units turned off), the same two bf16 terms of the
-// same operands; both float32's attention within the two terms' rounding, and the two terms
+// float32 products elsewhere (or with the bf16 units turned off), the same roundings of the same
+// operands; both float32's attention within bf16's rounding, yet not float32's, and the roundings
 // reach the products exactly. The AMX path's packing also runs on tiles emulated in plain loops
 // wherever the CPU has AVX512_BF16. float32's forward and backward are checked against finite
 // differences in gradient_check_test.cpp; here bf16's backward is held to float32's.
@@ -138,11 +138,9 @@ std::string name(const Case& c) {
          std::to_string(c.head);
 }
 
-// The AMX path (on AMX, or on emulated tiles) against the float32 products of the same two
-// terms: they differ in the order of their float32 sums, in the product of dout's and the
-// weights' remainders (left out on AMX, 2^-16 of the others), and where a sum's order moves a
-// term across a rounding boundary, which the other term makes up to 2^-16. A product or term
-// dropped, or a tile packed wrong, misses by 1e-3 or more.
+// The AMX path (on AMX, or on emulated tiles) against the float32 products of the same
+// roundings: they differ in the order of their float32 sums, and where that moves a weight
+// across a bf16 rounding boundary.
 void expect_amx_path_is_the_float32_products(bool emulated) {
   const Path path = emulated ? Path::kAmxEmulated : Path::kBf16;
   for (const Case& c : kCases) {
@@ -153,11 +151,11 @@ void expect_amx_path_is_the_float32_products(bool emulated) {
       const UnitsOn off(false);
       float32_products = run(in, Path::kBf16);
     }
-    EXPECT_LT(relative_difference(amx.out, float32_products.out), 1e-4) << name(c);
+    EXPECT_LT(relative_difference(amx.out, float32_products.out), 1e-3) << name(c);
     EXPECT_LT(relative_difference(amx.lse, float32_products.lse), 1e-6) << name(c);
-    EXPECT_LT(relative_difference(amx.dq, float32_products.dq), 1e-4) << name(c);
-    EXPECT_LT(relative_difference(amx.dk, float32_products.dk), 1e-4) << name(c);
-    EXPECT_LT(relative_difference(amx.dv, float32_products.dv), 1e-4) << name(c);
+    EXPECT_LT(relative_difference(amx.dq, float32_products.dq), 2e-3) << name(c);
+    EXPECT_LT(relative_difference(amx.dk, float32_products.dk), 2e-3) << name(c);
+    EXPECT_LT(relative_difference(amx.dv, float32_products.dv), 2e-3) << name(c);
     // Accumulating adds the same gradients onto what the arrays held.
     const Result added = run(in, path, InputGradient::kAccumulate, 1.0F);
     for (std::size_t i = 0; i < amx.dq.size(); ++i)
@@ -169,20 +167,21 @@ void expect_amx_path_is_the_float32_products(bool emulated) {
   }
 }
 
-TEST(AttentionBf16, OnAmxItIsTheFloat32ProductsOfTheSameTwoTerms) {
+TEST(AttentionBf16, OnAmxItIsTheFloat32ProductsOfTheSameRoundings) {
   if (!detail::amx_available() || !bf16_units()) GTEST_SKIP() << "this machine has no AMX";
   expect_amx_path_is_the_float32_products(false);
 }
 
-TEST(AttentionBf16, TheAmxPathOnEmulatedTilesIsTheFloat32ProductsOfTheSameTwoTerms) {
+TEST(AttentionBf16, TheAmxPathOnEmulatedTilesIsTheFloat32ProductsOfTheSameRoundings) {
   if (!detail::bf16_packing_available()) GTEST_SKIP() << "the AMX path packs with AVX512_BF16";
   expect_amx_path_is_the_float32_products(true);
 }
 
-// On either path bf16 attention is float32's within the two terms' rounding (2^-17 of each
-// operand): a path that dropped a remainder (bf16's single rounding, 2^-9) misses by 1e-3 or
-// more, one that rounded the wrong operand (or padded with anything but zeros) by far more.
-TEST(AttentionBf16, IsFloat32sAttentionWithinTheRoundingOfItsTwoTerms) {
+// On either path bf16 attention is float32's within bf16's rounding of the weights and the
+// gradients, and is not float32's: a path that skipped a rounding would match float32 more
+// closely than the rounding allows for, one that rounded the wrong operand (or padded with
+// anything but zeros) would miss by far more.
+TEST(AttentionBf16, IsFloat32sAttentionWithinTheRoundingOfItsOperands) {
   for (const bool units : {true, false}) {
     const UnitsOn on(units);
     for (const Case& c : kCases) {
@@ -190,31 +189,34 @@ TEST(AttentionBf16, IsFloat32sAttentionWithinTheRoundingOfItsTwoTerms) {
       const Result fp32 = run(in, Path::kFloat32);
       const Result bf16 = run(in, Path::kBf16);
       const std::string what = name(c) + (units ? " (bf16 units on)" : " (units off)");
-      EXPECT_LT(relative_difference(bf16.out, fp32.out), 1e-4) << what;
+      EXPECT_LT(relative_difference(bf16.out, fp32.out), 1e-2) << what;
       EXPECT_LT(relative_difference(bf16.lse, fp32.lse), 1e-6) << what;
-      EXPECT_LT(relative_difference(bf16.dq, fp32.dq), 1e-4) << what;
-      EXPECT_LT(relative_difference(bf16.dk, fp32.dk), 1e-4) << what;
-      EXPECT_LT(relative_difference(bf16.dv, fp32.dv), 1e-4) << what;
+      EXPECT_LT(relative_difference(bf16.dq, fp32.dq), 2e-2) << what;
+      EXPECT_LT(relative_difference(bf16.dk, fp32.dk), 2e-2) << what;
+      EXPECT_LT(relative_difference(bf16.dv, fp32.dv), 2e-2) << what;
+      if (c.seq > 1) {  // one position: its single weight is 1, exact in bf16
+        EXPECT_GT(relative_difference(bf16.out, fp32.out), 1e-5) << what;
+        EXPECT_GT(relative_difference(bf16.dv, fp32.dv), 1e-5) << what;
+      }
     }
   }
 }
 
-// Whether x is a sum of two bf16 terms as bf16_terms makes them.
-bool is_two_terms(float x) { return detail::two_term_rounding(x) == x; }
+// Whether x is a bf16 value.
+bool is_bf16(float x) { return detail::widened(detail::bf16_bits(x)) == x; }
 
 // Whether a is b within 4 of float32's rounding steps of b.
 bool within_float32_steps(float a, float b) {
   return std::abs(a - b) <= std::ldexp(std::abs(b), -21);
 }
 
-// The two terms reach the products, on every path. With one position, dv is the output's
-// gradient times a weight of 1 (to float32's rounding of the softmax): the gradient's two terms,
-// added. With two, where the second position's output gradient is 1 in the first lane (0
-// elsewhere) and the first's is 0, dv of the first key is exactly the second query's weight of
-// it; where the first key is 1 in the first lane (0 elsewhere) and the second 0, dq of the second
-// query is, in the first lane, exactly its scores' gradient of the first key. float32's are not
-// two terms (they keep 24 bits).
-TEST(AttentionBf16, TheTwoTermsReachTheProducts) {
+// The roundings reach the products, on every path. With one position, dv is the output's
+// gradient times a weight of 1 (to float32's rounding of the softmax): the gradient's rounding.
+// With two, where the second position's output gradient is 1 in the first lane (0 elsewhere) and
+// the first's is 0, dv of the first key is exactly the second query's weight of it; where the
+// first key is 1 in the first lane (0 elsewhere) and the second 0, dq of the second query is, in
+// the first lane, exactly its scores' gradient of the first key. float32's are not bf16 values.
+TEST(AttentionBf16, TheRoundingsReachTheProducts) {
   const std::vector<Path> paths =
       detail::bf16_packing_available()
           ? std::vector<Path>{Path::kFloat32, Path::kBf16, Path::kAmxEmulated}
@@ -229,15 +231,16 @@ TEST(AttentionBf16, TheTwoTermsReachTheProducts) {
       Inputs one({1, 1, 4, 4, 24});
       for (float& x : one.dout) x = x * 1.2345678F + 0.1F;
       const Result single = run(one, path);
-      std::size_t beyond_two_terms = 0;
+      std::size_t beyond_bf16 = 0;
       for (std::size_t i = 0; i < one.dout.size(); ++i) {
         const float dout = one.dout[i];
-        const float expected = path == Path::kFloat32 ? dout : detail::two_term_rounding(dout);
+        const float rounded = detail::widened(detail::bf16_bits(dout));
+        const float expected = path == Path::kFloat32 ? dout : rounded;
         ASSERT_TRUE(within_float32_steps(single.dv[i], expected))
             << what << ": dv " << single.dv[i] << " for an output gradient of " << dout;
-        beyond_two_terms += within_float32_steps(detail::two_term_rounding(dout), dout) ? 0 : 1;
+        beyond_bf16 += within_float32_steps(rounded, dout) ? 0 : 1;
       }
-      EXPECT_GT(beyond_two_terms, one.dout.size() / 2) << "the test's gradients need more bits";
+      EXPECT_GT(beyond_bf16, one.dout.size() / 2) << "the test's gradients need more bits";
 
       // Two positions, 8 heads of 32.
       Inputs two({1, 2, 8, 8, 32});
@@ -250,19 +253,19 @@ TEST(AttentionBf16, TheTwoTermsReachTheProducts) {
         two.dout[os + h * 32] = 1.0F;
       }
       const Result pair = run(two, path);
-      std::size_t weights_two_terms = 0, dscores_two_terms = 0;
+      std::size_t weights_bf16 = 0, dscores_bf16 = 0;
       for (std::size_t h = 0; h < 8; ++h) {
-        weights_two_terms += is_two_terms(pair.dv[h * 32]) ? 1 : 0;
-        dscores_two_terms += is_two_terms(pair.dq[qs + h * 32]) ? 1 : 0;
+        weights_bf16 += is_bf16(pair.dv[h * 32]) ? 1 : 0;
+        dscores_bf16 += is_bf16(pair.dq[qs + h * 32]) ? 1 : 0;
         ASSERT_GT(pair.dv[h * 32], 0.0F) << what;
         ASSERT_NE(pair.dq[qs + h * 32], 0.0F) << what;
       }
       if (path == Path::kFloat32) {
-        EXPECT_LT(weights_two_terms, 8U) << what << ": the test's weights need more bits";
-        EXPECT_LT(dscores_two_terms, 8U) << what << ": the test's gradients need more bits";
+        EXPECT_LT(weights_bf16, 8U) << what << ": the test's weights need more bits";
+        EXPECT_LT(dscores_bf16, 8U) << what << ": the test's gradients need more bits";
       } else {
-        EXPECT_EQ(weights_two_terms, 8U) << what;
-        EXPECT_EQ(dscores_two_terms, 8U) << what;
+        EXPECT_EQ(weights_bf16, 8U) << what;
+        EXPECT_EQ(dscores_bf16, 8U) << what;
       }
     }
   }

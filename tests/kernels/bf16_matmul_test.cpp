@@ -14,7 +14,6 @@
 #include "bf16_units.hpp"
 #include "error_of.hpp"
 #include "kernels/amx_product.hpp"
-#include "kernels/bf16_bits.hpp"
 #include "shardwise/kernels/matmul.hpp"
 
 namespace shardwise::kernels {
@@ -99,41 +98,6 @@ TEST(Bf16Conversions, TheVectorLoopsAreTheScalarConversions) {
     ASSERT_EQ(std::memcmp(&back[i], &widened, sizeof widened), 0) << "element " << i;
     ASSERT_EQ(std::memcmp(&rounded[i], &widened, sizeof widened), 0) << "element " << i;
   }
-}
-
-// Two bf16 terms (attention's operands under bf16): the first is the rounding, the two carry the
-// value to 2^-17 of it (for random bit patterns, every exponent), their float32 sum is exact (the
-// double sum), and carrying a carried value changes nothing. Where the remainder is not finite the
-// second term is zero.
-TEST(Bf16Terms, CarrySixteenBitsAndAddUpExactly) {
-  std::mt19937 random(5);
-  std::uniform_int_distribution<std::uint32_t> bits_of(0, 0xFFFFFFFFU);
-  for (int i = 0; i < 200000; ++i) {
-    const std::uint32_t bits = bits_of(random);
-    float x = 0.0F;
-    std::memcpy(&x, &bits, sizeof x);
-    if (!std::isfinite(x)) continue;
-    const detail::Bf16Terms terms = detail::bf16_terms(x);
-    ASSERT_EQ(terms.high, detail::bf16_bits(x)) << x;
-    const float high = detail::widened(terms.high), low = detail::widened(terms.low);
-    const float carried = detail::two_term_rounding(x);
-    if (!std::isfinite(high)) {  // the rounding overflowed: the single rounding
-      ASSERT_EQ(terms.low, 0) << x;
-      continue;
-    }
-    ASSERT_EQ(static_cast<double>(carried), static_cast<double>(high) + low) << x;
-    // Plus half of bf16's smallest step, 2^-133, where the remainder is below float's normals.
-    ASSERT_LE(std::abs(static_cast<double>(carried) - x),
-              std::ldexp(std::abs(x), -17) + std::ldexp(1.0, -134))
-        << x;
-    ASSERT_EQ(detail::two_term_rounding(carried), carried) << x;
-  }
-  const float inf = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(detail::bf16_terms(inf).low, 0);
-  EXPECT_EQ(detail::bf16_terms(-inf).low, 0);
-  EXPECT_EQ(detail::bf16_terms(std::numeric_limits<float>::quiet_NaN()).low, 0);
-  EXPECT_EQ(detail::two_term_rounding(std::numeric_limits<float>::max()), inf);
-  EXPECT_EQ(detail::two_term_rounding(1.0F + 0x1p-20F), 1.0F + 0x1p-20F);  // a remainder far down
 }
 
 TEST(Bf16Matmul, ForwardAndBackwardAreTheFloat32ProductsOfTheSameValues) {

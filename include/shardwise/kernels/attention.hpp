@@ -28,14 +28,12 @@ struct AttentionLayout {
   std::size_t head_size = 0;
   std::size_t q_stride = 0;
   std::size_t kv_stride = 0;
-  // bf16 mixed precision: q, k and v must hold bf16 roundings, and the tiles' other operands
-  // (the softmax's weights, the output's gradient, the scores' gradient) are each carried as two
-  // bf16 values, its rounding and the rounding of its remainder (about 16 bits; PyTorch's
-  // attention on bf16 tensors keeps one, 8 bits, which moved a 2,000-step curve 2.55% from
-  // float32's: docs/precision.md). The products sum in float32; the softmax, the outputs and the
-  // gradients stay float32. AMX's tiles run the products where this machine has them and bf16
-  // units are in use (bf16_matmul.hpp); elsewhere the float32 products run on the same two
-  // terms, added.
+  // bf16 mixed precision, as PyTorch's attention on bf16 tensors: q, k and v must hold bf16
+  // roundings, and the tiles' other operands (the softmax's weights, the output's gradient, the
+  // scores' gradient) are rounded to bf16 before their products, which sum in float32; the
+  // softmax, the outputs and the gradients stay float32. AMX's tiles run the products where this
+  // machine has them and bf16 units are in use (bf16_matmul.hpp); elsewhere the float32 products
+  // run on the same roundings.
   bool bf16 = false;
 };
 
