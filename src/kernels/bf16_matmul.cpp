@@ -23,6 +23,9 @@
 namespace shardwise::kernels {
 namespace {
 
+// The widened operands a thread keeps between calls, at most (16 MiB).
+constexpr std::size_t kKeptWidenedFloats = std::size_t{4} << 20;
+
 // Whether the products use the units: kUnitsByDefault, or as a test set it.
 constexpr int kUnitsByDefault = -1;
 std::atomic<int> units_setting{kUnitsByDefault};
@@ -203,14 +206,18 @@ void bf16_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
     };
     const std::size_t a_elements = stored(trans_a, m, k, lda),
                       b_elements = stored(trans_b, k, n, ldb);
-    // Kept by the thread between calls, as a step's shapes repeat: a fresh vector of megabytes
-    // each call is memory the kernel maps and faults in again.
-    thread_local std::vector<float> wide_a, wide_b;
-    if (wide_a.size() < a_elements) wide_a.resize(a_elements);
-    if (wide_b.size() < b_elements) wide_b.resize(b_elements);
-    to_float({a, a_elements}, {wide_a.data(), a_elements});
-    to_float({b, b_elements}, {wide_b.data(), b_elements});
-    detail::sgemm(trans_a, trans_b, m, n, k, 1.0F, wide_a.data(), lda, wide_b.data(), ldb,
+    // Kept by the thread between calls up to kKeptWidenedFloats, as a step's shapes repeat and
+    // a fresh vector of megabytes each call is memory mapped and faulted in again; larger ones
+    // (a vocabulary's head: hundreds of MB) are the call's alone, not held between steps.
+    thread_local std::vector<float> kept;
+    std::vector<float> for_this_call;
+    std::vector<float>& wide = a_elements + b_elements <= kKeptWidenedFloats ? kept : for_this_call;
+    if (wide.size() < a_elements + b_elements) wide.resize(a_elements + b_elements);
+    float* const wide_a = wide.data();
+    float* const wide_b = wide_a + a_elements;
+    to_float({a, a_elements}, {wide_a, a_elements});
+    to_float({b, b_elements}, {wide_b, b_elements});
+    detail::sgemm(trans_a, trans_b, m, n, k, 1.0F, wide_a, lda, wide_b, ldb,
                   accumulate ? 1.0F : 0.0F, c, ldc);
     return;
   }

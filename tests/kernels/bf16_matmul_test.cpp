@@ -173,6 +173,21 @@ TEST(Bf16Matmul, FewRowsAreTheFloat32ProductsOfTheSameValues) {
   }
 }
 
+// Widened operands past what a thread keeps between calls (4 Mi floats) are the call's own: the
+// same float32 product, bit for bit, and a small product after it still right.
+TEST(Bf16Matmul, WidenedOperandsPastTheKeptSizeAreTheFloat32Product) {
+  const UnitsOn off(false);
+  for (const std::size_t in : {std::size_t{2049}, std::size_t{64}}) {
+    constexpr std::size_t rows = 8, out = 2048;
+    const Operands x = random_operands(rows * in, 4);
+    const Operands w = random_operands(out * in, 5);
+    std::vector<float> y(rows * out), y_ref(rows * out);
+    matmul_forward_bf16(y.data(), x.narrow.data(), w.narrow.data(), nullptr, rows, in, out);
+    matmul_forward(y_ref.data(), x.wide.data(), w.wide.data(), nullptr, rows, in, out);
+    EXPECT_EQ(y, y_ref) << "depth " << in;
+  }
+}
+
 // The products take the units by default only where they outrun float32's FMAs (AMX always);
 // a test's setting holds for its scope and the default comes back after it; a run that widens
 // has a note that says why.
