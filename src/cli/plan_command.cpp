@@ -170,6 +170,9 @@ class PlanCommand final : public Command {
     app_->add_option("--reduce-dtype", reduce_dtype_,
                      "What gradients are reduced in: fp32 or bf16 (as train's; default: the "
                      "precision's own, bf16 for bf16-mixed, fp32 otherwise)");
+    app_->add_option("--residual-dtype", residual_dtype_,
+                     "What the residual stream is kept in under --precision bf16: fp32 (the "
+                     "default) or bf16 (as train's)");
     app_->add_option("--optimizer", optimizer_, "adam or sgd")->default_val("adam");
     app_->add_option("--recompute", recompute_, "none, selective or full")->default_val("none");
     app_->add_flag("--sequence-parallel", sequence_parallel_,
@@ -209,6 +212,15 @@ class PlanCommand final : public Command {
     setup.micro_batch = bounded(micro_, "--micro-batch", 1, setup.global_batch);
     setup.precision = plan::parse_precision(precision_, "--precision");
     if (reduce_dtype_) setup.reduce_dtype = parse_float_dtype(*reduce_dtype_, "--reduce-dtype");
+    if (residual_dtype_) {
+      setup.residual_dtype = parse_float_dtype(*residual_dtype_, "--residual-dtype");
+      if (setup.precision != plan::Precision::kBf16) {
+        throw InvalidArgument(
+            "--residual-dtype is for --precision bf16 (the trainer's float32 "
+            "masters with bf16 products); --precision is " +
+            precision_);
+      }
+    }
     setup.optimizer = plan::parse_optimizer(optimizer_, "--optimizer");
     setup.compute_efficiency =
         efficiency_ ? share(*efficiency_, "--efficiency", plan::TrainingSetup::kLeastEfficiency)
@@ -382,6 +394,7 @@ class PlanCommand final : public Command {
   std::string micro_;
   std::string precision_;
   std::optional<std::string> reduce_dtype_;
+  std::optional<std::string> residual_dtype_;
   std::string optimizer_;
   std::string recompute_;
   std::string blas_ = "onednn";

@@ -233,6 +233,7 @@ const std::map<std::string, std::string, std::less<>>& setting_flags() {
       {"recompute", "--recompute"},
       {"precision", "--precision"},
       {"reduce_dtype", "--reduce-dtype"},
+      {"residual_dtype", "--residual-dtype"},
       {"param_sharding", "--param-sharding"},
       {"threads", "--threads"},
       {"data", "--data"},
@@ -286,6 +287,7 @@ struct TrainFlags {
   std::string recompute = "none";
   std::string precision = "fp32";
   std::string reduce_dtype = "fp32";
+  std::string residual_dtype = "fp32";
   std::string blas = "onednn";
   train::CheckpointPolicy checkpoint_flags;
   std::optional<std::string> init_from;
@@ -377,6 +379,11 @@ class TrainCommand final : public Command {
     app_->add_option("--reduce-dtype", flags_.reduce_dtype,
                      "What the data-parallel ranks reduce gradients in: fp32, or bf16 (half the "
                      "bytes, as Megatron-LM's --grad-reduce-in-bf16)")
+        ->default_val("fp32");
+    app_->add_option("--residual-dtype", flags_.residual_dtype,
+                     "What the residual stream is kept in under --precision bf16: fp32 (as "
+                     "PyTorch's autocast), or bf16 (each residual add rounded, as Megatron-LM's "
+                     "--bf16 without --fp32-residual-connection: less activation memory)")
         ->default_val("fp32");
     app_->add_flag("--no-overlap", flags_.no_overlap,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
@@ -508,6 +515,7 @@ class TrainCommand final : public Command {
       job.recompute = parse_recompute(f.recompute, "--recompute");
       job.precision = parse_precision(f.precision, "--precision");
       job.training.reduce_dtype = parse_float_dtype(f.reduce_dtype, "--reduce-dtype");
+      job.residual_dtype = parse_float_dtype(f.residual_dtype, "--residual-dtype");
       job.sequence_parallel = f.sequence_parallel;
       job.threads = f.threads ? static_cast<int>(bounded(*f.threads, "--threads", 1, 256))
                               : (ranks > 1 ? 1 : 0);
@@ -629,6 +637,7 @@ TrainCommand::Replay TrainCommand::take_config(TrainFlags& f) const {
   take("recompute", f.recompute);
   take("precision", f.precision);
   take("reduce_dtype", f.reduce_dtype);
+  take("residual_dtype", f.residual_dtype);
   take("param_sharding", f.param_sharding);
   take("threads", f.threads);
   take("data", f.data);

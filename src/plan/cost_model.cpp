@@ -17,7 +17,7 @@ namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 ElementTypes types_of(const TrainingSetup& setup) {
-  return element_types(setup.precision, setup.reduce_dtype);
+  return element_types(setup.precision, setup.reduce_dtype, setup.residual_dtype);
 }
 
 std::int64_t size_of(DType dtype) { return static_cast<std::int64_t>(size_in_bytes(dtype)); }
@@ -128,6 +128,7 @@ ActivationTable trainer_table(const ModelShape& model, const TrainingSetup& setu
   geometry.layers = static_cast<std::size_t>(layers);
   geometry.has_head = has_head;
   geometry.rounded_products = setup.precision == Precision::kBf16;
+  geometry.narrow_stream = types_of(setup).stream_narrower();
   return ActivationTable(transformer_of(model), geometry);
 }
 

@@ -43,10 +43,12 @@ Precision planned(shardwise::Precision value) {
   return value == shardwise::Precision::kBf16 ? Precision::kBf16 : Precision::kFp32;
 }
 bool trainer_runs(Precision value) { return value != Precision::kBf16Mixed; }
-ElementTypes element_types(Precision value, std::optional<DType> reduce) {
-  ElementTypes types = value == Precision::kFp32   ? ElementTypes::fp32()
-                       : value == Precision::kBf16 ? ElementTypes::bf16_compute()
-                                                   : ElementTypes::bf16_mixed();
+ElementTypes element_types(Precision value, std::optional<DType> reduce,
+                           std::optional<DType> residual) {
+  ElementTypes types = value == Precision::kFp32 ? ElementTypes::fp32()
+                       : value == Precision::kBf16
+                           ? ElementTypes::bf16_compute(residual.value_or(DType::kF32))
+                           : ElementTypes::bf16_mixed();
   if (reduce) types.reduce = *reduce;
   return types;
 }
@@ -83,6 +85,20 @@ void TrainingSetup::validate() const {
   if (reduce_dtype && *reduce_dtype != DType::kF32 && *reduce_dtype != DType::kBF16) {
     throw InvalidArgument("reduce_dtype is " + shardwise::to_string(*reduce_dtype) +
                           "; expected fp32 or bf16");
+  }
+  if (residual_dtype && *residual_dtype != DType::kF32 && *residual_dtype != DType::kBF16) {
+    throw InvalidArgument("residual_dtype is " + shardwise::to_string(*residual_dtype) +
+                          "; expected fp32 or bf16");
+  }
+  if (residual_dtype && *residual_dtype == DType::kBF16 && precision != Precision::kBf16) {
+    throw InvalidArgument("residual_dtype is bf16 under precision " + plan::to_string(precision) +
+                          "; a bf16 residual stream is counted under precision bf16 (bf16-mixed "
+                          "keeps its stream in bf16 already)");
+  }
+  if (residual_dtype && *residual_dtype == DType::kF32 && precision == Precision::kBf16Mixed) {
+    throw InvalidArgument(
+        "residual_dtype is fp32 under precision bf16-mixed, which counts its stream in bf16; "
+        "precision bf16 counts a float32 stream");
   }
 }
 

@@ -58,6 +58,7 @@ constexpr std::array<Row, kActivationCount> kRows = {{
     {"norm_parameter_grads", Lifetime::kScratch, Kind::kParameterGradient},
     {"qk_norm_grads", Lifetime::kScratch, Kind::kParameterGradient},
     {"kv_head_grads", Lifetime::kScratch, Kind::kParameterGradient},
+    {"stream_input", Lifetime::kScratch, Kind::kWorking},
     {"rounded_input", Lifetime::kScratch, Kind::kRounding},
     {"rounded_output_grad", Lifetime::kScratch, Kind::kRounding},
 }};
@@ -82,6 +83,7 @@ bool is_statistic(Activation activation) {
   return kRows.at(index(activation)).kind == Kind::kStatistic;
 }
 bool is_kept(Activation activation) { return kRows.at(index(activation)).kind == Kind::kKept; }
+bool is_stream(Activation activation) { return kRows.at(index(activation)).kind == Kind::kStream; }
 DType element_type_of(Activation activation, const ElementTypes& types) {
   switch (kRows.at(index(activation)).kind) {
     case Kind::kKept: return types.activations;
@@ -94,7 +96,11 @@ DType element_type_of(Activation activation, const ElementTypes& types) {
   return types.working;
 }
 DType working_type_of(Activation activation, const ElementTypes& types) {
-  return is_kept(activation) ? types.working : element_type_of(activation, types);
+  return is_kept(activation) || is_stream(activation) ? types.working
+                                                      : element_type_of(activation, types);
+}
+bool kept_rounded(Activation activation, const ElementTypes& types) {
+  return element_type_of(activation, types) != working_type_of(activation, types);
 }
 
 ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeometry& geometry)
@@ -150,6 +156,7 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kQkNormGrads)] = shape.qk_norm && t > 1 ? 2 * shape.head_dim : 0;
   e[index(Activation::kKvHeadGrads)] =
       shape.replicates_kv_heads(t) ? 2 * kv * (C + (shape.qkv_bias ? 1 : 0)) : 0;
+  e[index(Activation::kStreamInput)] = geometry.narrow_stream ? R * C : 0;
   if (geometry.rounded_products) {
     // Kept arrays are the layers' inputs, except under full recomputation, which keeps none.
     const std::size_t head_input = head_block_ * C;
@@ -180,11 +187,16 @@ std::size_t ActivationTable::sum(Lifetime lifetime, const ElementTypes* types, b
 
 std::size_t ActivationTable::working_layer(const ElementTypes* types) const {
   if (layers_ == 0) return 0;
-  if (recompute_ == Recompute::kFull) return sum(Lifetime::kLayer, types, true);
-  if (types == nullptr || !types->kept_narrower()) return 0;
+  const bool full = recompute_ == Recompute::kFull;
   std::size_t sum = 0;
   for (std::size_t i = 0; i < kActivationCount; ++i) {
-    if (kRows[i].kind == Kind::kKept) sum += elements_[i] * size_in_bytes(types->working);
+    const auto activation = static_cast<Activation>(i);
+    const Lifetime lifetime = kRows[i].lifetime;
+    if (lifetime != Lifetime::kLayer && lifetime != Lifetime::kLayerOutput) continue;
+    const bool rounded = types != nullptr && kept_rounded(activation, *types);
+    if (!rounded && !(full && lifetime == Lifetime::kLayer)) continue;
+    sum +=
+        elements_[i] * (types == nullptr ? 1 : size_in_bytes(working_type_of(activation, *types)));
   }
   return sum;
 }

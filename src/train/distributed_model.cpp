@@ -66,12 +66,14 @@ std::vector<ParameterSpec> rank_parameters(const ModelDefinition& definition, co
 }
 
 DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> definition,
-                                   std::uint64_t seed, Precision precision)
+                                   std::uint64_t seed, Precision precision, DType residual_dtype)
     : definition_(std::move(definition)), store_(definition_->parameters()) {
   layout_.precision = precision;
+  layout_.residual_dtype = residual_dtype;
   ChunkOptions options;
   options.range = {0, definition_->layers()};
   options.precision = precision;
+  options.residual_dtype = residual_dtype;
   chunks_.push_back(definition_->build_chunk(store_, options));
   store_.initialize_on_use(seed);
 }
@@ -110,6 +112,7 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
     options.sequence_parallel = layout_.sequence_parallel;
     options.recompute = layout_.recompute;
     options.precision = layout_.precision;
+    options.residual_dtype = layout_.residual_dtype;
     chunks_.push_back(definition_->build_chunk(store_, options));
   }
   // Drawn when first used: a ZeRO-3 trainer draws only this rank's slices.

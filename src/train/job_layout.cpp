@@ -193,6 +193,7 @@ std::string plan_text(const JobPlan& plan) {
     text +=
         "precision: bf16 mixed (float32 weights, gradients and optimizer state; the matrix "
         "products on bf16 copies)";
+    if (plan.residual_dtype == DType::kBF16) text += "; residual stream in bf16";
     text += plan.reduce_dtype == DType::kBF16 ? "; gradients reduced in bf16\n" : "\n";
   } else if (plan.reduce_dtype == DType::kBF16) {
     text += "precision: fp32; gradients reduced in bf16\n";

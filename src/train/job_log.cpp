@@ -82,6 +82,7 @@ std::string run_config_json(const RunDescription& run) {
         {"recompute", to_string(job.recompute)},
         {"precision", to_string(job.precision)},
         {"reduce_dtype", float_dtype_name(s.reduce_dtype)},
+        {"residual_dtype", float_dtype_name(job.residual_dtype)},
         {"param_sharding", utf8_text(job.param_sharding)},
         {"caller", caller}}},
       {"placements",

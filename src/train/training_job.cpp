@@ -79,6 +79,7 @@ double planned_bytes_per_rank(const JobSettings& job,
   setup.micro_batch = setup.global_batch / (layout.data * layout.fsdp) / layout.microbatches;
   setup.precision = plan::planned(job.precision);
   setup.reduce_dtype = settings.reduce_dtype;
+  setup.residual_dtype = job.residual_dtype;
   plan::Cluster cluster;  // only the memory counts here
   cluster.devices = mesh.size();
   cluster.devices_per_node = mesh.size();
@@ -244,6 +245,15 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
                           std::to_string(t.seq) + " does not divide among the " +
                           std::to_string(model_degree) + " model ranks");
   }
+  if (s.residual_dtype != DType::kF32 && s.residual_dtype != DType::kBF16) {
+    throw InvalidArgument(named("residual_dtype") + " is " +
+                          shardwise::to_string(s.residual_dtype) + "; expected fp32 or bf16");
+  }
+  if (s.residual_dtype == DType::kBF16 && s.precision != Precision::kBf16) {
+    throw InvalidArgument(named("residual_dtype") + " is bf16 under " + named("precision") + " " +
+                          to_string(s.precision) +
+                          "; a bf16 residual stream is part of bf16 precision");
+  }
   s.model->check_options(s.sequence_parallel, s.recompute, named("model"));
   pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t, named);
   if (s.timeline && !pipeline_) {
@@ -337,6 +347,7 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
       {named("recompute"), to_string(s.recompute)},
       {named("precision"), to_string(s.precision)},
       {named("reduce_dtype"), float_dtype_name(t.reduce_dtype)},
+      {named("residual_dtype"), float_dtype_name(s.residual_dtype)},
       {named("param_sharding"), sharding_specs},
       {named("backend"), comm.backend()},
       {named("threads"), std::to_string(s.threads)},
@@ -391,6 +402,7 @@ JobPlan TrainingJob::describe_plan(const ParallelContext& context, DistributedMo
   plan.sequence_parallel = s.sequence_parallel;
   plan.precision = s.precision;
   plan.reduce_dtype = settings.reduce_dtype;
+  plan.residual_dtype = s.residual_dtype;
   plan.sharding = sharding_plan(settings.zero, context, model.parameters().units().size());
   plan.pipeline = pipeline_;
   if (pipeline_) {
@@ -489,7 +501,7 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   // The stages' clocks start together only where a timeline is drawn from them.
   DistributedModel model(s.model, s.training.seed, context,
                          {layout_.placements, s.sequence_parallel, s.recompute, pipeline_,
-                          s.timeline.has_value(), s.precision});
+                          s.timeline.has_value(), s.precision, s.residual_dtype});
   // A pipeline stage's ZeRO shards those of its own parameters.
   TrainSettings settings = s.training;
   settings.gather_dtype = s.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32;

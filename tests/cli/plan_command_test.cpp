@@ -145,6 +145,15 @@ TEST(PlanCommand, RefusesWhatWouldBeIgnoredContradictedOrNotFinite) {
   expect_bad_input(with({"--seq", "16777216"}),
                    "--seq 16777216 is longer than the model's context of 64 positions");
   EXPECT_EQ(run_command(with({"--seq", "64", "--heads", "4", "--layout", "data=2"})).status, 0);
+  // The residual stream's type is the trainer's bf16's: bf16-mixed keeps its stream in bf16.
+  expect_bad_input(with({"--seq", "64", "--residual-dtype", "bf16"}),
+                   "--residual-dtype is for --precision bf16");
+  expect_bad_input(with({"--seq", "64", "--precision", "bf16", "--residual-dtype", "fp8"}),
+                   "--residual-dtype is 'fp8'; expected fp32 or bf16");
+  EXPECT_EQ(run_command(with({"--seq", "64", "--precision", "bf16", "--residual-dtype", "bf16",
+                              "--layout", "data=2"}))
+                .status,
+            0);
   const auto file = [](const std::string& name, const std::string& text) {
     const std::string path = ::testing::TempDir() + name;
     std::ofstream(path, std::ios::binary) << text;
@@ -277,13 +286,21 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"model=4 sp full bf16 qwen3", "1", 4},
            {"pipeline=2 bf16", "0", 2},
            {"fsdp=2,pipeline=2 bf16 llama", "3", 4},
-           {"model=4,pipeline=2 sp bf16 tied", "3", 8}}) {
+           {"model=4,pipeline=2 sp bf16 tied", "3", 8},
+           // the residual stream in bf16 too (" sbf16"): its arrays in bf16, computed in the
+           // working layer, a layer's input widened in backward
+           {"data=2 bf16 sbf16", "0", 2},
+           {"fsdp=2 bf16 sbf16 llama", "3", 2},
+           {"model=2 sp bf16 sbf16 qwen2", "0", 2},
+           {"model=4 sp full bf16 sbf16 qwen3", "1", 4},
+           {"pipeline=2 bf16 sbf16", "0", 2}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;
     const bool narrow = mesh.find(" narrow") != std::string::npos;
     const bool bf16 = mesh.find(" bf16") != std::string::npos;
     const bool reduce_bf16 = mesh.find(" rbf16") != std::string::npos;
+    const bool stream_bf16 = mesh.find(" sbf16") != std::string::npos;
     const std::string model_file = ::testing::TempDir() + "plan_agreement_model.json";
     if (odd) {
       std::ofstream(model_file)
@@ -348,6 +365,10 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
     if (reduce_bf16) {
       for (auto* command : {&train, &plan})
         command->insert(command->end(), {"--reduce-dtype", "bf16"});
+    }
+    if (stream_bf16) {
+      for (auto* command : {&train, &plan})
+        command->insert(command->end(), {"--residual-dtype", "bf16"});
     }
     if (sequence_parallel) {
       train.push_back("--sequence-parallel");

@@ -40,17 +40,18 @@ std::vector<double> losses_of(const testing::Result& r, const std::string& where
   return losses;
 }
 
+// `precision`: the bf16 flags every run takes.
 void expect_same_losses(const std::string& file,
-                        const std::vector<std::vector<std::string>>& layouts, double* worst) {
-  const std::vector<double> one =
-      losses_of(run_command(micro(file, {"--precision", "bf16"})), file);
+                        const std::vector<std::vector<std::string>>& layouts, double* worst,
+                        const std::vector<std::string>& precision = {"--precision", "bf16"}) {
+  const std::vector<double> one = losses_of(run_command(micro(file, precision)), file);
   ASSERT_EQ(one.size(), 10U) << file;
   // The model learns in bf16: a run whose gradients were lost would stay near ln(vocabulary).
   EXPECT_LT(one[9], one[0] - 0.5) << file;
   for (std::vector<std::string> layout : layouts) {
     std::string where = file + " ";
     for (const std::string& flag : layout) where += flag + " ";
-    layout.insert(layout.end(), {"--precision", "bf16"});
+    layout.insert(layout.end(), precision.begin(), precision.end());
     const std::vector<double> many = losses_of(run_command(micro(file, layout)), where);
     ASSERT_EQ(many.size(), one.size()) << where;
     for (std::size_t s = 0; s < one.size(); ++s) {
@@ -92,6 +93,55 @@ TEST(TrainBf16, EveryLayoutOfEveryFamilySeesTheOneRanksLosses) {
   expect_same_losses("llama_micro.json",
                      {{"--mesh", "model=4"}, {"--mesh", "fsdp=2,model=4", "--zero", "3"}}, &worst);
   std::cout << "worst relative deviation from one rank: " << worst << "\n";
+}
+
+// The residual stream kept in bf16 (each residual add rounded, its arrays in bf16, computed in
+// the working layer and widened in backward): every layout sees the one rank's losses, with
+// LayerNorm (GPT-2, whose add and norm are otherwise one pass) and RMSNorm with normed queries
+// and keys (Qwen3).
+TEST(TrainBf16, AResidualStreamInBf16SeesTheOneRanksLossesOnEveryLayout) {
+  double worst = 0;
+  const std::string gpt = ::testing::TempDir() + "gpt_four_layers_stream.json";
+  std::ofstream(gpt) << R"({"n_layer": 4, "n_head": 2, "n_embd": 32, "block_size": 16,
+    "vocab_size": 256})";
+  for (const std::string& file : {gpt, std::string("qwen3_micro.json")}) {
+    expect_same_losses(file, every_layout(), &worst,
+                       {"--precision", "bf16", "--residual-dtype", "bf16"});
+  }
+  std::cout << "worst relative deviation from one rank: " << worst << "\n";
+}
+
+// The stream's rounding changes the computation, by little: its losses are not the float32
+// stream's, and follow them.
+TEST(TrainBf16, AResidualStreamInBf16RoundsAndFollowsTheFloat32Stream) {
+  for (const char* file : {"gpt_micro.json", "llama_micro.json"}) {
+    const std::vector<double> wide =
+        losses_of(run_command(micro(file, {"--precision", "bf16"})), file);
+    const std::vector<double> narrow = losses_of(
+        run_command(micro(file, {"--precision", "bf16", "--residual-dtype", "bf16"})), file);
+    ASSERT_EQ(narrow.size(), wide.size());
+    double largest = 0;
+    for (std::size_t s = 0; s < wide.size(); ++s) {
+      EXPECT_NEAR(narrow[s], wide[s], 0.02 * wide[s]) << file << " step " << s + 1;
+      largest = std::max(largest, std::abs(narrow[s] - wide[s]) / wide[s]);
+    }
+    EXPECT_GT(largest, 1e-6) << file << ": the bf16 stream gave the float32 stream's losses";
+  }
+}
+
+// The run's config.json keeps the stream's type, and a run from it computes the same.
+TEST(TrainBf16, AResidualStreamInBf16IsKeptInTheRunsConfig) {
+  const std::string dir = ::testing::TempDir() + "bf16_stream_config/";
+  std::filesystem::remove_all(dir);
+  const testing::Result first = run_command(micro(
+      "gpt_micro.json", {"--precision", "bf16", "--residual-dtype", "bf16", "--log-dir", dir}));
+  ASSERT_EQ(first.status, 0) << first.err;
+  const auto config = nlohmann::json::parse(std::ifstream(dir + "config.json"));
+  EXPECT_EQ(config["settings"]["residual_dtype"], "bf16");
+  const testing::Result again = run_command({"train", "--config", dir + "config.json", "--json"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(losses_of(again, "from config.json"), losses_of(first, "first"));
+  std::filesystem::remove_all(dir);
 }
 
 // bf16 is not float32 run again: its products round their operands, so its losses differ from
@@ -298,6 +348,11 @@ TEST(TrainBf16, BadPrecisionsAreNamed) {
                    "--precision is 'fp16'; expected fp32 or bf16");
   expect_bad_input(micro("gpt_micro.json", {"--reduce-dtype", "int8"}),
                    "--reduce-dtype is 'int8'; expected fp32 or bf16");
+  expect_bad_input(micro("gpt_micro.json", {"--residual-dtype", "fp16"}),
+                   "--residual-dtype is 'fp16'; expected fp32 or bf16");
+  // A bf16 stream is part of bf16 precision; under float32 it would be a silent rounding.
+  expect_bad_input(micro("gpt_micro.json", {"--residual-dtype", "bf16"}),
+                   "--residual-dtype is bf16 under --precision fp32");
 }
 
 }  // namespace

@@ -3,12 +3,16 @@
 #   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -DNP=2 -DMESH=data=2 -DZERO=2
 #         -DSHARDING=first-dim -P train_mpi_test.cmake
 # DATA_ARGS: what both runs train on (the built-in corpus where absent). PRECISION: what both
-# compute in (fp32 where absent; bf16 is held to 5e-4 rather than 6e-6).
+# compute in (fp32 where absent; bf16 is held to 5e-4 rather than 6e-6). RESIDUAL: what both keep
+# the residual stream in (fp32 where absent).
 if(NOT DEFINED PRECISION)
   set(PRECISION fp32)
 endif()
+if(NOT DEFINED RESIDUAL)
+  set(RESIDUAL fp32)
+endif()
 set(_args train --model ${MODEL} --steps 6 --batch 4 --seed 3 --json --precision ${PRECISION}
-    ${DATA_ARGS})
+    --residual-dtype ${RESIDUAL} ${DATA_ARGS})
 set(_most 60)
 if(PRECISION STREQUAL "bf16")
   set(_most 5000)
@@ -47,4 +51,4 @@ foreach(i RANGE 5)
     message(FATAL_ERROR "step ${i}: one rank ${_a}, mpirun ${_b}")
   endif()
 endforeach()
-message(STATUS "6 steps, the same losses under mpirun -np ${NP} (${MESH}, ZeRO ${ZERO}, ${SHARDING}, ${PRECISION}) as on one rank")
+message(STATUS "6 steps, the same losses under mpirun -np ${NP} (${MESH}, ZeRO ${ZERO}, ${SHARDING}, ${PRECISION}, residual stream ${RESIDUAL}) as on one rank")

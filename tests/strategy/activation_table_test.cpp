@@ -161,5 +161,48 @@ TEST(ElementTypes, MixedPrecisionKeepsMastersAndMomentsInFloat32) {
   EXPECT_NE(mixed, ElementTypes::fp32());
 }
 
+// A residual stream in bf16 (Megatron-LM's --bf16 without --fp32-residual-connection) keeps the
+// stream's arrays (the sum after attention, each layer's output, the chunk's input) in bf16,
+// computes a layer's in the working layer (its output there under every recomputation), and
+// widens a layer's input into one more row-block of scratch.
+TEST(ActivationTable, ABf16StreamIsKeptInBf16AndComputedInTheWorkingLayer) {
+  const ElementTypes wide = ElementTypes::bf16_compute();
+  const ElementTypes narrow = ElementTypes::bf16_compute(DType::kBF16);
+  EXPECT_FALSE(wide.stream_narrower());
+  EXPECT_TRUE(narrow.stream_narrower());
+  EXPECT_FALSE(ElementTypes::bf16_mixed().stream_narrower());
+  for (const Activation a :
+       {Activation::kResidual2, Activation::kLayerOutput, Activation::kInput}) {
+    EXPECT_TRUE(is_stream(a)) << name_of(a);
+    EXPECT_EQ(element_type_of(a, narrow), DType::kBF16) << name_of(a);
+    EXPECT_EQ(working_type_of(a, narrow), DType::kF32) << name_of(a);
+    EXPECT_TRUE(kept_rounded(a, narrow)) << name_of(a);
+    EXPECT_FALSE(kept_rounded(a, wide)) << name_of(a);
+  }
+  for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
+    const bool full = recompute == Recompute::kFull;
+    ChunkGeometry g = geometry(recompute);
+    g.rounded_products = true;
+    const ActivationTable wide_table(qwen3_like(), g);
+    g.narrow_stream = true;
+    const ActivationTable table(qwen3_like(), g);
+    const std::size_t rows = table.elements(Activation::kResidual2);  // R x hidden
+    ASSERT_GT(rows, 0U);
+    EXPECT_EQ(rows, table.local_rows() * qwen3_like().hidden);
+    EXPECT_EQ(table.elements(Activation::kStreamInput), rows);
+    EXPECT_EQ(wide_table.elements(Activation::kStreamInput), 0U);
+    EXPECT_EQ(table.elements(Activation::kLayerOutput), rows);
+    EXPECT_EQ(table.elements(Activation::kInput), rows);
+    // The working layer adds the output (and, kept, the sum after attention) in float32.
+    EXPECT_EQ(table.working_layer_bytes(narrow),
+              wide_table.working_layer_bytes(wide) + 4 * rows * (full ? 1 : 2));
+    // Each layer keeps its stream's arrays in half the bytes (full recomputation: its output).
+    const std::size_t layers = 2, slots = 3;
+    const std::size_t per_layer = full ? 2 * rows : 2 * 2 * rows;
+    EXPECT_EQ(table.chunk_bytes(slots, narrow) + slots * (layers * per_layer + 2 * rows),
+              wide_table.chunk_bytes(slots, wide) + 4 * rows * (full ? 1 : 2) + 4 * rows);
+  }
+}
+
 }  // namespace
 }  // namespace shardwise

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 
 #include "error_of.hpp"
@@ -162,7 +164,9 @@ TEST(DistributedModel, APipelineGivesTheOneRankLossAndSumsTheTiedEmbedding) {
 // table the planner sums is the one the chunk allocates from.
 TEST(DistributedModel, AChunkHoldsWhatItsActivationTableSizes) {
   for (const auto& definition : {tied_gpt(), qwen3()}) {
-    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    for (const auto& [precision, stream] :
+         {std::pair{Precision::kFp32, DType::kF32}, std::pair{Precision::kBf16, DType::kF32},
+          std::pair{Precision::kBf16, DType::kBF16}}) {
       for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
         run_local(2, [&](Communicator& comm) {
           ParallelContext context(comm, Mesh::parse("model=2"));
@@ -170,6 +174,7 @@ TEST(DistributedModel, AChunkHoldsWhatItsActivationTableSizes) {
           layout.sequence_parallel = true;
           layout.recompute = recompute;
           layout.precision = precision;
+          layout.residual_dtype = stream;
           DistributedModel model(definition, 3, context, layout);
           const Batch b = batch(definition->vocab_size());
           (void)model.forward_backward(b.tokens, b.targets, kSequences, kSeq, true);
@@ -182,15 +187,22 @@ TEST(DistributedModel, AChunkHoldsWhatItsActivationTableSizes) {
           geometry.layers = definition->layers();
           geometry.has_head = true;
           geometry.rounded_products = precision == Precision::kBf16;
+          geometry.narrow_stream = stream == DType::kBF16;
           const ActivationTable table(definition->manifest().transformer.value(), geometry);
-          const ElementTypes types =
-              precision == Precision::kBf16 ? ElementTypes::bf16_compute() : ElementTypes::fp32();
+          const ElementTypes types = precision == Precision::kBf16
+                                         ? ElementTypes::bf16_compute(stream)
+                                         : ElementTypes::fp32();
           EXPECT_EQ(model.activation_bytes(), table.chunk_bytes(1, types));
           EXPECT_GT(table.elements(Activation::kNormLocal), 0U);
+          EXPECT_EQ(table.elements(Activation::kStreamInput) > 0, stream == DType::kBF16);
           if (precision == Precision::kBf16 && recompute == Recompute::kNone) {
             // Each layer keeps less; one float32 layer is added, whatever the layers.
             EXPECT_LT(table.layer_bytes(types), table.layer_bytes(ElementTypes::fp32()));
             EXPECT_GT(table.working_layer_bytes(types), 0U);
+          }
+          if (stream == DType::kBF16) {
+            // The stream's arrays too.
+            EXPECT_LT(table.layer_bytes(types), table.layer_bytes(ElementTypes::bf16_compute()));
           }
         });
       }
@@ -213,29 +225,116 @@ TEST(DistributedModel, Bf16LayersKeepExactlyWhatTheirForwardComputed) {
                                  std::shared_ptr<const ModelDefinition>(
                                      std::make_shared<const models::LlamaDefinition>(qwen2))}) {
     SCOPED_TRACE(definition->describe());
-    run_local(2, [&](Communicator& comm) {
-      ParallelContext context(comm, Mesh::parse("model=2"));
-      std::vector<float> grads[2];
-      float losses[2] = {};
-      for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
-        ModelLayout layout;
-        layout.sequence_parallel = true;
-        layout.recompute = recompute;
-        layout.precision = Precision::kBf16;
-        DistributedModel model(definition, 3, context, layout);
-        const Batch b = batch(definition->vocab_size());
-        model.parameters().zero_grads();
-        const auto at = static_cast<std::size_t>(recompute == Recompute::kFull);
-        losses[at] = model.forward_backward(b.tokens, b.targets, kSequences, kSeq, true);
-        grads[at].assign(model.parameters().grads().begin(), model.parameters().grads().end());
-      }
-      EXPECT_EQ(losses[0], losses[1]);
-      ASSERT_EQ(grads[0].size(), grads[1].size());
-      std::size_t differing = 0;
-      for (std::size_t i = 0; i < grads[0].size(); ++i) differing += grads[0][i] != grads[1][i];
-      EXPECT_EQ(differing, 0U) << "of " << grads[0].size() << " gradients";
-    });
+    for (const DType stream : {DType::kF32, DType::kBF16}) {
+      SCOPED_TRACE("residual stream " + float_dtype_name(stream));
+      run_local(2, [&](Communicator& comm) {
+        ParallelContext context(comm, Mesh::parse("model=2"));
+        std::vector<float> grads[2];
+        float losses[2] = {};
+        for (const Recompute recompute : {Recompute::kNone, Recompute::kFull}) {
+          ModelLayout layout;
+          layout.sequence_parallel = true;
+          layout.recompute = recompute;
+          layout.precision = Precision::kBf16;
+          layout.residual_dtype = stream;
+          DistributedModel model(definition, 3, context, layout);
+          const Batch b = batch(definition->vocab_size());
+          model.parameters().zero_grads();
+          const auto at = static_cast<std::size_t>(recompute == Recompute::kFull);
+          losses[at] = model.forward_backward(b.tokens, b.targets, kSequences, kSeq, true);
+          grads[at].assign(model.parameters().grads().begin(), model.parameters().grads().end());
+        }
+        EXPECT_EQ(losses[0], losses[1]);
+        ASSERT_EQ(grads[0].size(), grads[1].size());
+        std::size_t differing = 0;
+        for (std::size_t i = 0; i < grads[0].size(); ++i) differing += grads[0][i] != grads[1][i];
+        EXPECT_EQ(differing, 0U) << "of " << grads[0].size() << " gradients";
+      });
+    }
   }
+}
+
+// A residual stream in bf16 is rounded at each add: a chunk that ends before the head hands on
+// its last layer's output, which must then be bf16 values (its low 16 bits zero), and is not
+// under the float32 stream; and over the chunk's two layers, rounding the stream changes what
+// the layers compute (a chunk that rounded only what it keeps, or only the output, would hand on
+// the float32 stream's values, or its roundings).
+TEST(DistributedModel, ABf16ResidualStreamIsRoundedAtEachAdd) {
+  for (const auto& definition : {tied_gpt(), qwen3()}) {
+    SCOPED_TRACE(definition->describe());
+    std::vector<float> outputs[2];
+    for (const DType stream : {DType::kF32, DType::kBF16}) {
+      ParameterStore store(definition->parameters());
+      ChunkOptions options;
+      options.range = {0, 1};
+      options.precision = Precision::kBf16;
+      options.residual_dtype = stream;
+      const std::unique_ptr<ModelChunk> chunk = definition->build_chunk(store, options);
+      store.initialize_on_use(3);
+      const Batch b = batch(definition->vocab_size());
+      std::vector<float>& out = outputs[stream == DType::kBF16 ? 1 : 0];
+      out.assign(chunk->boundary_elements(kSequences, kSeq), 0.0F);
+      (void)chunk->forward(0, b.tokens, b.targets, kSequences, kSeq, {}, out, false);
+      std::size_t unrounded = 0;
+      for (const float v : out) unrounded += (std::bit_cast<std::uint32_t>(v) & 0xFFFFU) != 0;
+      if (stream == DType::kBF16) {
+        EXPECT_EQ(unrounded, 0U) << "of " << out.size();
+      } else {
+        EXPECT_GT(unrounded, out.size() / 2) << "of " << out.size();
+      }
+    }
+    // Rounding the float32 stream's output is not the bf16 stream's: the layer's input (the
+    // embeddings) and its sum after attention were rounded too.
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < outputs[0].size(); ++i) {
+      const float rounded = to_float(to_bfloat16(outputs[0][i]));
+      differing += rounded != outputs[1][i];
+    }
+    EXPECT_GT(differing, 0U);
+  }
+}
+
+// The backward of a bf16 stream is the float32 stream's through the roundings (each rounding's
+// gradient passed through, as autocast's casts): its gradients are the float32 stream's within
+// bf16's rounding, and not equal to them. A backward that read another layer's input, or a
+// stale widening, would be far off.
+TEST(DistributedModel, ABf16ResidualStreamsGradientsFollowTheFloat32Streams) {
+  for (const auto& definition : {tied_gpt(), qwen3()}) {
+    SCOPED_TRACE(definition->describe());
+    std::vector<float> grads[2];
+    float losses[2] = {};
+    for (const DType stream : {DType::kF32, DType::kBF16}) {
+      DistributedModel model(definition, 3, Precision::kBf16, stream);
+      const Batch b = batch(definition->vocab_size());
+      model.parameters().zero_grads();
+      const auto at = static_cast<std::size_t>(stream == DType::kBF16);
+      losses[at] = model.forward_backward(b.tokens, b.targets, kSequences, kSeq, true);
+      grads[at].assign(model.parameters().grads().begin(), model.parameters().grads().end());
+    }
+    EXPECT_NEAR(losses[1], losses[0], 1e-2 * losses[0]);
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    double difference = 0, norm = 0;
+    for (std::size_t i = 0; i < grads[0].size(); ++i) {
+      difference += std::pow(static_cast<double>(grads[1][i]) - grads[0][i], 2);
+      norm += std::pow(static_cast<double>(grads[0][i]), 2);
+    }
+    ASSERT_GT(norm, 0);
+    EXPECT_LT(std::sqrt(difference / norm), 2e-2);
+    EXPECT_GT(difference, 0);
+  }
+}
+
+// A bf16 stream is part of bf16 precision: under float32 the chunk refuses it, naming the setting.
+TEST(DistributedModel, ABf16ResidualStreamNeedsBf16Precision) {
+  ParameterStore store(tied_gpt()->parameters());
+  ChunkOptions options;
+  options.residual_dtype = DType::kBF16;
+  EXPECT_THAT(testing::error_of([&] { (void)tied_gpt()->build_chunk(store, options); }),
+              ::testing::HasSubstr("residual_dtype is bf16 under fp32 precision"));
+  options.precision = Precision::kBf16;
+  options.residual_dtype = DType::kF16;
+  EXPECT_THAT(testing::error_of([&] { (void)tied_gpt()->build_chunk(store, options); }),
+              ::testing::HasSubstr("residual_dtype is f16"));
 }
 
 // The held-out losses of `ckpt loss`: windows one after the other, each the model's mean

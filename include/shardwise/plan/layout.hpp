@@ -36,7 +36,9 @@ bool trainer_runs(Precision value);
 // ElementTypes::bf16_compute(); bf16-mixed ElementTypes::bf16_mixed(). `reduce`, where given,
 // is what gradients are reduced in instead of the precision's own (float32 for fp32 and bf16,
 // bf16 for bf16-mixed; Megatron-LM's --bf16 without --grad-reduce-in-bf16 reduces in float32).
-ElementTypes element_types(Precision value, std::optional<DType> reduce = std::nullopt);
+// `residual`, where given under bf16, is what the residual stream is kept in (float32 if not).
+ElementTypes element_types(Precision value, std::optional<DType> reduce = std::nullopt,
+                           std::optional<DType> residual = std::nullopt);
 std::string to_string(Optimizer value);  // "adam", "sgd"
 using shardwise::to_string;
 // The inverses; InvalidArgument naming `flag` and the text otherwise.
@@ -56,6 +58,9 @@ struct TrainingSetup {
   // What gradients are reduced in (the trainer's reduce_dtype): float32 or bf16; absent, the
   // precision's own (element_types).
   std::optional<DType> reduce_dtype;
+  // What the residual stream is kept in (the trainer's residual_dtype) under precision bf16:
+  // float32 or bf16; absent, float32 (bf16-mixed counts it in bf16, fp32 in float32).
+  std::optional<DType> residual_dtype;
   Optimizer optimizer = Optimizer::kAdam;
   // The share of peak FLOP/s the matrix products reach, and the share of data-parallel and
   // FSDP communication hidden behind compute (docs/planner.md states both): kLeastEfficiency
@@ -67,8 +72,9 @@ struct TrainingSetup {
   static constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 32;
   static constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
   // InvalidArgument naming the field (global_batch, seq, micro_batch, compute_efficiency,
-  // overlap) and its value where it is outside the bounds above, micro_batch above
-  // global_batch, or a share not finite or outside its range.
+  // overlap, reduce_dtype, residual_dtype) and its value where it is outside the bounds
+  // above, micro_batch above global_batch, a share not finite or outside its range, or a
+  // residual_dtype its precision does not keep.
   void validate() const;
 };
 

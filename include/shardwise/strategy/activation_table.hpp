@@ -37,6 +37,9 @@ struct ChunkGeometry {
   bool has_head = false;   // the chunk ends the model: final norm, head and loss
   // The products round their operands (bf16): the rounding buffers are held.
   bool rounded_products = false;
+  // The residual stream is kept narrower than the chunk computes in (bf16): a layer's input is
+  // widened into kStreamInput.
+  bool narrow_stream = false;
 };
 
 // Every array of a chunk. What a layer keeps lives once per layer and micro-batch in flight (or,
@@ -76,6 +79,9 @@ enum class Activation : std::size_t {
   kNormParameterGrads,  // norm_parameters() x hidden, sequence parallel: one pass's share
   kQkNormGrads,  // 2 x head_dim, a norm of queries and keys over a model axis: a pass's share
   kKvHeadGrads,  // 2 x kv width x (hidden + bias), replicated key/value heads: a pass's share
+  // R x hidden, a narrow stream: the chunk's input as computed, and in backward a layer's (or
+  // the head's) input widened from the stream's kept rounding.
+  kStreamInput,
   // Rounding products (bf16): a product's input rounded where no kept copy holds it (the head's
   // blocks; every input under full recomputation), and its output's gradient in backward.
   kRoundedInput,       // the largest such input
@@ -95,9 +101,15 @@ enum class Lifetime { kLayer, kLayerOutput, kMicroBatch, kScratch };
 // The residual stream is ElementTypes::stream; the chunk's scratch ElementTypes::working; the
 // products' rounding buffers ElementTypes::compute.
 [[nodiscard]] bool is_kept(Activation activation);
+// The residual stream's arrays: a layer's input and output, the sum after attention.
+[[nodiscard]] bool is_stream(Activation activation);
 [[nodiscard]] DType element_type_of(Activation activation, const ElementTypes& types);
-// The type a layer's array is computed in: ElementTypes::working for a kept array, else its own.
+// The type an array is computed in: ElementTypes::working for a kept array or the stream's,
+// else its own.
 [[nodiscard]] DType working_type_of(Activation activation, const ElementTypes& types);
+// Whether an array is kept in a narrower type than it is computed in (its layer computes it in
+// the working layer and keeps its rounding).
+[[nodiscard]] bool kept_rounded(Activation activation, const ElementTypes& types);
 
 class ActivationTable {
  public:
@@ -129,9 +141,10 @@ class ActivationTable {
   [[nodiscard]] std::size_t layer_bytes(const ElementTypes& types) const;
   [[nodiscard]] std::size_t chunk_bytes(std::size_t slots, const ElementTypes& types) const;
   // The one layer a chunk computes its layers in, besides the layers it keeps: under full
-  // recomputation the layer recomputed (every array of a layer, in its working type); else,
-  // where kept arrays are narrower than the working type, the kept arrays in the working type
-  // (each layer's computed there and then kept rounded); else none.
+  // recomputation the layer recomputed (every array of a layer, in its working type); else the
+  // arrays kept narrower than they are computed in (kept_rounded), in their working type (each
+  // layer's computed there and then kept rounded); under both, a layer's output where the
+  // stream is narrow.
   [[nodiscard]] std::size_t working_layer_bytes(const ElementTypes& types) const;
 
  private:

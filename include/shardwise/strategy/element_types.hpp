@@ -43,16 +43,20 @@ struct ElementTypes {
   // shardwise's bf16 (docs/precision.md): float32 masters, gradients and moments; the
   // computation reads bf16 roundings of the parameters, which ZeRO-3 gathers in bf16; the
   // products' inputs and outputs are rounded to bf16 (autocast's) and layers keep them in bf16;
-  // the residual stream, the statistics and what a chunk computes in stay float32; activations
-  // cross the model axis and pipeline stages in bf16; gradients reduced in float32 (the
-  // trainer's default reduce_dtype).
-  [[nodiscard]] static constexpr ElementTypes bf16_compute() {
+  // the statistics and what a chunk computes in stay float32; the residual stream is kept in
+  // `stream` (float32 as autocast's, or bf16 as Megatron-LM's without
+  // --fp32-residual-connection); activations cross the model axis and pipeline stages in bf16;
+  // gradients reduced in float32 (the trainer's default reduce_dtype).
+  [[nodiscard]] static constexpr ElementTypes bf16_compute(DType stream = DType::kF32) {
     ElementTypes t;
     t.compute = t.activations = t.messages = DType::kBF16;
+    t.stream = stream;
     return t;
   }
   // Whether a layer's arrays are computed in a wider type than they are kept in.
   [[nodiscard]] constexpr bool kept_narrower() const { return activations != working; }
+  // Whether the residual stream is computed in a wider type than it is kept in.
+  [[nodiscard]] constexpr bool stream_narrower() const { return stream != working; }
   // A separate master copy exists where the products read another type than the optimizer
   // updates.
   [[nodiscard]] constexpr bool separate_master() const { return master != compute; }

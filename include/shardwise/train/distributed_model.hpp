@@ -35,13 +35,16 @@ struct ModelLayout {
   // lines up; it costs a synchronisation per step.
   bool align_pipeline_clocks = false;
   Precision precision = Precision::kFp32;  // what the matrix products compute in
+  // What the residual stream is kept in: float32, or bf16 under bf16 precision
+  // (ChunkOptions::residual_dtype).
+  DType residual_dtype = DType::kF32;
 };
 
 class DistributedModel : public Model {
  public:
   // One rank: the whole model, initialised from `seed`.
   DistributedModel(std::shared_ptr<const ModelDefinition> definition, std::uint64_t seed,
-                   Precision precision = Precision::kFp32);
+                   Precision precision = Precision::kFp32, DType residual_dtype = DType::kF32);
   // This rank's part of the model on `context`, initialised from the whole model's values drawn
   // from `seed` (a ZeRO-3 trainer draws only this rank's slices). InvalidArgument where the
   // layout cannot run: placements the layers do not compute with, a pipeline its layers cannot

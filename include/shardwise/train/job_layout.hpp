@@ -86,8 +86,9 @@ struct JobPlan {
   std::int64_t model_parallel = 1;
   bool sequence_parallel = false;
   Precision precision = Precision::kFp32;
-  DType reduce_dtype = DType::kF32;  // what gradients are reduced in
-  std::string sharding;              // sharding_plan's line
+  DType reduce_dtype = DType::kF32;    // what gradients are reduced in
+  DType residual_dtype = DType::kF32;  // what the residual stream is kept in
+  std::string sharding;                // sharding_plan's line
   std::optional<PipelineLayout> pipeline;
   double published_bubble = 0;
   std::vector<StagePlan> stages;

@@ -61,6 +61,9 @@ struct ChunkOptions {
   bool sequence_parallel = false;  // activations split along the sequence over the model axis
   Recompute recompute = Recompute::kNone;
   Precision precision = Precision::kFp32;  // what the matrix products compute in
+  // What the residual stream is kept in: float32, or under bf16 precision bf16 (each residual
+  // add rounded, as Megatron-LM's --bf16 without --fp32-residual-connection).
+  DType residual_dtype = DType::kF32;
 };
 
 class ModelDefinition {

@@ -85,6 +85,9 @@ struct JobSettings {
   // What the model computes in: fp32, or bf16 mixed precision (float32 masters and moments,
   // bf16 products); training.reduce_dtype says what gradients are reduced in.
   Precision precision = Precision::kFp32;
+  // What the residual stream is kept in: fp32 (as autocast), or under bf16 precision bf16
+  // (as Megatron-LM's --bf16 without --fp32-residual-connection: each residual add rounded).
+  DType residual_dtype = DType::kF32;
   bool sequence_parallel = false;
   DataSettings data;
   std::int64_t eval_every = 0;   // validation loss every K steps (0: never)

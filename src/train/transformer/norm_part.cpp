@@ -22,7 +22,7 @@ void NormPart::forward(float* out, float* statistics, const float* inp, const Pa
 void NormPart::residual_forward(float* sum, float* out, float* statistics, const float* a,
                                 const float* b, const ParameterView& p, const Rows& rows) const {
   const std::size_t C = axis_.hidden(), R = rows.local;
-  if (kind_ == NormKind::kLayerNorm) {
+  if (kind_ == NormKind::kLayerNorm && !round_stream_) {
     // LayerNorm's kernel adds the two in the same pass over the rows.
     kernels::residual_layernorm_forward(sum, axis_.norm_rows(out), statistics, statistics + R, a, b,
                                         p.read(0), p.read(1), R, C);
@@ -31,6 +31,7 @@ void NormPart::residual_forward(float* sum, float* out, float* statistics, const
     return;
   }
   kernels::residual_forward(sum, a, b, R * C);
+  if (round_stream_) axis_.products().round_kept(sum, R * C);
   forward(out, statistics, sum, p, rows);
 }
 

@@ -15,13 +15,17 @@ namespace shardwise::train::transformer {
 
 class NormPart {
  public:
-  NormPart(NormKind kind, float eps, const ModelAxis& axis) : kind_(kind), eps_(eps), axis_(axis) {}
+  // Where `round_stream`, the residual stream is kept in bf16: residual_forward's sum is rounded
+  // (Products::round_kept) before the norm reads it.
+  NormPart(NormKind kind, float eps, const ModelAxis& axis, bool round_stream = false)
+      : kind_(kind), eps_(eps), axis_(axis), round_stream_(round_stream) {}
 
   // out (whole rows) = norm(inp) (this rank's rows), rounded as the chunk keeps it
   // (Products::round_kept); `statistics` R x norm_statistics().
   void forward(float* out, float* statistics, const float* inp, const ParameterView& p,
                const Rows& rows) const;
-  // sum = a + b, then out = norm(sum): the residual add and the norm after it.
+  // sum = a + b (rounded where the stream is bf16), then out = norm(sum): the residual add and
+  // the norm after it.
   void residual_forward(float* sum, float* out, float* statistics, const float* a, const float* b,
                         const ParameterView& p, const Rows& rows) const;
   // Adds d(inp) into `dinp` (this rank's rows) and the parameters' gradients, from `dout` (this
@@ -33,6 +37,7 @@ class NormPart {
   NormKind kind_;
   float eps_;
   const ModelAxis& axis_;
+  bool round_stream_ = false;
 };
 
 }  // namespace shardwise::train::transformer

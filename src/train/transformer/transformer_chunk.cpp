@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/elementwise.hpp"
 
 namespace shardwise::train::transformer {
@@ -12,6 +13,23 @@ namespace {
 
 LayerRange whole_if_empty(const LayerRange& range, std::size_t layers) {
   return range.end_layer == 0 ? LayerRange{0, layers} : range;
+}
+
+ElementTypes chunk_types(const ChunkOptions& options) {
+  const DType stream = options.residual_dtype;
+  if (stream != DType::kF32 && stream != DType::kBF16) {
+    throw InvalidArgument("residual_dtype is " + shardwise::to_string(stream) +
+                          "; the residual stream is kept in fp32 or bf16");
+  }
+  if (options.precision != Precision::kBf16) {
+    if (stream != DType::kF32) {
+      throw InvalidArgument("residual_dtype is " + float_dtype_name(stream) + " under " +
+                            to_string(options.precision) +
+                            " precision; a bf16 residual stream needs bf16 precision");
+    }
+    return ElementTypes::fp32();
+  }
+  return ElementTypes::bf16_compute(stream);
 }
 
 }  // namespace
@@ -22,13 +40,12 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
       places_(parameter_layout(spec.shape)),
       range_(whole_if_empty(options.range, spec.shape.layers)),
       store_(store),
-      types_(options.precision == Precision::kBf16 ? ElementTypes::bf16_compute()
-                                                   : ElementTypes::fp32()),
+      types_(chunk_types(options)),
       sequence_parallel_(options.sequence_parallel),
       recompute_(options.recompute),
       axis_(options.tensor_parallel, options.sequence_parallel, spec.shape.hidden,
             options.precision, options.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32),
-      norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_),
+      norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_, types_.stream_narrower()),
       attention_(spec_, axis_),
       mlp_(spec.shape, axis_),
       embedding_(spec.shape, axis_),
@@ -75,6 +92,7 @@ ActivationTable TransformerChunk::table(std::size_t batch, std::size_t seq) cons
   geometry.layers = layers();
   geometry.has_head = has_head_;
   geometry.rounded_products = axis_.products().precision() == Precision::kBf16;
+  geometry.narrow_stream = types_.stream_narrower();
   return ActivationTable(spec_.shape, geometry);
 }
 
@@ -120,8 +138,10 @@ void TransformerChunk::size_slot(Slot& slot, std::size_t batch, std::size_t seq)
     working_seq_ = seq;
     for (std::size_t i = 0; i < kActivationCount; ++i) {
       const auto a = static_cast<Activation>(i);
-      const bool held = L > 0 && lifetime_of(a) == Lifetime::kLayer &&
-                        (full || (is_kept(a) && types_.kept_narrower()));
+      const Lifetime lifetime = lifetime_of(a);
+      const bool of_layer = lifetime == Lifetime::kLayer || lifetime == Lifetime::kLayerOutput;
+      const bool held =
+          L > 0 && of_layer && ((full && lifetime == Lifetime::kLayer) || kept_rounded(a, types_));
       working_[i].assign(held ? t.elements(a) : 0, working_type_of(a, types_));
     }
   }
@@ -156,11 +176,17 @@ TransformerChunk::Layer TransformerChunk::layer(Slot& slot, std::size_t i) {
     const std::size_t e = t.elements(a);
     layer.count[k] = e;
     if (lifetime_of(a) == Lifetime::kLayerOutput) {
-      layer.at[k] = slot.arrays[k].f32() + i * e;
+      // Kept under every recomputation; a narrow stream's computed in the working layer.
+      if (kept_rounded(a, types_)) {
+        layer.at[k] = working_[k].f32();
+        layer.kept[k] = slot.arrays[k].bf16() + i * e;
+      } else {
+        layer.at[k] = slot.arrays[k].f32() + i * e;
+      }
     } else if (lifetime_of(a) == Lifetime::kLayer) {
       if (full) {
         layer.at[k] = working_[k].f32();
-      } else if (element_type_of(a, types_) == DType::kBF16) {
+      } else if (kept_rounded(a, types_)) {
         layer.at[k] = working_[k].f32();
         layer.kept[k] = slot.arrays[k].bf16() + i * e;
       } else {
@@ -169,6 +195,17 @@ TransformerChunk::Layer TransformerChunk::layer(Slot& slot, std::size_t i) {
     }
   }
   return layer;
+}
+
+const float* TransformerChunk::stream_input(Slot& slot, std::size_t i) {
+  const auto in = static_cast<std::size_t>(i == 0 ? Activation::kInput : Activation::kLayerOutput);
+  const std::size_t count = slot.table->elements(static_cast<Activation>(in));
+  const std::size_t offset = i == 0 ? 0 : (i - 1) * count;
+  if (!types_.stream_narrower()) return slot.arrays[in].f32() + offset;
+  float* const widened = scratch(Activation::kStreamInput);
+  kernels::to_float(std::span<const BFloat16>(slot.arrays[in].bf16() + offset, count),
+                    std::span<float>(widened, count));
+  return widened;
 }
 
 std::vector<KeptArray> TransformerChunk::kept_arrays(const Layer& layer) {
@@ -229,6 +266,9 @@ void TransformerChunk::layer_forward(const Layer& a, const float* residual, std:
                rw);
   kernels::residual_forward(a[Activation::kLayerOutput], a[Activation::kResidual2], projected,
                             rw.local * spec_.shape.hidden);
+  if (types_.stream_narrower()) {
+    axis_.products().round_kept(a[Activation::kLayerOutput], rw.local * spec_.shape.hidden);
+  }
 }
 
 void TransformerChunk::layer_backward(const Layer& a, const float* residual, std::size_t l,
@@ -236,6 +276,8 @@ void TransformerChunk::layer_backward(const Layer& a, const float* residual, std
   const ParameterView p = parameters(places_.layer_first(l));
   const std::size_t norm = places_.norm, attention = places_.attention;
   float* const dresidual = scratch(Activation::kResidualGrad);
+  // A narrow stream's sum after attention, as forward kept it (else as it is).
+  axis_.products().widen_kept(a[Activation::kResidual2], rw.local * spec_.shape.hidden);
   // A norm's output gradient, whole: the scratch that held the row-parallel outputs in forward
   // (full recomputation's forward writes it before this layer's backward begins).
   float* const dnormed = scratch(Activation::kWholeRows);
@@ -272,7 +314,10 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
   if (has_head_) slot.targets.assign(targets.begin(), targets.end());
   slot.head_held = false;
   const Rows rw = rows(batch, seq);
-  float* const first_input = micro_batch(slot, Activation::kInput);
+  // A narrow stream's input is computed in float32 and kept rounded.
+  const bool narrow = types_.stream_narrower();
+  float* const first_input =
+      narrow ? scratch(Activation::kStreamInput) : micro_batch(slot, Activation::kInput);
   if (!range_.has_first()) {
     std::copy(input.begin(), input.end(), first_input);
   } else {
@@ -282,6 +327,14 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
     embedding_.forward(first_input, slot.tokens.data(), parameters(0), rw);
     store_.release(unit(0));
   }
+  if (narrow) {
+    kernels::round_to_bf16(
+        std::span<float>(first_input, boundary),
+        std::span<BFloat16>(slot.arrays[static_cast<std::size_t>(Activation::kInput)].bf16(),
+                            boundary));
+  }
+  // Under a narrow stream each layer reads its input from the working layer's output, which it
+  // overwrites only after its last read of it (the residual add after attention).
   const float* residual = first_input;
   for (std::size_t i = 0; i < layers(); ++i) {
     const std::size_t l = range_.first_layer + i;
@@ -332,12 +385,11 @@ void TransformerChunk::backward(std::size_t slot_index,
   const Rows rw = rows(slot.batch, slot.seq);
   const std::size_t L = layers();
   float* const dresidual = scratch(Activation::kResidualGrad);
-  float* const first_input = micro_batch(slot, Activation::kInput);
   if (!has_head_) {
     std::copy(output_grad.begin(), output_grad.end(), dresidual);
   } else {
     if (!std::exchange(slot.head_held, false)) gather_head();
-    const float* top = L > 0 ? layer(slot, L - 1)[Activation::kLayerOutput] : first_input;
+    const float* top = stream_input(slot, L);
     head_.backward(
         dresidual, scratch(Activation::kWholeRows), loss_scale, top,
         micro_batch(slot, Activation::kHeadNorm), micro_batch(slot, Activation::kHeadStatistics),
@@ -352,7 +404,7 @@ void TransformerChunk::backward(std::size_t slot_index,
   // after it (this rank's rows).
   for (std::size_t i = L; i-- > 0;) {
     const std::size_t l = range_.first_layer + i;
-    const float* residual = i == 0 ? first_input : layer(slot, i - 1)[Activation::kLayerOutput];
+    const float* residual = stream_input(slot, i);
     const Layer a = layer(slot, i);
     store_.gather(unit(places_.layer_first(l)));
     // The unit is gathered once for the layer's backward (and full recomputation's forward).

@@ -81,6 +81,9 @@ class TransformerChunk final : public ModelChunk {
   [[nodiscard]] float* micro_batch(Slot& slot, Activation a) {
     return slot.arrays[static_cast<std::size_t>(a)].f32();
   }
+  // Backward: layer i's input (i == layers(): the head's), in float32; where the stream is
+  // narrow, widened from its kept rounding into kStreamInput.
+  [[nodiscard]] const float* stream_input(Slot& slot, std::size_t i);
   // The layer's arrays kept in bf16, for the products (Products::use_kept): the parts round
   // them into their kept places in forward and widen what they read in backward.
   [[nodiscard]] static std::vector<KeptArray> kept_arrays(const Layer& layer);
