@@ -26,6 +26,9 @@ expect_disagreement(--mesh 2 "--mesh;data=2,fsdp=2;--zero;3" "--mesh;fsdp=4;--ze
 # One half computing in bf16, or reducing in bf16: the sums would differ from rank to rank.
 expect_disagreement(--precision 1 "--mesh;fsdp=2;--zero;3" "--mesh;fsdp=2;--zero;3;--precision;bf16")
 expect_disagreement(--reduce-dtype 1 "--mesh;data=2" "--mesh;data=2;--reduce-dtype;bf16")
+# One half rounding its residual stream: the model ranks would compute different functions.
+expect_disagreement(--residual-dtype 1 "--mesh;model=2;--precision;bf16"
+                    "--mesh;model=2;--precision;bf16;--residual-dtype;bf16")
 
 # --blas: one half on oneDNN and the other on MKL, where MKL is on this machine
 # (tests/mkl_for_tests.hpp looks in the same places).
