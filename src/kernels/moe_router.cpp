@@ -35,7 +35,6 @@ void top_k(std::vector<Candidate>& queue, std::size_t k) {
 void route_forward(std::int32_t* chosen, float* weights, float* probabilities, const float* logits,
                    std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize) {
   detail::parallel_for(tokens, 64, [&](std::size_t begin, std::size_t end) {
-    std::vector<Candidate> queue(experts);
     for (std::size_t t = begin; t < end; ++t) {
       const float* z = logits + t * experts;
       float* p = probabilities + t * experts;
@@ -46,6 +45,17 @@ void route_forward(std::int32_t* chosen, float* weights, float* probabilities, c
         sum += p[e];
       }
       for (std::size_t e = 0; e < experts; ++e) p[e] /= sum;
+    }
+  });
+  choose_experts(chosen, weights, probabilities, tokens, experts, k, renormalize);
+}
+
+void choose_experts(std::int32_t* chosen, float* weights, const float* probabilities,
+                    std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize) {
+  detail::parallel_for(tokens, 64, [&](std::size_t begin, std::size_t end) {
+    std::vector<Candidate> queue(experts);
+    for (std::size_t t = begin; t < end; ++t) {
+      const float* p = probabilities + t * experts;
       for (std::size_t e = 0; e < experts; ++e) {
         queue[e] = {p[e], static_cast<std::int64_t>(e)};
       }

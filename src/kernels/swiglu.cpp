@@ -1,5 +1,6 @@
 #include "shardwise/kernels/swiglu.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "parallel.hpp"
@@ -29,6 +30,29 @@ void swiglu_backward(float* dgate, float* dup, const float* dout, const float* g
       dup[i] = overwrite ? du : dup[i] + du;
     }
   });
+}
+
+void swiglu_rows_forward(float* out, const float* gate_up, std::size_t rows, std::size_t width) {
+  detail::parallel_for(rows, std::max<std::size_t>(1, 4096 / std::max<std::size_t>(width, 1)),
+                       [&](std::size_t first, std::size_t last) {
+                         for (std::size_t r = first; r < last; ++r) {
+                           const float* gate = gate_up + r * 2 * width;
+                           swiglu_forward(out + r * width, gate, gate + width, width);
+                         }
+                       });
+}
+
+void swiglu_rows_backward(float* dgate_up, const float* dout, const float* gate_up,
+                          std::size_t rows, std::size_t width, InputGradient mode) {
+  detail::parallel_for(rows, std::max<std::size_t>(1, 4096 / std::max<std::size_t>(width, 1)),
+                       [&](std::size_t first, std::size_t last) {
+                         for (std::size_t r = first; r < last; ++r) {
+                           const float* gate = gate_up + r * 2 * width;
+                           float* dgate = dgate_up + r * 2 * width;
+                           swiglu_backward(dgate, dgate + width, dout + r * width, gate,
+                                           gate + width, width, mode);
+                         }
+                       });
 }
 
 }  // namespace shardwise::kernels

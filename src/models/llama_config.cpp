@@ -43,6 +43,30 @@ LlamaConfig qwen3_tiny() {
   return c;
 }
 
+// transformers' Mixtral (8 experts, 2 per token, renormalised) and Qwen3-MoE (8 experts, 2 per
+// token, normed queries and keys, norm_topk_prob false) at llama-tiny's size, each expert as
+// wide as a quarter of llama-tiny's MLP.
+LlamaConfig mixtral_tiny() {
+  LlamaConfig c;
+  c.variant = LlamaVariant::kMixtral;
+  c.rope_theta = 1000000;
+  c.experts = 8;
+  c.experts_per_token = 2;
+  c.expert_width = 88;
+  c.intermediate_size = c.expert_width;
+  c.renormalize_routing = true;
+  return c;
+}
+
+LlamaConfig qwen3_moe_tiny() {
+  LlamaConfig c = qwen3_tiny();
+  c.variant = LlamaVariant::kQwen3Moe;
+  c.experts = 8;
+  c.experts_per_token = 2;
+  c.expert_width = 88;
+  return c;
+}
+
 LlamaConfig smollm2_135m() {
   LlamaConfig c;
   c.n_layer = 30;
@@ -69,7 +93,9 @@ struct VariantNames {
 };
 constexpr VariantNames kVariants[] = {{LlamaVariant::kLlama, "llama", "Llama"},
                                       {LlamaVariant::kQwen2, "qwen2", "Qwen2"},
-                                      {LlamaVariant::kQwen3, "qwen3", "Qwen3"}};
+                                      {LlamaVariant::kQwen3, "qwen3", "Qwen3"},
+                                      {LlamaVariant::kMixtral, "mixtral", "Mixtral"},
+                                      {LlamaVariant::kQwen3Moe, "qwen3_moe", "Qwen3-MoE"}};
 
 const VariantNames& names_of(LlamaVariant variant) {
   for (const VariantNames& names : kVariants) {
@@ -82,6 +108,9 @@ const VariantNames& names_of(LlamaVariant variant) {
 
 std::string to_string(LlamaVariant variant) { return names_of(variant).name; }
 std::string display_name(LlamaVariant variant) { return names_of(variant).display; }
+bool has_experts(LlamaVariant variant) {
+  return variant == LlamaVariant::kMixtral || variant == LlamaVariant::kQwen3Moe;
+}
 
 bool operator==(const LlamaConfig& a, const LlamaConfig& b) {
   return a.variant == b.variant && a.attention_bias == b.attention_bias && a.n_layer == b.n_layer &&
@@ -92,12 +121,14 @@ bool operator==(const LlamaConfig& a, const LlamaConfig& b) {
          a.rope_scaling.low_freq_factor == b.rope_scaling.low_freq_factor &&
          a.rope_scaling.high_freq_factor == b.rope_scaling.high_freq_factor &&
          a.rope_scaling.original_context == b.rope_scaling.original_context &&
-         a.rms_norm_eps == b.rms_norm_eps && a.tie_word_embeddings == b.tie_word_embeddings;
+         a.rms_norm_eps == b.rms_norm_eps && a.tie_word_embeddings == b.tie_word_embeddings &&
+         a.experts == b.experts && a.experts_per_token == b.experts_per_token &&
+         a.expert_width == b.expert_width && a.renormalize_routing == b.renormalize_routing;
 }
 
 const std::vector<std::string>& llama_preset_names() {
-  static const std::vector<std::string> names{"llama-tiny", "smollm2-135m", "qwen2-tiny",
-                                              "qwen3-tiny"};
+  static const std::vector<std::string> names{"llama-tiny", "smollm2-135m",   "qwen2-tiny",
+                                              "qwen3-tiny", "mixtral-tiny",   "qwen3-moe-tiny"};
   return names;
 }
 
@@ -114,9 +145,11 @@ LlamaConfig llama_preset(const std::string& name, const std::string& field) {
   if (name == "smollm2-135m") return smollm2_135m();
   if (name == "qwen2-tiny") return qwen2_tiny();
   if (name == "qwen3-tiny") return qwen3_tiny();
+  if (name == "mixtral-tiny") return mixtral_tiny();
+  if (name == "qwen3-moe-tiny") return qwen3_moe_tiny();
   throw InvalidArgument(field + ": '" + echo_input(name) +
                         "' is not a Llama preset (llama-tiny, smollm2-135m, qwen2-tiny, "
-                        "qwen3-tiny)");
+                        "qwen3-tiny, mixtral-tiny, qwen3-moe-tiny)");
 }
 
 void validate(const LlamaConfig& c) {
@@ -135,6 +168,14 @@ void validate(const LlamaConfig& c) {
   check(c.context_length, kMaxDimension, "max_position_embeddings");
   check(c.vocab_size, kMaxDimension, "vocab_size");
   check(c.n_head * c.head_dim, kMaxDimension, "num_attention_heads x head_dim");
+  if (has_experts(c.variant)) {
+    check(c.experts, kMaxDimension, "num_experts");
+    check(c.experts_per_token, c.experts, "num_experts_per_tok");
+    check(c.expert_width, kMaxDimension, "moe_intermediate_size");
+  } else if (c.experts != 0) {
+    throw InvalidArgument("a " + display_name(c.variant) + " has no experts; " +
+                          std::to_string(c.experts) + " were given");
+  }
   if (c.head_dim % 2 != 0) {
     throw InvalidArgument("head_dim is " + std::to_string(c.head_dim) +
                           "; rotary embeddings rotate pairs, so it must be even");
@@ -185,22 +226,45 @@ std::string llama_config_json(const LlamaConfig& c, bool with_family) {
                              static_cast<std::int64_t>(c.rope_scaling.original_context)}};
   }
   const std::string type = to_string(c.variant);
+  if (c.variant == LlamaVariant::kMixtral) {
+    // Mixtral's experts are intermediate_size wide and always renormalised.
+    json["intermediate_size"] = c.expert_width;
+    json["num_local_experts"] = c.experts;
+    json["num_experts_per_tok"] = c.experts_per_token;
+  } else if (c.variant == LlamaVariant::kQwen3Moe) {
+    json["num_experts"] = c.experts;
+    json["num_experts_per_tok"] = c.experts_per_token;
+    json["moe_intermediate_size"] = c.expert_width;
+    json["norm_topk_prob"] = c.renormalize_routing;
+    json["decoder_sparse_step"] = 1;
+    json["mlp_only_layers"] = nlohmann::json::array();
+  }
   // Qwen2 has its biases whatever the field says: transformers' Qwen2Config has none. The
   // trainer's own file names it only where it is set.
-  if (c.variant != LlamaVariant::kQwen2 && (!with_family || c.attention_bias)) {
+  if (c.variant != LlamaVariant::kQwen2 && c.variant != LlamaVariant::kMixtral &&
+      (!with_family || c.attention_bias)) {
     json["attention_bias"] = c.attention_bias;
   }
   if (with_family) {
     json["family"] = type;
   } else {
-    static const std::map<std::string, std::string> architectures{{"llama", "LlamaForCausalLM"},
-                                                                  {"qwen2", "Qwen2ForCausalLM"},
-                                                                  {"qwen3", "Qwen3ForCausalLM"}};
+    static const std::map<std::string, std::string> architectures{
+        {"llama", "LlamaForCausalLM"},     {"qwen2", "Qwen2ForCausalLM"},
+        {"qwen3", "Qwen3ForCausalLM"},     {"mixtral", "MixtralForCausalLM"},
+        {"qwen3_moe", "Qwen3MoeForCausalLM"}};
     json["model_type"] = type;
     json["architectures"] = {architectures.at(type)};
     json["hidden_act"] = "silu";
     if (c.variant == LlamaVariant::kLlama) json["mlp_bias"] = false;
-    if (c.variant != LlamaVariant::kLlama) json["use_sliding_window"] = false;
+    if (c.variant == LlamaVariant::kQwen2 || c.variant == LlamaVariant::kQwen3 ||
+        c.variant == LlamaVariant::kQwen3Moe) {
+      json["use_sliding_window"] = false;
+    }
+    if (c.variant == LlamaVariant::kMixtral) json["sliding_window"] = nullptr;
+    if (has_experts(c.variant)) {
+      // The auxiliary loss is not added to the loss shardwise trains (as transformers' default).
+      json["output_router_logits"] = false;
+    }
     json["attention_dropout"] = 0.0;
     json["initializer_range"] = 0.02;
     json["torch_dtype"] = "float32";

@@ -25,6 +25,8 @@ struct TypeDefaults {
 
 TypeDefaults defaults_of(const std::string& type) {
   if (type == "mistral") return {8, 131072, 4096};  // MistralConfig's (Mistral-7B's) defaults
+  if (type == "mixtral") return {8, 131072, std::nullopt};     // MixtralConfig's
+  if (type == "qwen3_moe") return {4, 32768, 4096};            // Qwen3MoeConfig's
   if (type == "qwen2" || type == "qwen3") return {std::nullopt, 32768, 4096};  // Qwen2Config's
   return {};                                                                   // LlamaConfig's
 }
@@ -33,7 +35,59 @@ TypeDefaults defaults_of(const std::string& type) {
 LlamaVariant variant_of(const std::string& type) {
   if (type == "qwen2") return LlamaVariant::kQwen2;
   if (type == "qwen3") return LlamaVariant::kQwen3;
+  if (type == "mixtral") return LlamaVariant::kMixtral;
+  if (type == "qwen3_moe") return LlamaVariant::kQwen3Moe;
   return LlamaVariant::kLlama;
+}
+
+// The experts of Mixtral (num_local_experts, or num_experts as its attribute_map reads it, of
+// intermediate_size, always renormalised) and Qwen3-MoE (num_experts of moe_intermediate_size,
+// renormalised where norm_topk_prob), with transformers' defaults. Every layer routes: a
+// Qwen3-MoE whose decoder_sparse_step or mlp_only_layers leave some layers dense is refused, as
+// are router jitter (noise on the training inputs) and the auxiliary loss in the trained loss
+// (output_router_logits), which shardwise does not compute yet.
+void read_experts(detail::HfConfigReader& r, LlamaConfig& c) {
+  if (c.variant == LlamaVariant::kMixtral) {
+    const bool local = r.find("num_local_experts") != nullptr;
+    c.experts = r.size(local ? "num_local_experts" : "num_experts", kMaxDimension, 8);
+    if (local) (void)r.find("num_experts");
+    c.experts_per_token = r.size("num_experts_per_tok", kMaxDimension, 2);
+    c.expert_width = c.intermediate_size;
+    c.renormalize_routing = true;
+    if (const nlohmann::json* v = r.find("router_jitter_noise");
+        v != nullptr && !(v->is_number() && v->get<double>() == 0)) {
+      r.refuse("router_jitter_noise", *v,
+               "shardwise's Mixtral routes the inputs as they are (0): jitter is not computed");
+    }
+  } else {
+    c.experts = r.size("num_experts", kMaxDimension, 128);
+    c.experts_per_token = r.size("num_experts_per_tok", kMaxDimension, 8);
+    c.expert_width = r.size("moe_intermediate_size", kMaxDimension, 768);
+    c.renormalize_routing = r.flag("norm_topk_prob", false);
+    if (const nlohmann::json* v = r.find("decoder_sparse_step");
+        v != nullptr && !(v->is_number_integer() && v->get<std::int64_t>() == 1)) {
+      r.refuse("decoder_sparse_step", *v,
+               "shardwise's Qwen3-MoE routes every layer (1); dense layers between are not "
+               "computed");
+    }
+    if (const nlohmann::json* v = r.find("mlp_only_layers");
+        v != nullptr && !(v->is_array() && v->empty())) {
+      r.refuse("mlp_only_layers", *v,
+               "shardwise's Qwen3-MoE routes every layer (an empty list); dense layers are not "
+               "computed");
+    }
+  }
+  if (c.experts_per_token > c.experts) {
+    r.refuse("num_experts_per_tok", c.experts_per_token,
+             "more than the " + std::to_string(c.experts) + " experts");
+  }
+  if (r.flag("output_router_logits", false)) {
+    r.refuse("output_router_logits", true,
+             "the auxiliary load-balancing loss is not added to the loss shardwise trains; set "
+             "it false");
+  }
+  // Read only with output_router_logits.
+  r.take({"router_aux_loss_coef"});
 }
 
 // One rotary object (rope_scaling or rope_parameters), as transformers 5 reads it.
@@ -178,7 +232,7 @@ void read_window(detail::HfConfigReader& r, const TypeDefaults& defaults, const 
     }
   }
   // Qwen2's and Qwen3's switch: without it transformers sets no window at all.
-  if (c.variant != LlamaVariant::kLlama) {
+  if (c.variant != LlamaVariant::kLlama && c.variant != LlamaVariant::kMixtral) {
     const bool used = r.flag("use_sliding_window", false);
     r.take({"max_window_layers"});
     if (!used) {
@@ -211,7 +265,8 @@ void read_window(detail::HfConfigReader& r, const TypeDefaults& defaults, const 
 void read_architecture(detail::HfConfigReader& r, LlamaConfig& c) {
   // Biases on q, k, v and o where asked (Llama, Qwen3); transformers' Qwen2 has them on q, k
   // and v whatever the field says, and reads no such field.
-  if (c.variant == LlamaVariant::kQwen2) {
+  if (c.variant == LlamaVariant::kQwen2 || c.variant == LlamaVariant::kMixtral) {
+    // (Mixtral's attention has no biases, and its config no such field.)
     r.take({"attention_bias"});
   } else {
     c.attention_bias = r.flag("attention_bias", false);
@@ -236,11 +291,17 @@ void read_architecture(detail::HfConfigReader& r, LlamaConfig& c) {
   // Settings of the architectures a Llama's file is most often mistaken for (Qwen3's and OLMo's
   // norms of queries and keys, Gemma's soft-capping and scalars, Granite's multipliers, experts):
   // known to change the computation, so refused by name rather than taken with a note.
+  const bool experts = has_experts(c.variant);
   for (const char* key :
        {"qk_layernorm", "use_qk_norm", "qk_norm", "attn_logit_softcapping",
         "final_logit_softcapping", "query_pre_attn_scalar", "embedding_multiplier",
         "residual_multiplier", "attention_multiplier", "logits_scaling", "num_local_experts",
         "num_experts", "n_routed_experts", "num_experts_per_tok", "no_rope_layers"}) {
+    // A Mixture of Experts' own fields are read in read_experts.
+    if (experts && r.json().contains(key) && std::string_view(key) != "n_routed_experts" &&
+        std::string_view(key).find("experts") != std::string_view::npos) {
+      continue;
+    }
     const nlohmann::json* v = r.find(key);
     // Absent, null, false and 0 (no experts) ask for nothing; a scaling of 1 scales nothing.
     const bool scaling = std::string_view(key) == "embedding_multiplier" ||
@@ -267,14 +328,18 @@ LlamaConfig llama_config_from_json(std::string_view text, const std::string& wha
   const bool own_file = json.contains("family");
   std::string type = "llama";
   if (const nlohmann::json* v = r.find("family")) {
-    if (*v != "llama" && *v != "qwen2" && *v != "qwen3") {
-      r.refuse("family", *v, "expected \"llama\", \"qwen2\" or \"qwen3\"");
+    if (*v != "llama" && *v != "qwen2" && *v != "qwen3" && *v != "mixtral" && *v != "qwen3_moe") {
+      r.refuse("family", *v,
+               "expected \"llama\", \"qwen2\", \"qwen3\", \"mixtral\" or \"qwen3_moe\"");
     }
     type = v->get<std::string>();
   }
   if (const nlohmann::json* v = r.find("model_type")) {
-    if (*v != "llama" && *v != "mistral" && *v != "qwen2" && *v != "qwen3") {
-      r.refuse("model_type", *v, "expected \"llama\", \"mistral\", \"qwen2\" or \"qwen3\"");
+    if (*v != "llama" && *v != "mistral" && *v != "qwen2" && *v != "qwen3" && *v != "mixtral" &&
+        *v != "qwen3_moe") {
+      r.refuse("model_type", *v,
+               "expected \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"mixtral\" or "
+               "\"qwen3_moe\"");
     }
     type = v->get<std::string>();
   }
@@ -289,6 +354,7 @@ LlamaConfig llama_config_from_json(std::string_view text, const std::string& wha
   c.n_kv_head = r.size("num_key_value_heads", kMaxDimension, defaults.kv_heads.value_or(c.n_head));
   // Qwen3Config's head_dim is 128 where left out; the others' hidden_size / heads.
   const bool head_dim_default = c.variant != LlamaVariant::kQwen3;
+  // (MixtralConfig and Qwen3MoeConfig leave head_dim null: hidden_size / heads.)
   if (head_dim_default && r.find("head_dim") == nullptr && c.hidden_size % c.n_head != 0) {
     throw InvalidArgument(what + ": \"hidden_size\" " + std::to_string(c.hidden_size) +
                           " is not divisible by \"num_attention_heads\" " +
@@ -300,6 +366,7 @@ LlamaConfig llama_config_from_json(std::string_view text, const std::string& wha
   c.tie_word_embeddings = r.flag("tie_word_embeddings", false);
   read_rotary(r, own_file, c, notes);
   read_window(r, defaults, c);
+  if (has_experts(c.variant)) read_experts(r, c);
   read_architecture(r, c);
   if (own_file) {
     r.refuse_unknown("shardwise's Llama");

@@ -20,6 +20,11 @@ std::string llama_text(const LlamaConfig& c) {
       ", vocabulary " + std::to_string(c.vocab_size) + ", context " +
       std::to_string(c.context_length) + ", " + (c.tie_word_embeddings ? "tied" : "untied") +
       " head" + (c.attention_bias ? ", attention biases" : "");
+  if (c.experts > 0) {
+    text += ", " + std::to_string(c.experts) + " experts of " + std::to_string(c.expert_width) +
+            ", " + std::to_string(c.experts_per_token) + " per token" +
+            (c.renormalize_routing ? " (renormalised)" : "");
+  }
   return text;
 }
 
@@ -42,7 +47,12 @@ train::TransformerSpec llama_transformer(const LlamaConfig& config) {
   shape.tied_head = config.tie_word_embeddings;
   shape.qkv_bias = config.variant == LlamaVariant::kQwen2 || config.attention_bias;
   shape.attention_output_bias = config.attention_bias;
-  shape.qk_norm = config.variant == LlamaVariant::kQwen3;
+  shape.qk_norm =
+      config.variant == LlamaVariant::kQwen3 || config.variant == LlamaVariant::kQwen3Moe;
+  shape.experts = config.experts;
+  shape.experts_per_token = config.experts_per_token;
+  shape.expert_width = config.expert_width;
+  shape.renormalize_routing = config.renormalize_routing;
   spec.norm_eps = config.rms_norm_eps;
   spec.rope_theta = config.rope_theta;
   spec.rope_scaling = config.rope_scaling;
@@ -128,7 +138,13 @@ std::vector<double> LlamaDefinition::layer_flops(std::size_t seq) const {
   const auto Q = static_cast<double>(config_.n_head * config_.head_dim);
   const auto KV = static_cast<double>(config_.n_kv_head * config_.head_dim);
   const auto F = static_cast<double>(config_.intermediate_size);
-  const double per_token = 2 * C * (2 * Q + 2 * KV) + 6 * C * F + 4 * static_cast<double>(seq) * Q;
+  // A Mixture of Experts: the router's product and each token's k experts'.
+  const double mlp = config_.experts > 0
+                         ? 2 * C * static_cast<double>(config_.experts) +
+                               6 * C * static_cast<double>(config_.expert_width) *
+                                   static_cast<double>(config_.experts_per_token)
+                         : 6 * C * F;
+  const double per_token = 2 * C * (2 * Q + 2 * KV) + mlp + 4 * static_cast<double>(seq) * Q;
   return std::vector<double>(config_.n_layer, per_token);
 }
 

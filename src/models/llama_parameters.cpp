@@ -65,6 +65,18 @@ std::vector<Parameter> llama_parameter_list(const LlamaConfig& c) {
       add("self_attn.k_norm.weight", {D}, {"norm"}, ones, false, Split::kWhole);
     }
     add("post_attention_layernorm.weight", {C}, {"norm"}, ones, false, Split::kWhole);
+    if (has_experts(c.variant)) {
+      // transformers 5's names and layouts (MixtralExperts, Qwen3MoeExperts): the router, then
+      // each expert's gate and up rows stacked, then each expert's down.
+      const auto E = static_cast<std::int64_t>(c.experts);
+      const auto I = static_cast<std::int64_t>(c.expert_width);
+      add("mlp.gate.weight", {E, C}, {"experts", "embed"}, normal, true, Split::kWhole);
+      add("mlp.experts.gate_up_proj", {E, 2 * I, C}, {"experts", "mlp", "embed"}, normal, true,
+          Split::kWhole);
+      add("mlp.experts.down_proj", {E, C, I}, {"experts", "embed", "mlp"}, normal, true,
+          Split::kWhole);
+      continue;
+    }
     add("mlp.gate_proj.weight", {F, C}, {"mlp", "embed"}, normal, true, Split::kRows);
     add("mlp.up_proj.weight", {F, C}, {"mlp", "embed"}, normal, true, Split::kRows);
     add("mlp.down_proj.weight", {C, F}, {"embed", "mlp"}, normal, true, Split::kColumns);
@@ -106,6 +118,12 @@ std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& c, int degr
   if (degree == 1) return placements;
   if (degree < 1) {
     throw InvalidArgument("the model degree " + std::to_string(degree) + " is not positive");
+  }
+  if (has_experts(c.variant)) {
+    throw InvalidArgument("the model degree " + std::to_string(degree) + ": a " +
+                          display_name(c.variant) +
+                          "'s experts are not split over the model axis (a Mixture of Experts "
+                          "trains on data, fsdp and pipeline axes)");
   }
   const auto t = static_cast<std::size_t>(degree);
   for (const auto& [size, what] :

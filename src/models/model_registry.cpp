@@ -61,7 +61,8 @@ ModelFamily llama_family(LlamaVariant variant, std::string summary) {
     return std::make_shared<LlamaDefinition>(llama_config_from_json(json, what));
   };
   family.recognizes = [variant](std::string_view json) { return is_llama_config(json, variant); };
-  family.hugging_face = std::make_shared<HfLlamaAdapter>(variant);
+  // (A Mixture of Experts' files name each expert's matrices apart: not read or written yet.)
+  if (!has_experts(variant)) family.hugging_face = std::make_shared<HfLlamaAdapter>(variant);
   return family;
 }
 
@@ -78,7 +79,12 @@ std::vector<ModelFamily>& registry() {
                    "grouped-query attention, a tied or untied head"),
       llama_family(LlamaVariant::kQwen2, "Qwen2: a Llama with biases on q, k and v"),
       llama_family(LlamaVariant::kQwen3,
-                   "Qwen3: a Llama with an RMSNorm over each head's queries and keys")};
+                   "Qwen3: a Llama with an RMSNorm over each head's queries and keys"),
+      llama_family(LlamaVariant::kMixtral,
+                   "Mixtral: a Llama whose MLPs are routed experts (top-k of a softmax, "
+                   "renormalised), dropless"),
+      llama_family(LlamaVariant::kQwen3Moe,
+                   "Qwen3-MoE: a Qwen3 whose MLPs are routed experts (norm_topk_prob), dropless")};
   return families;
 }
 

@@ -207,9 +207,20 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     shape.matmul_parameters =
         checked_add(shape.matmul_parameters, num_elements(embedding->shape), "parameters");
   }
-  // The MLP's width: its matrices' dimension that is not the hidden size.
+  // The MLP's width: its matrices' dimension that is not the hidden size. A Mixture of Experts'
+  // (its parameters' first axis "experts"): each expert's down matrix's (experts x hidden x
+  // width); its router (experts x hidden) is no MLP matrix.
   for (const ParameterInfo& p : manifest.parameters) {
-    if (p.shape.size() != 2 || !names.layer_index(p.name) || !is_mlp(p.name)) continue;
+    if (!names.layer_index(p.name) || !is_mlp(p.name)) continue;
+    const bool experts =
+        p.logical_axes && !p.logical_axes->empty() && p.logical_axes->front() == "experts";
+    if (experts) {
+      if (p.shape.size() == 3 && p.shape[1] == shape.hidden) {
+        shape.ffn = std::max(shape.ffn, p.shape[2]);
+      }
+      continue;
+    }
+    if (p.shape.size() != 2) continue;
     for (std::int64_t d : p.shape) {
       if (d != shape.hidden) shape.ffn = std::max(shape.ffn, d);
     }
@@ -269,7 +280,8 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
         {"heads", {static_cast<std::int64_t>(t.heads), shape.heads}},
         {"kv_heads", {static_cast<std::int64_t>(t.kv_heads), shape.kv_heads}},
         {"head_dim", {static_cast<std::int64_t>(t.head_dim), shape.head_dim}},
-        {"mlp_width", {static_cast<std::int64_t>(t.mlp_width), shape.ffn}},
+        {t.moe() ? "expert_width" : "mlp_width",
+         {static_cast<std::int64_t>(t.moe() ? t.expert_width : t.mlp_width), shape.ffn}},
         {"vocab", {static_cast<std::int64_t>(t.vocab), shape.vocab}},
         {"mlp", {t.mlp == MlpKind::kGatedSilu ? 1 : 0, shape.gated_mlp ? 1 : 0}},
         {"tied_head", {t.tied_head ? 1 : 0, shape.tied_embeddings ? 1 : 0}}};

@@ -40,6 +40,7 @@ constexpr std::array<Row, kActivationCount> kRows = {{
     {"norm2", Lifetime::kLayer, Kind::kKept},
     {"norm2_statistics", Lifetime::kLayer, Kind::kStatistic},
     {"mlp", Lifetime::kLayer, Kind::kKept},
+    {"router", Lifetime::kLayer, Kind::kStatistic},
     {"layer_output", Lifetime::kLayerOutput, Kind::kStream},
     {"input", Lifetime::kMicroBatch, Kind::kStream},
     {"head_norm", Lifetime::kMicroBatch, Kind::kWorking},
@@ -131,7 +132,8 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kResidual2)] = R * C;
   e[index(Activation::kNorm2)] = BT * C;
   e[index(Activation::kNorm2Statistics)] = R * stats;
-  e[index(Activation::kMlp)] = BT * shape.mlp_arrays() * width;
+  e[index(Activation::kMlp)] = BT * shape.mlp_row_elements(t);
+  e[index(Activation::kRouter)] = BT * shape.experts;
   e[index(Activation::kLayerOutput)] = R * C;
   e[index(Activation::kInput)] = R * C;
   const std::size_t head = geometry.has_head ? 1 : 0;
@@ -143,7 +145,7 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kMlpGrad)] = shape.mlp == MlpKind::kGelu ? BT * width : 0;
   // Attention's output's, the queries', keys' and values' gradients, side by side.
   const std::size_t attention_grads = 2 * q + 2 * kv;
-  attention_grads_in_mlp_ = attention_grads <= shape.mlp_arrays() * width;
+  attention_grads_in_mlp_ = attention_grads <= shape.mlp_row_elements(t);
   e[index(Activation::kAttentionGrads)] = attention_grads_in_mlp_ ? 0 : BT * attention_grads;
   head_block_ = geometry.has_head ? head_block_rows(BT, vocab) : 0;
   e[index(Activation::kLogits)] = head_block_ * vocab;
@@ -158,14 +160,23 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
       shape.replicates_kv_heads(t) ? 2 * kv * (C + (shape.qkv_bias ? 1 : 0)) : 0;
   e[index(Activation::kStreamInput)] = geometry.narrow_stream ? R * C : 0;
   if (geometry.rounded_products) {
-    // Kept arrays are the layers' inputs, except under full recomputation, which keeps none.
+    // Kept arrays are the layers' inputs, except under full recomputation, which keeps none. A
+    // Mixture of Experts' products read the k routed rows (hidden wide, then expert_width), and
+    // write their gate and up products, their outputs and the router's logits.
+    const std::size_t routed = BT * shape.experts_per_token;
+    const std::size_t dense_width = shape.moe() ? 0 : width;
+    const std::size_t mlp_input = shape.moe() ? routed * std::max(C, shape.expert_width) : 0;
+    const std::size_t mlp_output =
+        shape.moe() ? std::max({routed * std::max(2 * shape.expert_width, C), BT * shape.experts})
+                    : BT * dense_width;
     const std::size_t head_input = head_block_ * C;
     const std::size_t layer_input = geometry.recompute == Recompute::kFull && geometry.layers > 0
-                                        ? BT * std::max({C, q, width})
+                                        ? std::max(BT * std::max({C, q, dense_width}), mlp_input)
                                         : 0;
     e[index(Activation::kRoundedInput)] = std::max(head_input, layer_input);
     const std::size_t qkv_out = shape.fused_qkv ? 3 * q : std::max(q, kv);
-    const std::size_t layer_output = geometry.layers > 0 ? BT * std::max({qkv_out, C, width}) : 0;
+    const std::size_t layer_output =
+        geometry.layers > 0 ? std::max(BT * std::max(qkv_out, C), mlp_output) : 0;
     e[index(Activation::kRoundedOutputGrad)] = std::max(layer_output, head_block_ * vocab);
   }
 }

@@ -207,7 +207,7 @@ Kind kind_of(detail::JsonObjectReader& reader, const std::string& key,
 }
 
 nlohmann::ordered_json transformer_json(const TransformerShape& t) {
-  return {{"layers", t.layers},
+  nlohmann::ordered_json json = {{"layers", t.layers},
           {"hidden", t.hidden},
           {"heads", t.heads},
           {"kv_heads", t.kv_heads},
@@ -224,6 +224,14 @@ nlohmann::ordered_json transformer_json(const TransformerShape& t) {
           {"mlp_bias", t.mlp_bias},
           {"qk_norm", t.qk_norm},
           {"tied_head", t.tied_head}};
+  // A Mixture of Experts' routing; a dense shape's JSON names none of it.
+  if (t.moe()) {
+    json["experts"] = t.experts;
+    json["experts_per_token"] = t.experts_per_token;
+    json["expert_width"] = t.expert_width;
+    json["renormalize_routing"] = t.renormalize_routing;
+  }
+  return json;
 }
 
 // Every key required, sizes within a config.json's bounds, key/value heads dividing the heads:
@@ -264,6 +272,16 @@ TransformerShape transformer_of_json(const nlohmann::json& json) {
   t.mlp_bias = flag("mlp_bias");
   t.qk_norm = flag("qk_norm");
   t.tied_head = flag("tied_head");
+  if (reader.optional("experts") != nullptr) {
+    t.experts = size("experts", kMaxConfigDimension);
+    t.experts_per_token = size("experts_per_token", static_cast<std::int64_t>(t.experts));
+    t.expert_width = size("expert_width", kMaxConfigDimension);
+    t.renormalize_routing = flag("renormalize_routing");
+    if (t.mlp != MlpKind::kGatedSilu) {
+      throw InvalidArgument("transformer.experts: a Mixture of Experts' experts are gated "
+                            "(transformer.mlp \"gated_silu\")");
+    }
+  }
   reader.finish();
   if (t.heads % t.kv_heads != 0) {
     throw InvalidArgument("transformer.kv_heads (" + std::to_string(t.kv_heads) +

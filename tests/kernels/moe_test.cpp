@@ -12,8 +12,10 @@
 
 #include "gradient_check.hpp"
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/matmul.hpp"
 #include "shardwise/kernels/moe_experts.hpp"
 #include "shardwise/kernels/moe_router.hpp"
+#include "shardwise/kernels/swiglu.hpp"
 
 namespace shardwise::kernels {
 namespace {
@@ -177,6 +179,9 @@ TEST(MoeExperts, GroupsTheChoicesByExpertInTheTokensOrder) {
   EXPECT_THROW((void)group_by_expert(negative.data(), 1, 2, 4), InvalidArgument);
 }
 
+// The experts' layer composed of the row kernels and float32 products, as the chunk's part
+// composes them: gathered rows, each expert's gate and up product over its block, SwiGLU, the
+// down product, the weighted combination.
 struct Layer {
   static constexpr std::size_t kTokens = 5, kHidden = 4, kWidth = 3, kExperts = 4, kK = 2;
   std::vector<float> x = random_values(kTokens * kHidden, 11);
@@ -188,19 +193,44 @@ struct Layer {
   ExpertGroups groups = group_by_expert(chosen.data(), kTokens, kK, kExperts);
   std::vector<float> inputs, gate_up_rows, activation, outputs;
 
-  ExpertArrays arrays() {
-    const std::size_t rows = groups.rows();
-    inputs.assign(rows * kHidden, 0.0F);
-    gate_up_rows.assign(rows * 2 * kWidth, 0.0F);
-    activation.assign(rows * kWidth, 0.0F);
-    outputs.assign(rows * kHidden, 0.0F);
-    return {inputs.data(), gate_up_rows.data(), activation.data(), outputs.data()};
-  }
   std::vector<float> forward() {
-    std::vector<float> out(kTokens * kHidden);
-    experts_forward(out.data(), arrays(), x.data(), gate_up.data(), down.data(), weights.data(),
-                    groups, kTokens, kHidden, kWidth, kK);
+    const std::size_t rows = groups.rows(), C = kHidden, I = kWidth;
+    inputs.assign(rows * C, 0.0F);
+    gate_up_rows.assign(rows * 2 * I, 0.0F);
+    activation.assign(rows * I, 0.0F);
+    outputs.assign(rows * C, 0.0F);
+    gather_rows(inputs.data(), x.data(), groups, C);
+    for (std::size_t e = 0; e < kExperts; ++e) {
+      const std::size_t n = groups.count(e), at = groups.offsets[e];
+      if (n == 0) continue;
+      matmul_forward(gate_up_rows.data() + at * 2 * I, inputs.data() + at * C,
+                     gate_up.data() + e * 2 * I * C, nullptr, n, C, 2 * I);
+      swiglu_rows_forward(activation.data() + at * I, gate_up_rows.data() + at * 2 * I, n, I);
+      matmul_forward(outputs.data() + at * C, activation.data() + at * I, down.data() + e * C * I,
+                     nullptr, n, I, C);
+    }
+    std::vector<float> out(kTokens * C);
+    combine_rows(out.data(), outputs.data(), weights.data(), groups, kTokens, C, kK);
     return out;
+  }
+  // dx += the tokens' gradients, dweights written, dgate_up and ddown added into.
+  void backward(std::vector<float>& dx, std::vector<float>& dweights, std::vector<float>& dgate_up,
+                std::vector<float>& ddown, const std::vector<float>& dout) {
+    const std::size_t C = kHidden, I = kWidth;
+    combine_backward(dweights.data(), outputs.data(), dout.data(), weights.data(), groups, C);
+    for (std::size_t e = 0; e < kExperts; ++e) {
+      const std::size_t n = groups.count(e), at = groups.offsets[e];
+      if (n == 0) continue;
+      matmul_backward(activation.data() + at * I, ddown.data() + e * C * I, nullptr,
+                      outputs.data() + at * C, activation.data() + at * I, down.data() + e * C * I,
+                      n, I, C, InputGradient::kOverwrite);
+      swiglu_rows_backward(gate_up_rows.data() + at * 2 * I, activation.data() + at * I,
+                           gate_up_rows.data() + at * 2 * I, n, I, InputGradient::kOverwrite);
+      matmul_backward(inputs.data() + at * C, dgate_up.data() + e * 2 * I * C, nullptr,
+                      gate_up_rows.data() + at * 2 * I, inputs.data() + at * C,
+                      gate_up.data() + e * 2 * I * C, n, C, 2 * I, InputGradient::kOverwrite);
+    }
+    scatter_add_rows(dx.data(), inputs.data(), groups, kTokens, C, kK);
   }
 };
 
@@ -237,21 +267,18 @@ TEST(MoeExperts, EachTokenIsItsWeightedExperts) {
   }
 }
 
-// loss = probe . out: experts_backward gives its gradient in the tokens, the weights and both
+// loss = probe . out: the row kernels' backward (the combination's, SwiGLU's over fused rows,
+// the scatter's) with the products' gives the gradient in the tokens, the weights and both
 // matrices of every expert (the unchosen expert's: zero).
 TEST(GradientCheck, MoeExperts) {
   Layer l;
   const std::vector<float> probe = random_values(Layer::kTokens * Layer::kHidden, 15);
   const auto loss = [&] { return weighted_sum(l.forward(), probe); };
   (void)l.forward();
-  std::vector<float> dx(l.x.size(), 0.5F);  // accumulated into
+  std::vector<float> dx(l.x.size(), 0.5F);  // added into
   std::vector<float> dweights(l.weights.size());
   std::vector<float> dgate_up(l.gate_up.size(), 0.0F), ddown(l.down.size(), 0.0F);
-  const ExpertArrays kept{l.inputs.data(), l.gate_up_rows.data(), l.activation.data(),
-                          l.outputs.data()};
-  experts_backward(dx.data(), dweights.data(), dgate_up.data(), ddown.data(), probe.data(), kept,
-                   l.gate_up.data(), l.down.data(), l.weights.data(), l.groups, Layer::kTokens,
-                   Layer::kHidden, Layer::kWidth, Layer::kK);
+  l.backward(dx, dweights, dgate_up, ddown, probe);
   for (float& d : dx) d -= 0.5F;
   expect_gradient(l.x, dx, loss, "tokens", 1e-2F, 1e-2);
   expect_gradient(l.weights, dweights, loss, "weights", 1e-2F, 1e-2);
@@ -259,6 +286,26 @@ TEST(GradientCheck, MoeExperts) {
   expect_gradient(l.down, ddown, loss, "down", 1e-2F, 1e-2);
   const std::size_t unchosen = 2 * Layer::kWidth * Layer::kHidden;
   for (std::size_t i = 2 * unchosen; i < 3 * unchosen; ++i) EXPECT_EQ(dgate_up[i], 0.0F);
+}
+
+// choose_experts on route_forward's probabilities is route_forward's choice: what backward
+// recomputes instead of keeping.
+TEST(MoeRouter, TheChoiceFromTheProbabilitiesIsTheRoutersChoice) {
+  const std::vector<float> logits = random_values(7 * 8, 21);
+  for (const bool renormalize : {true, false}) {
+    const Routed r = route(logits, 8, 3, renormalize);
+    std::vector<std::int32_t> chosen(r.chosen.size());
+    std::vector<float> weights(r.weights.size());
+    choose_experts(chosen.data(), weights.data(), r.probabilities.data(), 7, 8, 3, renormalize);
+    EXPECT_EQ(chosen, r.chosen);
+    EXPECT_EQ(weights, r.weights);
+  }
+  // In place: the probabilities over the logits.
+  std::vector<float> in_place = logits;
+  std::vector<std::int32_t> chosen(7 * 3);
+  std::vector<float> weights(7 * 3);
+  route_forward(chosen.data(), weights.data(), in_place.data(), in_place.data(), 7, 8, 3, true);
+  EXPECT_EQ(in_place, route(logits, 8, 3, true).probabilities);
 }
 
 }  // namespace

@@ -1,13 +1,10 @@
 #pragma once
-// A Mixture-of-Experts layer's experts, gated-SiLU MLPs, as grouped products: each token's k
-// choices become rows sorted by expert (a token's rows in the order of its tokens), each expert
-// multiplies its block of rows with one product per matrix (no padding to a capacity), and each
-// token's output is the sum of its choices' outputs, each scaled by its weight. Every token
-// reaches its experts (dropless).
-//
-// The weights as transformers 5 holds them (MixtralExperts, Qwen3MoeExperts): `gate_up`
-// experts x (2 width) x hidden, each expert's gate rows then its up rows; `down` experts x hidden
-// x width. An expert computes down (silu(gate x) * up x).
+// A Mixture-of-Experts layer's rows: each token's k choices become rows grouped by expert (a
+// token's rows in the order of its tokens), so that each expert multiplies its block of rows with
+// one product per matrix (no padding to a capacity; every token reaches its experts: dropless),
+// and each token's output is the sum of its choices' outputs, each scaled by its weight. The
+// experts' products themselves are the chunk's (train/transformer/moe_part.hpp), in its
+// precision.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +20,7 @@ struct ExpertGroups {
   std::vector<std::int32_t> choice;
   std::vector<std::int32_t> row;
   [[nodiscard]] std::size_t rows() const { return token.size(); }
+  [[nodiscard]] std::size_t experts() const { return offsets.size() - 1; }
   [[nodiscard]] std::size_t count(std::size_t expert) const {
     return offsets[expert + 1] - offsets[expert];
   }
@@ -32,28 +30,24 @@ struct ExpertGroups {
 [[nodiscard]] ExpertGroups group_by_expert(const std::int32_t* chosen, std::size_t tokens,
                                            std::size_t k, std::size_t experts);
 
-// What the experts keep for backward, rows() x: the tokens' rows grouped (hidden), the gate and up
-// products side by side (2 width), the activation (width) and each row's output before its
-// weight (hidden). Backward writes the gradients over them.
-struct ExpertArrays {
-  float* inputs = nullptr;
-  float* gate_up = nullptr;
-  float* activation = nullptr;
-  float* outputs = nullptr;
-};
+// rows (rows() x hidden): row r is token token[r]'s row of x (tokens x hidden).
+void gather_rows(float* rows, const float* x, const ExpertGroups& groups, std::size_t hidden);
 
-// out (tokens x hidden) = sum over each token's choices of weight x expert(x). `weights` tokens
-// x k, in the choices' order.
-void experts_forward(float* out, const ExpertArrays& kept, const float* x, const float* gate_up,
-                     const float* down, const float* weights, const ExpertGroups& groups,
-                     std::size_t tokens, std::size_t hidden, std::size_t width, std::size_t k);
+// out (tokens x hidden) = for each token the sum over its choices j, in order, of weights[t k + j]
+// x its row of `outputs` (rows() x hidden).
+void combine_rows(float* out, const float* outputs, const float* weights,
+                  const ExpertGroups& groups, std::size_t tokens, std::size_t hidden,
+                  std::size_t k);
 
-// From dout (tokens x hidden): dx += the tokens' gradients; dweights (tokens x k) = each
-// choice's weight gradient; dgate_up and ddown += the experts' weights' gradients. The kept
-// arrays are written over.
-void experts_backward(float* dx, float* dweights, float* dgate_up, float* ddown, const float* dout,
-                      const ExpertArrays& kept, const float* gate_up, const float* down,
-                      const float* weights, const ExpertGroups& groups, std::size_t tokens,
-                      std::size_t hidden, std::size_t width, std::size_t k);
+// combine_rows' backward from dout (tokens x hidden): dweights (tokens x k) = each choice's row
+// of `outputs` . its token's dout; then `outputs` is written over with its rows' gradients
+// (weight x the token's dout).
+void combine_backward(float* dweights, float* outputs, const float* dout, const float* weights,
+                      const ExpertGroups& groups, std::size_t hidden);
+
+// gather_rows' backward: dx (tokens x hidden) += for each token the sum of its choices' rows of
+// drows (rows() x hidden), in its choices' order.
+void scatter_add_rows(float* dx, const float* drows, const ExpertGroups& groups, std::size_t tokens,
+                      std::size_t hidden, std::size_t k);
 
 }  // namespace shardwise::kernels

@@ -13,14 +13,19 @@
 namespace shardwise::kernels {
 
 // For each of `tokens` rows of `logits` (tokens x experts): `probabilities` (tokens x experts)
-// its softmax, `chosen` (tokens x k) the experts, `weights` (tokens x k) their weights.
-// Requires 1 <= k <= experts.
+// its softmax (probabilities may be logits: each row is computed in place), `chosen` (tokens x
+// k) the experts, `weights` (tokens x k) their weights. Requires 1 <= k <= experts.
 void route_forward(std::int32_t* chosen, float* weights, float* probabilities, const float* logits,
                    std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize);
+// The choice alone, from the probabilities route_forward computed: the same experts and weights
+// (what backward recomputes rather than keeps).
+void choose_experts(std::int32_t* chosen, float* weights, const float* probabilities,
+                    std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize);
 
 // dlogits (tokens x experts) = the logits' gradient from `dweights` (tokens x k, the chosen
 // weights' gradient) and, where not null, `dprobability` (experts: a gradient of every row's
 // probability of each expert, the auxiliary loss's). The choice itself has no gradient.
+// dlogits may be probabilities (each row is read before it is written).
 void route_backward(float* dlogits, const float* dweights, const float* dprobability,
                     const float* probabilities, const std::int32_t* chosen, std::size_t tokens,
                     std::size_t experts, std::size_t k, bool renormalize);

@@ -26,11 +26,15 @@
 namespace shardwise::models {
 
 // The architectures that are a Llama with one part changed, each its own family: Qwen2 (biases
-// on q, k and v) and Qwen3 (an RMSNorm over each head's queries and keys).
-enum class LlamaVariant { kLlama, kQwen2, kQwen3 };
-// "llama", "qwen2", "qwen3": the family's name and the Hugging Face model_type.
+// on q, k and v), Qwen3 (an RMSNorm over each head's queries and keys), and the Mixtures of
+// Experts Mixtral (a Mistral whose MLPs are routed experts) and Qwen3-MoE (a Qwen3 so).
+enum class LlamaVariant { kLlama, kQwen2, kQwen3, kMixtral, kQwen3Moe };
+// "llama", "qwen2", "qwen3", "mixtral", "qwen3_moe": the family's name and the Hugging Face
+// model_type.
 [[nodiscard]] std::string to_string(LlamaVariant variant);
-// "Llama", "Qwen2", "Qwen3": the architecture's name for messages.
+// Whether the variant's MLPs are Mixtures of Experts.
+[[nodiscard]] bool has_experts(LlamaVariant variant);
+// "Llama", "Qwen2", "Qwen3", "Mixtral", "Qwen3-MoE": the architecture's name for messages.
 [[nodiscard]] std::string display_name(LlamaVariant variant);
 
 struct LlamaConfig {
@@ -50,12 +54,21 @@ struct LlamaConfig {
   // Biases on q, k, v and o (LlamaConfig's and Qwen3Config's attention_bias); Qwen2 has them on
   // q, k and v always, and none on o.
   bool attention_bias = false;
+  // A Mixture of Experts (Mixtral, Qwen3-MoE): each layer's MLP is `experts` gated-SiLU experts
+  // of inner width `expert_width` (Mixtral's intermediate_size, Qwen3-MoE's
+  // moe_intermediate_size), each token routed to `experts_per_token` of them, their weights
+  // renormalised over the chosen where `renormalize_routing` (Mixtral always, Qwen3-MoE's
+  // norm_topk_prob). Zero experts elsewhere.
+  std::size_t experts = 0;
+  std::size_t experts_per_token = 0;
+  std::size_t expert_width = 0;
+  bool renormalize_routing = false;
 
   friend bool operator==(const LlamaConfig& a, const LlamaConfig& b);
 };
 
-// "llama-tiny" (trains in seconds on a CPU), "smollm2-135m", "qwen2-tiny" or "qwen3-tiny";
-// InvalidArgument naming `field`.
+// "llama-tiny" (trains in seconds on a CPU), "smollm2-135m", "qwen2-tiny", "qwen3-tiny",
+// "mixtral-tiny" or "qwen3-moe-tiny"; InvalidArgument naming `field`.
 [[nodiscard]] LlamaConfig llama_preset(const std::string& name, const std::string& field);
 [[nodiscard]] const std::vector<std::string>& llama_preset_names();
 // The presets of one variant's family.

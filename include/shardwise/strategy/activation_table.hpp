@@ -58,7 +58,8 @@ enum class Activation : std::size_t {
   kResidual2,         // R x hidden: the stream after attention
   kNorm2,             // BT x hidden
   kNorm2Statistics,   // R x norm_statistics()
-  kMlp,               // BT x mlp_arrays() x MLP width
+  kMlp,               // BT x TransformerShape::mlp_row_elements
+  kRouter,            // BT x experts, a Mixture of Experts: the router's probabilities
   kLayerOutput,       // R x hidden: the stream after the MLP (kept under full recomputation)
   // A micro-batch's.
   kInput,           // R x hidden: the chunk's input (the embeddings' output on the first)

@@ -31,6 +31,14 @@ struct TransformerShape {
   bool mlp_bias = false;               // biases on the MLP's matrices (GELU's)
   bool qk_norm = false;                // an RMSNorm over each head's queries and keys (Qwen3)
   bool tied_head = false;              // the output head is the token embedding
+  // A Mixture of Experts (experts > 0): every layer's MLP routes each token to
+  // `experts_per_token` of `experts` gated-SiLU experts of inner width `expert_width`, each
+  // weighted by its router probability (renormalised over the chosen where
+  // `renormalize_routing`); `mlp` is then kGatedSilu and `mlp_width` unused.
+  std::size_t experts = 0;
+  std::size_t experts_per_token = 0;
+  std::size_t expert_width = 0;
+  bool renormalize_routing = false;
 
   friend bool operator==(const TransformerShape&, const TransformerShape&) = default;
 
@@ -52,6 +60,15 @@ struct TransformerShape {
   // The MLP's arrays a layer keeps, each mlp_width wide per row: GELU's input and output;
   // the gate, up and their product.
   [[nodiscard]] std::size_t mlp_arrays() const { return mlp == MlpKind::kGelu ? 2 : 3; }
+  [[nodiscard]] bool moe() const { return experts > 0; }
+  // What a layer's MLP keeps per row over `degree` model ranks (the table's kMlp): a dense
+  // MLP's arrays (mlp_arrays() of its width's share); a Mixture of Experts' k routed copies of
+  // the row (hidden), their gate and up products (2 expert_width), activation (expert_width) and
+  // output (hidden).
+  [[nodiscard]] std::size_t mlp_row_elements(std::size_t degree) const {
+    if (moe()) return experts_per_token * (2 * hidden + 3 * expert_width);
+    return mlp_arrays() * (mlp_width / degree);
+  }
 };
 
 }  // namespace shardwise

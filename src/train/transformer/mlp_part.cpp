@@ -8,14 +8,19 @@ namespace shardwise::train::transformer {
 using kernels::InputGradient;
 
 MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis)
-    : kind_(shape.mlp),
+    : moe_(shape.moe() ? std::optional<MoePart>(std::in_place, shape, axis) : std::nullopt),
+      kind_(shape.mlp),
       bias_(shape.mlp == MlpKind::kGelu && shape.mlp_bias),
       hidden_(shape.hidden),
       width_(shape.mlp_width / static_cast<std::size_t>(axis.tp().degree())),
       axis_(axis) {}
 
-void MlpPart::forward(float* out, float* arrays, const float* normed, const ParameterView& p,
-                      const Rows& rows) const {
+void MlpPart::forward(float* out, float* arrays, float* router, const float* normed,
+                      const ParameterView& p, const Rows& rows) const {
+  if (moe_) {
+    moe_->forward(out, arrays, router, normed, p, rows);
+    return;
+  }
   const std::size_t C = hidden_, W = width_, BT = rows.whole;
   const Products& products = axis_.products();
   if (kind_ == MlpKind::kGelu) {
@@ -42,7 +47,12 @@ void MlpPart::forward(float* out, float* arrays, const float* normed, const Para
 }
 
 void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float* arrays,
-                       const float* normed, const ParameterView& p, const Rows& rows) const {
+                       float* router, const float* normed, const ParameterView& p,
+                       const Rows& rows) const {
+  if (moe_) {
+    moe_->backward(dnormed, dout, arrays, router, normed, p, rows);
+    return;
+  }
   const std::size_t C = hidden_, W = width_, BT = rows.whole;
   const Products& products = axis_.products();
   // The product's input gradient over the product itself (its weight's gradient reads it first).

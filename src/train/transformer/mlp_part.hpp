@@ -6,8 +6,10 @@
 // gradient), so the dead arrays can then hold attention's.
 
 #include <cstddef>
+#include <optional>
 
 #include "model_axis.hpp"
+#include "moe_part.hpp"
 #include "parameter_view.hpp"
 #include "rows.hpp"
 #include "shardwise/strategy/transformer_shape.hpp"
@@ -19,17 +21,18 @@ class MlpPart {
   MlpPart(const TransformerShape& shape, const ModelAxis& axis);
 
   [[nodiscard]] std::size_t width() const { return width_; }
-  // `arrays` (kMlp) from `normed` (whole rows); `out` gets the row-parallel output's rows this
-  // rank holds.
-  void forward(float* out, float* arrays, const float* normed, const ParameterView& p,
-               const Rows& rows) const;
+  // `arrays` (kMlp) and, for a Mixture of Experts (moe_part.hpp), `router` (kRouter; else
+  // unused) from `normed` (whole rows); `out` gets the row-parallel output's rows this rank holds.
+  void forward(float* out, float* arrays, float* router, const float* normed,
+               const ParameterView& p, const Rows& rows) const;
   // From the output's gradient (whole rows): the parameters' gradients added, the input's
-  // written to `dnormed` (whole rows, this rank's part); `arrays` are overwritten, `scratch` is
-  // kMlpGrad.
-  void backward(float* dnormed, float* scratch, const float* dout, float* arrays,
+  // written to `dnormed` (whole rows, this rank's part); `arrays` (and `router`) are
+  // overwritten, `scratch` is kMlpGrad.
+  void backward(float* dnormed, float* scratch, const float* dout, float* arrays, float* router,
                 const float* normed, const ParameterView& p, const Rows& rows) const;
 
  private:
+  std::optional<MoePart> moe_;
   MlpKind kind_;
   bool bias_ = false;
   std::size_t hidden_ = 0, width_ = 0;

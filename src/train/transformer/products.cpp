@@ -96,21 +96,24 @@ void Products::check_kept() const {
 
 void Products::forward(float* out, const float* inp, const ParameterView& p, std::size_t weight,
                        const float* bias, std::size_t rows, std::size_t in,
-                       std::size_t out_features, Input input) const {
+                       std::size_t out_features, Input input, std::size_t block) const {
+  const std::size_t at = block * in * out_features;
   if (precision_ == Precision::kFp32) {
-    kernels::matmul_forward(out, inp, p.value(weight), bias, rows, in, out_features);
+    kernels::matmul_forward(out, inp, p.value(weight) + at, bias, rows, in, out_features);
     return;
   }
-  kernels::matmul_forward_bf16(out, rounded_input(inp, rows * in, input), p.compute(weight), bias,
-                               rows, in, out_features);
+  kernels::matmul_forward_bf16(out, rounded_input(inp, rows * in, input), p.compute(weight) + at,
+                               bias, rows, in, out_features);
 }
 
 void Products::backward(float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const ParameterView& p, std::size_t weight,
                         std::size_t rows, std::size_t in, std::size_t out_features,
-                        kernels::InputGradient input_gradient, Input input) const {
+                        kernels::InputGradient input_gradient, Input input,
+                        std::size_t block) const {
+  const std::size_t at = block * in * out_features;
   if (precision_ == Precision::kFp32) {
-    kernels::matmul_backward(dinp, dweight, dbias, dout, inp, p.value(weight), rows, in,
+    kernels::matmul_backward(dinp, dweight, dbias, dout, inp, p.value(weight) + at, rows, in,
                              out_features, input_gradient);
     return;
   }
@@ -118,8 +121,8 @@ void Products::backward(float* dinp, float* dweight, float* dbias, const float* 
   const BFloat16* inp16 = rounded_input(inp, rows * in, input);
   const BFloat16* dout16 =
       rounded(output_grad_buffer_, output_grad_, dout, rows * out_features, "output gradient");
-  kernels::matmul_backward_bf16(dinp, dweight, dbias, dout16, inp16, p.compute(weight), rows, in,
-                                out_features, input_gradient);
+  kernels::matmul_backward_bf16(dinp, dweight, dbias, dout16, inp16, p.compute(weight) + at, rows,
+                                in, out_features, input_gradient);
 }
 
 }  // namespace shardwise::train::transformer

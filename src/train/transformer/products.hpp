@@ -60,10 +60,11 @@ class Products {
     buffers_given_ = true;
   }
 
-  // out = inp W^T + bias, W the parameter `weight` of `p` (out_features x in).
+  // out = inp W^T + bias, W the parameter `weight` of `p` (out_features x in), or where the
+  // parameter stacks several such matrices (a Mixture of Experts' experts), its `block`-th.
   void forward(float* out, const float* inp, const ParameterView& p, std::size_t weight,
                const float* bias, std::size_t rows, std::size_t in, std::size_t out_features,
-               Input input = Input::kNew) const;
+               Input input = Input::kNew, std::size_t block = 0) const;
   // matmul_backward's sums for the same product: dinp (+)= dout W, dW += dout^T inp, dbias +=
   // dout's column sums (dbias may be null; dW may be another buffer than W's gradient). dinp may
   // be inp.
@@ -71,7 +72,7 @@ class Products {
                 const ParameterView& p, std::size_t weight, std::size_t rows, std::size_t in,
                 std::size_t out_features,
                 kernels::InputGradient input_gradient = kernels::InputGradient::kAccumulate,
-                Input input = Input::kNew) const;
+                Input input = Input::kNew, std::size_t block = 0) const;
 
  private:
   // The kept array holding [values, values + count) whole, or null.

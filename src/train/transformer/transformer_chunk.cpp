@@ -262,8 +262,8 @@ void TransformerChunk::layer_forward(const Layer& a, const float* residual, std:
   norm_.residual_forward(a[Activation::kResidual2], a[Activation::kNorm2],
                          a[Activation::kNorm2Statistics], residual, projected,
                          p.from(norm + attention), rw);
-  mlp_.forward(projected, a[Activation::kMlp], a[Activation::kNorm2], p.from(2 * norm + attention),
-               rw);
+  mlp_.forward(projected, a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
+               p.from(2 * norm + attention), rw);
   kernels::residual_forward(a[Activation::kLayerOutput], a[Activation::kResidual2], projected,
                             rw.local * spec_.shape.hidden);
   if (types_.stream_narrower()) {
@@ -284,7 +284,8 @@ void TransformerChunk::layer_backward(const Layer& a, const float* residual, std
   // output = residual2 + mlp: both get dresidual. The one buffer holds it, and then, the norm's
   // gradient added in place once the MLP's products have read it, d(residual2).
   mlp_.backward(dnormed, scratch(Activation::kMlpGrad), axis_.whole_output_grad(dresidual, rw),
-                a[Activation::kMlp], a[Activation::kNorm2], p.from(2 * norm + attention), rw);
+                a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
+                p.from(2 * norm + attention), rw);
   norm_.backward(dresidual, axis_.column_input_grad(dnormed, rw), a[Activation::kResidual2],
                  a[Activation::kNorm2Statistics], p.from(norm + attention), rw);
   // residual2 = residual + attention, the same way. Attention's gradients go into the MLP's

@@ -55,7 +55,7 @@ class TransformerDecoder final : public Decoder {
   std::size_t capacity_ = 0, length_ = 0;
   std::vector<float> keys_, values_;  // per layer, capacity x this rank's key/value width
   std::vector<float> x_, normed_, statistics_, queries_, attention_out_, qk_statistics_, projected_,
-      mlp_arrays_;
+      mlp_arrays_, router_;
   std::vector<float> local_logits_;  // this rank's share of the vocabulary
 };
 
