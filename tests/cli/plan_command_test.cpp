@@ -293,7 +293,14 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"fsdp=2 bf16 sbf16 llama", "3", 2},
            {"model=2 sp bf16 sbf16 qwen2", "0", 2},
            {"model=4 sp full bf16 sbf16 qwen3", "1", 4},
-           {"pipeline=2 bf16 sbf16", "0", 2}}) {
+           {"pipeline=2 bf16 sbf16", "0", 2},
+           // Mixtures of Experts: the router and the stacked experts in each layer, the routed
+           // rows the layers keep
+           {"data=2 mixtral", "0", 2},
+           {"fsdp=2 mixtral", "3", 2},
+           {"data=2,fsdp=2 full mixtral", "3", 4},
+           {"pipeline=2 qwen3moe", "0", 2},
+           {"fsdp=2 bf16 qwen3moe", "3", 2}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;
@@ -326,11 +333,13 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
         "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
         "intermediate_size": 32, "vocab_size": 256, "max_position_embeddings": 64})";
     }
-    const std::string model_name = odd || tied || vocab || narrow             ? model_file
-                                   : mesh.find(" llama") != std::string::npos ? "llama-tiny"
-                                   : mesh.find(" qwen2") != std::string::npos ? "qwen2-tiny"
-                                   : mesh.find(" qwen3") != std::string::npos ? "qwen3-tiny"
-                                                                              : "tiny";
+    const std::string model_name = odd || tied || vocab || narrow                ? model_file
+                                   : mesh.find(" llama") != std::string::npos    ? "llama-tiny"
+                                   : mesh.find(" qwen2") != std::string::npos    ? "qwen2-tiny"
+                                   : mesh.find(" qwen3moe") != std::string::npos ? "qwen3-moe-tiny"
+                                   : mesh.find(" qwen3") != std::string::npos    ? "qwen3-tiny"
+                                   : mesh.find(" mixtral") != std::string::npos  ? "mixtral-tiny"
+                                                                                 : "tiny";
     const bool sequence_parallel = mesh.find(" sp") != std::string::npos;
     const bool full_recompute = mesh.find(" full") != std::string::npos;
     const bool interleaved = mesh.find(" il") != std::string::npos;

@@ -110,6 +110,39 @@ TEST(WholeModelGradients, Qwen2AndQwen3) {
   }
 }
 
+// Mixtures of Experts: Mixtral (renormalised weights) and Qwen3-MoE with and without
+// norm_topk_prob: the router's, every expert's gate, up and down, through the grouped products.
+// The router's weights are scaled up so that each token's probabilities lie well apart: a step
+// that changed a choice would make the loss jump.
+TEST(WholeModelGradients, MixtralAndQwen3Moe) {
+  models::LlamaConfig mixtral = small_llama(false);
+  mixtral.variant = models::LlamaVariant::kMixtral;
+  mixtral.experts = 4;
+  mixtral.experts_per_token = 2;
+  mixtral.expert_width = 6;
+  mixtral.intermediate_size = 6;
+  mixtral.renormalize_routing = true;
+  models::LlamaConfig qwen3_moe = mixtral;
+  qwen3_moe.variant = models::LlamaVariant::kQwen3Moe;
+  qwen3_moe.head_dim = 6;
+  qwen3_moe.experts_per_token = 3;
+  qwen3_moe.renormalize_routing = false;
+  models::LlamaConfig renormalised = qwen3_moe;
+  renormalised.renormalize_routing = true;
+  for (const models::LlamaConfig& config : {mixtral, qwen3_moe, renormalised}) {
+    SCOPED_TRACE(models::to_string(config.variant) +
+                 (config.renormalize_routing ? " renormalised" : ""));
+    auto definition = std::make_shared<const models::LlamaDefinition>(config);
+    DistributedModel model(definition, 7);
+    ParameterStore& store = model.parameters();
+    for (std::size_t p = 0; p < store.specs().size(); ++p) {
+      if (!store.specs()[p].name.ends_with("mlp.gate.weight")) continue;
+      for (std::size_t i = 0; i < store.count(p); ++i) store.value(p)[i] *= 40.0F;
+    }
+    expect_whole_model_gradients(model, 40);
+  }
+}
+
 TEST(WholeModelGradients, Gpt) {
   testing::GptModel model(models::GptConfig{2, 2, 16, 8, 40}, 7);
   expect_whole_model_gradients(model, 40);
