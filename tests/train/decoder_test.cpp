@@ -183,6 +183,30 @@ TEST(Decoder, TheLlamasLogitsAreTheTrainingForwardsWithSplitAndReplicatedHeads) 
   expect_decoders_agree(small_llama(1, true, true), {2});
 }
 
+// A Mixture of Experts decodes through the same part as it trains: the routed experts of a
+// few rows at a time are the training forward's (Mixtral renormalised; Qwen3-MoE not, with its
+// norms of queries and keys). One model rank: the experts are not split over the model axis.
+TEST(Decoder, AMixtureOfExpertsLogitsAreTheTrainingForwards) {
+  for (const models::LlamaVariant variant :
+       {models::LlamaVariant::kMixtral, models::LlamaVariant::kQwen3Moe}) {
+    models::LlamaConfig c;
+    c.variant = variant;
+    c.n_layer = 2;
+    c.hidden_size = 32;
+    c.n_head = 4;
+    c.n_kv_head = 2;
+    c.head_dim = 8;
+    c.intermediate_size = 16;
+    c.context_length = 32;
+    c.vocab_size = 64;
+    c.experts = 4;
+    c.experts_per_token = 2;
+    c.expert_width = 16;
+    c.renormalize_routing = variant == models::LlamaVariant::kMixtral;
+    expect_decoders_agree(std::make_shared<models::LlamaDefinition>(c), {});
+  }
+}
+
 TEST(Decoder, RefusesWhatWouldOverrunItsCacheAndKeepsWhatItHolds) {
   const auto model = small_llama(2, false);
   DistributedModel whole_model(model, 3);
