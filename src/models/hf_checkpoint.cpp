@@ -94,6 +94,32 @@ void check_model_fits(const train::ModelDefinition& model, double copies, const 
   }
 }
 
+namespace {
+
+// The elements of `box` of a row-major array of `shape`, row-major.
+std::vector<float> values_in(const std::vector<float>& whole, const Shape& shape,
+                             const ShardIndex& box) {
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(num_elements(shape_of(box))));
+  const std::size_t rank = shape.size();
+  std::vector<std::int64_t> at(rank);
+  for (std::size_t d = 0; d < rank; ++d) at[d] = box[d].start;
+  const std::int64_t run = box[rank - 1].size();
+  while (true) {
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < rank; ++d) offset = offset * shape[d] + at[d];
+    out.insert(out.end(), whole.begin() + offset, whole.begin() + offset + run);
+    std::size_t d = rank - 1;
+    while (d-- > 0) {
+      if (++at[d] < box[d].stop) break;
+      at[d] = box[d].start;
+    }
+    if (d == static_cast<std::size_t>(-1)) return out;
+  }
+}
+
+}  // namespace
+
 HfExportResult export_to_hf(const HfExportSettings& settings) {
   const train::SettingNames& named = settings.names;
   const std::string out_name = named("out");
@@ -161,19 +187,21 @@ HfExportResult export_to_hf(const HfExportSettings& settings) {
     if (std::string bad = train::non_finite_value(whole, target.array, box, what); !bad.empty()) {
       throw ckpt::CheckpointError(bad);
     }
-    values.push_back(adapter.to_hf(spec.name, spec.shape, whole));
-    if (in_bf16) {
-      rounded.emplace_back(values.back().size());
-      kernels::to_bf16(values.back(), rounded.back());
-      values.back() = {};
-      entries.push_back({spec.name, element_type(rounded.back().data()),
-                         adapter.hf_shape(spec.name, spec.shape),
-                         std::as_bytes(std::span<const BFloat16>(rounded.back()))});
-      continue;
+    const std::vector<HfPiece> pieces = adapter.hf_export_pieces(spec.name, spec.shape);
+    for (const HfPiece& piece : pieces) {
+      values.push_back(holds_whole(pieces, spec.shape) ? adapter.to_hf(spec.name, spec.shape, whole)
+                                                       : values_in(whole, spec.shape, piece.box));
+      if (in_bf16) {
+        rounded.emplace_back(values.back().size());
+        kernels::to_bf16(values.back(), rounded.back());
+        values.back() = {};
+        entries.push_back({piece.tensor, element_type(rounded.back().data()), piece.shape,
+                           std::as_bytes(std::span<const BFloat16>(rounded.back()))});
+        continue;
+      }
+      entries.push_back({piece.tensor, element_type(values.back().data()), piece.shape,
+                         std::as_bytes(std::span<const float>(values.back()))});
     }
-    entries.push_back({spec.name, element_type(values.back().data()),
-                       adapter.hf_shape(spec.name, spec.shape),
-                       std::as_bytes(std::span<const float>(values.back()))});
   }
   std::error_code error;
   std::filesystem::create_directories(folder, error);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "../detail/file_io.hpp"
 #include "../detail/json_reader.hpp"
@@ -164,15 +165,23 @@ HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
     }
   }
   const ckpt::CheckpointIndex& index = index_;
+  std::set<std::string> held;  // every tensor some parameter reads
   for (const train::ParameterSpec& spec : specs_) {
-    tensors_.push_back(adapter_.hf_name_of(index, spec.name));
-    adapter_.check_tensor(reader_of(tensors_.back()), tensors_.back(), spec.name, spec.shape);
+    pieces_.push_back(adapter_.hf_pieces(index, spec.name, spec.shape));
+    for (const HfPiece& piece : pieces_.back()) {
+      if (holds_whole(pieces_.back(), spec.shape)) {
+        adapter_.check_tensor(reader_of(piece.tensor), piece.tensor, spec.name, spec.shape);
+      } else {
+        adapter_.check_tensor(reader_of(piece.tensor), piece.tensor,
+                              spec.name + to_string(piece.box), piece.shape);
+      }
+      held.insert(piece.tensor);
+    }
   }
   for (const ckpt::ArrayRecord& array : index.arrays) {
     const bool tied_copy = std::any_of(tied_.begin(), tied_.end(),
                                        [&](const auto& pair) { return pair.first == array.name; });
-    if (std::find(tensors_.begin(), tensors_.end(), array.name) == tensors_.end() &&
-        !adapter_.ignored_tensor(array.name) && !tied_copy) {
+    if (held.count(array.name) == 0 && !adapter_.ignored_tensor(array.name) && !tied_copy) {
       throw ckpt::CheckpointError("the file's tensor '" + echo_input(array.name, 200) +
                                   "' is no parameter of " + model_->describe());
     }
@@ -195,9 +204,14 @@ void HfWeights::read(const std::string& name, const ShardIndex& box, float* out)
                           model_->describe());
   }
   const train::ParameterSpec& spec = *it;
-  const std::string& tensor = tensors_[static_cast<std::size_t>(it - specs_.begin())];
+  const std::vector<HfPiece>& pieces = pieces_[static_cast<std::size_t>(it - specs_.begin())];
+  const std::string& tensor = pieces.front().tensor;
   const auto count = static_cast<std::size_t>(num_elements(shape_of(box)));
-  adapter_.read_block(reader_of(tensor), tensor, spec.name, spec.shape, box, out);
+  if (holds_whole(pieces, spec.shape)) {
+    adapter_.read_block(reader_of(tensor), tensor, spec.name, spec.shape, box, out);
+  } else {
+    read_pieces(pieces, spec.name, box, out);
+  }
   if (std::string bad = train::non_finite_value({out, count}, tensor, box,
                                                 "'" + echo_input(file_.string(), 200) + "'");
       !bad.empty()) {
@@ -211,6 +225,44 @@ void HfWeights::read(const std::string& name, const ShardIndex& box, float* out)
     if (!std::equal(copy.begin(), copy.end(), out)) {
       throw ckpt::CheckpointError("the file's " + copy_name + " differs from its " + parameter +
                                   "; the model ties them");
+    }
+  }
+}
+
+void HfWeights::read_pieces(const std::vector<HfPiece>& pieces, const std::string& name,
+                            const ShardIndex& box, float* out) const {
+  const std::size_t rank = box.size();
+  for (const HfPiece& piece : pieces) {
+    // The part of the box this piece holds, in the parameter's coordinates and the tensor's.
+    ShardIndex part(rank), in_tensor;
+    bool empty = false;
+    for (std::size_t d = 0; d < rank; ++d) {
+      part[d] = {std::max(box[d].start, piece.box[d].start),
+                 std::min(box[d].stop, piece.box[d].stop)};
+      empty = empty || part[d].empty();
+    }
+    if (empty) continue;
+    for (std::size_t d = rank - piece.shape.size(); d < rank; ++d) {
+      in_tensor.push_back({part[d].start - piece.box[d].start, part[d].stop - piece.box[d].start});
+    }
+    std::vector<float> values(static_cast<std::size_t>(num_elements(shape_of(part))));
+    adapter_.read_block(reader_of(piece.tensor), piece.tensor, name + to_string(piece.box),
+                        piece.shape, in_tensor, values.data());
+    // Each run along the last dimension to its place in the box's row-major order.
+    const std::int64_t run = part[rank - 1].size();
+    std::vector<std::int64_t> at(rank);
+    for (std::size_t d = 0; d < rank; ++d) at[d] = part[d].start;
+    for (std::size_t from = 0; from < values.size(); from += static_cast<std::size_t>(run)) {
+      std::int64_t offset = 0;
+      for (std::size_t d = 0; d < rank; ++d) {
+        offset = offset * box[d].size() + (at[d] - box[d].start);
+      }
+      std::copy(values.begin() + static_cast<std::ptrdiff_t>(from),
+                values.begin() + static_cast<std::ptrdiff_t>(from) + run, out + offset);
+      for (std::size_t d = rank - 1; d-- > 0;) {
+        if (++at[d] < part[d].stop) break;
+        at[d] = part[d].start;
+      }
     }
   }
 }

@@ -127,8 +127,8 @@ bool operator==(const LlamaConfig& a, const LlamaConfig& b) {
 }
 
 const std::vector<std::string>& llama_preset_names() {
-  static const std::vector<std::string> names{"llama-tiny", "smollm2-135m",   "qwen2-tiny",
-                                              "qwen3-tiny", "mixtral-tiny",   "qwen3-moe-tiny"};
+  static const std::vector<std::string> names{"llama-tiny", "smollm2-135m", "qwen2-tiny",
+                                              "qwen3-tiny", "mixtral-tiny", "qwen3-moe-tiny"};
   return names;
 }
 
@@ -249,8 +249,10 @@ std::string llama_config_json(const LlamaConfig& c, bool with_family) {
     json["family"] = type;
   } else {
     static const std::map<std::string, std::string> architectures{
-        {"llama", "LlamaForCausalLM"},     {"qwen2", "Qwen2ForCausalLM"},
-        {"qwen3", "Qwen3ForCausalLM"},     {"mixtral", "MixtralForCausalLM"},
+        {"llama", "LlamaForCausalLM"},
+        {"qwen2", "Qwen2ForCausalLM"},
+        {"qwen3", "Qwen3ForCausalLM"},
+        {"mixtral", "MixtralForCausalLM"},
         {"qwen3_moe", "Qwen3MoeForCausalLM"}};
     json["model_type"] = type;
     json["architectures"] = {architectures.at(type)};

@@ -25,8 +25,8 @@ struct TypeDefaults {
 
 TypeDefaults defaults_of(const std::string& type) {
   if (type == "mistral") return {8, 131072, 4096};  // MistralConfig's (Mistral-7B's) defaults
-  if (type == "mixtral") return {8, 131072, std::nullopt};     // MixtralConfig's
-  if (type == "qwen3_moe") return {4, 32768, 4096};            // Qwen3MoeConfig's
+  if (type == "mixtral") return {8, 131072, std::nullopt};                     // MixtralConfig's
+  if (type == "qwen3_moe") return {4, 32768, 4096};                            // Qwen3MoeConfig's
   if (type == "qwen2" || type == "qwen3") return {std::nullopt, 32768, 4096};  // Qwen2Config's
   return {};                                                                   // LlamaConfig's
 }
@@ -47,10 +47,19 @@ LlamaVariant variant_of(const std::string& type) {
 // are router jitter (noise on the training inputs) and the auxiliary loss in the trained loss
 // (output_router_logits), which shardwise does not compute yet.
 void read_experts(detail::HfConfigReader& r, LlamaConfig& c) {
-  if (c.variant == LlamaVariant::kMixtral) {
-    const bool local = r.find("num_local_experts") != nullptr;
-    c.experts = r.size(local ? "num_local_experts" : "num_experts", kMaxDimension, 8);
-    if (local) (void)r.find("num_experts");
+  // transformers 5 writes num_local_experts for both (num_experts is its alias); Qwen3-MoE's
+  // published files, from transformers 4, say num_experts.
+  const bool mixtral = c.variant == LlamaVariant::kMixtral;
+  const std::size_t fallback = mixtral ? 8 : 128;
+  const bool local = r.find("num_local_experts") != nullptr;
+  c.experts = r.size(local ? "num_local_experts" : "num_experts", kMaxDimension, fallback);
+  if (local && r.find("num_experts") != nullptr &&
+      r.size("num_experts", kMaxDimension) != c.experts) {
+    r.refuse("num_experts", *r.find("num_experts"),
+             "it differs from num_local_experts " + std::to_string(c.experts) +
+                 ", which transformers reads as the same setting");
+  }
+  if (mixtral) {
     c.experts_per_token = r.size("num_experts_per_tok", kMaxDimension, 2);
     c.expert_width = c.intermediate_size;
     c.renormalize_routing = true;
@@ -60,7 +69,6 @@ void read_experts(detail::HfConfigReader& r, LlamaConfig& c) {
                "shardwise's Mixtral routes the inputs as they are (0): jitter is not computed");
     }
   } else {
-    c.experts = r.size("num_experts", kMaxDimension, 128);
     c.experts_per_token = r.size("num_experts_per_tok", kMaxDimension, 8);
     c.expert_width = r.size("moe_intermediate_size", kMaxDimension, 768);
     c.renormalize_routing = r.flag("norm_topk_prob", false);

@@ -139,11 +139,10 @@ std::vector<double> LlamaDefinition::layer_flops(std::size_t seq) const {
   const auto KV = static_cast<double>(config_.n_kv_head * config_.head_dim);
   const auto F = static_cast<double>(config_.intermediate_size);
   // A Mixture of Experts: the router's product and each token's k experts'.
-  const double mlp = config_.experts > 0
-                         ? 2 * C * static_cast<double>(config_.experts) +
-                               6 * C * static_cast<double>(config_.expert_width) *
-                                   static_cast<double>(config_.experts_per_token)
-                         : 6 * C * F;
+  const double mlp = config_.experts > 0 ? 2 * C * static_cast<double>(config_.experts) +
+                                               6 * C * static_cast<double>(config_.expert_width) *
+                                                   static_cast<double>(config_.experts_per_token)
+                                         : 6 * C * F;
   const double per_token = 2 * C * (2 * Q + 2 * KV) + mlp + 4 * static_cast<double>(seq) * Q;
   return std::vector<double>(config_.n_layer, per_token);
 }

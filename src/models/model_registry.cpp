@@ -61,8 +61,7 @@ ModelFamily llama_family(LlamaVariant variant, std::string summary) {
     return std::make_shared<LlamaDefinition>(llama_config_from_json(json, what));
   };
   family.recognizes = [variant](std::string_view json) { return is_llama_config(json, variant); };
-  // (A Mixture of Experts' files name each expert's matrices apart: not read or written yet.)
-  if (!has_experts(variant)) family.hugging_face = std::make_shared<HfLlamaAdapter>(variant);
+  family.hugging_face = std::make_shared<HfLlamaAdapter>(variant);
   return family;
 }
 

@@ -208,22 +208,22 @@ Kind kind_of(detail::JsonObjectReader& reader, const std::string& key,
 
 nlohmann::ordered_json transformer_json(const TransformerShape& t) {
   nlohmann::ordered_json json = {{"layers", t.layers},
-          {"hidden", t.hidden},
-          {"heads", t.heads},
-          {"kv_heads", t.kv_heads},
-          {"head_dim", t.head_dim},
-          {"mlp_width", t.mlp_width},
-          {"vocab", t.vocab},
-          {"context", t.context},
-          {"positions", kind_name(t.positions, kPositionNames)},
-          {"norm", kind_name(t.norm, kNormNames)},
-          {"mlp", kind_name(t.mlp, kMlpNames)},
-          {"fused_qkv", t.fused_qkv},
-          {"qkv_bias", t.qkv_bias},
-          {"attention_output_bias", t.attention_output_bias},
-          {"mlp_bias", t.mlp_bias},
-          {"qk_norm", t.qk_norm},
-          {"tied_head", t.tied_head}};
+                                 {"hidden", t.hidden},
+                                 {"heads", t.heads},
+                                 {"kv_heads", t.kv_heads},
+                                 {"head_dim", t.head_dim},
+                                 {"mlp_width", t.mlp_width},
+                                 {"vocab", t.vocab},
+                                 {"context", t.context},
+                                 {"positions", kind_name(t.positions, kPositionNames)},
+                                 {"norm", kind_name(t.norm, kNormNames)},
+                                 {"mlp", kind_name(t.mlp, kMlpNames)},
+                                 {"fused_qkv", t.fused_qkv},
+                                 {"qkv_bias", t.qkv_bias},
+                                 {"attention_output_bias", t.attention_output_bias},
+                                 {"mlp_bias", t.mlp_bias},
+                                 {"qk_norm", t.qk_norm},
+                                 {"tied_head", t.tied_head}};
   // A Mixture of Experts' routing; a dense shape's JSON names none of it.
   if (t.moe()) {
     json["experts"] = t.experts;
@@ -278,8 +278,9 @@ TransformerShape transformer_of_json(const nlohmann::json& json) {
     t.expert_width = size("expert_width", kMaxConfigDimension);
     t.renormalize_routing = flag("renormalize_routing");
     if (t.mlp != MlpKind::kGatedSilu) {
-      throw InvalidArgument("transformer.experts: a Mixture of Experts' experts are gated "
-                            "(transformer.mlp \"gated_silu\")");
+      throw InvalidArgument(
+          "transformer.experts: a Mixture of Experts' experts are gated "
+          "(transformer.mlp \"gated_silu\")");
     }
   }
   reader.finish();

@@ -16,6 +16,16 @@
 
 namespace shardwise::models {
 
+// One tensor of a Hugging Face file holding the block `box` of a parameter, in the parameter's
+// layout and order: its shape `shape` is the box's extents, less leading extents of one (a
+// Mixture of Experts' expert e's gate rows, box [e:e+1, 0:I, 0:C] of the stacked gate and up,
+// are a tensor of shape (I, C)).
+struct HfPiece {
+  std::string tensor;
+  ShardIndex box;
+  Shape shape;
+};
+
 class HfAdapter {
  public:
   virtual ~HfAdapter() = default;
@@ -55,6 +65,18 @@ class HfAdapter {
   // CheckpointError where none does.
   [[nodiscard]] virtual std::string hf_name_of(const ckpt::CheckpointIndex& file,
                                                const std::string& name) const = 0;
+  // Where parameter `name` lies in `file`: by default one tensor (hf_name_of's) holding it
+  // whole, in the layout of hf_shape (read_block reads it); a family may keep a parameter as
+  // several tensors, each a block in the parameter's own layout (a Mixture of Experts' experts,
+  // each expert's matrices their own tensors in published files). CheckpointError where the file
+  // holds neither.
+  [[nodiscard]] virtual std::vector<HfPiece> hf_pieces(const ckpt::CheckpointIndex& file,
+                                                       const std::string& name,
+                                                       const Shape& shape) const;
+  // The tensors an export writes parameter `name` as: by default one, named as the parameter,
+  // in hf_shape's layout (to_hf).
+  [[nodiscard]] virtual std::vector<HfPiece> hf_export_pieces(const std::string& name,
+                                                              const Shape& shape) const;
   // The file's tensors that are no parameter and are left behind (buffers transformers
   // recomputes; tied copies, checked equal to their parameter).
   [[nodiscard]] virtual bool ignored_tensor(const std::string& hf_name) const = 0;
@@ -62,5 +84,10 @@ class HfAdapter {
   // ("lm_head.weight", "transformer.wte.weight").
   [[nodiscard]] virtual std::vector<std::pair<std::string, std::string>> tied_tensors() const = 0;
 };
+
+// The box of a whole array of `shape`.
+[[nodiscard]] ShardIndex whole_box(const Shape& shape);
+// Whether `pieces` is the default: one tensor holding the parameter of `shape` whole.
+[[nodiscard]] bool holds_whole(const std::vector<HfPiece>& pieces, const Shape& shape);
 
 }  // namespace shardwise::models

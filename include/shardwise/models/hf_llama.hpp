@@ -36,6 +36,17 @@ class HfLlamaAdapter final : public HfAdapter {
                     const std::string& name, const Shape& shape) const override;
   [[nodiscard]] std::string hf_name_of(const ckpt::CheckpointIndex& file,
                                        const std::string& name) const override;
+  // A Mixture of Experts' stacked experts as published files and transformers' save_pretrained
+  // keep them: each expert's gate, up and down its own tensor (Mixtral's
+  // block_sparse_moe.experts.N.w1, w3, w2 and its router block_sparse_moe.gate; Qwen3-MoE's
+  // mlp.experts.N.gate_proj, up_proj, down_proj). A file holding the stacked tensors under
+  // transformers 5's own names (mlp.experts.gate_up_proj) is read as it is. Exports write the
+  // published names, which transformers 5 loads.
+  [[nodiscard]] std::vector<HfPiece> hf_pieces(const ckpt::CheckpointIndex& file,
+                                               const std::string& name,
+                                               const Shape& shape) const override;
+  [[nodiscard]] std::vector<HfPiece> hf_export_pieces(const std::string& name,
+                                                      const Shape& shape) const override;
   // Rotary frequencies some files keep as buffers (transformers recomputes them).
   [[nodiscard]] bool ignored_tensor(const std::string& hf_name) const override;
   // A tied model's file may carry the head as a copy of the embedding.

@@ -59,8 +59,11 @@ class HfWeights {
   ckpt::CheckpointIndex index_;
   std::map<std::string, std::size_t> part_of_;
   [[nodiscard]] const ckpt::CheckpointReader& reader_of(const std::string& tensor) const;
+  // The box `box` of parameter `name`, kept as several tensors (`pieces`), into `out`.
+  void read_pieces(const std::vector<HfPiece>& pieces, const std::string& name,
+                   const ShardIndex& box, float* out) const;
   std::vector<train::ParameterSpec> specs_;
-  std::vector<std::string> tensors_;  // the file's tensor of each parameter
+  std::vector<std::vector<HfPiece>> pieces_;  // the file's tensors of each parameter
   // (tensor, parameter): the file's copies of a parameter the model ties.
   std::vector<std::pair<std::string, std::string>> tied_;
 };

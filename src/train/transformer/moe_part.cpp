@@ -101,9 +101,9 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
   for (std::size_t e = 0; e < E; ++e) {
     const std::size_t rows_e = groups_.count(e), at = groups_.offsets[e];
     if (rows_e == 0) continue;
-    products.backward(r.inputs + at * C, p.grad(1) + e * 2 * I * C, nullptr,
-                      r.gate_up + at * 2 * I, r.inputs + at * C, p, 1, rows_e, C, 2 * I,
-                      InputGradient::kOverwrite, Input::kNew, e);
+    products.backward(r.inputs + at * C, p.grad(1) + e * 2 * I * C, nullptr, r.gate_up + at * 2 * I,
+                      r.inputs + at * C, p, 1, rows_e, C, 2 * I, InputGradient::kOverwrite,
+                      Input::kNew, e);
   }
   // The router: the logits' gradient over the probabilities, then its product's.
   kernels::route_backward(router, dweights_.data(), nullptr, router, chosen_.data(), BT, E, k_,

@@ -67,8 +67,7 @@ void TransformerDecoder::size_scratch(std::size_t rows) {
   qk_statistics_.assign(
       spec_.shape.qk_norm ? rows * (attention_.heads() + attention_.kv_heads()) : 0, 0.0F);
   mlp_arrays_.assign(
-      rows * spec_.shape.mlp_row_elements(static_cast<std::size_t>(axis_.tp().degree())),
-      0.0F);
+      rows * spec_.shape.mlp_row_elements(static_cast<std::size_t>(axis_.tp().degree())), 0.0F);
   router_.assign(rows * spec_.shape.experts, 0.0F);
 }
 
