@@ -204,5 +204,34 @@ TEST(ActivationTable, ABf16StreamIsKeptInBf16AndComputedInTheWorkingLayer) {
   }
 }
 
+// A Mixture of Experts' layer keeps the k routed copies of each row, their gate and up
+// products, activations and outputs (kMlp), and the router's probabilities as statistics
+// (kRouter, float32 in every precision: backward chooses the experts again from them); its
+// products' rounding buffers hold the routed rows and the router's logits.
+TEST(ActivationTable, AMixtureOfExpertsKeepsTheRoutedRowsAndTheProbabilities) {
+  TransformerShape moe = qwen3_like();
+  moe.experts = 8;
+  moe.experts_per_token = 2;
+  moe.expert_width = 40;
+  ChunkGeometry g = geometry(Recompute::kNone);
+  g.model_degree = 1;
+  g.sequence_parallel = false;
+  g.rounded_products = true;
+  const ActivationTable table(moe, g);
+  const std::size_t BT = 2 * 16, routed = BT * 2, C = 64, I = 40;
+  EXPECT_EQ(table.elements(Activation::kMlp), routed * (2 * C + 3 * I));
+  EXPECT_EQ(table.elements(Activation::kRouter), BT * 8);
+  EXPECT_EQ(table.elements(Activation::kMlpGrad), 0U);
+  EXPECT_TRUE(is_statistic(Activation::kRouter));
+  EXPECT_EQ(element_type_of(Activation::kRouter, ElementTypes::bf16_compute()), DType::kF32);
+  EXPECT_EQ(element_type_of(Activation::kMlp, ElementTypes::bf16_compute()), DType::kBF16);
+  // The largest product output: the routed gate and up (routed x 2 I) or the logits' block.
+  EXPECT_GE(table.elements(Activation::kRoundedOutputGrad), routed * 2 * I);
+  // A dense shape keeps no router.
+  EXPECT_EQ(ActivationTable(qwen3_like(), g).elements(Activation::kRouter), 0U);
+  g.recompute = Recompute::kFull;
+  EXPECT_GE(ActivationTable(moe, g).elements(Activation::kRoundedInput), routed * C);
+}
+
 }  // namespace
 }  // namespace shardwise

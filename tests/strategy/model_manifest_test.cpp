@@ -202,6 +202,27 @@ TEST(ModelManifest, TheTransformersShapeRoundTripsAndIsChecked) {
   EXPECT_THAT(with(R"(,"tied_head":false)", ""), HasSubstr("tied_head"));
   EXPECT_THAT(with(R"("layers":2)", R"("layers":9223372036854775807)"),
               HasSubstr("transformer.layers is 9223372036854775807"));
+
+  // A Mixture of Experts' routing round-trips; a dense shape's JSON names none of it.
+  EXPECT_EQ(json.find("experts"), std::string::npos);
+  manifest.transformer->experts = 8;
+  manifest.transformer->experts_per_token = 2;
+  manifest.transformer->expert_width = 24;
+  manifest.transformer->renormalize_routing = true;
+  const std::string moe = manifest.to_json();
+  EXPECT_EQ(ModelManifest::from_json(moe).transformer, manifest.transformer);
+  const auto with_moe = [&](const std::string& from, const std::string& to) {
+    std::string text = moe;
+    const std::size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    return error_of([&] { (void)ModelManifest::from_json(text); });
+  };
+  EXPECT_THAT(with_moe(R"("experts_per_token":2)", R"("experts_per_token":9)"),
+              HasSubstr("transformer.experts_per_token is 9; expected 1 to 8"));
+  EXPECT_THAT(with_moe(R"(,"expert_width":24)", ""), HasSubstr("expert_width"));
+  EXPECT_THAT(with_moe(R"("mlp":"gated_silu")", R"("mlp":"gelu")"),
+              HasSubstr("experts are gated"));
 }
 
 TEST(ModelManifest, JsonRoundTripAndErrors) {
