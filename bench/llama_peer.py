@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""transformers peer of `shardwise train` on the Llama family: LlamaForCausalLM (sdpa attention)
-of the same shape as a shardwise model file or preset (its config.json written by
+"""transformers peer of `shardwise train` on the Llama family: LlamaForCausalLM (sdpa attention),
+or the class the config.json's model_type names (Qwen2, Qwen3, MixtralForCausalLM,
+Qwen3MoeForCausalLM), of the same shape as a shardwise model file or preset (its config.json written by
 `shardwise ckpt export`, or the sizes given here), the same batch, context and thread count,
 fp32, AdamW; tokens/s of a training step and the activations one sequence keeps for backward.
 
@@ -16,12 +17,13 @@ which the median leaves out. Benchmarks only (scripts/install_bench_peers.sh).
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import time
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM
 
 
 def saved_bytes(step):
@@ -54,9 +56,9 @@ def main():
         parser.error(f"--warmup is {args.warmup}; expected 0 to --steps - 1")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    config = LlamaConfig.from_json_file(args.config)
+    config = AutoConfig.from_pretrained(os.path.dirname(os.path.abspath(args.config)))
     config._attn_implementation = "sdpa"
-    model = LlamaForCausalLM(config).float()
+    model = AutoModelForCausalLM.from_config(config).float()
     model.train()
     step_model = torch.compile(model) if args.compile else model
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
