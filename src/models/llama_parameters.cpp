@@ -123,7 +123,7 @@ std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& c, int degr
     throw InvalidArgument("the model degree " + std::to_string(degree) + ": a " +
                           display_name(c.variant) +
                           "'s experts are not split over the model axis (a Mixture of Experts "
-                          "trains on data, fsdp and pipeline axes)");
+                          "runs on one model rank, over data, fsdp and pipeline axes)");
   }
   const auto t = static_cast<std::size_t>(degree);
   for (const auto& [size, what] :

@@ -17,8 +17,8 @@ MoePart::MoePart(const TransformerShape& shape, const ModelAxis& axis)
       axis_(axis) {
   if (axis.tp().degree() > 1) {
     throw InvalidArgument("a Mixture of Experts over " + std::to_string(axis.tp().degree()) +
-                          " model ranks: the experts are not split over the model axis; train "
-                          "it on data, fsdp and pipeline axes");
+                          " model ranks: the experts are not split over the model axis; it runs "
+                          "on one model rank, over data, fsdp and pipeline axes");
   }
   if (k_ < 1 || k_ > experts_) {
     throw InvalidArgument("a Mixture of Experts choosing " + std::to_string(k_) + " of " +
