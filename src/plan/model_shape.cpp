@@ -127,8 +127,19 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       unit.read_widened.push_back(p.shape.size() < 2 || p.name.ends_with("bias"));
       per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
       if (p.shape.size() >= 2) {  // a matrix, or matrices stacked (Q, K and V)
-        shape.matmul_parameters = checked_add(shape.matmul_parameters, count, "parameters");
-        per_layer_matmul[*layer] = checked_add(per_layer_matmul[*layer], count, "layer parameters");
+        // A Mixture of Experts' stacked experts: each token runs k of them, so its products
+        // count k / experts of them.
+        const bool stacked_experts = p.shape.size() == 3 && p.logical_axes &&
+                                     !p.logical_axes->empty() &&
+                                     p.logical_axes->front() == "experts" &&
+                                     manifest.transformer && manifest.transformer->moe();
+        const std::int64_t run =
+            stacked_experts
+                ? count / p.shape[0] *
+                      static_cast<std::int64_t>(manifest.transformer->experts_per_token)
+                : count;
+        shape.matmul_parameters = checked_add(shape.matmul_parameters, run, "parameters");
+        per_layer_matmul[*layer] = checked_add(per_layer_matmul[*layer], run, "layer parameters");
         if (is_mlp(p.name)) ++mlp_matrices[*layer];
         if (contains_any(p.name, {"q_proj", ".wq"})) query = &p;
         if (contains_any(p.name, {"k_proj", ".wk"})) key = &p;

@@ -7,8 +7,10 @@
 #include <string>
 
 #include "error_of.hpp"
+#include "shardwise/models/llama.hpp"
 #include "shardwise/plan/cluster.hpp"
 #include "shardwise/plan/model_shape.hpp"
+#include "shardwise/train/parameter_store.hpp"
 
 namespace shardwise::plan {
 namespace {
@@ -42,6 +44,24 @@ TEST(ModelShape, Gpt2AndLlama3FromTheirConfigs) {
 }
 
 std::string header_of(const std::string& tensors) { return "{" + tensors + "}"; }
+
+// A Mixture of Experts' products per token are those of the k experts a token runs, not of every
+// expert it holds: mixtral-tiny's (8 experts, 2 per token) counted by hand, against its whole
+// parameters.
+TEST(ModelShape, AMixtureOfExpertsCountsTheExpertsATokenRuns) {
+  const models::LlamaDefinition mixtral(models::llama_preset("mixtral-tiny", "model"));
+  const ModelShape shape = shape_of(mixtral.manifest());
+  const std::int64_t C = 128, Q = 128, KV = 64, E = 8, k = 2, I = 88, V = 256, layers = 4;
+  const std::int64_t attention = 2 * Q * C + 2 * KV * C;
+  const std::int64_t layer = attention + E * C + k * 3 * I * C;
+  EXPECT_EQ(shape.layer_matmul_parameters, layer);
+  EXPECT_EQ(shape.matmul_parameters, layers * layer + V * C);
+  EXPECT_EQ(shape.ffn, I);
+  // Every expert still counts in the parameters the ranks hold.
+  EXPECT_EQ(shape.parameters,
+            static_cast<std::int64_t>(train::ParameterStore(mixtral.parameters()).values().size()));
+  EXPECT_GT(shape.parameters, layers * (attention + E * C + E * 3 * I * C));
+}
 
 TEST(ModelShape, SafetensorsHeaders) {
   const std::string good = header_of(

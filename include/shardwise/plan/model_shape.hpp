@@ -33,7 +33,9 @@ struct ModelShape {
   std::int64_t layer_matmul_parameters =
       0;  // of which in matrices (tensor parallelism splits them)
   // Parameters that take part in matrix products per token: the layers' matrices and the
-  // output head (the tied embedding where there is no head); not position embeddings.
+  // output head (the tied embedding where there is no head); not position embeddings. A Mixture
+  // of Experts' stacked experts count k / experts of theirs (each token runs k), here and in
+  // layer_matmul_parameters.
   std::int64_t matmul_parameters = 0;
   bool tied_embeddings = false;  // the output head is the token embedding
   // The longest sequence the model takes: the rows of its learned position embedding; 0 where
