@@ -49,4 +49,27 @@ inline std::string source_path(const std::string& relative) {
   return std::string(SHARDWISE_SOURCE_DIR) + "/" + relative;
 }
 
+// `shardwise train` of a small model (a file of examples/models, or a path) for 10 steps of 12
+// sequences of 12 tokens, seed 5, learning rate 3e-3, --json, then `extra`: the runs the layout
+// tests hold to one rank's.
+inline std::vector<std::string> train_ten_steps(const std::string& file,
+                                                const std::vector<std::string>& extra) {
+  const std::string path = file.starts_with('/') ? file : source_path("examples/models/" + file);
+  std::vector<std::string> args{"train",   "--model", path,    "--steps", "10",
+                                "--batch", "12",      "--seq", "12",      "--seed",
+                                "5",       "--lr",    "3e-3",  "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Each step's loss of a --json run (a failure naming `where` where the run failed).
+inline std::vector<double> losses_of(const Result& r, const std::string& where) {
+  EXPECT_EQ(r.status, 0) << where << r.err;
+  std::vector<double> losses;
+  for (const nlohmann::json& line : json_lines(r.out)) {
+    if (line.contains("loss")) losses.push_back(line["loss"].get<double>());
+  }
+  return losses;
+}
+
 }  // namespace shardwise::cli::testing

@@ -19,32 +19,15 @@ namespace {
 
 using testing::expect_bad_input;
 using testing::json_lines;
+using testing::losses_of;
 using testing::run_command;
-using testing::source_path;
-
-std::vector<std::string> micro(const std::string& file, std::vector<std::string> extra) {
-  const std::string path = file.starts_with('/') ? file : source_path("examples/models/" + file);
-  std::vector<std::string> args{"train",   "--model", path,    "--steps", "10",
-                                "--batch", "12",      "--seq", "12",      "--seed",
-                                "5",       "--lr",    "3e-3",  "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-std::vector<double> losses_of(const testing::Result& r, const std::string& where) {
-  EXPECT_EQ(r.status, 0) << where << r.err;
-  std::vector<double> losses;
-  for (const nlohmann::json& line : json_lines(r.out)) {
-    if (line.contains("loss")) losses.push_back(line["loss"].get<double>());
-  }
-  return losses;
-}
+using testing::train_ten_steps;
 
 // `precision`: the bf16 flags every run takes.
 void expect_same_losses(const std::string& file,
                         const std::vector<std::vector<std::string>>& layouts, double* worst,
                         const std::vector<std::string>& precision = {"--precision", "bf16"}) {
-  const std::vector<double> one = losses_of(run_command(micro(file, precision)), file);
+  const std::vector<double> one = losses_of(run_command(train_ten_steps(file, precision)), file);
   ASSERT_EQ(one.size(), 10U) << file;
   // The model learns in bf16: a run whose gradients were lost would stay near ln(vocabulary).
   EXPECT_LT(one[9], one[0] - 0.5) << file;
@@ -52,7 +35,7 @@ void expect_same_losses(const std::string& file,
     std::string where = file + " ";
     for (const std::string& flag : layout) where += flag + " ";
     layout.insert(layout.end(), precision.begin(), precision.end());
-    const std::vector<double> many = losses_of(run_command(micro(file, layout)), where);
+    const std::vector<double> many = losses_of(run_command(train_ten_steps(file, layout)), where);
     ASSERT_EQ(many.size(), one.size()) << where;
     for (std::size_t s = 0; s < one.size(); ++s) {
       EXPECT_NEAR(many[s], one[s], 1e-3 * one[s]) << where << "step " << s + 1;
@@ -116,9 +99,10 @@ TEST(TrainBf16, AResidualStreamInBf16SeesTheOneRanksLossesOnEveryLayout) {
 TEST(TrainBf16, AResidualStreamInBf16RoundsAndFollowsTheFloat32Stream) {
   for (const char* file : {"gpt_micro.json", "llama_micro.json"}) {
     const std::vector<double> wide =
-        losses_of(run_command(micro(file, {"--precision", "bf16"})), file);
+        losses_of(run_command(train_ten_steps(file, {"--precision", "bf16"})), file);
     const std::vector<double> narrow = losses_of(
-        run_command(micro(file, {"--precision", "bf16", "--residual-dtype", "bf16"})), file);
+        run_command(train_ten_steps(file, {"--precision", "bf16", "--residual-dtype", "bf16"})),
+        file);
     ASSERT_EQ(narrow.size(), wide.size());
     double largest = 0;
     for (std::size_t s = 0; s < wide.size(); ++s) {
@@ -133,7 +117,7 @@ TEST(TrainBf16, AResidualStreamInBf16RoundsAndFollowsTheFloat32Stream) {
 TEST(TrainBf16, AResidualStreamInBf16IsKeptInTheRunsConfig) {
   const std::string dir = ::testing::TempDir() + "bf16_stream_config/";
   std::filesystem::remove_all(dir);
-  const testing::Result first = run_command(micro(
+  const testing::Result first = run_command(train_ten_steps(
       "gpt_micro.json", {"--precision", "bf16", "--residual-dtype", "bf16", "--log-dir", dir}));
   ASSERT_EQ(first.status, 0) << first.err;
   const auto config = nlohmann::json::parse(std::ifstream(dir + "config.json"));
@@ -148,9 +132,9 @@ TEST(TrainBf16, AResidualStreamInBf16IsKeptInTheRunsConfig) {
 // float32's, by little.
 TEST(TrainBf16, RoundsItsProductsAndFollowsFloat32) {
   for (const char* file : {"gpt_micro.json", "llama_micro.json"}) {
-    const std::vector<double> fp32 = losses_of(run_command(micro(file, {})), file);
+    const std::vector<double> fp32 = losses_of(run_command(train_ten_steps(file, {})), file);
     const std::vector<double> bf16 =
-        losses_of(run_command(micro(file, {"--precision", "bf16"})), file);
+        losses_of(run_command(train_ten_steps(file, {"--precision", "bf16"})), file);
     ASSERT_EQ(bf16.size(), fp32.size());
     double largest = 0;
     for (std::size_t s = 0; s < fp32.size(); ++s) {
@@ -167,7 +151,7 @@ TEST(TrainBf16, RoundsItsProductsAndFollowsFloat32) {
 // ZeRO-3 only the gathered units' (each rank's, less than the whole model's).
 TEST(TrainBf16, TheSummaryCountsTheWeightCopies) {
   const auto summary = [](const std::vector<std::string>& extra) {
-    const testing::Result r = run_command(micro("llama_micro.json", extra));
+    const testing::Result r = run_command(train_ten_steps("llama_micro.json", extra));
     EXPECT_EQ(r.status, 0) << r.err;
     return json_lines(r.out).back()["summary"];
   };
@@ -200,8 +184,8 @@ TEST(TrainBf16, GradientsReducedInBf16FollowTheFloat32Reduction) {
     f32.insert(f32.end(), {"--precision", "bf16"});
     std::vector<std::string> b16 = f32;
     b16.insert(b16.end(), {"--reduce-dtype", "bf16"});
-    const std::vector<double> a = losses_of(run_command(micro(file, f32)), where);
-    const std::vector<double> b = losses_of(run_command(micro(file, b16)), where);
+    const std::vector<double> a = losses_of(run_command(train_ten_steps(file, f32)), where);
+    const std::vector<double> b = losses_of(run_command(train_ten_steps(file, b16)), where);
     ASSERT_EQ(a.size(), b.size()) << where;
     double largest = 0;
     for (std::size_t s = 0; s < a.size(); ++s) {
@@ -220,16 +204,16 @@ TEST(TrainBf16, WithoutBf16UnitsItRunsEmulatedAndSaysSo) {
   const std::vector<std::string> layout{"--mesh", "fsdp=2,model=2", "--zero",
                                         "3",      "--precision",    "bf16"};
   kernels::use_bf16_units(true);
-  const testing::Result units = run_command(micro("llama_micro.json", layout));
+  const testing::Result units = run_command(train_ten_steps("llama_micro.json", layout));
   kernels::use_bf16_units(false);
-  const testing::Result emulated = run_command(micro("llama_micro.json", layout));
+  const testing::Result emulated = run_command(train_ten_steps("llama_micro.json", layout));
   kernels::use_bf16_units(std::nullopt);
   const std::vector<double> a = losses_of(units, "units");
   const std::vector<double> b = losses_of(emulated, "emulated");
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t s = 0; s < a.size(); ++s) EXPECT_NEAR(b[s], a[s], 1e-4 * a[s]) << s + 1;
   // What a person reads (the notes are not among the JSON lines).
-  std::vector<std::string> words = micro("llama_micro.json", layout);
+  std::vector<std::string> words = train_ten_steps("llama_micro.json", layout);
   words.erase(std::find(words.begin(), words.end(), "--json"));
   kernels::use_bf16_units(true);
   const testing::Result a_run = run_command(words);
@@ -281,7 +265,7 @@ TEST(TrainBf16, OnAnAvx2OnlyCpuItRunsEmulatedAndSaysWhy) {
     EXPECT_EQ(pclose(pipe), 0) << output;
     return output;
   };
-  std::vector<std::string> words = micro("llama_micro.json", layout);
+  std::vector<std::string> words = train_ten_steps("llama_micro.json", layout);
   const std::vector<double> units = losses_of(run_command(words), "units");
   std::vector<double> emulated;
   const std::string json = on_avx2(words);
@@ -351,14 +335,14 @@ TEST(TrainBf16, FollowsFloat32sCurveOverTwoThousandSteps) {
 }
 
 TEST(TrainBf16, BadPrecisionsAreNamed) {
-  expect_bad_input(micro("gpt_micro.json", {"--precision", "fp16"}),
+  expect_bad_input(train_ten_steps("gpt_micro.json", {"--precision", "fp16"}),
                    "--precision is 'fp16'; expected fp32 or bf16");
-  expect_bad_input(micro("gpt_micro.json", {"--reduce-dtype", "int8"}),
+  expect_bad_input(train_ten_steps("gpt_micro.json", {"--reduce-dtype", "int8"}),
                    "--reduce-dtype is 'int8'; expected fp32 or bf16");
-  expect_bad_input(micro("gpt_micro.json", {"--residual-dtype", "fp16"}),
+  expect_bad_input(train_ten_steps("gpt_micro.json", {"--residual-dtype", "fp16"}),
                    "--residual-dtype is 'fp16'; expected fp32 or bf16");
   // A bf16 stream is part of bf16 precision; under float32 it would be a silent rounding.
-  expect_bad_input(micro("gpt_micro.json", {"--residual-dtype", "bf16"}),
+  expect_bad_input(train_ten_steps("gpt_micro.json", {"--residual-dtype", "bf16"}),
                    "--residual-dtype is bf16 under --precision fp32");
 }
 

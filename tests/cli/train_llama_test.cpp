@@ -27,12 +27,7 @@ using testing::run_command;
 using testing::source_path;
 
 std::vector<std::string> llama(const std::string& file, std::vector<std::string> extra) {
-  const std::string path = file.starts_with('/') ? file : source_path("examples/models/" + file);
-  std::vector<std::string> args{"train",   "--model", path,    "--steps", "10",
-                                "--batch", "12",      "--seq", "12",      "--seed",
-                                "5",       "--lr",    "3e-3",  "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+  return testing::train_ten_steps(file, extra);
 }
 
 void expect_same_losses(const std::string& file,

@@ -15,33 +15,15 @@ namespace shardwise::cli {
 namespace {
 
 using testing::expect_bad_input;
-using testing::json_lines;
+using testing::losses_of;
 using testing::run_command;
-using testing::source_path;
-
-std::vector<std::string> micro(const std::string& file, std::vector<std::string> extra) {
-  const std::string path = file.starts_with('/') ? file : source_path("examples/models/" + file);
-  std::vector<std::string> args{"train",   "--model", path,    "--steps", "10",
-                                "--batch", "12",      "--seq", "12",      "--seed",
-                                "5",       "--lr",    "3e-3",  "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-std::vector<double> losses_of(const testing::Result& r, const std::string& where) {
-  EXPECT_EQ(r.status, 0) << where << r.err;
-  std::vector<double> losses;
-  for (const nlohmann::json& line : json_lines(r.out)) {
-    if (line.contains("loss")) losses.push_back(line["loss"].get<double>());
-  }
-  return losses;
-}
+using testing::train_ten_steps;
 
 // The largest relative deviation of any layout's losses from the one rank's.
 double expect_same_losses(const std::string& file,
                           const std::vector<std::vector<std::string>>& layouts,
                           const std::vector<std::string>& precision, double tolerance) {
-  const std::vector<double> one = losses_of(run_command(micro(file, precision)), file);
+  const std::vector<double> one = losses_of(run_command(train_ten_steps(file, precision)), file);
   EXPECT_EQ(one.size(), 10U) << file;
   if (one.size() != 10U) return 1;
   // It learns: a run whose experts' or router's gradients were lost would stay near ln 256.
@@ -51,7 +33,7 @@ double expect_same_losses(const std::string& file,
     std::string where = file + " ";
     for (const std::string& flag : layout) where += flag + " ";
     layout.insert(layout.end(), precision.begin(), precision.end());
-    const std::vector<double> many = losses_of(run_command(micro(file, layout)), where);
+    const std::vector<double> many = losses_of(run_command(train_ten_steps(file, layout)), where);
     EXPECT_EQ(many.size(), one.size()) << where;
     for (std::size_t s = 0; s < std::min(one.size(), many.size()); ++s) {
       EXPECT_NEAR(many[s], one[s], tolerance * one[s]) << where << "step " << s + 1;
@@ -100,7 +82,7 @@ TEST(TrainMoe, ThePresetsTrainWithTheirExperts) {
 }
 
 TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
-  expect_bad_input(micro("mixtral_micro.json", {"--mesh", "model=2"}),
+  expect_bad_input(train_ten_steps("mixtral_micro.json", {"--mesh", "model=2"}),
                    "a Mixtral's experts are not split over the model axis");
   const std::string file = ::testing::TempDir() + "moe_refused.json";
   const auto refused = [&](const std::string& extra, const std::string& message) {
@@ -109,7 +91,7 @@ TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
       "vocab_size": 256, "max_position_embeddings": 16, "num_experts": 4,
       "num_experts_per_tok": 2, "moe_intermediate_size": 16, )"
                         << extra << "}";
-    expect_bad_input(micro(file, {}), message);
+    expect_bad_input(train_ten_steps(file, {}), message);
   };
   refused(R"("decoder_sparse_step": 2)", "decoder_sparse_step");
   refused(R"("mlp_only_layers": [0])", "mlp_only_layers");
@@ -120,7 +102,7 @@ TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
     "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 64,
     "vocab_size": 256, "max_position_embeddings": 16, "num_local_experts": 4,
     "router_jitter_noise": 0.1})";
-  expect_bad_input(micro(file, {}), "router_jitter_noise");
+  expect_bad_input(train_ten_steps(file, {}), "router_jitter_noise");
 }
 
 }  // namespace

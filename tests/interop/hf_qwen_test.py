@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 
-from interop_common import run, windows_loss
+from interop_common import compare_loss, expect_round_trip, run
 
 try:
     import torch
@@ -34,16 +34,6 @@ except ImportError as missing:  # optional: the suite passes without them
 
 FAMILIES = {"qwen2": (Qwen2Config, Qwen2ForCausalLM), "qwen3": (Qwen3Config, Qwen3ForCausalLM)}
 NEW_TOKENS = 24
-
-
-def compare(shardwise, ckpt, hf, hf_class, data, what):
-    ours = json.loads(run(shardwise, "ckpt", "loss", ckpt, "--data", data, "--json"))
-    model = hf_class.from_pretrained(hf, dtype=torch.float32, attn_implementation="sdpa")
-    theirs = windows_loss(model, data, ours["seq"], ours["windows"])
-    print(f"{what}: shardwise loss {ours['loss']:.7f}, transformers loss {theirs:.7f}")
-    if abs(theirs - ours["loss"]) > 1e-4:
-        sys.exit(f"{what}: losses differ by {abs(theirs - ours['loss'])}")
-    return ours["loss"]
 
 
 def made_by_transformers(shardwise, folder, family, data):
@@ -70,7 +60,7 @@ def made_by_transformers(shardwise, folder, family, data):
             model.to(dtype).save_pretrained(made)
             converted = made + "_ckpt"
             run(shardwise, "ckpt", "import", made, "--format", "hf-" + family, "--out", converted)
-            loss = compare(shardwise, converted, made, model_class, data,
+            loss = compare_loss(shardwise, converted, made, model_class, data,
                            f"transformers' {family} {i} {dtype}")
             if abs(loss - 5.545) < 0.5:
                 sys.exit(f"{family} {i}'s loss {loss} is too close to the uniform guess")
@@ -86,17 +76,10 @@ def trained_by_shardwise(shardwise, folder, family, data):
     config = json.load(open(os.path.join(hf, "config.json")))
     if config["model_type"] != family:
         sys.exit(f"the export says model_type {config['model_type']}")
-    loss = compare(shardwise, ckpt, hf, model_class, data, f"{family} trained on data=2,model=4")
+    loss = compare_loss(shardwise, ckpt, hf, model_class, data, f"{family} trained on data=2,model=4")
     if loss > 4.0:
         sys.exit(f"the trained {family}'s loss {loss} is no better than chance")
-    imported = hf + "_imported"
-    run(shardwise, "ckpt", "import", hf, "--format", "hf-" + family, "--out", imported,
-        "--ranks", "3")
-    again = hf + "_again"
-    run(shardwise, "ckpt", "export", imported, "--format", "hf-" + family, "--out", again)
-    if open(os.path.join(hf, "model.safetensors"), "rb").read() != \
-            open(os.path.join(again, "model.safetensors"), "rb").read():
-        sys.exit(f"{family}: export, import, export does not give back the same file")
+    expect_round_trip(shardwise, hf, "hf-" + family, family)
 
 
 def generated(shardwise, folder, family, tokenizer_file):

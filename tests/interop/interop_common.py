@@ -1,5 +1,7 @@
 """What the interop tests share: running shardwise, and a causal LM's mean loss over a file's
 windows as `shardwise ckpt loss` takes them (consecutive windows of seq + 1 byte tokens)."""
+import json
+import os
 import subprocess
 import sys
 
@@ -26,3 +28,29 @@ def windows_loss(model, data, seq, windows):
             logits = model(window[:-1].unsqueeze(0)).logits[0]
             losses.append(F.cross_entropy(logits, window[1:]).item())
     return sum(losses) / len(losses)
+
+
+def compare_loss(shardwise, ckpt, hf, hf_class, data, what):
+    """`shardwise ckpt loss` of `ckpt` against transformers' `hf_class` loading `hf` in float32
+    over the same windows: within 1e-4, else the test exits naming `what`. Returns the loss."""
+    import torch
+
+    ours = json.loads(run(shardwise, "ckpt", "loss", ckpt, "--data", data, "--json"))
+    model = hf_class.from_pretrained(hf, dtype=torch.float32, attn_implementation="sdpa")
+    theirs = windows_loss(model, data, ours["seq"], ours["windows"])
+    print(f"{what}: shardwise loss {ours['loss']:.7f}, transformers loss {theirs:.7f}")
+    if abs(theirs - ours["loss"]) > 1e-4:
+        sys.exit(f"{what}: losses differ by {abs(theirs - ours['loss'])}")
+    return ours["loss"]
+
+
+def expect_round_trip(shardwise, hf, fmt, what):
+    """Importing the export `hf` (on 3 ranks) and exporting it again gives the same file."""
+    imported = hf + "_imported"
+    run(shardwise, "ckpt", "import", hf, "--format", fmt, "--out", imported, "--ranks", "3")
+    again = hf + "_again"
+    run(shardwise, "ckpt", "export", imported, "--format", fmt, "--out", again)
+    with open(os.path.join(hf, "model.safetensors"), "rb") as first, \
+            open(os.path.join(again, "model.safetensors"), "rb") as second:
+        if first.read() != second.read():
+            sys.exit(f"{what}: export, import, export does not give back the same file")
