@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 
-from interop_common import compare_loss, expect_round_trip, run
+from interop_common import compare_loss, expect_greedy_tokens, expect_round_trip, run
 
 try:
     import torch
@@ -102,20 +102,8 @@ def generated(shardwise, folder, family, tokenizer_file):
     shutil.copy(tokenizer_file, os.path.join(hf, "tokenizer.json"))
     prompt = "The licensee shall   keep 1234567 copies, café 東京!"
     prompt_ids = tokenizer.encode(prompt).ids
-    model.eval()
-    ids = torch.tensor([prompt_ids], dtype=torch.long)
-    with torch.no_grad():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                             max_new_tokens=NEW_TOKENS, eos_token_id=end, pad_token_id=end)
-    want = out[0, len(prompt_ids):].tolist()
-    for mesh in ("model=1", "model=2", "model=4"):
-        got = json.loads(run(shardwise, "generate", hf, "--json", "--prompt", prompt,
-                             "--max-new-tokens", str(NEW_TOKENS), "--mesh", mesh))
-        if got["prompt_ids"] != prompt_ids:
-            sys.exit(f"{family}: prompt ids {got['prompt_ids']}, tokenizers {prompt_ids}")
-        print(f"{family} generate on {mesh}: {got['ids']}")
-        if got["ids"] != want:
-            sys.exit(f"{family} on {mesh}: shardwise {got['ids']}, transformers {want}")
+    expect_greedy_tokens(shardwise, model, hf, prompt, prompt_ids, end, NEW_TOKENS,
+                         ("model=1", "model=2", "model=4"), family)
 
 
 def main():

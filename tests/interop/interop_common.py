@@ -54,3 +54,24 @@ def expect_round_trip(shardwise, hf, fmt, what):
             open(os.path.join(again, "model.safetensors"), "rb") as second:
         if first.read() != second.read():
             sys.exit(f"{what}: export, import, export does not give back the same file")
+
+
+def expect_greedy_tokens(shardwise, model, hf, prompt, prompt_ids, end, new_tokens, meshes, what):
+    """`shardwise generate` of the folder `hf` (whose tokenizer.json encodes `prompt` as
+    `prompt_ids`) on each of `meshes` writes transformers' greedy continuation by `model`."""
+    import torch
+
+    model.eval()
+    ids = torch.tensor([prompt_ids], dtype=torch.long)
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                             max_new_tokens=new_tokens, eos_token_id=end, pad_token_id=end)
+    want = out[0, len(prompt_ids):].tolist()
+    for mesh in meshes:
+        got = json.loads(run(shardwise, "generate", hf, "--json", "--prompt", prompt,
+                             "--max-new-tokens", str(new_tokens), "--mesh", mesh))
+        if got["prompt_ids"] != prompt_ids:
+            sys.exit(f"{what}: prompt ids {got['prompt_ids']}, tokenizers {prompt_ids}")
+        print(f"{what} generate on {mesh}: {got['ids']}")
+        if got["ids"] != want:
+            sys.exit(f"{what} on {mesh}: shardwise {got['ids']}, transformers {want}")
