@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -70,6 +72,31 @@ inline std::vector<double> losses_of(const Result& r, const std::string& where) 
     if (line.contains("loss")) losses.push_back(line["loss"].get<double>());
   }
   return losses;
+}
+
+// Each of `layouts` (flags after train_ten_steps', each with `flags` too) sees the one rank's
+// losses within `tolerance` relative, step by step, and the one rank learns (a run whose
+// gradients were lost would stay near ln(vocabulary)). Returns the largest relative deviation.
+inline double expect_layouts_see_one_rank(const std::string& file,
+                                          const std::vector<std::vector<std::string>>& layouts,
+                                          const std::vector<std::string>& flags, double tolerance) {
+  const std::vector<double> one = losses_of(run_command(train_ten_steps(file, flags)), file);
+  EXPECT_EQ(one.size(), 10U) << file;
+  if (one.size() != 10U) return 1;
+  EXPECT_LT(one[9], one[0] - 0.4) << file;
+  double worst = 0;
+  for (std::vector<std::string> layout : layouts) {
+    std::string where = file + " ";
+    for (const std::string& flag : layout) where += flag + " ";
+    layout.insert(layout.end(), flags.begin(), flags.end());
+    const std::vector<double> many = losses_of(run_command(train_ten_steps(file, layout)), where);
+    EXPECT_EQ(many.size(), one.size()) << where;
+    for (std::size_t s = 0; s < std::min(one.size(), many.size()); ++s) {
+      EXPECT_NEAR(many[s], one[s], tolerance * one[s]) << where << "step " << s + 1;
+      worst = std::max(worst, std::abs(many[s] - one[s]) / one[s]);
+    }
+  }
+  return worst;
 }
 
 }  // namespace shardwise::cli::testing

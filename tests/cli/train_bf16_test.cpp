@@ -23,25 +23,11 @@ using testing::losses_of;
 using testing::run_command;
 using testing::train_ten_steps;
 
-// `precision`: the bf16 flags every run takes.
+// `precision`: the bf16 flags every run takes; within 1e-3 of one rank.
 void expect_same_losses(const std::string& file,
                         const std::vector<std::vector<std::string>>& layouts, double* worst,
                         const std::vector<std::string>& precision = {"--precision", "bf16"}) {
-  const std::vector<double> one = losses_of(run_command(train_ten_steps(file, precision)), file);
-  ASSERT_EQ(one.size(), 10U) << file;
-  // The model learns in bf16: a run whose gradients were lost would stay near ln(vocabulary).
-  EXPECT_LT(one[9], one[0] - 0.5) << file;
-  for (std::vector<std::string> layout : layouts) {
-    std::string where = file + " ";
-    for (const std::string& flag : layout) where += flag + " ";
-    layout.insert(layout.end(), precision.begin(), precision.end());
-    const std::vector<double> many = losses_of(run_command(train_ten_steps(file, layout)), where);
-    ASSERT_EQ(many.size(), one.size()) << where;
-    for (std::size_t s = 0; s < one.size(); ++s) {
-      EXPECT_NEAR(many[s], one[s], 1e-3 * one[s]) << where << "step " << s + 1;
-      *worst = std::max(*worst, std::abs(many[s] - one[s]) / one[s]);
-    }
-  }
+  *worst = std::max(*worst, testing::expect_layouts_see_one_rank(file, layouts, precision, 1e-3));
 }
 
 const std::vector<std::vector<std::string>>& every_layout() {

@@ -15,33 +15,8 @@ namespace shardwise::cli {
 namespace {
 
 using testing::expect_bad_input;
-using testing::losses_of;
 using testing::run_command;
 using testing::train_ten_steps;
-
-// The largest relative deviation of any layout's losses from the one rank's.
-double expect_same_losses(const std::string& file,
-                          const std::vector<std::vector<std::string>>& layouts,
-                          const std::vector<std::string>& precision, double tolerance) {
-  const std::vector<double> one = losses_of(run_command(train_ten_steps(file, precision)), file);
-  EXPECT_EQ(one.size(), 10U) << file;
-  if (one.size() != 10U) return 1;
-  // It learns: a run whose experts' or router's gradients were lost would stay near ln 256.
-  EXPECT_LT(one[9], one[0] - 0.4) << file;
-  double worst = 0;
-  for (std::vector<std::string> layout : layouts) {
-    std::string where = file + " ";
-    for (const std::string& flag : layout) where += flag + " ";
-    layout.insert(layout.end(), precision.begin(), precision.end());
-    const std::vector<double> many = losses_of(run_command(train_ten_steps(file, layout)), where);
-    EXPECT_EQ(many.size(), one.size()) << where;
-    for (std::size_t s = 0; s < std::min(one.size(), many.size()); ++s) {
-      EXPECT_NEAR(many[s], one[s], tolerance * one[s]) << where << "step " << s + 1;
-      worst = std::max(worst, std::abs(many[s] - one[s]) / one[s]);
-    }
-  }
-  return worst;
-}
 
 const std::vector<std::vector<std::string>>& every_layout() {
   static const std::vector<std::vector<std::string>> layouts{
@@ -60,8 +35,9 @@ const std::vector<std::vector<std::string>>& every_layout() {
 
 TEST(TrainMoe, EveryLayoutSeesTheOneRanksLosses) {
   for (const char* file : {"mixtral_micro.json", "qwen3_moe_micro.json"}) {
-    const double fp32 = expect_same_losses(file, every_layout(), {}, 1e-5);
-    const double bf16 = expect_same_losses(file, every_layout(), {"--precision", "bf16"}, 1e-3);
+    const double fp32 = testing::expect_layouts_see_one_rank(file, every_layout(), {}, 1e-5);
+    const double bf16 =
+        testing::expect_layouts_see_one_rank(file, every_layout(), {"--precision", "bf16"}, 1e-3);
     std::cout << file << ": worst relative deviation from one rank " << fp32 << " (fp32), " << bf16
               << " (bf16)\n";
   }
