@@ -45,6 +45,8 @@
 #include "shardwise/kernels/input_gradient.hpp"
 #include "shardwise/kernels/layernorm.hpp"
 #include "shardwise/kernels/matmul.hpp"
+#include "shardwise/kernels/moe_experts.hpp"
+#include "shardwise/kernels/moe_router.hpp"
 #include "shardwise/kernels/rmsnorm.hpp"
 #include "shardwise/kernels/rotary.hpp"
 #include "shardwise/kernels/sum_of_squares.hpp"

@@ -133,7 +133,8 @@ TEST(SpecsCommand, BadInput) {
   for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--model", "/nonexistent.json", "--mesh", "data=2"},
             "--model: '/nonexistent.json' is neither a model (tiny, small, gpt2, llama-tiny, "
-            "smollm2-135m, qwen2-tiny, qwen3-tiny) nor a readable file"},
+            "smollm2-135m, qwen2-tiny, qwen3-tiny, mixtral-tiny, qwen3-moe-tiny) nor a readable "
+            "file"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "expert=2"},
             "mesh axis 'expert' is not one of data, fsdp, model, pipeline"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "pipeline=16"},

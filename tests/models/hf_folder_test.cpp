@@ -144,11 +144,11 @@ TEST(HfFolder, ConfigMessagesNameTheFileAndWhatIsWrong) {
               HasSubstr("invalid JSON in " + file + ": parse error at line 1, column 24"));
   EXPECT_EQ(refusal("{}"), file +
                                ": \"model_type\" is missing; shardwise reads the model_types "
-                               "gpt2, llama, mistral, qwen2, qwen3");
+                               "gpt2, llama, mistral, qwen2, qwen3, mixtral, qwen3_moe");
   EXPECT_EQ(refusal(R"({"model_type": "t5", "d_model": 512})"),
             file +
                 ": \"model_type\" is \"t5\", which no model family reads; shardwise reads the "
-                "model_types gpt2, llama, mistral, qwen2, qwen3");
+                "model_types gpt2, llama, mistral, qwen2, qwen3, mixtral, qwen3_moe");
   EXPECT_EQ(refusal("7"), file + " holds 7, not a JSON object of a model's fields");
 }
 

@@ -181,7 +181,7 @@ TEST(LlamaConfigReader, MistralIsALlamaWithMistralsDefaults) {
   EXPECT_EQ(read(mistral).context_length, 131072U);
   EXPECT_THAT(refusal(with(base(), "model_type", "gemma")),
               HasSubstr("\"model_type\" is \"gemma\"; expected \"llama\", \"mistral\", "
-                        "\"qwen2\" or \"qwen3\""));
+                        "\"qwen2\", \"qwen3\", \"mixtral\" or \"qwen3_moe\""));
 }
 
 // rope_type wins over the older type where both are given, as transformers 5 reads them (and a
