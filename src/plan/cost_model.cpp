@@ -366,6 +366,11 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
   }
   if (l.zero < 0 || l.zero > 3) return "zero " + std::to_string(l.zero) + " is not 0 to 3";
   if (l.fsdp > 1 && l.zero == 0) return "an fsdp axis shards: zero 1, 2 or 3";
+  if (l.model > 1 && model.transformer && model.transformer->moe()) {
+    // As the trainer: a Mixture of Experts runs on one model rank.
+    return "model " + std::to_string(l.model) +
+           ": a Mixture of Experts' experts are not split over the model axis";
+  }
   if (model.heads % l.model != 0 ||
       (model.kv_heads % l.model != 0 && !model.replicates_kv_heads(l.model))) {
     return "model " + std::to_string(l.model) + " does not divide the " +

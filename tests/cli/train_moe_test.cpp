@@ -60,6 +60,22 @@ TEST(TrainMoe, ThePresetsTrainWithTheirExperts) {
 TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
   expect_bad_input(train_ten_steps("mixtral_micro.json", {"--mesh", "model=2"}),
                    "a Mixtral's experts are not split over the model axis");
+  // The planner neither proposes nor evaluates what the trainer refuses.
+  const std::vector<std::string> plan{
+      "plan",           "--model", "mixtral-tiny", "--devices", "4",        "--seq", "64",
+      "--global-batch", "8",       "--precision",  "fp32",      "--device", "cpu"};
+  std::vector<std::string> search = plan;
+  search.insert(search.end(), {"--top", "100", "--json"});
+  const testing::Result searched = run_command(search);
+  ASSERT_EQ(searched.status, 0) << searched.err;
+  const auto candidates = nlohmann::json::parse(searched.out)["candidates"];
+  ASSERT_FALSE(candidates.empty());
+  for (const auto& candidate : candidates) {
+    EXPECT_EQ(candidate["layout"]["model"], 1) << candidate["layout"];
+  }
+  std::vector<std::string> layout = plan;
+  layout.insert(layout.end(), {"--layout", "data=2,model=2"});
+  expect_bad_input(layout, "a Mixture of Experts' experts are not split over the model axis");
   const std::string file = ::testing::TempDir() + "moe_refused.json";
   const auto refused = [&](const std::string& extra, const std::string& message) {
     std::ofstream(file) << R"({"family": "qwen3_moe", "num_hidden_layers": 2, "hidden_size": 32,
