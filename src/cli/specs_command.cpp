@@ -64,6 +64,14 @@ class SpecsCommand final : public Command {
     }
     const int degree = train::model_degree(layout.mesh);
     if (!argument.model || degree == 1) return held;
+    try {
+      (void)argument.model->model_placements(degree);
+    } catch (const InvalidArgument& e) {
+      // The strategies' split is shown; the trainer would refuse it (a Mixture of Experts).
+      layout.notes.push_back(std::string("the trainer does not run this model on this mesh: ") +
+                             e.what());
+      return held;
+    }
     std::vector<train::SharedRows> shared;
     try {
       shared = argument.model->shared_rows(degree);

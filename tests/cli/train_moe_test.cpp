@@ -73,6 +73,12 @@ TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
   for (const auto& candidate : candidates) {
     EXPECT_EQ(candidate["layout"]["model"], 1) << candidate["layout"];
   }
+  // `specs` shows the strategies' split of the experts and says the trainer does not run it.
+  const testing::Result specs =
+      run_command({"specs", "--model", "mixtral-tiny", "--mesh", "model=2"});
+  ASSERT_EQ(specs.status, 0) << specs.err;
+  EXPECT_THAT(specs.out, ::testing::HasSubstr("the trainer does not run this model on this mesh: "
+                                              "the model degree 2: a Mixtral's experts"));
   std::vector<std::string> layout = plan;
   layout.insert(layout.end(), {"--layout", "data=2,model=2"});
   expect_bad_input(layout, "a Mixture of Experts' experts are not split over the model axis");
