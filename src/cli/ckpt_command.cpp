@@ -218,8 +218,13 @@ std::shared_ptr<const train::ExampleSet> loss_examples(
 void model_loss(const std::string& path, const std::string& data, const std::string& format,
                 bool format_given, const std::optional<std::string>& tokenizer,
                 const std::optional<std::string>& seq_text, const std::string& precision_text,
-                bool json, std::ostream& out) {
+                const std::string& residual_text, bool json, std::ostream& out) {
   const Precision precision = parse_precision(precision_text, "--precision");
+  const DType residual = parse_float_dtype(residual_text, "--residual-dtype");
+  if (residual == DType::kBF16 && precision != Precision::kBf16) {
+    throw InvalidArgument("--residual-dtype is bf16 under --precision " + precision_text +
+                          "; a bf16 residual stream is part of bf16 precision");
+  }
   const models::ModelSource source = models::open_model_source(path, "path");
   show_notes("ckpt", source.notes);
   // The values, their gradients and the buffers of one window.
@@ -234,7 +239,7 @@ void model_loss(const std::string& path, const std::string& data, const std::str
   const bool examples = format == "jsonl" || (!format_given && data.ends_with(".jsonl"));
   if (examples) {
     const auto set = loss_examples(source, data, tokenizer, kMostWindows);
-    train::DistributedModel model(source.model, 0, precision);
+    train::DistributedModel model(source.model, 0, precision, residual);
     models::load_whole(source, model.parameters());
     const train::ExampleLoss result = [&] {
       try {
@@ -264,7 +269,7 @@ void model_loss(const std::string& path, const std::string& data, const std::str
                           std::to_string(tokens.size()) + " tokens; a window of " +
                           std::to_string(seq) + " needs " + std::to_string(seq + 1));
   }
-  train::DistributedModel model(source.model, 0, precision);
+  train::DistributedModel model(source.model, 0, precision, residual);
   models::load_whole(source, model.parameters());
   const train::WindowLoss measured = train::window_loss(model, tokens, seq);
   const double loss = measured.loss;
@@ -337,6 +342,11 @@ class CkptCommand final : public Command {
                      "fp32, or bf16 (the products on bf16 roundings, as `train --precision "
                      "bf16` computes)")
         ->default_val("fp32");
+    loss_
+        ->add_option("--residual-dtype", residual_dtype_,
+                     "fp32, or bf16 under --precision bf16 (the residual stream rounded at each "
+                     "add, as `train --residual-dtype bf16` computes)")
+        ->default_val("fp32");
     loss_->add_flag("--json", json_, "One JSON object");
     import_ = app_->add_subcommand("import",
                                    "Turn Hugging Face GPT-2 or Llama weights into a checkpoint");
@@ -365,7 +375,7 @@ class CkptCommand final : public Command {
       export_hf(path_, format_, out_, force_, dtype_, out);
     } else if (loss_->parsed()) {
       model_loss(path_, data_, data_format_, loss_->get_option("--data-format")->count() > 0,
-                 tokenizer_, seq_, precision_, json_, out);
+                 tokenizer_, seq_, precision_, residual_dtype_, json_, out);
     } else {
       std::optional<int> ranks;
       if (import_->get_option("--ranks")->count() > 0) {
@@ -386,6 +396,7 @@ class CkptCommand final : public Command {
   std::optional<std::string> tokenizer_;
   std::optional<std::string> seq_;
   std::string precision_ = "fp32";
+  std::string residual_dtype_ = "fp32";
   std::string dtype_ = "float32";
   std::string path_;
   std::string format_;

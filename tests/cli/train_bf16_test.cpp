@@ -114,6 +114,32 @@ TEST(TrainBf16, AResidualStreamInBf16IsKeptInTheRunsConfig) {
   std::filesystem::remove_all(dir);
 }
 
+// `ckpt loss` computes with the stream in bf16 as training did: another loss than the float32
+// stream's, by little; under float32 precision the setting is refused naming the flag.
+TEST(TrainBf16, CkptLossComputesWithTheResidualStreamInBf16) {
+  const std::string dir = ::testing::TempDir() + "bf16_stream_loss/";
+  std::filesystem::remove_all(dir);
+  const testing::Result trained = run_command(train_ten_steps(
+      "llama_micro.json", {"--precision", "bf16", "--residual-dtype", "bf16", "--save", dir}));
+  ASSERT_EQ(trained.status, 0) << trained.err;
+  const std::string data = ::testing::TempDir() + "bf16_stream_loss.txt";
+  std::ofstream(data) << std::string(400, 'a') + "the quick brown fox jumps over the lazy dog";
+  const auto loss = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"ckpt", "loss", dir, "--data", data, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const testing::Result r = run_command(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return r.status == 0 ? nlohmann::json::parse(r.out)["loss"].get<double>() : 0.0;
+  };
+  const double wide = loss({"--precision", "bf16"});
+  const double narrow = loss({"--precision", "bf16", "--residual-dtype", "bf16"});
+  EXPECT_NE(narrow, wide);
+  EXPECT_NEAR(narrow, wide, 1e-2 * wide);
+  expect_bad_input({"ckpt", "loss", dir, "--data", data, "--residual-dtype", "bf16"},
+                   "--residual-dtype is bf16 under --precision fp32");
+  std::filesystem::remove_all(dir);
+}
+
 // bf16 is not float32 run again: its products round their operands, so its losses differ from
 // float32's, by little.
 TEST(TrainBf16, RoundsItsProductsAndFollowsFloat32) {
