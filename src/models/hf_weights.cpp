@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <stdexcept>
 
 #include "../detail/file_io.hpp"
 #include "../detail/json_reader.hpp"
@@ -168,6 +169,14 @@ HfWeights::HfWeights(std::filesystem::path file, const HfAdapter& adapter,
   std::set<std::string> held;  // every tensor some parameter reads
   for (const train::ParameterSpec& spec : specs_) {
     pieces_.push_back(adapter_.hf_pieces(index, spec.name, spec.shape));
+    // An adapter's pieces tile the parameter: a block left out would be read as nothing.
+    std::int64_t covered = 0;
+    for (const HfPiece& piece : pieces_.back()) covered += num_elements(shape_of(piece.box));
+    if (covered != num_elements(spec.shape)) {
+      throw std::logic_error("the " + adapter_.format() + " adapter's tensors of '" + spec.name +
+                             "' hold " + std::to_string(covered) + " of its " +
+                             std::to_string(num_elements(spec.shape)) + " elements");
+    }
     for (const HfPiece& piece : pieces_.back()) {
       if (holds_whole(pieces_.back(), spec.shape)) {
         adapter_.check_tensor(reader_of(piece.tensor), piece.tensor, spec.name, spec.shape);
