@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
   dense.experts = dense.experts_per_token = dense.expert_width = 0;
   dense.mlp_width = I * k;
   const double dense_ms = time_layer(
-      dense, {{"gate", {w, c}, {}, normal}, {"up", {w, c}, {}, normal}, {"down", {c, w}, {}, normal}},
+      dense,
+      {{"gate", {w, c}, {}, normal}, {"up", {w, c}, {}, normal}, {"down", {c, w}, {}, normal}},
       tokens);
   std::printf(
       "{\"tokens\": %zu, \"hidden\": %zu, \"expert_width\": %zu, \"experts\": %zu, \"k\": %zu, "

@@ -131,13 +131,12 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
         // count k / experts of them.
         const bool stacked_experts = p.shape.size() == 3 && p.logical_axes &&
                                      !p.logical_axes->empty() &&
-                                     p.logical_axes->front() == "experts" &&
-                                     manifest.transformer && manifest.transformer->moe();
+                                     p.logical_axes->front() == "experts" && manifest.transformer &&
+                                     manifest.transformer->moe();
         const std::int64_t run =
-            stacked_experts
-                ? count / p.shape[0] *
-                      static_cast<std::int64_t>(manifest.transformer->experts_per_token)
-                : count;
+            stacked_experts ? count / p.shape[0] *
+                                  static_cast<std::int64_t>(manifest.transformer->experts_per_token)
+                            : count;
         shape.matmul_parameters = checked_add(shape.matmul_parameters, run, "parameters");
         per_layer_matmul[*layer] = checked_add(per_layer_matmul[*layer], run, "layer parameters");
         if (is_mlp(p.name)) ++mlp_matrices[*layer];

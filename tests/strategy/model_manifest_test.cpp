@@ -221,8 +221,7 @@ TEST(ModelManifest, TheTransformersShapeRoundTripsAndIsChecked) {
   EXPECT_THAT(with_moe(R"("experts_per_token":2)", R"("experts_per_token":9)"),
               HasSubstr("transformer.experts_per_token is 9; expected 1 to 8"));
   EXPECT_THAT(with_moe(R"(,"expert_width":24)", ""), HasSubstr("expert_width"));
-  EXPECT_THAT(with_moe(R"("mlp":"gated_silu")", R"("mlp":"gelu")"),
-              HasSubstr("experts are gated"));
+  EXPECT_THAT(with_moe(R"("mlp":"gated_silu")", R"("mlp":"gelu")"), HasSubstr("experts are gated"));
 }
 
 TEST(ModelManifest, JsonRoundTripAndErrors) {
