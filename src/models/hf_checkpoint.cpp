@@ -178,8 +178,7 @@ HfExportResult export_to_hf(const HfExportSettings& settings) {
   std::vector<ckpt::SafetensorsEntry> entries;
   for (const train::ParameterSpec& spec : info.model->parameters()) {
     std::vector<Element> whole(static_cast<std::size_t>(num_elements(spec.shape)));
-    ShardIndex box;
-    for (const std::int64_t size : spec.shape) box.push_back({0, size});
+    const ShardIndex box = whole_box(spec.shape);
     const ckpt::BlockToLoad target{train::model_array(spec.name), spec.shape,
                                    train::ParameterStore::kElementType, box,
                                    std::as_writable_bytes(std::span<Element>(whole))};

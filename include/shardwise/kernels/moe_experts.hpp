@@ -20,7 +20,6 @@ struct ExpertGroups {
   std::vector<std::int32_t> choice;
   std::vector<std::int32_t> row;
   [[nodiscard]] std::size_t rows() const { return token.size(); }
-  [[nodiscard]] std::size_t experts() const { return offsets.size() - 1; }
   [[nodiscard]] std::size_t count(std::size_t expert) const {
     return offsets[expert + 1] - offsets[expert];
   }
