@@ -115,7 +115,10 @@ class TrainPrinter final : public train::JobObserver {
   void step(const train::StepReport& r) override {
     std::ostringstream line;
     if (json_) {
-      nlohmann::json json{{"step", r.step}, {"loss", r.loss}, {"tokens_per_s", r.tokens_per_s}};
+      nlohmann::json json{{"step", r.step},
+                          {"loss", r.loss},
+                          {"grad_norm", r.grad_norm},
+                          {"tokens_per_s", r.tokens_per_s}};
       if (r.val_loss) json["val_loss"] = *r.val_loss;
       line << json.dump() << '\n';
     } else {

@@ -70,7 +70,7 @@ std::vector<Parameter> llama_parameter_list(const LlamaConfig& c) {
       // each expert's gate and up rows stacked, then each expert's down.
       const auto E = static_cast<std::int64_t>(c.experts);
       const auto I = static_cast<std::int64_t>(c.expert_width);
-      add("mlp.gate.weight", {E, C}, {"experts", "embed"}, normal, true, Split::kWhole);
+      add("mlp.gate.weight", {E, C}, {"router", "embed"}, normal, true, Split::kWhole);
       add("mlp.experts.gate_up_proj", {E, 2 * I, C}, {"experts", "mlp", "embed"}, normal, true,
           Split::kWhole);
       add("mlp.experts.down_proj", {E, C, I}, {"experts", "embed", "mlp"}, normal, true,

@@ -132,7 +132,8 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kResidual2)] = R * C;
   e[index(Activation::kNorm2)] = BT * C;
   e[index(Activation::kNorm2Statistics)] = R * stats;
-  e[index(Activation::kMlp)] = BT * shape.mlp_row_elements(t);
+  const std::size_t g = std::max<std::size_t>(geometry.expert_degree, 1);
+  e[index(Activation::kMlp)] = BT * shape.mlp_row_elements(t, g);
   e[index(Activation::kRouter)] = BT * shape.experts;
   e[index(Activation::kLayerOutput)] = R * C;
   e[index(Activation::kInput)] = R * C;
@@ -145,7 +146,7 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kMlpGrad)] = shape.mlp == MlpKind::kGelu ? BT * width : 0;
   // Attention's output's, the queries', keys' and values' gradients, side by side.
   const std::size_t attention_grads = 2 * q + 2 * kv;
-  attention_grads_in_mlp_ = attention_grads <= shape.mlp_row_elements(t);
+  attention_grads_in_mlp_ = attention_grads <= shape.mlp_row_elements(t, g);
   e[index(Activation::kAttentionGrads)] = attention_grads_in_mlp_ ? 0 : BT * attention_grads;
   head_block_ = geometry.has_head ? head_block_rows(BT, vocab) : 0;
   e[index(Activation::kLogits)] = head_block_ * vocab;
@@ -162,8 +163,10 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   if (geometry.rounded_products) {
     // Kept arrays are the layers' inputs, except under full recomputation, which keeps none. A
     // Mixture of Experts' products read the k routed rows (hidden wide, then expert_width), and
-    // write their gate and up products, their outputs and the router's logits.
-    const std::size_t routed = BT * shape.experts_per_token;
+    // write their gate and up products, their outputs and the router's logits. Over g expert
+    // ranks one expert may get up to g x BT rows (a token chooses it once on each rank), and its
+    // received rows are no kept array: their products round their inputs here.
+    const std::size_t routed = std::max(BT * shape.experts_per_token, g > 1 ? g * BT : 0);
     const std::size_t dense_width = shape.moe() ? 0 : width;
     const std::size_t mlp_input = shape.moe() ? routed * std::max(C, shape.expert_width) : 0;
     const std::size_t mlp_output =
@@ -173,7 +176,9 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
     const std::size_t layer_input = geometry.recompute == Recompute::kFull && geometry.layers > 0
                                         ? std::max(BT * std::max({C, q, dense_width}), mlp_input)
                                         : 0;
-    e[index(Activation::kRoundedInput)] = std::max(head_input, layer_input);
+    // The rows an expert axis brings are no kept array: their products round them here.
+    const std::size_t received_input = g > 1 && geometry.layers > 0 ? mlp_input : 0;
+    e[index(Activation::kRoundedInput)] = std::max({head_input, layer_input, received_input});
     const std::size_t qkv_out = shape.fused_qkv ? 3 * q : std::max(q, kv);
     const std::size_t layer_output =
         geometry.layers > 0 ? std::max(BT * std::max(qkv_out, C), mlp_output) : 0;

@@ -19,8 +19,8 @@ const std::vector<MeshAxisRole>& mesh_axis_roles() {
        true},
       {"expert", AxisRole::kExperts,
        "expert parallelism (a Mixture-of-Experts layer's experts split, tokens dispatched to "
-       "them)",
-       false},
+       "them, the batch split with the data axes)",
+       true},
       {"context", AxisRole::kSequence,
        "context parallelism (every activation split along the sequence, attention across the "
        "ranks)",

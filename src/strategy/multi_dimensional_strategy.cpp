@@ -5,6 +5,7 @@
 #include "detail/spec_resolver.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/data_parallel_strategy.hpp"
+#include "shardwise/strategy/expert_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
 #include "shardwise/strategy/logical_axis_rules.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
@@ -192,6 +193,10 @@ MultiDimensionalStrategy default_strategies(const ParallelismConfig& config) {
     strategies.emplace_back(
         "fsdp",
         std::make_shared<FSDPStrategy>(sc.fsdp_axis_name(), std::nullopt, sc.fsdp_min_weight_size));
+  }
+  if (sc.expert_parallel_size > 1) {
+    strategies.emplace_back("expert",
+                            std::make_shared<ExpertParallelStrategy>(std::string(kExpertAxis)));
   }
   if (sc.tensor_parallel_size > 1) {
     strategies.emplace_back("tensor", std::make_shared<TensorParallelStrategy>(

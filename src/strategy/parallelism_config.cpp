@@ -67,6 +67,7 @@ void ParallelismConfig::validate() const {
   }
   check_degree(*this, kDataAxis, "data_parallel_size", sharding_config.data_parallel_size);
   check_degree(*this, kFsdpAxis, "fsdp_parallel_size", sharding_config.fsdp_parallel_size);
+  check_degree(*this, kExpertAxis, "expert_parallel_size", sharding_config.expert_parallel_size);
   check_degree(*this, kModelAxis, "tensor_parallel_size", sharding_config.tensor_parallel_size);
   check_degree(*this, kPipelineAxis, "pipeline_parallel_size",
                sharding_config.pipeline_parallel_size);
@@ -85,6 +86,7 @@ ParallelismConfig ParallelismConfig::from_sharding_config(const ShardingConfig& 
   add(kPipelineAxis, config.pipeline_parallel_size);
   add(kDataAxis, config.data_parallel_size);
   add(kFsdpAxis, config.fsdp_parallel_size);
+  add(kExpertAxis, config.expert_parallel_size);
   add(kModelAxis, config.tensor_parallel_size);
   if (out.mesh_shape.empty()) {
     out.mesh_shape = {1};
@@ -110,9 +112,12 @@ ParallelismConfig ParallelismConfig::from_mesh(const Mesh& mesh, bool fsdp_on_da
       sc.tensor_parallel_size = size;
     } else if (name == kPipelineAxis) {
       sc.pipeline_parallel_size = size;
+    } else if (name == kExpertAxis) {
+      sc.expert_parallel_size = size;
     } else if (size > 1) {
       throw InvalidArgument("mesh axis '" + name +
-                            "' is not one of data, fsdp, model, pipeline; give rules that use it");
+                            "' is not one of data, fsdp, expert, model, pipeline; give rules that "
+                            "use it");
     }
   }
   if (fsdp_on_data) sc.fsdp_enabled = true;

@@ -31,7 +31,8 @@ std::int64_t ShardingConfig::get_total_device_count() const {
   // Checked: the degrees of an unvalidated config may be anything.
   std::int64_t total = 1;
   for (const std::int64_t degree :
-       {data_parallel_size, fsdp_parallel_size, tensor_parallel_size, pipeline_parallel_size}) {
+       {data_parallel_size, fsdp_parallel_size, expert_parallel_size, tensor_parallel_size,
+        pipeline_parallel_size}) {
     if (degree < 1 || __builtin_mul_overflow(total, degree, &total)) {
       throw InvalidArgument("ShardingConfig's degrees (" + to_string() +
                             ") do not multiply to a device count");
@@ -49,6 +50,7 @@ void ShardingConfig::validate() const {
   require_positive("tensor_parallel_size", tensor_parallel_size);
   require_positive("pipeline_parallel_size", pipeline_parallel_size);
   require_positive("fsdp_parallel_size", fsdp_parallel_size);
+  require_positive("expert_parallel_size", expert_parallel_size);
   if (fsdp_min_weight_size < 0) {
     throw InvalidArgument("ShardingConfig.fsdp_min_weight_size is " +
                           std::to_string(fsdp_min_weight_size) + "; expected a size >= 0");
@@ -56,7 +58,8 @@ void ShardingConfig::validate() const {
   // No mesh holds more devices (and their product stays exact).
   std::int64_t total = 1;
   for (const std::int64_t degree :
-       {data_parallel_size, fsdp_parallel_size, tensor_parallel_size, pipeline_parallel_size}) {
+       {data_parallel_size, fsdp_parallel_size, expert_parallel_size, tensor_parallel_size,
+        pipeline_parallel_size}) {
     if (__builtin_mul_overflow(total, degree, &total) || total > Mesh::kMaxDevices) {
       throw InvalidArgument("ShardingConfig's degrees multiply to more than " +
                             std::to_string(Mesh::kMaxDevices) + " devices (" + to_string() + ")");
@@ -105,6 +108,8 @@ ShardingConfig sharding_config_from_json(const nlohmann::json& json, const std::
   config.fsdp_enabled = reader.boolean("fsdp_enabled", config.fsdp_enabled);
   config.fsdp_min_weight_size = reader.integer("fsdp_min_weight_size", config.fsdp_min_weight_size);
   config.fsdp_parallel_size = reader.integer("fsdp_parallel_size", config.fsdp_parallel_size);
+  config.expert_parallel_size =
+      reader.integer("expert_parallel_size", config.expert_parallel_size);
   reader.finish();
   config.validate();
   return config;
@@ -125,12 +130,15 @@ std::string ShardingConfig::to_json() const {
       {"fsdp_min_weight_size", fsdp_min_weight_size},
       {"fsdp_parallel_size", fsdp_parallel_size},
   };
+  // Written only where it splits, so that the reference module's configs read back unchanged.
+  if (expert_parallel_size != 1) json["expert_parallel_size"] = expert_parallel_size;
   return json.dump();
 }
 
 std::string ShardingConfig::to_string() const {
   return "ShardingConfig(data=" + std::to_string(data_parallel_size) +
          ", fsdp=" + std::to_string(fsdp_parallel_size) +
+         (expert_parallel_size != 1 ? ", expert=" + std::to_string(expert_parallel_size) : "") +
          ", tensor=" + std::to_string(tensor_parallel_size) +
          ", pipeline=" + std::to_string(pipeline_parallel_size) +
          ", fsdp_enabled=" + (fsdp_enabled ? "true" : "false") +

@@ -13,6 +13,7 @@ std::string to_string(StrategyKind kind) {
     case StrategyKind::kFsdp: return "fsdp";
     case StrategyKind::kTensorParallel: return "tensor_parallel";
     case StrategyKind::kPipelineParallel: return "pipeline_parallel";
+    case StrategyKind::kExpertParallel: return "expert_parallel";
   }
   return "?";
 }
@@ -38,6 +39,7 @@ ClaimPriority claim_priority(StrategyKind kind) {
     case StrategyKind::kFsdp: return ClaimPriority::kFsdp;
     case StrategyKind::kDataParallel: return ClaimPriority::kData;
     case StrategyKind::kPipelineParallel: return ClaimPriority::kPipeline;
+    case StrategyKind::kExpertParallel: return ClaimPriority::kExpert;
   }
   return ClaimPriority::kPipeline;
 }

@@ -17,8 +17,9 @@ namespace {
 std::vector<PartitionSpec> placements_of(const ModelDefinition& definition, const Mesh& mesh,
                                          const ModelLayout& layout) {
   const int degree = model_degree(mesh);
-  if (layout.placements.empty()) return definition.model_placements(degree);
-  check_model_placements(definition, degree, layout.placements);
+  const int experts = expert_degree(mesh);
+  if (layout.placements.empty()) return fixed_placements(definition, degree, experts);
+  check_model_placements(definition, degree, experts, layout.placements);
   return layout.placements;
 }
 
@@ -109,6 +110,7 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
     ChunkOptions options;
     options.range = range;
     options.tensor_parallel = TensorParallel(context);
+    options.expert_parallel = ExpertParallel(context);
     options.sequence_parallel = layout_.sequence_parallel;
     options.recompute = layout_.recompute;
     options.precision = layout_.precision;

@@ -88,10 +88,13 @@ JobLayout resolve_job_layout(const ModelDefinition& model, const Mesh& mesh, int
   const std::vector<ParameterSpec> whole = model.parameters();
   JobLayout layout;
   try {
+    // What the layers need first: its refusals say why, where the rules' layout could only
+    // differ from it.
+    const int degree = model_degree(mesh);
+    (void)fixed_placements(model, degree, expert_degree(mesh));
     layout.placements =
         model_placements(model.manifest(), mesh, rules.axis_rules, rules.name_rules);
-    const int degree = model_degree(mesh);
-    check_model_placements(model, degree, layout.placements);
+    check_model_placements(model, degree, expert_degree(mesh), layout.placements);
     layout.blocks = local_parameters(whole, mesh, 0, layout.placements, model.shared_rows(degree));
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(named("mesh") + " " + mesh.to_string() + ": " + e.what());
@@ -182,7 +185,7 @@ std::string plan_text(const JobPlan& plan) {
                      std::to_string(plan.parameters) + " parameters\n";
   text += "plan: batch " + std::to_string(plan.batch) + " x " + std::to_string(plan.seq) +
           " tokens split among " + std::to_string(plan.data_parallel) + " data-parallel rank" +
-          (plan.data_parallel > 1 ? "s" : "") + " (data x fsdp)";
+          (plan.data_parallel > 1 ? "s" : "") + " (data x fsdp x expert)";
   if (plan.model_parallel > 1) {
     text += ", each layer split over " + std::to_string(plan.model_parallel) +
             " model ranks (tensor parallel" +

@@ -20,13 +20,53 @@ std::unique_ptr<Decoder> ModelDefinition::build_decoder(ParameterStore& /*store*
                         "' does not generate: it has no decoder (ModelDefinition::build_decoder)");
 }
 
+std::vector<PartitionSpec> fixed_placements(const ModelDefinition& model, int degree,
+                                            int expert_degree) {
+  std::vector<PartitionSpec> placements = model.model_placements(degree);
+  if (expert_degree == 1) return placements;
+  if (expert_degree < 1) {
+    throw InvalidArgument("the expert degree " + std::to_string(expert_degree) +
+                          " is not positive");
+  }
+  const std::vector<ParameterSpec> whole = model.parameters();
+  bool experts = false;
+  for (std::size_t p = 0; p < whole.size(); ++p) {
+    const ParameterSpec& spec = whole[p];
+    if (spec.logical_axes.empty() || spec.logical_axes.front() != "experts") continue;
+    experts = true;
+    if (spec.shape[0] % expert_degree != 0) {
+      throw InvalidArgument("the expert degree " + std::to_string(expert_degree) +
+                            " does not divide the " + std::to_string(spec.shape[0]) +
+                            " experts of parameter '" + spec.name +
+                            "' (each expert rank holds as many experts)");
+    }
+    std::vector<SpecEntry> entries = placements[p].entries();
+    if (!entries.empty() && !entries.front().is_replicated()) {
+      throw InvalidArgument("parameter '" + spec.name + "' is split over " +
+                            placements[p].to_string() +
+                            " along its experts already; the expert axis splits them");
+    }
+    if (entries.empty()) entries.emplace_back();
+    entries.front() = SpecEntry(std::string(kExpertAxis));
+    placements[p] = PartitionSpec(std::move(entries));
+  }
+  if (!experts) {
+    throw InvalidArgument("an expert axis of " + std::to_string(expert_degree) +
+                          " ranks: the model has no experts to split (the expert axis splits a "
+                          "Mixture of Experts' experts; a dense model splits its batch over data "
+                          "or fsdp)");
+  }
+  return placements;
+}
+
 std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
                                                  const ParameterStore& store,
-                                                 const LayerRange& range, int degree) {
+                                                 const LayerRange& range, int degree,
+                                                 int expert_degree) {
   // What the chunk reads, by name: its parameters are found in the store among any others.
   const std::vector<std::string> held = model.chunk_parameters(range);
   const std::vector<ParameterSpec> whole = model.parameters();
-  const std::vector<PartitionSpec> placements = model.model_placements(degree);
+  const std::vector<PartitionSpec> placements = fixed_placements(model, degree, expert_degree);
   std::vector<std::size_t> shared_blocks(whole.size(), 1);
   for (const SharedRows& rows : model.shared_rows(degree))
     shared_blocks.at(rows.parameter) = rows.blocks;
@@ -38,7 +78,9 @@ std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
     const ParameterSpec& in_store = store.specs()[i];
     Shape local = spec.shape;
     for (std::size_t d = 0; d < placements[p].size(); ++d) {
-      if (!placements[p].entry(d).is_replicated()) local[d] /= degree;
+      for (const std::string& axis : placements[p].entry(d).axes()) {
+        local[d] /= axis == kExpertAxis ? expert_degree : degree;
+      }
     }
     if (!local.empty()) local[0] /= static_cast<std::int64_t>(shared_blocks[p]);
     if (in_store.whole_shape() != spec.shape || in_store.shape != local) {
@@ -52,20 +94,21 @@ std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
   return index;
 }
 
-void check_model_placements(const ModelDefinition& model, int degree,
+void check_model_placements(const ModelDefinition& model, int degree, int expert_degree,
                             const std::vector<PartitionSpec>& placements) {
   const std::vector<ParameterSpec> whole = model.parameters();
-  const std::vector<PartitionSpec> needed = model.model_placements(degree);
+  const std::vector<PartitionSpec> needed = fixed_placements(model, degree, expert_degree);
   if (placements.size() != whole.size()) {
     throw InvalidArgument(std::to_string(placements.size()) + " placements for the model's " +
                           std::to_string(whole.size()) + " parameters");
   }
   for (std::size_t p = 0; p < whole.size(); ++p) {
     if (placements[p] != needed[p]) {
-      throw InvalidArgument("parameter '" + whole[p].name + "' would be split over 'model' by " +
+      throw InvalidArgument("parameter '" + whole[p].name + "' would be split for good by " +
                             placements[p].to_string() + "; the model's layers split it by " +
                             needed[p].to_string() +
-                            " (Megatron-LM's column- and row-parallel layers)");
+                            " (Megatron-LM's column- and row-parallel layers, the experts over "
+                            "the expert axis)");
     }
   }
 }

@@ -94,7 +94,7 @@ std::vector<Rank> ParallelContext::ranks_along(std::string_view axis) const {
 
 int ParallelContext::data_parallel_size_of(const Mesh& mesh) {
   int size = 1;
-  for (const char* axis : {"data", "fsdp"}) {
+  for (const char* axis : {"data", "fsdp", "expert"}) {
     if (mesh.has_axis(axis)) size *= static_cast<int>(mesh.axis_size(axis));
   }
   return size;
@@ -103,7 +103,8 @@ int ParallelContext::data_parallel_size_of(const Mesh& mesh) {
 int ParallelContext::data_parallel_size() const { return data_parallel_size_of(mesh_); }
 
 int ParallelContext::data_parallel_index() const {
-  return coordinate("data") * degree("fsdp") + coordinate("fsdp");
+  return (coordinate("data") * degree("fsdp") + coordinate("fsdp")) * degree("expert") +
+         coordinate("expert");
 }
 
 std::map<std::string, std::int64_t> ParallelContext::bytes_sent_by_axes() const {

@@ -123,12 +123,13 @@ ParameterShardings rules_shardings(const std::vector<ParameterSpec>& parameters,
     for (const std::string& name : placed.logical_axes) {
       axes += (axes.empty() ? "" : ", ") + (name.empty() ? std::string("None") : name);
     }
-    // The model axis split the parameters already (these are its blocks): ZeRO keeps the rest.
+    // The model and expert axes split the parameters already (these are their blocks): ZeRO
+    // keeps the rest.
     std::vector<SpecEntry> entries;
     for (const SpecEntry& entry : placed.spec.entries()) {
       std::vector<std::string> kept;
       for (const std::string& name : entry.axes()) {
-        if (name != "model") kept.push_back(name);
+        if (name != kModelAxis && name != kExpertAxis) kept.push_back(name);
       }
       entries.emplace_back(std::move(kept));
     }

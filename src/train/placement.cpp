@@ -8,13 +8,17 @@
 namespace shardwise::train {
 namespace {
 
-// The entries of `spec` naming the model axis, the others replicated.
+bool splits_for_good(const std::string& axis) { return axis == kModelAxis || axis == kExpertAxis; }
+
+// The entries of `spec` naming the model or the expert axis, the others left out.
 PartitionSpec model_part(const PartitionSpec& spec) {
   std::vector<SpecEntry> entries;
   for (const SpecEntry& entry : spec.entries()) {
-    bool splits = false;
-    for (const std::string& axis : entry.axes()) splits = splits || axis == kModelAxis;
-    entries.push_back(splits ? SpecEntry(std::string(kModelAxis)) : SpecEntry());
+    std::vector<std::string> kept;
+    for (const std::string& axis : entry.axes()) {
+      if (splits_for_good(axis)) kept.push_back(axis);
+    }
+    entries.emplace_back(std::move(kept));
   }
   while (!entries.empty() && entries.back().is_replicated()) entries.pop_back();
   return PartitionSpec(std::move(entries));
@@ -52,6 +56,10 @@ int model_degree(const Mesh& mesh) {
   return mesh.has_axis(kModelAxis) ? static_cast<int>(mesh.axis_size(kModelAxis)) : 1;
 }
 
+int expert_degree(const Mesh& mesh) {
+  return mesh.has_axis(kExpertAxis) ? static_cast<int>(mesh.axis_size(kExpertAxis)) : 1;
+}
+
 std::string shared_rows_words(std::size_t blocks, std::size_t sharers) {
   if (blocks == 1) return "whole on each of the " + std::to_string(sharers) + " 'model' ranks";
   return "rows in " + std::to_string(blocks) + " blocks over 'model', each on " +
@@ -61,7 +69,9 @@ std::string shared_rows_words(std::size_t blocks, std::size_t sharers) {
 std::vector<PartitionSpec> model_placements(const ModelManifest& manifest, const Mesh& mesh,
                                             const LogicalAxisRules& axis_rules,
                                             const ParameterNameRules& name_rules) {
-  if (!mesh.has_axis(kModelAxis)) return std::vector<PartitionSpec>(manifest.parameters.size());
+  if (!mesh.has_axis(kModelAxis) && !mesh.has_axis(kExpertAxis)) {
+    return std::vector<PartitionSpec>(manifest.parameters.size());
+  }
   const ModelLayout layout = layout_model(manifest, mesh, axis_rules, name_rules);
   std::vector<PartitionSpec> placements;
   for (const ParameterLayout& placed : layout.parameters) {
@@ -91,18 +101,21 @@ std::vector<ParameterSpec> local_parameters(const std::vector<ParameterSpec>& pa
   for (std::size_t p = 0; p < parameters.size(); ++p) {
     const ParameterSpec& whole = parameters[p];
     const PartitionSpec& placement = placements[p];
+    bool over_experts = false;
     for (const std::string& axis : placement.all_axes()) {
-      if (axis != kModelAxis) {
+      if (!splits_for_good(axis)) {
         throw InvalidArgument("parameter '" + whole.name + "' is placed by " +
                               placement.to_string() + "; only '" + std::string(kModelAxis) +
-                              "' splits a parameter for good");
+                              "' and '" + std::string(kExpertAxis) +
+                              "' split a parameter for good");
       }
+      over_experts = over_experts || (axis == kExpertAxis && mesh.axis_size(kExpertAxis) > 1);
     }
     if (blocks[p] != 0 && mesh.has_axis(kModelAxis)) {
       local.push_back(shared_rows_of(whole, placement, mesh, device, blocks[p]));
       continue;
     }
-    if (placement.all_axes().empty() || !mesh.has_axis(kModelAxis)) {
+    if (placement.all_axes().empty()) {
       local.push_back(whole);
       continue;
     }
@@ -118,6 +131,9 @@ std::vector<ParameterSpec> local_parameters(const std::vector<ParameterSpec>& pa
     part.global_shape = whole.shape;
     part.block = block;
     for (std::size_t d = 0; d < block.size(); ++d) part.shape[d] = block[d].size();
+    // Each expert rank holds experts of its own: their gradients already sum every expert rank's
+    // tokens, and are averaged over the data axes only.
+    if (over_experts) std::erase(part.gradient.averaged_over, AxisRole::kExperts);
     local.push_back(std::move(part));
   }
   return local;

@@ -21,7 +21,7 @@ void check_settings(const TrainSettings& settings, std::size_t data_parallel_ran
       settings.batch % data_parallel_ranks != 0) {
     throw InvalidArgument(named("batch") + " " + std::to_string(settings.batch) +
                           " does not divide among the " + std::to_string(data_parallel_ranks) +
-                          " data-parallel ranks (data x fsdp)");
+                          " data-parallel ranks (data x fsdp x expert)");
   }
   if (settings.zero < 0 || settings.zero > 3) {
     throw InvalidArgument(named("zero") + " " + std::to_string(settings.zero) +
@@ -56,27 +56,42 @@ std::string axis_or(const std::string& axis, const char* absent) {
 
 }  // namespace
 
+namespace {
+
+// A block of experts the expert axis splits: not averaged over it (placement.hpp).
+bool split_over_experts(const ParameterSpec& spec) {
+  return std::find(spec.gradient.averaged_over.begin(), spec.gradient.averaged_over.end(),
+                   AxisRole::kExperts) == spec.gradient.averaged_over.end();
+}
+
+}  // namespace
+
 void check_gradient_reductions(const std::vector<ParameterSpec>& parameters) {
-  const GradientReduction runs;
-  std::string runs_words;
-  for (const AxisRole role : runs.averaged_over) {
-    runs_words += (runs_words.empty() ? "" : ", ") + mesh_axis(role).name;
-  }
-  for (const ParameterSpec& spec : parameters) {
-    std::vector<AxisRole> averaged = spec.gradient.averaged_over;
-    std::sort(averaged.begin(), averaged.end());
-    averaged.erase(std::unique(averaged.begin(), averaged.end()), averaged.end());
-    std::vector<AxisRole> expected = runs.averaged_over;
-    std::sort(expected.begin(), expected.end());
-    if (averaged == expected && spec.gradient.model_sharers >= 1) continue;
+  const auto words_of = [](const std::vector<AxisRole>& roles) {
     std::string words;
-    for (const AxisRole role : spec.gradient.averaged_over) {
-      words += (words.empty() ? "" : ", ") + mesh_axis(role).name;
+    for (const AxisRole role : roles) words += (words.empty() ? "" : ", ") + mesh_axis(role).name;
+    return words;
+  };
+  const auto sorted = [](std::vector<AxisRole> roles) {
+    std::sort(roles.begin(), roles.end());
+    roles.erase(std::unique(roles.begin(), roles.end()), roles.end());
+    return roles;
+  };
+  const std::vector<AxisRole> batch = sorted(GradientReduction().averaged_over);
+  const std::vector<AxisRole> expert_block = {AxisRole::kBatch, AxisRole::kParameterShard};
+  for (const ParameterSpec& spec : parameters) {
+    const std::vector<AxisRole> averaged = sorted(spec.gradient.averaged_over);
+    if ((averaged == batch || averaged == sorted(expert_block)) &&
+        spec.gradient.model_sharers >= 1) {
+      continue;
     }
+    const std::string words = words_of(spec.gradient.averaged_over);
     throw InvalidArgument("parameter '" + spec.name + "' declares its gradient averaged over " +
                           (words.empty() ? std::string("no axis") : words) +
                           (spec.gradient.model_sharers == 0 ? " among 0 model ranks" : "") +
-                          "; the trainer averages every gradient over " + runs_words);
+                          "; the trainer averages every gradient over " + words_of(batch) +
+                          ", or a block of experts the expert axis splits over " +
+                          words_of(expert_block));
   }
 }
 
@@ -88,6 +103,8 @@ Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
       replicas_comm_(context.replica_axis().empty() ? context.alone()
                                                     : context.communicator("data")),
       replicas_(context.replica_axis().empty() ? Group({0}, "data") : context.group("data")),
+      experts_comm_(context.communicator(kExpertAxis)),
+      experts_(context.group(kExpertAxis)),
       model_(model),
       store_(model.parameters()),
       corpus_(corpus),
@@ -95,7 +112,7 @@ Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
   member_ = shards_comm_.rank();
   replica_ = replicas_comm_.rank();
   const auto n = static_cast<std::size_t>(group_.size());
-  check_settings(settings_, n * static_cast<std::size_t>(replicas_.size()));
+  check_settings(settings_, static_cast<std::size_t>(context.data_parallel_size()));
   check_gradient_reductions(store_.specs());
   ParameterStore& store = store_;
   if (settings_.zero == 0) {
@@ -151,10 +168,9 @@ float Trainer::run_model(const TokenBatch& batch, float loss_scale, bool with_gr
 }
 
 TokenBatch Trainer::my_share(Corpus::Split split, std::uint64_t index) const {
-  const auto n = static_cast<std::size_t>(group_.size());
-  const std::size_t per_rank = settings_.batch / (n * static_cast<std::size_t>(replicas_.size()));
-  const std::size_t slot =
-      static_cast<std::size_t>(replica_) * n + static_cast<std::size_t>(member_);
+  const std::size_t per_rank =
+      settings_.batch / static_cast<std::size_t>(context_.data_parallel_size());
+  const auto slot = static_cast<std::size_t>(context_.data_parallel_index());
   return corpus_.batch(split, settings_.seed, index, settings_.batch, slot * per_rank, per_rank,
                        settings_.seq);
 }
@@ -226,7 +242,10 @@ StepStats Trainer::step() {
     }
     throw;
   }
-  if (settings_.zero != 2) average_over_replicas(grads.first(store.parameter_elements()));
+  if (settings_.zero != 2) {
+    average_over_replicas(grads.first(store.parameter_elements()));
+    combine_over_experts(grads.data(), false);
+  }
   average(&loss, 1);
   if (settings_.zero == 2) reduce_scatter_grads();
 
@@ -240,7 +259,7 @@ StepStats Trainer::step() {
     for (std::size_t p = 0; p < store.specs().size(); ++p) {
       const std::size_t begin = std::max(first, store.offset(p));
       const std::size_t end = std::min(last, store.offset(p) + store.count(p));
-      if (begin < end && counted_over_model(p)) {
+      if (begin < end && counted_once(p)) {
         squares += kernels::sum_of_squares(grads.data() + begin, end - begin);
       }
     }
@@ -260,7 +279,7 @@ double Trainer::owned_squares() const {
   const ParameterStore& store = store_;
   double squares = 0;
   for (std::size_t p = 0; p < store.specs().size(); ++p) {
-    if (!shards.first_copy(p, member_) || !counted_over_model(p)) continue;
+    if (!shards.first_copy(p, member_) || !counted_once(p)) continue;
     if (settings_.zero == 1) {
       const float* grads = store.grads().data() + store.offset(p);
       shards.for_each_run(p, member_, [&](std::size_t from, std::size_t, std::size_t length) {
@@ -279,19 +298,65 @@ const float* Trainer::owned_grads_slice() const {
   return units_ ? units_->grads_slice().data() : grads_slice_.data();
 }
 
-bool Trainer::counted_over_model(std::size_t parameter) const {
+bool Trainer::counted_once(std::size_t parameter) const {
   const ParameterSpec& spec = store_.specs()[parameter];
   // A block the model ranks split counts on each; a parameter they all hold whole on the first;
-  // a block several of them share on the first of those.
+  // a block several of them share on the first of those. The same over the expert axis: its
+  // ranks' experts count on each, what they all hold on the first.
   const auto coordinate = static_cast<std::size_t>(context_.coordinate(kModelAxis));
-  return !spec.tied_copy && (coordinate == 0 || (!spec.block.empty() &&
-                                                 coordinate % spec.gradient.model_sharers == 0));
+  const bool over_model = coordinate == 0 || (!spec.block.empty() &&
+                                              coordinate % spec.gradient.model_sharers == 0);
+  const bool over_experts = context_.coordinate(kExpertAxis) == 0 || split_over_experts(spec);
+  return !spec.tied_copy && over_model && over_experts;
+}
+
+void Trainer::combine_over_experts(float* grads, bool slices) {
+  if (experts_.size() <= 1) return;
+  // What every expert rank holds (the dense parameters) is averaged over them, in one message;
+  // each rank's own experts are divided by the degree (their gradients sum every rank's tokens).
+  const ParameterStore& store = store_;
+  const detail::UnitShards* shards = slices ? &layout() : nullptr;
+  const float share = 1.0F / static_cast<float>(experts_.size());
+  std::vector<float>& dense = expert_staging_;
+  dense.clear();
+  const auto each_range = [&](auto&& visit) {
+    for (std::size_t p = 0; p < store.specs().size(); ++p) {
+      const std::size_t at = slices ? shards->slice_offset(p) : store.offset(p);
+      const std::size_t count = slices ? shards->block_elements(p, member_) : store.count(p);
+      visit(split_over_experts(store.specs()[p]), grads + at, count);
+    }
+  };
+  each_range([&](bool own, float* range, std::size_t count) {
+    if (own) {
+      for (std::size_t i = 0; i < count; ++i) range[i] *= share;
+    } else {
+      dense.insert(dense.end(), range, range + count);
+    }
+  });
+  if (settings_.reduce_dtype == DType::kBF16) {
+    std::vector<BFloat16>& narrow = narrow_;
+    narrow.resize(dense.size());
+    kernels::to_bf16(dense, narrow);
+    experts_comm_.all_reduce(narrow.data(), narrow.data(), narrow.size(),
+                             element_type(narrow.data()), ReduceOp::kAvg, experts_);
+    kernels::to_float(narrow, dense);
+  } else {
+    experts_comm_.all_reduce(dense.data(), dense.data(), dense.size(), element_type(dense.data()),
+                             ReduceOp::kAvg, experts_);
+  }
+  std::size_t taken = 0;
+  each_range([&](bool own, float* range, std::size_t count) {
+    if (own) return;
+    std::copy_n(dense.data() + taken, count, range);
+    taken += count;
+  });
 }
 
 float Trainer::global_norm(double squares) {
   shards_comm_.all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum, group_);
-  // Model ranks hold blocks of one parameter, pipeline stages parameters of their own.
-  for (const std::string_view axis : {kModelAxis, kPipelineAxis}) {
+  // Model ranks hold blocks of one parameter, pipeline stages parameters of their own, expert
+  // ranks experts of their own.
+  for (const std::string_view axis : {kModelAxis, kPipelineAxis, kExpertAxis}) {
     if (context_.degree(axis) > 1) {
       context_.communicator(axis).all_reduce(&squares, &squares, 1, DType::kF64, ReduceOp::kSum,
                                              context_.group(axis));
@@ -324,6 +389,7 @@ void Trainer::reduce_scatter_grads() {
                                 ReduceOp::kAvg, group_);
   }
   average_over_replicas(grads_slice_);
+  combine_over_experts(grads_slice_.data(), true);
 }
 
 void Trainer::gather_values() {
@@ -347,6 +413,7 @@ StepStats Trainer::step_units(std::int64_t step, const TokenBatch& batch) {
   float loss =
       run_model(batch, scale_of(Corpus::Split::kTrain, static_cast<std::uint64_t>(step)), true, {});
   average_over_replicas(units_->grads_slice());
+  combine_over_experts(units_->grads_slice().data(), true);
   average(&loss, 1);
   const float norm = global_norm(owned_squares());
   const float learning_rate = learning_rate_at(settings_, step);
@@ -401,6 +468,9 @@ void Trainer::average(float* data, std::size_t count) {
   }
   if (replicas_.size() > 1) {
     replicas_comm_.all_reduce(data, data, count, element_type(data), ReduceOp::kAvg, replicas_);
+  }
+  if (experts_.size() > 1) {
+    experts_comm_.all_reduce(data, data, count, element_type(data), ReduceOp::kAvg, experts_);
   }
 }
 

@@ -64,23 +64,28 @@ inline std::vector<std::string> train_ten_steps(const std::string& file,
   return args;
 }
 
-// Each step's loss of a --json run (a failure naming `where` where the run failed).
-inline std::vector<double> losses_of(const Result& r, const std::string& where) {
+// Each step's loss (or another field of its line) of a --json run (a failure naming `where`
+// where the run failed).
+inline std::vector<double> losses_of(const Result& r, const std::string& where,
+                                     const char* field = "loss") {
   EXPECT_EQ(r.status, 0) << where << r.err;
   std::vector<double> losses;
   for (const nlohmann::json& line : json_lines(r.out)) {
-    if (line.contains("loss")) losses.push_back(line["loss"].get<double>());
+    if (line.contains(field)) losses.push_back(line[field].get<double>());
   }
   return losses;
 }
 
 // Each of `layouts` (flags after train_ten_steps', each with `flags` too) sees the one rank's
-// losses within `tolerance` relative, step by step, and the one rank learns (a run whose
-// gradients were lost would stay near ln(vocabulary)). Returns the largest relative deviation.
+// losses and gradient norms within `tolerance` relative, step by step, and the one rank learns (a
+// run whose gradients were lost would stay near ln(vocabulary); one whose gradients were scaled
+// wrong may see nearly AdamW's losses, not its norms). Returns the largest relative deviation.
 inline double expect_layouts_see_one_rank(const std::string& file,
                                           const std::vector<std::vector<std::string>>& layouts,
                                           const std::vector<std::string>& flags, double tolerance) {
-  const std::vector<double> one = losses_of(run_command(train_ten_steps(file, flags)), file);
+  const Result one_run = run_command(train_ten_steps(file, flags));
+  const std::vector<double> one = losses_of(one_run, file);
+  const std::vector<double> one_norms = losses_of(one_run, file, "grad_norm");
   EXPECT_EQ(one.size(), 10U) << file;
   if (one.size() != 10U) return 1;
   EXPECT_LT(one[9], one[0] - 0.4) << file;
@@ -89,11 +94,18 @@ inline double expect_layouts_see_one_rank(const std::string& file,
     std::string where = file + " ";
     for (const std::string& flag : layout) where += flag + " ";
     layout.insert(layout.end(), flags.begin(), flags.end());
-    const std::vector<double> many = losses_of(run_command(train_ten_steps(file, layout)), where);
+    const Result run = run_command(train_ten_steps(file, layout));
+    const std::vector<double> many = losses_of(run, where);
+    const std::vector<double> norms = losses_of(run, where, "grad_norm");
     EXPECT_EQ(many.size(), one.size()) << where;
+    EXPECT_EQ(norms.size(), one_norms.size()) << where;
     for (std::size_t s = 0; s < std::min(one.size(), many.size()); ++s) {
       EXPECT_NEAR(many[s], one[s], tolerance * one[s]) << where << "step " << s + 1;
       worst = std::max(worst, std::abs(many[s] - one[s]) / one[s]);
+    }
+    for (std::size_t s = 0; s < std::min(one_norms.size(), norms.size()); ++s) {
+      EXPECT_NEAR(norms[s], one_norms[s], 10 * tolerance * one_norms[s])
+          << where << "gradient norm, step " << s + 1;
     }
   }
   return worst;

@@ -43,6 +43,36 @@ TEST(TrainMoe, EveryLayoutSeesTheOneRanksLosses) {
   }
 }
 
+// The expert axis (each rank holding E / degree experts, tokens dispatched to them) alone and with
+// every other axis: the layouts, ZeRO 1 to 3 on the experts' blocks, HSDP, recomputation
+// and a pipeline whose stages hold MoE layers.
+const std::vector<std::vector<std::string>>& expert_layouts() {
+  static const std::vector<std::vector<std::string>> layouts{
+      {"--mesh", "expert=2"},
+      {"--mesh", "expert=4"},
+      {"--mesh", "data=2,expert=2"},
+      {"--mesh", "data=2,expert=2", "--zero", "1"},
+      {"--mesh", "data=2,expert=2", "--zero", "2"},
+      {"--mesh", "fsdp=2,expert=2", "--zero", "3"},
+      {"--mesh", "fsdp=3,expert=2", "--zero", "3"},
+      {"--mesh", "data=3,fsdp=2,expert=2", "--zero", "3"},
+      {"--mesh", "expert=2", "--recompute", "full"},
+      {"--mesh", "pipeline=2,expert=2", "--schedule", "1f1b", "--microbatches", "2"},
+      {"--mesh", "pipeline=2,expert=2", "--schedule", "interleaved", "--microbatches", "2"},
+      {"--mesh", "fsdp=2,pipeline=2,expert=2", "--zero", "3"}};
+  return layouts;
+}
+
+TEST(TrainMoe, TheExpertAxisSeesTheOneRanksLosses) {
+  for (const char* file : {"mixtral_micro.json", "qwen3_moe_micro.json"}) {
+    const double fp32 = testing::expect_layouts_see_one_rank(file, expert_layouts(), {}, 1e-5);
+    const double bf16 = testing::expect_layouts_see_one_rank(file, expert_layouts(),
+                                                             {"--precision", "bf16"}, 1e-3);
+    std::cout << file << ": worst relative deviation from one rank on the expert axis " << fp32
+              << " (fp32), " << bf16 << " (bf16)\n";
+  }
+}
+
 // The presets train, and a Mixture of Experts' layer is not the dense one's: the experts and
 // the router are parameters of their own, listed with their shapes.
 TEST(TrainMoe, ThePresetsTrainWithTheirExperts) {

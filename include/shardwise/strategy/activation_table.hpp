@@ -31,6 +31,8 @@ struct ChunkGeometry {
   std::size_t batch = 0;  // sequences of a micro-batch
   std::size_t seq = 0;
   std::size_t model_degree = 1;
+  // Expert ranks a Mixture of Experts' experts are split over (1: none).
+  std::size_t expert_degree = 1;
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   std::size_t layers = 0;  // the chunk's

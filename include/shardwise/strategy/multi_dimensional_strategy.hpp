@@ -93,7 +93,8 @@ class MultiDimensionalStrategy {
 
 // The strategies a ParallelismConfig implies, named by kind: "data" (DataParallelStrategy on
 // 'data', when the mesh has it), "fsdp" (FSDPStrategy on the config's FSDP axis with its
-// minimum weight size, when enabled), "tensor" (TensorParallelStrategy on 'model' splitting
+// minimum weight size, when enabled), "expert" (ExpertParallelStrategy on 'expert', when
+// expert_parallel_size > 1), "tensor" (TensorParallelStrategy on 'model' splitting
 // out_features, when tensor_parallel_size > 1), "pipeline" (when pipeline_parallel_size > 1).
 MultiDimensionalStrategy default_strategies(const ParallelismConfig& config);
 

@@ -17,6 +17,7 @@ inline constexpr std::string_view kDataAxis = "data";
 inline constexpr std::string_view kFsdpAxis = "fsdp";
 inline constexpr std::string_view kModelAxis = "model";
 inline constexpr std::string_view kPipelineAxis = "pipeline";
+inline constexpr std::string_view kExpertAxis = "expert";
 
 struct ParallelismConfig {
   std::vector<std::int64_t> mesh_shape;
@@ -27,15 +28,16 @@ struct ParallelismConfig {
   [[nodiscard]] bool is_valid() const;
   // Throws InvalidArgument naming the field: shape and names of equal length, names unique,
   // sizes >= 1, the product equal to the config's device count, and every degree > 1 matched
-  // by its axis ('data', 'fsdp', 'model', 'pipeline') of that size.
+  // by its axis ('data', 'fsdp', 'expert', 'model', 'pipeline') of that size.
   void validate() const;
 
-  // One axis per degree > 1, outermost first: pipeline, data, fsdp, model (the tensor-parallel
-  // axis innermost, where neighbouring devices have the fastest links). All degrees 1 gives
+  // One axis per degree > 1, outermost first: pipeline, data, fsdp, expert, model (the
+  // tensor-parallel axis innermost, where neighbouring devices have the fastest links, the
+  // experts' all-to-all next to it). All degrees 1 gives
   // the shape (1,) named 'data'.
   static ParallelismConfig from_sharding_config(const ShardingConfig& config);
 
-  // The config a mesh with axes named 'data', 'fsdp', 'model' and 'pipeline' (any subset, any
+  // The config a mesh with axes named 'data', 'fsdp', 'expert', 'model' and 'pipeline' (any subset, any
   // order) stands for; FSDP is enabled by an 'fsdp' axis, or over 'data' when fsdp_on_data.
   // Throws InvalidArgument naming an axis of size > 1 with another name.
   static ParallelismConfig from_mesh(const Mesh& mesh, bool fsdp_on_data = false);

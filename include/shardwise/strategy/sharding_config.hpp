@@ -19,8 +19,11 @@ struct ShardingConfig {
   // 1: FSDP (when enabled) shards over the data axis itself (ZeRO-3 over every data rank).
   // > 1: a separate 'fsdp' axis of this size; the 'data' axis then holds replicas (HSDP).
   std::int64_t fsdp_parallel_size = 1;
+  // Expert parallelism (not in the reference): an 'expert' axis of this size splits a Mixture of
+  // Experts' experts and, with the data axes, the batch.
+  std::int64_t expert_parallel_size = 1;
 
-  // data x fsdp x tensor x pipeline.
+  // data x fsdp x expert x tensor x pipeline.
   [[nodiscard]] std::int64_t get_total_device_count() const;
 
   // The mesh axis FSDP shards over: "fsdp" with a separate degree, else "data".

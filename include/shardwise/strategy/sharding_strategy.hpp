@@ -17,17 +17,18 @@
 
 namespace shardwise {
 
-enum class StrategyKind { kDataParallel, kFsdp, kTensorParallel, kPipelineParallel };
+enum class StrategyKind { kDataParallel, kFsdp, kTensorParallel, kPipelineParallel, kExpertParallel };
 
-// "data_parallel", "fsdp", "tensor_parallel", "pipeline_parallel".
+// "data_parallel", "fsdp", "tensor_parallel", "pipeline_parallel", "expert_parallel".
 std::string to_string(StrategyKind kind);
 
 // How strongly a strategy holds the dimensions it claims: when several strategies claim one
 // logical name, the higher priority's axis is the major one on it, and the one that stays when
 // the dimension cannot take both. Tensor parallelism is first (the reference keeps 'model'
 // over the rest); data parallelism comes before FSDP, which it meets only on the batch, where
-// 'data' is the major axis as in MaxText's ('data', 'fsdp').
-enum class ClaimPriority : int { kPipeline = 0, kFsdp = 1, kData = 2, kTensor = 3 };
+// 'data' is the major axis as in MaxText's ('data', 'fsdp'). Expert parallelism meets them on the
+// batch too, as its minor axis.
+enum class ClaimPriority : int { kPipeline = 0, kExpert = 1, kFsdp = 2, kData = 3, kTensor = 4 };
 ClaimPriority claim_priority(StrategyKind kind);
 
 // A logical name a strategy splits over mesh axes: one logical-axis rule, with a priority.

@@ -64,8 +64,11 @@ struct TransformerShape {
   // What a layer's MLP keeps per row over `degree` model ranks (the table's kMlp): a dense
   // MLP's arrays (mlp_arrays() of its width's share); a Mixture of Experts' k routed copies of
   // the row (hidden), their gate and up products (2 expert_width), activation (expert_width) and
-  // output (hidden).
-  [[nodiscard]] std::size_t mlp_row_elements(std::size_t degree) const {
+  // output (hidden). Over `expert_degree` > 1 expert ranks only the routed copies and their
+  // outputs: the rows the experts receive vary with the routing and are kept outside the table.
+  [[nodiscard]] std::size_t mlp_row_elements(std::size_t degree,
+                                             std::size_t expert_degree = 1) const {
+    if (moe() && expert_degree > 1) return experts_per_token * 2 * hidden;
     if (moe()) return experts_per_token * (2 * hidden + 3 * expert_width);
     return mlp_arrays() * (mlp_width / degree);
   }

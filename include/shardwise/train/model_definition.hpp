@@ -19,6 +19,7 @@
 #include "shardwise/strategy/recompute.hpp"
 #include "shardwise/train/boundary_element.hpp"
 #include "shardwise/train/decoder.hpp"
+#include "shardwise/train/expert_parallel.hpp"
 #include "shardwise/train/parameter_store.hpp"
 #include "shardwise/train/pipeline_layout.hpp"
 #include "shardwise/train/placement.hpp"
@@ -58,6 +59,7 @@ class ModelChunk {
 struct ChunkOptions {
   LayerRange range;
   TensorParallel tensor_parallel;  // the model axis (degree 1 without)
+  ExpertParallel expert_parallel;  // the expert axis (degree 1 without)
   bool sequence_parallel = false;  // activations split along the sequence over the model axis
   Recompute recompute = Recompute::kNone;
   Precision precision = Precision::kFp32;  // what the matrix products compute in
@@ -138,11 +140,20 @@ class ModelDefinition {
 inline constexpr std::size_t kNotHeld = static_cast<std::size_t>(-1);
 [[nodiscard]] std::vector<std::size_t> chunk_parameter_indices(const ModelDefinition& model,
                                                                const ParameterStore& store,
-                                                               const LayerRange& range, int degree);
+                                                               const LayerRange& range, int degree,
+                                                               int expert_degree = 1);
+
+// How the model's layers split each parameter for good over `degree` model ranks and
+// `expert_degree` expert ranks: model_placements(degree), and a Mixture of Experts' stacked
+// weights (logical axes starting "experts") split along their experts over the expert axis.
+// InvalidArgument where the expert degree does not divide the experts, or the model has none to
+// split.
+[[nodiscard]] std::vector<PartitionSpec> fixed_placements(const ModelDefinition& model, int degree,
+                                                          int expert_degree);
 
 // Throws InvalidArgument naming the first parameter `placements` split otherwise than the
-// model's layers compute (model_placements(degree)).
-void check_model_placements(const ModelDefinition& model, int degree,
+// model's layers compute (fixed_placements).
+void check_model_placements(const ModelDefinition& model, int degree, int expert_degree,
                             const std::vector<PartitionSpec>& placements);
 
 }  // namespace shardwise::train

@@ -1,6 +1,6 @@
 #pragma once
 // Where a rank of a training run sits: the mesh (its axes among the registry's roles,
-// strategy/mesh_axes.hpp: data, fsdp, model and pipeline trained today), this rank's coordinate on
+// strategy/mesh_axes.hpp: data, fsdp, model, pipeline and expert trained today), this rank's coordinate on
 // each axis, and one communicator per axis, split from the world once (as Megatron-LM's
 // parallel_state makes every process group in one place). The trainer, the models' layers and
 // `shardwise train` all take it; none builds groups of its own. Each axis has its own communicator,
@@ -41,7 +41,7 @@ class ParallelContext {
   // rule (plan::Layout) to the letter.
   [[nodiscard]] static std::string shard_axis_of(const Mesh& mesh);
   [[nodiscard]] static std::string replica_axis_of(const Mesh& mesh);
-  // The ranks among which the global batch is split on `mesh` (data x fsdp).
+  // The ranks among which the global batch is split on `mesh` (data x fsdp x expert).
   [[nodiscard]] static int data_parallel_size_of(const Mesh& mesh);
 
   [[nodiscard]] const Mesh& mesh() const { return mesh_; }
@@ -68,7 +68,8 @@ class ParallelContext {
 
   [[nodiscard]] const std::string& shard_axis() const { return shard_axis_; }
   [[nodiscard]] const std::string& replica_axis() const { return replica_axis_; }
-  // The ranks among which the global batch is split (data x fsdp), and this rank's place.
+  // The ranks among which the global batch is split (data x fsdp x expert), and this rank's
+  // place (data major, expert minor).
   [[nodiscard]] int data_parallel_size() const;
   [[nodiscard]] int data_parallel_index() const;
 

@@ -30,11 +30,14 @@ struct ParameterInit {
 };
 
 // How the ranks' gradients of a parameter combine into its gradient. Every rank of the batch's
-// roles (data, fsdp) saw other sequences: their gradients are averaged; a parameter that fewer
-// ranks hold (an expert, on the ranks of its expert-data group) will average over fewer. Model
-// ranks that hold one same block (SharedRows, placement.hpp) sum their parts of it.
+// roles (data, fsdp, expert) saw other sequences: their gradients are averaged. A block of
+// experts the expert axis splits is averaged over the data axes only (its expert-data group):
+// the dispatch brought it every expert rank's tokens already, so its gradient sums them, and the
+// trainer divides it by the expert degree instead. Model ranks that hold one same block
+// (SharedRows, placement.hpp) sum their parts of it.
 struct GradientReduction {
-  std::vector<AxisRole> averaged_over = {AxisRole::kBatch, AxisRole::kParameterShard};
+  std::vector<AxisRole> averaged_over = {AxisRole::kBatch, AxisRole::kParameterShard,
+                                         AxisRole::kExperts};
   // The model ranks holding this same block: 1 but for SharedRows; one of them counts it in the
   // gradient norm.
   std::size_t model_sharers = 1;

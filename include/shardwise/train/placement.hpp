@@ -1,8 +1,9 @@
 #pragma once
 // Every parameter placed over the whole mesh. The model axis splits a parameter for good: a
-// rank stores and computes with its block (Megatron-LM's tensor parallelism); ZeRO's axes (fsdp,
-// and data where ZeRO shards over it) split that block further (ParameterShardings). A
-// parameter's placement over the mesh combines both, the model axis major.
+// rank stores and computes with its block (Megatron-LM's tensor parallelism); so does the expert
+// axis, whose ranks hold experts of their own of a Mixture of Experts' stacked weights. ZeRO's
+// axes (fsdp, and data where ZeRO shards over it) split that block further (ParameterShardings).
+// A parameter's placement over the mesh combines both, the model and expert axes major.
 
 #include <string>
 #include <string_view>
@@ -21,11 +22,11 @@ namespace shardwise::train {
 // The mesh's axis names are the strategies' (strategy/parallelism_config.hpp): kModelAxis,
 // kPipelineAxis.
 
-// Each parameter of a model's manifest split over the mesh's model axis: the spec `shardwise
-// specs` lays it out with (layout_model over the whole mesh, the same rules, the manifest's
-// axis units: an axis that does not divide a dimension's whole heads leaves it whole), with
-// only the entries naming 'model' kept; P() for every parameter where the mesh has no model
-// axis.
+// Each parameter of a model's manifest split over the mesh's model and expert axes: the spec
+// `shardwise specs` lays it out with (layout_model over the whole mesh, the same rules, the
+// manifest's axis units: an axis that does not divide a dimension's whole heads leaves it
+// whole), with only the entries naming 'model' or 'expert' kept; P() for every parameter where
+// the mesh has neither axis.
 [[nodiscard]] std::vector<PartitionSpec> model_placements(const ModelManifest& manifest,
                                                           const Mesh& mesh,
                                                           const LogicalAxisRules& axis_rules,
@@ -44,15 +45,19 @@ struct SharedRows {
 
 // The model axis' size, 1 where the mesh has none.
 [[nodiscard]] int model_degree(const Mesh& mesh);
+// The expert axis' size, 1 where the mesh has none.
+[[nodiscard]] int expert_degree(const Mesh& mesh);
 
 // How a shared parameter's rows lie over the model axis, in words: "rows in 2 blocks over
 // 'model', each on 2 ranks", or "whole on each of the 4 'model' ranks" for one block.
 [[nodiscard]] std::string shared_rows_words(std::size_t blocks, std::size_t sharers);
 
 // What `device` holds of each parameter under those placements: its block (shape and block set,
-// the whole's shape kept in global_shape); a parameter the placement leaves whole is unchanged
-// but for its rows where `shared` names it (gradient.model_sharers set). InvalidArgument naming the
-// parameter where a placement names another axis than 'model', the model axis does not divide
+// the whole's shape kept in global_shape; a block split over an expert axis of more than one rank
+// is not averaged over it, gradient.averaged_over); a parameter the placement leaves whole is
+// unchanged but for its rows where `shared` names it (gradient.model_sharers set).
+// InvalidArgument naming the parameter where a placement names another axis than 'model' or
+// 'expert', the axis does not divide
 // the dimension it splits, or a shared parameter is placed otherwise than whole or its rows or
 // the model axis are not a multiple of its blocks.
 [[nodiscard]] std::vector<ParameterSpec> local_parameters(

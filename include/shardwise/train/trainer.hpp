@@ -85,15 +85,16 @@ struct TrainSettings {
 };
 
 // Throws InvalidArgument naming the field where the settings cannot train on
-// `data_parallel_ranks` ranks (data x fsdp): a batch they do not divide, a ZeRO stage not 0 to 3.
+// `data_parallel_ranks` ranks (data x fsdp x expert): a batch they do not divide, a ZeRO stage not 0 to 3.
 // The trainer checks them; a command checks them before it starts any rank.
 void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks,
                     const SettingNames& named = {});
 
 // Throws InvalidArgument naming the parameter where its declared gradient reduction is one the
-// trainer does not run: it averages every gradient over the batch's roles (data and fsdp), and
-// sums a block model ranks share among them. A gradient averaged over another set of ranks (an
-// expert's) is refused rather than averaged over the wrong ones.
+// trainer does not run: it averages every gradient over the batch's roles (data, fsdp and
+// expert), or a block of experts the expert axis splits over data and fsdp only (then divides it
+// by the expert degree), and sums a block model ranks share among them. A gradient averaged over
+// another set of ranks is refused rather than averaged over the wrong ones.
 void check_gradient_reductions(const std::vector<ParameterSpec>& parameters);
 
 // The learning rate of step `step` (1 for the first): linear warm-up over `warmup` steps, then
@@ -110,7 +111,7 @@ struct StepStats {
 class Trainer {
  public:
   // Trains on every rank of `context` (collective over its world). The global batch is split
-  // among the data-parallel ranks (data x fsdp) and must divide among them; zero must be 0 to 3
+  // among the data-parallel ranks (data x fsdp x expert) and must divide among them; zero must be 0 to 3
   // (InvalidArgument naming the field otherwise). ZeRO shards over the context's shard axis
   // (fsdp, else data); with both axes the shards are replicated over data (HSDP): gradients
   // are reduce-scattered (or all-reduced) within the shards and all-reduced across the
@@ -169,9 +170,13 @@ class Trainer {
   // The norm from every rank's disjoint sum of squares (over the shards, and over the model axis
   // where tensor parallelism splits parameters).
   float global_norm(double squares);
-  // Whether this rank counts the parameter in the norm: a block split over the model axis is
-  // its own; a parameter every model rank holds whole counts on the first only.
-  [[nodiscard]] bool counted_over_model(std::size_t parameter) const;
+  // Whether this rank counts the parameter in the norm: a block split over the model or expert
+  // axis is its own; a parameter every model (expert) rank holds whole counts on the first only.
+  [[nodiscard]] bool counted_once(std::size_t parameter) const;
+  // Over the expert axis, after the data axes' reductions: the parameters every expert rank
+  // holds averaged over them, this rank's experts divided by the degree. `grads` is laid out as
+  // the store (false) or as this rank's slices (true).
+  void combine_over_experts(float* grads, bool slices);
   [[nodiscard]] float clip_scale(float norm) const;
   // This rank's sequences of global batch `index` of the split.
   [[nodiscard]] TokenBatch my_share(Corpus::Split split, std::uint64_t index) const;
@@ -199,6 +204,8 @@ class Trainer {
   Group group_;                  // without HSDP), and all of them as a group
   Communicator& replicas_comm_;  // this rank's replicas of its shard (itself alone without
   Group replicas_;               // HSDP), and all of them
+  Communicator& experts_comm_;   // this rank's expert axis (itself alone without one)
+  Group experts_;
   int member_ = 0;               // index in group_
   int replica_ = 0;              // index in replicas_
   Model& model_;
@@ -212,6 +219,7 @@ class Trainer {
   // ZeRO 1 and 2: packed units on their way to or from the group, reused from step to step.
   std::vector<float> packed_;
   std::vector<BFloat16> narrow_;  // gradients on their way in bf16, reused from step to step
+  std::vector<float> expert_staging_;  // the dense gradients averaged over the expert axis
   std::unique_ptr<detail::ShardedUnits> units_;  // ZeRO-3
   std::int64_t steps_done_ = 0;
 };

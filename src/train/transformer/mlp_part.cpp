@@ -7,8 +7,10 @@ namespace shardwise::train::transformer {
 
 using kernels::InputGradient;
 
-MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis)
-    : moe_(shape.moe() ? std::optional<MoePart>(std::in_place, shape, axis) : std::nullopt),
+MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis,
+                 const ExpertParallel& experts)
+    : moe_(shape.moe() ? std::optional<MoePart>(std::in_place, shape, axis, experts)
+                       : std::nullopt),
       kind_(shape.mlp),
       bias_(shape.mlp == MlpKind::kGelu && shape.mlp_bias),
       hidden_(shape.hidden),

@@ -18,7 +18,11 @@ namespace shardwise::train::transformer {
 
 class MlpPart {
  public:
-  MlpPart(const TransformerShape& shape, const ModelAxis& axis);
+  // `experts`: the expert axis a Mixture of Experts' experts are split over.
+  MlpPart(const TransformerShape& shape, const ModelAxis& axis, const ExpertParallel& experts);
+
+  // The Mixture of Experts in the MLP's place; null for a dense MLP.
+  [[nodiscard]] const MoePart* moe() const { return moe_ ? &*moe_ : nullptr; }
 
   [[nodiscard]] std::size_t width() const { return width_; }
   // `arrays` (kMlp) and, for a Mixture of Experts (moe_part.hpp), `router` (kRouter; else

@@ -1,5 +1,7 @@
 #include "moe_part.hpp"
 
+#include <algorithm>
+
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/moe_router.hpp"
 #include "shardwise/kernels/swiglu.hpp"
@@ -8,21 +10,28 @@ namespace shardwise::train::transformer {
 
 using kernels::InputGradient;
 
-MoePart::MoePart(const TransformerShape& shape, const ModelAxis& axis)
+MoePart::MoePart(const TransformerShape& shape, const ModelAxis& axis,
+                 const ExpertParallel& experts)
     : hidden_(shape.hidden),
-      experts_(shape.experts),
+      experts_count_(shape.experts),
       k_(shape.experts_per_token),
       width_(shape.expert_width),
       renormalize_(shape.renormalize_routing),
-      axis_(axis) {
+      axis_(axis),
+      experts_(experts) {
   if (axis.tp().degree() > 1) {
     throw InvalidArgument("a Mixture of Experts over " + std::to_string(axis.tp().degree()) +
                           " model ranks: the experts are not split over the model axis; it runs "
-                          "on one model rank, over data, fsdp and pipeline axes");
+                          "on one model rank, over data, fsdp, expert and pipeline axes");
   }
-  if (k_ < 1 || k_ > experts_) {
+  if (k_ < 1 || k_ > experts_count_) {
     throw InvalidArgument("a Mixture of Experts choosing " + std::to_string(k_) + " of " +
-                          std::to_string(experts_) + " experts per token");
+                          std::to_string(experts_count_) + " experts per token");
+  }
+  if (experts_count_ % static_cast<std::size_t>(experts.degree()) != 0) {
+    throw InvalidArgument("a Mixture of Experts of " + std::to_string(experts_count_) +
+                          " experts over " + std::to_string(experts.degree()) +
+                          " expert ranks, which do not divide them");
   }
 }
 
@@ -30,6 +39,10 @@ MoePart::Routed MoePart::routed(float* arrays, std::size_t tokens) const {
   const std::size_t n = tokens * k_, C = hidden_, I = width_;
   Routed r{};
   r.inputs = arrays;
+  if (dispatched()) {  // the experts' arrays are the received rows'
+    r.outputs = r.inputs + n * C;
+    return r;
+  }
   r.gate_up = r.inputs + n * C;
   r.activation = r.gate_up + n * 2 * I;
   r.outputs = r.activation + n * I;
@@ -39,14 +52,68 @@ MoePart::Routed MoePart::routed(float* arrays, std::size_t tokens) const {
 void MoePart::choose(const float* probabilities, std::size_t tokens) const {
   chosen_.resize(tokens * k_);
   weights_.resize(tokens * k_);
-  kernels::choose_experts(chosen_.data(), weights_.data(), probabilities, tokens, experts_, k_,
-                          renormalize_);
-  groups_ = kernels::group_by_expert(chosen_.data(), tokens, k_, experts_);
+  kernels::choose_experts(chosen_.data(), weights_.data(), probabilities, tokens, experts_count_,
+                          k_, renormalize_);
+  groups_ = kernels::group_by_expert(chosen_.data(), tokens, k_, experts_count_);
+}
+
+void MoePart::hold(const ExpertRows& rows, bool more) const {
+  const std::size_t bytes = (rows.inputs.size() + rows.gate_up.size() + rows.activation.size() +
+                             rows.outputs.size()) *
+                            sizeof(float);
+  expert_bytes_ = more ? expert_bytes_ + bytes : expert_bytes_ - bytes;
+  peak_expert_bytes_ = std::max(peak_expert_bytes_, expert_bytes_);
+}
+
+void MoePart::experts_forward(const Routed& x, const ExpertDispatch& d,
+                              const ParameterView& p) const {
+  const std::size_t C = hidden_, I = width_, n = d.received_rows();
+  const Products& products = axis_.products();
+  for (std::size_t l = 0; l < d.local_experts(); ++l) {
+    const std::size_t rows = d.expert_rows(l), at = d.expert_offset(l);
+    if (rows == 0) continue;
+    products.forward(x.gate_up + at * 2 * I, x.inputs + at * C, p, 1, nullptr, rows, C, 2 * I,
+                     Input::kNew, l);
+  }
+  products.round_kept(x.gate_up, n * 2 * I);
+  kernels::swiglu_rows_forward(x.activation, x.gate_up, n, I);
+  products.round_kept(x.activation, n * I);
+  for (std::size_t l = 0; l < d.local_experts(); ++l) {
+    const std::size_t rows = d.expert_rows(l), at = d.expert_offset(l);
+    if (rows == 0) continue;
+    products.forward(x.outputs + at * C, x.activation + at * I, p, 2, nullptr, rows, I, C,
+                     Input::kNew, l);
+  }
+}
+
+void MoePart::experts_backward(const Routed& x, const ExpertDispatch& d,
+                               const ParameterView& p) const {
+  const std::size_t C = hidden_, I = width_, n = d.received_rows();
+  const Products& products = axis_.products();
+  // Each expert's products backward, each input's gradient over the input once its weight's
+  // gradient has read it (the inputs themselves are read kept).
+  products.widen_kept(x.gate_up, n * 2 * I);
+  for (std::size_t l = 0; l < d.local_experts(); ++l) {
+    const std::size_t rows = d.expert_rows(l), at = d.expert_offset(l);
+    if (rows == 0) continue;
+    products.backward(x.activation + at * I, p.grad(2) + l * C * I, nullptr, x.outputs + at * C,
+                      x.activation + at * I, p, 2, rows, I, C, InputGradient::kOverwrite,
+                      Input::kNew, l);
+  }
+  kernels::swiglu_rows_backward(x.gate_up, x.activation, x.gate_up, n, I,
+                                InputGradient::kOverwrite);
+  for (std::size_t l = 0; l < d.local_experts(); ++l) {
+    const std::size_t rows = d.expert_rows(l), at = d.expert_offset(l);
+    if (rows == 0) continue;
+    products.backward(x.inputs + at * C, p.grad(1) + l * 2 * I * C, nullptr, x.gate_up + at * 2 * I,
+                      x.inputs + at * C, p, 1, rows, C, 2 * I, InputGradient::kOverwrite,
+                      Input::kNew, l);
+  }
 }
 
 void MoePart::forward(float* out, float* arrays, float* router, const float* normed,
                       const ParameterView& p, const Rows& rows) const {
-  const std::size_t C = hidden_, E = experts_, I = width_, BT = rows.whole, n = BT * k_;
+  const std::size_t C = hidden_, E = experts_count_, I = width_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
   // The logits, then their softmax over them (float32: the router's statistics).
@@ -57,20 +124,25 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
   groups_ = kernels::group_by_expert(chosen_.data(), BT, k_, E);
   kernels::gather_rows(r.inputs, normed, groups_, C);
   products.round_kept(r.inputs, n * C);
-  for (std::size_t e = 0; e < E; ++e) {
-    const std::size_t rows_e = groups_.count(e), at = groups_.offsets[e];
-    if (rows_e == 0) continue;
-    products.forward(r.gate_up + at * 2 * I, r.inputs + at * C, p, 1, nullptr, rows_e, C, 2 * I,
-                     Input::kNew, e);
-  }
-  products.round_kept(r.gate_up, n * 2 * I);
-  kernels::swiglu_rows_forward(r.activation, r.gate_up, n, I);
-  products.round_kept(r.activation, n * I);
-  for (std::size_t e = 0; e < E; ++e) {
-    const std::size_t rows_e = groups_.count(e), at = groups_.offsets[e];
-    if (rows_e == 0) continue;
-    products.forward(r.outputs + at * C, r.activation + at * I, p, 2, nullptr, rows_e, I, C,
-                     Input::kNew, e);
+  if (!dispatched()) {
+    experts_forward(r, ExpertDispatch(experts_, groups_, E, n), p);
+  } else {
+    ExpertRows& kept = received_[router];
+    hold(kept, false);
+    kept.dispatch = ExpertDispatch(experts_, groups_, E, n);
+    const std::size_t m = kept.dispatch.received_rows();
+    kept.inputs.resize(m * C);
+    kept.gate_up.resize(m * 2 * I);
+    kept.activation.resize(m * I);
+    kept.outputs.resize(m * C);
+    hold(kept, true);
+    const Routed x{kept.inputs.data(), kept.gate_up.data(), kept.activation.data(),
+                   kept.outputs.data()};
+    kept.dispatch.to_experts(experts_, r.inputs, x.inputs, C, staging_);
+    experts_forward(x, kept.dispatch, p);
+    products.round_kept(x.outputs, m * C);
+    kept.dispatch.from_experts(experts_, x.outputs, r.outputs, C, staging_);
+    rows_sent_ += 2 * kept.dispatch.rows_sent_away();
   }
   products.round_kept(r.outputs, n * C);
   kernels::combine_rows(out, r.outputs, weights_.data(), groups_, BT, C, k_);
@@ -78,7 +150,7 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
 
 void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* router,
                        const float* normed, const ParameterView& p, const Rows& rows) const {
-  const std::size_t C = hidden_, E = experts_, I = width_, BT = rows.whole, n = BT * k_;
+  const std::size_t C = hidden_, E = experts_count_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
   choose(router, BT);
@@ -86,24 +158,22 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
   products.widen_kept(r.outputs, n * C);
   dweights_.resize(BT * k_);
   kernels::combine_backward(dweights_.data(), r.outputs, dout, weights_.data(), groups_, C);
-  // Each expert's products backward, each input's gradient over the input once its weight's
-  // gradient has read it (the inputs themselves are read kept).
-  products.widen_kept(r.gate_up, n * 2 * I);
-  for (std::size_t e = 0; e < E; ++e) {
-    const std::size_t rows_e = groups_.count(e), at = groups_.offsets[e];
-    if (rows_e == 0) continue;
-    products.backward(r.activation + at * I, p.grad(2) + e * C * I, nullptr, r.outputs + at * C,
-                      r.activation + at * I, p, 2, rows_e, I, C, InputGradient::kOverwrite,
-                      Input::kNew, e);
-  }
-  kernels::swiglu_rows_backward(r.gate_up, r.activation, r.gate_up, n, I,
-                                InputGradient::kOverwrite);
-  for (std::size_t e = 0; e < E; ++e) {
-    const std::size_t rows_e = groups_.count(e), at = groups_.offsets[e];
-    if (rows_e == 0) continue;
-    products.backward(r.inputs + at * C, p.grad(1) + e * 2 * I * C, nullptr, r.gate_up + at * 2 * I,
-                      r.inputs + at * C, p, 1, rows_e, C, 2 * I, InputGradient::kOverwrite,
-                      Input::kNew, e);
+  if (!dispatched()) {
+    experts_backward(r, ExpertDispatch(experts_, groups_, E, n), p);
+  } else {
+    const auto found = received_.find(router);
+    if (found == received_.end()) {
+      throw InvalidArgument("a Mixture of Experts' backward without its forward's expert rows");
+    }
+    ExpertRows& kept = found->second;
+    const Routed x{kept.inputs.data(), kept.gate_up.data(), kept.activation.data(),
+                   kept.outputs.data()};
+    kept.dispatch.to_experts(experts_, r.outputs, x.outputs, C, staging_);
+    experts_backward(x, kept.dispatch, p);
+    kept.dispatch.from_experts(experts_, x.inputs, r.inputs, C, staging_);
+    rows_sent_ += 2 * kept.dispatch.rows_sent_away();
+    hold(kept, false);
+    received_.erase(found);
   }
   // The router: the logits' gradient over the probabilities, then its product's.
   kernels::route_backward(router, dweights_.data(), nullptr, router, chosen_.data(), BT, E, k_,

@@ -7,28 +7,39 @@
 // chunk's precision); each token's output is its choices' outputs weighted. Dropless: every
 // token reaches every expert it chose.
 //
+// Over an expert axis (ExpertParallel) each rank holds E / degree experts: the grouped rows go to
+// the ranks holding their experts and their outputs come back (expert_dispatch.hpp); backward
+// sends the outputs' gradients the same way and brings the inputs' back.
+//
 // Its parameters in the layer's MLP place: the router (experts x hidden), the experts' gate and
 // up (experts x 2 width x hidden, each expert's gate rows then its up rows) and down (experts x
-// hidden x width). What it keeps (the table's kMlp, routed rows = tokens x k): the routed rows,
-// their gate and up products, activations and outputs; and kRouter, the probabilities, from which
-// backward chooses again rather than keeping the choice.
+// hidden x width), this rank's experts of them. What it keeps: the table's kRouter, the
+// probabilities, from which backward chooses again rather than keeping the choice; kMlp (routed
+// rows = tokens x k): the routed rows and their outputs, and on one expert rank their gate and up
+// products and activations too. Over an expert axis the rows this rank's experts receive vary
+// with the routing: their arrays (the rows, gate and up products, activations) are kept outside
+// the table, from a layer's forward to its backward.
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <vector>
 
+#include "expert_dispatch.hpp"
 #include "model_axis.hpp"
 #include "parameter_view.hpp"
 #include "rows.hpp"
 #include "shardwise/kernels/moe_experts.hpp"
 #include "shardwise/strategy/transformer_shape.hpp"
+#include "shardwise/train/expert_parallel.hpp"
 
 namespace shardwise::train::transformer {
 
 class MoePart {
  public:
-  // InvalidArgument where the model axis has more than one rank (experts are not split over it).
-  MoePart(const TransformerShape& shape, const ModelAxis& axis);
+  // InvalidArgument where the model axis has more than one rank (experts are not split over it)
+  // or the expert axis' degree does not divide the experts.
+  MoePart(const TransformerShape& shape, const ModelAxis& axis, const ExpertParallel& experts);
 
   // `out` (the rows this rank holds, the whole rows on one model rank) from `normed`.
   void forward(float* out, float* arrays, float* router, const float* normed,
@@ -38,25 +49,52 @@ class MoePart {
   void backward(float* dnormed, const float* dout, float* arrays, float* router,
                 const float* normed, const ParameterView& p, const Rows& rows) const;
 
+  // Bytes of the experts' arrays kept outside the table now (over an expert axis), and the most
+  // ever kept at once.
+  [[nodiscard]] std::size_t expert_bytes() const { return expert_bytes_; }
+  [[nodiscard]] std::size_t peak_expert_bytes() const { return peak_expert_bytes_; }
+  // Rows sent to other expert ranks and received from them, since construction (forward and
+  // backward; each row is `hidden` floats).
+  [[nodiscard]] std::size_t rows_sent() const { return rows_sent_; }
+
  private:
+  // Rows and what the experts make of them: rows x hidden, x 2 width, x width, x hidden.
   struct Routed {
-    float* inputs;
-    float* gate_up;
-    float* activation;
-    float* outputs;
+    float* inputs = nullptr;
+    float* gate_up = nullptr;
+    float* activation = nullptr;
+    float* outputs = nullptr;
+  };
+  // What this rank's experts received in a layer's forward, kept for its backward.
+  struct ExpertRows {
+    ExpertDispatch dispatch;
+    std::vector<float> inputs, gate_up, activation, outputs;
   };
   [[nodiscard]] Routed routed(float* arrays, std::size_t tokens) const;
   // The choice of each token's experts from the probabilities, and the rows grouped by expert.
   void choose(const float* probabilities, std::size_t tokens) const;
+  // This rank's experts over their rows: x's gate and up products, activations and outputs from
+  // its inputs; backward, from the outputs' gradients in x.outputs, the inputs' in x.inputs.
+  void experts_forward(const Routed& x, const ExpertDispatch& d, const ParameterView& p) const;
+  void experts_backward(const Routed& x, const ExpertDispatch& d, const ParameterView& p) const;
+  [[nodiscard]] bool dispatched() const { return experts_.degree() > 1; }
+  void hold(const ExpertRows& rows, bool more) const;
 
-  std::size_t hidden_, experts_, k_, width_;
+  std::size_t hidden_, experts_count_, k_, width_;
   bool renormalize_;
   const ModelAxis& axis_;
+  const ExpertParallel& experts_;
   // The layer's choice (tokens x k), weights and their gradients, and its grouping: made in
   // forward and again in backward (one layer at a time per chunk).
   mutable std::vector<std::int32_t> chosen_;
   mutable std::vector<float> weights_, dweights_;
   mutable kernels::ExpertGroups groups_;
+  // Over an expert axis: each layer's received rows in flight by its `router` array (kRouter, one
+  // per layer and micro-batch slot, where kMlp may be the one working layer of every layer), and
+  // the rows as they travel.
+  mutable std::map<const float*, ExpertRows> received_;
+  mutable std::vector<float> staging_;
+  mutable std::size_t expert_bytes_ = 0, peak_expert_bytes_ = 0, rows_sent_ = 0;
 };
 
 }  // namespace shardwise::train::transformer

@@ -45,9 +45,10 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
       recompute_(options.recompute),
       axis_(options.tensor_parallel, options.sequence_parallel, spec.shape.hidden,
             options.precision, options.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32),
+      experts_(options.expert_parallel),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_, types_.stream_narrower()),
       attention_(spec_, axis_),
-      mlp_(spec.shape, axis_),
+      mlp_(spec.shape, axis_, experts_),
       embedding_(spec.shape, axis_),
       head_(norm_, axis_, embedding_.vocab_local(), embedding_.vocab_start()) {
   const TensorParallel& tp = options.tensor_parallel;
@@ -56,7 +57,7 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
         "sequence parallelism splits the sequence over the model axis; the mesh has none");
   }
   has_head_ = range_.has_last(spec_.shape.layers);
-  index_ = chunk_parameter_indices(model, store_, range_, tp.degree());
+  index_ = chunk_parameter_indices(model, store_, range_, tp.degree(), experts_.degree());
   // (The table refuses a degree that does not divide the heads, the MLP or the vocabulary.)
   // Whether attention's gradients fit the MLP's dead arrays depends on the widths alone.
   attention_grads_in_mlp_ =
@@ -87,6 +88,7 @@ ActivationTable TransformerChunk::table(std::size_t batch, std::size_t seq) cons
   geometry.batch = batch;
   geometry.seq = seq;
   geometry.model_degree = static_cast<std::size_t>(axis_.tp().degree());
+  geometry.expert_degree = static_cast<std::size_t>(experts_.degree());
   geometry.sequence_parallel = sequence_parallel_;
   geometry.recompute = recompute_;
   geometry.layers = layers();
@@ -226,6 +228,8 @@ std::size_t TransformerChunk::activation_bytes() const {
   for (const auto& slot : slots_) add(slot->arrays);
   add(working_);
   add(scratch_);
+  // The rows an expert axis brought this rank's experts, kept outside the table: the most held.
+  if (const MoePart* moe = mlp_.moe()) bytes += moe->peak_expert_bytes();
   return bytes;
 }
 

@@ -114,6 +114,7 @@ class TransformerChunk final : public ModelChunk {
   Recompute recompute_ = Recompute::kNone;
   std::vector<std::size_t> index_;  // the store's index of each of the model's parameters
   ModelAxis axis_;
+  ExpertParallel experts_;
   NormPart norm_;
   AttentionPart attention_;
   MlpPart mlp_;

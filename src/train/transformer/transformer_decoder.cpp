@@ -36,7 +36,7 @@ TransformerDecoder::TransformerDecoder(const TransformerSpec& spec, const ModelD
       axis_(tensor_parallel, false, spec.shape.hidden, precision, DType::kF32),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_),
       attention_(spec_, axis_),
-      mlp_(spec.shape, axis_),
+      mlp_(spec.shape, axis_, experts_),
       embedding_(spec.shape, axis_),
       capacity_(checked_capacity(spec.shape, capacity, tensor_parallel)) {
   index_ =

@@ -48,6 +48,7 @@ class TransformerDecoder final : public Decoder {
   ParameterStore& store_;
   std::vector<std::size_t> index_;
   ModelAxis axis_;
+  ExpertParallel experts_;  // decoding runs every expert on each rank
   NormPart norm_;
   AttentionPart attention_;
   MlpPart mlp_;
