@@ -22,6 +22,7 @@ from ._shardwise import (
     DataParallelStrategy,
     DeviceMeshManager,
     DeviceShard,
+    ExpertParallelStrategy,
     FSDPStrategy,
     InvalidArgument,
     Layout,

@@ -198,12 +198,13 @@ void bind_setup(nb::module_& m) {
           [](plan::Layout* self, nb::handle data, nb::handle fsdp, nb::handle model,
              nb::handle pipeline, nb::handle zero, nb::handle microbatches, nb::str schedule,
              nb::handle virtual_stages, nb::handle stage_layers, nb::str recompute,
-             bool sequence_parallel) {
+             bool sequence_parallel, nb::handle expert) {
             plan::Layout l;
             l.data = int_from(data, "data");
             l.fsdp = int_from(fsdp, "fsdp");
             l.model = int_from(model, "model");
             l.pipeline = int_from(pipeline, "pipeline");
+            l.expert = int_from(expert, "expert");
             const std::int64_t stage = int_from(zero, "zero");
             if (stage < 0 || stage > 3) {
               throw InvalidArgument("zero is " + std::to_string(stage) + "; expected 0 to 3");
@@ -229,6 +230,7 @@ void bind_setup(nb::module_& m) {
                                                {"fsdp", l.fsdp},
                                                {"model", l.model},
                                                {"pipeline", l.pipeline},
+                                               {"expert", l.expert},
                                                {"virtual_stages", l.virtual_stages}}) {
               if (value < 1 || value > Mesh::kMaxDevices) {
                 throw InvalidArgument(std::string(field) + " is " + std::to_string(value) +
@@ -241,11 +243,12 @@ void bind_setup(nb::module_& m) {
           nb::arg("pipeline") = 1, nb::arg("zero") = 0, nb::arg("microbatches") = nb::none(),
           nb::arg("schedule") = "1f1b", nb::arg("virtual_stages") = 1,
           nb::arg("stage_layers") = nb::none(), nb::arg("recompute") = "none",
-          nb::arg("sequence_parallel") = false)
+          nb::arg("sequence_parallel") = false, nb::arg("expert") = 1)
       .def_ro("data", &plan::Layout::data)
       .def_ro("fsdp", &plan::Layout::fsdp)
       .def_ro("model", &plan::Layout::model)
       .def_ro("pipeline", &plan::Layout::pipeline)
+      .def_ro("expert", &plan::Layout::expert)
       .def_ro("zero", &plan::Layout::zero)
       .def_ro("microbatches", &plan::Layout::microbatches)
       .def_prop_ro("schedule", [](const plan::Layout& l) { return plan::to_string(l.schedule); })

@@ -14,6 +14,7 @@
 #include "conversions.hpp"
 #include "shardwise/core/error.hpp"
 #include "shardwise/strategy/data_parallel_strategy.hpp"
+#include "shardwise/strategy/expert_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
 #include "shardwise/strategy/mesh_utils.hpp"
 #include "shardwise/strategy/multi_dimensional_strategy.hpp"
@@ -128,6 +129,19 @@ void bind_strategies(nb::module_& m) {
           nb::arg("axis_name") = "data", nb::arg("mesh_axis") = nb::none())
       .def("__repr__", [](const DataParallelStrategy& s) {
         return "DataParallelStrategy(axis_name='" + s.axis_name() +
+               "', mesh_axis=" + mesh_axis_text(s) + ")";
+      });
+
+  nb::class_<ExpertParallelStrategy, ShardingStrategy>(m, "ExpertParallelStrategy")
+      .def(
+          "__init__",
+          [](ExpertParallelStrategy* self, nb::str axis_name, nb::handle mesh_axis) {
+            new (self) ExpertParallelStrategy(text_from(axis_name, "axis_name"),
+                                              mesh_axis_from(mesh_axis));
+          },
+          nb::arg("axis_name") = "expert", nb::arg("mesh_axis") = nb::none())
+      .def("__repr__", [](const ExpertParallelStrategy& s) {
+        return "ExpertParallelStrategy(axis_name='" + s.axis_name() +
                "', mesh_axis=" + mesh_axis_text(s) + ")";
       });
 

@@ -22,7 +22,11 @@ std::string repr(const ShardingConfig& c) {
          ", pipeline_parallel_size=" + std::to_string(c.pipeline_parallel_size) +
          ", fsdp_enabled=" + bool_text(c.fsdp_enabled) +
          ", fsdp_min_weight_size=" + std::to_string(c.fsdp_min_weight_size) +
-         ", fsdp_parallel_size=" + std::to_string(c.fsdp_parallel_size) + ")";
+         ", fsdp_parallel_size=" + std::to_string(c.fsdp_parallel_size) +
+         (c.expert_parallel_size != 1
+              ? ", expert_parallel_size=" + std::to_string(c.expert_parallel_size)
+              : std::string()) +
+         ")";
 }
 
 std::string repr(const ParallelismConfig& c) {
@@ -46,7 +50,8 @@ void bind_sharding_config(nb::module_& m) {
       .def(
           "__init__",
           [](ShardingConfig* self, nb::handle data, nb::handle tensor, nb::handle pipeline,
-             bool fsdp_enabled, nb::handle fsdp_min_weight_size, nb::handle fsdp_parallel_size) {
+             bool fsdp_enabled, nb::handle fsdp_min_weight_size, nb::handle fsdp_parallel_size,
+             nb::handle expert_parallel_size) {
             ShardingConfig config;
             config.data_parallel_size = int_from(data, "data_parallel_size");
             config.tensor_parallel_size = int_from(tensor, "tensor_parallel_size");
@@ -54,18 +59,21 @@ void bind_sharding_config(nb::module_& m) {
             config.fsdp_enabled = fsdp_enabled;
             config.fsdp_min_weight_size = int_from(fsdp_min_weight_size, "fsdp_min_weight_size");
             config.fsdp_parallel_size = int_from(fsdp_parallel_size, "fsdp_parallel_size");
+            config.expert_parallel_size = int_from(expert_parallel_size, "expert_parallel_size");
             config.validate();
             new (self) ShardingConfig(config);
           },
           nb::arg("data_parallel_size") = 1, nb::arg("tensor_parallel_size") = 1,
           nb::arg("pipeline_parallel_size") = 1, nb::arg("fsdp_enabled") = false,
-          nb::arg("fsdp_min_weight_size") = 1024, nb::arg("fsdp_parallel_size") = 1)
+          nb::arg("fsdp_min_weight_size") = 1024, nb::arg("fsdp_parallel_size") = 1,
+          nb::arg("expert_parallel_size") = 1)
       .def_ro("data_parallel_size", &ShardingConfig::data_parallel_size)
       .def_ro("tensor_parallel_size", &ShardingConfig::tensor_parallel_size)
       .def_ro("pipeline_parallel_size", &ShardingConfig::pipeline_parallel_size)
       .def_ro("fsdp_enabled", &ShardingConfig::fsdp_enabled)
       .def_ro("fsdp_min_weight_size", &ShardingConfig::fsdp_min_weight_size)
       .def_ro("fsdp_parallel_size", &ShardingConfig::fsdp_parallel_size)
+      .def_ro("expert_parallel_size", &ShardingConfig::expert_parallel_size)
       .def("get_total_device_count", &ShardingConfig::get_total_device_count)
       .def_static(
           "from_device_count",

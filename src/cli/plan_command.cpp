@@ -107,6 +107,7 @@ nlohmann::json candidate_json(const plan::Prediction& p) {
             {"fsdp", l.fsdp},
             {"model", l.model},
             {"pipeline", l.pipeline},
+            {"expert", l.expert},
             {"zero", l.zero},
             {"microbatches", l.microbatches},
             {"schedule", plan::to_string(l.schedule)},

@@ -123,6 +123,7 @@ ActivationTable trainer_table(const ModelShape& model, const TrainingSetup& setu
   geometry.batch = static_cast<std::size_t>(setup.micro_batch);
   geometry.seq = static_cast<std::size_t>(setup.seq);
   geometry.model_degree = static_cast<std::size_t>(l.model);
+  geometry.expert_degree = static_cast<std::size_t>(l.expert);
   geometry.sequence_parallel = l.sequence_parallel;
   geometry.recompute = l.recompute;
   geometry.layers = static_cast<std::size_t>(layers);
@@ -196,6 +197,19 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
     const bool head = last && c + 1 == peaks.size();
     bytes += static_cast<double>(trainer_table(model, setup, l, layers, head)
                                      .chunk_bytes(static_cast<std::size_t>(peaks[c]), types));
+    // Over an expert axis the rows a layer's experts receive are kept outside the table from its
+    // forward to its backward (float32: the rows, gate and up, activation, output), as many rows
+    // as it routes where the routing is balanced; full recomputation keeps one layer's.
+    const TransformerShape shape = transformer_of(model);
+    if (l.expert > 1 && shape.moe() && layers > 0) {
+      const double rows = static_cast<double>(setup.micro_batch * setup.seq) *
+                          static_cast<double>(shape.experts_per_token);
+      const double row = static_cast<double>(2 * shape.hidden + 3 * shape.expert_width) * 4;
+      const double held = l.recompute == Recompute::kFull
+                              ? 1.0
+                              : static_cast<double>(peaks[c]) * static_cast<double>(layers);
+      bytes += held * rows * row;
+    }
   }
   return bytes;
 }
@@ -217,6 +231,9 @@ struct ZeroUnit {
   std::int64_t elements = 0;
   std::int64_t widened = 0;  // of elements, those bf16 reads widened (widened_elements)
   std::int64_t chunk = 0;
+  // Over an expert axis: of elements and chunk, those every expert rank holds (not experts).
+  std::int64_t dense_elements = 0;
+  std::int64_t dense_chunk = 0;
   bool layer = false;
   bool tied_embedding = false;
   bool head = false;  // gathered with the head (the final unit, the tied embedding or its copy)
@@ -259,9 +276,16 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l,
     // The token embedding serves the head too where the stage also holds the head.
     z.tied_embedding = u == 0 && !unit.layer && model.tied_embeddings && last;
     z.head = z.tied_embedding || (!unit.layer && u + 1 == model.units.size() && u != 0);
-    z.elements = unit.elements(l.model);
+    z.elements = unit.elements(l.model, l.expert);
     z.widened = widened_elements(unit, l.model);
     z.chunk = chunks[u];
+    z.dense_elements = z.elements - unit.expert_elements(l.model, l.expert);
+    z.dense_chunk = z.chunk;
+    if (l.expert > 1) {
+      for (std::size_t i = 0; i < unit.shapes.size(); ++i) {
+        if (unit.is_experts(i)) z.dense_chunk -= zero_chunk_of(unit.block(i, l.model, l.expert), shards);
+      }
+    }
     out.push_back(z);
   }
   // A pipeline's last stage computes the head with its own copy of the tied token embedding
@@ -272,6 +296,8 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l,
     ZeroUnit z;
     z.elements = num_elements(copy);
     z.chunk = zero_chunk_of(copy, shards);
+    z.dense_elements = z.elements;
+    z.dense_chunk = z.chunk;
     z.head = true;
     out.push_back(z);
   }
@@ -286,7 +312,7 @@ std::int64_t zero_group(const Layout& layout) {
 }
 
 std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shards,
-                                      std::int64_t model_degree) {
+                                      std::int64_t model_degree, std::int64_t expert_degree) {
   // Shapes repeat from layer to layer: each is decided once.
   std::map<Shape, std::int64_t> decided;
   std::vector<std::int64_t> chunks;
@@ -294,7 +320,7 @@ std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shar
     std::int64_t chunk = 0;
     for (std::size_t i = 0; i < unit.shapes.size(); ++i) {
       // The block a model rank holds: ZeRO splits it further.
-      const Shape shape = unit.block(i, model_degree);
+      const Shape shape = unit.block(i, model_degree, expert_degree);
       auto found = decided.find(shape);
       if (found == decided.end())
         found = decided.emplace(shape, zero_chunk_of(shape, shards)).first;
@@ -354,6 +380,7 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
                                           const TrainingSetup& setup, const Layout& l) {
   for (const auto& [value, name] : {std::pair{l.data, "data"},
                                     {l.fsdp, "fsdp"},
+                                    {l.expert, "expert"},
                                     {l.model, "model"},
                                     {l.pipeline, "pipeline"},
                                     {l.microbatches, "microbatches"},
@@ -361,12 +388,23 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
     if (value < 1) return std::string(name) + " is " + std::to_string(value) + "; at least 1";
   }
   if (l.devices() != cluster.devices) {
-    return "data x fsdp x model x pipeline = " + std::to_string(l.devices()) + ", not the " +
+    return "data x fsdp x expert x model x pipeline = " + std::to_string(l.devices()) +
+           ", not the " +
            std::to_string(cluster.devices) + " devices";
   }
   if (l.zero < 0 || l.zero > 3) return "zero " + std::to_string(l.zero) + " is not 0 to 3";
   if (l.fsdp > 1 && l.zero == 0) return "an fsdp axis shards: zero 1, 2 or 3";
-  if (l.model > 1 && model.transformer && model.transformer->moe()) {
+  const bool moe = model.transformer && model.transformer->moe();
+  if (l.expert > 1 && !moe) {
+    return "expert " + std::to_string(l.expert) +
+           ": the model has no experts to split (the expert axis splits a Mixture of Experts' "
+           "experts)";
+  }
+  if (l.expert > 1 && model.transformer->experts % static_cast<std::size_t>(l.expert) != 0) {
+    return "expert " + std::to_string(l.expert) + " does not divide the " +
+           std::to_string(model.transformer->experts) + " experts";
+  }
+  if (l.model > 1 && moe) {
     // As the trainer: a Mixture of Experts runs on one model rank.
     return "model " + std::to_string(l.model) +
            ": a Mixture of Experts' experts are not split over the model axis";
@@ -433,7 +471,7 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
 
 Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
                     const Layout& l) {
-  return evaluate(model, cluster, setup, l, zero_chunks(model, zero_group(l), l.model));
+  return evaluate(model, cluster, setup, l, zero_chunks(model, zero_group(l), l.model, l.expert));
 }
 
 // What one device of pipeline stage `stage` holds: its units' state after ZeRO, its
@@ -612,6 +650,34 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
   all_reduce(group_axis, group, 1, statistic, 1);  // the loss, averaged
   all_reduce("data", replicas, 1, statistic, 1);
   all_reduce(group_axis, group, 1, 8, 1);  // the squared gradient norm, in double
+  if (l.expert > 1) {
+    // Over the expert axis: what every expert rank holds, averaged once a step in one message
+    // (each rank's whole gradients, or its slices from ZeRO 2 on); the loss and the norm.
+    double dense = 0;
+    for (const ZeroUnit& unit : first_stage) {
+      dense += static_cast<double>(l.zero >= 2 ? unit.dense_chunk : unit.dense_elements);
+    }
+    all_reduce("expert", l.expert, dense, grad, 1);
+    all_reduce("expert", l.expert, 1, statistic, 1);
+    all_reduce("expert", l.expert, 1, 8, 1);
+    // Each layer's dispatch per micro-batch: an all-to-all of every expert's row count, then its
+    // rows to the ranks holding their experts and their outputs back (float32), and backward the
+    // outputs' gradients there and the inputs' back; a recomputed forward runs them again. As
+    // many rows go to each rank's experts as the routing is balanced: (expert - 1) / expert of
+    // the routed rows leave this rank.
+    const TransformerShape shape = transformer_of(model);
+    const double routed = static_cast<double>(setup.micro_batch * setup.seq) *
+                          static_cast<double>(shape.experts_per_token);
+    const double away = routed * static_cast<double>(l.expert - 1) / static_cast<double>(l.expert);
+    const double row = static_cast<double>(shape.hidden) * 4;
+    const double forwards = l.recompute == Recompute::kFull ? 2 : 1;
+    const double times = static_cast<double>(per_stage_layers) * m;
+    const double counts = static_cast<double>(shape.experts / static_cast<std::size_t>(l.expert));
+    add("expert", "all_to_all", times * forwards * static_cast<double>(l.expert - 1) * counts * 8,
+        times * forwards * static_cast<double>(l.expert - 1));
+    add("expert", "all_to_all", times * (2 * forwards + 2) * away * row,
+        times * (2 * forwards + 2) * static_cast<double>(l.expert - 1));
+  }
   // Activations and their gradients over the model axis and between stages.
   const double message = static_cast<double>(size_of(types.messages));
   const double micro_batch_activation = static_cast<double>(setup.micro_batch) *
@@ -786,9 +852,10 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   }
   p.bubble_time_s = p.compute_time_s * p.bubble_fraction;
   const Axis axes[] = {{"model", l.model, 1},
-                       {"fsdp", l.fsdp, l.model},
-                       {"data", l.data, l.model * l.fsdp},
-                       {"pipeline", l.pipeline, l.model * l.fsdp * l.data}};
+                       {"expert", l.expert, l.model},
+                       {"fsdp", l.fsdp, l.model * l.expert},
+                       {"data", l.data, l.model * l.expert * l.fsdp},
+                       {"pipeline", l.pipeline, l.model * l.expert * l.fsdp * l.data}};
   for (const Axis& axis : axes) {
     const auto it = sent.find(axis.name);
     if (it == sent.end()) continue;

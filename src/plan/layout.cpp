@@ -104,8 +104,9 @@ void TrainingSetup::validate() const {
 
 std::string Layout::to_string() const {
   std::ostringstream out;
-  out << "data=" << data << ",fsdp=" << fsdp << ",model=" << model << ",pipeline=" << pipeline
-      << " zero " << zero << ", " << microbatches << " micro-batch"
+ out << "data=" << data << ",fsdp=" << fsdp << ",model=" << model << ",pipeline=" << pipeline;
+  if (expert != 1) out << ",expert=" << expert;
+  out << " zero " << zero << ", " << microbatches << " micro-batch"
       << (microbatches == 1 ? "" : "es");
   if (pipeline > 1) {
     out << " " << plan::to_string(schedule);
@@ -130,7 +131,7 @@ Layout layout_of_axes(const Mesh& mesh, const std::string& field) {
       case AxisRole::kParameterShard: layout.fsdp = size; break;
       case AxisRole::kModelSplit: layout.model = size; break;
       case AxisRole::kPipeline: layout.pipeline = size; break;
-      case AxisRole::kExperts:
+      case AxisRole::kExperts: layout.expert = size; break;
       case AxisRole::kSequence: break;  // refused above until trained
     }
   }

@@ -38,20 +38,33 @@ bool is_mlp(const std::string& name) {
 
 std::int64_t ModelShape::Unit::elements() const { return elements(1); }
 
-std::int64_t ModelShape::Unit::elements(std::int64_t degree) const {
+std::int64_t ModelShape::Unit::elements(std::int64_t degree, std::int64_t expert_degree) const {
   std::int64_t total = 0;
   if (model_split.empty()) {
     for (const Shape& shape : shapes) total = checked_add(total, num_elements(shape), "parameters");
     return (total + degree - 1) / degree;
   }
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    total = checked_add(total, num_elements(block(i, degree)), "parameters");
+    total = checked_add(total, num_elements(block(i, degree, expert_degree)), "parameters");
   }
   return total;
 }
 
-Shape ModelShape::Unit::block(std::size_t i, std::int64_t degree) const {
+std::int64_t ModelShape::Unit::expert_elements(std::int64_t degree,
+                                               std::int64_t expert_degree) const {
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    if (is_experts(i)) {
+      total = checked_add(total, num_elements(block(i, degree, expert_degree)), "parameters");
+    }
+  }
+  return total;
+}
+
+Shape ModelShape::Unit::block(std::size_t i, std::int64_t degree,
+                              std::int64_t expert_degree) const {
   Shape shape = shapes.at(i);
+  if (is_experts(i) && !shape.empty()) shape[0] /= expert_degree;
   if (model_split.empty()) {
     return degree > 1 ? Shape{(num_elements(shape) + degree - 1) / degree} : shape;
   }
@@ -125,6 +138,8 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       }
       unit.shapes.push_back(p.shape);
       unit.read_widened.push_back(p.shape.size() < 2 || p.name.ends_with("bias"));
+      unit.experts.push_back(p.shape.size() == 3 && p.logical_axes &&
+                             !p.logical_axes->empty() && p.logical_axes->front() == "experts");
       per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
       if (p.shape.size() >= 2) {  // a matrix, or matrices stacked (Q, K and V)
         // A Mixture of Experts' stacked experts: each token runs k of them, so its products

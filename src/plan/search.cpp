@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include <map>
+#include <tuple>
 #include "shardwise/core/error.hpp"
 
 namespace shardwise::plan {
@@ -64,8 +65,11 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
                             const TrainingSetup& setup, const SearchOptions& options) {
   std::vector<Prediction> all;
   SearchResult result;
-  // By ZeRO group size and model degree.
-  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<std::int64_t>> chunks;
+  // By ZeRO group size, model degree and expert degree.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::vector<std::int64_t>> chunks;
+  // A Mixture of Experts' experts may be split over an expert axis of any degree dividing them.
+  const std::int64_t experts =
+      model.transformer ? static_cast<std::int64_t>(model.transformer->experts) : 0;
   const std::int64_t n = cluster.devices;
   for (std::int64_t t : divisors(n)) {
     if (options.model_within_node && t > cluster.devices_per_node) continue;
@@ -81,10 +85,12 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
           if (v >= 2 && m % p == 0) schedules.emplace_back(ScheduleKind::kInterleaved1F1B, v);
         }
       }
-      for (std::int64_t fsdp : divisors(dp)) {
+      for (std::int64_t e : divisors(dp)) {
+        if (e > 1 && (experts == 0 || experts % e != 0)) continue;
+      for (std::int64_t fsdp : divisors(dp / e)) {
         for (int zero = fsdp > 1 ? 1 : 0; zero <= 3; ++zero) {
           for (const auto& [schedule, v] : schedules) {
-            Layout l{dp / fsdp,
+            Layout l{dp / e / fsdp,
                      fsdp,
                      t,
                      p,
@@ -94,20 +100,22 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
                      v,
                      options.recompute,
                      options.sequence_parallel && t > 1,
-                     {}};  // an even split: the search leaves uneven ones out
+                     {},  // an even split: the search leaves uneven ones out
+                     e};
             if (layout_problem(model, cluster, setup, l)) continue;
             const std::int64_t group = zero_group(l);
-            auto found = chunks.find({group, t});
+            auto found = chunks.find({group, t, e});
             if (found == chunks.end()) {
-              found = chunks.emplace(std::pair{group, t}, zero_chunks(model, group, t)).first;
+              found = chunks.emplace(std::tuple{group, t, e}, zero_chunks(model, group, t, e)).first;
             }
             try {
               all.push_back(evaluate(model, cluster, setup, l, found->second));
-            } catch (const InvalidArgument& e) {  // beyond what the planner counts: skipped
-              if (result.skipped.empty()) result.skipped = e.what();
+            } catch (const InvalidArgument& error) {  // beyond what the planner counts: skipped
+              if (result.skipped.empty()) result.skipped = error.what();
             }
           }
         }
+      }
       }
     }
   }

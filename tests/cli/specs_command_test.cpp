@@ -135,8 +135,8 @@ TEST(SpecsCommand, BadInput) {
             "--model: '/nonexistent.json' is neither a model (tiny, small, gpt2, llama-tiny, "
             "smollm2-135m, qwen2-tiny, qwen3-tiny, mixtral-tiny, qwen3-moe-tiny) nor a readable "
             "file"},
-           {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "expert=2"},
-            "mesh axis 'expert' is not one of data, fsdp, model, pipeline"},
+           {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "context=2"},
+            "mesh axis 'context' is not one of data, fsdp, expert, model, pipeline"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "pipeline=16"},
             "12 layers cannot fill 16 pipeline stages"},
            {{"--model", source_path("examples/models/gpt2.json"), "--mesh", "data=2", "--rules",

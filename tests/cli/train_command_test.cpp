@@ -277,13 +277,19 @@ TEST(TrainCommand, ParameterShardingsFromTheStrategyOrARulesFile) {
 TEST(TrainCommand, BadInput) {
   expect_bad_input({"train", "--model", "huge"}, "--model: 'huge' is neither a model");
   expect_bad_input({"train", "--zero", "5"}, "--zero is 5; expected 0 to 3");
+  expect_bad_input({"train", "--mesh", "context=2"},
+                   "--mesh: axis 'context' is context parallelism (every activation split along "
+                   "the sequence, attention across the ranks), which the training layer does not "
+                   "run yet (it runs data, fsdp, model, pipeline, expert)");
   expect_bad_input({"train", "--mesh", "expert=2"},
-                   "--mesh: axis 'expert' is expert parallelism (a Mixture-of-Experts layer's "
-                   "experts split, tokens dispatched to them), which the training layer does not "
-                   "run yet (it runs data, fsdp, model, pipeline)");
+                   "--mesh Mesh('expert': 2): an expert axis of 2 ranks: the model has no experts "
+                   "to split");
+  expect_bad_input({"train", "--model", "mixtral-tiny", "--mesh", "expert=3", "--batch", "6"},
+                   "the expert degree 3 does not divide the 8 experts of parameter "
+                   "'model.layers.0.mlp.experts.gate_up_proj'");
   expect_bad_input({"train", "--mesh", "tensor=2"},
                    "--mesh: axis 'tensor' is not one the training layer knows (data, fsdp, "
-                   "model, pipeline)");
+                   "model, pipeline, expert)");
   expect_bad_input({"train", "--mesh", "model=3"},
                    "the model degree 3 does not divide the 4 attention heads (n_head)");
   expect_bad_input({"train", "--mesh", "data=2", "--sequence-parallel"},
@@ -410,7 +416,7 @@ TEST(TrainCommand, ARulesFileIsReadWholeAndWhatCannotApplyIsRefused) {
   expect_bad_input({"train", "--mesh", "fsdp=2,model=2", "--zero", "1", "--param-sharding",
                     rules("embed_on_model.json", R"({"logical_axis_rules": [["embed", "model"],
                                                      ["heads", "model"]]})")},
-                   "parameter 'transformer.wte.weight' would be split over 'model' by P(None, "
+                   "parameter 'transformer.wte.weight' would be split for good by P(None, "
                    "'model'); the model's layers split it by P('model')");
   // specs says the same of the name rules: not an error there (a manifest may need them), a note.
   const testing::Result shown =

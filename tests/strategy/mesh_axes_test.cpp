@@ -29,7 +29,7 @@ TEST(MeshAxes, EveryRoleHasOneAxisAndTheTrainedOnesComeFirst) {
     EXPECT_FALSE(untrained_seen && axis.trained) << axis.name << " after an untrained axis";
   }
   EXPECT_EQ(roles.size(), 6U);
-  EXPECT_EQ(trained_axis_names(), "data, fsdp, model, pipeline");
+  EXPECT_EQ(trained_axis_names(), "data, fsdp, model, pipeline, expert");
   EXPECT_EQ(find_mesh_axis("tensor"), nullptr);
 }
 
@@ -48,8 +48,11 @@ TEST(MeshAxes, ThePlannersLayoutTakesEachDegreeByItsRole) {
   EXPECT_EQ(l.fsdp, 3);
   EXPECT_EQ(l.model, 4);
   EXPECT_EQ(l.pipeline, 2);
-  EXPECT_THAT(error_of([] { (void)plan::layout_of_axes(Mesh::parse("expert=2"), "layout"); }),
-              HasSubstr("layout: axis 'expert' is expert parallelism"));
+  EXPECT_EQ(l.expert, 1);
+  EXPECT_EQ(plan::layout_of_axes(Mesh::parse("data=2,expert=4"), "layout").expert, 4);
+  EXPECT_EQ(plan::layout_of_axes(Mesh::parse("data=2,expert=4"), "layout").data_parallel(), 8);
+  EXPECT_THAT(error_of([] { (void)plan::layout_of_axes(Mesh::parse("context=2"), "layout"); }),
+              HasSubstr("layout: axis 'context' is context parallelism"));
 }
 
 }  // namespace

@@ -155,8 +155,8 @@ TEST(ModelLayout, Errors) {
                                    ParameterNameRules::defaults());
               }),
               HasSubstr("over the pipeline axis 'pipeline', which places layers"));
-  EXPECT_THAT(error_of([&] { (void)layout_with_defaults(manifest, Mesh::parse("expert=2")); }),
-              HasSubstr("mesh axis 'expert' is not one of data, fsdp, model, pipeline"));
+  EXPECT_THAT(error_of([&] { (void)layout_with_defaults(manifest, Mesh::parse("context=2")); }),
+              HasSubstr("mesh axis 'context' is not one of data, fsdp, expert, model, pipeline"));
 }
 
 TEST(ShardingRules, FileWithDefaultsForMissingParts) {

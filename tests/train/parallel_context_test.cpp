@@ -116,12 +116,13 @@ TEST(ParallelContext, CollectivesOfDifferentAxesNeverShareAQueue) {
 TEST(ParallelContext, AMeshTheTrainingLayerCannotRunIsNamed) {
   EXPECT_THAT(error_of([] { ParallelContext::validate(Mesh::parse("data=2,tensor=2"), 4); }),
               HasSubstr("mesh: axis 'tensor' is not one the training layer knows (data, fsdp, "
-                        "model, pipeline)"));
+                        "model, pipeline, expert)"));
   // A role the registry has but the training layer does not run yet is named for what it is.
-  EXPECT_THAT(error_of([] { ParallelContext::validate(Mesh::parse("data=2,expert=2"), 4); }),
-              HasSubstr("mesh: axis 'expert' is expert parallelism (a Mixture-of-Experts "
-                        "layer's experts split, tokens dispatched to them), which the training "
+  EXPECT_THAT(error_of([] { ParallelContext::validate(Mesh::parse("data=2,context=2"), 4); }),
+              HasSubstr("mesh: axis 'context' is context parallelism (every activation split "
+                        "along the sequence, attention across the ranks), which the training "
                         "layer does not run yet"));
+  ParallelContext::validate(Mesh::parse("data=2,expert=2"), 4);
   EXPECT_THAT(error_of([] { ParallelContext::validate(Mesh::parse("data=2"), 3); }),
               HasSubstr("has 2 devices but the job has 3 ranks"));
   EXPECT_THAT(error_of([] {

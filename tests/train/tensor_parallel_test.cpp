@@ -195,8 +195,8 @@ TEST(TensorParallel, SizesTheDegreeDoesNotDivideAndOtherSplitsAreRefused) {
     std::vector<PartitionSpec> placements = models::gpt_model_placements(kConfig, 2);
     placements[2 + 8] = PartitionSpec{None, "model"};  // the MLP's first layer, by input
     EXPECT_THAT(error_of([&] { testing::GptModel model(kConfig, 1, context, placements); }),
-                HasSubstr("parameter 'transformer.h.0.mlp.c_fc.weight' would be split over "
-                          "'model' by P(None, 'model'); the model's layers split it by "
+                HasSubstr("parameter 'transformer.h.0.mlp.c_fc.weight' would be split for "
+                          "good by P(None, 'model'); the model's layers split it by "
                           "P('model')"));
   });
 }

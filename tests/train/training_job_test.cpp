@@ -92,7 +92,7 @@ TEST(TrainingJob, SettingsItCannotRunAreRefusedBeforeAnyRankStarts) {
               HasSubstr("does not divide the 4 attention heads"));
   JobSettings expert = settings_on("expert=2");
   EXPECT_THAT(error_of([&] { TrainingJob job(std::move(expert)); }),
-              HasSubstr("axis 'expert' is expert parallelism"));
+              HasSubstr("an expert axis of 2 ranks: the model has no experts to split"));
 }
 
 // The library speaks of settings: a program is told `sequence_parallel` and `mesh`, a command

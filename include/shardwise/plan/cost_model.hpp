@@ -64,7 +64,8 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
 // Throws InvalidArgument with layout_problem's reason.
 Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
                     const Layout& layout);
-// The same with zero_chunks(model, zero_group(layout), layout.model) computed once by the caller (a
+// The same with zero_chunks(model, zero_group(layout), layout.model, layout.expert) computed once
+// by the caller (a
 // search evaluates many layouts of one group size).
 Prediction evaluate(const ModelShape& model, const Cluster& cluster, const TrainingSetup& setup,
                     const Layout& layout, const std::vector<std::int64_t>& chunks);
@@ -74,9 +75,10 @@ std::int64_t zero_group(const Layout& layout);
 // Per unit of the model, the elements one of `shards` ranks keeps when ZeRO splits every
 // parameter as shardwise's trainer does by default: FSDPStrategy's rule (dimension 0, else a
 // later dimension the group divides, else whole) with minimum size 1, on the block a rank of
-// `model_degree` tensor-parallel ranks holds of the parameter (ModelShape::Unit::model_split).
+// `model_degree` tensor-parallel ranks (and `expert_degree` expert ranks) holds of the parameter
+// (ModelShape::Unit::model_split, ModelShape::Unit::experts).
 std::vector<std::int64_t> zero_chunks(const ModelShape& model, std::int64_t shards,
-                                      std::int64_t model_degree = 1);
+                                      std::int64_t model_degree, std::int64_t expert_degree = 1);
 
 // Korthikanti et al. 2022, bytes of one transformer layer's activations for one micro-batch of
 // b sequences of s tokens with 16-bit activations: sbh (10 + 24/t + 5as/(ht)) without sequence

@@ -1,6 +1,7 @@
 #pragma once
 // A training setup (batch, sequence, precision, optimizer, recompute) and a parallel layout of
-// it: data, fsdp, model (tensor) and pipeline degrees, ZeRO stage, micro-batches and schedule.
+// it: data, fsdp, model (tensor), pipeline and expert degrees, ZeRO stage, micro-batches and
+// schedule.
 
 #include <cstdint>
 #include <optional>
@@ -93,11 +94,15 @@ struct Layout {
   // k runs on pipeline rank k mod pipeline, as the trainer places them); empty: an even split,
   // which needs pipeline x virtual_stages to divide the layers.
   std::vector<std::int64_t> stage_layers;
+  // Expert parallelism: a Mixture of Experts' experts split over this many ranks, which split
+  // the batch too (last, so that layouts written in order before it keep their meaning).
+  std::int64_t expert = 1;
 
-  [[nodiscard]] std::int64_t devices() const { return data * fsdp * model * pipeline; }
+  [[nodiscard]] std::int64_t devices() const { return data * fsdp * expert * model * pipeline; }
   // The ranks a batch is split over.
-  [[nodiscard]] std::int64_t data_parallel() const { return data * fsdp; }
-  // "data=8,fsdp=1,model=8,pipeline=2 zero 1, 16 micro-batches 1f1b".
+  [[nodiscard]] std::int64_t data_parallel() const { return data * fsdp * expert; }
+  // "data=8,fsdp=1,model=8,pipeline=2 zero 1, 16 micro-batches 1f1b" (",expert=4" after the
+  // pipeline where experts are split).
   [[nodiscard]] std::string to_string() const;
   friend bool operator==(const Layout&, const Layout&) = default;
 };

@@ -62,12 +62,21 @@ struct ModelShape {
     // bias, a position table), which the trainer's bf16 reads as its rounding widened to
     // float32; empty: none.
     std::vector<bool> read_widened = {};
+    // Per shape: whether it is a Mixture of Experts' stacked experts (its first logical axis
+    // "experts"), which an expert axis splits along its first dimension; empty: none.
+    std::vector<bool> experts = {};
     [[nodiscard]] std::int64_t elements() const;
-    // The elements one of `degree` model ranks holds (rounded up where split evenly).
-    [[nodiscard]] std::int64_t elements(std::int64_t degree) const;
-    // The block of shape i one of `degree` model ranks holds (the shape where it is held whole;
-    // for a unit split evenly, its share as a vector).
-    [[nodiscard]] Shape block(std::size_t i, std::int64_t degree) const;
+    // The elements one of `degree` model ranks (and `expert_degree` expert ranks) holds
+    // (rounded up where split evenly).
+    [[nodiscard]] std::int64_t elements(std::int64_t degree, std::int64_t expert_degree = 1) const;
+    // Those of them in stacked experts.
+    [[nodiscard]] std::int64_t expert_elements(std::int64_t degree,
+                                               std::int64_t expert_degree = 1) const;
+    // The block of shape i one of `degree` model ranks (and `expert_degree` expert ranks) holds
+    // (the shape where it is held whole; for a unit split evenly, its share as a vector).
+    [[nodiscard]] Shape block(std::size_t i, std::int64_t degree,
+                              std::int64_t expert_degree = 1) const;
+    [[nodiscard]] bool is_experts(std::size_t i) const { return i < experts.size() && experts[i]; }
   };
   std::vector<Unit> units;
 
