@@ -300,7 +300,17 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"fsdp=2 mixtral", "3", 2},
            {"data=2,fsdp=2 full mixtral", "3", 4},
            {"pipeline=2 qwen3moe", "0", 2},
-           {"fsdp=2 bf16 qwen3moe", "3", 2}}) {
+           {"fsdp=2 bf16 qwen3moe", "3", 2},
+           // the expert axis: each rank's experts, the dispatch's all-to-alls and the rows its
+           // experts receive, on a model whose every token chooses every expert (a balanced
+           // routing, which the planner predicts)
+           {"expert=2 balanced", "0", 2},
+           {"expert=4 balanced", "2", 4},
+           {"data=2,expert=2 balanced", "1", 4},
+           {"fsdp=2,expert=2 balanced", "3", 4},
+           {"expert=2 full balanced", "0", 2},
+           {"expert=2 bf16 balanced", "3", 2},
+           {"pipeline=2,expert=2 balanced", "0", 4}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;
@@ -308,6 +318,7 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
     const bool bf16 = mesh.find(" bf16") != std::string::npos;
     const bool reduce_bf16 = mesh.find(" rbf16") != std::string::npos;
     const bool stream_bf16 = mesh.find(" sbf16") != std::string::npos;
+    const bool balanced = mesh.find(" balanced") != std::string::npos;
     const std::string model_file = ::testing::TempDir() + "plan_agreement_model.json";
     if (odd) {
       std::ofstream(model_file)
@@ -326,6 +337,12 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
         "intermediate_size": 128, "vocab_size": )"
                                 << (small ? 384 : 32768) << R"(, "max_position_embeddings": 64})";
     }
+    if (balanced) {
+      std::ofstream(model_file) << R"({"family": "mixtral", "num_hidden_layers": 2,
+        "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "intermediate_size": 48, "vocab_size": 256, "max_position_embeddings": 64,
+        "num_local_experts": 4, "num_experts_per_tok": 4})";
+    }
     if (narrow) {
       // The dead gate, up and product hold 3 x 16 floats a row on model=2; attention's
       // gradients need 2 x 32 + 2 x 16.
@@ -333,7 +350,7 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
         "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
         "intermediate_size": 32, "vocab_size": 256, "max_position_embeddings": 64})";
     }
-    const std::string model_name = odd || tied || vocab || narrow                ? model_file
+    const std::string model_name = odd || tied || vocab || narrow || balanced    ? model_file
                                    : mesh.find(" llama") != std::string::npos    ? "llama-tiny"
                                    : mesh.find(" qwen2") != std::string::npos    ? "qwen2-tiny"
                                    : mesh.find(" qwen3moe") != std::string::npos ? "qwen3-moe-tiny"
