@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include "run_command.hpp"
@@ -70,6 +71,39 @@ TEST(TrainMoe, TheExpertAxisSeesTheOneRanksLosses) {
                                                              {"--precision", "bf16"}, 1e-3);
     std::cout << file << ": worst relative deviation from one rank on the expert axis " << fp32
               << " (fp32), " << bf16 << " (bf16)\n";
+  }
+}
+
+// A checkpoint saved with the experts split (over fsdp x expert at ZeRO 3) loads into any expert
+// degree and layout: each resumed run continues as the run that saved it did (the same losses and
+// gradient norms as its steps 4 to 6), which it could not where an expert's block were saved or
+// read in another's place.
+TEST(TrainMoe, ACheckpointLoadsIntoAnyExpertDegree) {
+  const std::string folder = ::testing::TempDir() + "moe_expert_checkpoint";
+  std::filesystem::remove_all(folder);
+  std::vector<std::string> saving = train_ten_steps("mixtral_micro.json", {});
+  saving.insert(saving.end(), {"--mesh", "fsdp=2,expert=2", "--zero", "3", "--save", folder,
+                               "--save-every", "5"});
+  const testing::Result saved = run_command(saving);
+  const std::vector<double> losses = testing::losses_of(saved, "the saving run");
+  const std::vector<double> norms = testing::losses_of(saved, "the saving run", "grad_norm");
+  ASSERT_EQ(losses.size(), 10U);
+  for (const std::vector<std::string>& layout :
+       std::vector<std::vector<std::string>>{{"--mesh", "data=1"},
+                                             {"--mesh", "expert=4"},
+                                             {"--mesh", "data=2,expert=2", "--zero", "1"},
+                                             {"--mesh", "expert=2,pipeline=2"}}) {
+    std::vector<std::string> resuming = train_ten_steps("mixtral_micro.json", layout);
+    resuming.insert(resuming.end(), {"--resume", folder + "/step-00000005"});
+    const testing::Result resumed = run_command(resuming);
+    const std::string where = layout[1];
+    const std::vector<double> after = testing::losses_of(resumed, where);
+    const std::vector<double> after_norms = testing::losses_of(resumed, where, "grad_norm");
+    ASSERT_EQ(after.size(), 5U) << where;
+    for (std::size_t s = 0; s < 5; ++s) {
+      EXPECT_NEAR(after[s], losses[5 + s], 1e-5 * losses[5 + s]) << where << " step " << 6 + s;
+      EXPECT_NEAR(after_norms[s], norms[5 + s], 1e-4 * norms[5 + s]) << where << " step " << 6 + s;
+    }
   }
 }
 
