@@ -38,7 +38,7 @@ expect_one_line("--model on rank 1" 2
                 "shardwise train: rank 1: --model: '/nonexistent.json' is neither a model .*"
                 "" "--model;/nonexistent.json")
 expect_one_line("--batch on rank 1" 2
-                "shardwise train: rank 1: --batch 3 does not divide among the 2 data-parallel ranks \\(data x fsdp\\)"
+                "shardwise train: rank 1: --batch 3 does not divide among the 2 data-parallel ranks \\(data x fsdp x expert\\)"
                 "" "--batch;3")
 expect_one_line("unknown flag on rank 0" 2
                 "shardwise: rank 0: The following arguments were not expected: 4 --stpes; .*"

@@ -8,7 +8,9 @@
 //   mismatch-* - rank 0 makes another call than the others (broadcast vs all-reduce, count 8 vs
 //              16, all-reduce vs all-gather, all-gather counts, f64 vs i64, max vs sum): every
 //              rank must fail at once with an error naming both calls and ranks, not hang or
-//              return mixed data.
+//              return mixed data. mismatch-alltoallv-more and -fewer: in an all_to_allv rank 0
+//              expects more (fewer) elements from rank 1 than rank 1 sends: every rank fails
+//              naming the disagreement (MPI itself passes the first unnoticed).
 //   clean-*   - the end of a job as `shardwise` ends it under mpirun (end_mpi_job), without
 //               MPI_Abort: clean-throw (rank 1 throws while rank 0 waits: one line, rank 1's),
 //               clean-both (both throw their own errors at once: one line, rank 0's),
@@ -122,6 +124,21 @@ int main(int argc, char** argv) {
       } else if (mode == "mismatch-dtype") {
         comm.all_reduce(buffer.data(), buffer.data(), 16, odd ? DType::kF64 : DType::kI64,
                         ReduceOp::kSum, world, options);
+      } else if (mode.rfind("mismatch-alltoallv-", 0) == 0) {
+        // Two elements to every member; rank 0 expects one more (or one fewer) from rank 1.
+        const auto n = static_cast<std::size_t>(comm.size());
+        BlockLayout send, receive;
+        for (std::size_t j = 0; j < n; ++j) {
+          send.counts.push_back(2);
+          send.offsets.push_back(2 * j);
+          receive.counts.push_back(2);
+          receive.offsets.push_back(4 * j);
+        }
+        if (odd) receive.counts[1] = mode == "mismatch-alltoallv-more" ? 3 : 1;
+        std::vector<double> out(4 * n);
+        AllToAllvOptions alltoallv;
+        alltoallv.timeout = std::chrono::seconds(2);
+        comm.all_to_allv(buffer.data(), send, out.data(), receive, DType::kF64, world, alltoallv);
       } else if (mode == "mismatch-op") {
         comm.all_reduce(buffer.data(), buffer.data(), 16, DType::kF64,
                         odd ? ReduceOp::kMax : ReduceOp::kSum, world, options);
