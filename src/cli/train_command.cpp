@@ -167,6 +167,10 @@ class TrainPrinter final : public train::JobObserver {
                        {"gathered_peak_bytes", b.gathered_peak_bytes},
                        {"compute_copies_peak_bytes", b.compute_copies_peak_bytes}});
       if (s.pipelined) ranks.back()["stage"] = b.stage;
+      if (b.routed_rows > 0) {
+        ranks.back()["routed_rows"] = b.routed_rows;
+        ranks.back()["expert_rows"] = b.expert_rows;
+      }
     }
     nlohmann::json summary{
         {"parameters", s.parameters},
@@ -177,6 +181,7 @@ class TrainPrinter final : public train::JobObserver {
         {"ranks", ranks},
         {"comm_bytes_per_step", s.comm_bytes_per_step}};
     if (s.pipeline) summary["pipeline"] = pipeline_json(*s.pipeline);
+    if (s.expert_imbalance > 0) summary["expert_imbalance"] = s.expert_imbalance;
     return nlohmann::json{{"summary", summary}}.dump() + "\n";
   }
 
@@ -201,6 +206,10 @@ class TrainPrinter final : public train::JobObserver {
                   ? ", bf16 weight copies at most " + bytes(b.compute_copies_peak_bytes)
                   : std::string())
           << "\n";
+    }
+    if (s.expert_imbalance > 0) {
+      out << "experts: the busiest rank's computed " << std::setprecision(3) << s.expert_imbalance
+          << "x the rows a rank routes (1: balanced)\n";
     }
     for (const auto& [axes, bytes] : s.comm_bytes_per_step) {
       out << "rank 0 sent along " << axes << ": " << bytes_text(static_cast<std::uint64_t>(bytes))

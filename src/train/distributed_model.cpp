@@ -129,6 +129,15 @@ std::size_t DistributedModel::activation_bytes() const {
   return bytes;
 }
 
+ModelChunk::ExpertRows DistributedModel::expert_rows() const {
+  ModelChunk::ExpertRows rows;
+  for (const auto& chunk : chunks_) {
+    rows.routed += chunk->expert_rows().routed;
+    rows.computed += chunk->expert_rows().computed;
+  }
+  return rows;
+}
+
 float DistributedModel::forward_backward(std::span<const std::int32_t> tokens,
                                          std::span<const std::int32_t> targets,
                                          std::size_t sequences, std::size_t seq, bool with_grads,

@@ -438,7 +438,7 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
   const std::int64_t steps_run = std::max<std::int64_t>(0, settings.steps - first_step + 1);
   // Every rank's bytes and its last schedule, to every rank.
   const PipelineStepResult& schedule = model.last_schedule();
-  constexpr std::size_t kFields = 9;
+  constexpr std::size_t kFields = 11;
   const std::int64_t mine[kFields] = {
       static_cast<std::int64_t>(trainer.params_bytes()),
       static_cast<std::int64_t>(trainer.grads_bytes()),
@@ -448,7 +448,9 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
       context.coordinate(kPipelineAxis),
       static_cast<std::int64_t>(schedule.busy_seconds() * 1e9),
       static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9),
-      static_cast<std::int64_t>(model.parameters().compute_peak_bytes())};
+      static_cast<std::int64_t>(model.parameters().compute_peak_bytes()),
+      static_cast<std::int64_t>(model.expert_rows().routed),
+      static_cast<std::int64_t>(model.expert_rows().computed)};
   std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
   comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
   JobSummary summary;
@@ -465,10 +467,19 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
   std::vector<double> busy, elapsed;
   for (int r = 0; r < comm.size(); ++r) {
     const std::int64_t* b = all.data() + kFields * static_cast<std::size_t>(r);
-    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5], b[8]});
+    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5], b[8], b[9], b[10]});
     busy.push_back(static_cast<double>(b[6]));
     elapsed.push_back(static_cast<double>(b[7]));
   }
+  // Ranks of one pipeline stage route alike; the imbalance is among those holding MoE layers.
+  double routed = 0, busiest = 0, holders = 0;
+  for (const RankReport& rank : summary.ranks) {
+    if (rank.routed_rows == 0) continue;
+    routed += static_cast<double>(rank.routed_rows);
+    busiest = std::max(busiest, static_cast<double>(rank.expert_rows));
+    holders += 1;
+  }
+  if (routed > 0) summary.expert_imbalance = busiest / (routed / holders);
   if (steps_run > 0) {
     for (const auto& [axes, bytes] : per_axes)
       summary.comm_bytes_per_step[axes] = bytes / steps_run;

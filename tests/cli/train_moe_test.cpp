@@ -74,6 +74,40 @@ TEST(TrainMoe, TheExpertAxisSeesTheOneRanksLosses) {
   }
 }
 
+// Every row a token routes is computed once, by the rank holding its expert: over the ranks the
+// rows computed add up to those routed (a dispatch that lost or repeated rows would not), and the
+// summary's imbalance is the busiest rank's share over the even one, 1 where every token chooses
+// every expert.
+TEST(TrainMoe, TheDispatchComputesEveryRoutedRowOnceAndReportsTheImbalance) {
+  const std::string balanced = ::testing::TempDir() + "moe_balanced.json";
+  std::ofstream(balanced) << R"({"family": "mixtral", "num_hidden_layers": 2, "hidden_size": 32,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24,
+    "vocab_size": 256, "max_position_embeddings": 16, "num_local_experts": 4,
+    "num_experts_per_tok": 4})";
+  for (const auto& [file, mesh] : {std::pair{std::string("mixtral_micro.json"), "expert=4"},
+                                   {std::string("qwen3_moe_micro.json"), "data=2,expert=2"},
+                                   {balanced, "expert=2"}}) {
+    const testing::Result r = run_command(train_ten_steps(file, {"--mesh", mesh}));
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto summary = testing::json_lines(r.out).back()["summary"];
+    std::int64_t routed = 0, computed = 0, busiest = 0;
+    for (const auto& rank : summary["ranks"]) {
+      routed += rank["routed_rows"].get<std::int64_t>();
+      computed += rank["expert_rows"].get<std::int64_t>();
+      busiest = std::max(busiest, rank["expert_rows"].get<std::int64_t>());
+    }
+    EXPECT_GT(routed, 0) << file;
+    EXPECT_EQ(computed, routed) << file << " " << mesh;
+    const double ranks = static_cast<double>(summary["ranks"].size());
+    EXPECT_DOUBLE_EQ(summary["expert_imbalance"].get<double>(),
+                     static_cast<double>(busiest) / (static_cast<double>(routed) / ranks))
+        << file;
+    if (file == balanced) {
+      EXPECT_DOUBLE_EQ(summary["expert_imbalance"].get<double>(), 1.0);
+    }
+  }
+}
+
 // A checkpoint saved with the experts split (over fsdp x expert at ZeRO 3) loads into any expert
 // degree and layout: each resumed run continues as the run that saved it did (the same losses and
 // gradient norms as its steps 4 to 6), which it could not where an expert's block were saved or

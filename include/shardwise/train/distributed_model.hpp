@@ -71,6 +71,8 @@ class DistributedModel : public Model {
   [[nodiscard]] ModelChunk& chunk(std::size_t index) { return *chunks_.at(index); }
   // Bytes of the activations every chunk keeps.
   [[nodiscard]] std::size_t activation_bytes() const;
+  // Every chunk's Mixture-of-Experts rows (ModelChunk::expert_rows), summed.
+  [[nodiscard]] ModelChunk::ExpertRows expert_rows() const;
   // What the last step's schedule ran on this rank (empty without a pipeline).
   [[nodiscard]] const PipelineStepResult& last_schedule() const { return last_schedule_; }
   [[nodiscard]] const std::optional<PipelineLayout>& pipeline() const { return layout_.pipeline; }

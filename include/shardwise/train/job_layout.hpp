@@ -121,6 +121,9 @@ struct RankReport {
   std::int64_t stage = 0;
   // bf16: the most bytes of the products' bf16 copies of the weights held at once (0 in fp32).
   std::int64_t compute_copies_peak_bytes = 0;
+  // A Mixture of Experts: the rows this rank's tokens routed, and those its experts computed on
+  // (over an expert axis, what the dispatch brought them), over the run's forwards.
+  std::int64_t routed_rows = 0, expert_rows = 0;
 };
 
 // The pipeline's last step: the measured bubble (idle over busy time, averaged over ranks, as
@@ -143,6 +146,9 @@ struct JobSummary {
   std::vector<RankReport> ranks;
   // Bytes rank 0 sent along each set of axes per training step (validation not counted).
   std::map<std::string, std::int64_t> comm_bytes_per_step;
+  // A Mixture of Experts' measured imbalance: the rows the busiest rank's experts computed on
+  // over the rows each rank routed on average (1: every rank's experts as busy; 0: no experts).
+  double expert_imbalance = 0;
   bool pipelined = false;                  // whether the job ran a pipeline
   std::optional<PipelineReport> pipeline;  // its last step, where a step ran
 };

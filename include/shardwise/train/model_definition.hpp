@@ -53,6 +53,14 @@ class ModelChunk {
                         const GradientsReady& ready) = 0;
   // Bytes of the activations kept for backward (every slot) and of the gradients' scratch.
   [[nodiscard]] virtual std::size_t activation_bytes() const = 0;
+  // A Mixture of Experts' rows since the chunk was built, over its layers' forwards: the rows
+  // its tokens routed (tokens x k) and those its experts computed on (the same on one expert
+  // rank; over an expert axis what the dispatch brought). Zeros for a dense chunk.
+  struct ExpertRows {
+    std::uint64_t routed = 0;
+    std::uint64_t computed = 0;
+  };
+  [[nodiscard]] virtual ExpertRows expert_rows() const { return {}; }
 };
 
 // How a chunk runs on its rank.

@@ -44,22 +44,6 @@ ExpertDispatch::ExpertDispatch(const ExpertParallel& axis, const kernels::Expert
   for (std::size_t l = 0; l < local_; ++l) offsets_[l + 1] += offsets_[l];
 }
 
-std::size_t ExpertDispatch::rows_sent_away() const {
-  std::size_t rows = 0;
-  for (std::size_t m = 0; m < sent_rows_.size(); ++m) {
-    if (m != static_cast<std::size_t>(member_)) rows += sent_rows_[m];
-  }
-  return rows;
-}
-
-std::size_t ExpertDispatch::rows_received_from_others() const {
-  std::size_t rows = 0;
-  for (std::size_t m = 0; m < received_rows_.size(); ++m) {
-    if (m != static_cast<std::size_t>(member_)) rows += received_rows_[m];
-  }
-  return rows;
-}
-
 void ExpertDispatch::reorder(const float* from, float* to, std::size_t width,
                              bool to_expert_major) const {
   // Member m's rows for local expert l: at `member_at` member-major, `expert_at` expert-major.

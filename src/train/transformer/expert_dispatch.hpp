@@ -35,9 +35,6 @@ class ExpertDispatch {
   [[nodiscard]] std::size_t expert_rows(std::size_t l) const {
     return offsets_[l + 1] - offsets_[l];
   }
-  // Rows this rank sends to other ranks (and gets back), and receives from them.
-  [[nodiscard]] std::size_t rows_sent_away() const;
-  [[nodiscard]] std::size_t rows_received_from_others() const;
 
   // expert_rows (received_rows() x width, expert-major) from each rank's `sent` (its grouped
   // rows x width). `staging` holds the rows as they arrive.

@@ -124,13 +124,16 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
   groups_ = kernels::group_by_expert(chosen_.data(), BT, k_, E);
   kernels::gather_rows(r.inputs, normed, groups_, C);
   products.round_kept(r.inputs, n * C);
+  routed_rows_ += n;
   if (!dispatched()) {
+    computed_rows_ += n;
     experts_forward(r, ExpertDispatch(experts_, groups_, E, n), p);
   } else {
     ExpertRows& kept = received_[router];
     hold(kept, false);
     kept.dispatch = ExpertDispatch(experts_, groups_, E, n);
     const std::size_t m = kept.dispatch.received_rows();
+    computed_rows_ += m;
     kept.inputs.resize(m * C);
     kept.gate_up.resize(m * 2 * I);
     kept.activation.resize(m * I);
@@ -142,7 +145,6 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
     experts_forward(x, kept.dispatch, p);
     products.round_kept(x.outputs, m * C);
     kept.dispatch.from_experts(experts_, x.outputs, r.outputs, C, staging_);
-    rows_sent_ += 2 * kept.dispatch.rows_sent_away();
   }
   products.round_kept(r.outputs, n * C);
   kernels::combine_rows(out, r.outputs, weights_.data(), groups_, BT, C, k_);
@@ -171,7 +173,6 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
     kept.dispatch.to_experts(experts_, r.outputs, x.outputs, C, staging_);
     experts_backward(x, kept.dispatch, p);
     kept.dispatch.from_experts(experts_, x.inputs, r.inputs, C, staging_);
-    rows_sent_ += 2 * kept.dispatch.rows_sent_away();
     hold(kept, false);
     received_.erase(found);
   }

@@ -53,9 +53,10 @@ class MoePart {
   // ever kept at once.
   [[nodiscard]] std::size_t expert_bytes() const { return expert_bytes_; }
   [[nodiscard]] std::size_t peak_expert_bytes() const { return peak_expert_bytes_; }
-  // Rows sent to other expert ranks and received from them, since construction (forward and
-  // backward; each row is `hidden` floats).
-  [[nodiscard]] std::size_t rows_sent() const { return rows_sent_; }
+  // Rows this part's tokens routed (tokens x k) and rows its experts computed on, over its
+  // forwards since construction.
+  [[nodiscard]] std::uint64_t routed_rows() const { return routed_rows_; }
+  [[nodiscard]] std::uint64_t computed_rows() const { return computed_rows_; }
 
  private:
   // Rows and what the experts make of them: rows x hidden, x 2 width, x width, x hidden.
@@ -94,7 +95,8 @@ class MoePart {
   // the rows as they travel.
   mutable std::map<const float*, ExpertRows> received_;
   mutable std::vector<float> staging_;
-  mutable std::size_t expert_bytes_ = 0, peak_expert_bytes_ = 0, rows_sent_ = 0;
+  mutable std::size_t expert_bytes_ = 0, peak_expert_bytes_ = 0;
+  mutable std::uint64_t routed_rows_ = 0, computed_rows_ = 0;
 };
 
 }  // namespace shardwise::train::transformer

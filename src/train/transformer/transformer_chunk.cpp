@@ -220,6 +220,11 @@ std::vector<KeptArray> TransformerChunk::kept_arrays(const Layer& layer) {
   return arrays;
 }
 
+ModelChunk::ExpertRows TransformerChunk::expert_rows() const {
+  const MoePart* moe = mlp_.moe();
+  return moe == nullptr ? ExpertRows{} : ExpertRows{moe->routed_rows(), moe->computed_rows()};
+}
+
 std::size_t TransformerChunk::activation_bytes() const {
   std::size_t bytes = 0;
   const auto add = [&](const Arrays& arrays) {

@@ -42,6 +42,7 @@ class TransformerChunk final : public ModelChunk {
                 std::span<BoundaryElement> input_grad, float loss_scale,
                 const GradientsReady& ready) override;
   [[nodiscard]] std::size_t activation_bytes() const override;
+  [[nodiscard]] ExpertRows expert_rows() const override;
 
  private:
   // An array's bytes, of its element type.
