@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "parallel.hpp"
+#include "shardwise/core/error.hpp"
 
 namespace shardwise::kernels {
 namespace {
@@ -100,6 +102,23 @@ void route_backward(float* dlogits, const float* dweights, const float* dprobabi
       }
     }
   });
+}
+
+void add_routing_statistics(double* assignments, double* probability_sums,
+                            const float* probabilities, const std::int32_t* chosen,
+                            std::size_t tokens, std::size_t experts, std::size_t k) {
+  for (std::size_t t = 0; t < tokens; ++t) {
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::int32_t e = chosen[t * k + j];
+      if (e < 0 || static_cast<std::size_t>(e) >= experts) {
+        throw InvalidArgument("a routing chose expert " + std::to_string(e) + " of " +
+                              std::to_string(experts));
+      }
+      assignments[e] += 1;
+    }
+    const float* row = probabilities + t * experts;
+    for (std::size_t e = 0; e < experts; ++e) probability_sums[e] += row[e];
+  }
 }
 
 double load_balancing_loss(const double* assignments, const double* probability_sums,

@@ -123,7 +123,9 @@ bool operator==(const LlamaConfig& a, const LlamaConfig& b) {
          a.rope_scaling.original_context == b.rope_scaling.original_context &&
          a.rms_norm_eps == b.rms_norm_eps && a.tie_word_embeddings == b.tie_word_embeddings &&
          a.experts == b.experts && a.experts_per_token == b.experts_per_token &&
-         a.expert_width == b.expert_width && a.renormalize_routing == b.renormalize_routing;
+         a.expert_width == b.expert_width && a.renormalize_routing == b.renormalize_routing &&
+         a.router_aux_loss_coef == b.router_aux_loss_coef &&
+         a.output_router_logits == b.output_router_logits;
 }
 
 const std::vector<std::string>& llama_preset_names() {
@@ -172,6 +174,10 @@ void validate(const LlamaConfig& c) {
     check(c.experts, kMaxDimension, "num_experts");
     check(c.experts_per_token, c.experts, "num_experts_per_tok");
     check(c.expert_width, kMaxDimension, "moe_intermediate_size");
+    if (!(c.router_aux_loss_coef >= 0 && c.router_aux_loss_coef <= 1e6)) {
+      throw InvalidArgument("router_aux_loss_coef is " + std::to_string(c.router_aux_loss_coef) +
+                            "; expected a weight from 0 to 1e6");
+    }
   } else if (c.experts != 0) {
     throw InvalidArgument("a " + display_name(c.variant) + " has no experts; " +
                           std::to_string(c.experts) + " were given");
@@ -231,6 +237,8 @@ std::string llama_config_json(const LlamaConfig& c, bool with_family) {
     json["intermediate_size"] = c.expert_width;
     json["num_local_experts"] = c.experts;
     json["num_experts_per_tok"] = c.experts_per_token;
+    json["router_aux_loss_coef"] = c.router_aux_loss_coef;
+    json["output_router_logits"] = c.output_router_logits;
   } else if (c.variant == LlamaVariant::kQwen3Moe) {
     json["num_experts"] = c.experts;
     json["num_experts_per_tok"] = c.experts_per_token;
@@ -238,6 +246,8 @@ std::string llama_config_json(const LlamaConfig& c, bool with_family) {
     json["norm_topk_prob"] = c.renormalize_routing;
     json["decoder_sparse_step"] = 1;
     json["mlp_only_layers"] = nlohmann::json::array();
+    json["router_aux_loss_coef"] = c.router_aux_loss_coef;
+    json["output_router_logits"] = c.output_router_logits;
   }
   // Qwen2 has its biases whatever the field says: transformers' Qwen2Config has none. The
   // trainer's own file names it only where it is set.

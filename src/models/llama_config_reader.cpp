@@ -42,10 +42,10 @@ LlamaVariant variant_of(const std::string& type) {
 
 // The experts of Mixtral (num_local_experts, or num_experts as its attribute_map reads it, of
 // intermediate_size, always renormalised) and Qwen3-MoE (num_experts of moe_intermediate_size,
-// renormalised where norm_topk_prob), with transformers' defaults. Every layer routes: a
-// Qwen3-MoE whose decoder_sparse_step or mlp_only_layers leave some layers dense is refused, as
-// are router jitter (noise on the training inputs) and the auxiliary loss in the trained loss
-// (output_router_logits), which shardwise does not compute yet.
+// renormalised where norm_topk_prob), with transformers' defaults, and the auxiliary
+// load-balancing loss (router_aux_loss_coef, added where output_router_logits). Every layer
+// routes: a Qwen3-MoE whose decoder_sparse_step or mlp_only_layers leave some layers dense is
+// refused, as is router jitter (noise on the training inputs), which shardwise does not compute.
 void read_experts(detail::HfConfigReader& r, LlamaConfig& c) {
   // transformers 5 writes num_local_experts for both (num_experts is its alias); Qwen3-MoE's
   // published files, from transformers 4, say num_experts.
@@ -89,13 +89,13 @@ void read_experts(detail::HfConfigReader& r, LlamaConfig& c) {
     r.refuse("num_experts_per_tok", c.experts_per_token,
              "more than the " + std::to_string(c.experts) + " experts");
   }
-  if (r.flag("output_router_logits", false)) {
-    r.refuse("output_router_logits", true,
-             "the auxiliary load-balancing loss is not added to the loss shardwise trains; set "
-             "it false");
+  c.output_router_logits = r.flag("output_router_logits", false);
+  if (const nlohmann::json* v = r.find("router_aux_loss_coef")) {
+    if (!v->is_number() || !(v->get<double>() >= 0 && v->get<double>() <= 1e6)) {
+      r.refuse("router_aux_loss_coef", *v, "expected a weight from 0 to 1e6");
+    }
+    c.router_aux_loss_coef = v->get<double>();
   }
-  // Read only with output_router_logits.
-  r.take({"router_aux_loss_coef"});
 }
 
 // One rotary object (rope_scaling or rope_parameters), as transformers 5 reads it.

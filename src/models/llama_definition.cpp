@@ -54,6 +54,7 @@ train::TransformerSpec llama_transformer(const LlamaConfig& config) {
   shape.expert_width = config.expert_width;
   shape.renormalize_routing = config.renormalize_routing;
   spec.norm_eps = config.rms_norm_eps;
+  spec.aux_loss_weight = config.aux_loss_weight();
   spec.rope_theta = config.rope_theta;
   spec.rope_scaling = config.rope_scaling;
   return spec;
@@ -115,6 +116,15 @@ std::vector<std::string> LlamaDefinition::chunk_parameters(const train::LayerRan
     if (keep) names.push_back(whole[p].name);
   }
   return names;
+}
+
+void LlamaDefinition::check_stages(std::int64_t stages, const std::string& field) const {
+  if (stages > 1 && config_.aux_loss_weight() > 0) {
+    throw InvalidArgument(field + ": " + std::to_string(stages) +
+                          " pipeline stages split the layers, and the auxiliary load-balancing "
+                          "loss (output_router_logits) couples every layer's routing of a "
+                          "micro-batch; shardwise does not run the two together");
+  }
 }
 
 std::vector<PartitionSpec> LlamaDefinition::model_placements(int degree) const {

@@ -111,6 +111,15 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
     options.range = range;
     options.tensor_parallel = TensorParallel(context);
     options.expert_parallel = ExpertParallel(context);
+    options.sum_over_batch = [&context](double* values, std::size_t count) {
+      for (const std::string_view axis : {kDataAxis, kFsdpAxis, kExpertAxis}) {
+        if (context.degree(axis) > 1) {
+          context.communicator(axis).all_reduce(values, values, count, DType::kF64,
+                                                ReduceOp::kSum, context.group(axis));
+        }
+      }
+    };
+    options.batch_ranks = static_cast<std::size_t>(context.data_parallel_size());
     options.sequence_parallel = layout_.sequence_parallel;
     options.recompute = layout_.recompute;
     options.precision = layout_.precision;
@@ -127,6 +136,10 @@ std::size_t DistributedModel::activation_bytes() const {
   std::size_t bytes = 0;
   for (const auto& chunk : chunks_) bytes += chunk->activation_bytes();
   return bytes;
+}
+
+float DistributedModel::auxiliary_loss() const {
+  return layout_.pipeline ? 0.0F : chunks_.front()->auxiliary_loss(0);
 }
 
 ModelChunk::ExpertRows DistributedModel::expert_rows() const {
@@ -149,7 +162,7 @@ float DistributedModel::forward_backward(std::span<const std::int32_t> tokens,
   ModelChunk& chunk = *chunks_.front();
   const float mean = chunk.forward(0, tokens, targets, sequences, seq, {}, {}, with_grads);
   if (with_grads) chunk.backward(0, {}, {}, loss_scale, ready);
-  return loss_scale == 1.0F ? mean : mean * loss_scale;
+  return (loss_scale == 1.0F ? mean : mean * loss_scale) + auxiliary_loss();
 }
 
 float DistributedModel::pipelined_forward_backward(std::span<const std::int32_t> tokens,

@@ -29,7 +29,7 @@ WindowLoss window_loss(DistributedModel& model, std::span<const std::int32_t> to
 
 ExampleLoss example_loss(DistributedModel& model, const ExampleSet& examples, std::size_t seq) {
   ExampleLoss result;
-  double sum = 0;
+  double sum = 0, auxiliary_sum = 0;
   std::vector<std::int32_t> targets;
   for (std::size_t e = 0; e < examples.size(); ++e) {
     const std::span<const std::int32_t> ids = examples.tokens(e);
@@ -45,10 +45,12 @@ ExampleLoss example_loss(DistributedModel& model, const ExampleSet& examples, st
       }
     }
     if (here == 0) continue;
-    // The model's mean over the positions, back to the sum over the counted ones.
-    sum += static_cast<double>(
-               model.forward_backward(ids.first(positions), targets, 1, positions, false)) *
-           static_cast<double>(positions);
+    // The model's mean over the positions, back to the sum over the counted ones; an auxiliary
+    // loss (a Mixture of Experts') is one per example, as transformers adds it to each forward.
+    const float loss = model.forward_backward(ids.first(positions), targets, 1, positions, false);
+    const float auxiliary = model.auxiliary_loss();
+    sum += static_cast<double>(loss - auxiliary) * static_cast<double>(positions);
+    auxiliary_sum += auxiliary;
     result.counted += here;
     ++result.examples;
   }
@@ -57,7 +59,8 @@ ExampleLoss example_loss(DistributedModel& model, const ExampleSet& examples, st
         "the data has no counted token (a completion, an assistant's turn) within " +
         std::to_string(seq + 1) + " tokens of an example's start");
   }
-  result.loss = sum / static_cast<double>(result.counted);
+  result.loss = sum / static_cast<double>(result.counted) +
+                auxiliary_sum / static_cast<double>(result.examples);
   return result;
 }
 

@@ -255,6 +255,7 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
                           "; a bf16 residual stream is part of bf16 precision");
   }
   s.model->check_options(s.sequence_parallel, s.recompute, named("model"));
+  s.model->check_stages(degree_of(s.mesh, kPipelineAxis), named("mesh"));
   pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t, named);
   if (s.timeline && !pipeline_) {
     throw InvalidArgument(named("timeline") + " writes the pipeline's executed schedule; " +

@@ -141,6 +141,43 @@ TEST(TrainMoe, ACheckpointLoadsIntoAnyExpertDegree) {
   }
 }
 
+// The auxiliary load-balancing loss (output_router_logits): its statistics are every layer's over
+// the whole batch, summed over the batch's ranks, so every layout but a pipeline (which splits the
+// layers; refused) sees the one rank's losses and gradient norms.
+TEST(TrainMoe, TheAuxiliaryLossSeesTheOneRanksLossesOnEveryLayout) {
+  const std::string file = ::testing::TempDir() + "moe_auxiliary.json";
+  std::ofstream(file) << R"({"family": "qwen3_moe", "num_hidden_layers": 3, "hidden_size": 32,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64,
+    "vocab_size": 256, "max_position_embeddings": 16, "num_experts": 4,
+    "num_experts_per_tok": 2, "moe_intermediate_size": 16, "norm_topk_prob": true,
+    "output_router_logits": true, "router_aux_loss_coef": 0.5})";
+  const std::vector<std::vector<std::string>> layouts{
+      {"--mesh", "data=2"},
+      {"--mesh", "expert=2"},
+      {"--mesh", "data=2,expert=2", "--zero", "2", "--recompute", "full"},
+      {"--mesh", "fsdp=2,expert=2", "--zero", "3"}};
+  const double fp32 = testing::expect_layouts_see_one_rank(file, layouts, {}, 1e-5);
+  const double bf16 =
+      testing::expect_layouts_see_one_rank(file, layouts, {"--precision", "bf16"}, 1e-3);
+  std::cout << "with the auxiliary loss: worst relative deviation from one rank " << fp32
+            << " (fp32), " << bf16 << " (bf16)\n";
+  // It is in the loss: the same model without it trains to other losses.
+  std::string without = file;
+  without.replace(without.find("auxiliary"), 9, "plain");
+  std::ofstream(without) << R"({"family": "qwen3_moe", "num_hidden_layers": 3, "hidden_size": 32,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64,
+    "vocab_size": 256, "max_position_embeddings": 16, "num_experts": 4,
+    "num_experts_per_tok": 2, "moe_intermediate_size": 16, "norm_topk_prob": true,
+    "output_router_logits": false, "router_aux_loss_coef": 0.5})";
+  const auto with_losses = testing::losses_of(run_command(train_ten_steps(file, {})), file);
+  const auto plain = testing::losses_of(run_command(train_ten_steps(without, {})), without);
+  ASSERT_EQ(with_losses.size(), plain.size());
+  EXPECT_GT(with_losses[0], plain[0] + 0.5 * 2 * 0.9);  // about coef x k more
+  expect_bad_input(train_ten_steps(file, {"--mesh", "pipeline=2"}),
+                   "--mesh: 2 pipeline stages split the layers, and the auxiliary load-balancing "
+                   "loss (output_router_logits) couples every layer's routing");
+}
+
 // The presets train, and a Mixture of Experts' layer is not the dense one's: the experts and
 // the router are parameters of their own, listed with their shapes.
 TEST(TrainMoe, ThePresetsTrainWithTheirExperts) {
@@ -191,7 +228,9 @@ TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
   };
   refused(R"("decoder_sparse_step": 2)", "decoder_sparse_step");
   refused(R"("mlp_only_layers": [0])", "mlp_only_layers");
-  refused(R"("output_router_logits": true)", "output_router_logits");
+  refused(R"("router_aux_loss_coef": -1)", "router_aux_loss_coef");
+  refused(R"("router_aux_loss_coef": "high")", "router_aux_loss_coef");
+  refused(R"("router_aux_loss_coef": 1e400)", "number overflow parsing '1e400'");
   refused(R"("norm_topk_prob": true, "num_experts_per_tok": 5)", "num_experts_per_tok");
   refused(R"("norm_topk_prob": "yes")", "norm_topk_prob");
   std::ofstream(file) << R"({"family": "mixtral", "num_hidden_layers": 2, "hidden_size": 32,

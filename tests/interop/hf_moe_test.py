@@ -13,7 +13,9 @@ For each family:
 2. A model shardwise trains on ZeRO-3 over two ranks is exported; transformers computes the
    loss shardwise reports, and importing the export and exporting it again gives the same file
    byte for byte.
-3. `shardwise generate` continues a prompt, encoded by a byte-level BPE tokenizer.json, with
+3. A config asking for the auxiliary load-balancing loss (output_router_logits) gives
+   transformers' language-model loss plus router_aux_loss_coef times its aux_loss.
+4. `shardwise generate` continues a prompt, encoded by a byte-level BPE tokenizer.json, with
    transformers' greedy tokens.
 Exits 77 (skipped) where PyTorch, transformers or tokenizers is missing.
 """
@@ -76,6 +78,38 @@ def made_by_transformers(shardwise, folder, family, data):
                 sys.exit(f"{family} {i}'s loss {loss} is too close to the uniform guess")
 
 
+def with_auxiliary_loss(shardwise, folder, family, data):
+    """A model whose config asks for the auxiliary load-balancing loss (output_router_logits,
+    router_aux_loss_coef): shardwise's loss is transformers' language-model loss plus the
+    coefficient times its aux_loss, window by window."""
+    _, model_class = FAMILIES[family]
+    model = model_class(config_of(family, vocab_size=256, num_experts_per_tok=2,
+                                  output_router_logits=True, router_aux_loss_coef=0.3))
+    made = os.path.join(folder, f"{family}_aux")
+    model.save_pretrained(made)
+    converted = made + "_ckpt"
+    run(shardwise, "ckpt", "import", made, "--format", "hf-" + family, "--out", converted)
+    ours = json.loads(run(shardwise, "ckpt", "loss", converted, "--data", data, "--json"))
+    model = model_class.from_pretrained(made, dtype=torch.float32, attn_implementation="sdpa")
+    model.eval()
+    tokens = torch.tensor(list(open(data, "rb").read()), dtype=torch.long)
+    seq, totals, auxes = ours["seq"], [], []
+    with torch.no_grad():
+        for w in range(ours["windows"]):
+            window = tokens[w * seq: w * seq + seq + 1]
+            out = model(window[:-1].unsqueeze(0), output_router_logits=True)
+            lm = torch.nn.functional.cross_entropy(out.logits[0], window[1:]).item()
+            auxes.append(out.aux_loss.item())
+            totals.append(lm + 0.3 * out.aux_loss.item())
+    theirs = sum(totals) / len(totals)
+    print(f"{family} with its auxiliary loss (mean {sum(auxes) / len(auxes):.5f}): shardwise "
+          f"loss {ours['loss']:.7f}, transformers {theirs:.7f}")
+    if abs(theirs - ours["loss"]) > 1e-4:
+        sys.exit(f"{family} with its auxiliary loss: losses differ by {abs(theirs - ours['loss'])}")
+    if sum(auxes) / len(auxes) * 0.3 < 1e-3:
+        sys.exit(f"{family}: the auxiliary loss is too small to tell")
+
+
 def trained_by_shardwise(shardwise, folder, family, data):
     _, model_class = FAMILIES[family]
     ckpt = os.path.join(folder, family + "_trained")
@@ -118,6 +152,7 @@ def main():
             f.write("The quick brown fox jumps over the lazy dog; pack my box. " * 40)
         for family in FAMILIES:
             made_by_transformers(shardwise, folder, family, data)
+            with_auxiliary_loss(shardwise, folder, family, data)
             trained_by_shardwise(shardwise, folder, family, data)
             generated(shardwise, folder, family, os.path.join(fixtures, "gpt2.tokenizer.json"))
     print("ok")

@@ -30,6 +30,13 @@ void route_backward(float* dlogits, const float* dweights, const float* dprobabi
                     const float* probabilities, const std::int32_t* chosen, std::size_t tokens,
                     std::size_t experts, std::size_t k, bool renormalize);
 
+// Adds one routing's statistics for the auxiliary loss: assignments[e] += how many of the rows'
+// k choices (`chosen`, tokens x k) are expert e; probability_sums[e] += the rows' probabilities
+// of it (tokens x experts).
+void add_routing_statistics(double* assignments, double* probability_sums,
+                            const float* probabilities, const std::int32_t* chosen,
+                            std::size_t tokens, std::size_t experts, std::size_t k);
+
 // The auxiliary loss of routings whose chosen experts were counted (`assignments[e]`: how many
 // of the rows' k choices are expert e) and whose probabilities were summed
 // (`probability_sums[e]`), over `rows` rows (every MoE layer's tokens, as transformers sums the

@@ -63,6 +63,14 @@ struct LlamaConfig {
   std::size_t experts_per_token = 0;
   std::size_t expert_width = 0;
   bool renormalize_routing = false;
+  // The Switch/Mixtral auxiliary load-balancing loss: added to the trained loss, weighted by
+  // router_aux_loss_coef, where output_router_logits asks for it (transformers adds it then).
+  double router_aux_loss_coef = 0.001;
+  bool output_router_logits = false;
+  // Its weight in the trained loss: the coefficient where it is added, else 0.
+  [[nodiscard]] double aux_loss_weight() const {
+    return output_router_logits ? router_aux_loss_coef : 0.0;
+  }
 
   friend bool operator==(const LlamaConfig& a, const LlamaConfig& b);
 };
@@ -138,6 +146,7 @@ class LlamaDefinition final : public train::ModelDefinition {
   [[nodiscard]] std::vector<std::string> chunk_parameters(
       const train::LayerRange& range) const override;
   [[nodiscard]] std::vector<PartitionSpec> model_placements(int degree) const override;
+  void check_stages(std::int64_t stages, const std::string& field) const override;
   [[nodiscard]] std::vector<train::SharedRows> shared_rows(int degree) const override;
   [[nodiscard]] ModelManifest manifest() const override;
   // Per layer 2 C (q + 2 kv + o) + 6 C F (the MLP) + 4 seq H hd (attention); the head 2 V C.

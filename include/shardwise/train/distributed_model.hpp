@@ -71,6 +71,9 @@ class DistributedModel : public Model {
   [[nodiscard]] ModelChunk& chunk(std::size_t index) { return *chunks_.at(index); }
   // Bytes of the activations every chunk keeps.
   [[nodiscard]] std::size_t activation_bytes() const;
+  // The auxiliary loss the last forward added to the loss it returned (ModelChunk::
+  // auxiliary_loss; 0 where the model adds none).
+  [[nodiscard]] float auxiliary_loss() const;
   // Every chunk's Mixture-of-Experts rows (ModelChunk::expert_rows), summed.
   [[nodiscard]] ModelChunk::ExpertRows expert_rows() const;
   // What the last step's schedule ran on this rank (empty without a pipeline).

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -61,6 +62,10 @@ class ModelChunk {
     std::uint64_t computed = 0;
   };
   [[nodiscard]] virtual ExpertRows expert_rows() const { return {}; }
+  // The loss added to the last forward of `slot` beside the mean loss it returned, once for the
+  // whole batch (a Mixture of Experts' auxiliary load-balancing loss, its statistics summed over
+  // the batch's ranks); 0 by default.
+  [[nodiscard]] virtual float auxiliary_loss(std::size_t /*slot*/) const { return 0; }
 };
 
 // How a chunk runs on its rank.
@@ -74,6 +79,11 @@ struct ChunkOptions {
   // What the residual stream is kept in: float32, or under bf16 precision bf16 (each residual
   // add rounded, as Megatron-LM's --bf16 without --fp32-residual-connection).
   DType residual_dtype = DType::kF32;
+  // Sums `count` values in place over the ranks the batch is split among (data x fsdp x
+  // expert), `batch_ranks` of them; empty: this rank holds the whole batch. What a loss over the
+  // whole batch (a Mixture of Experts' auxiliary loss) sums its statistics with.
+  std::function<void(double* values, std::size_t count)> sum_over_batch;
+  std::size_t batch_ranks = 1;
 };
 
 class ModelDefinition {
@@ -125,6 +135,9 @@ class ModelDefinition {
   // parallelism without a model axis itself).
   virtual void check_options(bool /*sequence_parallel*/, Recompute /*recompute*/,
                              const std::string& /*field*/) const {}
+  // Refuses splitting the layers over `stages` pipeline stages where the family cannot (an
+  // InvalidArgument naming `field`, the mesh); by default any split runs.
+  virtual void check_stages(std::int64_t /*stages*/, const std::string& /*field*/) const {}
   // One chunk reading its parameters from `store` (which holds at least chunk_parameters of
   // the range, split as model_placements say).
   [[nodiscard]] virtual std::unique_ptr<ModelChunk> build_chunk(

@@ -33,6 +33,9 @@ struct TransformerSpec {
   double norm_eps = 1e-5;  // RMSNorm's epsilon (the LayerNorm kernel's is 1e-5)
   double rope_theta = 10000;
   kernels::RotaryScaling rope_scaling;  // factor 0: none
+  // A Mixture of Experts' auxiliary load-balancing loss, this much of it added to the loss
+  // (0: none): transformers' load_balancing_loss_func over every layer's routing of the batch.
+  double aux_loss_weight = 0;
 };
 
 // Where each part's parameters sit in the store's order (above).

@@ -18,9 +18,9 @@ MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis,
       axis_(axis) {}
 
 void MlpPart::forward(float* out, float* arrays, float* router, const float* normed,
-                      const ParameterView& p, const Rows& rows) const {
+                      const ParameterView& p, const Rows& rows, double* routing) const {
   if (moe_) {
-    moe_->forward(out, arrays, router, normed, p, rows);
+    moe_->forward(out, arrays, router, normed, p, rows, routing);
     return;
   }
   const std::size_t C = hidden_, W = width_, BT = rows.whole;
@@ -50,9 +50,9 @@ void MlpPart::forward(float* out, float* arrays, float* router, const float* nor
 
 void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float* arrays,
                        float* router, const float* normed, const ParameterView& p,
-                       const Rows& rows) const {
+                       const Rows& rows, const float* dprobability) const {
   if (moe_) {
-    moe_->backward(dnormed, dout, arrays, router, normed, p, rows);
+    moe_->backward(dnormed, dout, arrays, router, normed, p, rows, dprobability);
     return;
   }
   const std::size_t C = hidden_, W = width_, BT = rows.whole;

@@ -112,7 +112,7 @@ void MoePart::experts_backward(const Routed& x, const ExpertDispatch& d,
 }
 
 void MoePart::forward(float* out, float* arrays, float* router, const float* normed,
-                      const ParameterView& p, const Rows& rows) const {
+                      const ParameterView& p, const Rows& rows, double* routing) const {
   const std::size_t C = hidden_, E = experts_count_, I = width_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
@@ -121,6 +121,9 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
   chosen_.resize(BT * k_);
   weights_.resize(BT * k_);
   kernels::route_forward(chosen_.data(), weights_.data(), router, router, BT, E, k_, renormalize_);
+  if (routing != nullptr) {
+    kernels::add_routing_statistics(routing, routing + E, router, chosen_.data(), BT, E, k_);
+  }
   groups_ = kernels::group_by_expert(chosen_.data(), BT, k_, E);
   kernels::gather_rows(r.inputs, normed, groups_, C);
   products.round_kept(r.inputs, n * C);
@@ -151,7 +154,8 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
 }
 
 void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* router,
-                       const float* normed, const ParameterView& p, const Rows& rows) const {
+                       const float* normed, const ParameterView& p, const Rows& rows,
+                       const float* dprobability) const {
   const std::size_t C = hidden_, E = experts_count_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
@@ -177,8 +181,8 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
     received_.erase(found);
   }
   // The router: the logits' gradient over the probabilities, then its product's.
-  kernels::route_backward(router, dweights_.data(), nullptr, router, chosen_.data(), BT, E, k_,
-                          renormalize_);
+  kernels::route_backward(router, dweights_.data(), dprobability, router, chosen_.data(), BT, E,
+                          k_, renormalize_);
   products.backward(dnormed, p.grad(0), nullptr, router, normed, p, 0, BT, C, E,
                     InputGradient::kOverwrite);
   kernels::scatter_add_rows(dnormed, r.inputs, groups_, BT, C, k_);

@@ -41,13 +41,17 @@ class MoePart {
   // or the expert axis' degree does not divide the experts.
   MoePart(const TransformerShape& shape, const ModelAxis& axis, const ExpertParallel& experts);
 
-  // `out` (the rows this rank holds, the whole rows on one model rank) from `normed`.
+  // `out` (the rows this rank holds, the whole rows on one model rank) from `normed`. Where
+  // `routing` is given (2 x experts: assignments, then probability sums), the routing's
+  // statistics for the auxiliary loss are added to it (kernels::add_routing_statistics).
   void forward(float* out, float* arrays, float* router, const float* normed,
-               const ParameterView& p, const Rows& rows) const;
+               const ParameterView& p, const Rows& rows, double* routing = nullptr) const;
   // The parameters' gradients added, the input's written to `dnormed`; `arrays` and `router`
-  // are written over.
+  // are written over. `dprobability` (experts, or null): the auxiliary loss's gradient of every
+  // row's probability of each expert.
   void backward(float* dnormed, const float* dout, float* arrays, float* router,
-                const float* normed, const ParameterView& p, const Rows& rows) const;
+                const float* normed, const ParameterView& p, const Rows& rows,
+                const float* dprobability = nullptr) const;
 
   // Bytes of the experts' arrays kept outside the table now (over an expert axis), and the most
   // ever kept at once.

@@ -7,6 +7,7 @@
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/bf16_matmul.hpp"
 #include "shardwise/kernels/elementwise.hpp"
+#include "shardwise/kernels/moe_router.hpp"
 
 namespace shardwise::train::transformer {
 namespace {
@@ -46,6 +47,8 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
       axis_(options.tensor_parallel, options.sequence_parallel, spec.shape.hidden,
             options.precision, options.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32),
       experts_(options.expert_parallel),
+      sum_over_batch_(options.sum_over_batch),
+      batch_ranks_(std::max<std::size_t>(options.batch_ranks, 1)),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_, types_.stream_narrower()),
       attention_(spec_, axis_),
       mlp_(spec.shape, axis_, experts_),
@@ -57,6 +60,18 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
         "sequence parallelism splits the sequence over the model axis; the mesh has none");
   }
   has_head_ = range_.has_last(spec_.shape.layers);
+  if (!(spec_.aux_loss_weight >= 0)) {
+    throw InvalidArgument("aux_loss_weight is " + std::to_string(spec_.aux_loss_weight) +
+                          "; expected a weight of 0 or more");
+  }
+  if (spec_.aux_loss_weight > 0 && (!spec_.shape.moe() || !range_.has_first() || !has_head_)) {
+    throw InvalidArgument(
+        spec_.shape.moe()
+            ? "an auxiliary load-balancing loss (output_router_logits) couples every layer's "
+              "routing of a micro-batch; a pipeline splits the layers over stages, which "
+              "shardwise does not run with it"
+            : "an auxiliary load-balancing loss on a model without experts");
+  }
   index_ = chunk_parameter_indices(model, store_, range_, tp.degree(), experts_.degree());
   // (The table refuses a degree that does not divide the heads, the MLP or the vocabulary.)
   // Whether attention's gradients fit the MLP's dead arrays depends on the widths alone.
@@ -238,6 +253,26 @@ std::size_t TransformerChunk::activation_bytes() const {
   return bytes;
 }
 
+void TransformerChunk::finish_auxiliary_loss(Slot& slot, const Rows& rw) {
+  // transformers' load_balancing_loss_func over every layer's rows of the whole batch: the
+  // statistics of every rank's share summed, then the loss of their means.
+  const std::size_t E = spec_.shape.experts;
+  if (sum_over_batch_) sum_over_batch_(slot.routing.data(), slot.routing.size());
+  const double rows = static_cast<double>(spec_.shape.layers) *
+                      static_cast<double>(rw.whole) * static_cast<double>(batch_ranks_);
+  slot.aux_loss = static_cast<float>(
+      spec_.aux_loss_weight *
+      kernels::load_balancing_loss(slot.routing.data(), slot.routing.data() + E, E, rows));
+  // Each rank's gradient is averaged over the batch's ranks: its share counts batch_ranks times.
+  slot.aux_gradient.resize(E);
+  kernels::load_balancing_gradient(slot.aux_gradient.data(), slot.routing.data(), E, rows,
+                                   spec_.aux_loss_weight * static_cast<double>(batch_ranks_));
+}
+
+float TransformerChunk::auxiliary_loss(std::size_t slot) const {
+  return slot < slots_.size() ? slots_[slot]->aux_loss : 0.0F;
+}
+
 void TransformerChunk::gather_head() {
   store_.gather(unit(places_.final_norm()));
   if (spec_.shape.tied_head) store_.gather(unit(0));
@@ -260,7 +295,7 @@ AttentionPart::Arrays TransformerChunk::attention_arrays(const Layer& a) {
 }
 
 void TransformerChunk::layer_forward(const Layer& a, const float* residual, std::size_t l,
-                                     const Rows& rw) {
+                                     const Rows& rw, double* routing) {
   const ParameterView p = parameters(places_.layer_first(l));
   const std::size_t norm = places_.norm, attention = places_.attention;
   // The row-parallel outputs are not kept: the residual adds that read them need neither in
@@ -272,7 +307,7 @@ void TransformerChunk::layer_forward(const Layer& a, const float* residual, std:
                          a[Activation::kNorm2Statistics], residual, projected,
                          p.from(norm + attention), rw);
   mlp_.forward(projected, a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
-               p.from(2 * norm + attention), rw);
+               p.from(2 * norm + attention), rw, routing);
   kernels::residual_forward(a[Activation::kLayerOutput], a[Activation::kResidual2], projected,
                             rw.local * spec_.shape.hidden);
   if (types_.stream_narrower()) {
@@ -281,7 +316,7 @@ void TransformerChunk::layer_forward(const Layer& a, const float* residual, std:
 }
 
 void TransformerChunk::layer_backward(const Layer& a, const float* residual, std::size_t l,
-                                      const Rows& rw) {
+                                      const Rows& rw, const float* dprobability) {
   const ParameterView p = parameters(places_.layer_first(l));
   const std::size_t norm = places_.norm, attention = places_.attention;
   float* const dresidual = scratch(Activation::kResidualGrad);
@@ -294,7 +329,7 @@ void TransformerChunk::layer_backward(const Layer& a, const float* residual, std
   // gradient added in place once the MLP's products have read it, d(residual2).
   mlp_.backward(dnormed, scratch(Activation::kMlpGrad), axis_.whole_output_grad(dresidual, rw),
                 a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
-                p.from(2 * norm + attention), rw);
+                p.from(2 * norm + attention), rw, dprobability);
   norm_.backward(dresidual, axis_.column_input_grad(dnormed, rw), a[Activation::kResidual2],
                  a[Activation::kNorm2Statistics], p.from(norm + attention), rw);
   // residual2 = residual + attention, the same way. Attention's gradients go into the MLP's
@@ -346,13 +381,15 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
   // Under a narrow stream each layer reads its input from the working layer's output, which it
   // overwrites only after its last read of it (the residual add after attention).
   const float* residual = first_input;
+  const bool auxiliary = spec_.aux_loss_weight > 0;
+  slot.routing.assign(auxiliary ? 2 * spec_.shape.experts : 0, 0.0);
   for (std::size_t i = 0; i < layers(); ++i) {
     const std::size_t l = range_.first_layer + i;
     const Layer a = layer(slot, i);
     store_.gather(unit(places_.layer_first(l)));
     {
       const KeptInUse kept(axis_.products(), kept_arrays(a));
-      layer_forward(a, residual, l, rw);
+      layer_forward(a, residual, l, rw, auxiliary ? slot.routing.data() : nullptr);
       axis_.products().check_kept();
     }
     store_.release(unit(places_.layer_first(l)));
@@ -362,6 +399,7 @@ float TransformerChunk::forward(std::size_t slot_index, std::span<const std::int
     std::copy(residual, residual + boundary, output.begin());
     return 0;
   }
+  if (auxiliary) finish_auxiliary_loss(slot, rw);
   gather_head();
   float* const losses = micro_batch(slot, Activation::kLosses);
   head_.forward(losses, micro_batch(slot, Activation::kHeadNorm),
@@ -423,7 +461,8 @@ void TransformerChunk::backward(std::size_t slot_index,
     if (recompute_ == Recompute::kFull) layer_forward(a, residual, l, rw);
     {
       const KeptInUse kept(axis_.products(), kept_arrays(a));
-      layer_backward(a, residual, l, rw);
+      layer_backward(a, residual, l, rw,
+                     slot.aux_gradient.empty() ? nullptr : slot.aux_gradient.data());
     }
     tell(ready, places_.layer_first(l), places_.layer_first(l) + places_.per_layer - 1);
     store_.release(unit(places_.layer_first(l)));

@@ -43,6 +43,7 @@ class TransformerChunk final : public ModelChunk {
                 const GradientsReady& ready) override;
   [[nodiscard]] std::size_t activation_bytes() const override;
   [[nodiscard]] ExpertRows expert_rows() const override;
+  [[nodiscard]] float auxiliary_loss(std::size_t slot) const override;
 
  private:
   // An array's bytes, of its element type.
@@ -62,6 +63,11 @@ class TransformerChunk final : public ModelChunk {
     std::optional<ActivationTable> table;  // of batch and seq: what each array holds
     std::vector<std::int32_t> tokens, targets;
     Arrays arrays;  // the layers' (side by side), their outputs and the micro-batch's
+    // A Mixture of Experts' auxiliary loss: its routing's statistics over every layer (the
+    // experts' assignments, then their probabilities' sums), its value and its gradient.
+    std::vector<double> routing;
+    float aux_loss = 0;
+    std::vector<float> aux_gradient;
   };
   // Layer i's arrays of a slot (i counted from the chunk's first layer): the float32 arrays the
   // parts compute in and read, and where an array is kept in bf16, the place it is kept (its
@@ -89,8 +95,15 @@ class TransformerChunk final : public ModelChunk {
   // them into their kept places in forward and widen what they read in backward.
   [[nodiscard]] static std::vector<KeptArray> kept_arrays(const Layer& layer);
   [[nodiscard]] static AttentionPart::Arrays attention_arrays(const Layer& a);
-  void layer_forward(const Layer& a, const float* residual, std::size_t l, const Rows& rows);
-  void layer_backward(const Layer& a, const float* residual, std::size_t l, const Rows& rows);
+  // `routing`: where a Mixture of Experts adds its statistics for the auxiliary loss (the first
+  // forward of a micro-batch; not a recomputation's). `dprobability`: that loss's gradient.
+  void layer_forward(const Layer& a, const float* residual, std::size_t l, const Rows& rows,
+                     double* routing = nullptr);
+  void layer_backward(const Layer& a, const float* residual, std::size_t l, const Rows& rows,
+                      const float* dprobability = nullptr);
+  // After a micro-batch's forward: its auxiliary loss and gradient from the statistics, summed
+  // over the batch's ranks.
+  void finish_auxiliary_loss(Slot& slot, const Rows& rows);
   [[nodiscard]] ParameterView parameters(std::size_t first) const {
     return ParameterView(store_, index_, first, axis_.products().precision());
   }
@@ -116,6 +129,8 @@ class TransformerChunk final : public ModelChunk {
   std::vector<std::size_t> index_;  // the store's index of each of the model's parameters
   ModelAxis axis_;
   ExpertParallel experts_;
+  std::function<void(double*, std::size_t)> sum_over_batch_;
+  std::size_t batch_ranks_ = 1;
   NormPart norm_;
   AttentionPart attention_;
   MlpPart mlp_;
