@@ -181,7 +181,10 @@ class TrainPrinter final : public train::JobObserver {
         {"ranks", ranks},
         {"comm_bytes_per_step", s.comm_bytes_per_step}};
     if (s.pipeline) summary["pipeline"] = pipeline_json(*s.pipeline);
-    if (s.expert_imbalance > 0) summary["expert_imbalance"] = s.expert_imbalance;
+    if (s.expert_imbalance > 0) {
+      summary["expert_imbalance"] = s.expert_imbalance;
+      summary["dropped_fraction"] = s.dropped_fraction;
+    }
     return nlohmann::json{{"summary", summary}}.dump() + "\n";
   }
 
@@ -209,7 +212,12 @@ class TrainPrinter final : public train::JobObserver {
     }
     if (s.expert_imbalance > 0) {
       out << "experts: the busiest rank's computed " << std::setprecision(3) << s.expert_imbalance
-          << "x the rows a rank routes (1: balanced)\n";
+          << "x the rows a rank routes (1: balanced)";
+      if (s.dropped_fraction > 0) {
+        out << "; " << std::setprecision(4) << 100 * s.dropped_fraction
+            << "% of the routed rows dropped over their experts' capacity";
+      }
+      out << "\n";
     }
     for (const auto& [axes, bytes] : s.comm_bytes_per_step) {
       out << "rank 0 sent along " << axes << ": " << bytes_text(static_cast<std::uint64_t>(bytes))
@@ -246,6 +254,7 @@ const std::map<std::string, std::string, std::less<>>& setting_flags() {
       {"precision", "--precision"},
       {"reduce_dtype", "--reduce-dtype"},
       {"residual_dtype", "--residual-dtype"},
+      {"capacity_factor", "--capacity-factor"},
       {"param_sharding", "--param-sharding"},
       {"threads", "--threads"},
       {"data", "--data"},
@@ -300,6 +309,7 @@ struct TrainFlags {
   std::string precision = "fp32";
   std::string reduce_dtype = "fp32";
   std::string residual_dtype = "fp32";
+  std::string capacity_factor = "0";
   std::string blas = "onednn";
   train::CheckpointPolicy checkpoint_flags;
   std::optional<std::string> init_from;
@@ -397,6 +407,12 @@ class TrainCommand final : public Command {
                      "PyTorch's autocast), or bf16 (each residual add rounded, as Megatron-LM's "
                      "--bf16 without --fp32-residual-connection: less activation memory)")
         ->default_val("fp32");
+    app_->add_option("--capacity-factor", flags_.capacity_factor,
+                     "A Mixture of Experts' expert capacity: each expert takes at most "
+                     "ceil(F x seq x k / experts) of each sequence's choices, in token order, and "
+                     "the rest are dropped (Megatron-LM's --moe-expert-capacity-factor, per "
+                     "sequence); 0, the default, is dropless")
+        ->default_val("0");
     app_->add_flag("--no-overlap", flags_.no_overlap,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
                    "measure what overlap hides)");
@@ -528,6 +544,7 @@ class TrainCommand final : public Command {
       job.precision = parse_precision(f.precision, "--precision");
       job.training.reduce_dtype = parse_float_dtype(f.reduce_dtype, "--reduce-dtype");
       job.residual_dtype = parse_float_dtype(f.residual_dtype, "--residual-dtype");
+      job.capacity_factor = finite_number(f.capacity_factor, "--capacity-factor");
       job.sequence_parallel = f.sequence_parallel;
       job.threads = f.threads ? static_cast<int>(bounded(*f.threads, "--threads", 1, 256))
                               : (ranks > 1 ? 1 : 0);
@@ -650,6 +667,7 @@ TrainCommand::Replay TrainCommand::take_config(TrainFlags& f) const {
   take("precision", f.precision);
   take("reduce_dtype", f.reduce_dtype);
   take("residual_dtype", f.residual_dtype);
+  take("capacity_factor", f.capacity_factor);
   take("param_sharding", f.param_sharding);
   take("threads", f.threads);
   take("data", f.data);

@@ -67,14 +67,17 @@ std::vector<ParameterSpec> rank_parameters(const ModelDefinition& definition, co
 }
 
 DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> definition,
-                                   std::uint64_t seed, Precision precision, DType residual_dtype)
+                                   std::uint64_t seed, Precision precision, DType residual_dtype,
+                                   double capacity_factor)
     : definition_(std::move(definition)), store_(definition_->parameters()) {
   layout_.precision = precision;
   layout_.residual_dtype = residual_dtype;
+  layout_.capacity_factor = capacity_factor;
   ChunkOptions options;
   options.range = {0, definition_->layers()};
   options.precision = precision;
   options.residual_dtype = residual_dtype;
+  options.capacity_factor = capacity_factor;
   chunks_.push_back(definition_->build_chunk(store_, options));
   store_.initialize_on_use(seed);
 }
@@ -120,6 +123,7 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
       }
     };
     options.batch_ranks = static_cast<std::size_t>(context.data_parallel_size());
+    options.capacity_factor = layout_.capacity_factor;
     options.sequence_parallel = layout_.sequence_parallel;
     options.recompute = layout_.recompute;
     options.precision = layout_.precision;
@@ -147,6 +151,7 @@ ModelChunk::ExpertRows DistributedModel::expert_rows() const {
   for (const auto& chunk : chunks_) {
     rows.routed += chunk->expert_rows().routed;
     rows.computed += chunk->expert_rows().computed;
+    rows.dropped += chunk->expert_rows().dropped;
   }
   return rows;
 }

@@ -83,6 +83,7 @@ std::string run_config_json(const RunDescription& run) {
         {"precision", to_string(job.precision)},
         {"reduce_dtype", float_dtype_name(s.reduce_dtype)},
         {"residual_dtype", float_dtype_name(job.residual_dtype)},
+        {"capacity_factor", job.capacity_factor},
         {"param_sharding", utf8_text(job.param_sharding)},
         {"caller", caller}}},
       {"placements",

@@ -256,6 +256,16 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
   }
   s.model->check_options(s.sequence_parallel, s.recompute, named("model"));
   s.model->check_stages(degree_of(s.mesh, kPipelineAxis), named("mesh"));
+  if (!(s.capacity_factor >= 0 && s.capacity_factor <= 1e6)) {
+    throw InvalidArgument(named("capacity_factor") + " is " + std::to_string(s.capacity_factor) +
+                          "; expected 0 (dropless) or a factor up to 1e6");
+  }
+  if (s.capacity_factor > 0 && s.model->manifest().transformer &&
+      !s.model->manifest().transformer->moe()) {
+    throw InvalidArgument(named("capacity_factor") + " " + std::to_string(s.capacity_factor) +
+                          " caps a Mixture of Experts' experts; " + named("model") +
+                          " has none");
+  }
   pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t, named);
   if (s.timeline && !pipeline_) {
     throw InvalidArgument(named("timeline") + " writes the pipeline's executed schedule; " +
@@ -349,6 +359,8 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
       {named("precision"), to_string(s.precision)},
       {named("reduce_dtype"), float_dtype_name(t.reduce_dtype)},
       {named("residual_dtype"), float_dtype_name(s.residual_dtype)},
+      {named("capacity_factor"),
+       std::to_string(std::bit_cast<std::uint64_t>(s.capacity_factor))},
       {named("param_sharding"), sharding_specs},
       {named("backend"), comm.backend()},
       {named("threads"), std::to_string(s.threads)},
@@ -439,7 +451,7 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
   const std::int64_t steps_run = std::max<std::int64_t>(0, settings.steps - first_step + 1);
   // Every rank's bytes and its last schedule, to every rank.
   const PipelineStepResult& schedule = model.last_schedule();
-  constexpr std::size_t kFields = 11;
+  constexpr std::size_t kFields = 12;
   const std::int64_t mine[kFields] = {
       static_cast<std::int64_t>(trainer.params_bytes()),
       static_cast<std::int64_t>(trainer.grads_bytes()),
@@ -451,7 +463,8 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
       static_cast<std::int64_t>(schedule.elapsed_seconds() * 1e9),
       static_cast<std::int64_t>(model.parameters().compute_peak_bytes()),
       static_cast<std::int64_t>(model.expert_rows().routed),
-      static_cast<std::int64_t>(model.expert_rows().computed)};
+      static_cast<std::int64_t>(model.expert_rows().computed),
+      static_cast<std::int64_t>(model.expert_rows().dropped)};
   std::vector<std::int64_t> all(kFields * static_cast<std::size_t>(comm.size()));
   comm.all_gather(mine, all.data(), kFields, DType::kI64, world_group(comm.size()));
   JobSummary summary;
@@ -468,19 +481,23 @@ JobSummary TrainingJob::summarise(const ParallelContext& context, Trainer& train
   std::vector<double> busy, elapsed;
   for (int r = 0; r < comm.size(); ++r) {
     const std::int64_t* b = all.data() + kFields * static_cast<std::size_t>(r);
-    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5], b[8], b[9], b[10]});
+    summary.ranks.push_back({b[0], b[1], b[2], b[3], b[4], b[5], b[8], b[9], b[10], b[11]});
     busy.push_back(static_cast<double>(b[6]));
     elapsed.push_back(static_cast<double>(b[7]));
   }
   // Ranks of one pipeline stage route alike; the imbalance is among those holding MoE layers.
-  double routed = 0, busiest = 0, holders = 0;
+  double routed = 0, busiest = 0, holders = 0, dropped = 0;
   for (const RankReport& rank : summary.ranks) {
     if (rank.routed_rows == 0) continue;
     routed += static_cast<double>(rank.routed_rows);
+    dropped += static_cast<double>(rank.dropped_rows);
     busiest = std::max(busiest, static_cast<double>(rank.expert_rows));
     holders += 1;
   }
-  if (routed > 0) summary.expert_imbalance = busiest / (routed / holders);
+  if (routed > 0) {
+    summary.expert_imbalance = busiest / (routed / holders);
+    summary.dropped_fraction = dropped / routed;
+  }
   if (steps_run > 0) {
     for (const auto& [axes, bytes] : per_axes)
       summary.comm_bytes_per_step[axes] = bytes / steps_run;
@@ -513,7 +530,8 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   // The stages' clocks start together only where a timeline is drawn from them.
   DistributedModel model(s.model, s.training.seed, context,
                          {layout_.placements, s.sequence_parallel, s.recompute, pipeline_,
-                          s.timeline.has_value(), s.precision, s.residual_dtype});
+                          s.timeline.has_value(), s.precision, s.residual_dtype,
+                          s.capacity_factor});
   // A pipeline stage's ZeRO shards those of its own parameters.
   TrainSettings settings = s.training;
   settings.gather_dtype = s.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32;

@@ -178,6 +178,40 @@ TEST(TrainMoe, TheAuxiliaryLossSeesTheOneRanksLossesOnEveryLayout) {
                    "loss (output_router_logits) couples every layer's routing");
 }
 
+// A capacity factor drops each sequence's choices past an expert's capacity, whatever the layout:
+// every layout sees the one rank's losses and drops as many rows, which the summary reports.
+TEST(TrainMoe, ACapacityFactorDropsAlikeOnEveryLayout) {
+  const std::vector<std::vector<std::string>> layouts{
+      {"--mesh", "data=2"},
+      {"--mesh", "expert=2"},
+      {"--mesh", "fsdp=2,expert=2", "--zero", "3"},
+      {"--mesh", "pipeline=2", "--microbatches", "2"}};
+  const std::vector<std::string> capacity{"--capacity-factor", "1.0"};
+  const double worst = testing::expect_layouts_see_one_rank("mixtral_micro.json", layouts,
+                                                            capacity, 1e-5);
+  std::cout << "with a capacity factor of 1: worst relative deviation " << worst << "\n";
+  const auto dropped = [&](const std::vector<std::string>& flags) {
+    const testing::Result r = run_command(train_ten_steps("mixtral_micro.json", flags));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return testing::json_lines(r.out).back()["summary"]["dropped_fraction"].get<double>();
+  };
+  const double one = dropped(capacity);
+  EXPECT_GT(one, 0.05);
+  for (std::vector<std::string> layout : layouts) {
+    layout.insert(layout.end(), capacity.begin(), capacity.end());
+    EXPECT_DOUBLE_EQ(dropped(layout), one) << layout[1];
+  }
+  // Dropless by default; a generous factor drops nothing.
+  const testing::Result dropless = run_command(train_ten_steps("mixtral_micro.json", {}));
+  EXPECT_EQ(testing::json_lines(dropless.out).back()["summary"]["dropped_fraction"], 0.0);
+  EXPECT_DOUBLE_EQ(dropped({"--capacity-factor", "100"}), 0.0);
+  expect_bad_input(train_ten_steps("gpt_micro.json", capacity),
+                   "--capacity-factor 1.000000 caps a Mixture of Experts' experts; --model has "
+                   "none");
+  expect_bad_input(train_ten_steps("mixtral_micro.json", {"--capacity-factor", "-2"}),
+                   "--capacity-factor is -2.000000; expected 0 (dropless)");
+}
+
 // The presets train, and a Mixture of Experts' layer is not the dense one's: the experts and
 // the router are parameters of their own, listed with their shapes.
 TEST(TrainMoe, ThePresetsTrainWithTheirExperts) {

@@ -179,6 +179,47 @@ TEST(MoeExperts, GroupsTheChoicesByExpertInTheTokensOrder) {
   EXPECT_THROW((void)group_by_expert(negative.data(), 1, 2, 4), InvalidArgument);
 }
 
+// A capacity per sequence: each expert takes the first `capacity` choices of each sequence in
+// token order; the others have no row, add nothing and get no weight gradient.
+TEST(MoeExperts, ACapacityDropsEachSequencesLaterChoices) {
+  EXPECT_EQ(expert_capacity(1.0, 4, 2, 4), 2U);     // ceil(4 x 2 / 4)
+  EXPECT_EQ(expert_capacity(1.25, 4, 2, 4), 3U);    // ceil(2.5)
+  EXPECT_EQ(expert_capacity(0.01, 4, 2, 4), 1U);    // at least one
+  // Two sequences of three tokens, top 2 of 3 experts, capacity 2 a sequence.
+  const std::vector<std::int32_t> chosen{0, 1, 0, 2, 0, 1,  // expert 0's third choice dropped
+                                         1, 2, 1, 2, 2, 1};  // 1's and 2's third dropped
+  std::vector<std::uint8_t> dropped(chosen.size());
+  EXPECT_EQ(drop_over_capacity(dropped.data(), chosen.data(), 6, 3, 2, 3, 2), 3U);
+  EXPECT_EQ(dropped, (std::vector<std::uint8_t>{0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1}));
+  const ExpertGroups g = group_by_expert(chosen.data(), 6, 2, 3, dropped.data());
+  EXPECT_EQ(g.rows(), 9U);
+  EXPECT_EQ(g.offsets, (std::vector<std::size_t>{0, 2, 6, 9}));
+  for (const std::size_t c : {4U, 10U, 11U}) EXPECT_EQ(g.row[c], -1) << c;
+  // Token 2's output is its kept choice alone; the dropped choice's weight gets no gradient.
+  const std::size_t hidden = 2;
+  std::vector<float> outputs(g.rows() * hidden);
+  for (std::size_t r = 0; r < g.rows(); ++r) {
+    outputs[r * hidden] = static_cast<float>(r + 1);
+    outputs[r * hidden + 1] = 1;
+  }
+  const std::vector<float> weights(12, 0.5F);
+  std::vector<float> out(6 * hidden);
+  combine_rows(out.data(), outputs.data(), weights.data(), g, 6, hidden, 2);
+  EXPECT_FLOAT_EQ(out[2 * hidden + 1], 0.5F);  // one kept choice of weight 0.5
+  EXPECT_FLOAT_EQ(out[2 * hidden], 0.5F * static_cast<float>(g.row[5] + 1));
+  std::vector<float> dweights(12, 7.0F);
+  const std::vector<float> dout(6 * hidden, 1.0F);
+  combine_backward(dweights.data(), outputs.data(), dout.data(), weights.data(), g, hidden);
+  for (const std::size_t c : {4U, 10U, 11U}) EXPECT_EQ(dweights[c], 0.0F) << c;
+  EXPECT_GT(dweights[5], 0.0F);
+  std::vector<float> dx(6 * hidden, 0.0F);
+  scatter_add_rows(dx.data(), outputs.data(), g, 6, hidden, 2);
+  EXPECT_FLOAT_EQ(dx[2 * hidden + 1], 0.5F);  // the kept choice's row gradient only
+  std::vector<std::uint8_t> short_sequence(5);
+  EXPECT_THROW((void)drop_over_capacity(short_sequence.data(), chosen.data(), 5, 3, 1, 3, 2),
+               InvalidArgument);
+}
+
 // The experts' layer composed of the row kernels and float32 products, as the chunk's part
 // composes them: gathered rows, each expert's gate and up product over its block, SwiGLU, the
 // down product, the weighted combination.

@@ -188,6 +188,29 @@ TEST(WholeModelGradients, TheAuxiliaryLoadBalancingLoss) {
   }
 }
 
+// A capacity factor drops the choices past each expert's capacity of a sequence: the dropped
+// add nothing forward and get no gradient backward (a small factor drops many here).
+TEST(WholeModelGradients, AMixtureOfExpertsWithACapacity) {
+  models::LlamaConfig mixtral = small_llama(false);
+  mixtral.variant = models::LlamaVariant::kMixtral;
+  mixtral.experts = 4;
+  mixtral.experts_per_token = 2;
+  mixtral.expert_width = 6;
+  mixtral.intermediate_size = 6;
+  mixtral.renormalize_routing = true;
+  auto definition = std::make_shared<const models::LlamaDefinition>(mixtral);
+  DistributedModel model(definition, 7, Precision::kFp32, DType::kF32, 0.5);
+  ParameterStore& store = model.parameters();
+  for (std::size_t p = 0; p < store.specs().size(); ++p) {
+    if (!store.specs()[p].name.ends_with("mlp.gate.weight")) continue;
+    for (std::size_t i = 0; i < store.count(p); ++i) store.value(p)[i] *= 40.0F;
+  }
+  expect_whole_model_gradients(model, 40, true);
+  const ModelChunk::ExpertRows rows = model.expert_rows();
+  EXPECT_GT(rows.dropped * 5, rows.routed) << rows.dropped << " of " << rows.routed;
+  EXPECT_EQ(rows.computed + rows.dropped, rows.routed);
+}
+
 TEST(WholeModelGradients, Gpt) {
   testing::GptModel model(models::GptConfig{2, 2, 16, 8, 40}, 7);
   expect_whole_model_gradients(model, 40);

@@ -38,13 +38,16 @@ struct ModelLayout {
   // What the residual stream is kept in: float32, or bf16 under bf16 precision
   // (ChunkOptions::residual_dtype).
   DType residual_dtype = DType::kF32;
+  // A Mixture of Experts' capacity factor (ChunkOptions::capacity_factor; 0: dropless).
+  double capacity_factor = 0;
 };
 
 class DistributedModel : public Model {
  public:
   // One rank: the whole model, initialised from `seed`.
   DistributedModel(std::shared_ptr<const ModelDefinition> definition, std::uint64_t seed,
-                   Precision precision = Precision::kFp32, DType residual_dtype = DType::kF32);
+                   Precision precision = Precision::kFp32, DType residual_dtype = DType::kF32,
+                   double capacity_factor = 0);
   // This rank's part of the model on `context`, initialised from the whole model's values drawn
   // from `seed` (a ZeRO-3 trainer draws only this rank's slices). InvalidArgument where the
   // layout cannot run: placements the layers do not compute with, a pipeline its layers cannot

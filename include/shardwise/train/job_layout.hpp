@@ -124,6 +124,7 @@ struct RankReport {
   // A Mixture of Experts: the rows this rank's tokens routed, and those its experts computed on
   // (over an expert axis, what the dispatch brought them), over the run's forwards.
   std::int64_t routed_rows = 0, expert_rows = 0;
+  std::int64_t dropped_rows = 0;  // of routed_rows, over their experts' capacity
 };
 
 // The pipeline's last step: the measured bubble (idle over busy time, averaged over ranks, as
@@ -149,6 +150,8 @@ struct JobSummary {
   // A Mixture of Experts' measured imbalance: the rows the busiest rank's experts computed on
   // over the rows each rank routed on average (1: every rank's experts as busy; 0: no experts).
   double expert_imbalance = 0;
+  // The share of routed rows dropped over their experts' capacity (0 dropless).
+  double dropped_fraction = 0;
   bool pipelined = false;                  // whether the job ran a pipeline
   std::optional<PipelineReport> pipeline;  // its last step, where a step ran
 };

@@ -60,6 +60,7 @@ class ModelChunk {
   struct ExpertRows {
     std::uint64_t routed = 0;
     std::uint64_t computed = 0;
+    std::uint64_t dropped = 0;  // of routed, over their experts' capacity
   };
   [[nodiscard]] virtual ExpertRows expert_rows() const { return {}; }
   // The loss added to the last forward of `slot` beside the mean loss it returned, once for the
@@ -84,6 +85,9 @@ struct ChunkOptions {
   // whole batch (a Mixture of Experts' auxiliary loss) sums its statistics with.
   std::function<void(double* values, std::size_t count)> sum_over_batch;
   std::size_t batch_ranks = 1;
+  // A Mixture of Experts' capacity factor: each expert takes at most ceil(factor x seq x k /
+  // experts) of a sequence's choices, the rest dropped (0: dropless).
+  double capacity_factor = 0;
 };
 
 class ModelDefinition {

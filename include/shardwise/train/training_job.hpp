@@ -88,6 +88,10 @@ struct JobSettings {
   // What the residual stream is kept in: fp32 (as autocast), or under bf16 precision bf16
   // (as Megatron-LM's --bf16 without --fp32-residual-connection: each residual add rounded).
   DType residual_dtype = DType::kF32;
+  // A Mixture of Experts' capacity factor: each expert takes at most ceil(factor x seq x k /
+  // experts) of each sequence's choices, in token order, the rest dropped (Megatron-LM's
+  // --moe-expert-capacity-factor, per sequence); 0: dropless.
+  double capacity_factor = 0;
   bool sequence_parallel = false;
   DataSettings data;
   std::int64_t eval_every = 0;   // validation loss every K steps (0: never)

@@ -8,8 +8,9 @@ namespace shardwise::train::transformer {
 using kernels::InputGradient;
 
 MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis,
-                 const ExpertParallel& experts)
-    : moe_(shape.moe() ? std::optional<MoePart>(std::in_place, shape, axis, experts)
+                 const ExpertParallel& experts, double capacity_factor)
+    : moe_(shape.moe() ? std::optional<MoePart>(std::in_place, shape, axis, experts,
+                                                capacity_factor)
                        : std::nullopt),
       kind_(shape.mlp),
       bias_(shape.mlp == MlpKind::kGelu && shape.mlp_bias),

@@ -18,8 +18,10 @@ namespace shardwise::train::transformer {
 
 class MlpPart {
  public:
-  // `experts`: the expert axis a Mixture of Experts' experts are split over.
-  MlpPart(const TransformerShape& shape, const ModelAxis& axis, const ExpertParallel& experts);
+  // `experts`: the expert axis a Mixture of Experts' experts are split over; `capacity_factor`
+  // its experts' capacity (0: dropless; MoePart).
+  MlpPart(const TransformerShape& shape, const ModelAxis& axis, const ExpertParallel& experts,
+          double capacity_factor = 0);
 
   // The Mixture of Experts in the MLP's place; null for a dense MLP.
   [[nodiscard]] const MoePart* moe() const { return moe_ ? &*moe_ : nullptr; }

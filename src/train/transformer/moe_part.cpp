@@ -11,12 +11,13 @@ namespace shardwise::train::transformer {
 using kernels::InputGradient;
 
 MoePart::MoePart(const TransformerShape& shape, const ModelAxis& axis,
-                 const ExpertParallel& experts)
+                 const ExpertParallel& experts, double capacity_factor)
     : hidden_(shape.hidden),
       experts_count_(shape.experts),
       k_(shape.experts_per_token),
       width_(shape.expert_width),
       renormalize_(shape.renormalize_routing),
+      capacity_factor_(capacity_factor),
       axis_(axis),
       experts_(experts) {
   if (axis.tp().degree() > 1) {
@@ -27,6 +28,10 @@ MoePart::MoePart(const TransformerShape& shape, const ModelAxis& axis,
   if (k_ < 1 || k_ > experts_count_) {
     throw InvalidArgument("a Mixture of Experts choosing " + std::to_string(k_) + " of " +
                           std::to_string(experts_count_) + " experts per token");
+  }
+  if (!(capacity_factor >= 0 && capacity_factor <= 1e6)) {
+    throw InvalidArgument("capacity_factor is " + std::to_string(capacity_factor) +
+                          "; expected 0 (dropless) or a factor up to 1e6");
   }
   if (experts_count_ % static_cast<std::size_t>(experts.degree()) != 0) {
     throw InvalidArgument("a Mixture of Experts of " + std::to_string(experts_count_) +
@@ -49,12 +54,26 @@ MoePart::Routed MoePart::routed(float* arrays, std::size_t tokens) const {
   return r;
 }
 
-void MoePart::choose(const float* probabilities, std::size_t tokens) const {
-  chosen_.resize(tokens * k_);
-  weights_.resize(tokens * k_);
-  kernels::choose_experts(chosen_.data(), weights_.data(), probabilities, tokens, experts_count_,
-                          k_, renormalize_);
-  groups_ = kernels::group_by_expert(chosen_.data(), tokens, k_, experts_count_);
+void MoePart::choose(const float* probabilities, const Rows& rows) const {
+  chosen_.resize(rows.whole * k_);
+  weights_.resize(rows.whole * k_);
+  kernels::choose_experts(chosen_.data(), weights_.data(), probabilities, rows.whole,
+                          experts_count_, k_, renormalize_);
+  (void)group(rows);
+}
+
+std::size_t MoePart::group(const Rows& rows) const {
+  if (capacity_factor_ == 0) {
+    groups_ = kernels::group_by_expert(chosen_.data(), rows.whole, k_, experts_count_);
+    return 0;
+  }
+  dropped_.resize(rows.whole * k_);
+  const std::size_t dropped = kernels::drop_over_capacity(
+      dropped_.data(), chosen_.data(), rows.whole, rows.seq, k_, experts_count_,
+      kernels::expert_capacity(capacity_factor_, rows.seq, k_, experts_count_));
+  groups_ = kernels::group_by_expert(chosen_.data(), rows.whole, k_, experts_count_,
+                                     dropped_.data());
+  return dropped;
 }
 
 void MoePart::hold(const ExpertRows& rows, bool more) const {
@@ -124,13 +143,26 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
   if (routing != nullptr) {
     kernels::add_routing_statistics(routing, routing + E, router, chosen_.data(), BT, E, k_);
   }
-  groups_ = kernels::group_by_expert(chosen_.data(), BT, k_, E);
+  dropped_rows_ += group(rows);
+  // Dropped choices have no row: the rows are the first groups_.rows() of the table's n, the
+  // rest zeros (kept whole, as every kept array is).
+  const std::size_t rows_kept = groups_.rows();
   kernels::gather_rows(r.inputs, normed, groups_, C);
+  const auto zero_tail = [&](float* array, std::size_t width) {
+    std::fill(array + rows_kept * width, array + n * width, 0.0F);
+  };
+  zero_tail(r.inputs, C);
   products.round_kept(r.inputs, n * C);
   routed_rows_ += n;
   if (!dispatched()) {
-    computed_rows_ += n;
+    computed_rows_ += rows_kept;
     experts_forward(r, ExpertDispatch(experts_, groups_, E, n), p);
+    if (rows_kept < n) {
+      zero_tail(r.gate_up, 2 * I);
+      zero_tail(r.activation, I);
+      products.round_kept(r.gate_up + rows_kept * 2 * I, (n - rows_kept) * 2 * I);
+      products.round_kept(r.activation + rows_kept * I, (n - rows_kept) * I);
+    }
   } else {
     ExpertRows& kept = received_[router];
     hold(kept, false);
@@ -149,6 +181,7 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
     products.round_kept(x.outputs, m * C);
     kept.dispatch.from_experts(experts_, x.outputs, r.outputs, C, staging_);
   }
+  zero_tail(r.outputs, C);
   products.round_kept(r.outputs, n * C);
   kernels::combine_rows(out, r.outputs, weights_.data(), groups_, BT, C, k_);
 }
@@ -159,7 +192,7 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
   const std::size_t C = hidden_, E = experts_count_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
-  choose(router, BT);
+  choose(router, rows);
   // The weights' gradients read the outputs; the outputs' gradients are written over them.
   products.widen_kept(r.outputs, n * C);
   dweights_.resize(BT * k_);

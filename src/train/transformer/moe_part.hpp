@@ -4,8 +4,10 @@
 // kernels' router takes their softmax and chooses each token's k experts (moe_router.hpp); the
 // tokens' rows, grouped by expert, go through each expert's gated-SiLU MLP as grouped products,
 // one per expert's block of rows for each of its matrices (the stacked parameters' blocks, in the
-// chunk's precision); each token's output is its choices' outputs weighted. Dropless: every
-// token reaches every expert it chose.
+// chunk's precision); each token's output is its choices' outputs weighted. Dropless by default:
+// every token reaches every expert it chose. With a capacity factor each expert takes at most
+// its capacity of each sequence's choices, in token order, and the others add nothing
+// (kernels::drop_over_capacity).
 //
 // Over an expert axis (ExpertParallel) each rank holds E / degree experts: the grouped rows go to
 // the ranks holding their experts and their outputs come back (expert_dispatch.hpp); backward
@@ -37,9 +39,11 @@ namespace shardwise::train::transformer {
 
 class MoePart {
  public:
-  // InvalidArgument where the model axis has more than one rank (experts are not split over it)
-  // or the expert axis' degree does not divide the experts.
-  MoePart(const TransformerShape& shape, const ModelAxis& axis, const ExpertParallel& experts);
+  // InvalidArgument where the model axis has more than one rank (experts are not split over it),
+  // the expert axis' degree does not divide the experts, or the capacity factor is negative or
+  // not finite (0: dropless).
+  MoePart(const TransformerShape& shape, const ModelAxis& axis, const ExpertParallel& experts,
+          double capacity_factor = 0);
 
   // `out` (the rows this rank holds, the whole rows on one model rank) from `normed`. Where
   // `routing` is given (2 x experts: assignments, then probability sums), the routing's
@@ -61,6 +65,8 @@ class MoePart {
   // forwards since construction.
   [[nodiscard]] std::uint64_t routed_rows() const { return routed_rows_; }
   [[nodiscard]] std::uint64_t computed_rows() const { return computed_rows_; }
+  // Choices dropped over their experts' capacity, over its forwards.
+  [[nodiscard]] std::uint64_t dropped_rows() const { return dropped_rows_; }
 
  private:
   // Rows and what the experts make of them: rows x hidden, x 2 width, x width, x hidden.
@@ -77,7 +83,9 @@ class MoePart {
   };
   [[nodiscard]] Routed routed(float* arrays, std::size_t tokens) const;
   // The choice of each token's experts from the probabilities, and the rows grouped by expert.
-  void choose(const float* probabilities, std::size_t tokens) const;
+  void choose(const float* probabilities, const Rows& rows) const;
+  // The rows grouped by expert from the choice, the capacity's drops left out; returns how many.
+  std::size_t group(const Rows& rows) const;
   // This rank's experts over their rows: x's gate and up products, activations and outputs from
   // its inputs; backward, from the outputs' gradients in x.outputs, the inputs' in x.inputs.
   void experts_forward(const Routed& x, const ExpertDispatch& d, const ParameterView& p) const;
@@ -87,12 +95,14 @@ class MoePart {
 
   std::size_t hidden_, experts_count_, k_, width_;
   bool renormalize_;
+  double capacity_factor_;
   const ModelAxis& axis_;
   const ExpertParallel& experts_;
   // The layer's choice (tokens x k), weights and their gradients, and its grouping: made in
   // forward and again in backward (one layer at a time per chunk).
   mutable std::vector<std::int32_t> chosen_;
   mutable std::vector<float> weights_, dweights_;
+  mutable std::vector<std::uint8_t> dropped_;
   mutable kernels::ExpertGroups groups_;
   // Over an expert axis: each layer's received rows in flight by its `router` array (kRouter, one
   // per layer and micro-batch slot, where kMlp may be the one working layer of every layer), and
@@ -100,7 +110,7 @@ class MoePart {
   mutable std::map<const float*, ExpertRows> received_;
   mutable std::vector<float> staging_;
   mutable std::size_t expert_bytes_ = 0, peak_expert_bytes_ = 0;
-  mutable std::uint64_t routed_rows_ = 0, computed_rows_ = 0;
+  mutable std::uint64_t routed_rows_ = 0, computed_rows_ = 0, dropped_rows_ = 0;
 };
 
 }  // namespace shardwise::train::transformer

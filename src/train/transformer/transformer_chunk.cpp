@@ -51,7 +51,7 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
       batch_ranks_(std::max<std::size_t>(options.batch_ranks, 1)),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_, types_.stream_narrower()),
       attention_(spec_, axis_),
-      mlp_(spec.shape, axis_, experts_),
+      mlp_(spec.shape, axis_, experts_, options.capacity_factor),
       embedding_(spec.shape, axis_),
       head_(norm_, axis_, embedding_.vocab_local(), embedding_.vocab_start()) {
   const TensorParallel& tp = options.tensor_parallel;
@@ -237,7 +237,8 @@ std::vector<KeptArray> TransformerChunk::kept_arrays(const Layer& layer) {
 
 ModelChunk::ExpertRows TransformerChunk::expert_rows() const {
   const MoePart* moe = mlp_.moe();
-  return moe == nullptr ? ExpertRows{} : ExpertRows{moe->routed_rows(), moe->computed_rows()};
+  return moe == nullptr ? ExpertRows{}
+                        : ExpertRows{moe->routed_rows(), moe->computed_rows(), moe->dropped_rows()};
 }
 
 std::size_t TransformerChunk::activation_bytes() const {
