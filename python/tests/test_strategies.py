@@ -136,6 +136,23 @@ def test_default_strategies_and_create_partition_spec():
     assert first.spec == sw.P("model", None) and first.logical_axes == ["mlp", "embed"]
 
 
+def test_an_expert_axis_splits_the_experts_and_the_batch():
+    config = sw.ShardingConfig(data_parallel_size=2, expert_parallel_size=4)
+    assert config.expert_parallel_size == 4 and config.get_total_device_count() == 8
+    assert "expert_parallel_size=4" in repr(config)
+    parallelism = sw.ParallelismConfig.from_sharding_config(config)
+    assert list(parallelism.mesh_axis_names) == ["data", "expert"]
+    strategy = sw.default_strategies(parallelism)
+    spec = strategy.get_combined_partition_spec("model.layers.0.mlp.experts.down_proj",
+                                                ("experts", "embed", "mlp"), shape=(8, 32, 16))
+    assert spec == sw.P("expert", None, None)
+    batch = strategy.get_combined_partition_spec("x", ("batch", "embed"))
+    assert batch == sw.P(("data", "expert"), None)
+    assert repr(sw.ExpertParallelStrategy()) == "ExpertParallelStrategy(axis_name='expert', mesh_axis=None)"
+    layout = sw.Layout(data=2, expert=4)
+    assert layout.expert == 4 and layout.devices == 8
+
+
 def test_mesh_utilities():
     assert sw.get_optimal_mesh_shape(8, 2) == [4, 2]
     assert sw.get_optimal_mesh_shape(16, 3) == [4, 2, 2]

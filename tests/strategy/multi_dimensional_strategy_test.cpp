@@ -5,6 +5,7 @@
 
 #include "error_of.hpp"
 #include "shardwise/strategy/data_parallel_strategy.hpp"
+#include "shardwise/strategy/expert_parallel_strategy.hpp"
 #include "shardwise/strategy/fsdp_strategy.hpp"
 #include "shardwise/strategy/model_manifest.hpp"
 #include "shardwise/strategy/pipeline_parallel_strategy.hpp"
@@ -52,6 +53,51 @@ TEST(MultiDimensionalStrategy, ActivationSpec) {
   const auto strategy = data_fsdp_tensor(std::nullopt);
   EXPECT_EQ(strategy.get_combined_partition_spec("x", {"batch", "sequence", "hidden"}).spec,
             (P{{"data", "fsdp"}, None, "model"}));
+}
+
+// An expert axis (not in the reference): the default strategies put a stacked expert weight's
+// experts on it, split the batch over it after the data axes, and leave the router alone; a
+// ShardingConfig's expert degree round-trips through JSON, and its mesh orders the axis between
+// fsdp and model.
+TEST(MultiDimensionalStrategy, AnExpertAxisSplitsTheExpertsAndTheBatch) {
+  const ShardingConfig config{.data_parallel_size = 2,
+                              .tensor_parallel_size = 1,
+                              .fsdp_enabled = true,
+                              .fsdp_min_weight_size = 4,
+                              .fsdp_parallel_size = 2,
+                              .expert_parallel_size = 4};
+  EXPECT_EQ(config.get_total_device_count(), 16);
+  EXPECT_EQ(ShardingConfig::from_json(config.to_json()), config);
+  EXPECT_EQ(ShardingConfig::from_json(ShardingConfig{}.to_json()).expert_parallel_size, 1);
+  const ParallelismConfig parallelism = ParallelismConfig::from_sharding_config(config);
+  EXPECT_EQ(parallelism.mesh_axis_names, (std::vector<std::string>{"data", "fsdp", "expert"}));
+  const MultiDimensionalStrategy strategy = default_strategies(parallelism);
+  EXPECT_EQ(strategy.get_combined_partition_spec("x", {"batch", "sequence", "embed"}).spec,
+            (P{{"data", "fsdp", "expert"}, None, None}));
+  EXPECT_EQ(strategy
+                .get_combined_partition_spec("model.layers.0.mlp.experts.gate_up_proj",
+                                             {"experts", "mlp", "embed"}, Shape{8, 64, 32})
+                .spec,
+            (P{"expert", None, "fsdp"}));
+  EXPECT_EQ(strategy
+                .get_combined_partition_spec("model.layers.0.mlp.gate.weight", {"router", "embed"},
+                                             Shape{8, 32})
+                .spec,
+            (P{None, "fsdp"}));
+  EXPECT_EQ(ParallelismConfig::from_mesh(Mesh::parse("data=2,expert=4")).sharding_config,
+            (ShardingConfig{.data_parallel_size = 2, .expert_parallel_size = 4}));
+  const ExpertParallelStrategy alone;
+  EXPECT_EQ(alone.kind(), StrategyKind::kExpertParallel);
+  EXPECT_EQ(to_string(alone.kind()), "expert_parallel");
+  EXPECT_EQ(alone.apply_sharding(Shape{8, 4}, Mesh::parse("expert=4")).spec(), (P{"expert"}));
+  EXPECT_THAT(error_of([] { (void)ShardingConfig::from_json(R"({"expert_parallel_size": 0})"); }),
+              HasSubstr("ShardingConfig.expert_parallel_size is 0"));
+  EXPECT_THAT(error_of([] {
+                ParallelismConfig c = ParallelismConfig::from_mesh(Mesh::parse("expert=2"));
+                c.sharding_config.expert_parallel_size = 4;
+                c.validate();
+              }),
+              HasSubstr("needs 4"));
 }
 
 TEST(MultiDimensionalStrategy, ConflictsCombineWithTensorMajor) {
