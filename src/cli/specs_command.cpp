@@ -63,9 +63,10 @@ class SpecsCommand final : public Command {
       held.push_back(p.shard_shape);
     }
     const int degree = train::model_degree(layout.mesh);
-    if (!argument.model || degree == 1) return held;
+    const int experts = train::expert_degree(layout.mesh);
+    if (!argument.model || (degree == 1 && experts == 1)) return held;
     try {
-      (void)argument.model->model_placements(degree);
+      (void)train::fixed_placements(*argument.model, degree, experts);
     } catch (const InvalidArgument& e) {
       // The strategies' split is shown; the trainer would refuse it (a Mixture of Experts).
       layout.notes.push_back(std::string("the trainer does not run this model on this mesh: ") +

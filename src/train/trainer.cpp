@@ -54,10 +54,6 @@ std::string axis_or(const std::string& axis, const char* absent) {
   return axis.empty() ? std::string(absent) : axis;
 }
 
-}  // namespace
-
-namespace {
-
 // A block of experts the expert axis splits: not averaged over it (placement.hpp).
 bool split_over_experts(const ParameterSpec& spec) {
   return std::find(spec.gradient.averaged_over.begin(), spec.gradient.averaged_over.end(),
@@ -110,7 +106,6 @@ Trainer::Trainer(ParallelContext& context, Model& model, const Corpus& corpus,
       corpus_(corpus),
       settings_(settings) {
   member_ = shards_comm_.rank();
-  replica_ = replicas_comm_.rank();
   const auto n = static_cast<std::size_t>(group_.size());
   check_settings(settings_, static_cast<std::size_t>(context.data_parallel_size()));
   check_gradient_reductions(store_.specs());

@@ -207,7 +207,6 @@ class Trainer {
   Communicator& experts_comm_;   // this rank's expert axis (itself alone without one)
   Group experts_;
   int member_ = 0;               // index in group_
-  int replica_ = 0;              // index in replicas_
   Model& model_;
   ParameterStore& store_;
   const Corpus& corpus_;
