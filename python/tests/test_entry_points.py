@@ -109,7 +109,8 @@ def cases():
         # Configurations and mesh utilities.
         Case("ShardingConfig", sw.ShardingConfig,
              dict(data_parallel_size=2, tensor_parallel_size=1, pipeline_parallel_size=1,
-                  fsdp_enabled=False, fsdp_min_weight_size=1024, fsdp_parallel_size=1)),
+                  fsdp_enabled=False, fsdp_min_weight_size=1024, fsdp_parallel_size=1,
+                  expert_parallel_size=1)),
         Case("ShardingConfig.from_device_count", sw.ShardingConfig.from_device_count, dict(n=4)),
         Case("ShardingConfig.from_json", sw.ShardingConfig.from_json,
              dict(text=sw.ShardingConfig(2).to_json())),
@@ -137,6 +138,8 @@ def cases():
         # The strategies.
         Case("DataParallelStrategy", sw.DataParallelStrategy,
              dict(axis_name="data", mesh_axis=None)),
+        Case("ExpertParallelStrategy", sw.ExpertParallelStrategy,
+             dict(axis_name="expert", mesh_axis=None)),
         Case("FSDPStrategy", sw.FSDPStrategy,
              dict(axis_name="fsdp", mesh_axis=0, min_weight_size=8, fallback="replicate")),
         Case("TensorParallelStrategy", sw.TensorParallelStrategy,
@@ -207,7 +210,7 @@ def cases():
         Case("Layout", sw.Layout,
              dict(data=2, fsdp=1, model=1, pipeline=2, zero=1, microbatches=2, schedule="1f1b",
                   virtual_stages=1, stage_layers=[1, 1], recompute="none",
-                  sequence_parallel=False)),
+                  sequence_parallel=False, expert=1)),
         Case("check_layout_axes", native.check_layout_axes,
              dict(axes=["data", "model"], field="layout")),
         Case("plan_layout", native.plan_layout,

@@ -76,7 +76,7 @@ def test_plan_is_typed():
     (dict(overlap=2.0), "overlap"),
     (dict(precision="fp8"), "precision"),
     (dict(layout="data=2,tensor=4"), "layout: axis 'tensor' is not one the training layer knows"),
-    (dict(layout="data=4,expert=2"), "layout: axis 'expert' is expert parallelism"),
+    (dict(layout="data=4,expert=2"), "the model has no experts to split"),
     (dict(layout={"data": 4, "context": 2}), "layout: axis 'context' is context parallelism"),
     (dict(layout="data=3"), "3, not the 8 devices"),
     (dict(layout="data=2,data=4"), "layout"),

@@ -4,7 +4,7 @@
 #   cmake -DMPIEXEC=... -DCOMMAND=... -DMODEL=... -DSOURCE_DIR=... -P train_mpi_disagree_test.cmake
 set(_common train --model ${MODEL} --steps 4 --batch 4 --json --backend mpi)
 
-# NP ranks run with the flags A, NP more with B.
+# NP ranks run with the flags A, NP more with B (both on _common's model).
 function(expect_disagreement flag np a b)
   execute_process(COMMAND ${MPIEXEC} --oversubscribe -np ${np} ${COMMAND} ${_common} ${a}
                           : -np ${np} ${COMMAND} ${_common} ${b}
@@ -29,6 +29,12 @@ expect_disagreement(--reduce-dtype 1 "--mesh;data=2" "--mesh;data=2;--reduce-dty
 # One half rounding its residual stream: the model ranks would compute different functions.
 expect_disagreement(--residual-dtype 1 "--mesh;model=2;--precision;bf16"
                     "--mesh;model=2;--precision;bf16;--residual-dtype;bf16")
+
+# One half capping its experts: the experts would compute other rows from rank to rank.
+set(_common train --model ${SOURCE_DIR}/examples/models/mixtral_micro.json --steps 4 --batch 4
+    --json --backend mpi)
+expect_disagreement(--capacity-factor 1 "--mesh;expert=2" "--mesh;expert=2;--capacity-factor;1")
+set(_common train --model ${MODEL} --steps 4 --batch 4 --json --backend mpi)
 
 # --blas: one half on oneDNN and the other on MKL, where MKL is on this machine
 # (tests/mkl_for_tests.hpp looks in the same places).
