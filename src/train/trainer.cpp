@@ -328,17 +328,7 @@ void Trainer::combine_over_experts(float* grads, bool slices) {
       dense.insert(dense.end(), range, range + count);
     }
   });
-  if (settings_.reduce_dtype == DType::kBF16) {
-    std::vector<BFloat16>& narrow = narrow_;
-    narrow.resize(dense.size());
-    kernels::to_bf16(dense, narrow);
-    experts_comm_.all_reduce(narrow.data(), narrow.data(), narrow.size(),
-                             element_type(narrow.data()), ReduceOp::kAvg, experts_);
-    kernels::to_float(narrow, dense);
-  } else {
-    experts_comm_.all_reduce(dense.data(), dense.data(), dense.size(), element_type(dense.data()),
-                             ReduceOp::kAvg, experts_);
-  }
+  average_in_reduce_dtype(experts_comm_, experts_, dense);
   std::size_t taken = 0;
   each_range([&](bool own, float* range, std::size_t count) {
     if (own) return;
@@ -471,17 +461,22 @@ void Trainer::average(float* data, std::size_t count) {
 
 void Trainer::average_over_replicas(std::span<float> values) {
   if (replicas_.size() <= 1) return;
+  average_in_reduce_dtype(replicas_comm_, replicas_, values);
+}
+
+void Trainer::average_in_reduce_dtype(Communicator& comm, const Group& group,
+                                      std::span<float> values) {
   if (settings_.reduce_dtype == DType::kBF16) {
     std::vector<BFloat16>& narrow = narrow_;
     narrow.resize(values.size());
     kernels::to_bf16(values, narrow);
-    replicas_comm_.all_reduce(narrow.data(), narrow.data(), narrow.size(),
-                              element_type(narrow.data()), ReduceOp::kAvg, replicas_);
+    comm.all_reduce(narrow.data(), narrow.data(), narrow.size(), element_type(narrow.data()),
+                    ReduceOp::kAvg, group);
     kernels::to_float(narrow, values);
     return;
   }
-  replicas_comm_.all_reduce(values.data(), values.data(), values.size(),
-                            element_type(values.data()), ReduceOp::kAvg, replicas_);
+  comm.all_reduce(values.data(), values.data(), values.size(), element_type(values.data()),
+                  ReduceOp::kAvg, group);
 }
 
 void Trainer::reduce_scatter_in_bf16(std::span<const float> packed, std::span<float> mine) {

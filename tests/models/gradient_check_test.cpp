@@ -121,11 +121,8 @@ TEST(WholeModelGradients, Qwen2AndQwen3) {
   }
 }
 
-// Mixtures of Experts: Mixtral (renormalised weights) and Qwen3-MoE with and without
-// norm_topk_prob: the router's, every expert's gate, up and down, through the grouped products.
-// The router's weights are scaled up so that each token's probabilities lie well apart: a step
-// that changed a choice would make the loss jump.
-TEST(WholeModelGradients, MixtralAndQwen3Moe) {
+// A small Mixtral (four experts of width 6, top 2, renormalised).
+models::LlamaConfig small_mixtral() {
   models::LlamaConfig mixtral = small_llama(false);
   mixtral.variant = models::LlamaVariant::kMixtral;
   mixtral.experts = 4;
@@ -133,23 +130,38 @@ TEST(WholeModelGradients, MixtralAndQwen3Moe) {
   mixtral.expert_width = 6;
   mixtral.intermediate_size = 6;
   mixtral.renormalize_routing = true;
-  models::LlamaConfig qwen3_moe = mixtral;
+  return mixtral;
+}
+
+// The same as a Qwen3-MoE (top 3, a head_dim of its own).
+models::LlamaConfig small_qwen3_moe(bool renormalize) {
+  models::LlamaConfig qwen3_moe = small_mixtral();
   qwen3_moe.variant = models::LlamaVariant::kQwen3Moe;
   qwen3_moe.head_dim = 6;
   qwen3_moe.experts_per_token = 3;
-  qwen3_moe.renormalize_routing = false;
-  models::LlamaConfig renormalised = qwen3_moe;
-  renormalised.renormalize_routing = true;
-  for (const models::LlamaConfig& config : {mixtral, qwen3_moe, renormalised}) {
+  qwen3_moe.renormalize_routing = renormalize;
+  return qwen3_moe;
+}
+
+// The routers' weights scaled up, so that each token's probabilities lie well apart: a step that
+// changed a choice would make the loss jump.
+void sharpen_routers(ParameterStore& store) {
+  for (std::size_t p = 0; p < store.specs().size(); ++p) {
+    if (!store.specs()[p].name.ends_with("mlp.gate.weight")) continue;
+    for (std::size_t i = 0; i < store.count(p); ++i) store.value(p)[i] *= 40.0F;
+  }
+}
+
+// Mixtures of Experts: Mixtral (renormalised weights) and Qwen3-MoE with and without
+// norm_topk_prob: the router's, every expert's gate, up and down, through the grouped products.
+TEST(WholeModelGradients, MixtralAndQwen3Moe) {
+  for (const models::LlamaConfig& config :
+       {small_mixtral(), small_qwen3_moe(false), small_qwen3_moe(true)}) {
     SCOPED_TRACE(models::to_string(config.variant) +
                  (config.renormalize_routing ? " renormalised" : ""));
     auto definition = std::make_shared<const models::LlamaDefinition>(config);
     DistributedModel model(definition, 7);
-    ParameterStore& store = model.parameters();
-    for (std::size_t p = 0; p < store.specs().size(); ++p) {
-      if (!store.specs()[p].name.ends_with("mlp.gate.weight")) continue;
-      for (std::size_t i = 0; i < store.count(p); ++i) store.value(p)[i] *= 40.0F;
-    }
+    sharpen_routers(model.parameters());
     expect_whole_model_gradients(model, 40);
   }
 }
@@ -158,29 +170,13 @@ TEST(WholeModelGradients, MixtralAndQwen3Moe) {
 // routers through every layer's probabilities. Weighted heavily, so that a router gradient
 // without it (or with another scale) is off by far more than the tolerance.
 TEST(WholeModelGradients, TheAuxiliaryLoadBalancingLoss) {
-  models::LlamaConfig mixtral = small_llama(false);
-  mixtral.variant = models::LlamaVariant::kMixtral;
-  mixtral.experts = 4;
-  mixtral.experts_per_token = 2;
-  mixtral.expert_width = 6;
-  mixtral.intermediate_size = 6;
-  mixtral.renormalize_routing = true;
-  mixtral.output_router_logits = true;
-  mixtral.router_aux_loss_coef = 4.0;
-  models::LlamaConfig qwen3_moe = mixtral;
-  qwen3_moe.variant = models::LlamaVariant::kQwen3Moe;
-  qwen3_moe.head_dim = 6;
-  qwen3_moe.experts_per_token = 3;
-  qwen3_moe.renormalize_routing = false;
-  for (const models::LlamaConfig& config : {mixtral, qwen3_moe}) {
+  for (models::LlamaConfig config : {small_mixtral(), small_qwen3_moe(false)}) {
     SCOPED_TRACE(models::to_string(config.variant));
+    config.output_router_logits = true;
+    config.router_aux_loss_coef = 4.0;
     auto definition = std::make_shared<const models::LlamaDefinition>(config);
     DistributedModel model(definition, 7);
-    ParameterStore& store = model.parameters();
-    for (std::size_t p = 0; p < store.specs().size(); ++p) {
-      if (!store.specs()[p].name.ends_with("mlp.gate.weight")) continue;
-      for (std::size_t i = 0; i < store.count(p); ++i) store.value(p)[i] *= 40.0F;
-    }
+    sharpen_routers(model.parameters());
     expect_whole_model_gradients(model, 40, true);
     // Weighted as asked: the loss of its means is at least half its balanced value, k.
     EXPECT_GT(model.auxiliary_loss(),
@@ -191,20 +187,9 @@ TEST(WholeModelGradients, TheAuxiliaryLoadBalancingLoss) {
 // A capacity factor drops the choices past each expert's capacity of a sequence: the dropped
 // add nothing forward and get no gradient backward (a small factor drops many here).
 TEST(WholeModelGradients, AMixtureOfExpertsWithACapacity) {
-  models::LlamaConfig mixtral = small_llama(false);
-  mixtral.variant = models::LlamaVariant::kMixtral;
-  mixtral.experts = 4;
-  mixtral.experts_per_token = 2;
-  mixtral.expert_width = 6;
-  mixtral.intermediate_size = 6;
-  mixtral.renormalize_routing = true;
-  auto definition = std::make_shared<const models::LlamaDefinition>(mixtral);
+  auto definition = std::make_shared<const models::LlamaDefinition>(small_mixtral());
   DistributedModel model(definition, 7, Precision::kFp32, DType::kF32, 0.5);
-  ParameterStore& store = model.parameters();
-  for (std::size_t p = 0; p < store.specs().size(); ++p) {
-    if (!store.specs()[p].name.ends_with("mlp.gate.weight")) continue;
-    for (std::size_t i = 0; i < store.count(p); ++i) store.value(p)[i] *= 40.0F;
-  }
+  sharpen_routers(model.parameters());
   expect_whole_model_gradients(model, 40, true);
   const ModelChunk::ExpertRows rows = model.expert_rows();
   EXPECT_GT(rows.dropped * 5, rows.routed) << rows.dropped << " of " << rows.routed;

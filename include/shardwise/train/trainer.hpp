@@ -192,6 +192,8 @@ class Trainer {
   // Averages in place over the replicas of this rank's shard (HSDP; nothing without), in the
   // reduce dtype.
   void average_over_replicas(std::span<float> values);
+  // Averages `values` in place over `group` of `comm`, in the reduce dtype.
+  void average_in_reduce_dtype(Communicator& comm, const Group& group, std::span<float> values);
   // ZeRO-2 in bf16: every member's blocks rounded, reduce-scattered, this rank's widened.
   void reduce_scatter_in_bf16(std::span<const float> packed, std::span<float> mine);
   // ZeRO 0 and 1: reduces the gradients backward did not announce (`started` holds the ranges
