@@ -404,6 +404,10 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
     return "expert " + std::to_string(l.expert) + " does not divide the " +
            std::to_string(model.transformer->experts) + " experts";
   }
+  if (l.pipeline > 1 && moe && model.transformer->aux_loss) {
+    return "pipeline " + std::to_string(l.pipeline) +
+           ": the auxiliary load-balancing loss couples every layer's routing of a micro-batch";
+  }
   if (l.model > 1 && moe) {
     // As the trainer: a Mixture of Experts runs on one model rank.
     return "model " + std::to_string(l.model) +
@@ -650,6 +654,14 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
   all_reduce(group_axis, group, 1, statistic, 1);  // the loss, averaged
   all_reduce("data", replicas, 1, statistic, 1);
   all_reduce(group_axis, group, 1, 8, 1);  // the squared gradient norm, in double
+  // The auxiliary loss's statistics, summed over each of the batch's axes once a forward (a
+  // layout with it has no pipeline: one forward a step).
+  if (const TransformerShape shape = transformer_of(model); shape.aux_loss) {
+    const double statistics = 2 * static_cast<double>(shape.experts);
+    all_reduce("data", l.data, statistics, 8, 1);
+    all_reduce("fsdp", l.fsdp, statistics, 8, 1);
+    all_reduce("expert", l.expert, statistics, 8, 1);
+  }
   if (l.expert > 1) {
     // Over the expert axis: what every expert rank holds, averaged once a step in one message
     // (each rank's whole gradients, or its slices from ZeRO 2 on); the loss and the norm.

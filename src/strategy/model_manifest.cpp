@@ -230,6 +230,7 @@ nlohmann::ordered_json transformer_json(const TransformerShape& t) {
     json["experts_per_token"] = t.experts_per_token;
     json["expert_width"] = t.expert_width;
     json["renormalize_routing"] = t.renormalize_routing;
+    if (t.aux_loss) json["aux_loss"] = true;
   }
   return json;
 }
@@ -277,6 +278,7 @@ TransformerShape transformer_of_json(const nlohmann::json& json) {
     t.experts_per_token = size("experts_per_token", static_cast<std::int64_t>(t.experts));
     t.expert_width = size("expert_width", kMaxConfigDimension);
     t.renormalize_routing = flag("renormalize_routing");
+    if (reader.optional("aux_loss") != nullptr) t.aux_loss = flag("aux_loss");
     if (t.mlp != MlpKind::kGatedSilu) {
       throw InvalidArgument(
           "transformer.experts: a Mixture of Experts' experts are gated "

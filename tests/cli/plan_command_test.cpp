@@ -310,7 +310,10 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"fsdp=2,expert=2 balanced", "3", 4},
            {"expert=2 full balanced", "0", 2},
            {"expert=2 bf16 balanced", "3", 2},
-           {"pipeline=2,expert=2 balanced", "0", 4}}) {
+           {"pipeline=2,expert=2 balanced", "0", 4},
+           // and its auxiliary loss: its statistics summed over the batch's axes
+           {"data=2,expert=2 balanced aux", "1", 4},
+           {"fsdp=2,expert=2 balanced aux", "3", 4}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;
@@ -338,10 +341,12 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
                                 << (small ? 384 : 32768) << R"(, "max_position_embeddings": 64})";
     }
     if (balanced) {
+      const bool aux = mesh.find(" aux") != std::string::npos;
       std::ofstream(model_file) << R"({"family": "mixtral", "num_hidden_layers": 2,
         "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
         "intermediate_size": 48, "vocab_size": 256, "max_position_embeddings": 64,
-        "num_local_experts": 4, "num_experts_per_tok": 4})";
+        "num_local_experts": 4, "num_experts_per_tok": 4, "output_router_logits": )"
+                                << (aux ? "true" : "false") << "}";
     }
     if (narrow) {
       // The dead gate, up and product hold 3 x 16 floats a row on model=2; attention's

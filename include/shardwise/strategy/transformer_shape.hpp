@@ -39,6 +39,9 @@ struct TransformerShape {
   std::size_t experts_per_token = 0;
   std::size_t expert_width = 0;
   bool renormalize_routing = false;
+  // The loss adds the routers' auxiliary load-balancing loss, whose statistics (2 x experts
+  // sums) are summed over the batch's ranks once a forward.
+  bool aux_loss = false;
 
   friend bool operator==(const TransformerShape&, const TransformerShape&) = default;
 
