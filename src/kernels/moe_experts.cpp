@@ -62,8 +62,7 @@ std::size_t drop_over_capacity(std::uint8_t* dropped, const std::int32_t* chosen
       const auto e = static_cast<std::size_t>(chosen[c]);
       if (e >= experts) {
         throw InvalidArgument("choice " + std::to_string(c) + " names expert " +
-                              std::to_string(chosen[c]) + "; there are " +
-                              std::to_string(experts));
+                              std::to_string(chosen[c]) + "; there are " + std::to_string(experts));
       }
       dropped[c] = taken[e] >= capacity ? 1 : 0;
       if (dropped[c] != 0) {

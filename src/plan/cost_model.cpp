@@ -283,7 +283,8 @@ std::vector<ZeroUnit> stage_units(const ModelShape& model, const Layout& l,
     z.dense_chunk = z.chunk;
     if (l.expert > 1) {
       for (std::size_t i = 0; i < unit.shapes.size(); ++i) {
-        if (unit.is_experts(i)) z.dense_chunk -= zero_chunk_of(unit.block(i, l.model, l.expert), shards);
+        if (unit.is_experts(i))
+          z.dense_chunk -= zero_chunk_of(unit.block(i, l.model, l.expert), shards);
       }
     }
     out.push_back(z);
@@ -389,8 +390,7 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
   }
   if (l.devices() != cluster.devices) {
     return "data x fsdp x expert x model x pipeline = " + std::to_string(l.devices()) +
-           ", not the " +
-           std::to_string(cluster.devices) + " devices";
+           ", not the " + std::to_string(cluster.devices) + " devices";
   }
   if (l.zero < 0 || l.zero > 3) return "zero " + std::to_string(l.zero) + " is not 0 to 3";
   if (l.fsdp > 1 && l.zero == 0) return "an fsdp axis shards: zero 1, 2 or 3";

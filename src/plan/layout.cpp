@@ -104,7 +104,7 @@ void TrainingSetup::validate() const {
 
 std::string Layout::to_string() const {
   std::ostringstream out;
- out << "data=" << data << ",fsdp=" << fsdp << ",model=" << model << ",pipeline=" << pipeline;
+  out << "data=" << data << ",fsdp=" << fsdp << ",model=" << model << ",pipeline=" << pipeline;
   if (expert != 1) out << ",expert=" << expert;
   out << " zero " << zero << ", " << microbatches << " micro-batch"
       << (microbatches == 1 ? "" : "es");

@@ -138,8 +138,8 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
       }
       unit.shapes.push_back(p.shape);
       unit.read_widened.push_back(p.shape.size() < 2 || p.name.ends_with("bias"));
-      unit.experts.push_back(p.shape.size() == 3 && p.logical_axes &&
-                             !p.logical_axes->empty() && p.logical_axes->front() == "experts");
+      unit.experts.push_back(p.shape.size() == 3 && p.logical_axes && !p.logical_axes->empty() &&
+                             p.logical_axes->front() == "experts");
       per_layer[*layer] = checked_add(per_layer[*layer], count, "layer parameters");
       if (p.shape.size() >= 2) {  // a matrix, or matrices stacked (Q, K and V)
         // A Mixture of Experts' stacked experts: each token runs k of them, so its products

@@ -87,35 +87,36 @@ SearchResult search_layouts(const ModelShape& model, const Cluster& cluster,
       }
       for (std::int64_t e : divisors(dp)) {
         if (e > 1 && (experts == 0 || experts % e != 0)) continue;
-      for (std::int64_t fsdp : divisors(dp / e)) {
-        for (int zero = fsdp > 1 ? 1 : 0; zero <= 3; ++zero) {
-          for (const auto& [schedule, v] : schedules) {
-            Layout l{dp / e / fsdp,
-                     fsdp,
-                     t,
-                     p,
-                     zero,
-                     m,
-                     schedule,
-                     v,
-                     options.recompute,
-                     options.sequence_parallel && t > 1,
-                     {},  // an even split: the search leaves uneven ones out
-                     e};
-            if (layout_problem(model, cluster, setup, l)) continue;
-            const std::int64_t group = zero_group(l);
-            auto found = chunks.find({group, t, e});
-            if (found == chunks.end()) {
-              found = chunks.emplace(std::tuple{group, t, e}, zero_chunks(model, group, t, e)).first;
-            }
-            try {
-              all.push_back(evaluate(model, cluster, setup, l, found->second));
-            } catch (const InvalidArgument& error) {  // beyond what the planner counts: skipped
-              if (result.skipped.empty()) result.skipped = error.what();
+        for (std::int64_t fsdp : divisors(dp / e)) {
+          for (int zero = fsdp > 1 ? 1 : 0; zero <= 3; ++zero) {
+            for (const auto& [schedule, v] : schedules) {
+              Layout l{dp / e / fsdp,
+                       fsdp,
+                       t,
+                       p,
+                       zero,
+                       m,
+                       schedule,
+                       v,
+                       options.recompute,
+                       options.sequence_parallel && t > 1,
+                       {},  // an even split: the search leaves uneven ones out
+                       e};
+              if (layout_problem(model, cluster, setup, l)) continue;
+              const std::int64_t group = zero_group(l);
+              auto found = chunks.find({group, t, e});
+              if (found == chunks.end()) {
+                found =
+                    chunks.emplace(std::tuple{group, t, e}, zero_chunks(model, group, t, e)).first;
+              }
+              try {
+                all.push_back(evaluate(model, cluster, setup, l, found->second));
+              } catch (const InvalidArgument& error) {  // beyond what the planner counts: skipped
+                if (result.skipped.empty()) result.skipped = error.what();
+              }
             }
           }
         }
-      }
       }
     }
   }

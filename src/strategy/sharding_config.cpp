@@ -30,9 +30,8 @@ std::int64_t integer_sqrt(std::int64_t n) {
 std::int64_t ShardingConfig::get_total_device_count() const {
   // Checked: the degrees of an unvalidated config may be anything.
   std::int64_t total = 1;
-  for (const std::int64_t degree :
-       {data_parallel_size, fsdp_parallel_size, expert_parallel_size, tensor_parallel_size,
-        pipeline_parallel_size}) {
+  for (const std::int64_t degree : {data_parallel_size, fsdp_parallel_size, expert_parallel_size,
+                                    tensor_parallel_size, pipeline_parallel_size}) {
     if (degree < 1 || __builtin_mul_overflow(total, degree, &total)) {
       throw InvalidArgument("ShardingConfig's degrees (" + to_string() +
                             ") do not multiply to a device count");
@@ -57,9 +56,8 @@ void ShardingConfig::validate() const {
   }
   // No mesh holds more devices (and their product stays exact).
   std::int64_t total = 1;
-  for (const std::int64_t degree :
-       {data_parallel_size, fsdp_parallel_size, expert_parallel_size, tensor_parallel_size,
-        pipeline_parallel_size}) {
+  for (const std::int64_t degree : {data_parallel_size, fsdp_parallel_size, expert_parallel_size,
+                                    tensor_parallel_size, pipeline_parallel_size}) {
     if (__builtin_mul_overflow(total, degree, &total) || total > Mesh::kMaxDevices) {
       throw InvalidArgument("ShardingConfig's degrees multiply to more than " +
                             std::to_string(Mesh::kMaxDevices) + " devices (" + to_string() + ")");
@@ -108,8 +106,7 @@ ShardingConfig sharding_config_from_json(const nlohmann::json& json, const std::
   config.fsdp_enabled = reader.boolean("fsdp_enabled", config.fsdp_enabled);
   config.fsdp_min_weight_size = reader.integer("fsdp_min_weight_size", config.fsdp_min_weight_size);
   config.fsdp_parallel_size = reader.integer("fsdp_parallel_size", config.fsdp_parallel_size);
-  config.expert_parallel_size =
-      reader.integer("expert_parallel_size", config.expert_parallel_size);
+  config.expert_parallel_size = reader.integer("expert_parallel_size", config.expert_parallel_size);
   reader.finish();
   config.validate();
   return config;

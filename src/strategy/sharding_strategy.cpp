@@ -65,8 +65,7 @@ LogicalAxisRules rules_from_claims(const std::vector<AxisClaim>& claims) {
       for (const AxisClaim* claim : mine) {
         all.min_size = std::max(all.min_size, claim->min_size);
         for (const std::string& axis : claim->mesh_axes) {
-          if (std::find(all.mesh_axes.begin(), all.mesh_axes.end(), axis) ==
-              all.mesh_axes.end()) {
+          if (std::find(all.mesh_axes.begin(), all.mesh_axes.end(), axis) == all.mesh_axes.end()) {
             all.mesh_axes.push_back(axis);
           }
         }

@@ -117,8 +117,8 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
     options.sum_over_batch = [&context](double* values, std::size_t count) {
       for (const std::string_view axis : {kDataAxis, kFsdpAxis, kExpertAxis}) {
         if (context.degree(axis) > 1) {
-          context.communicator(axis).all_reduce(values, values, count, DType::kF64,
-                                                ReduceOp::kSum, context.group(axis));
+          context.communicator(axis).all_reduce(values, values, count, DType::kF64, ReduceOp::kSum,
+                                                context.group(axis));
         }
       }
     };

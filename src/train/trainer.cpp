@@ -299,8 +299,8 @@ bool Trainer::counted_once(std::size_t parameter) const {
   // a block several of them share on the first of those. The same over the expert axis: its
   // ranks' experts count on each, what they all hold on the first.
   const auto coordinate = static_cast<std::size_t>(context_.coordinate(kModelAxis));
-  const bool over_model = coordinate == 0 || (!spec.block.empty() &&
-                                              coordinate % spec.gradient.model_sharers == 0);
+  const bool over_model =
+      coordinate == 0 || (!spec.block.empty() && coordinate % spec.gradient.model_sharers == 0);
   const bool over_experts = context_.coordinate(kExpertAxis) == 0 || split_over_experts(spec);
   return !spec.tied_copy && over_model && over_experts;
 }

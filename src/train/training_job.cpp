@@ -263,8 +263,7 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
   if (s.capacity_factor > 0 && s.model->manifest().transformer &&
       !s.model->manifest().transformer->moe()) {
     throw InvalidArgument(named("capacity_factor") + " " + std::to_string(s.capacity_factor) +
-                          " caps a Mixture of Experts' experts; " + named("model") +
-                          " has none");
+                          " caps a Mixture of Experts' experts; " + named("model") + " has none");
   }
   pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t, named);
   if (s.timeline && !pipeline_) {
@@ -359,8 +358,7 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
       {named("precision"), to_string(s.precision)},
       {named("reduce_dtype"), float_dtype_name(t.reduce_dtype)},
       {named("residual_dtype"), float_dtype_name(s.residual_dtype)},
-      {named("capacity_factor"),
-       std::to_string(std::bit_cast<std::uint64_t>(s.capacity_factor))},
+      {named("capacity_factor"), std::to_string(std::bit_cast<std::uint64_t>(s.capacity_factor))},
       {named("param_sharding"), sharding_specs},
       {named("backend"), comm.backend()},
       {named("threads"), std::to_string(s.threads)},
@@ -528,10 +526,10 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   const bool speaks = comm.rank() == 0;
   ParallelContext context(comm, s.mesh);
   // The stages' clocks start together only where a timeline is drawn from them.
-  DistributedModel model(s.model, s.training.seed, context,
-                         {layout_.placements, s.sequence_parallel, s.recompute, pipeline_,
-                          s.timeline.has_value(), s.precision, s.residual_dtype,
-                          s.capacity_factor});
+  DistributedModel model(
+      s.model, s.training.seed, context,
+      {layout_.placements, s.sequence_parallel, s.recompute, pipeline_, s.timeline.has_value(),
+       s.precision, s.residual_dtype, s.capacity_factor});
   // A pipeline stage's ZeRO shards those of its own parameters.
   TrainSettings settings = s.training;
   settings.gather_dtype = s.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32;

@@ -67,8 +67,8 @@ const std::vector<std::vector<std::string>>& expert_layouts() {
 TEST(TrainMoe, TheExpertAxisSeesTheOneRanksLosses) {
   for (const char* file : {"mixtral_micro.json", "qwen3_moe_micro.json"}) {
     const double fp32 = testing::expect_layouts_see_one_rank(file, expert_layouts(), {}, 1e-5);
-    const double bf16 = testing::expect_layouts_see_one_rank(file, expert_layouts(),
-                                                             {"--precision", "bf16"}, 1e-3);
+    const double bf16 =
+        testing::expect_layouts_see_one_rank(file, expert_layouts(), {"--precision", "bf16"}, 1e-3);
     std::cout << file << ": worst relative deviation from one rank on the expert axis " << fp32
               << " (fp32), " << bf16 << " (bf16)\n";
   }
@@ -187,8 +187,8 @@ TEST(TrainMoe, ACapacityFactorDropsAlikeOnEveryLayout) {
       {"--mesh", "fsdp=2,expert=2", "--zero", "3"},
       {"--mesh", "pipeline=2", "--microbatches", "2"}};
   const std::vector<std::string> capacity{"--capacity-factor", "1.0"};
-  const double worst = testing::expect_layouts_see_one_rank("mixtral_micro.json", layouts,
-                                                            capacity, 1e-5);
+  const double worst =
+      testing::expect_layouts_see_one_rank("mixtral_micro.json", layouts, capacity, 1e-5);
   std::cout << "with a capacity factor of 1: worst relative deviation " << worst << "\n";
   const auto dropped = [&](const std::vector<std::string>& flags) {
     const testing::Result r = run_command(train_ten_steps("mixtral_micro.json", flags));

@@ -182,11 +182,11 @@ TEST(MoeExperts, GroupsTheChoicesByExpertInTheTokensOrder) {
 // A capacity per sequence: each expert takes the first `capacity` choices of each sequence in
 // token order; the others have no row, add nothing and get no weight gradient.
 TEST(MoeExperts, ACapacityDropsEachSequencesLaterChoices) {
-  EXPECT_EQ(expert_capacity(1.0, 4, 2, 4), 2U);     // ceil(4 x 2 / 4)
-  EXPECT_EQ(expert_capacity(1.25, 4, 2, 4), 3U);    // ceil(2.5)
-  EXPECT_EQ(expert_capacity(0.01, 4, 2, 4), 1U);    // at least one
+  EXPECT_EQ(expert_capacity(1.0, 4, 2, 4), 2U);   // ceil(4 x 2 / 4)
+  EXPECT_EQ(expert_capacity(1.25, 4, 2, 4), 3U);  // ceil(2.5)
+  EXPECT_EQ(expert_capacity(0.01, 4, 2, 4), 1U);  // at least one
   // Two sequences of three tokens, top 2 of 3 experts, capacity 2 a sequence.
-  const std::vector<std::int32_t> chosen{0, 1, 0, 2, 0, 1,  // expert 0's third choice dropped
+  const std::vector<std::int32_t> chosen{0, 1, 0, 2, 0, 1,   // expert 0's third choice dropped
                                          1, 2, 1, 2, 2, 1};  // 1's and 2's third dropped
   std::vector<std::uint8_t> dropped(chosen.size());
   EXPECT_EQ(drop_over_capacity(dropped.data(), chosen.data(), 6, 3, 2, 3, 2), 3U);

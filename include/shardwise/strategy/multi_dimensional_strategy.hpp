@@ -77,11 +77,9 @@ class MultiDimensionalStrategy {
   // not a hard-coded 24), and logical_axis_rules() its spec. A parameter no rule names is
   // replicated, and one without a layer index that no stage rule places is on the first
   // stage, each with a note (errors in strict mode).
-  [[nodiscard]] ParameterPlacement create_partition_spec(const Shape& param_shape,
-                                                         const std::string& param_name,
-                                                         const ParameterNameRules& rules,
-                                                         std::int64_t num_layers,
-                                                         const PlacementOptions& options = {}) const;
+  [[nodiscard]] ParameterPlacement create_partition_spec(
+      const Shape& param_shape, const std::string& param_name, const ParameterNameRules& rules,
+      std::int64_t num_layers, const PlacementOptions& options = {}) const;
 
  private:
   [[nodiscard]] const ShardingStrategy& strategy_named(const std::string& name) const;

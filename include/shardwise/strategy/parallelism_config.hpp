@@ -37,8 +37,8 @@ struct ParallelismConfig {
   // the shape (1,) named 'data'.
   static ParallelismConfig from_sharding_config(const ShardingConfig& config);
 
-  // The config a mesh with axes named 'data', 'fsdp', 'expert', 'model' and 'pipeline' (any subset, any
-  // order) stands for; FSDP is enabled by an 'fsdp' axis, or over 'data' when fsdp_on_data.
+  // The config a mesh with axes named 'data', 'fsdp', 'expert', 'model' and 'pipeline' (any subset,
+  // any order) stands for; FSDP is enabled by an 'fsdp' axis, or over 'data' when fsdp_on_data.
   // Throws InvalidArgument naming an axis of size > 1 with another name.
   static ParallelismConfig from_mesh(const Mesh& mesh, bool fsdp_on_data = false);
 

@@ -17,7 +17,13 @@
 
 namespace shardwise {
 
-enum class StrategyKind { kDataParallel, kFsdp, kTensorParallel, kPipelineParallel, kExpertParallel };
+enum class StrategyKind {
+  kDataParallel,
+  kFsdp,
+  kTensorParallel,
+  kPipelineParallel,
+  kExpertParallel
+};
 
 // "data_parallel", "fsdp", "tensor_parallel", "pipeline_parallel", "expert_parallel".
 std::string to_string(StrategyKind kind);

@@ -1,11 +1,11 @@
 #pragma once
 // Where a rank of a training run sits: the mesh (its axes among the registry's roles,
-// strategy/mesh_axes.hpp: data, fsdp, model, pipeline and expert trained today), this rank's coordinate on
-// each axis, and one communicator per axis, split from the world once (as Megatron-LM's
-// parallel_state makes every process group in one place). The trainer, the models' layers and
-// `shardwise train` all take it; none builds groups of its own. Each axis has its own communicator,
-// so collectives of different axes never wait in one queue (tensor-parallel traffic does not queue
-// behind FSDP's).
+// strategy/mesh_axes.hpp: data, fsdp, model, pipeline and expert trained today), this rank's
+// coordinate on each axis, and one communicator per axis, split from the world once (as
+// Megatron-LM's parallel_state makes every process group in one place). The trainer, the models'
+// layers and `shardwise train` all take it; none builds groups of its own. Each axis has its own
+// communicator, so collectives of different axes never wait in one queue (tensor-parallel traffic
+// does not queue behind FSDP's).
 
 #include <cstdint>
 #include <map>

@@ -85,8 +85,8 @@ struct TrainSettings {
 };
 
 // Throws InvalidArgument naming the field where the settings cannot train on
-// `data_parallel_ranks` ranks (data x fsdp x expert): a batch they do not divide, a ZeRO stage not 0 to 3.
-// The trainer checks them; a command checks them before it starts any rank.
+// `data_parallel_ranks` ranks (data x fsdp x expert): a batch they do not divide, a ZeRO stage not
+// 0 to 3. The trainer checks them; a command checks them before it starts any rank.
 void check_settings(const TrainSettings& settings, std::size_t data_parallel_ranks,
                     const SettingNames& named = {});
 
@@ -111,8 +111,8 @@ struct StepStats {
 class Trainer {
  public:
   // Trains on every rank of `context` (collective over its world). The global batch is split
-  // among the data-parallel ranks (data x fsdp x expert) and must divide among them; zero must be 0 to 3
-  // (InvalidArgument naming the field otherwise). ZeRO shards over the context's shard axis
+  // among the data-parallel ranks (data x fsdp x expert) and must divide among them; zero must be 0
+  // to 3 (InvalidArgument naming the field otherwise). ZeRO shards over the context's shard axis
   // (fsdp, else data); with both axes the shards are replicated over data (HSDP): gradients
   // are reduce-scattered (or all-reduced) within the shards and all-reduced across the
   // replicas. ZeRO-3 shards the model's parameter store: after the trainer is gone the store
@@ -208,7 +208,7 @@ class Trainer {
   Group replicas_;               // HSDP), and all of them
   Communicator& experts_comm_;   // this rank's expert axis (itself alone without one)
   Group experts_;
-  int member_ = 0;               // index in group_
+  int member_ = 0;  // index in group_
   Model& model_;
   ParameterStore& store_;
   const Corpus& corpus_;
@@ -219,7 +219,7 @@ class Trainer {
   std::unique_ptr<detail::UnitShards> shards_;  // ZeRO 1 and 2
   // ZeRO 1 and 2: packed units on their way to or from the group, reused from step to step.
   std::vector<float> packed_;
-  std::vector<BFloat16> narrow_;  // gradients on their way in bf16, reused from step to step
+  std::vector<BFloat16> narrow_;       // gradients on their way in bf16, reused from step to step
   std::vector<float> expert_staging_;  // the dense gradients averaged over the expert axis
   std::unique_ptr<detail::ShardedUnits> units_;  // ZeRO-3
   std::int64_t steps_done_ = 0;

@@ -2,8 +2,9 @@
 // What every member of an MPI collective exchanges before any data moves: the operation, count,
 // dtype, reduction, root, in-place flag and a digest of the rest (ppermute pairs, coalesced
 // buffer sizes, a split's mesh). An all_to_allv's count and digest are sums of hashes of the
-// blocks a member sends and of those it expects, equal over the group where they agree. Members that disagree all fail with the same message, naming
-// the first member that differs from the group's first, instead of hanging or mixing data.
+// blocks a member sends and of those it expects, equal over the group where they agree. Members
+// that disagree all fail with the same message, naming the first member that differs from the
+// group's first, instead of hanging or mixing data.
 
 #include <cstdint>
 #include <optional>

@@ -9,9 +9,9 @@ using kernels::InputGradient;
 
 MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis,
                  const ExpertParallel& experts, double capacity_factor)
-    : moe_(shape.moe() ? std::optional<MoePart>(std::in_place, shape, axis, experts,
-                                                capacity_factor)
-                       : std::nullopt),
+    : moe_(shape.moe()
+               ? std::optional<MoePart>(std::in_place, shape, axis, experts, capacity_factor)
+               : std::nullopt),
       kind_(shape.mlp),
       bias_(shape.mlp == MlpKind::kGelu && shape.mlp_bias),
       hidden_(shape.hidden),
@@ -50,8 +50,8 @@ void MlpPart::forward(float* out, float* arrays, float* router, const float* nor
 }
 
 void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float* arrays,
-                       float* router, const float* normed, const ParameterView& p,
-                       const Rows& rows, const float* dprobability) const {
+                       float* router, const float* normed, const ParameterView& p, const Rows& rows,
+                       const float* dprobability) const {
   if (moe_) {
     moe_->backward(dnormed, dout, arrays, router, normed, p, rows, dprobability);
     return;

@@ -71,15 +71,15 @@ std::size_t MoePart::group(const Rows& rows) const {
   const std::size_t dropped = kernels::drop_over_capacity(
       dropped_.data(), chosen_.data(), rows.whole, rows.seq, k_, experts_count_,
       kernels::expert_capacity(capacity_factor_, rows.seq, k_, experts_count_));
-  groups_ = kernels::group_by_expert(chosen_.data(), rows.whole, k_, experts_count_,
-                                     dropped_.data());
+  groups_ =
+      kernels::group_by_expert(chosen_.data(), rows.whole, k_, experts_count_, dropped_.data());
   return dropped;
 }
 
 void MoePart::hold(const ExpertRows& rows, bool more) const {
-  const std::size_t bytes = (rows.inputs.size() + rows.gate_up.size() + rows.activation.size() +
-                             rows.outputs.size()) *
-                            sizeof(float);
+  const std::size_t bytes =
+      (rows.inputs.size() + rows.gate_up.size() + rows.activation.size() + rows.outputs.size()) *
+      sizeof(float);
   expert_bytes_ = more ? expert_bytes_ + bytes : expert_bytes_ - bytes;
   peak_expert_bytes_ = std::max(peak_expert_bytes_, expert_bytes_);
 }
@@ -214,8 +214,8 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
     received_.erase(found);
   }
   // The router: the logits' gradient over the probabilities, then its product's.
-  kernels::route_backward(router, dweights_.data(), dprobability, router, chosen_.data(), BT, E,
-                          k_, renormalize_);
+  kernels::route_backward(router, dweights_.data(), dprobability, router, chosen_.data(), BT, E, k_,
+                          renormalize_);
   products.backward(dnormed, p.grad(0), nullptr, router, normed, p, 0, BT, C, E,
                     InputGradient::kOverwrite);
   kernels::scatter_add_rows(dnormed, r.inputs, groups_, BT, C, k_);

@@ -259,8 +259,8 @@ void TransformerChunk::finish_auxiliary_loss(Slot& slot, const Rows& rw) {
   // statistics of every rank's share summed, then the loss of their means.
   const std::size_t E = spec_.shape.experts;
   if (sum_over_batch_) sum_over_batch_(slot.routing.data(), slot.routing.size());
-  const double rows = static_cast<double>(spec_.shape.layers) *
-                      static_cast<double>(rw.whole) * static_cast<double>(batch_ranks_);
+  const double rows = static_cast<double>(spec_.shape.layers) * static_cast<double>(rw.whole) *
+                      static_cast<double>(batch_ranks_);
   slot.aux_loss = static_cast<float>(
       spec_.aux_loss_weight *
       kernels::load_balancing_loss(slot.routing.data(), slot.routing.data() + E, E, rows));
