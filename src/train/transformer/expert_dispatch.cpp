@@ -7,15 +7,14 @@
 namespace shardwise::train::transformer {
 
 ExpertDispatch::ExpertDispatch(const ExpertParallel& axis, const kernels::ExpertGroups& groups,
-                               std::size_t experts, std::size_t most_from_each)
-    : member_(axis.rank()) {
+                               std::size_t experts, std::size_t most_from_each) {
   const auto members = static_cast<std::size_t>(axis.degree());
   if (experts % members != 0 || groups.offsets.size() != experts + 1) {
     throw InvalidArgument("a dispatch of " + std::to_string(experts) + " experts over " +
                           std::to_string(members) + " expert ranks");
   }
   local_ = experts / members;
-  first_ = static_cast<std::size_t>(member_) * local_;
+  const std::size_t first = static_cast<std::size_t>(axis.rank()) * local_;
   // What each member's experts get from this rank, then what this rank's get from each.
   std::vector<std::int64_t> sent(experts);
   sent_rows_.assign(members, 0);
@@ -30,11 +29,10 @@ ExpertDispatch::ExpertDispatch(const ExpertParallel& axis, const kernels::Expert
   for (std::size_t m = 0; m < members; ++m) {
     for (std::size_t l = 0; l < local_; ++l) {
       const std::int64_t count = counts_[m * local_ + l];
-      if (count < 0 || static_cast<std::size_t>(count) > most_from_each ||
-          received_rows_[m] + static_cast<std::size_t>(count) > most_from_each) {
+      if (count < 0 || received_rows_[m] + static_cast<std::size_t>(count) > most_from_each) {
         throw InvalidArgument("expert rank " + std::to_string(m) + " sends " +
                               std::to_string(count) + " rows to expert " +
-                              std::to_string(first_ + l) + ", more than the " +
+                              std::to_string(first + l) + ", more than the " +
                               std::to_string(most_from_each) + " rows each rank routes");
       }
       received_rows_[m] += static_cast<std::size_t>(count);
@@ -46,7 +44,8 @@ ExpertDispatch::ExpertDispatch(const ExpertParallel& axis, const kernels::Expert
 
 void ExpertDispatch::reorder(const float* from, float* to, std::size_t width,
                              bool to_expert_major) const {
-  // Member m's rows for local expert l: at `member_at` member-major, `expert_at` expert-major.
+  // Member m's rows for local expert l lie at `member_at` member-major and at `next[l]`
+  // expert-major.
   std::vector<std::size_t> next(local_);
   for (std::size_t l = 0; l < local_; ++l) next[l] = offsets_[l];
   std::size_t member_at = 0;

@@ -26,9 +26,8 @@ class ExpertDispatch {
   ExpertDispatch(const ExpertParallel& axis, const kernels::ExpertGroups& groups,
                  std::size_t experts, std::size_t most_from_each);
 
-  // This rank's experts: [first_expert(), first_expert() + local_experts()).
+  // How many experts each rank holds (rank r experts [r local, (r + 1) local)).
   [[nodiscard]] std::size_t local_experts() const { return local_; }
-  [[nodiscard]] std::size_t first_expert() const { return first_; }
   // Rows this rank's experts compute on, and local expert l's block of them (expert-major).
   [[nodiscard]] std::size_t received_rows() const { return offsets_.empty() ? 0 : offsets_.back(); }
   [[nodiscard]] std::size_t expert_offset(std::size_t l) const { return offsets_[l]; }
@@ -48,8 +47,7 @@ class ExpertDispatch {
   // Copies between member-major (as exchanged) and expert-major rows.
   void reorder(const float* from, float* to, std::size_t width, bool to_expert_major) const;
 
-  int member_ = 0;
-  std::size_t local_ = 0, first_ = 0;
+  std::size_t local_ = 0;
   std::vector<std::size_t> sent_rows_, received_rows_;  // per member
   std::vector<std::int64_t> counts_;                    // [member][local expert] received
   std::vector<std::size_t> offsets_;                    // local_ + 1, expert-major
