@@ -14,9 +14,10 @@ using train::ParameterInit;
 using train::ParameterSpec;
 
 // How a parameter is split over the model axis (Megatron-LM's layers): whole, by rows
-// (column-parallel, and the vocabulary), by columns (row-parallel), or, for the key/value
-// projections, by rows where the degree divides their heads and else held by head (shared rows).
-enum class Split { kWhole, kRows, kColumns, kKeyValueRows };
+// (column-parallel, and the vocabulary), by columns (row-parallel), for the key/value
+// projections by rows where the degree divides their heads and else held by head (shared rows),
+// or by experts (a Mixture of Experts' stacked experts, folded over the axis whole).
+enum class Split { kWhole, kRows, kColumns, kKeyValueRows, kExperts };
 
 struct Parameter {
   ParameterSpec spec;
@@ -71,10 +72,11 @@ std::vector<Parameter> llama_parameter_list(const LlamaConfig& c) {
       const auto E = static_cast<std::int64_t>(c.experts);
       const auto I = static_cast<std::int64_t>(c.expert_width);
       add("mlp.gate.weight", {E, C}, {"router", "embed"}, normal, true, Split::kWhole);
-      add("mlp.experts.gate_up_proj", {E, 2 * I, C}, {"experts", "mlp", "embed"}, normal, true,
-          Split::kWhole);
-      add("mlp.experts.down_proj", {E, C, I}, {"experts", "embed", "mlp"}, normal, true,
-          Split::kWhole);
+      // Each expert stays whole on one rank: its width is no "mlp" a tensor split would cut.
+      add("mlp.experts.gate_up_proj", {E, 2 * I, C}, {"experts", "expert_mlp", "embed"}, normal,
+          true, Split::kExperts);
+      add("mlp.experts.down_proj", {E, C, I}, {"experts", "embed", "expert_mlp"}, normal, true,
+          Split::kExperts);
       continue;
     }
     add("mlp.gate_proj.weight", {F, C}, {"mlp", "embed"}, normal, true, Split::kRows);
@@ -119,16 +121,14 @@ std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& c, int degr
   if (degree < 1) {
     throw InvalidArgument("the model degree " + std::to_string(degree) + " is not positive");
   }
-  if (has_experts(c.variant)) {
-    throw InvalidArgument("the model degree " + std::to_string(degree) + ": a " +
-                          display_name(c.variant) +
-                          "'s experts are not split over the model axis (a Mixture of Experts "
-                          "runs on one model rank, over data, fsdp and pipeline axes)");
-  }
   const auto t = static_cast<std::size_t>(degree);
+  // A Mixture of Experts' experts are folded over the model axis whole (ExpertParallel): its
+  // dense width is not split, its experts are.
   for (const auto& [size, what] :
        {std::pair{c.n_head, std::string("attention heads (num_attention_heads)")},
-        {c.intermediate_size, "MLP width (intermediate_size)"},
+        has_experts(c.variant)
+            ? std::pair{c.experts, std::string("experts (num_local_experts, num_experts)")}
+            : std::pair{c.intermediate_size, std::string("MLP width (intermediate_size)")},
         {c.vocab_size, "vocabulary (vocab_size; Megatron-LM pads it, shardwise does not)"}}) {
     if (size % t != 0) {
       throw InvalidArgument("the model degree " + std::to_string(degree) + " does not divide the " +
@@ -146,7 +146,8 @@ std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& c, int degr
   const PartitionSpec columns{None, "model"};
   for (std::size_t i = 0; i < list.size(); ++i) {
     switch (list[i].split) {
-      case Split::kRows: placements[i] = rows; break;
+      case Split::kRows:
+      case Split::kExperts: placements[i] = rows; break;
       case Split::kColumns: placements[i] = columns; break;
       case Split::kKeyValueRows:
         if (split_kv) placements[i] = rows;

@@ -109,7 +109,7 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   const std::size_t t = std::max<std::size_t>(geometry.model_degree, 1);
   require_divides(t, shape.heads, "the heads");
   if (!shape.replicates_kv_heads(t)) require_divides(t, shape.kv_heads, "the key/value heads");
-  require_divides(t, shape.mlp_width, "the MLP's width");
+  if (!shape.moe()) require_divides(t, shape.mlp_width, "the MLP's width");
   require_divides(t, shape.vocab, "the vocabulary");
   const std::size_t C = shape.hidden, BT = geometry.batch * geometry.seq;
   const bool sp = geometry.sequence_parallel && t > 1;
@@ -133,8 +133,10 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kNorm2)] = BT * C;
   e[index(Activation::kNorm2Statistics)] = R * stats;
   const std::size_t g = std::max<std::size_t>(geometry.expert_degree, 1);
-  e[index(Activation::kMlp)] = BT * shape.mlp_row_elements(t, g);
-  e[index(Activation::kRouter)] = BT * shape.experts;
+  // A Mixture of Experts routes 1 / t of the rows on each model rank (moe_rows).
+  const std::size_t mlp_rows = shape.moe() ? moe_rows(BT, t) : BT;
+  e[index(Activation::kMlp)] = mlp_rows * shape.mlp_row_elements(t, g);
+  e[index(Activation::kRouter)] = mlp_rows * shape.experts;
   e[index(Activation::kLayerOutput)] = R * C;
   e[index(Activation::kInput)] = R * C;
   const std::size_t head = geometry.has_head ? 1 : 0;
@@ -146,7 +148,10 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kMlpGrad)] = shape.mlp == MlpKind::kGelu ? BT * width : 0;
   // Attention's output's, the queries', keys' and values' gradients, side by side.
   const std::size_t attention_grads = 2 * q + 2 * kv;
-  attention_grads_in_mlp_ = attention_grads <= shape.mlp_row_elements(t, g);
+  // Whether they fit depends on the widths alone (a chunk decides once for every micro-batch):
+  // a Mixture of Experts' kMlp holds at least BT / t rows.
+  attention_grads_in_mlp_ =
+      attention_grads * (shape.moe() ? t : 1) <= shape.mlp_row_elements(t, g);
   e[index(Activation::kAttentionGrads)] = attention_grads_in_mlp_ ? 0 : BT * attention_grads;
   head_block_ = geometry.has_head ? head_block_rows(BT, vocab) : 0;
   e[index(Activation::kLogits)] = head_block_ * vocab;
@@ -166,11 +171,13 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
     // write their gate and up products, their outputs and the router's logits. Over g expert
     // ranks one expert may get up to g x BT rows (a token chooses it once on each rank), and its
     // received rows are no kept array: their products round their inputs here.
-    const std::size_t routed = std::max(BT * shape.experts_per_token, g > 1 ? g * BT : 0);
+    const std::size_t routed =
+        std::max(mlp_rows * shape.experts_per_token, g > 1 ? g * mlp_rows : 0);
     const std::size_t dense_width = shape.moe() ? 0 : width;
     const std::size_t mlp_input = shape.moe() ? routed * std::max(C, shape.expert_width) : 0;
     const std::size_t mlp_output =
-        shape.moe() ? std::max({routed * std::max(2 * shape.expert_width, C), BT * shape.experts})
+        shape.moe() ? std::max({routed * std::max(2 * shape.expert_width, C),
+                                mlp_rows * shape.experts})
                     : BT * dense_width;
     const std::size_t head_input = head_block_ * C;
     const std::size_t layer_input = geometry.recompute == Recompute::kFull && geometry.layers > 0

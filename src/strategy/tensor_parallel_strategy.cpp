@@ -20,7 +20,7 @@ TensorParallelStrategy::TensorParallelStrategy(std::string axis_name, std::optio
 std::vector<AxisClaim> TensorParallelStrategy::axis_claims() const {
   std::vector<AxisClaim> claims;
   for (const char* name : {shard_dimension_ ? shard_dimension_->c_str() : "hidden", "vocab",
-                           "heads", "kv_heads", "mlp"}) {
+                           "heads", "kv_heads", "mlp", "experts"}) {
     claims.push_back({name, {axis_name()}, ClaimPriority::kTensor});
   }
   return claims;

@@ -114,8 +114,10 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
     options.range = range;
     options.tensor_parallel = TensorParallel(context);
     options.expert_parallel = ExpertParallel(context);
+    // The batch's rows lie over data x fsdp x expert, and a Mixture of Experts routes a share
+    // of each micro-batch's on each model rank.
     options.sum_over_batch = [&context](double* values, std::size_t count) {
-      for (const std::string_view axis : {kDataAxis, kFsdpAxis, kExpertAxis}) {
+      for (const std::string_view axis : {kDataAxis, kFsdpAxis, kExpertAxis, kModelAxis}) {
         if (context.degree(axis) > 1) {
           context.communicator(axis).all_reduce(values, values, count, DType::kF64, ReduceOp::kSum,
                                                 context.group(axis));

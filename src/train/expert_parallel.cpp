@@ -26,10 +26,11 @@ BlockLayout rows_layout(const std::vector<std::size_t>& rows, std::size_t width)
 }  // namespace
 
 ExpertParallel::ExpertParallel(const ParallelContext& context)
-    : comm_(&context.communicator(kExpertAxis)),
-      group_(context.group(kExpertAxis)),
-      degree_(context.degree(kExpertAxis)),
-      rank_(context.coordinate(kExpertAxis)) {}
+    : comm_(&context.experts_communicator()),
+      group_(context.experts_group()),
+      degree_(context.experts_degree()),
+      rank_(context.experts_index()),
+      axis_degree_(context.degree(kExpertAxis)) {}
 
 void ExpertParallel::exchange_counts(const std::int64_t* sent, std::int64_t* received,
                                      std::size_t per_member) const {

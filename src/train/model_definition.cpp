@@ -34,20 +34,30 @@ std::vector<PartitionSpec> fixed_placements(const ModelDefinition& model, int de
     const ParameterSpec& spec = whole[p];
     if (spec.logical_axes.empty() || spec.logical_axes.front() != "experts") continue;
     experts = true;
-    if (spec.shape[0] % expert_degree != 0) {
-      throw InvalidArgument("the expert degree " + std::to_string(expert_degree) +
-                            " does not divide the " + std::to_string(spec.shape[0]) +
-                            " experts of parameter '" + spec.name +
-                            "' (each expert rank holds as many experts)");
-    }
     std::vector<SpecEntry> entries = placements[p].entries();
-    if (!entries.empty() && !entries.front().is_replicated()) {
+    if (entries.empty()) entries.emplace_back();
+    // Folded over the model axis too where the family splits the experts over it, model major
+    // (as the strategies' claims combine: the tensor strategy's first).
+    const std::vector<std::string> before = entries.front().axes();
+    const bool over_model = before == std::vector<std::string>{std::string(kModelAxis)};
+    if (!before.empty() && !over_model) {
       throw InvalidArgument("parameter '" + spec.name + "' is split over " +
                             placements[p].to_string() +
-                            " along its experts already; the expert axis splits them");
+                            " along its experts; the expert axis splits them, with the model "
+                            "axis or alone");
     }
-    if (entries.empty()) entries.emplace_back();
-    entries.front() = SpecEntry(std::string(kExpertAxis));
+    const std::int64_t ranks = expert_degree * (over_model ? degree : 1);
+    if (spec.shape[0] % ranks != 0) {
+      throw InvalidArgument("the expert degree " + std::to_string(expert_degree) +
+                            (over_model ? " x the model degree " + std::to_string(degree) : "") +
+                            " does not divide the " + std::to_string(spec.shape[0]) +
+                            " experts of parameter '" + spec.name +
+                            "' (each rank holds as many experts)");
+    }
+    entries.front() =
+        over_model ? SpecEntry(std::vector<std::string>{std::string(kModelAxis),
+                                                        std::string(kExpertAxis)})
+                   : SpecEntry(std::string(kExpertAxis));
     placements[p] = PartitionSpec(std::move(entries));
   }
   if (!experts) {

@@ -26,6 +26,34 @@ bool splits(const Mesh& mesh, const char* axis) {
   return mesh.has_axis(axis) && mesh.axis_size(axis) > 1;
 }
 
+// `mesh` with the expert axis moved last, every device where it was: its groups along the model
+// and expert axes list their ranks model major whatever order the mesh names the two in.
+Mesh expert_axis_last(const Mesh& mesh) {
+  std::vector<std::string> names;
+  std::vector<std::int64_t> sizes;
+  std::vector<std::size_t> source;  // the reordered axis i is the mesh's source[i]
+  for (std::size_t a = 0; a < mesh.num_axes(); ++a) {
+    if (mesh.axis_names()[a] == "expert") continue;
+    names.push_back(mesh.axis_names()[a]);
+    sizes.push_back(mesh.axis_sizes()[a]);
+    source.push_back(a);
+  }
+  names.emplace_back("expert");
+  sizes.push_back(mesh.axis_size("expert"));
+  source.push_back(mesh.axis_index("expert"));
+  std::vector<DeviceId> ids(static_cast<std::size_t>(mesh.size()));
+  std::vector<std::int64_t> coords(mesh.num_axes());
+  for (std::size_t position = 0; position < ids.size(); ++position) {
+    auto rest = static_cast<std::int64_t>(position);
+    for (std::size_t i = names.size(); i-- > 0;) {
+      coords[source[i]] = rest % sizes[i];
+      rest /= sizes[i];
+    }
+    ids[position] = mesh.device_at(coords);
+  }
+  return Mesh(std::move(names), std::move(sizes), std::move(ids));
+}
+
 }  // namespace
 
 std::string ParallelContext::shard_axis_of(const Mesh& mesh) {
@@ -49,6 +77,9 @@ ParallelContext::ParallelContext(Communicator& world, Mesh mesh)
     along_[axis_slot(axis)] = world_.split(mesh_, {axis});
   }
   alone_ = world_.split(mesh_, {});
+  if (splits(mesh_, "expert") && splits(mesh_, "model")) {
+    experts_ = world_.split(expert_axis_last(mesh_), {"model", "expert"});
+  }
 }
 
 ParallelContext::~ParallelContext() = default;
@@ -92,6 +123,16 @@ std::vector<Rank> ParallelContext::ranks_along(std::string_view axis) const {
   return communicator(axis).world_ranks();
 }
 
+Communicator& ParallelContext::experts_communicator() const {
+  if (experts_) return *experts_;
+  return communicator(degree("model") > 1 ? "model" : "expert");
+}
+
+Group ParallelContext::experts_group() const {
+  if (experts_) return world_group(experts_->size()).relabeled("model+expert");
+  return group(degree("model") > 1 ? "model" : "expert");
+}
+
 int ParallelContext::data_parallel_size_of(const Mesh& mesh) {
   int size = 1;
   for (const char* axis : {"data", "fsdp", "expert"}) {
@@ -117,6 +158,7 @@ std::map<std::string, std::int64_t> ParallelContext::bytes_sent_by_axes() const 
     if (along) add(*along);
   }
   add(*alone_);
+  if (experts_) add(*experts_);
   return sent;
 }
 

@@ -27,6 +27,16 @@ inline constexpr std::size_t kHeadBlockFloats = std::size_t{1} << 15;
 inline constexpr std::size_t kHeadBlockMinRows = 128;
 [[nodiscard]] std::size_t head_block_rows(std::size_t rows, std::size_t vocab_local);
 
+// A Mixture of Experts over t model ranks (ParallelContext::experts_group) routes a share of a
+// micro-batch's BT rows on each: rank r rows [first_moe_row(BT, t, r), first_moe_row(BT, t, r +
+// 1)), whole sequences where t divides the batch; moe_rows(BT, t) is the most any rank routes.
+[[nodiscard]] inline std::size_t first_moe_row(std::size_t rows, std::size_t t, std::size_t r) {
+  return rows * r / t;
+}
+[[nodiscard]] inline std::size_t moe_rows(std::size_t rows, std::size_t t) {
+  return (rows + t - 1) / t;
+}
+
 struct ChunkGeometry {
   std::size_t batch = 0;  // sequences of a micro-batch
   std::size_t seq = 0;
@@ -60,8 +70,8 @@ enum class Activation : std::size_t {
   kResidual2,         // R x hidden: the stream after attention
   kNorm2,             // BT x hidden
   kNorm2Statistics,   // R x norm_statistics()
-  kMlp,               // BT x TransformerShape::mlp_row_elements
-  kRouter,            // BT x experts, a Mixture of Experts: the router's probabilities
+  kMlp,               // BT (a Mixture of Experts: moe_rows) x TransformerShape::mlp_row_elements
+  kRouter,            // moe_rows x experts, a Mixture of Experts: the router's probabilities
   kLayerOutput,       // R x hidden: the stream after the MLP (kept under full recomputation)
   // A micro-batch's.
   kInput,           // R x hidden: the chunk's input (the embeddings' output on the first)

@@ -34,7 +34,9 @@ class TensorParallelStrategy final : public ShardingStrategy {
   [[nodiscard]] WeightLayout layout() const { return layout_; }
 
   // The dimension named shard_dimension (or "hidden" without one) over the axis, and the
-  // dimensions Megatron-LM splits in every layout: "vocab", "heads", "kv_heads", "mlp".
+  // dimensions Megatron-LM splits in every layout: "vocab", "heads", "kv_heads", "mlp"; and a
+  // Mixture of Experts' "experts", folded over the axis whole after an expert axis (Megatron-LM's
+  // parallel folding, expert tensor parallelism 1).
   [[nodiscard]] std::vector<AxisClaim> axis_claims() const override;
 
   // A 2-D linear weight in this layout with shard_dimension split: with the default (out, in)

@@ -1,7 +1,10 @@
 #pragma once
 // Expert parallelism's traffic over the expert axis of a ParallelContext (GShard's dispatch and
 // combine; torchtitan's and Megatron-core's all-to-all dispatcher): each rank holds E / degree
-// consecutive experts of every Mixture-of-Experts layer (rank r experts [r E / degree, ...)). A
+// consecutive experts of every Mixture-of-Experts layer (rank r experts [r E / degree, ...)).
+// Where the mesh has a model axis the experts are folded over it too (Megatron-LM's "parallel
+// folding" with expert tensor parallelism 1: each expert whole on one rank): the members are the
+// model x expert ranks, model major (ParallelContext::experts_group). A
 // layer's routed rows, grouped by expert, go to the ranks holding their experts in two steps: an
 // all-to-all of how many rows each expert gets from each rank, then an all-to-all of the rows
 // with those variable counts; the experts' outputs come back the same way, and backward mirrors
@@ -20,11 +23,14 @@ class ExpertParallel {
  public:
   // Degree 1.
   ExpertParallel() = default;
-  // Over `context`'s expert axis.
+  // Over `context`'s expert and model axes.
   explicit ExpertParallel(const ParallelContext& context);
 
+  // The ranks the experts are split over (model x expert), and this rank's member index.
   [[nodiscard]] int degree() const { return degree_; }
   [[nodiscard]] int rank() const { return rank_; }
+  // The expert axis' size alone (the placements' expert degree).
+  [[nodiscard]] int axis_degree() const { return axis_degree_; }
 
   // received (degree x `per_member`) = every member's block for this rank, in member order, from
   // sent (degree x per_member: block j for member j). Degree 1 copies.
@@ -41,6 +47,7 @@ class ExpertParallel {
   Group group_;
   int degree_ = 1;
   int rank_ = 0;
+  int axis_degree_ = 1;
 };
 
 }  // namespace shardwise::train

@@ -81,8 +81,10 @@ struct ChunkOptions {
   // add rounded, as Megatron-LM's --bf16 without --fp32-residual-connection).
   DType residual_dtype = DType::kF32;
   // Sums `count` values in place over the ranks the batch is split among (data x fsdp x
-  // expert), `batch_ranks` of them; empty: this rank holds the whole batch. What a loss over the
-  // whole batch (a Mixture of Experts' auxiliary loss) sums its statistics with.
+  // expert), `batch_ranks` of them, and over the model axis, whose ranks each route a share of a
+  // micro-batch's rows through a Mixture of Experts; empty: this rank holds the whole batch.
+  // What a loss over the whole batch (a Mixture of Experts' auxiliary loss) sums its statistics
+  // with.
   std::function<void(double* values, std::size_t count)> sum_over_batch;
   std::size_t batch_ranks = 1;
   // A Mixture of Experts' capacity factor: each expert takes at most ceil(factor x seq x k /

@@ -66,6 +66,18 @@ class ParallelContext {
   // The world ranks of that group, in group order.
   [[nodiscard]] std::vector<Rank> ranks_along(std::string_view axis) const;
 
+  // The ranks a Mixture of Experts' experts are split over (Megatron-LM's "parallel folding",
+  // expert tensor parallelism 1): this rank's group along the model and expert axes, model
+  // major (member m x expert degree + e), as P(('model', 'expert')) places the experts. Its
+  // communicator (the model or the expert axis' own where only one of them splits), its group
+  // (counted under "model+expert" where both split), its size and this rank's member index.
+  [[nodiscard]] Communicator& experts_communicator() const;
+  [[nodiscard]] Group experts_group() const;
+  [[nodiscard]] int experts_degree() const { return degree("model") * degree("expert"); }
+  [[nodiscard]] int experts_index() const {
+    return coordinate("model") * degree("expert") + coordinate("expert");
+  }
+
   [[nodiscard]] const std::string& shard_axis() const { return shard_axis_; }
   [[nodiscard]] const std::string& replica_axis() const { return replica_axis_; }
   // The ranks among which the global batch is split (data x fsdp x expert), and this rank's
@@ -87,6 +99,8 @@ class ParallelContext {
   // One per role of the registry: the axis' communicator, or nullptr where the mesh lacks it.
   std::vector<std::unique_ptr<Communicator>> along_;
   std::unique_ptr<Communicator> alone_;
+  // Along the model and expert axes where both split; null otherwise.
+  std::unique_ptr<Communicator> experts_;
 };
 
 }  // namespace shardwise::train

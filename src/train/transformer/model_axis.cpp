@@ -27,9 +27,17 @@ void ModelAxis::row_parallel(float* out, const float* inp, const ParameterView& 
     row_parallel(out, inp, p, weight, bias, in_local, rows.whole);
     return;
   }
-  products_.forward(scratch_.partial, inp, p, weight, nullptr, rows.whole, in_local, C);
-  tp_.reduce_scatter_sequence(out, scratch_.partial, rows.batch, rows.seq, C, messages_);
+  products_.forward(partial_rows(out), inp, p, weight, nullptr, rows.whole, in_local, C);
+  sum_partial_rows(out, rows);
   add_bias(out, bias, rows.local, C);
+}
+
+void ModelAxis::sum_partial_rows(float* out, const Rows& rows) const {
+  if (sequence_parallel_) {
+    tp_.reduce_scatter_sequence(out, scratch_.partial, rows.batch, rows.seq, hidden_, messages_);
+  } else {
+    tp_.sum(out, rows.whole * hidden_, messages_);
+  }
 }
 
 void ModelAxis::row_parallel(float* out, const float* inp, const ParameterView& p,

@@ -58,6 +58,14 @@ class ModelAxis {
   // bias added once.
   void row_parallel(float* out, const float* inp, const ParameterView& p, std::size_t weight,
                     const float* bias, std::size_t in_local, const Rows& rows) const;
+  // Where a row-parallel output's partial sums are written, every whole row: `out` itself
+  // without sequence parallelism, the scratch with it.
+  [[nodiscard]] float* partial_rows(float* out) const {
+    return sequence_parallel_ ? scratch_.partial : out;
+  }
+  // After partial_rows(out) holds this rank's part of every whole row: `out` gets this rank's
+  // rows of their sum over the axis.
+  void sum_partial_rows(float* out, const Rows& rows) const;
   // The same over `count` whole rows, without sequence parallelism (decoding).
   void row_parallel(float* out, const float* inp, const ParameterView& p, std::size_t weight,
                     const float* bias, std::size_t in_local, std::size_t count) const;

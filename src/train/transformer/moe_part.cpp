@@ -4,6 +4,7 @@
 
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/moe_router.hpp"
+#include "shardwise/strategy/activation_table.hpp"
 #include "shardwise/kernels/swiglu.hpp"
 
 namespace shardwise::train::transformer {
@@ -20,10 +21,12 @@ MoePart::MoePart(const TransformerShape& shape, const ModelAxis& axis,
       capacity_factor_(capacity_factor),
       axis_(axis),
       experts_(experts) {
-  if (axis.tp().degree() > 1) {
+  if (experts.degree() % axis.tp().degree() != 0) {
     throw InvalidArgument("a Mixture of Experts over " + std::to_string(axis.tp().degree()) +
-                          " model ranks: the experts are not split over the model axis; it runs "
-                          "on one model rank, over data, fsdp, expert and pipeline axes");
+                          " model ranks whose experts are split over " +
+                          std::to_string(experts.degree()) +
+                          " ranks: they are folded over the model axis, so the ranks that split "
+                          "them are the model x expert ranks");
   }
   if (k_ < 1 || k_ > experts_count_) {
     throw InvalidArgument("a Mixture of Experts choosing " + std::to_string(k_) + " of " +
@@ -36,7 +39,7 @@ MoePart::MoePart(const TransformerShape& shape, const ModelAxis& axis,
   if (experts_count_ % static_cast<std::size_t>(experts.degree()) != 0) {
     throw InvalidArgument("a Mixture of Experts of " + std::to_string(experts_count_) +
                           " experts over " + std::to_string(experts.degree()) +
-                          " expert ranks, which do not divide them");
+                          " ranks (model x expert), which do not divide them");
   }
 }
 
@@ -130,8 +133,42 @@ void MoePart::experts_backward(const Routed& x, const ExpertDispatch& d,
   }
 }
 
+Rows MoePart::share(const Rows& rows, std::size_t* first) const {
+  const auto t = static_cast<std::size_t>(axis_.tp().degree());
+  const auto r = static_cast<std::size_t>(axis_.tp().rank());
+  if (capacity_factor_ > 0 && rows.batch % t != 0) {
+    // A capacity counts each sequence's choices in token order: a rank routes whole sequences.
+    throw InvalidArgument("capacity_factor " + std::to_string(capacity_factor_) + " over " +
+                          std::to_string(t) +
+                          " model ranks, each routing whole sequences of a micro-batch of " +
+                          std::to_string(rows.batch) + " sequences, which they do not divide");
+  }
+  *first = first_moe_row(rows.whole, t, r);
+  const std::size_t count = first_moe_row(rows.whole, t, r + 1) - *first;
+  return {rows.batch % t == 0 ? rows.batch / t : 0, rows.seq, count, count};
+}
+
 void MoePart::forward(float* out, float* arrays, float* router, const float* normed,
                       const ParameterView& p, const Rows& rows, double* routing) const {
+  const std::size_t t = static_cast<std::size_t>(axis_.tp().degree()), C = hidden_;
+  if (t == 1) {
+    forward_rows(out, arrays, router, normed, p, rows, rows.whole, routing);
+    return;
+  }
+  std::size_t first = 0;
+  const Rows mine = share(rows, &first);
+  // This rank's share of every whole row, zeros outside its rows, summed over the axis.
+  float* const whole = axis_.partial_rows(out);
+  std::fill(whole, whole + first * C, 0.0F);
+  std::fill(whole + (first + mine.whole) * C, whole + rows.whole * C, 0.0F);
+  forward_rows(whole + first * C, arrays, router, normed + first * C, p, mine,
+               moe_rows(rows.whole, t), routing);
+  axis_.sum_partial_rows(out, rows);
+}
+
+void MoePart::forward_rows(float* out, float* arrays, float* router, const float* normed,
+                           const ParameterView& p, const Rows& rows, std::size_t most_rows,
+                           double* routing) const {
   const std::size_t C = hidden_, E = experts_count_, I = width_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
@@ -166,7 +203,7 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
   } else {
     ExpertRows& kept = received_[router];
     hold(kept, false);
-    kept.dispatch = ExpertDispatch(experts_, groups_, E, n);
+    kept.dispatch = ExpertDispatch(experts_, groups_, E, most_rows * k_);
     const std::size_t m = kept.dispatch.received_rows();
     computed_rows_ += m;
     kept.inputs.resize(m * C);
@@ -189,6 +226,27 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
 void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* router,
                        const float* normed, const ParameterView& p, const Rows& rows,
                        const float* dprobability) const {
+  const std::size_t t = static_cast<std::size_t>(axis_.tp().degree()), C = hidden_;
+  if (t == 1) {
+    backward_rows(dnormed, dout, arrays, router, normed, p, rows, dprobability, p.grad(0));
+    return;
+  }
+  std::size_t first = 0;
+  const Rows mine = share(rows, &first);
+  std::fill(dnormed, dnormed + first * C, 0.0F);
+  std::fill(dnormed + (first + mine.whole) * C, dnormed + rows.whole * C, 0.0F);
+  // The router's gradient from this rank's rows, summed over the axis (float32, as the norms').
+  router_grad_.assign(experts_count_ * C, 0.0F);
+  backward_rows(dnormed + first * C, dout + first * C, arrays, router, normed + first * C, p, mine,
+                dprobability, router_grad_.data());
+  axis_.tp().sum(router_grad_.data(), router_grad_.size());
+  float* const grad = p.grad(0);
+  for (std::size_t i = 0; i < router_grad_.size(); ++i) grad[i] += router_grad_[i];
+}
+
+void MoePart::backward_rows(float* dnormed, const float* dout, float* arrays, float* router,
+                            const float* normed, const ParameterView& p, const Rows& rows,
+                            const float* dprobability, float* router_grad) const {
   const std::size_t C = hidden_, E = experts_count_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
@@ -216,7 +274,7 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
   // The router: the logits' gradient over the probabilities, then its product's.
   kernels::route_backward(router, dweights_.data(), dprobability, router, chosen_.data(), BT, E, k_,
                           renormalize_);
-  products.backward(dnormed, p.grad(0), nullptr, router, normed, p, 0, BT, C, E,
+  products.backward(dnormed, router_grad, nullptr, router, normed, p, 0, BT, C, E,
                     InputGradient::kOverwrite);
   kernels::scatter_add_rows(dnormed, r.inputs, groups_, BT, C, k_);
 }

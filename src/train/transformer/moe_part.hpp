@@ -13,6 +13,14 @@
 // the ranks holding their experts and their outputs come back (expert_dispatch.hpp); backward
 // sends the outputs' gradients the same way and brings the inputs' back.
 //
+// Over a model axis of t ranks the experts are folded over it too (ExpertParallel; Megatron-LM's
+// parallel folding, expert tensor parallelism 1): each model rank routes its share of the whole
+// rows (first_moe_row: whole sequences where t divides the batch) through the experts, and the
+// shares are summed over the axis as a row-parallel output is (reduce-scattered under sequence
+// parallelism); backward gives the input's gradient of its share's rows, zeros elsewhere, which
+// the chunk sums as a column-parallel input's. The router, whole on every model rank, gets its
+// gradient summed over the axis.
+//
 // Its parameters in the layer's MLP place: the router (experts x hidden), the experts' gate and
 // up (experts x 2 width x hidden, each expert's gate rows then its up rows) and down (experts x
 // hidden x width), this rank's experts of them. What it keeps: the table's kRouter, the
@@ -39,19 +47,20 @@ namespace shardwise::train::transformer {
 
 class MoePart {
  public:
-  // InvalidArgument where the model axis has more than one rank (experts are not split over it),
-  // the expert axis' degree does not divide the experts, or the capacity factor is negative or
-  // not finite (0: dropless).
+  // InvalidArgument where the ranks the experts are split over (model x expert) do not divide
+  // them or do not span the model axis, or the capacity factor is negative or not finite (0:
+  // dropless).
   MoePart(const TransformerShape& shape, const ModelAxis& axis, const ExpertParallel& experts,
           double capacity_factor = 0);
 
-  // `out` (the rows this rank holds, the whole rows on one model rank) from `normed`. Where
+  // `out` (the rows this rank holds, the whole rows on one model rank) from `normed` (whole
+  // rows). InvalidArgument for a capacity over model ranks that do not divide the batch. Where
   // `routing` is given (2 x experts: assignments, then probability sums), the routing's
   // statistics for the auxiliary loss are added to it (kernels::add_routing_statistics).
   void forward(float* out, float* arrays, float* router, const float* normed,
                const ParameterView& p, const Rows& rows, double* routing = nullptr) const;
-  // The parameters' gradients added, the input's written to `dnormed`; `arrays` and `router`
-  // are written over. `dprobability` (experts, or null): the auxiliary loss's gradient of every
+  // From the output's gradient (whole rows): the parameters' gradients added, the input's
+  // written to `dnormed` (whole rows, this rank's part); `arrays` and `router` are written over. `dprobability` (experts, or null): the auxiliary loss's gradient of every
   // row's probability of each expert.
   void backward(float* dnormed, const float* dout, float* arrays, float* router,
                 const float* normed, const ParameterView& p, const Rows& rows,
@@ -82,6 +91,17 @@ class MoePart {
     std::vector<float> inputs, gate_up, activation, outputs;
   };
   [[nodiscard]] Routed routed(float* arrays, std::size_t tokens) const;
+  // This model rank's share of `rows` (all of them on one model rank): its first row and rows.
+  [[nodiscard]] Rows share(const Rows& rows, std::size_t* first) const;
+  // forward and backward over one share's rows (`normed`, `out`, `dout` and `dnormed` at its
+  // first row), each rank routing at most `most_rows` rows; backward adds the router's gradient
+  // to `router_grad`.
+  void forward_rows(float* out, float* arrays, float* router, const float* normed,
+                    const ParameterView& p, const Rows& rows, std::size_t most_rows,
+                    double* routing) const;
+  void backward_rows(float* dnormed, const float* dout, float* arrays, float* router,
+                     const float* normed, const ParameterView& p, const Rows& rows,
+                     const float* dprobability, float* router_grad) const;
   // The choice of each token's experts from the probabilities, and the rows grouped by expert.
   void choose(const float* probabilities, const Rows& rows) const;
   // The rows grouped by expert from the choice, the capacity's drops left out; returns how many.
@@ -109,6 +129,8 @@ class MoePart {
   // the rows as they travel.
   mutable std::map<const float*, ExpertRows> received_;
   mutable std::vector<float> staging_;
+  // Over a model axis: this rank's share of the router's gradient, before the axis sums it.
+  mutable std::vector<float> router_grad_;
   mutable std::size_t expert_bytes_ = 0, peak_expert_bytes_ = 0;
   mutable std::uint64_t routed_rows_ = 0, computed_rows_ = 0, dropped_rows_ = 0;
 };

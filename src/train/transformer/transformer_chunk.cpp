@@ -72,7 +72,7 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
               "shardwise does not run with it"
             : "an auxiliary load-balancing loss on a model without experts");
   }
-  index_ = chunk_parameter_indices(model, store_, range_, tp.degree(), experts_.degree());
+  index_ = chunk_parameter_indices(model, store_, range_, tp.degree(), experts_.axis_degree());
   // (The table refuses a degree that does not divide the heads, the MLP or the vocabulary.)
   // Whether attention's gradients fit the MLP's dead arrays depends on the widths alone.
   attention_grads_in_mlp_ =
@@ -103,7 +103,7 @@ ActivationTable TransformerChunk::table(std::size_t batch, std::size_t seq) cons
   geometry.batch = batch;
   geometry.seq = seq;
   geometry.model_degree = static_cast<std::size_t>(axis_.tp().degree());
-  geometry.expert_degree = static_cast<std::size_t>(experts_.degree());
+  geometry.expert_degree = spec_.shape.moe() ? static_cast<std::size_t>(experts_.degree()) : 1;
   geometry.sequence_parallel = sequence_parallel_;
   geometry.recompute = recompute_;
   geometry.layers = layers();
