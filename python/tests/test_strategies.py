@@ -151,6 +151,12 @@ def test_an_expert_axis_splits_the_experts_and_the_batch():
     assert repr(sw.ExpertParallelStrategy()) == "ExpertParallelStrategy(axis_name='expert', mesh_axis=None)"
     layout = sw.Layout(data=2, expert=4)
     assert layout.expert == 4 and layout.devices == 8
+    # With a model axis the experts fold over it too, model major, each expert whole.
+    folded = sw.default_strategies(sw.ParallelismConfig.from_sharding_config(
+        sw.ShardingConfig(tensor_parallel_size=2, expert_parallel_size=2)))
+    spec = folded.get_combined_partition_spec("model.layers.0.mlp.experts.gate_up_proj",
+                                              ("experts", "expert_mlp", "embed"), shape=(8, 64, 32))
+    assert spec == sw.P(("model", "expert"), None, None)
 
 
 def test_mesh_utilities():

@@ -116,6 +116,17 @@ TransformerShape transformer_of(const ModelShape& model) {
   return shape;
 }
 
+// The ranks a Mixture of Experts' experts are split over and dispatched among on this layout:
+// model x expert (the trainer folds them over the model axis, ParallelContext::experts_group);
+// 1 for a dense model. And the axes the trainer counts the dispatch's bytes under.
+std::int64_t experts_degree(const ModelShape& model, const Layout& l) {
+  return model.transformer && model.transformer->moe() ? l.model * l.expert : 1;
+}
+std::string experts_axes(const Layout& l) {
+  if (l.model > 1 && l.expert > 1) return "model+expert";
+  return l.model > 1 ? "model" : "expert";
+}
+
 // The activation table of one of the trainer's chunks on this layout.
 ActivationTable trainer_table(const ModelShape& model, const TrainingSetup& setup, const Layout& l,
                               std::int64_t layers, bool has_head) {
@@ -123,7 +134,7 @@ ActivationTable trainer_table(const ModelShape& model, const TrainingSetup& setu
   geometry.batch = static_cast<std::size_t>(setup.micro_batch);
   geometry.seq = static_cast<std::size_t>(setup.seq);
   geometry.model_degree = static_cast<std::size_t>(l.model);
-  geometry.expert_degree = static_cast<std::size_t>(l.expert);
+  geometry.expert_degree = static_cast<std::size_t>(experts_degree(model, l));
   geometry.sequence_parallel = l.sequence_parallel;
   geometry.recompute = l.recompute;
   geometry.layers = static_cast<std::size_t>(layers);
@@ -197,13 +208,16 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
     const bool head = last && c + 1 == peaks.size();
     bytes += static_cast<double>(trainer_table(model, setup, l, layers, head)
                                      .chunk_bytes(static_cast<std::size_t>(peaks[c]), types));
-    // Over an expert axis the rows a layer's experts receive are kept outside the table from its
-    // forward to its backward (float32: the rows, gate and up, activation, output), as many rows
-    // as it routes where the routing is balanced; full recomputation keeps one layer's.
+    // Where the experts are dispatched the rows a layer's experts receive are kept outside the
+    // table from its forward to its backward (float32: the rows, gate and up, activation,
+    // output), as many rows as it routes where the routing is balanced (its model rank's share
+    // of the micro-batch's); full recomputation keeps one layer's.
     const TransformerShape shape = transformer_of(model);
-    if (l.expert > 1 && shape.moe() && layers > 0) {
-      const double rows = static_cast<double>(setup.micro_batch * setup.seq) *
-                          static_cast<double>(shape.experts_per_token);
+    if (experts_degree(model, l) > 1 && layers > 0) {
+      const double rows =
+          static_cast<double>(moe_rows(static_cast<std::size_t>(setup.micro_batch * setup.seq),
+                                       static_cast<std::size_t>(l.model))) *
+          static_cast<double>(shape.experts_per_token);
       const double row = static_cast<double>(2 * shape.hidden + 3 * shape.expert_width) * 4;
       const double held = l.recompute == Recompute::kFull
                               ? 1.0
@@ -404,14 +418,16 @@ std::optional<std::string> layout_problem(const ModelShape& model, const Cluster
     return "expert " + std::to_string(l.expert) + " does not divide the " +
            std::to_string(model.transformer->experts) + " experts";
   }
+  if (moe && l.model > 1 &&
+      model.transformer->experts % static_cast<std::size_t>(l.model * l.expert) != 0) {
+    // As the trainer: the experts are folded over the model axis, whole.
+    return "model x expert = " + std::to_string(l.model * l.expert) + " does not divide the " +
+           std::to_string(model.transformer->experts) +
+           " experts (they are split over the model axis too)";
+  }
   if (l.pipeline > 1 && moe && model.transformer->aux_loss) {
     return "pipeline " + std::to_string(l.pipeline) +
            ": the auxiliary load-balancing loss couples every layer's routing of a micro-batch";
-  }
-  if (l.model > 1 && moe) {
-    // As the trainer: a Mixture of Experts runs on one model rank.
-    return "model " + std::to_string(l.model) +
-           ": a Mixture of Experts' experts are not split over the model axis";
   }
   if (model.heads % l.model != 0 ||
       (model.kv_heads % l.model != 0 && !model.replicates_kv_heads(l.model))) {
@@ -661,6 +677,7 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     all_reduce("data", l.data, statistics, 8, 1);
     all_reduce("fsdp", l.fsdp, statistics, 8, 1);
     all_reduce("expert", l.expert, statistics, 8, 1);
+    all_reduce("model", l.model, statistics, 8, 1);  // each model rank routes a share
   }
   if (l.expert > 1) {
     // Over the expert axis: what every expert rank holds, averaged once a step in one message
@@ -672,23 +689,34 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     all_reduce("expert", l.expert, dense, grad, 1);
     all_reduce("expert", l.expert, 1, statistic, 1);
     all_reduce("expert", l.expert, 1, 8, 1);
-    // Each layer's dispatch per micro-batch: an all-to-all of every expert's row count, then its
-    // rows to the ranks holding their experts and their outputs back (float32), and backward the
-    // outputs' gradients there and the inputs' back; a recomputed forward runs them again. As
-    // many rows go to each rank's experts as the routing is balanced: (expert - 1) / expert of
-    // the routed rows leave this rank.
+  }
+  if (const std::int64_t g = experts_degree(model, l); g > 1) {
+    // Each layer's dispatch per micro-batch over the model x expert ranks: an all-to-all of
+    // every expert's row count, then its rows to the ranks holding their experts and their
+    // outputs back (float32), and backward the outputs' gradients there and the inputs' back; a
+    // recomputed forward runs them again. Each rank routes its model rank's share of the rows;
+    // as many go to each rank's experts as the routing is balanced: (g - 1) / g leave.
     const TransformerShape shape = transformer_of(model);
-    const double routed = static_cast<double>(setup.micro_batch * setup.seq) *
-                          static_cast<double>(shape.experts_per_token);
-    const double away = routed * static_cast<double>(l.expert - 1) / static_cast<double>(l.expert);
+    const double routed =
+        static_cast<double>(moe_rows(static_cast<std::size_t>(setup.micro_batch * setup.seq),
+                                     static_cast<std::size_t>(l.model))) *
+        static_cast<double>(shape.experts_per_token);
+    const double others = static_cast<double>(g - 1);
+    const double away = routed * others / static_cast<double>(g);
     const double row = static_cast<double>(shape.hidden) * 4;
     const double forwards = l.recompute == Recompute::kFull ? 2 : 1;
     const double times = static_cast<double>(per_stage_layers) * m;
-    const double counts = static_cast<double>(shape.experts / static_cast<std::size_t>(l.expert));
-    add("expert", "all_to_all", times * forwards * static_cast<double>(l.expert - 1) * counts * 8,
-        times * forwards * static_cast<double>(l.expert - 1));
-    add("expert", "all_to_all", times * (2 * forwards + 2) * away * row,
-        times * (2 * forwards + 2) * static_cast<double>(l.expert - 1));
+    const double counts = static_cast<double>(shape.experts / static_cast<std::size_t>(g));
+    const std::string axes = experts_axes(l);
+    add(axes, "all_to_all", times * forwards * others * counts * 8, times * forwards * others);
+    add(axes, "all_to_all", times * (2 * forwards + 2) * away * row,
+        times * (2 * forwards + 2) * others);
+    // Over the model axis the router, whole on every rank, gets each rank's share of its
+    // gradient summed, once a layer's backward (its output and input cross the axis as a dense
+    // MLP's do, below).
+    all_reduce("model", l.model,
+               static_cast<double>(shape.experts) * static_cast<double>(shape.hidden), grad_share,
+               times);
   }
   // Activations and their gradients over the model axis and between stages.
   const double message = static_cast<double>(size_of(types.messages));

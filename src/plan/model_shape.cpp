@@ -101,8 +101,8 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
   const ParameterInfo* key = nullptr;
   bool has_head = false;
   // Per unit name and shape index, the dimension a parameter's declared logical axes give
-  // tensor parallelism (the strategies' rules: heads, kv_heads, mlp and vocab to the model
-  // axis), or -1 where its axes name none of them.
+  // tensor parallelism (the strategies' rules: heads, kv_heads, mlp, vocab and a Mixture of
+  // Experts' experts to the model axis), or -1 where its axes name none of them.
   std::map<std::pair<std::string, std::size_t>, int> declared_split;
   // Key/value projections, by unit name and shape index: their heads stay whole.
   std::set<std::pair<std::string, std::size_t>> kv_projections;
@@ -111,7 +111,8 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
     int split = -1;
     for (std::size_t d = 0; d < p.logical_axes->size() && split < 0; ++d) {
       const std::string& axis = (*p.logical_axes)[d];
-      if (axis == "heads" || axis == "kv_heads" || axis == "mlp" || axis == "vocab") {
+      if (axis == "heads" || axis == "kv_heads" || axis == "mlp" || axis == "vocab" ||
+          axis == "experts") {
         split = static_cast<int>(d);
       }
     }

@@ -32,6 +32,12 @@ ExpertParallel::ExpertParallel(const ParallelContext& context)
       rank_(context.experts_index()),
       axis_degree_(context.degree(kExpertAxis)) {}
 
+ExpertParallel::ExpertParallel(const TensorParallel& model_axis)
+    : comm_(model_axis.communicator()),
+      group_(model_axis.group()),
+      degree_(model_axis.degree()),
+      rank_(model_axis.rank()) {}
+
 void ExpertParallel::exchange_counts(const std::int64_t* sent, std::int64_t* received,
                                      std::size_t per_member) const {
   if (degree_ == 1) {

@@ -266,6 +266,19 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
                           " caps a Mixture of Experts' experts; " + named("model") + " has none");
   }
   pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t, named);
+  if (s.capacity_factor > 0 && model_degree > 1) {
+    // Each model rank routes whole sequences of a micro-batch (MoePart): a sequence's capacity
+    // counts its choices in token order.
+    const auto micro = t.batch /
+                       static_cast<std::size_t>(ParallelContext::data_parallel_size_of(s.mesh)) /
+                       static_cast<std::size_t>(pipeline_ ? pipeline_->microbatches : 1);
+    if (micro % static_cast<std::size_t>(model_degree) != 0) {
+      throw InvalidArgument(named("capacity_factor") + " " + std::to_string(s.capacity_factor) +
+                            " over " + std::to_string(model_degree) +
+                            " model ranks, each routing whole sequences: a micro-batch's " +
+                            std::to_string(micro) + " sequences do not divide among them");
+    }
+  }
   if (s.timeline && !pipeline_) {
     throw InvalidArgument(named("timeline") + " writes the pipeline's executed schedule; " +
                           named("mesh") + " " + s.mesh.to_string() +

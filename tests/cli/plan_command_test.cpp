@@ -313,7 +313,17 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"pipeline=2,expert=2 balanced", "0", 4},
            // and its auxiliary loss: its statistics summed over the batch's axes
            {"data=2,expert=2 balanced aux", "1", 4},
-           {"fsdp=2,expert=2 balanced aux", "3", 4}}) {
+           {"fsdp=2,expert=2 balanced aux", "3", 4},
+           // the experts folded over the model axis: each model rank's share of the rows
+           // dispatched over model x expert, summed back over the model axis; the router's
+           // gradient summed there
+           {"model=2 balanced", "0", 2},
+           {"model=2 sp balanced", "1", 2},
+           {"model=2,expert=2 sp balanced", "0", 4},
+           {"fsdp=2,model=2 full balanced", "3", 4},
+           {"model=2,pipeline=2 sp balanced", "0", 4},
+           {"model=2,expert=2 sp bf16 balanced", "2", 4},
+           {"model=2,expert=2 balanced aux", "0", 4}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;

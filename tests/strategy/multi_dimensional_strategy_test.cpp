@@ -84,6 +84,16 @@ TEST(MultiDimensionalStrategy, AnExpertAxisSplitsTheExpertsAndTheBatch) {
                                              Shape{8, 32})
                 .spec,
             (P{None, "fsdp"}));
+  // With a model axis the experts fold over it too, model major (the trainer's placement), and
+  // the experts' inner axes stay whole.
+  const MultiDimensionalStrategy folded =
+      default_strategies(ParallelismConfig::from_sharding_config(
+          ShardingConfig{.tensor_parallel_size = 2, .expert_parallel_size = 2}));
+  EXPECT_EQ(folded
+                .get_combined_partition_spec("model.layers.0.mlp.experts.gate_up_proj",
+                                             {"experts", "expert_mlp", "embed"}, Shape{8, 64, 32})
+                .spec,
+            (P{{"model", "expert"}, None, None}));
   EXPECT_EQ(ParallelismConfig::from_mesh(Mesh::parse("data=2,expert=4")).sharding_config,
             (ShardingConfig{.data_parallel_size = 2, .expert_parallel_size = 4}));
   const ExpertParallelStrategy alone;

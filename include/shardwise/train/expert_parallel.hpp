@@ -16,6 +16,7 @@
 
 #include "shardwise/comm/communicator.hpp"
 #include "shardwise/train/parallel_context.hpp"
+#include "shardwise/train/tensor_parallel.hpp"
 
 namespace shardwise::train {
 
@@ -25,6 +26,8 @@ class ExpertParallel {
   ExpertParallel() = default;
   // Over `context`'s expert and model axes.
   explicit ExpertParallel(const ParallelContext& context);
+  // Over a model axis alone (decoding, whose mesh has no other).
+  explicit ExpertParallel(const TensorParallel& model_axis);
 
   // The ranks the experts are split over (model x expert), and this rank's member index.
   [[nodiscard]] int degree() const { return degree_; }

@@ -37,6 +37,10 @@ class TensorParallel {
 
   [[nodiscard]] int degree() const { return degree_; }
   [[nodiscard]] int rank() const { return rank_; }
+  // The axis' communicator (null at degree 1) and group: what a Mixture of Experts folded over
+  // the axis alone dispatches over (ExpertParallel, decoding).
+  [[nodiscard]] Communicator* communicator() const { return comm_; }
+  [[nodiscard]] const Group& group() const { return group_; }
 
   // Sums `count` values over the axis, in place. The activation messages below take a
   // `message` type: float32, or bf16 (each rank's values travel rounded to bf16 and the sum

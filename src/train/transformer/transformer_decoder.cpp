@@ -34,6 +34,7 @@ TransformerDecoder::TransformerDecoder(const TransformerSpec& spec, const ModelD
       // Decoding sums in float32 whatever it computes in: the greedy tokens of every model
       // degree stay one rank's.
       axis_(tensor_parallel, false, spec.shape.hidden, precision, DType::kF32),
+      experts_(tensor_parallel),
       norm_(spec.shape.norm, static_cast<float>(spec.norm_eps), axis_),
       attention_(spec_, axis_),
       mlp_(spec.shape, axis_, experts_),

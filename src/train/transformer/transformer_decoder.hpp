@@ -48,7 +48,7 @@ class TransformerDecoder final : public Decoder {
   ParameterStore& store_;
   std::vector<std::size_t> index_;
   ModelAxis axis_;
-  ExpertParallel experts_;  // decoding runs every expert on each rank
+  ExpertParallel experts_;  // a Mixture of Experts' experts, folded over the model axis
   NormPart norm_;
   AttentionPart attention_;
   MlpPart mlp_;
