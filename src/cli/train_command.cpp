@@ -255,6 +255,7 @@ const std::map<std::string, std::string, std::less<>>& setting_flags() {
       {"reduce_dtype", "--reduce-dtype"},
       {"residual_dtype", "--residual-dtype"},
       {"capacity_factor", "--capacity-factor"},
+      {"expert_bias_rate", "--expert-bias-rate"},
       {"param_sharding", "--param-sharding"},
       {"threads", "--threads"},
       {"data", "--data"},
@@ -310,6 +311,7 @@ struct TrainFlags {
   std::string reduce_dtype = "fp32";
   std::string residual_dtype = "fp32";
   std::string capacity_factor = "0";
+  std::string expert_bias_rate = "0";
   std::string blas = "onednn";
   train::CheckpointPolicy checkpoint_flags;
   std::optional<std::string> init_from;
@@ -412,6 +414,13 @@ class TrainCommand final : public Command {
                      "ceil(F x seq x k / experts) of each sequence's choices, in token order, and "
                      "the rest are dropped (Megatron-LM's --moe-expert-capacity-factor, per "
                      "sequence); 0, the default, is dropless")
+        ->default_val("0");
+    app_->add_option("--expert-bias-rate", flags_.expert_bias_rate,
+                     "A Mixture of Experts' auxiliary-loss-free load balancing (torchtitan's "
+                     "load_balance_coeff, DeepSeek-V3's bias update speed): each layer keeps a "
+                     "bias per expert, added to the probabilities for the choice only, moved "
+                     "after each step by R toward the experts chosen less than the mean; 0, the "
+                     "default, keeps none")
         ->default_val("0");
     app_->add_flag("--no-overlap", flags_.no_overlap,
                    "Reduce gradients only after backward and gather no ZeRO-3 unit ahead (to "
@@ -545,6 +554,7 @@ class TrainCommand final : public Command {
       job.training.reduce_dtype = parse_float_dtype(f.reduce_dtype, "--reduce-dtype");
       job.residual_dtype = parse_float_dtype(f.residual_dtype, "--residual-dtype");
       job.capacity_factor = finite_number(f.capacity_factor, "--capacity-factor");
+      job.expert_bias_rate = finite_number(f.expert_bias_rate, "--expert-bias-rate");
       job.sequence_parallel = f.sequence_parallel;
       job.threads = f.threads ? static_cast<int>(bounded(*f.threads, "--threads", 1, 256))
                               : (ranks > 1 ? 1 : 0);
@@ -668,6 +678,7 @@ TrainCommand::Replay TrainCommand::take_config(TrainFlags& f) const {
   take("reduce_dtype", f.reduce_dtype);
   take("residual_dtype", f.residual_dtype);
   take("capacity_factor", f.capacity_factor);
+  take("expert_bias_rate", f.expert_bias_rate);
   take("param_sharding", f.param_sharding);
   take("threads", f.threads);
   take("data", f.data);

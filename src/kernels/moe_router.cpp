@@ -35,7 +35,8 @@ void top_k(std::vector<Candidate>& queue, std::size_t k) {
 }  // namespace
 
 void route_forward(std::int32_t* chosen, float* weights, float* probabilities, const float* logits,
-                   std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize) {
+                   std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize,
+                   const float* bias) {
   detail::parallel_for(tokens, 64, [&](std::size_t begin, std::size_t end) {
     for (std::size_t t = begin; t < end; ++t) {
       const float* z = logits + t * experts;
@@ -49,27 +50,46 @@ void route_forward(std::int32_t* chosen, float* weights, float* probabilities, c
       for (std::size_t e = 0; e < experts; ++e) p[e] /= sum;
     }
   });
-  choose_experts(chosen, weights, probabilities, tokens, experts, k, renormalize);
+  choose_experts(chosen, weights, probabilities, tokens, experts, k, renormalize, bias);
 }
 
 void choose_experts(std::int32_t* chosen, float* weights, const float* probabilities,
-                    std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize) {
+                    std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize,
+                    const float* bias) {
   detail::parallel_for(tokens, 64, [&](std::size_t begin, std::size_t end) {
     std::vector<Candidate> queue(experts);
     for (std::size_t t = begin; t < end; ++t) {
       const float* p = probabilities + t * experts;
       for (std::size_t e = 0; e < experts; ++e) {
-        queue[e] = {p[e], static_cast<std::int64_t>(e)};
+        queue[e] = {bias != nullptr ? p[e] + bias[e] : p[e], static_cast<std::int64_t>(e)};
       }
       top_k(queue, k);
       float chosen_sum = 0;
-      for (std::size_t j = 0; j < k; ++j) chosen_sum += queue[j].first;
+      for (std::size_t j = 0; j < k; ++j) chosen_sum += p[queue[j].second];
       for (std::size_t j = 0; j < k; ++j) {
+        const float probability = p[queue[j].second];
         chosen[t * k + j] = static_cast<std::int32_t>(queue[j].second);
-        weights[t * k + j] = renormalize ? queue[j].first / chosen_sum : queue[j].first;
+        weights[t * k + j] = renormalize ? probability / chosen_sum : probability;
       }
     }
   });
+}
+
+void update_expert_bias(float* bias, const double* counts, std::size_t experts, double rate) {
+  double mean = 0;
+  for (std::size_t e = 0; e < experts; ++e) mean += counts[e];
+  mean /= static_cast<double>(experts);
+  std::vector<double> move(experts);
+  double centre = 0;
+  for (std::size_t e = 0; e < experts; ++e) {
+    const double gap = mean - counts[e];
+    move[e] = gap > 0 ? rate : gap < 0 ? -rate : 0.0;
+    centre += move[e];
+  }
+  centre /= static_cast<double>(experts);
+  for (std::size_t e = 0; e < experts; ++e) {
+    bias[e] = static_cast<float>(static_cast<double>(bias[e]) + (move[e] - centre));
+  }
 }
 
 void route_backward(float* dlogits, const float* dweights, const float* dprobability,

@@ -182,6 +182,15 @@ void require_model_arrays(const ckpt::CheckpointIndex& index, const train::Model
     }
   }
   train::require_checkpoint_shapes(index, model.parameters(), false, what);
+  // An expert bias chooses the tokens' experts: the parameters alone would route them otherwise.
+  for (const ckpt::ArrayRecord& array : index.arrays) {
+    if (array.name.rfind(train::kExpertBiasArrays, 0) == 0) {
+      throw ckpt::CheckpointError(
+          what + " holds an expert bias ('" + array.name +
+          "'), which chooses the tokens' experts; only a training run resumed from it (with an "
+          "expert bias rate) reads it, and a Hugging Face Mixtral or Qwen3-MoE has none");
+    }
+  }
 }
 
 ModelSource open_model_source(const std::string& path, const std::string& field) {

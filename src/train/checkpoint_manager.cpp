@@ -57,7 +57,12 @@ ResumedCheckpoint checked_resume(const ckpt::CheckpointIndex& index, const Check
   for (const ckpt::ArrayRecord& array : index.arrays) {
     info.has_optimizer = info.has_optimizer || array.name.rfind("optimizer/", 0) == 0;
   }
-  ckpt::require_arrays(index, checkpoint_arrays(model.parameters, info.has_optimizer), what);
+  std::vector<std::string> arrays = checkpoint_arrays(model.parameters, info.has_optimizer);
+  // A model's own state (an expert bias) is the run's to load or refuse (resume()).
+  for (const ckpt::ArrayRecord& array : index.arrays) {
+    if (array.name.rfind(kExpertBiasArrays, 0) == 0) arrays.push_back(array.name);
+  }
+  ckpt::require_arrays(index, arrays, what);
   require_checkpoint_shapes(index, model.parameters, info.has_optimizer, what);
   return info;
 }
@@ -299,7 +304,7 @@ void CheckpointManager::initialise() {
   std::vector<ParameterBlock> blocks;
   const std::string prefix = model_array("");
   for (const StateBlock& block : trainer_.state_blocks()) {
-    if (block.optimizer) continue;
+    if (block.optimizer || block.model_state) continue;
     blocks.push_back(
         {block.array.substr(prefix.size()), block.shape, block.box, block.as<float>()});
   }
@@ -331,9 +336,24 @@ std::int64_t CheckpointManager::resume() {
   try {
     reader.emplace(ckpt::resolve_checkpoint(*policy_.resume));
     info = checked_resume(reader->index(), model_, what);
+    std::set<std::string> saved;
+    for (const ckpt::ArrayRecord& array : reader->index().arrays) saved.insert(array.name);
+    bool keeps_state = false;
     for (const StateBlock& block : trainer_.state_blocks()) {
       if (block.optimizer && !info.has_optimizer) continue;
+      // The model's own state (an expert bias) starts as it is where the checkpoint has none.
+      keeps_state = keeps_state || block.model_state;
+      if (block.model_state && saved.count(block.array) == 0) continue;
       targets.push_back({block.array, block.shape, block.dtype, block.box, block.bytes()});
+    }
+    for (const std::string& name : saved) {
+      if (name.rfind(kExpertBiasArrays, 0) == 0 && !keeps_state) {
+        throw ckpt::CheckpointError(
+            what + " holds an expert bias ('" + name +
+            "'), which chooses the tokens' experts; this run keeps none, so it would route "
+            "them otherwise: resume with " +
+            named("expert_bias_rate") + " above 0");
+      }
     }
   } catch (const std::exception& e) {  // a file system's error too, not only bad input
     error = e.what();

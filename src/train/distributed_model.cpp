@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "shardwise/core/error.hpp"
+#include "shardwise/kernels/moe_router.hpp"
 #include "shardwise/train/placement.hpp"
 #include "shardwise/train/scheduled_chunk.hpp"
 
@@ -68,16 +69,19 @@ std::vector<ParameterSpec> rank_parameters(const ModelDefinition& definition, co
 
 DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> definition,
                                    std::uint64_t seed, Precision precision, DType residual_dtype,
-                                   double capacity_factor)
+                                   double capacity_factor, double expert_bias_rate)
     : definition_(std::move(definition)), store_(definition_->parameters()) {
   layout_.precision = precision;
   layout_.residual_dtype = residual_dtype;
   layout_.capacity_factor = capacity_factor;
+  layout_.expert_bias_rate = expert_bias_rate;
   ChunkOptions options;
   options.range = {0, definition_->layers()};
   options.precision = precision;
   options.residual_dtype = residual_dtype;
   options.capacity_factor = capacity_factor;
+  options.expert_bias_rate = expert_bias_rate;
+  ranges_.push_back(options.range);
   chunks_.push_back(definition_->build_chunk(store_, options));
   store_.initialize_on_use(seed);
 }
@@ -114,18 +118,13 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
     options.range = range;
     options.tensor_parallel = TensorParallel(context);
     options.expert_parallel = ExpertParallel(context);
-    // The batch's rows lie over data x fsdp x expert, and a Mixture of Experts routes a share
-    // of each micro-batch's on each model rank.
-    options.sum_over_batch = [&context](double* values, std::size_t count) {
-      for (const std::string_view axis : {kDataAxis, kFsdpAxis, kExpertAxis, kModelAxis}) {
-        if (context.degree(axis) > 1) {
-          context.communicator(axis).all_reduce(values, values, count, DType::kF64, ReduceOp::kSum,
-                                                context.group(axis));
-        }
-      }
+    options.sum_over_batch = [this](double* values, std::size_t count) {
+      sum_over_batch(values, count);
     };
     options.batch_ranks = static_cast<std::size_t>(context.data_parallel_size());
     options.capacity_factor = layout_.capacity_factor;
+    options.expert_bias_rate = layout_.expert_bias_rate;
+    ranges_.push_back(range);
     options.sequence_parallel = layout_.sequence_parallel;
     options.recompute = layout_.recompute;
     options.precision = layout_.precision;
@@ -137,6 +136,56 @@ DistributedModel::DistributedModel(std::shared_ptr<const ModelDefinition> defini
 }
 
 DistributedModel::~DistributedModel() = default;
+
+void DistributedModel::sum_over_batch(double* values, std::size_t count) const {
+  if (context_ == nullptr) return;
+  // The batch's rows lie over data x fsdp x expert, and a Mixture of Experts routes a share of
+  // each micro-batch's on each model rank.
+  for (const std::string_view axis : {kDataAxis, kFsdpAxis, kExpertAxis, kModelAxis}) {
+    if (context_->degree(axis) > 1) {
+      context_->communicator(axis).all_reduce(values, values, count, DType::kF64, ReduceOp::kSum,
+                                              context_->group(axis));
+    }
+  }
+}
+
+void DistributedModel::end_step() {
+  if (layout_.expert_bias_rate <= 0) return;
+  std::vector<double> counts;
+  for (const auto& chunk : chunks_) {
+    const std::span<double> mine = chunk->expert_counts();
+    counts.insert(counts.end(), mine.begin(), mine.end());
+  }
+  sum_over_batch(counts.data(), counts.size());
+  const std::size_t experts = definition_->manifest().transformer->experts;
+  std::size_t at = 0;
+  for (const auto& chunk : chunks_) {
+    const std::span<float> bias = chunk->expert_bias();
+    for (std::size_t layer = 0; layer * experts < bias.size(); ++layer) {
+      kernels::update_expert_bias(bias.data() + layer * experts,
+                                  counts.data() + at + layer * experts, experts,
+                                  layout_.expert_bias_rate);
+    }
+    at += bias.size();
+    const std::span<double> mine = chunk->expert_counts();
+    std::fill(mine.begin(), mine.end(), 0.0);
+  }
+}
+
+std::vector<Model::StateArray> DistributedModel::state_arrays() {
+  std::vector<StateArray> arrays;
+  for (std::size_t c = 0; c < chunks_.size(); ++c) {
+    const std::span<float> bias = chunks_[c]->expert_bias();
+    const std::size_t layers = ranges_[c].end_layer - ranges_[c].first_layer;
+    if (bias.empty() || layers == 0) continue;
+    const std::size_t experts = bias.size() / layers;
+    for (std::size_t l = 0; l < layers; ++l) {
+      arrays.push_back({"expert_bias/layers." + std::to_string(ranges_[c].first_layer + l),
+                        Shape{static_cast<std::int64_t>(experts)}, bias.data() + l * experts});
+    }
+  }
+  return arrays;
+}
 
 std::size_t DistributedModel::activation_bytes() const {
   std::size_t bytes = 0;

@@ -84,6 +84,7 @@ std::string run_config_json(const RunDescription& run) {
         {"reduce_dtype", float_dtype_name(s.reduce_dtype)},
         {"residual_dtype", float_dtype_name(job.residual_dtype)},
         {"capacity_factor", job.capacity_factor},
+        {"expert_bias_rate", job.expert_bias_rate},
         {"param_sharding", utf8_text(job.param_sharding)},
         {"caller", caller}}},
       {"placements",

@@ -131,6 +131,7 @@ RunConfig read_run_config(std::string_view text, const std::string& what) {
   r.text(out, "reduce_dtype", "settings.reduce_dtype");
   r.text(out, "residual_dtype", "settings.residual_dtype");
   r.number(out, "capacity_factor", "settings.capacity_factor");
+  r.number(out, "expert_bias_rate", "settings.expert_bias_rate");
   r.text(out, "param_sharding", "settings.param_sharding");
   r.flag(out, "sequence_parallel", "settings.sequence_parallel", true);
   r.flag(out, "no_overlap", "settings.overlap", false);

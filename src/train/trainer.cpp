@@ -182,6 +182,7 @@ StepStats Trainer::step() {
   const TokenBatch batch = my_share(Corpus::Split::kTrain, static_cast<std::uint64_t>(step));
   if (units_) {
     const StepStats stats = step_units(step, batch);
+    model_.end_step();
     steps_done_ = step;
     return stats;
   }
@@ -265,6 +266,7 @@ StepStats Trainer::step() {
   const float learning_rate = learning_rate_at(settings_, step);
   update(learning_rate, clip_scale(norm), step);
   if (settings_.zero > 0) gather_values();
+  model_.end_step();
   steps_done_ = step;
   return {step, loss, learning_rate, norm};
 }

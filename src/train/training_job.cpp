@@ -266,6 +266,16 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
                           " caps a Mixture of Experts' experts; " + named("model") + " has none");
   }
   pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t, named);
+  if (!(s.expert_bias_rate >= 0 && s.expert_bias_rate <= 1e6)) {
+    throw InvalidArgument(named("expert_bias_rate") + " is " + std::to_string(s.expert_bias_rate) +
+                          "; expected 0 (no expert bias) or a rate up to 1e6");
+  }
+  if (s.expert_bias_rate > 0 && s.model->manifest().transformer &&
+      !s.model->manifest().transformer->moe()) {
+    throw InvalidArgument(named("expert_bias_rate") + " " + std::to_string(s.expert_bias_rate) +
+                          " moves a Mixture of Experts' expert bias; " + named("model") +
+                          " has no experts");
+  }
   if (s.capacity_factor > 0 && model_degree > 1) {
     // Each model rank routes whole sequences of a micro-batch (MoePart): a sequence's capacity
     // counts its choices in token order.
@@ -372,6 +382,7 @@ void TrainingJob::run_rank(Communicator& comm, JobObserver& observer) const {
       {named("reduce_dtype"), float_dtype_name(t.reduce_dtype)},
       {named("residual_dtype"), float_dtype_name(s.residual_dtype)},
       {named("capacity_factor"), std::to_string(std::bit_cast<std::uint64_t>(s.capacity_factor))},
+      {named("expert_bias_rate"), std::to_string(std::bit_cast<std::uint64_t>(s.expert_bias_rate))},
       {named("param_sharding"), sharding_specs},
       {named("backend"), comm.backend()},
       {named("threads"), std::to_string(s.threads)},
@@ -542,7 +553,7 @@ void TrainingJob::train_rank(Communicator& comm, JobObserver& observer) const {
   DistributedModel model(
       s.model, s.training.seed, context,
       {layout_.placements, s.sequence_parallel, s.recompute, pipeline_, s.timeline.has_value(),
-       s.precision, s.residual_dtype, s.capacity_factor});
+       s.precision, s.residual_dtype, s.capacity_factor, s.expert_bias_rate});
   // A pipeline stage's ZeRO shards those of its own parameters.
   TrainSettings settings = s.training;
   settings.gather_dtype = s.precision == Precision::kBf16 ? DType::kBF16 : DType::kF32;

@@ -60,6 +60,18 @@ std::vector<StateBlock> Trainer::state_blocks() {
     blocks.push_back({exp_avg_sq_array(spec.name), whole, owned, model_words + zero_words,
                       element_type(v_.data()), bytes(v_.data() + moment), !spec.tied_copy, true});
   }
+  // The model's own state (an expert bias): whole on every rank holding it, kept where a
+  // checkpoint lacks it.
+  for (const Model::StateArray& array : model_.state_arrays()) {
+    ShardIndex whole;
+    for (const std::int64_t size : array.shape) whole.push_back({0, size});
+    StateBlock block{array.name,  array.shape,
+                     whole,       "whole on every rank that holds it",
+                     DType::kF32, reinterpret_cast<std::byte*>(array.values),
+                     true,        false};
+    block.model_state = true;
+    blocks.push_back(std::move(block));
+  }
   return blocks;
 }
 

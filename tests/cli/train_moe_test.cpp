@@ -250,6 +250,66 @@ TEST(TrainMoe, ACapacityFactorDropsAlikeOnEveryLayout) {
                    "--capacity-factor is -2.000000; expected 0 (dropless)");
 }
 
+// torchtitan's auxiliary-loss-free expert bias: each layer's bias moves after each step from the
+// choices counted over every rank that routes rows, so every layout sees the one rank's losses;
+// it is in the routing (the losses are not those of a run without it); a checkpoint carries it
+// (a run resumed elsewhere continues as the saving run did, which it would not with the bias
+// at zero); what cannot use it refuses it, naming the setting.
+TEST(TrainMoe, TheExpertBiasSeesTheOneRanksLossesAndTravelsInCheckpoints) {
+  const std::vector<std::string> bias{"--expert-bias-rate", "0.05"};
+  const std::vector<std::vector<std::string>> layouts{
+      {"--mesh", "data=2"},
+      {"--mesh", "expert=2"},
+      {"--mesh", "model=2,expert=2", "--sequence-parallel"},
+      {"--mesh", "fsdp=2", "--zero", "3", "--recompute", "full"},
+      {"--mesh", "pipeline=2", "--schedule", "interleaved", "--microbatches", "2"}};
+  for (const char* file : {"mixtral_micro.json", "qwen3_moe_micro.json"}) {
+    const double worst = testing::expect_layouts_see_one_rank(file, layouts, bias, 1e-5);
+    std::cout << file << " with an expert bias: worst relative deviation " << worst << "\n";
+    const auto with = testing::losses_of(run_command(train_ten_steps(file, bias)), file);
+    const auto without = testing::losses_of(run_command(train_ten_steps(file, {})), file);
+    ASSERT_EQ(with.size(), 10U);
+    ASSERT_EQ(without.size(), 10U);
+    EXPECT_GT(std::abs(with[9] - without[9]), 1e-4) << file;  // measured 4e-4 and more
+  }
+  const std::string folder = ::testing::TempDir() + "moe_bias_checkpoint";
+  std::filesystem::remove_all(folder);
+  std::vector<std::string> saving = train_ten_steps("mixtral_micro.json", bias);
+  saving.insert(saving.end(), {"--mesh", "data=2,expert=2", "--save", folder, "--save-every", "5"});
+  const std::vector<double> losses =
+      testing::losses_of(run_command(saving), "the saving run with an expert bias");
+  ASSERT_EQ(losses.size(), 10U);
+  const std::string step5 = folder + "/step-00000005";
+  for (const std::vector<std::string>& layout : std::vector<std::vector<std::string>>{
+           {"--mesh", "data=1"}, {"--mesh", "model=2,expert=2"}}) {
+    std::vector<std::string> resuming = train_ten_steps("mixtral_micro.json", layout);
+    resuming.insert(resuming.end(), bias.begin(), bias.end());
+    resuming.insert(resuming.end(), {"--resume", step5});
+    const std::vector<double> after = testing::losses_of(run_command(resuming), layout[1]);
+    ASSERT_EQ(after.size(), 5U) << layout[1];
+    for (std::size_t s = 0; s < 5; ++s) {
+      EXPECT_NEAR(after[s], losses[5 + s], 1e-5 * losses[5 + s]) << layout[1] << " step " << 6 + s;
+    }
+  }
+  // A run without the bias would route otherwise: refused, as are the readers of parameters.
+  std::vector<std::string> unbiased = train_ten_steps("mixtral_micro.json", {});
+  unbiased.insert(unbiased.end(), {"--resume", step5});
+  expect_bad_input(unbiased,
+                   "holds an expert bias ('expert_bias/layers.0'), which chooses the "
+                   "tokens' experts; this run keeps none");
+  const testing::Result exported =
+      run_command({"ckpt", "export", step5, "--format", "hf-mixtral", "--out", folder + "/hf"});
+  EXPECT_NE(exported.status, 0);
+  EXPECT_THAT(exported.err, ::testing::HasSubstr("holds an expert bias"));
+  expect_bad_input(train_ten_steps("gpt_micro.json", bias),
+                   "--expert-bias-rate 0.050000 moves a Mixture of Experts' expert bias; --model "
+                   "has no experts");
+  for (const char* rate : {"-1", "nan", "inf", "1e7"}) {
+    expect_bad_input(train_ten_steps("mixtral_micro.json", {"--expert-bias-rate", rate}),
+                     "--expert-bias-rate");
+  }
+}
+
 // The presets train, and a Mixture of Experts' layer is not the dense one's: the experts and
 // the router are parameters of their own, listed with their shapes.
 TEST(TrainMoe, ThePresetsTrainWithTheirExperts) {

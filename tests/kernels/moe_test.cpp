@@ -60,6 +60,45 @@ TEST(MoeRouter, ChoosesAmongEqualProbabilitiesAsTorchTopkDoes) {
   EXPECT_EQ(route(logits, 6, 3, true).chosen, (std::vector<std::int32_t>{2, 4, 1}));
 }
 
+// torchtitan's expert bias: added to the probabilities for the choice alone, the weights the
+// chosen experts' own probabilities; its update moves each bias by the rate toward the experts
+// chosen less than the mean, the moves centred.
+TEST(MoeRouter, AnExpertBiasChoosesButDoesNotWeigh) {
+  const std::vector<float> logits{1.0F, 3.0F, 0.0F, 2.0F};
+  std::vector<float> probabilities(4);
+  std::vector<std::int32_t> chosen(2);
+  std::vector<float> weights(2);
+  const std::vector<float> bias{0.0F, -1.0F, 0.9F, 0.0F};  // expert 1 out, expert 2 in
+  for (const bool renormalize : {true, false}) {
+    route_forward(chosen.data(), weights.data(), probabilities.data(), logits.data(), 1, 4, 2,
+                  renormalize, bias.data());
+    // Biased: 0.087, -0.36, 0.93, 0.237 (probabilities 0.087, 0.64, 0.032, 0.237).
+    EXPECT_EQ(chosen, (std::vector<std::int32_t>{2, 3}));
+    const float sum = renormalize ? probabilities[2] + probabilities[3] : 1.0F;
+    EXPECT_FLOAT_EQ(weights[0], probabilities[2] / sum);
+    EXPECT_FLOAT_EQ(weights[1], probabilities[3] / sum);
+    std::vector<std::int32_t> again(2);
+    std::vector<float> again_weights(2);
+    choose_experts(again.data(), again_weights.data(), probabilities.data(), 1, 4, 2, renormalize,
+                   bias.data());
+    EXPECT_EQ(again, chosen);
+    EXPECT_EQ(again_weights, weights);
+  }
+  std::vector<float> moved{0.5F, 0.0F, 0.0F, 0.0F};
+  const std::vector<double> counts{10, 2, 6, 6};  // mean 6: expert 0 above, 1 below, 2 and 3 at
+  update_expert_bias(moved.data(), counts.data(), 4, 0.01);
+  // Moves -0.01, +0.01, 0, 0; their mean is 0.
+  EXPECT_FLOAT_EQ(moved[0], 0.49F);
+  EXPECT_FLOAT_EQ(moved[1], 0.01F);
+  EXPECT_FLOAT_EQ(moved[2], 0.0F);
+  const std::vector<double> skewed{9, 1, 1, 1};  // mean 3: moves -r, +r, +r, +r, centred
+  std::vector<float> zero(4, 0.0F);
+  update_expert_bias(zero.data(), skewed.data(), 4, 0.01);
+  EXPECT_FLOAT_EQ(zero[0], -0.015F);
+  EXPECT_FLOAT_EQ(zero[1], 0.005F);
+  EXPECT_NEAR(zero[0] + zero[1] + zero[2] + zero[3], 0.0, 1e-9);
+}
+
 // Largest first; weights the probabilities, renormalised over the chosen or not; probabilities
 // the softmax.
 TEST(MoeRouter, WeightsAreTheChosenProbabilitiesLargestFirst) {

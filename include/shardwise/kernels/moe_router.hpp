@@ -15,12 +15,17 @@ namespace shardwise::kernels {
 // For each of `tokens` rows of `logits` (tokens x experts): `probabilities` (tokens x experts)
 // its softmax (probabilities may be logits: each row is computed in place), `chosen` (tokens x
 // k) the experts, `weights` (tokens x k) their weights. Requires 1 <= k <= experts.
+// `bias` (experts, or null): torchtitan's auxiliary-loss-free expert bias, added to each
+// probability for the choice alone (the k largest probability + bias, in torch.topk's order);
+// the weights stay the chosen probabilities.
 void route_forward(std::int32_t* chosen, float* weights, float* probabilities, const float* logits,
-                   std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize);
+                   std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize,
+                   const float* bias = nullptr);
 // The choice alone, from the probabilities route_forward computed: the same experts and weights
 // (what backward recomputes rather than keeps).
 void choose_experts(std::int32_t* chosen, float* weights, const float* probabilities,
-                    std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize);
+                    std::size_t tokens, std::size_t experts, std::size_t k, bool renormalize,
+                    const float* bias = nullptr);
 
 // dlogits (tokens x experts) = the logits' gradient from `dweights` (tokens x k, the chosen
 // weights' gradient) and, where not null, `dprobability` (experts: a gradient of every row's
@@ -29,6 +34,12 @@ void choose_experts(std::int32_t* chosen, float* weights, const float* probabili
 void route_backward(float* dlogits, const float* dweights, const float* dprobability,
                     const float* probabilities, const std::int32_t* chosen, std::size_t tokens,
                     std::size_t experts, std::size_t k, bool renormalize);
+
+// torchtitan's update of a layer's auxiliary-loss-free expert bias from how many of the step's
+// rows chose each expert (`counts`, experts, over every rank): each bias moves by rate x
+// sign(mean count - count), the moves centred to sum to 0 (an expert chosen less than the mean
+// gets likelier). Zero counts everywhere move nothing.
+void update_expert_bias(float* bias, const double* counts, std::size_t experts, double rate);
 
 // Adds one routing's statistics for the auxiliary loss: assignments[e] += how many of the rows'
 // k choices (`chosen`, tokens x k) are expert e; probability_sums[e] += the rows' probabilities

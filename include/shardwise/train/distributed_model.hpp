@@ -40,6 +40,9 @@ struct ModelLayout {
   DType residual_dtype = DType::kF32;
   // A Mixture of Experts' capacity factor (ChunkOptions::capacity_factor; 0: dropless).
   double capacity_factor = 0;
+  // A Mixture of Experts' auxiliary-loss-free expert bias' rate (ChunkOptions::
+  // expert_bias_rate; 0: none).
+  double expert_bias_rate = 0;
 };
 
 class DistributedModel : public Model {
@@ -47,7 +50,7 @@ class DistributedModel : public Model {
   // One rank: the whole model, initialised from `seed`.
   DistributedModel(std::shared_ptr<const ModelDefinition> definition, std::uint64_t seed,
                    Precision precision = Precision::kFp32, DType residual_dtype = DType::kF32,
-                   double capacity_factor = 0);
+                   double capacity_factor = 0, double expert_bias_rate = 0);
   // This rank's part of the model on `context`, initialised from the whole model's values drawn
   // from `seed` (a ZeRO-3 trainer draws only this rank's slices). InvalidArgument where the
   // layout cannot run: placements the layers do not compute with, a pipeline its layers cannot
@@ -67,6 +70,12 @@ class DistributedModel : public Model {
                          std::span<const std::int32_t> targets, std::size_t sequences,
                          std::size_t seq, bool with_grads, const GradientsReady& ready = {},
                          float loss_scale = 1.0F) override;
+  // The expert bias' update (ModelLayout::expert_bias_rate): every chunk's counts summed over
+  // the ranks that route other rows (data x fsdp x expert x model), in one message, then each
+  // layer's bias moved (kernels::update_expert_bias) and the counts zeroed.
+  void end_step() override;
+  // Each of this rank's layers' expert bias, "expert_bias/layers.L" (experts).
+  [[nodiscard]] std::vector<StateArray> state_arrays() override;
 
   [[nodiscard]] const ModelDefinition& definition() const { return *definition_; }
   // This rank's chunks, in its chunk order (one without a pipeline).
@@ -94,6 +103,8 @@ class DistributedModel : public Model {
                                    std::size_t seq, bool with_grads, const GradientsReady& ready,
                                    float loss_scale);
   void sum_tied_gradients();
+  // Sums `count` values over the ranks that route other rows (ChunkOptions::sum_over_batch).
+  void sum_over_batch(double* values, std::size_t count) const;
 
   std::shared_ptr<const ModelDefinition> definition_;
   const ParallelContext* context_ = nullptr;
@@ -102,6 +113,7 @@ class DistributedModel : public Model {
   std::optional<PipelineSchedule> forward_schedule_;  // its forwards only, for validation
   ParameterStore store_;
   std::vector<std::unique_ptr<ModelChunk>> chunks_;
+  std::vector<LayerRange> ranges_;  // each chunk's layers
   std::vector<TiedGroup> tied_;
   PipelineStepResult last_schedule_;
 };

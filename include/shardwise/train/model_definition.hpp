@@ -67,6 +67,12 @@ class ModelChunk {
   // whole batch (a Mixture of Experts' auxiliary load-balancing loss, its statistics summed over
   // the batch's ranks); 0 by default.
   [[nodiscard]] virtual float auxiliary_loss(std::size_t /*slot*/) const { return 0; }
+  // torchtitan's auxiliary-loss-free expert bias (ChunkOptions::expert_bias_rate): each of the
+  // chunk's layers' bias (layers x experts, its layers in order), which its routers add for the
+  // choice, and how many of the rows trained since the last update chose each expert on this
+  // rank (the same shape). Empty where the chunk keeps none.
+  [[nodiscard]] virtual std::span<float> expert_bias() { return {}; }
+  [[nodiscard]] virtual std::span<double> expert_counts() { return {}; }
 };
 
 // How a chunk runs on its rank.
@@ -90,6 +96,9 @@ struct ChunkOptions {
   // A Mixture of Experts' capacity factor: each expert takes at most ceil(factor x seq x k /
   // experts) of a sequence's choices, the rest dropped (0: dropless).
   double capacity_factor = 0;
+  // A Mixture of Experts' auxiliary-loss-free expert bias (torchtitan's load_balance_coeff):
+  // where above 0 the chunk keeps each layer's bias and counts (ModelChunk::expert_bias).
+  double expert_bias_rate = 0;
 };
 
 class ModelDefinition {

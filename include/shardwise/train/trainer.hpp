@@ -50,6 +50,17 @@ class Model {
                                  std::span<const std::int32_t> targets, std::size_t sequences,
                                  std::size_t seq, bool with_grads, const GradientsReady& ready = {},
                                  float loss_scale = 1.0F) = 0;
+  // Called on every rank once a step's update is done: state the model keeps beyond its
+  // parameters moves (a Mixture of Experts' expert bias). Collective.
+  virtual void end_step() {}
+  // That state, each array whole on every rank that holds it; checkpoints save and load it
+  // beside the parameters (where a checkpoint lacks an array it keeps its values).
+  struct StateArray {
+    std::string name;  // "expert_bias/layers.3"
+    Shape shape;
+    float* values = nullptr;
+  };
+  [[nodiscard]] virtual std::vector<StateArray> state_arrays() { return {}; }
 };
 
 struct TrainSettings {

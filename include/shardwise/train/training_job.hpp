@@ -92,6 +92,11 @@ struct JobSettings {
   // experts) of each sequence's choices, in token order, the rest dropped (Megatron-LM's
   // --moe-expert-capacity-factor, per sequence); 0: dropless.
   double capacity_factor = 0;
+  // A Mixture of Experts' auxiliary-loss-free load balancing (torchtitan's load_balance_coeff):
+  // each layer's expert bias, added to the probabilities for the choice only, moves after each
+  // step by this rate toward the experts chosen less than the mean (ModelLayout::
+  // expert_bias_rate); 0: none.
+  double expert_bias_rate = 0;
   bool sequence_parallel = false;
   DataSettings data;
   std::int64_t eval_every = 0;   // validation loss every K steps (0: never)

@@ -20,6 +20,9 @@ namespace shardwise::train {
 [[nodiscard]] std::string model_array(const std::string& name);
 [[nodiscard]] std::string exp_avg_array(const std::string& name);
 [[nodiscard]] std::string exp_avg_sq_array(const std::string& name);
+// The prefix of a Mixture of Experts' expert bias arrays ("expert_bias/layers.L", experts
+// floats each: Model::state_arrays).
+inline constexpr const char* kExpertBiasArrays = "expert_bias/";
 
 // One of this rank's blocks of the state: the elements of `box` of the whole array `shape`, of
 // type `dtype`, row-major at `data`.
@@ -35,6 +38,9 @@ struct StateBlock {
   bool saved = true;
   // Optimizer state rather than the model's values.
   bool optimizer = false;
+  // The model's state beyond its parameters (Model::state_arrays): loaded where the checkpoint
+  // holds it, else kept as it is.
+  bool model_state = false;
 
   [[nodiscard]] std::size_t elements() const {
     return static_cast<std::size_t>(num_elements(shape_of(box)));

@@ -19,9 +19,10 @@ MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis,
       axis_(axis) {}
 
 void MlpPart::forward(float* out, float* arrays, float* router, const float* normed,
-                      const ParameterView& p, const Rows& rows, double* routing) const {
+                      const ParameterView& p, const Rows& rows, double* routing,
+                      const float* bias) const {
   if (moe_) {
-    moe_->forward(out, arrays, router, normed, p, rows, routing);
+    moe_->forward(out, arrays, router, normed, p, rows, routing, bias);
     return;
   }
   const std::size_t C = hidden_, W = width_, BT = rows.whole;
@@ -51,9 +52,9 @@ void MlpPart::forward(float* out, float* arrays, float* router, const float* nor
 
 void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float* arrays,
                        float* router, const float* normed, const ParameterView& p, const Rows& rows,
-                       const float* dprobability) const {
+                       const float* dprobability, const float* bias, double* counts) const {
   if (moe_) {
-    moe_->backward(dnormed, dout, arrays, router, normed, p, rows, dprobability);
+    moe_->backward(dnormed, dout, arrays, router, normed, p, rows, dprobability, bias, counts);
     return;
   }
   const std::size_t C = hidden_, W = width_, BT = rows.whole;

@@ -29,16 +29,19 @@ class MlpPart {
   [[nodiscard]] std::size_t width() const { return width_; }
   // `arrays` (kMlp) and, for a Mixture of Experts (moe_part.hpp), `router` (kRouter; else
   // unused) from `normed` (whole rows); `out` gets the row-parallel output's rows this rank holds.
-  // `routing`: a Mixture of Experts' statistics for the auxiliary loss (MoePart::forward).
+  // `routing`, `bias`: a Mixture of Experts' statistics for the auxiliary loss and expert bias
+  // (MoePart::forward).
   void forward(float* out, float* arrays, float* router, const float* normed,
-               const ParameterView& p, const Rows& rows, double* routing = nullptr) const;
+               const ParameterView& p, const Rows& rows, double* routing = nullptr,
+               const float* bias = nullptr) const;
   // From the output's gradient (whole rows): the parameters' gradients added, the input's
   // written to `dnormed` (whole rows, this rank's part); `arrays` (and `router`) are
   // overwritten, `scratch` is kMlpGrad.
-  // `dprobability`: the auxiliary loss's gradient (MoePart::backward).
+  // `dprobability`, `bias`, `counts`: a Mixture of Experts' (MoePart::backward).
   void backward(float* dnormed, float* scratch, const float* dout, float* arrays, float* router,
                 const float* normed, const ParameterView& p, const Rows& rows,
-                const float* dprobability = nullptr) const;
+                const float* dprobability = nullptr, const float* bias = nullptr,
+                double* counts = nullptr) const;
 
  private:
   std::optional<MoePart> moe_;

@@ -4,8 +4,8 @@
 
 #include "shardwise/core/error.hpp"
 #include "shardwise/kernels/moe_router.hpp"
-#include "shardwise/strategy/activation_table.hpp"
 #include "shardwise/kernels/swiglu.hpp"
+#include "shardwise/strategy/activation_table.hpp"
 
 namespace shardwise::train::transformer {
 
@@ -57,11 +57,11 @@ MoePart::Routed MoePart::routed(float* arrays, std::size_t tokens) const {
   return r;
 }
 
-void MoePart::choose(const float* probabilities, const Rows& rows) const {
+void MoePart::choose(const float* probabilities, const Rows& rows, const float* bias) const {
   chosen_.resize(rows.whole * k_);
   weights_.resize(rows.whole * k_);
   kernels::choose_experts(chosen_.data(), weights_.data(), probabilities, rows.whole,
-                          experts_count_, k_, renormalize_);
+                          experts_count_, k_, renormalize_, bias);
   (void)group(rows);
 }
 
@@ -149,10 +149,11 @@ Rows MoePart::share(const Rows& rows, std::size_t* first) const {
 }
 
 void MoePart::forward(float* out, float* arrays, float* router, const float* normed,
-                      const ParameterView& p, const Rows& rows, double* routing) const {
+                      const ParameterView& p, const Rows& rows, double* routing,
+                      const float* bias) const {
   const std::size_t t = static_cast<std::size_t>(axis_.tp().degree()), C = hidden_;
   if (t == 1) {
-    forward_rows(out, arrays, router, normed, p, rows, rows.whole, routing);
+    forward_rows(out, arrays, router, normed, p, rows, rows.whole, routing, bias);
     return;
   }
   std::size_t first = 0;
@@ -162,13 +163,13 @@ void MoePart::forward(float* out, float* arrays, float* router, const float* nor
   std::fill(whole, whole + first * C, 0.0F);
   std::fill(whole + (first + mine.whole) * C, whole + rows.whole * C, 0.0F);
   forward_rows(whole + first * C, arrays, router, normed + first * C, p, mine,
-               moe_rows(rows.whole, t), routing);
+               moe_rows(rows.whole, t), routing, bias);
   axis_.sum_partial_rows(out, rows);
 }
 
 void MoePart::forward_rows(float* out, float* arrays, float* router, const float* normed,
                            const ParameterView& p, const Rows& rows, std::size_t most_rows,
-                           double* routing) const {
+                           double* routing, const float* bias) const {
   const std::size_t C = hidden_, E = experts_count_, I = width_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
@@ -176,7 +177,8 @@ void MoePart::forward_rows(float* out, float* arrays, float* router, const float
   products.forward(router, normed, p, 0, nullptr, BT, C, E);
   chosen_.resize(BT * k_);
   weights_.resize(BT * k_);
-  kernels::route_forward(chosen_.data(), weights_.data(), router, router, BT, E, k_, renormalize_);
+  kernels::route_forward(chosen_.data(), weights_.data(), router, router, BT, E, k_, renormalize_,
+                         bias);
   if (routing != nullptr) {
     kernels::add_routing_statistics(routing, routing + E, router, chosen_.data(), BT, E, k_);
   }
@@ -225,10 +227,11 @@ void MoePart::forward_rows(float* out, float* arrays, float* router, const float
 
 void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* router,
                        const float* normed, const ParameterView& p, const Rows& rows,
-                       const float* dprobability) const {
+                       const float* dprobability, const float* bias, double* counts) const {
   const std::size_t t = static_cast<std::size_t>(axis_.tp().degree()), C = hidden_;
   if (t == 1) {
-    backward_rows(dnormed, dout, arrays, router, normed, p, rows, dprobability, p.grad(0));
+    backward_rows(dnormed, dout, arrays, router, normed, p, rows, dprobability, bias, counts,
+                  p.grad(0));
     return;
   }
   std::size_t first = 0;
@@ -238,7 +241,7 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
   // The router's gradient from this rank's rows, summed over the axis (float32, as the norms').
   router_grad_.assign(experts_count_ * C, 0.0F);
   backward_rows(dnormed + first * C, dout + first * C, arrays, router, normed + first * C, p, mine,
-                dprobability, router_grad_.data());
+                dprobability, bias, counts, router_grad_.data());
   axis_.tp().sum(router_grad_.data(), router_grad_.size());
   float* const grad = p.grad(0);
   for (std::size_t i = 0; i < router_grad_.size(); ++i) grad[i] += router_grad_[i];
@@ -246,11 +249,15 @@ void MoePart::backward(float* dnormed, const float* dout, float* arrays, float* 
 
 void MoePart::backward_rows(float* dnormed, const float* dout, float* arrays, float* router,
                             const float* normed, const ParameterView& p, const Rows& rows,
-                            const float* dprobability, float* router_grad) const {
+                            const float* dprobability, const float* bias, double* counts,
+                            float* router_grad) const {
   const std::size_t C = hidden_, E = experts_count_, BT = rows.whole, n = BT * k_;
   const Products& products = axis_.products();
   const Routed r = routed(arrays, BT);
-  choose(router, rows);
+  choose(router, rows, bias);
+  if (counts != nullptr) {
+    for (std::size_t i = 0; i < n; ++i) counts[chosen_[i]] += 1;
+  }
   // The weights' gradients read the outputs; the outputs' gradients are written over them.
   products.widen_kept(r.outputs, n * C);
   dweights_.resize(BT * k_);

@@ -56,15 +56,21 @@ class MoePart {
   // `out` (the rows this rank holds, the whole rows on one model rank) from `normed` (whole
   // rows). InvalidArgument for a capacity over model ranks that do not divide the batch. Where
   // `routing` is given (2 x experts: assignments, then probability sums), the routing's
-  // statistics for the auxiliary loss are added to it (kernels::add_routing_statistics).
+  // statistics for the auxiliary loss are added to it (kernels::add_routing_statistics). `bias`
+  // (experts, or null): the expert bias the choice adds (kernels::choose_experts).
   void forward(float* out, float* arrays, float* router, const float* normed,
-               const ParameterView& p, const Rows& rows, double* routing = nullptr) const;
+               const ParameterView& p, const Rows& rows, double* routing = nullptr,
+               const float* bias = nullptr) const;
   // From the output's gradient (whole rows): the parameters' gradients added, the input's
-  // written to `dnormed` (whole rows, this rank's part); `arrays` and `router` are written over. `dprobability` (experts, or null): the auxiliary loss's gradient of every
-  // row's probability of each expert.
+  // written to `dnormed` (whole rows, this rank's part); `arrays` and `router` are written over.
+  // `dprobability` (experts, or null): the auxiliary loss's gradient of every row's probability
+  // of each expert. `bias`: forward's. `counts` (experts, or null): how many of this rank's rows'
+  // choices each expert got are added to it (the expert bias' update reads them; backward counts
+  // each trained row once, whatever forward recomputation ran).
   void backward(float* dnormed, const float* dout, float* arrays, float* router,
                 const float* normed, const ParameterView& p, const Rows& rows,
-                const float* dprobability = nullptr) const;
+                const float* dprobability = nullptr, const float* bias = nullptr,
+                double* counts = nullptr) const;
 
   // Bytes of the experts' arrays kept outside the table now (over an expert axis), and the most
   // ever kept at once.
@@ -98,12 +104,13 @@ class MoePart {
   // to `router_grad`.
   void forward_rows(float* out, float* arrays, float* router, const float* normed,
                     const ParameterView& p, const Rows& rows, std::size_t most_rows,
-                    double* routing) const;
+                    double* routing, const float* bias) const;
   void backward_rows(float* dnormed, const float* dout, float* arrays, float* router,
                      const float* normed, const ParameterView& p, const Rows& rows,
-                     const float* dprobability, float* router_grad) const;
+                     const float* dprobability, const float* bias, double* counts,
+                     float* router_grad) const;
   // The choice of each token's experts from the probabilities, and the rows grouped by expert.
-  void choose(const float* probabilities, const Rows& rows) const;
+  void choose(const float* probabilities, const Rows& rows, const float* bias) const;
   // The rows grouped by expert from the choice, the capacity's drops left out; returns how many.
   std::size_t group(const Rows& rows) const;
   // This rank's experts over their rows: x's gate and up products, activations and outputs from

@@ -73,6 +73,17 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
             : "an auxiliary load-balancing loss on a model without experts");
   }
   index_ = chunk_parameter_indices(model, store_, range_, tp.degree(), experts_.axis_degree());
+  if (!(options.expert_bias_rate >= 0)) {
+    throw InvalidArgument("expert_bias_rate is " + std::to_string(options.expert_bias_rate) +
+                          "; expected a rate of 0 or more");
+  }
+  if (options.expert_bias_rate > 0) {
+    if (!spec_.shape.moe()) {
+      throw InvalidArgument("an expert bias on a model without experts");
+    }
+    expert_bias_.assign(layers() * spec_.shape.experts, 0.0F);
+    expert_counts_.assign(expert_bias_.size(), 0.0);
+  }
   // (The table refuses a degree that does not divide the heads, the MLP or the vocabulary.)
   // Whether attention's gradients fit the MLP's dead arrays depends on the widths alone.
   attention_grads_in_mlp_ =
@@ -295,6 +306,12 @@ AttentionPart::Arrays TransformerChunk::attention_arrays(const Layer& a) {
           a[Activation::kQkNormStatistics], a[Activation::kAttention], a[Activation::kLogSumExp]};
 }
 
+const float* TransformerChunk::layer_bias(std::size_t l) const {
+  return expert_bias_.empty()
+             ? nullptr
+             : expert_bias_.data() + (l - range_.first_layer) * spec_.shape.experts;
+}
+
 void TransformerChunk::layer_forward(const Layer& a, const float* residual, std::size_t l,
                                      const Rows& rw, double* routing) {
   const ParameterView p = parameters(places_.layer_first(l));
@@ -308,7 +325,7 @@ void TransformerChunk::layer_forward(const Layer& a, const float* residual, std:
                          a[Activation::kNorm2Statistics], residual, projected,
                          p.from(norm + attention), rw);
   mlp_.forward(projected, a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
-               p.from(2 * norm + attention), rw, routing);
+               p.from(2 * norm + attention), rw, routing, layer_bias(l));
   kernels::residual_forward(a[Activation::kLayerOutput], a[Activation::kResidual2], projected,
                             rw.local * spec_.shape.hidden);
   if (types_.stream_narrower()) {
@@ -330,7 +347,10 @@ void TransformerChunk::layer_backward(const Layer& a, const float* residual, std
   // gradient added in place once the MLP's products have read it, d(residual2).
   mlp_.backward(dnormed, scratch(Activation::kMlpGrad), axis_.whole_output_grad(dresidual, rw),
                 a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
-                p.from(2 * norm + attention), rw, dprobability);
+                p.from(2 * norm + attention), rw, dprobability, layer_bias(l),
+                expert_counts_.empty()
+                    ? nullptr
+                    : expert_counts_.data() + (l - range_.first_layer) * spec_.shape.experts);
   norm_.backward(dresidual, axis_.column_input_grad(dnormed, rw), a[Activation::kResidual2],
                  a[Activation::kNorm2Statistics], p.from(norm + attention), rw);
   // residual2 = residual + attention, the same way. Attention's gradients go into the MLP's

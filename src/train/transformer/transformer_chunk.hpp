@@ -44,6 +44,8 @@ class TransformerChunk final : public ModelChunk {
   [[nodiscard]] std::size_t activation_bytes() const override;
   [[nodiscard]] ExpertRows expert_rows() const override;
   [[nodiscard]] float auxiliary_loss(std::size_t slot) const override;
+  [[nodiscard]] std::span<float> expert_bias() override { return expert_bias_; }
+  [[nodiscard]] std::span<double> expert_counts() override { return expert_counts_; }
 
  private:
   // An array's bytes, of its element type.
@@ -97,6 +99,8 @@ class TransformerChunk final : public ModelChunk {
   [[nodiscard]] static AttentionPart::Arrays attention_arrays(const Layer& a);
   // `routing`: where a Mixture of Experts adds its statistics for the auxiliary loss (the first
   // forward of a micro-batch; not a recomputation's). `dprobability`: that loss's gradient.
+  // Layer l's expert bias (l of the model), or null.
+  [[nodiscard]] const float* layer_bias(std::size_t l) const;
   void layer_forward(const Layer& a, const float* residual, std::size_t l, const Rows& rows,
                      double* routing = nullptr);
   void layer_backward(const Layer& a, const float* residual, std::size_t l, const Rows& rows,
@@ -131,6 +135,9 @@ class TransformerChunk final : public ModelChunk {
   ExpertParallel experts_;
   std::function<void(double*, std::size_t)> sum_over_batch_;
   std::size_t batch_ranks_ = 1;
+  // The expert bias and counts of the chunk's layers (layers x experts; empty without).
+  std::vector<float> expert_bias_;
+  std::vector<double> expert_counts_;
   NormPart norm_;
   AttentionPart attention_;
   MlpPart mlp_;
