@@ -174,6 +174,10 @@ class PlanCommand final : public Command {
     app_->add_option("--residual-dtype", residual_dtype_,
                      "What the residual stream is kept in under --precision bf16: fp32 (the "
                      "default) or bf16 (as train's)");
+    app_->add_option("--expert-bias-rate", expert_bias_rate_,
+                     "A Mixture of Experts' expert bias rate, as train's (above 0: each step's "
+                     "choice counts are summed over the ranks)")
+        ->default_val("0");
     app_->add_option("--optimizer", optimizer_, "adam or sgd")->default_val("adam");
     app_->add_option("--recompute", recompute_, "none, selective or full")->default_val("none");
     app_->add_flag("--sequence-parallel", sequence_parallel_,
@@ -234,6 +238,16 @@ class PlanCommand final : public Command {
     show_notes("plan", argument.notes);
     const ModelManifest& manifest = argument.manifest;
     const plan::ModelShape shape = plan::shape_of(manifest, heads);
+    const double expert_bias_rate = finite_number(expert_bias_rate_, "--expert-bias-rate");
+    if (!(expert_bias_rate >= 0 && expert_bias_rate <= 1e6)) {
+      throw InvalidArgument("--expert-bias-rate is " + expert_bias_rate_ +
+                            "; expected 0 (no expert bias) or a rate up to 1e6");
+    }
+    setup.expert_bias = expert_bias_rate > 0;
+    if (setup.expert_bias && !(shape.transformer && shape.transformer->moe())) {
+      throw InvalidArgument("--expert-bias-rate " + expert_bias_rate_ +
+                            " moves a Mixture of Experts' expert bias; --model has no experts");
+    }
     plan::Cluster cluster;
     if (device_ != "cpu" && app_->get_option("--blas")->count() > 0) {
       throw InvalidArgument(
@@ -396,6 +410,7 @@ class PlanCommand final : public Command {
   std::string precision_;
   std::optional<std::string> reduce_dtype_;
   std::optional<std::string> residual_dtype_;
+  std::string expert_bias_rate_ = "0";
   std::string optimizer_;
   std::string recompute_;
   std::string blas_ = "onednn";

@@ -679,6 +679,17 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     all_reduce("expert", l.expert, statistics, 8, 1);
     all_reduce("model", l.model, statistics, 8, 1);  // each model rank routes a share
   }
+  // The expert bias' choice counts of this rank's layers, summed once a step in one message.
+  if (const TransformerShape shape = transformer_of(model); shape.moe() && setup.expert_bias) {
+    const double counts =
+        static_cast<double>(per_stage_layers) * static_cast<double>(shape.experts);
+    for (const auto& [axis, n] : {std::pair<std::string, std::int64_t>{"data", l.data},
+                                  {"fsdp", l.fsdp},
+                                  {"expert", l.expert},
+                                  {"model", l.model}}) {
+      all_reduce(axis, n, counts, 8, 1);
+    }
+  }
   if (l.expert > 1) {
     // Over the expert axis: what every expert rank holds, averaged once a step in one message
     // (each rank's whole gradients, or its slices from ZeRO 2 on); the loss and the norm.

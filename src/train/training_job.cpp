@@ -80,6 +80,7 @@ double planned_bytes_per_rank(const JobSettings& job,
   setup.precision = plan::planned(job.precision);
   setup.reduce_dtype = settings.reduce_dtype;
   setup.residual_dtype = job.residual_dtype;
+  setup.expert_bias = job.expert_bias_rate > 0;
   plan::Cluster cluster;  // only the memory counts here
   cluster.devices = mesh.size();
   cluster.devices_per_node = mesh.size();

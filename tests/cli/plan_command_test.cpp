@@ -323,7 +323,12 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            {"fsdp=2,model=2 full balanced", "3", 4},
            {"model=2,pipeline=2 sp balanced", "0", 4},
            {"model=2,expert=2 sp bf16 balanced", "2", 4},
-           {"model=2,expert=2 balanced aux", "0", 4}}) {
+           {"model=2,expert=2 balanced aux", "0", 4},
+           // the expert bias: each step's choice counts summed over the ranks routing other
+           // rows, in one message
+           {"data=2,expert=2 balanced bias", "1", 4},
+           {"fsdp=2,model=2 sp balanced bias", "3", 4},
+           {"model=2,pipeline=2 balanced bias", "0", 4}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;
@@ -410,6 +415,10 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
     if (stream_bf16) {
       for (auto* command : {&train, &plan})
         command->insert(command->end(), {"--residual-dtype", "bf16"});
+    }
+    if (mesh.find(" bias") != std::string::npos) {
+      for (auto* command : {&train, &plan})
+        command->insert(command->end(), {"--expert-bias-rate", "0.01"});
     }
     if (sequence_parallel) {
       train.push_back("--sequence-parallel");

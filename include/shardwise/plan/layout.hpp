@@ -63,6 +63,9 @@ struct TrainingSetup {
   // float32 or bf16; absent, float32 (bf16-mixed counts it in bf16, fp32 in float32).
   std::optional<DType> residual_dtype;
   Optimizer optimizer = Optimizer::kAdam;
+  // A Mixture of Experts keeps an expert bias (the trainer's expert_bias_rate above 0): each
+  // step sums its layers' choice counts over the ranks that route other rows.
+  bool expert_bias = false;
   // The share of peak FLOP/s the matrix products reach, and the share of data-parallel and
   // FSDP communication hidden behind compute (docs/planner.md states both): kLeastEfficiency
   // to 1, and 0 to 1.
