@@ -1,6 +1,7 @@
 // The Llama family's configuration: presets, bounds, and its JSON in Hugging Face's names (the
 // trainer's model file and transformers' config.json are one format; llama_config_reader.cpp
 // reads it).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -125,7 +126,19 @@ bool operator==(const LlamaConfig& a, const LlamaConfig& b) {
          a.experts == b.experts && a.experts_per_token == b.experts_per_token &&
          a.expert_width == b.expert_width && a.renormalize_routing == b.renormalize_routing &&
          a.router_aux_loss_coef == b.router_aux_loss_coef &&
-         a.output_router_logits == b.output_router_logits;
+         a.output_router_logits == b.output_router_logits && a.sparse_step == b.sparse_step &&
+         a.mlp_only_layers == b.mlp_only_layers;
+}
+
+std::vector<std::size_t> LlamaConfig::dense_layers() const {
+  std::vector<std::size_t> dense;
+  if (!has_experts(variant)) return dense;
+  for (std::size_t l = 0; l < n_layer; ++l) {
+    const bool listed = std::find(mlp_only_layers.begin(), mlp_only_layers.end(),
+                                  static_cast<std::int64_t>(l)) != mlp_only_layers.end();
+    if (listed || sparse_step == 0 || (l + 1) % sparse_step != 0) dense.push_back(l);
+  }
+  return dense;
 }
 
 const std::vector<std::string>& llama_preset_names() {
@@ -174,6 +187,19 @@ void validate(const LlamaConfig& c) {
     check(c.experts, kMaxDimension, "num_experts");
     check(c.experts_per_token, c.experts, "num_experts_per_tok");
     check(c.expert_width, kMaxDimension, "moe_intermediate_size");
+    check(c.sparse_step, kMaxDimension, "decoder_sparse_step");
+    for (const std::int64_t layer : c.mlp_only_layers) {
+      if (layer < 0) {
+        throw InvalidArgument("mlp_only_layers holds " + std::to_string(layer) +
+                              "; expected layers from 0");
+      }
+    }
+    if (c.dense_layers().size() == c.n_layer) {
+      throw InvalidArgument("decoder_sparse_step " + std::to_string(c.sparse_step) +
+                            " and mlp_only_layers leave none of the " +
+                            std::to_string(c.n_layer) +
+                            " layers routed: the model has no Mixture of Experts");
+    }
     if (!(c.router_aux_loss_coef >= 0 && c.router_aux_loss_coef <= 1e6)) {
       throw InvalidArgument("router_aux_loss_coef is " + std::to_string(c.router_aux_loss_coef) +
                             "; expected a weight from 0 to 1e6");
@@ -244,8 +270,9 @@ std::string llama_config_json(const LlamaConfig& c, bool with_family) {
     json["num_experts_per_tok"] = c.experts_per_token;
     json["moe_intermediate_size"] = c.expert_width;
     json["norm_topk_prob"] = c.renormalize_routing;
-    json["decoder_sparse_step"] = 1;
-    json["mlp_only_layers"] = nlohmann::json::array();
+    json["decoder_sparse_step"] = c.sparse_step;
+    json["mlp_only_layers"] = c.mlp_only_layers;
+    // The dense layers' width (intermediate_size, written above) and the experts' differ.
     json["router_aux_loss_coef"] = c.router_aux_loss_coef;
     json["output_router_logits"] = c.output_router_logits;
   }

@@ -43,9 +43,9 @@ LlamaVariant variant_of(const std::string& type) {
 // The experts of Mixtral (num_local_experts, or num_experts as its attribute_map reads it, of
 // intermediate_size, always renormalised) and Qwen3-MoE (num_experts of moe_intermediate_size,
 // renormalised where norm_topk_prob), with transformers' defaults, and the auxiliary
-// load-balancing loss (router_aux_loss_coef, added where output_router_logits). Every layer
-// routes: a Qwen3-MoE whose decoder_sparse_step or mlp_only_layers leave some layers dense is
-// refused, as is router jitter (noise on the training inputs), which shardwise does not compute.
+// load-balancing loss (router_aux_loss_coef, added where output_router_logits), and Qwen3-MoE's
+// dense layers among the routed (decoder_sparse_step, mlp_only_layers). Router jitter (noise on
+// the training inputs), which shardwise does not compute, is refused.
 void read_experts(detail::HfConfigReader& r, LlamaConfig& c) {
   // transformers 5 writes num_local_experts for both (num_experts is its alias); Qwen3-MoE's
   // published files, from transformers 4, say num_experts.
@@ -72,17 +72,16 @@ void read_experts(detail::HfConfigReader& r, LlamaConfig& c) {
     c.experts_per_token = r.size("num_experts_per_tok", kMaxDimension, 8);
     c.expert_width = r.size("moe_intermediate_size", kMaxDimension, 768);
     c.renormalize_routing = r.flag("norm_topk_prob", false);
-    if (const nlohmann::json* v = r.find("decoder_sparse_step");
-        v != nullptr && !(v->is_number_integer() && v->get<std::int64_t>() == 1)) {
-      r.refuse("decoder_sparse_step", *v,
-               "shardwise's Qwen3-MoE routes every layer (1); dense layers between are not "
-               "computed");
-    }
-    if (const nlohmann::json* v = r.find("mlp_only_layers");
-        v != nullptr && !(v->is_array() && v->empty())) {
-      r.refuse("mlp_only_layers", *v,
-               "shardwise's Qwen3-MoE routes every layer (an empty list); dense layers are not "
-               "computed");
+    c.sparse_step = r.size("decoder_sparse_step", kMaxDimension, 1);
+    if (const nlohmann::json* v = r.find("mlp_only_layers"); v != nullptr && !v->is_null()) {
+      if (!v->is_array()) r.refuse("mlp_only_layers", *v, "expected a list of layers");
+      for (const nlohmann::json& layer : *v) {
+        // A layer past the last is no layer of the model: transformers leaves it unused.
+        if (!layer.is_number_integer() || layer.get<std::int64_t>() < 0) {
+          r.refuse("mlp_only_layers", *v, "expected layers from 0");
+        }
+        c.mlp_only_layers.push_back(layer.get<std::int64_t>());
+      }
     }
   }
   if (c.experts_per_token > c.experts) {

@@ -54,6 +54,7 @@ train::TransformerSpec llama_transformer(const LlamaConfig& config) {
   shape.expert_width = config.expert_width;
   shape.renormalize_routing = config.renormalize_routing;
   shape.aux_loss = config.aux_loss_weight() > 0;
+  shape.dense_layers = config.dense_layers();
   spec.norm_eps = config.rms_norm_eps;
   spec.aux_loss_weight = config.aux_loss_weight();
   spec.rope_theta = config.rope_theta;

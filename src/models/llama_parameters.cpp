@@ -66,7 +66,7 @@ std::vector<Parameter> llama_parameter_list(const LlamaConfig& c) {
       add("self_attn.k_norm.weight", {D}, {"norm"}, ones, false, Split::kWhole);
     }
     add("post_attention_layernorm.weight", {C}, {"norm"}, ones, false, Split::kWhole);
-    if (has_experts(c.variant)) {
+    if (has_experts(c.variant) && shape.moe_layer(l)) {
       // transformers 5's names and layouts (MixtralExperts, Qwen3MoeExperts): the router, then
       // each expert's gate and up rows stacked, then each expert's down.
       const auto E = static_cast<std::int64_t>(c.experts);
@@ -123,13 +123,16 @@ std::vector<PartitionSpec> llama_model_placements(const LlamaConfig& c, int degr
   }
   const auto t = static_cast<std::size_t>(degree);
   // A Mixture of Experts' experts are folded over the model axis whole (ExpertParallel): its
-  // dense width is not split, its experts are.
-  for (const auto& [size, what] :
-       {std::pair{c.n_head, std::string("attention heads (num_attention_heads)")},
-        has_experts(c.variant)
-            ? std::pair{c.experts, std::string("experts (num_local_experts, num_experts)")}
-            : std::pair{c.intermediate_size, std::string("MLP width (intermediate_size)")},
-        {c.vocab_size, "vocabulary (vocab_size; Megatron-LM pads it, shardwise does not)"}}) {
+  // experts are split, and its MLP width only where dense layers have one.
+  const bool experts = has_experts(c.variant);
+  std::vector<std::pair<std::size_t, std::string>> splits{
+      {c.n_head, "attention heads (num_attention_heads)"},
+      {c.vocab_size, "vocabulary (vocab_size; Megatron-LM pads it, shardwise does not)"}};
+  if (experts) splits.emplace_back(c.experts, "experts (num_local_experts, num_experts)");
+  if (!experts || !c.dense_layers().empty()) {
+    splits.emplace_back(c.intermediate_size, "MLP width (intermediate_size)");
+  }
+  for (const auto& [size, what] : splits) {
     if (size % t != 0) {
       throw InvalidArgument("the model degree " + std::to_string(degree) + " does not divide the " +
                             std::to_string(size) + " " + what);

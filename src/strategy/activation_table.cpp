@@ -109,7 +109,9 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   const std::size_t t = std::max<std::size_t>(geometry.model_degree, 1);
   require_divides(t, shape.heads, "the heads");
   if (!shape.replicates_kv_heads(t)) require_divides(t, shape.kv_heads, "the key/value heads");
-  if (!shape.moe()) require_divides(t, shape.mlp_width, "the MLP's width");
+  // (A Mixture of Experts' MLP width is its dense layers', where it has any.)
+  const bool dense = !shape.moe() || shape.mixed_layers();
+  if (dense) require_divides(t, shape.mlp_width, "the MLP's width");
   require_divides(t, shape.vocab, "the vocabulary");
   const std::size_t C = shape.hidden, BT = geometry.batch * geometry.seq;
   const bool sp = geometry.sequence_parallel && t > 1;
@@ -134,8 +136,11 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   e[index(Activation::kNorm2Statistics)] = R * stats;
   const std::size_t g = std::max<std::size_t>(geometry.expert_degree, 1);
   // A Mixture of Experts routes 1 / t of the rows on each model rank (moe_rows).
+  // One size for every layer: a routed layer's or a dense one's, the larger where both are.
   const std::size_t mlp_rows = shape.moe() ? moe_rows(BT, t) : BT;
-  e[index(Activation::kMlp)] = mlp_rows * shape.mlp_row_elements(t, g);
+  const std::size_t routed_mlp = shape.moe() ? mlp_rows * shape.mlp_row_elements(t, g) : 0;
+  const std::size_t dense_mlp = dense ? BT * shape.dense_row_elements(t) : 0;
+  e[index(Activation::kMlp)] = std::max(routed_mlp, dense_mlp);
   e[index(Activation::kRouter)] = mlp_rows * shape.experts;
   e[index(Activation::kLayerOutput)] = R * C;
   e[index(Activation::kInput)] = R * C;
@@ -151,7 +156,8 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   // Whether they fit depends on the widths alone (a chunk decides once for every micro-batch):
   // a Mixture of Experts' kMlp holds at least BT / t rows.
   attention_grads_in_mlp_ =
-      attention_grads * (shape.moe() ? t : 1) <= shape.mlp_row_elements(t, g);
+      (shape.moe() && attention_grads * t <= shape.mlp_row_elements(t, g)) ||
+      (dense && attention_grads <= shape.dense_row_elements(t));
   e[index(Activation::kAttentionGrads)] = attention_grads_in_mlp_ ? 0 : BT * attention_grads;
   head_block_ = geometry.has_head ? head_block_rows(BT, vocab) : 0;
   e[index(Activation::kLogits)] = head_block_ * vocab;
@@ -173,12 +179,13 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
     // received rows are no kept array: their products round their inputs here.
     const std::size_t routed =
         std::max(mlp_rows * shape.experts_per_token, g > 1 ? g * mlp_rows : 0);
-    const std::size_t dense_width = shape.moe() ? 0 : width;
+    const std::size_t dense_width = dense ? width : 0;
     const std::size_t mlp_input = shape.moe() ? routed * std::max(C, shape.expert_width) : 0;
     const std::size_t mlp_output =
-        shape.moe() ? std::max({routed * std::max(2 * shape.expert_width, C),
-                                mlp_rows * shape.experts})
-                    : BT * dense_width;
+        std::max(shape.moe() ? std::max(routed * std::max(2 * shape.expert_width, C),
+                                        mlp_rows * shape.experts)
+                             : 0,
+                 BT * dense_width);
     const std::size_t head_input = head_block_ * C;
     const std::size_t layer_input = geometry.recompute == Recompute::kFull && geometry.layers > 0
                                         ? std::max(BT * std::max({C, q, dense_width}), mlp_input)

@@ -231,6 +231,7 @@ nlohmann::ordered_json transformer_json(const TransformerShape& t) {
     json["expert_width"] = t.expert_width;
     json["renormalize_routing"] = t.renormalize_routing;
     if (t.aux_loss) json["aux_loss"] = true;
+    if (!t.dense_layers.empty()) json["dense_layers"] = t.dense_layers;
   }
   return json;
 }
@@ -279,6 +280,22 @@ TransformerShape transformer_of_json(const nlohmann::json& json) {
     t.expert_width = size("expert_width", kMaxConfigDimension);
     t.renormalize_routing = flag("renormalize_routing");
     if (reader.optional("aux_loss") != nullptr) t.aux_loss = flag("aux_loss");
+    if (const nlohmann::json* dense = reader.optional("dense_layers")) {
+      if (!dense->is_array()) {
+        throw ParseError(reader.field("dense_layers") + " must be a list of layers, not " +
+                         detail::json_type_name(*dense));
+      }
+      for (const nlohmann::json& layer : *dense) {
+        if (!layer.is_number_integer() || layer.get<std::int64_t>() < 0 ||
+            layer.get<std::int64_t>() >= static_cast<std::int64_t>(t.layers) ||
+            (!t.dense_layers.empty() && layer.get<std::size_t>() <= t.dense_layers.back())) {
+          throw InvalidArgument(reader.field("dense_layers") + " holds " + layer.dump() +
+                                "; expected ascending layers 0 to " +
+                                std::to_string(t.layers - 1));
+        }
+        t.dense_layers.push_back(layer.get<std::size_t>());
+      }
+    }
     if (t.mlp != MlpKind::kGatedSilu) {
       throw InvalidArgument(
           "transformer.experts: a Mixture of Experts' experts are gated "

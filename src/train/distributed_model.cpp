@@ -179,8 +179,11 @@ std::vector<Model::StateArray> DistributedModel::state_arrays() {
     const std::size_t layers = ranges_[c].end_layer - ranges_[c].first_layer;
     if (bias.empty() || layers == 0) continue;
     const std::size_t experts = bias.size() / layers;
+    const TransformerShape shape = *definition_->manifest().transformer;
     for (std::size_t l = 0; l < layers; ++l) {
-      arrays.push_back({"expert_bias/layers." + std::to_string(ranges_[c].first_layer + l),
+      const std::size_t layer = ranges_[c].first_layer + l;
+      if (!shape.moe_layer(layer)) continue;  // a dense layer's stays 0
+      arrays.push_back({"expert_bias/layers." + std::to_string(layer),
                         Shape{static_cast<std::int64_t>(experts)}, bias.data() + l * experts});
     }
   }

@@ -63,6 +63,13 @@ struct LlamaConfig {
   std::size_t experts_per_token = 0;
   std::size_t expert_width = 0;
   bool renormalize_routing = false;
+  // Qwen3-MoE's dense layers among the routed ones, as transformers reads them: layer l routes
+  // where (l + 1) is a multiple of `sparse_step` (decoder_sparse_step) and l is not among
+  // `mlp_only_layers`; the others are dense gated-SiLU MLPs of intermediate_size.
+  std::size_t sparse_step = 1;
+  std::vector<std::int64_t> mlp_only_layers;
+  // Those dense layers, ascending (TransformerShape::dense_layers).
+  [[nodiscard]] std::vector<std::size_t> dense_layers() const;
   // The Switch/Mixtral auxiliary load-balancing loss: added to the trained loss, weighted by
   // router_aux_loss_coef, where output_router_logits asks for it (transformers adds it then).
   double router_aux_loss_coef = 0.001;

@@ -4,7 +4,9 @@
 // configuration, stated by the family, never guessed from parameter names: the training layer
 // assembles its chunk from it, and the planner sizes the same chunk's activations from it.
 
+#include <algorithm>
 #include <cstddef>
+#include <vector>
 
 namespace shardwise {
 
@@ -42,6 +44,10 @@ struct TransformerShape {
   // The loss adds the routers' auxiliary load-balancing loss, whose statistics (2 x experts
   // sums) are summed over the batch's ranks once a forward.
   bool aux_loss = false;
+  // Of a Mixture of Experts, the layers whose MLP is a dense gated-SiLU MLP of `mlp_width`
+  // instead (Qwen3-MoE's decoder_sparse_step and mlp_only_layers), ascending; empty: every
+  // layer routes.
+  std::vector<std::size_t> dense_layers;
 
   friend bool operator==(const TransformerShape&, const TransformerShape&) = default;
 
@@ -64,15 +70,31 @@ struct TransformerShape {
   // the gate, up and their product.
   [[nodiscard]] std::size_t mlp_arrays() const { return mlp == MlpKind::kGelu ? 2 : 3; }
   [[nodiscard]] bool moe() const { return experts > 0; }
+  // Whether layer l's MLP is the Mixture of Experts, and how many of layers [first, end) are.
+  [[nodiscard]] bool moe_layer(std::size_t l) const {
+    return moe() && !std::binary_search(dense_layers.begin(), dense_layers.end(), l);
+  }
+  [[nodiscard]] std::size_t moe_layers(std::size_t first, std::size_t end) const {
+    std::size_t count = 0;
+    for (std::size_t l = first; l < end; ++l) count += moe_layer(l) ? 1 : 0;
+    return count;
+  }
+  // Whether some layers route and others do not.
+  [[nodiscard]] bool mixed_layers() const { return moe() && !dense_layers.empty(); }
   // What a layer's MLP keeps per row over `degree` model ranks (the table's kMlp): a dense
   // MLP's arrays (mlp_arrays() of its width's share); a Mixture of Experts' k routed copies of
   // the row (hidden), their gate and up products (2 expert_width), activation (expert_width) and
   // output (hidden). Over `expert_degree` > 1 expert ranks only the routed copies and their
   // outputs: the rows the experts receive vary with the routing and are kept outside the table.
+  // (Of a Mixture of Experts with dense layers, the routed layers'; dense_row_elements is the
+  // dense ones'.)
   [[nodiscard]] std::size_t mlp_row_elements(std::size_t degree,
                                              std::size_t expert_degree = 1) const {
     if (moe() && expert_degree > 1) return experts_per_token * 2 * hidden;
     if (moe()) return experts_per_token * (2 * hidden + 3 * expert_width);
+    return dense_row_elements(degree);
+  }
+  [[nodiscard]] std::size_t dense_row_elements(std::size_t degree) const {
     return mlp_arrays() * (mlp_width / degree);
   }
 };

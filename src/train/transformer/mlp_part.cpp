@@ -1,5 +1,7 @@
 #include "mlp_part.hpp"
 
+#include <algorithm>
+
 #include "shardwise/kernels/elementwise.hpp"
 #include "shardwise/kernels/swiglu.hpp"
 
@@ -16,12 +18,17 @@ MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis,
       bias_(shape.mlp == MlpKind::kGelu && shape.mlp_bias),
       hidden_(shape.hidden),
       width_(shape.mlp_width / static_cast<std::size_t>(axis.tp().degree())),
+      dense_layers_(shape.dense_layers),
       axis_(axis) {}
 
-void MlpPart::forward(float* out, float* arrays, float* router, const float* normed,
-                      const ParameterView& p, const Rows& rows, double* routing,
-                      const float* bias) const {
-  if (moe_) {
+bool MlpPart::routes(std::size_t layer) const {
+  return moe_ && !std::binary_search(dense_layers_.begin(), dense_layers_.end(), layer);
+}
+
+void MlpPart::forward(std::size_t layer, float* out, float* arrays, float* router,
+                      const float* normed, const ParameterView& p, const Rows& rows,
+                      double* routing, const float* bias) const {
+  if (routes(layer)) {
     moe_->forward(out, arrays, router, normed, p, rows, routing, bias);
     return;
   }
@@ -50,10 +57,11 @@ void MlpPart::forward(float* out, float* arrays, float* router, const float* nor
   axis_.row_parallel(out, act, p, 2, nullptr, W, rows);
 }
 
-void MlpPart::backward(float* dnormed, float* scratch, const float* dout, float* arrays,
-                       float* router, const float* normed, const ParameterView& p, const Rows& rows,
-                       const float* dprobability, const float* bias, double* counts) const {
-  if (moe_) {
+void MlpPart::backward(std::size_t layer, float* dnormed, float* scratch, const float* dout,
+                       float* arrays, float* router, const float* normed, const ParameterView& p,
+                       const Rows& rows, const float* dprobability, const float* bias,
+                       double* counts) const {
+  if (routes(layer)) {
     moe_->backward(dnormed, dout, arrays, router, normed, p, rows, dprobability, bias, counts);
     return;
   }

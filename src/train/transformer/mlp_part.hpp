@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <vector>
 
 #include "model_axis.hpp"
 #include "moe_part.hpp"
@@ -25,22 +26,25 @@ class MlpPart {
 
   // The Mixture of Experts in the MLP's place; null for a dense MLP.
   [[nodiscard]] const MoePart* moe() const { return moe_ ? &*moe_ : nullptr; }
+  // Whether layer `layer`'s MLP is the Mixture of Experts (TransformerShape::moe_layer); the
+  // others run the dense MLP of the shape's mlp_width.
+  [[nodiscard]] bool routes(std::size_t layer) const;
 
   [[nodiscard]] std::size_t width() const { return width_; }
   // `arrays` (kMlp) and, for a Mixture of Experts (moe_part.hpp), `router` (kRouter; else
   // unused) from `normed` (whole rows); `out` gets the row-parallel output's rows this rank holds.
   // `routing`, `bias`: a Mixture of Experts' statistics for the auxiliary loss and expert bias
   // (MoePart::forward).
-  void forward(float* out, float* arrays, float* router, const float* normed,
+  void forward(std::size_t layer, float* out, float* arrays, float* router, const float* normed,
                const ParameterView& p, const Rows& rows, double* routing = nullptr,
                const float* bias = nullptr) const;
   // From the output's gradient (whole rows): the parameters' gradients added, the input's
   // written to `dnormed` (whole rows, this rank's part); `arrays` (and `router`) are
   // overwritten, `scratch` is kMlpGrad.
   // `dprobability`, `bias`, `counts`: a Mixture of Experts' (MoePart::backward).
-  void backward(float* dnormed, float* scratch, const float* dout, float* arrays, float* router,
-                const float* normed, const ParameterView& p, const Rows& rows,
-                const float* dprobability = nullptr, const float* bias = nullptr,
+  void backward(std::size_t layer, float* dnormed, float* scratch, const float* dout,
+                float* arrays, float* router, const float* normed, const ParameterView& p,
+                const Rows& rows, const float* dprobability = nullptr, const float* bias = nullptr,
                 double* counts = nullptr) const;
 
  private:
@@ -48,6 +52,7 @@ class MlpPart {
   MlpKind kind_;
   bool bias_ = false;
   std::size_t hidden_ = 0, width_ = 0;
+  std::vector<std::size_t> dense_layers_;
   const ModelAxis& axis_;
 };
 

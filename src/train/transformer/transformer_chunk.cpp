@@ -270,8 +270,9 @@ void TransformerChunk::finish_auxiliary_loss(Slot& slot, const Rows& rw) {
   // statistics of every rank's share summed, then the loss of their means.
   const std::size_t E = spec_.shape.experts;
   if (sum_over_batch_) sum_over_batch_(slot.routing.data(), slot.routing.size());
-  const double rows = static_cast<double>(spec_.shape.layers) * static_cast<double>(rw.whole) *
-                      static_cast<double>(batch_ranks_);
+  // transformers concatenates the routed layers' logits: the dense layers have none.
+  const double rows = static_cast<double>(spec_.shape.moe_layers(0, spec_.shape.layers)) *
+                      static_cast<double>(rw.whole) * static_cast<double>(batch_ranks_);
   slot.aux_loss = static_cast<float>(
       spec_.aux_loss_weight *
       kernels::load_balancing_loss(slot.routing.data(), slot.routing.data() + E, E, rows));
@@ -324,7 +325,7 @@ void TransformerChunk::layer_forward(const Layer& a, const float* residual, std:
   norm_.residual_forward(a[Activation::kResidual2], a[Activation::kNorm2],
                          a[Activation::kNorm2Statistics], residual, projected,
                          p.from(norm + attention), rw);
-  mlp_.forward(projected, a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
+  mlp_.forward(l, projected, a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
                p.from(2 * norm + attention), rw, routing, layer_bias(l));
   kernels::residual_forward(a[Activation::kLayerOutput], a[Activation::kResidual2], projected,
                             rw.local * spec_.shape.hidden);
@@ -345,7 +346,7 @@ void TransformerChunk::layer_backward(const Layer& a, const float* residual, std
   float* const dnormed = scratch(Activation::kWholeRows);
   // output = residual2 + mlp: both get dresidual. The one buffer holds it, and then, the norm's
   // gradient added in place once the MLP's products have read it, d(residual2).
-  mlp_.backward(dnormed, scratch(Activation::kMlpGrad), axis_.whole_output_grad(dresidual, rw),
+  mlp_.backward(l, dnormed, scratch(Activation::kMlpGrad), axis_.whole_output_grad(dresidual, rw),
                 a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
                 p.from(2 * norm + attention), rw, dprobability, layer_bias(l),
                 expert_counts_.empty()

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "transformer_decoder.hpp"
 
 #include <memory>
@@ -67,8 +69,11 @@ void TransformerDecoder::size_scratch(std::size_t rows) {
   attention_out_.assign(rows * attention_.q_width(), 0.0F);
   qk_statistics_.assign(
       spec_.shape.qk_norm ? rows * (attention_.heads() + attention_.kv_heads()) : 0, 0.0F);
-  mlp_arrays_.assign(
-      rows * spec_.shape.mlp_row_elements(static_cast<std::size_t>(axis_.tp().degree())), 0.0F);
+  const auto t = static_cast<std::size_t>(axis_.tp().degree());
+  mlp_arrays_.assign(rows * std::max(spec_.shape.mlp_row_elements(t),
+                                     spec_.shape.mixed_layers() ? spec_.shape.dense_row_elements(t)
+                                                                : std::size_t{0}),
+                     0.0F);
   router_.assign(rows * spec_.shape.experts, 0.0F);
 }
 
@@ -112,7 +117,7 @@ void TransformerDecoder::compute(const std::int32_t* tokens, std::size_t rows,
                       first_position, rows, normed_.data(), p.from(norm));
     kernels::residual_forward(x, x, projected_.data(), rows * C);
     norm_.forward(normed_.data(), statistics_.data(), x, p.from(norm + attention), rw);
-    mlp_.forward(projected_.data(), mlp_arrays_.data(), router_.data(), normed_.data(),
+    mlp_.forward(l, projected_.data(), mlp_arrays_.data(), router_.data(), normed_.data(),
                  p.from(2 * norm + attention), rw);
     kernels::residual_forward(x, x, projected_.data(), rows * C);
   }
