@@ -161,6 +161,26 @@ std::int64_t layers_of_stage(const std::vector<std::int64_t>& chunk_layers, cons
   return layers;
 }
 
+// The routed layers (TransformerShape::moe_layer) of virtual stage v, whose layers follow those
+// of the virtual stages before it, and of pipeline rank `stage`'s chunks.
+std::int64_t routed_layers_of(const ModelShape& model,
+                              const std::vector<std::int64_t>& chunk_layers, std::size_t v) {
+  std::int64_t first = 0;
+  for (std::size_t u = 0; u < v; ++u) first += chunk_layers[u];
+  return static_cast<std::int64_t>(transformer_of(model).moe_layers(
+      static_cast<std::size_t>(first), static_cast<std::size_t>(first + chunk_layers[v])));
+}
+std::int64_t routed_layers_of_stage(const ModelShape& model,
+                                    const std::vector<std::int64_t>& chunk_layers, const Layout& l,
+                                    std::int64_t stage) {
+  std::int64_t layers = 0;
+  for (std::int64_t k = 0; k < l.virtual_stages; ++k) {
+    layers +=
+        routed_layers_of(model, chunk_layers, static_cast<std::size_t>(k * l.pipeline + stage));
+  }
+  return layers;
+}
+
 // The most micro-batches each of pipeline rank `stage`'s model chunks holds at once, as the
 // schedule's table runs them (one each without a pipeline).
 std::vector<std::int64_t> chunk_peaks(const PipelineSchedule* schedule, const Layout& l,
@@ -213,7 +233,10 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
     // output), as many rows as it routes where the routing is balanced (its model rank's share
     // of the micro-batch's); full recomputation keeps one layer's.
     const TransformerShape shape = transformer_of(model);
-    if (experts_degree(model, l) > 1 && layers > 0) {
+    const std::int64_t routed = routed_layers_of(
+        model, chunk_layers,
+        c * static_cast<std::size_t>(l.pipeline) + static_cast<std::size_t>(stage));
+    if (experts_degree(model, l) > 1 && routed > 0) {
       const double rows =
           static_cast<double>(moe_rows(static_cast<std::size_t>(setup.micro_batch * setup.seq),
                                        static_cast<std::size_t>(l.model))) *
@@ -221,7 +244,7 @@ double trainer_stage_activations(const ModelShape& model, const TrainingSetup& s
       const double row = static_cast<double>(2 * shape.hidden + 3 * shape.expert_width) * 4;
       const double held = l.recompute == Recompute::kFull
                               ? 1.0
-                              : static_cast<double>(peaks[c]) * static_cast<double>(layers);
+                              : static_cast<double>(peaks[c]) * static_cast<double>(routed);
       bytes += held * rows * row;
     }
   }
@@ -606,7 +629,7 @@ struct Traffic {
 Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const Layout& l,
                      const StateBytes& bytes, const std::vector<ZeroUnit>& first_stage,
                      std::int64_t stage_elements, std::int64_t per_stage_layers,
-                     std::int64_t shards, std::int64_t replicas) {
+                     std::int64_t routed_layers, std::int64_t shards, std::int64_t replicas) {
   Traffic traffic;
   std::map<std::string, double>& sent = traffic.sent;
   std::map<std::string, double>& by_kind = traffic.by_kind;
@@ -716,7 +739,8 @@ Traffic step_traffic(const ModelShape& model, const TrainingSetup& setup, const 
     const double away = routed * others / static_cast<double>(g);
     const double row = static_cast<double>(shape.hidden) * 4;
     const double forwards = l.recompute == Recompute::kFull ? 2 : 1;
-    const double times = static_cast<double>(per_stage_layers) * m;
+    // (The routed layers only: a dense layer among them dispatches nothing.)
+    const double times = static_cast<double>(routed_layers) * m;
     const double counts = static_cast<double>(shape.experts / static_cast<std::size_t>(g));
     const std::string axes = experts_axes(l);
     add(axes, "all_to_all", times * forwards * others * counts * 8, times * forwards * others);
@@ -874,8 +898,9 @@ Prediction evaluate(const ModelShape& model, const Cluster& cluster, const Train
   p.memory = best;
   p.fits = best.total() <= cluster.memory_bytes;
 
-  const Traffic traffic = step_traffic(model, setup, l, bytes, first_stage, stage_elements,
-                                       per_stage_layers, shards, replicas);
+  const Traffic traffic =
+      step_traffic(model, setup, l, bytes, first_stage, stage_elements, per_stage_layers,
+                   routed_layers_of_stage(model, chunk_layers, l, 0), shards, replicas);
   const std::map<std::string, double>& sent = traffic.sent;
   const double m = static_cast<double>(l.microbatches);
   for (const auto& [kind, value] : traffic.by_kind) {

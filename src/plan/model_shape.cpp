@@ -306,8 +306,12 @@ ModelShape shape_of(const ModelManifest& manifest, std::optional<std::int64_t> h
         {"heads", {static_cast<std::int64_t>(t.heads), shape.heads}},
         {"kv_heads", {static_cast<std::int64_t>(t.kv_heads), shape.kv_heads}},
         {"head_dim", {static_cast<std::int64_t>(t.head_dim), shape.head_dim}},
-        {t.moe() ? "expert_width" : "mlp_width",
-         {static_cast<std::int64_t>(t.moe() ? t.expert_width : t.mlp_width), shape.ffn}},
+        // (With dense layers among routed ones, the wider of the two.)
+        {t.moe() ? (t.mixed_layers() ? "expert_width and mlp_width" : "expert_width") : "mlp_width",
+         {static_cast<std::int64_t>(
+              t.moe() ? (t.mixed_layers() ? std::max(t.expert_width, t.mlp_width) : t.expert_width)
+                      : t.mlp_width),
+          shape.ffn}},
         {"vocab", {static_cast<std::int64_t>(t.vocab), shape.vocab}},
         {"mlp", {t.mlp == MlpKind::kGatedSilu ? 1 : 0, shape.gated_mlp ? 1 : 0}},
         {"tied_head", {t.tied_head ? 1 : 0, shape.tied_embeddings ? 1 : 0}}};

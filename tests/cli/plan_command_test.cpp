@@ -328,7 +328,13 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
            // rows, in one message
            {"data=2,expert=2 balanced bias", "1", 4},
            {"fsdp=2,model=2 sp balanced bias", "3", 4},
-           {"model=2,pipeline=2 balanced bias", "0", 4}}) {
+           {"model=2,pipeline=2 balanced bias", "0", 4},
+           // dense layers among routed ones (a balanced routing): the
+           // dispatch, the rows kept and the router's sums of the routed layers only
+           {"expert=2 mixed", "0", 2},
+           {"model=2,expert=2 sp mixed", "1", 4},
+           {"pipeline=2,expert=2 full mixed", "0", 4},
+           {"fsdp=2,model=2 bias mixed", "3", 4}}) {
     const bool odd = mesh.find(" odd") != std::string::npos;
     const bool tied = mesh.find(" tied") != std::string::npos;
     const bool vocab = mesh.find(" vocab") != std::string::npos;
@@ -363,6 +369,14 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
         "num_local_experts": 4, "num_experts_per_tok": 4, "output_router_logits": )"
                                 << (aux ? "true" : "false") << "}";
     }
+    if (mesh.find(" mixed") != std::string::npos) {
+      // Qwen3-MoE's dense layers among routed ones: layers 1 and 3 route, 0 and 2 are dense.
+      std::ofstream(model_file) << R"({"family": "qwen3_moe", "num_hidden_layers": 4,
+        "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "intermediate_size": 96, "vocab_size": 256, "max_position_embeddings": 64,
+        "num_experts": 4, "num_experts_per_tok": 4, "moe_intermediate_size": 32,
+        "decoder_sparse_step": 2})";
+    }
     if (narrow) {
       // The dead gate, up and product hold 3 x 16 floats a row on model=2; attention's
       // gradients need 2 x 32 + 2 x 16.
@@ -370,7 +384,8 @@ TEST(PlanCommand, EqualsTheTrainersMeasurementsWhereTheyAreExact) {
         "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
         "intermediate_size": 32, "vocab_size": 256, "max_position_embeddings": 64})";
     }
-    const std::string model_name = odd || tied || vocab || narrow || balanced    ? model_file
+    const bool mixed = mesh.find(" mixed") != std::string::npos;
+    const std::string model_name = odd || tied || vocab || narrow || balanced || mixed ? model_file
                                    : mesh.find(" llama") != std::string::npos    ? "llama-tiny"
                                    : mesh.find(" qwen2") != std::string::npos    ? "qwen2-tiny"
                                    : mesh.find(" qwen3moe") != std::string::npos ? "qwen3-moe-tiny"
