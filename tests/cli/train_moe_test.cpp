@@ -310,6 +310,39 @@ TEST(TrainMoe, TheExpertBiasSeesTheOneRanksLossesAndTravelsInCheckpoints) {
   }
 }
 
+// Qwen3-MoE's dense layers among the routed ones (decoder_sparse_step 2: layers 1 and 3 route;
+// mlp_only_layers [3]: layer 3 is dense too): every layout sees the one rank's losses, with the
+// auxiliary loss over the routed layer and the expert bias; the layers are what the config says
+// (a dense layer's gate_proj beside a routed layer's experts).
+TEST(TrainMoe, DenseLayersAmongTheRoutedSeeTheOneRanksLosses) {
+  const std::string file = ::testing::TempDir() + "moe_mixed.json";
+  std::ofstream(file) << R"({"family": "qwen3_moe", "num_hidden_layers": 4, "hidden_size": 32,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 48,
+    "vocab_size": 256, "max_position_embeddings": 16, "num_experts": 4,
+    "num_experts_per_tok": 2, "moe_intermediate_size": 16, "norm_topk_prob": true,
+    "decoder_sparse_step": 2, "mlp_only_layers": [3], "output_router_logits": true,
+    "router_aux_loss_coef": 0.5})";
+  const std::vector<std::vector<std::string>> layouts{
+      {"--mesh", "data=2"},
+      {"--mesh", "expert=2"},
+      {"--mesh", "model=2,expert=2", "--sequence-parallel"},
+      {"--mesh", "fsdp=2,expert=2", "--zero", "3", "--recompute", "full"}};
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{}, {"--expert-bias-rate", "0.05"}}) {
+    const double worst = testing::expect_layouts_see_one_rank(file, layouts, flags, 1e-5);
+    std::cout << "dense layers among routed ones: worst relative deviation " << worst << "\n";
+  }
+  const testing::Result specs = run_command({"specs", "--model", file, "--mesh", "model=2"});
+  ASSERT_EQ(specs.status, 0) << specs.err;
+  for (const char* held :
+       {"model.layers.0.mlp.gate_proj.weight", "model.layers.1.mlp.gate.weight",
+        "model.layers.1.mlp.experts.gate_up_proj", "model.layers.2.mlp.down_proj.weight",
+        "model.layers.3.mlp.up_proj.weight"}) {
+    EXPECT_THAT(specs.out, ::testing::HasSubstr(held));
+  }
+  EXPECT_THAT(specs.out, ::testing::Not(::testing::HasSubstr("model.layers.3.mlp.gate.weight")));
+}
+
 // The presets train, and a Mixture of Experts' layer is not the dense one's: the experts and
 // the router are parameters of their own, listed with their shapes.
 TEST(TrainMoe, ThePresetsTrainWithTheirExperts) {
@@ -356,8 +389,13 @@ TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
                         << extra << "}";
     expect_bad_input(train_ten_steps(file, {}), message);
   };
-  refused(R"("decoder_sparse_step": 2)", "decoder_sparse_step");
-  refused(R"("mlp_only_layers": [0])", "mlp_only_layers");
+  refused(R"("decoder_sparse_step": 0)", "decoder_sparse_step");
+  refused(R"("decoder_sparse_step": "two")", "decoder_sparse_step");
+  refused(R"("decoder_sparse_step": 3)",
+          "decoder_sparse_step 3 and mlp_only_layers leave none of the 2 layers routed");
+  refused(R"("mlp_only_layers": [0, 1])", "leave none of the 2 layers routed");
+  refused(R"("mlp_only_layers": [-1])", "mlp_only_layers");
+  refused(R"("mlp_only_layers": "0")", "mlp_only_layers");
   refused(R"("router_aux_loss_coef": -1)", "router_aux_loss_coef");
   refused(R"("router_aux_loss_coef": "high")", "router_aux_loss_coef");
   refused(R"("router_aux_loss_coef": 1e400)", "number overflow parsing '1e400'");

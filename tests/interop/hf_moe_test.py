@@ -61,6 +61,9 @@ def made_by_transformers(shardwise, folder, family, data):
     if family == "qwen3_moe":
         shapes[0]["norm_topk_prob"] = True
         shapes[2]["norm_topk_prob"] = False
+        # Dense layers among the routed ones: layers 1 and 3 route, 3 is listed dense.
+        shapes.append(dict(num_experts_per_tok=2, tie_word_embeddings=False, num_hidden_layers=4,
+                           decoder_sparse_step=2, mlp_only_layers=[3], norm_topk_prob=True))
     for i, shape in enumerate(shapes):
         for dtype in (torch.float32, torch.bfloat16):
             model = model_class(config_of(family, vocab_size=256, **shape))
@@ -76,16 +79,24 @@ def made_by_transformers(shardwise, folder, family, data):
                            f"transformers' {family} {i} {dtype}")
             if abs(loss - 5.545) < 0.3:
                 sys.exit(f"{family} {i}'s loss {loss} is too close to the uniform guess")
+            if dtype == torch.float32 and "decoder_sparse_step" in shape:
+                # The dense layers' gate_proj, up_proj and down_proj export as they came.
+                exported = made + "_exported"
+                run(shardwise, "ckpt", "export", converted, "--format", "hf-" + family,
+                    "--out", exported)
+                compare_loss(shardwise, converted, exported, model_class, data,
+                             f"{family} {i} exported")
+                expect_round_trip(shardwise, exported, "hf-" + family, f"{family} {i}")
 
 
-def with_auxiliary_loss(shardwise, folder, family, data):
+def with_auxiliary_loss(shardwise, folder, family, data, **fields):
     """A model whose config asks for the auxiliary load-balancing loss (output_router_logits,
     router_aux_loss_coef): shardwise's loss is transformers' language-model loss plus the
     coefficient times its aux_loss, window by window."""
     _, model_class = FAMILIES[family]
     model = model_class(config_of(family, vocab_size=256, num_experts_per_tok=2,
-                                  output_router_logits=True, router_aux_loss_coef=0.3))
-    made = os.path.join(folder, f"{family}_aux")
+                                  output_router_logits=True, router_aux_loss_coef=0.3, **fields))
+    made = os.path.join(folder, f"{family}_aux{len(fields)}")
     model.save_pretrained(made)
     converted = made + "_ckpt"
     run(shardwise, "ckpt", "import", made, "--format", "hf-" + family, "--out", converted)
@@ -140,7 +151,7 @@ def generated(shardwise, folder, family, tokenizer_file):
     prompt = "The licensee shall   keep 1234567 copies, café 東京!"
     prompt_ids = tokenizer.encode(prompt).ids
     expect_greedy_tokens(shardwise, model, hf, prompt, prompt_ids, end, NEW_TOKENS,
-                         ("model=1",), family)
+                         ("model=1", "model=2"), family)
 
 
 def main():
@@ -153,6 +164,9 @@ def main():
         for family in FAMILIES:
             made_by_transformers(shardwise, folder, family, data)
             with_auxiliary_loss(shardwise, folder, family, data)
+            if family == "qwen3_moe":  # over the routed layers alone
+                with_auxiliary_loss(shardwise, folder, family, data, num_hidden_layers=3,
+                                    decoder_sparse_step=2)
             trained_by_shardwise(shardwise, folder, family, data)
             generated(shardwise, folder, family, os.path.join(fixtures, "gpt2.tokenizer.json"))
     print("ok")

@@ -166,6 +166,23 @@ TEST(WholeModelGradients, MixtralAndQwen3Moe) {
   }
 }
 
+// Qwen3-MoE with dense layers among the routed ones (decoder_sparse_step 2: layers 0 and 2
+// dense, layer 1 routed): the dense layers' gate, up and down of intermediate_size beside the
+// routed layer's experts, with the auxiliary loss over the routed layer alone.
+TEST(WholeModelGradients, AQwen3MoeWithDenseLayersAmongTheRouted) {
+  models::LlamaConfig config = small_qwen3_moe(true);
+  config.n_layer = 3;
+  config.sparse_step = 2;         // layer 1 routes, 0 and 2 are dense
+  config.intermediate_size = 10;  // the dense layers' width, not the experts'
+  config.output_router_logits = true;
+  config.router_aux_loss_coef = 4.0;
+  auto definition = std::make_shared<const models::LlamaDefinition>(config);
+  EXPECT_EQ(definition->manifest().transformer->dense_layers, (std::vector<std::size_t>{0, 2}));
+  DistributedModel model(definition, 7);
+  sharpen_routers(model.parameters());
+  expect_whole_model_gradients(model, 40, true);
+}
+
 // The auxiliary load-balancing loss (output_router_logits) in the loss: its gradient reaches the
 // routers through every layer's probabilities. Weighted heavily, so that a router gradient
 // without it (or with another scale) is off by far more than the tolerance.

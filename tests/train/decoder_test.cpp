@@ -185,8 +185,9 @@ TEST(Decoder, TheLlamasLogitsAreTheTrainingForwardsWithSplitAndReplicatedHeads) 
 
 // A Mixture of Experts decodes through the same part as it trains: the routed experts of a
 // few rows at a time are the training forward's (Mixtral renormalised; Qwen3-MoE not, with its
-// norms of queries and keys), on one rank and with the experts folded over 2 and 4 model ranks
-// (each holding 2 or 1 of them; one decoded row is routed by one rank, the others route none).
+// norms of queries and keys; and with a dense layer among the routed), on one rank and with the
+// experts folded over 2 and 4 model ranks (each holding 2 or 1 of them; one decoded row is routed
+// by one rank, the others route none).
 TEST(Decoder, AMixtureOfExpertsLogitsAreTheTrainingForwards) {
   for (const models::LlamaVariant variant :
        {models::LlamaVariant::kMixtral, models::LlamaVariant::kQwen3Moe}) {
@@ -205,6 +206,12 @@ TEST(Decoder, AMixtureOfExpertsLogitsAreTheTrainingForwards) {
     c.expert_width = 16;
     c.renormalize_routing = variant == models::LlamaVariant::kMixtral;
     expect_decoders_agree(std::make_shared<models::LlamaDefinition>(c), {2, 4});
+    if (variant == models::LlamaVariant::kQwen3Moe) {
+      // Layer 0 a dense MLP (decoder_sparse_step 2), layer 1 routed.
+      c.sparse_step = 2;
+      c.intermediate_size = 24;
+      expect_decoders_agree(std::make_shared<models::LlamaDefinition>(c), {2, 4});
+    }
   }
 }
 
