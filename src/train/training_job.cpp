@@ -257,26 +257,24 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
   }
   s.model->check_options(s.sequence_parallel, s.recompute, named("model"));
   s.model->check_stages(degree_of(s.mesh, kPipelineAxis), named("mesh"));
-  if (!(s.capacity_factor >= 0 && s.capacity_factor <= 1e6)) {
-    throw InvalidArgument(named("capacity_factor") + " is " + std::to_string(s.capacity_factor) +
-                          "; expected 0 (dropless) or a factor up to 1e6");
-  }
-  if (s.capacity_factor > 0 && s.model->manifest().transformer &&
-      !s.model->manifest().transformer->moe()) {
-    throw InvalidArgument(named("capacity_factor") + " " + std::to_string(s.capacity_factor) +
-                          " caps a Mixture of Experts' experts; " + named("model") + " has none");
+  // A Mixture of Experts' settings: 0 (off) to 1e6, and above 0 only for a model with experts.
+  const bool has_experts =
+      !s.model->manifest().transformer || s.model->manifest().transformer->moe();
+  for (const auto& [setting, value, off, does] :
+       {std::tuple{"capacity_factor", s.capacity_factor, "0 (dropless) or a factor",
+                   " caps a Mixture of Experts' experts; "},
+        std::tuple{"expert_bias_rate", s.expert_bias_rate, "0 (no expert bias) or a rate",
+                   " moves a Mixture of Experts' expert bias; "}}) {
+    if (!(value >= 0 && value <= 1e6)) {
+      throw InvalidArgument(named(setting) + " is " + std::to_string(value) + "; expected " + off +
+                            " up to 1e6");
+    }
+    if (value > 0 && !has_experts) {
+      throw InvalidArgument(named(setting) + " " + std::to_string(value) + does + named("model") +
+                            " has no experts");
+    }
   }
   pipeline_ = resolve_pipeline(s.pipeline, *s.model, s.mesh, t, named);
-  if (!(s.expert_bias_rate >= 0 && s.expert_bias_rate <= 1e6)) {
-    throw InvalidArgument(named("expert_bias_rate") + " is " + std::to_string(s.expert_bias_rate) +
-                          "; expected 0 (no expert bias) or a rate up to 1e6");
-  }
-  if (s.expert_bias_rate > 0 && s.model->manifest().transformer &&
-      !s.model->manifest().transformer->moe()) {
-    throw InvalidArgument(named("expert_bias_rate") + " " + std::to_string(s.expert_bias_rate) +
-                          " moves a Mixture of Experts' expert bias; " + named("model") +
-                          " has no experts");
-  }
   if (s.capacity_factor > 0 && model_degree > 1) {
     // Each model rank routes whole sequences of a micro-batch (MoePart): a sequence's capacity
     // counts its choices in token order.
