@@ -34,6 +34,9 @@ expect_disagreement(--residual-dtype 1 "--mesh;model=2;--precision;bf16"
 set(_common train --model ${SOURCE_DIR}/examples/models/mixtral_micro.json --steps 4 --batch 4
     --json --backend mpi)
 expect_disagreement(--capacity-factor 1 "--mesh;expert=2" "--mesh;expert=2;--capacity-factor;1")
+# One half moving an expert bias: the ranks would route alike only until the first update.
+expect_disagreement(--expert-bias-rate 1 "--mesh;model=2"
+                    "--mesh;model=2;--expert-bias-rate;0.01")
 set(_common train --model ${MODEL} --steps 4 --batch 4 --json --backend mpi)
 
 # --blas: one half on oneDNN and the other on MKL, where MKL is on this machine
