@@ -93,6 +93,22 @@ const std::vector<std::vector<std::string>>& model_layouts() {
 
 TEST(TrainMoe, TheModelAxisFoldsTheExpertsAndSeesTheOneRanksLosses) {
   expect_both_families_see_one_rank(model_layouts(), "with the model axis");
+  // Shares that are not whole sequences, and a rank routing no row: 3 rows, then 1, on 2 ranks.
+  for (const char* seq : {"3", "1"}) {
+    const auto run = [&](const std::vector<std::string>& mesh) {
+      std::vector<std::string> args{
+          "train",   "--model", testing::source_path("examples/models/mixtral_micro.json"),
+          "--steps", "3",       "--batch",
+          "1",       "--seq",   seq,
+          "--json"};
+      args.insert(args.end(), mesh.begin(), mesh.end());
+      return testing::losses_of(run_command(args), std::string("--seq ") + seq);
+    };
+    const std::vector<double> one = run({}), folded = run({"--mesh", "model=2"});
+    ASSERT_EQ(one.size(), 3U);
+    ASSERT_EQ(folded.size(), 3U);
+    for (std::size_t s = 0; s < 3; ++s) EXPECT_NEAR(folded[s], one[s], 1e-5 * one[s]) << seq;
+  }
 }
 
 // Every row a token routes is computed once, by the rank holding its expert: over the ranks the
