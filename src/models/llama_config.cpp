@@ -196,8 +196,7 @@ void validate(const LlamaConfig& c) {
     }
     if (c.dense_layers().size() == c.n_layer) {
       throw InvalidArgument("decoder_sparse_step " + std::to_string(c.sparse_step) +
-                            " and mlp_only_layers leave none of the " +
-                            std::to_string(c.n_layer) +
+                            " and mlp_only_layers leave none of the " + std::to_string(c.n_layer) +
                             " layers routed: the model has no Mixture of Experts");
     }
     if (!(c.router_aux_loss_coef >= 0 && c.router_aux_loss_coef <= 1e6)) {

@@ -155,9 +155,8 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
   const std::size_t attention_grads = 2 * q + 2 * kv;
   // Whether they fit depends on the widths alone (a chunk decides once for every micro-batch):
   // a Mixture of Experts' kMlp holds at least BT / t rows.
-  attention_grads_in_mlp_ =
-      (shape.moe() && attention_grads * t <= shape.mlp_row_elements(t, g)) ||
-      (dense && attention_grads <= shape.dense_row_elements(t));
+  attention_grads_in_mlp_ = (shape.moe() && attention_grads * t <= shape.mlp_row_elements(t, g)) ||
+                            (dense && attention_grads <= shape.dense_row_elements(t));
   e[index(Activation::kAttentionGrads)] = attention_grads_in_mlp_ ? 0 : BT * attention_grads;
   head_block_ = geometry.has_head ? head_block_rows(BT, vocab) : 0;
   e[index(Activation::kLogits)] = head_block_ * vocab;
@@ -181,11 +180,11 @@ ActivationTable::ActivationTable(const TransformerShape& shape, const ChunkGeome
         std::max(mlp_rows * shape.experts_per_token, g > 1 ? g * mlp_rows : 0);
     const std::size_t dense_width = dense ? width : 0;
     const std::size_t mlp_input = shape.moe() ? routed * std::max(C, shape.expert_width) : 0;
-    const std::size_t mlp_output =
-        std::max(shape.moe() ? std::max(routed * std::max(2 * shape.expert_width, C),
-                                        mlp_rows * shape.experts)
-                             : 0,
-                 BT * dense_width);
+    const std::size_t mlp_output = std::max(
+        shape.moe()
+            ? std::max(routed * std::max(2 * shape.expert_width, C), mlp_rows * shape.experts)
+            : 0,
+        BT * dense_width);
     const std::size_t head_input = head_block_ * C;
     const std::size_t layer_input = geometry.recompute == Recompute::kFull && geometry.layers > 0
                                         ? std::max(BT * std::max({C, q, dense_width}), mlp_input)

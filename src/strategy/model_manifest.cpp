@@ -290,8 +290,7 @@ TransformerShape transformer_of_json(const nlohmann::json& json) {
             layer.get<std::int64_t>() >= static_cast<std::int64_t>(t.layers) ||
             (!t.dense_layers.empty() && layer.get<std::size_t>() <= t.dense_layers.back())) {
           throw InvalidArgument(reader.field("dense_layers") + " holds " + layer.dump() +
-                                "; expected ascending layers 0 to " +
-                                std::to_string(t.layers - 1));
+                                "; expected ascending layers 0 to " + std::to_string(t.layers - 1));
         }
         t.dense_layers.push_back(layer.get<std::size_t>());
       }

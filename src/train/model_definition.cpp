@@ -55,9 +55,9 @@ std::vector<PartitionSpec> fixed_placements(const ModelDefinition& model, int de
                             "' (each rank holds as many experts)");
     }
     entries.front() =
-        over_model ? SpecEntry(std::vector<std::string>{std::string(kModelAxis),
-                                                        std::string(kExpertAxis)})
-                   : SpecEntry(std::string(kExpertAxis));
+        over_model
+            ? SpecEntry(std::vector<std::string>{std::string(kModelAxis), std::string(kExpertAxis)})
+            : SpecEntry(std::string(kExpertAxis));
     placements[p] = PartitionSpec(std::move(entries));
   }
   if (!experts) {

@@ -42,9 +42,9 @@ class MlpPart {
   // written to `dnormed` (whole rows, this rank's part); `arrays` (and `router`) are
   // overwritten, `scratch` is kMlpGrad.
   // `dprobability`, `bias`, `counts`: a Mixture of Experts' (MoePart::backward).
-  void backward(std::size_t layer, float* dnormed, float* scratch, const float* dout,
-                float* arrays, float* router, const float* normed, const ParameterView& p,
-                const Rows& rows, const float* dprobability = nullptr, const float* bias = nullptr,
+  void backward(std::size_t layer, float* dnormed, float* scratch, const float* dout, float* arrays,
+                float* router, const float* normed, const ParameterView& p, const Rows& rows,
+                const float* dprobability = nullptr, const float* bias = nullptr,
                 double* counts = nullptr) const;
 
  private:
