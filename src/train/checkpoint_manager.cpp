@@ -36,9 +36,11 @@ struct ResumedCheckpoint {
 };
 
 // The checkpoint's metadata, checked to be of `model` and to hold every array a run of it
-// needs, each with its parameter's shape.
+// needs, each with its parameter's shape; an expert bias only where the run keeps one
+// (`expert_bias`, named as `named` says).
 ResumedCheckpoint checked_resume(const ckpt::CheckpointIndex& index, const CheckpointedModel& model,
-                                 const std::string& what) {
+                                 const std::string& what, bool expert_bias,
+                                 const SettingNames& named) {
   ResumedCheckpoint info;
   info.step = checkpoint_step(index, what);
   const nlohmann::json metadata = nlohmann::json::parse(index.metadata_json);
@@ -58,9 +60,16 @@ ResumedCheckpoint checked_resume(const ckpt::CheckpointIndex& index, const Check
     info.has_optimizer = info.has_optimizer || array.name.rfind("optimizer/", 0) == 0;
   }
   std::vector<std::string> arrays = checkpoint_arrays(model.parameters, info.has_optimizer);
-  // A model's own state (an expert bias) is the run's to load or refuse (resume()).
+  // A model's own state: an expert bias, which a run keeping none would route without.
   for (const ckpt::ArrayRecord& array : index.arrays) {
-    if (array.name.rfind(kExpertBiasArrays, 0) == 0) arrays.push_back(array.name);
+    if (array.name.rfind(kExpertBiasArrays, 0) != 0) continue;
+    if (!expert_bias) {
+      throw ckpt::CheckpointError(what + " holds an expert bias ('" + array.name +
+                                  "'), which chooses the tokens' experts; this run keeps none, "
+                                  "so it would route them otherwise: resume with " +
+                                  named("expert_bias_rate") + " above 0");
+    }
+    arrays.push_back(array.name);
   }
   ckpt::require_arrays(index, arrays, what);
   require_checkpoint_shapes(index, model.parameters, info.has_optimizer, what);
@@ -185,7 +194,8 @@ ResumePoint check_resume(const CheckpointPolicy& policy, const CheckpointedModel
   if (!policy.resume) return {};
   const ckpt::CheckpointReader reader(ckpt::resolve_checkpoint(*policy.resume));
   const std::string what = named("resume") + " '" + echo_input(*policy.resume, 200) + "'";
-  const ResumedCheckpoint info = checked_resume(reader.index(), model, what);
+  const ResumedCheckpoint info =
+      checked_resume(reader.index(), model, what, policy.expert_bias, named);
   reader.check_files();
   if (info.step > steps) {
     throw InvalidArgument(what + " is of step " + std::to_string(info.step) + ", past " +
@@ -335,25 +345,12 @@ std::int64_t CheckpointManager::resume() {
   std::string error;
   try {
     reader.emplace(ckpt::resolve_checkpoint(*policy_.resume));
-    info = checked_resume(reader->index(), model_, what);
-    std::set<std::string> saved;
-    for (const ckpt::ArrayRecord& array : reader->index().arrays) saved.insert(array.name);
-    bool keeps_state = false;
+    info = checked_resume(reader->index(), model_, what, policy_.expert_bias, named);
     for (const StateBlock& block : trainer_.state_blocks()) {
       if (block.optimizer && !info.has_optimizer) continue;
       // The model's own state (an expert bias) starts as it is where the checkpoint has none.
-      keeps_state = keeps_state || block.model_state;
-      if (block.model_state && saved.count(block.array) == 0) continue;
+      if (block.model_state && reader->index().find(block.array) == nullptr) continue;
       targets.push_back({block.array, block.shape, block.dtype, block.box, block.bytes()});
-    }
-    for (const std::string& name : saved) {
-      if (name.rfind(kExpertBiasArrays, 0) == 0 && !keeps_state) {
-        throw ckpt::CheckpointError(
-            what + " holds an expert bias ('" + name +
-            "'), which chooses the tokens' experts; this run keeps none, so it would route "
-            "them otherwise: resume with " +
-            named("expert_bias_rate") + " above 0");
-      }
     }
   } catch (const std::exception& e) {  // a file system's error too, not only bad input
     error = e.what();

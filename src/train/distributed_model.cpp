@@ -157,29 +157,30 @@ void DistributedModel::end_step() {
     counts.insert(counts.end(), mine.begin(), mine.end());
   }
   sum_over_batch(counts.data(), counts.size());
-  const std::size_t experts = definition_->manifest().transformer->experts;
   std::size_t at = 0;
-  for (const auto& chunk : chunks_) {
-    const std::span<float> bias = chunk->expert_bias();
-    for (std::size_t layer = 0; layer * experts < bias.size(); ++layer) {
-      kernels::update_expert_bias(bias.data() + layer * experts,
-                                  counts.data() + at + layer * experts, experts,
-                                  layout_.expert_bias_rate);
+  for (std::size_t c = 0; c < chunks_.size(); ++c) {
+    const std::span<float> bias = chunks_[c]->expert_bias();
+    const std::size_t layers = ranges_[c].end_layer - ranges_[c].first_layer;
+    for (std::size_t l = 0; l < layers && !bias.empty(); ++l) {
+      const std::size_t experts = bias.size() / layers;
+      kernels::update_expert_bias(bias.data() + l * experts, counts.data() + at + l * experts,
+                                  experts, layout_.expert_bias_rate);
     }
     at += bias.size();
-    const std::span<double> mine = chunk->expert_counts();
+    const std::span<double> mine = chunks_[c]->expert_counts();
     std::fill(mine.begin(), mine.end(), 0.0);
   }
 }
 
 std::vector<Model::StateArray> DistributedModel::state_arrays() {
   std::vector<StateArray> arrays;
+  if (layout_.expert_bias_rate <= 0) return arrays;
+  const TransformerShape shape = *definition_->manifest().transformer;
   for (std::size_t c = 0; c < chunks_.size(); ++c) {
     const std::span<float> bias = chunks_[c]->expert_bias();
     const std::size_t layers = ranges_[c].end_layer - ranges_[c].first_layer;
     if (bias.empty() || layers == 0) continue;
     const std::size_t experts = bias.size() / layers;
-    const TransformerShape shape = *definition_->manifest().transformer;
     for (std::size_t l = 0; l < layers; ++l) {
       const std::size_t layer = ranges_[c].first_layer + l;
       if (!shape.moe_layer(layer)) continue;  // a dense layer's stays 0

@@ -217,6 +217,7 @@ TrainingJob::TrainingJob(JobSettings settings) : settings_(std::move(settings)) 
   JobSettings& s = settings_;
   const SettingNames& named = s.names;
   s.checkpoints.names = named;
+  s.checkpoints.expert_bias = s.expert_bias_rate > 0;
   if (!s.model) throw InvalidArgument("the job has no model");
   check_mesh(s.mesh, named);
   TrainSettings& t = s.training;

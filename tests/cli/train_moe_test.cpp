@@ -34,6 +34,19 @@ const std::vector<std::vector<std::string>>& every_layout() {
   return layouts;
 }
 
+// A small Qwen3-MoE's model file in the tests' folder: `layers` layers of 4 experts of width 16
+// (top 2) and then `fields` (JSON members).
+std::string small_qwen3_moe(const std::string& name, int layers, const std::string& fields) {
+  const std::string file = ::testing::TempDir() + name;
+  std::ofstream(file) << R"({"family": "qwen3_moe", "num_hidden_layers": )" << layers
+                      << R"(, "hidden_size": 32, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64, "vocab_size": 256,
+    "max_position_embeddings": 16, "num_experts": 4, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 16, )"
+                      << fields << "}";
+  return file;
+}
+
 // Both families on `layouts`, in float32 (within 1e-5) and bf16 (1e-3).
 void expect_both_families_see_one_rank(const std::vector<std::vector<std::string>>& layouts,
                                        const std::string& which) {
@@ -184,12 +197,9 @@ TEST(TrainMoe, ACheckpointLoadsIntoAnyExpertDegree) {
 // the whole batch, summed over the batch's ranks, so every layout but a pipeline (which splits the
 // layers; refused) sees the one rank's losses and gradient norms.
 TEST(TrainMoe, TheAuxiliaryLossSeesTheOneRanksLossesOnEveryLayout) {
-  const std::string file = ::testing::TempDir() + "moe_auxiliary.json";
-  std::ofstream(file) << R"({"family": "qwen3_moe", "num_hidden_layers": 3, "hidden_size": 32,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64,
-    "vocab_size": 256, "max_position_embeddings": 16, "num_experts": 4,
-    "num_experts_per_tok": 2, "moe_intermediate_size": 16, "norm_topk_prob": true,
-    "output_router_logits": true, "router_aux_loss_coef": 0.5})";
+  const std::string file = small_qwen3_moe(
+      "moe_auxiliary.json", 3,
+      R"("norm_topk_prob": true, "output_router_logits": true, "router_aux_loss_coef": 0.5)");
   const std::vector<std::vector<std::string>> layouts{
       {"--mesh", "data=2"},
       {"--mesh", "expert=2"},
@@ -203,13 +213,9 @@ TEST(TrainMoe, TheAuxiliaryLossSeesTheOneRanksLossesOnEveryLayout) {
   std::cout << "with the auxiliary loss: worst relative deviation from one rank " << fp32
             << " (fp32), " << bf16 << " (bf16)\n";
   // It is in the loss: the same model without it trains to other losses.
-  std::string without = file;
-  without.replace(without.find("auxiliary"), 9, "plain");
-  std::ofstream(without) << R"({"family": "qwen3_moe", "num_hidden_layers": 3, "hidden_size": 32,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64,
-    "vocab_size": 256, "max_position_embeddings": 16, "num_experts": 4,
-    "num_experts_per_tok": 2, "moe_intermediate_size": 16, "norm_topk_prob": true,
-    "output_router_logits": false, "router_aux_loss_coef": 0.5})";
+  const std::string without = small_qwen3_moe(
+      "moe_plain.json", 3,
+      R"("norm_topk_prob": true, "output_router_logits": false, "router_aux_loss_coef": 0.5)");
   const auto with_losses = testing::losses_of(run_command(train_ten_steps(file, {})), file);
   const auto plain = testing::losses_of(run_command(train_ten_steps(without, {})), without);
   ASSERT_EQ(with_losses.size(), plain.size());
@@ -311,6 +317,9 @@ TEST(TrainMoe, TheExpertBiasSeesTheOneRanksLossesAndTravelsInCheckpoints) {
       run_command({"ckpt", "export", step5, "--format", "hf-mixtral", "--out", folder + "/hf"});
   EXPECT_NE(exported.status, 0);
   EXPECT_THAT(exported.err, ::testing::HasSubstr("holds an expert bias"));
+  const testing::Result generated = run_command({"generate", step5, "--prompt", "hi"});
+  EXPECT_NE(generated.status, 0);
+  EXPECT_THAT(generated.err, ::testing::HasSubstr("holds an expert bias ('expert_bias/layers.0')"));
   expect_bad_input(train_ten_steps("gpt_micro.json", bias),
                    "--expert-bias-rate 0.050000 moves a Mixture of Experts' expert bias; --model "
                    "has no experts");
@@ -325,13 +334,10 @@ TEST(TrainMoe, TheExpertBiasSeesTheOneRanksLossesAndTravelsInCheckpoints) {
 // auxiliary loss over the routed layer and the expert bias; the layers are what the config says
 // (a dense layer's gate_proj beside a routed layer's experts).
 TEST(TrainMoe, DenseLayersAmongTheRoutedSeeTheOneRanksLosses) {
-  const std::string file = ::testing::TempDir() + "moe_mixed.json";
-  std::ofstream(file) << R"({"family": "qwen3_moe", "num_hidden_layers": 4, "hidden_size": 32,
-    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 48,
-    "vocab_size": 256, "max_position_embeddings": 16, "num_experts": 4,
-    "num_experts_per_tok": 2, "moe_intermediate_size": 16, "norm_topk_prob": true,
-    "decoder_sparse_step": 2, "mlp_only_layers": [3], "output_router_logits": true,
-    "router_aux_loss_coef": 0.5})";
+  const std::string file =
+      small_qwen3_moe("moe_mixed.json", 4,
+                      R"("norm_topk_prob": true, "decoder_sparse_step": 2, "mlp_only_layers": [3],
+                      "output_router_logits": true, "router_aux_loss_coef": 0.5)");
   const std::vector<std::vector<std::string>> layouts{
       {"--mesh", "data=2"},
       {"--mesh", "expert=2"},
@@ -342,6 +348,22 @@ TEST(TrainMoe, DenseLayersAmongTheRoutedSeeTheOneRanksLosses) {
     const double worst = testing::expect_layouts_see_one_rank(file, layouts, flags, 1e-5);
     std::cout << "dense layers among routed ones: worst relative deviation " << worst << "\n";
   }
+  // Saved and resumed on a pipeline whose second stage holds no routed layer (and no bias): the
+  // resumed run continues as the saving one did (a pipeline takes no auxiliary loss).
+  const std::string staged = small_qwen3_moe("moe_mixed_staged.json", 4,
+                                             R"("decoder_sparse_step": 2, "mlp_only_layers": [3])");
+  const std::string folder = ::testing::TempDir() + "moe_mixed_checkpoint";
+  std::filesystem::remove_all(folder);
+  std::vector<std::string> pipelined{"--mesh", "pipeline=2", "--expert-bias-rate", "0.05"};
+  std::vector<std::string> saving = train_ten_steps(staged, pipelined);
+  saving.insert(saving.end(), {"--save", folder, "--save-every", "5"});
+  const std::vector<double> losses = testing::losses_of(run_command(saving), "saving");
+  pipelined.insert(pipelined.end(), {"--resume", folder + "/step-00000005"});
+  const std::vector<double> after =
+      testing::losses_of(run_command(train_ten_steps(staged, pipelined)), "resuming");
+  ASSERT_EQ(losses.size(), 10U);
+  ASSERT_EQ(after.size(), 5U);
+  for (std::size_t s = 0; s < 5; ++s) EXPECT_NEAR(after[s], losses[5 + s], 1e-5 * losses[5 + s]);
   const testing::Result specs = run_command({"specs", "--model", file, "--mesh", "model=2"});
   ASSERT_EQ(specs.status, 0) << specs.err;
   for (const char* held :
@@ -390,14 +412,8 @@ TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
     EXPECT_EQ(8 % (model * expert), 0) << candidate["layout"];
   }
   EXPECT_TRUE(proposed_model);
-  const std::string file = ::testing::TempDir() + "moe_refused.json";
   const auto refused = [&](const std::string& extra, const std::string& message) {
-    std::ofstream(file) << R"({"family": "qwen3_moe", "num_hidden_layers": 2, "hidden_size": 32,
-      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64,
-      "vocab_size": 256, "max_position_embeddings": 16, "num_experts": 4,
-      "num_experts_per_tok": 2, "moe_intermediate_size": 16, )"
-                        << extra << "}";
-    expect_bad_input(train_ten_steps(file, {}), message);
+    expect_bad_input(train_ten_steps(small_qwen3_moe("moe_refused.json", 2, extra), {}), message);
   };
   refused(R"("decoder_sparse_step": 0)", "decoder_sparse_step");
   refused(R"("decoder_sparse_step": "two")", "decoder_sparse_step");
@@ -411,6 +427,7 @@ TEST(TrainMoe, WhatIsNotComputedIsRefusedNamingIt) {
   refused(R"("router_aux_loss_coef": 1e400)", "number overflow parsing '1e400'");
   refused(R"("norm_topk_prob": true, "num_experts_per_tok": 5)", "num_experts_per_tok");
   refused(R"("norm_topk_prob": "yes")", "norm_topk_prob");
+  const std::string file = ::testing::TempDir() + "moe_refused.json";
   std::ofstream(file) << R"({"family": "mixtral", "num_hidden_layers": 2, "hidden_size": 32,
     "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 64,
     "vocab_size": 256, "max_position_embeddings": 16, "num_local_experts": 4,

@@ -53,6 +53,9 @@ struct CheckpointPolicy {
   std::optional<std::string> init_from_path;  // the folder init_from was read from (the logs)
   // How the caller names these settings in messages (JobSettings::names).
   SettingNames names;
+  // The run keeps a Mixture of Experts' expert bias (JobSettings::expert_bias_rate above 0): a
+  // checkpoint's bias is resumed, and a checkpoint holding one is refused to a run without.
+  bool expert_bias = false;
 };
 
 // What a checkpoint says of its model, as the model's family writes and reads it.

@@ -11,7 +11,7 @@ ExpertDispatch::ExpertDispatch(const ExpertParallel& axis, const kernels::Expert
   const auto members = static_cast<std::size_t>(axis.degree());
   if (experts % members != 0 || groups.offsets.size() != experts + 1) {
     throw InvalidArgument("a dispatch of " + std::to_string(experts) + " experts over " +
-                          std::to_string(members) + " expert ranks");
+                          std::to_string(members) + " ranks (model x expert)");
   }
   local_ = experts / members;
   const std::size_t first = static_cast<std::size_t>(axis.rank()) * local_;
@@ -30,7 +30,7 @@ ExpertDispatch::ExpertDispatch(const ExpertParallel& axis, const kernels::Expert
     for (std::size_t l = 0; l < local_; ++l) {
       const std::int64_t count = counts_[m * local_ + l];
       if (count < 0 || received_rows_[m] + static_cast<std::size_t>(count) > most_from_each) {
-        throw InvalidArgument("expert rank " + std::to_string(m) + " sends " +
+        throw InvalidArgument("member " + std::to_string(m) + " of the experts' ranks sends " +
                               std::to_string(count) + " rows to expert " +
                               std::to_string(first + l) + ", more than the " +
                               std::to_string(most_from_each) + " rows each rank routes");

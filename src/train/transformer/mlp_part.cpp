@@ -1,7 +1,5 @@
 #include "mlp_part.hpp"
 
-#include <algorithm>
-
 #include "shardwise/kernels/elementwise.hpp"
 #include "shardwise/kernels/swiglu.hpp"
 
@@ -18,12 +16,10 @@ MlpPart::MlpPart(const TransformerShape& shape, const ModelAxis& axis,
       bias_(shape.mlp == MlpKind::kGelu && shape.mlp_bias),
       hidden_(shape.hidden),
       width_(shape.mlp_width / static_cast<std::size_t>(axis.tp().degree())),
-      dense_layers_(shape.dense_layers),
+      shape_(shape),
       axis_(axis) {}
 
-bool MlpPart::routes(std::size_t layer) const {
-  return moe_ && !std::binary_search(dense_layers_.begin(), dense_layers_.end(), layer);
-}
+bool MlpPart::routes(std::size_t layer) const { return shape_.moe_layer(layer); }
 
 void MlpPart::forward(std::size_t layer, float* out, float* arrays, float* router,
                       const float* normed, const ParameterView& p, const Rows& rows,

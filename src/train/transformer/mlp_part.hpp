@@ -52,7 +52,7 @@ class MlpPart {
   MlpKind kind_;
   bool bias_ = false;
   std::size_t hidden_ = 0, width_ = 0;
-  std::vector<std::size_t> dense_layers_;
+  TransformerShape shape_;  // which layers route (TransformerShape::moe_layer)
   const ModelAxis& axis_;
 };
 

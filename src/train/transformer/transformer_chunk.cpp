@@ -73,9 +73,9 @@ TransformerChunk::TransformerChunk(const TransformerSpec& spec, const ModelDefin
             : "an auxiliary load-balancing loss on a model without experts");
   }
   index_ = chunk_parameter_indices(model, store_, range_, tp.degree(), experts_.axis_degree());
-  if (!(options.expert_bias_rate >= 0)) {
+  if (!(options.expert_bias_rate >= 0 && options.expert_bias_rate <= 1e6)) {
     throw InvalidArgument("expert_bias_rate is " + std::to_string(options.expert_bias_rate) +
-                          "; expected a rate of 0 or more");
+                          "; expected 0 (no expert bias) or a rate up to 1e6");
   }
   if (options.expert_bias_rate > 0) {
     if (!spec_.shape.moe()) {
@@ -313,6 +313,12 @@ const float* TransformerChunk::layer_bias(std::size_t l) const {
              : expert_bias_.data() + (l - range_.first_layer) * spec_.shape.experts;
 }
 
+double* TransformerChunk::layer_counts(std::size_t l) {
+  return expert_counts_.empty()
+             ? nullptr
+             : expert_counts_.data() + (l - range_.first_layer) * spec_.shape.experts;
+}
+
 void TransformerChunk::layer_forward(const Layer& a, const float* residual, std::size_t l,
                                      const Rows& rw, double* routing) {
   const ParameterView p = parameters(places_.layer_first(l));
@@ -348,10 +354,7 @@ void TransformerChunk::layer_backward(const Layer& a, const float* residual, std
   // gradient added in place once the MLP's products have read it, d(residual2).
   mlp_.backward(l, dnormed, scratch(Activation::kMlpGrad), axis_.whole_output_grad(dresidual, rw),
                 a[Activation::kMlp], a[Activation::kRouter], a[Activation::kNorm2],
-                p.from(2 * norm + attention), rw, dprobability, layer_bias(l),
-                expert_counts_.empty()
-                    ? nullptr
-                    : expert_counts_.data() + (l - range_.first_layer) * spec_.shape.experts);
+                p.from(2 * norm + attention), rw, dprobability, layer_bias(l), layer_counts(l));
   norm_.backward(dresidual, axis_.column_input_grad(dnormed, rw), a[Activation::kResidual2],
                  a[Activation::kNorm2Statistics], p.from(norm + attention), rw);
   // residual2 = residual + attention, the same way. Attention's gradients go into the MLP's

@@ -99,8 +99,9 @@ class TransformerChunk final : public ModelChunk {
   [[nodiscard]] static AttentionPart::Arrays attention_arrays(const Layer& a);
   // `routing`: where a Mixture of Experts adds its statistics for the auxiliary loss (the first
   // forward of a micro-batch; not a recomputation's). `dprobability`: that loss's gradient.
-  // Layer l's expert bias (l of the model), or null.
+  // Layer l's expert bias and choice counts (l of the model), or null.
   [[nodiscard]] const float* layer_bias(std::size_t l) const;
+  [[nodiscard]] double* layer_counts(std::size_t l);
   void layer_forward(const Layer& a, const float* residual, std::size_t l, const Rows& rows,
                      double* routing = nullptr);
   void layer_backward(const Layer& a, const float* residual, std::size_t l, const Rows& rows,

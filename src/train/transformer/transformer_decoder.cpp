@@ -1,7 +1,6 @@
-#include <algorithm>
-
 #include "transformer_decoder.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
